@@ -1,0 +1,36 @@
+// Transport errors, ranked by the recovery they need (rabbitmq-client's habit):
+// a request error is the caller's fault and never retried; a connection error
+// is retried with backoff.
+
+export class TsqTransportError extends Error {
+  readonly code: string
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+    this.name = new.target.name
+  }
+}
+
+/** The broker refused the request itself (406 PRECONDITION_FAILED, 404 NOT_FOUND, WRONGTYPE). */
+export class BrokerRequestError extends TsqTransportError {}
+
+/** The broker could not be reached or the connection dropped. */
+export class BrokerConnectionError extends TsqTransportError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('BROKER_UNREACHABLE', message, options)
+  }
+}
+
+/** A URL tsq cannot use: unknown scheme, malformed, bad port. */
+export class BadBrokerUrlError extends TsqTransportError {
+  constructor(message: string) {
+    super('BAD_URL', message)
+  }
+}
+
+/** The transport was closed; later calls say so instead of hanging. */
+export class TransportClosedError extends TsqTransportError {
+  constructor(message = 'transport is closed') {
+    super('TRANSPORT_CLOSED', message)
+  }
+}

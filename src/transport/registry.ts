@@ -1,0 +1,50 @@
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { BadBrokerUrlError } from './errors.js'
+import type { Transport } from './transport.js'
+import { maskUrl, parseBrokerUrl } from './url.js'
+
+/** The embedded broker's folder when no broker is configured: per user, any working directory. */
+export function defaultFileBrokerDir(): string {
+  return process.env.TSQ_HOME ? join(resolve(process.env.TSQ_HOME), 'broker') : join(homedir(), '.tsq', 'broker')
+}
+
+export function defaultFileBrokerUrl(): string {
+  return `file://${defaultFileBrokerDir()}`
+}
+
+const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'file', 'filesystem'] as const
+
+function didYouMean(scheme: string): string {
+  const near = SCHEMES.find((s) => s.startsWith(scheme.slice(0, 2)))
+  return near ? ` Did you mean ${near}?` : ''
+}
+
+/**
+ * Builds a transport from a URL. Drivers are imported lazily so that commands
+ * that never touch a broker (--help, --version) load none of them.
+ */
+export async function createTransport(url: string): Promise<Transport> {
+  const parsed = parseBrokerUrl(url)
+  switch (parsed.scheme) {
+    case 'amqp':
+    case 'amqps':
+    case 'pyamqp': {
+      const { AmqpTransport } = await import('./amqp/amqp-transport.js')
+      return new AmqpTransport(url)
+    }
+    case 'redis':
+    case 'rediss': {
+      const { RedisTransport } = await import('./redis/redis-transport.js')
+      return new RedisTransport(url)
+    }
+    case 'file':
+    case 'filesystem': {
+      const { FileTransport } = await import('./file/file-transport.js')
+      const dir = parsed.path === '' ? defaultFileBrokerDir() : resolve(parsed.path)
+      return new FileTransport(dir)
+    }
+    default:
+      throw new BadBrokerUrlError(`no such transport: ${parsed.scheme} (in ${maskUrl(url)}).${didYouMean(parsed.scheme)}`)
+  }
+}

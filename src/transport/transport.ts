@@ -1,0 +1,128 @@
+// The one contract every broker implements, in AMQP vocabulary. Celery semantics
+// (task messages, pidbox, events) live above this layer; a transport knows only
+// exchanges, queues, bindings, envelopes and acknowledgements.
+
+export type ExchangeType = 'direct' | 'fanout' | 'topic'
+
+export interface ExchangeSpec {
+  name: string
+  type: ExchangeType
+  durable: boolean
+  autoDelete: boolean
+}
+
+export interface QueueArguments {
+  /** Milliseconds a queue may go unused before the broker deletes it. */
+  'x-expires'?: number
+  /** Milliseconds a message may wait in the queue before it is dropped. */
+  'x-message-ttl'?: number
+  'x-max-priority'?: number
+}
+
+export interface QueueSpec {
+  name: string
+  durable: boolean
+  exclusive: boolean
+  autoDelete: boolean
+  arguments?: QueueArguments
+}
+
+/** Header values as they travel in AMQP tables and in kombu's Redis JSON envelope. */
+export type HeaderValue = string | number | boolean | null | HeaderValue[] | { [key: string]: HeaderValue }
+export type Headers = Record<string, HeaderValue>
+
+export interface MessageProperties {
+  contentType: string
+  contentEncoding: string
+  headers: Headers
+  /** 1 transient, 2 persistent. */
+  deliveryMode: 1 | 2
+  priority: number
+  correlationId?: string
+  replyTo?: string
+  /** Milliseconds, as a decimal string (AMQP `expiration`). */
+  expiration?: string
+}
+
+export interface OutgoingMessage {
+  body: Buffer
+  properties: MessageProperties
+}
+
+export interface Delivery {
+  body: Buffer
+  properties: MessageProperties
+  exchange: string
+  routingKey: string
+  /** The queue this delivery was consumed from. */
+  queue: string
+  redelivered: boolean
+  /** Opaque, unique within the transport (uuid4 on Redis, as kombu). */
+  deliveryTag: string
+  /** Ack and reject are no-ops for deliveries from a noAck consumer. */
+  ack(): Promise<void>
+  reject(options: { requeue: boolean }): Promise<void>
+}
+
+export interface ConsumeOptions {
+  /** Maximum unacked deliveries in flight for this consumer; 0 or absent means unlimited. */
+  prefetch?: number
+  /** Deliveries need no ack (pidbox, events, replies). */
+  noAck?: boolean
+}
+
+export type DeliveryHandler = (delivery: Delivery) => void | Promise<void>
+
+export interface Consumer {
+  readonly queue: string
+  readonly tag: string
+  /** Stop receiving. Unacked deliveries stay unacked until acked, rejected or the transport closes. */
+  cancel(): Promise<void>
+  /** Change the prefetch window (worker prefetch reduction, ETA tasks). */
+  setPrefetch(prefetch: number): Promise<void>
+}
+
+export interface TransportCapabilities {
+  /** Higher number is served first (AMQP x-max-priority) or lower is (kombu Redis steps). */
+  priority: 'higher-first' | 'lower-first' | 'none'
+  /** Broker enforces x-message-ttl / x-expires itself. */
+  queueTtl: boolean
+  /** Fanout delivers only to subscribers connected at publish time (Redis pub/sub). */
+  fanoutNeedsLiveSubscriber: boolean
+  exclusiveQueues: boolean
+}
+
+export interface TransportEvents {
+  'connection:lost': (error: Error) => void
+  'connection:restored': () => void
+  error: (error: Error) => void
+}
+
+export interface CloseOptions {
+  /** Hand unacked deliveries back to their queues (default true). */
+  requeueUnacked?: boolean
+}
+
+export interface Transport {
+  /** The broker URL with its password masked, for logs and banners. */
+  readonly displayUrl: string
+  readonly kind: 'amqp' | 'redis' | 'file'
+  readonly capabilities: TransportCapabilities
+
+  connect(): Promise<void>
+  declareExchange(spec: ExchangeSpec): Promise<void>
+  /** Returns the number of ready messages. */
+  declareQueue(spec: QueueSpec): Promise<{ messageCount: number }>
+  bindQueue(queue: string, exchange: string, routingKey: string): Promise<void>
+  unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void>
+  deleteQueue(queue: string): Promise<void>
+  /** Exchange '' is the default exchange: routingKey names the queue. */
+  publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void>
+  consume(queue: string, handler: DeliveryHandler, options?: ConsumeOptions): Promise<Consumer>
+  /** Removes ready messages; returns how many. */
+  purge(queue: string): Promise<number>
+  close(options?: CloseOptions): Promise<void>
+
+  on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this
+  off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this
+}
