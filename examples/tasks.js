@@ -1,0 +1,26 @@
+// An example task module: `tsq worker -A examples/tasks.js`.
+import { createApp, currentTask } from 'tsq'
+
+export const app = createApp({ name: 'proj' })
+
+app.task('proj.add', (x, y) => x + y)
+
+app.task('proj.mul', (x, y) => x * y)
+
+app.task('proj.fail', (message) => {
+  throw new TypeError(message)
+})
+
+app.task('proj.sleep', async (seconds) => {
+  const { signal } = currentTask()
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, seconds * 1000)
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    })
+  })
+  return seconds
+})
+
+app.controlCommand('proj.hello', (args, worker) => ({ ok: `hello ${args.name ?? 'world'} from ${worker.hostname}` }), { kind: 'inspect' })

@@ -1,0 +1,207 @@
+// What a user's task module imports: `createApp`, `app.task`, sending, results
+// and custom remote-control commands. Nothing here runs tasks; the worker does.
+import { randomUUID } from 'node:crypto'
+import type { TaskEmbed } from '../protocol/index.js'
+import { createTransport, type Transport } from '../transport/index.js'
+import { AsyncResult } from './async-result.js'
+import { createResultBackend, type ResultBackend } from './backends/index.js'
+import { loadConfig, type ResolvedConfig } from './config.js'
+import { sendTask, type SendTaskOptions } from './send-task.js'
+import type { TaskContext } from './task-context.js'
+
+export interface TaskOptions {
+  /** Hard time limit, seconds: the task is killed (prefork) or abandoned. */
+  timeLimit?: number
+  /** Soft time limit, seconds: the task's AbortSignal fires. */
+  softTimeLimit?: number
+  /** `10/s`, `100/m`, `5/h`, or a number per second. */
+  rateLimit?: string | number
+  ignoreResult?: boolean
+  /** Ack after the task finishes (tsq's default); false acks when it starts, as Celery's default. */
+  acksLate?: boolean
+  maxRetries?: number
+  /** Seconds before a retry runs when retry() names no countdown (Celery: 180). */
+  defaultRetryDelay?: number
+  /** Pass the TaskContext as the first argument (Celery's bind=True). */
+  bind?: boolean
+  /** Queue that delay() and applyAsync() send to by default. */
+  queue?: string
+  trackStarted?: boolean
+}
+
+export type TaskFunction = (...args: any[]) => unknown
+
+export interface ApplyOptions extends Omit<SendTaskOptions, 'args' | 'kwargs' | 'embed'> {
+  link?: Signature | Signature[]
+  linkError?: Signature | Signature[]
+}
+
+export interface Signature {
+  task: string
+  args: unknown[]
+  kwargs: Record<string, unknown>
+  options: Record<string, unknown>
+  subtask_type: null
+  immutable: boolean
+}
+
+export function signature(task: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: { immutable?: boolean } & Record<string, unknown> = {}): Signature {
+  const { immutable = false, ...rest } = options
+  return { task, args, kwargs, options: rest, subtask_type: null, immutable }
+}
+
+export class Task {
+  constructor(
+    readonly app: App,
+    readonly name: string,
+    readonly fn: TaskFunction,
+    readonly options: TaskOptions,
+  ) {}
+
+  delay(...args: unknown[]): Promise<AsyncResult> {
+    return this.applyAsync(args)
+  }
+
+  applyAsync(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+    return this.app.sendTask(this.name, args, kwargs, {
+      queue: this.options.queue,
+      timeLimit: this.options.timeLimit ?? null,
+      softTimeLimit: this.options.softTimeLimit ?? null,
+      ignoreResult: this.options.ignoreResult,
+      ...options,
+    })
+  }
+
+  /** A signature for chains and callbacks: `add.s(2, 2)`. */
+  s(...args: unknown[]): Signature {
+    return signature(this.name, args)
+  }
+
+  /** An immutable signature: the parent's result is not prepended. */
+  si(...args: unknown[]): Signature {
+    return signature(this.name, args, {}, { immutable: true })
+  }
+}
+
+export type ControlCommandKind = 'inspect' | 'control'
+export type ControlCommandHandler = (args: Record<string, unknown>, worker: { hostname: string }) => unknown | Promise<unknown>
+
+export interface AppOptions {
+  name?: string
+  broker?: string
+  resultBackend?: string
+  /** Periodic tasks for `tsq beat` (Celery's beat_schedule). */
+  beatSchedule?: Record<string, unknown>
+  /** Extra settings reported by `inspect conf`. */
+  conf?: Record<string, unknown>
+}
+
+export class App {
+  readonly name: string
+  readonly tasks = new Map<string, Task>()
+  readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
+  private overrides: { broker?: string; resultBackend?: string } = {}
+  private transportPromise: Promise<Transport> | undefined
+  private backendPromise: Promise<ResultBackend> | undefined
+  private rpcReplyTo: string | undefined
+
+  constructor(readonly options: AppOptions = {}) {
+    this.name = options.name ?? 'tsq'
+  }
+
+  /** The worker and CLI flags win over env, which wins over the module's own options. */
+  configure(overrides: { broker?: string; resultBackend?: string }): void {
+    this.overrides = { ...this.overrides, ...overrides }
+  }
+
+  get config(): ResolvedConfig {
+    return loadConfig({ ...this.overrides, appBroker: this.options.broker, appResultBackend: this.options.resultBackend })
+  }
+
+  task(name: string, fn: TaskFunction, options: TaskOptions = {}): Task {
+    if (typeof fn !== 'function') throw new TypeError(`task ${name}: expected a function`)
+    const task = new Task(this, name, fn, options)
+    this.tasks.set(name, task)
+    return task
+  }
+
+  controlCommand(name: string, handler: ControlCommandHandler, options: { kind?: ControlCommandKind } = {}): void {
+    this.controlCommands.set(name, { kind: options.kind ?? 'control', handler })
+  }
+
+  /** The producer connection, opened on first send. */
+  async transport(): Promise<Transport> {
+    this.transportPromise ??= (async () => {
+      const t = await createTransport(this.config.brokerUrl)
+      await t.connect()
+      return t
+    })()
+    return this.transportPromise
+  }
+
+  async backend(): Promise<ResultBackend> {
+    this.backendPromise ??= (async () => {
+      const url = this.config.resultBackend
+      if (url?.startsWith('rpc://')) {
+        const { RpcResultBackend } = await import('./backends/rpc-backend.js')
+        const backend = new RpcResultBackend(await this.transport(), this.replyTo())
+        await backend.start()
+        return backend
+      }
+      return createResultBackend(url)
+    })()
+    return this.backendPromise
+  }
+
+  /** The rpc reply queue name, sent as `reply_to` with every task (Celery's thread oid). */
+  replyTo(): string {
+    this.rpcReplyTo ??= randomUUID()
+    return this.rpcReplyTo
+  }
+
+  async sendTask(name: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+    const transport = await this.transport()
+    const { link, linkError, ...rest } = options
+    const embed: Partial<TaskEmbed> = {}
+    if (link) embed.callbacks = (Array.isArray(link) ? link : [link]) as TaskEmbed['callbacks']
+    if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
+    // The rpc backend must be listening before the reply can arrive.
+    if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
+    const id = await sendTask(transport, name, { ...rest, args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() })
+    return new AsyncResult(id, this)
+  }
+
+  /** `chain(a.s(1), b.s(), c.s())`: the first task carries the rest, reversed (spec §1.4). */
+  async chain(...signatures: Signature[]): Promise<AsyncResult> {
+    const [first, ...rest] = signatures
+    if (!first) throw new Error('chain() needs at least one signature')
+    const transport = await this.transport()
+    if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
+    const id = await sendTask(transport, first.task, {
+      args: first.args,
+      kwargs: first.kwargs,
+      embed: { chain: rest.reverse() as TaskEmbed['chain'] },
+      replyTo: this.replyTo(),
+    })
+    return new AsyncResult(id, this)
+  }
+
+  asyncResult(id: string): AsyncResult {
+    return new AsyncResult(id, this)
+  }
+
+  async close(): Promise<void> {
+    const backend = this.backendPromise
+    const transport = this.transportPromise
+    this.backendPromise = undefined
+    this.transportPromise = undefined
+    if (backend) await (await backend).close().catch(() => undefined)
+    if (transport) await (await transport).close().catch(() => undefined)
+  }
+}
+
+export function createApp(options: AppOptions = {}): App {
+  return new App(options)
+}
+
+export type { TaskContext }

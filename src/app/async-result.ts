@@ -1,0 +1,46 @@
+import type { ResultMeta } from '../protocol/index.js'
+import type { App } from './app.js'
+import { READY } from './backends/index.js'
+
+/** A failed or revoked task, as Python's `get()` raises it: the remote type and message. */
+export class TaskError extends Error {
+  constructor(
+    readonly excType: string,
+    readonly excMessage: unknown[],
+    readonly excModule: string,
+    readonly traceback: string | null,
+  ) {
+    super(excMessage.length === 1 ? String(excMessage[0]) : JSON.stringify(excMessage))
+    this.name = excType
+  }
+}
+
+export class AsyncResult {
+  constructor(
+    readonly id: string,
+    private readonly app: App,
+  ) {}
+
+  private async meta(): Promise<ResultMeta | null> {
+    return (await this.app.backend()).get(this.id)
+  }
+
+  /** PENDING until the backend knows more (Celery's `AsyncResult.state`). */
+  get state(): Promise<string> {
+    return this.meta().then((m) => m?.status ?? 'PENDING')
+  }
+
+  async ready(): Promise<boolean> {
+    return READY.has(await this.state)
+  }
+
+  /** Waits for the result; a failure rejects with a TaskError named as the remote exception. */
+  async get(options: { timeout?: number } = {}): Promise<unknown> {
+    const backend = await this.app.backend()
+    const meta = await backend.waitReady(this.id, options.timeout === undefined ? undefined : options.timeout * 1000)
+    if (meta.status === 'SUCCESS') return meta.result
+    const exc = (meta.result ?? {}) as { exc_type?: string; exc_message?: unknown; exc_module?: string }
+    const args = Array.isArray(exc.exc_message) ? exc.exc_message : [exc.exc_message]
+    throw new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null)
+  }
+}

@@ -1,0 +1,33 @@
+import type { ResultMeta } from '../../protocol/index.js'
+
+export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])
+
+export interface ResultBackend {
+  readonly displayUrl: string
+  /** The stored meta, or null when the backend knows nothing of the id (PENDING). */
+  get(taskId: string): Promise<ResultMeta | null>
+  /** Resolves with the first ready meta; rejects with ResultTimeoutError after timeoutMs (undefined: wait forever). */
+  waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta>
+  /** Stores an encoded meta (spec §2.2); a stored SUCCESS is never overwritten. */
+  store(taskId: string, metaJson: string, status: string, target?: StoreTarget): Promise<void>
+  /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */
+  readonly shortForm?: boolean
+  close(): Promise<void>
+}
+
+/** Where an rpc result goes: the request's reply_to and correlation_id. */
+export interface StoreTarget {
+  replyTo?: string
+  correlationId?: string
+}
+
+export class ResultTimeoutError extends Error {
+  readonly code = 'RESULT_TIMEOUT'
+  constructor(taskId: string, seconds: number) {
+    super(`no result for ${taskId} within ${seconds} s (still PENDING)`)
+  }
+}
+
+export class UnsupportedBackendError extends Error {
+  readonly code = 'CONFIG'
+}

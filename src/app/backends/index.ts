@@ -1,0 +1,27 @@
+import { resolve } from 'node:path'
+import { defaultFileBrokerDir, parseBrokerUrl } from '../../transport/index.js'
+import { UnsupportedBackendError, type ResultBackend } from './backend.js'
+
+export { READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
+export type { ResultBackend, StoreTarget } from './backend.js'
+
+export async function createResultBackend(url: string | undefined): Promise<ResultBackend> {
+  if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
+  const parsed = parseBrokerUrl(url)
+  switch (parsed.scheme) {
+    case 'redis':
+    case 'rediss': {
+      const { RedisResultBackend } = await import('./redis-backend.js')
+      return new RedisResultBackend(url)
+    }
+    case 'file':
+    case 'filesystem': {
+      const { FileResultBackend } = await import('./file-backend.js')
+      return new FileResultBackend(parsed.path === '' ? defaultFileBrokerDir() : resolve(parsed.path))
+    }
+    case 'rpc':
+      throw new UnsupportedBackendError('rpc:// results go only to the client that sent the task; read them with that client (or use a redis:// backend)')
+    default:
+      throw new UnsupportedBackendError(`unsupported result backend: ${parsed.scheme}:// (tsq supports redis://, rpc:// and file://)`)
+  }
+}

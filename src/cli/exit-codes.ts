@@ -1,0 +1,50 @@
+// Celery's exit codes (celery/platforms.py), plus oclif's 2 for flag syntax and
+// 70 for bugs. Mapped by error class and code, never by message text.
+export const ExitCode = {
+  OK: 0,
+  FAILURE: 1,
+  USAGE: 64,
+  UNAVAILABLE: 69,
+  SOFTWARE: 70,
+  CANTCREAT: 73,
+} as const
+
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
+
+const BY_CODE: Record<string, ExitCodeValue> = {
+  BROKER_UNREACHABLE: ExitCode.UNAVAILABLE,
+  NO_REPLIES: ExitCode.UNAVAILABLE,
+  BAD_URL: ExitCode.USAGE,
+  BAD_ARGUMENT: ExitCode.USAGE,
+  UNKNOWN_METHOD: ExitCode.USAGE,
+  USAGE: ExitCode.USAGE,
+  CONFIG: ExitCode.USAGE,
+  MALFORMED_MESSAGE: ExitCode.USAGE,
+  RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
+  TASK_FAILED: ExitCode.FAILURE,
+  CANT_CREATE: ExitCode.CANTCREAT,
+}
+
+/** oclif's own parse errors, by class name (they carry no code of ours). */
+const OCLIF_USAGE_ERRORS = new Set([
+  'RequiredArgsError',
+  'RequiredFlagError',
+  'UnexpectedArgsError',
+  'NonExistentFlagsError',
+  'FailedFlagValidationError',
+  'ArgInvalidOptionError',
+  'FlagInvalidOptionError',
+  'CLIParseError',
+])
+
+export function exitCodeFor(error: unknown): number {
+  if (error && typeof error === 'object') {
+    const code = (error as { code?: unknown }).code
+    if (typeof code === 'string' && code in BY_CODE) return BY_CODE[code]!
+    const name = (error as { constructor?: { name?: string } }).constructor?.name ?? ''
+    if (OCLIF_USAGE_ERRORS.has(name)) return ExitCode.USAGE
+    const oclif = (error as { oclif?: { exit?: unknown } }).oclif
+    if (oclif && typeof oclif.exit === 'number') return oclif.exit === 2 ? ExitCode.USAGE : oclif.exit
+  }
+  return ExitCode.SOFTWARE
+}

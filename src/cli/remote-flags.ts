@@ -1,0 +1,45 @@
+import { Flags } from '@oclif/core'
+
+export const remoteFlags = {
+  timeout: Flags.string({ char: 't', description: 'Seconds to wait for each next reply.', default: '1.0', helpGroup: 'REMOTE CONTROL' }),
+  destination: Flags.string({ char: 'd', description: 'Comma-separated list of destination node names.', helpGroup: 'REMOTE CONTROL' }),
+  pattern: Flags.string({ description: 'Only nodes whose name matches (with --matcher).', helpGroup: 'REMOTE CONTROL' }),
+  matcher: Flags.string({ description: 'How --pattern matches node names.', options: ['glob', 'pcre'], helpGroup: 'REMOTE CONTROL' }),
+  limit: Flags.integer({ description: 'Stop after this many replies (default: the number of destinations).', min: 1, helpGroup: 'REMOTE CONTROL' }),
+}
+
+export interface RemoteFlagValues {
+  timeout: string
+  destination?: string
+  pattern?: string
+  matcher?: string
+  limit?: number
+}
+
+export function parseTimeout(raw: string): number {
+  const seconds = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
+    throw Object.assign(new Error(`--timeout must be a number of seconds greater than 0, got ${JSON.stringify(raw)}`), { code: 'USAGE' })
+  }
+  return seconds
+}
+
+export function parseDestination(raw: string | undefined): string[] | null {
+  if (!raw) return null
+  const nodes = raw.split(',').map((s) => s.trim()).filter(Boolean)
+  return nodes.length ? nodes : null
+}
+
+export function remoteOptions(flags: RemoteFlagValues) {
+  if (!flags.pattern && flags.matcher) {
+    // A matcher alone would be silently ignored by every node; say so instead.
+    throw Object.assign(new Error('--matcher needs --pattern'), { code: 'USAGE' })
+  }
+  return {
+    timeout: parseTimeout(flags.timeout),
+    destination: parseDestination(flags.destination),
+    pattern: flags.pattern ?? null,
+    matcher: flags.pattern ? ((flags.matcher as 'glob' | 'pcre' | undefined) ?? 'glob') : null,
+    limit: flags.limit ?? null,
+  }
+}

@@ -1,0 +1,54 @@
+import { Args, Flags } from '@oclif/core'
+import { TsqCommand } from '../cli/base-command.js'
+import { runRemote } from '../cli/remote-command.js'
+import { remoteFlags } from '../cli/remote-flags.js'
+import type { NodeReply } from '../transport/index.js'
+
+export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
+  static summary = 'Control workers at runtime (revoke, terminate, rate_limit, time_limit, add_consumer, shutdown, ...).'
+  static description = 'Broadcasts a control command and prints each node\'s reply as Celery does. Any other method name is sent as a custom command; arguments of custom commands are key=value words.'
+  static strict = false
+  static args = {
+    method: Args.string({ required: true, description: 'revoke, terminate, rate_limit, time_limit, enable_events, disable_events, heartbeat, add_consumer, cancel_consumer, pool_grow, pool_shrink, pool_restart, autoscale, election, shutdown, or a custom command' }),
+  }
+  static flags = {
+    ...remoteFlags,
+    terminate: Flags.boolean({ description: 'revoke: also kill the process running the task.' }),
+    signal: Flags.string({ description: 'revoke --terminate: the signal to send (e.g. SIGKILL).', dependsOn: ['terminate'] }),
+  }
+  static examples = [
+    '<%= config.bin %> control revoke 1b1c... --terminate --signal SIGKILL',
+    '<%= config.bin %> control rate_limit proj.add 10/m -d w1@host',
+    '<%= config.bin %> control add_consumer images',
+    '<%= config.bin %> control shutdown -d w1@host',
+  ]
+
+  async run(): Promise<NodeReply | NodeReply[]> {
+    const { args, argv, flags } = await this.parse(Control)
+    const config = this.config_(flags)
+    const extra: Record<string, unknown> = {}
+    if (flags.terminate) {
+      if (args.method !== 'revoke') this.error('--terminate goes with revoke', { exit: 64 })
+      extra.terminate = true
+      extra.signal = normalizeSignal(flags.signal ?? 'SIGTERM')
+    }
+    return runRemote({
+      kind: 'control',
+      method: args.method,
+      words: (argv as string[]).slice(1),
+      extraArguments: extra,
+      flags,
+      brokerUrl: config.brokerUrl,
+      json: this.jsonEnabled(),
+      color: this.color,
+      print: (line) => this.log(line),
+    })
+  }
+}
+
+/** Celery wants upper-case names; `kill`/`9` are what people type. */
+function normalizeSignal(raw: string): string | number {
+  if (/^\d+$/.test(raw)) return Number(raw)
+  const upper = raw.toUpperCase()
+  return upper.startsWith('SIG') ? upper : `SIG${upper}`
+}

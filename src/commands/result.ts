@@ -1,0 +1,59 @@
+import { Args, Flags } from '@oclif/core'
+import { createResultBackend, READY } from '../app/backends/index.js'
+import { TsqCommand } from '../cli/base-command.js'
+import { CliError, UsageError } from '../cli/errors.js'
+import { pyRepr, type ResultMeta } from '../protocol/index.js'
+
+class TaskFailedError extends CliError {
+  constructor(message: string) {
+    super('TASK_FAILED', message)
+  }
+}
+
+/** Python's `str(exc)`: one argument prints bare, several print as a tuple. */
+function exceptionText(result: unknown): string {
+  const exc = (result ?? {}) as { exc_type?: unknown; exc_message?: unknown }
+  const type = typeof exc.exc_type === 'string' ? exc.exc_type : 'Exception'
+  const args = Array.isArray(exc.exc_message) ? exc.exc_message : exc.exc_message === undefined ? [] : [exc.exc_message]
+  const text = args.length === 1 ? (typeof args[0] === 'string' ? args[0] : pyRepr(args[0])) : args.length === 0 ? '' : `(${args.map((a) => pyRepr(a)).join(', ')})`
+  return text ? `${type}: ${text}` : type
+}
+
+export default class Result extends TsqCommand<ResultMeta> {
+  static summary = 'Print the stored result of a task (waits until it is ready).'
+  static args = { id: Args.string({ required: true, description: 'task id' }) }
+  static flags = {
+    timeout: Flags.string({ char: 't', description: 'Give up after this many seconds (default: wait as long as it takes, like Celery).' }),
+    traceback: Flags.boolean({ description: 'Print the traceback of a failed task instead of its result.' }),
+  }
+  static examples = ['<%= config.bin %> result 1b1c... --result-backend redis://127.0.0.1:6379/1', '<%= config.bin %> result 1b1c... -t 10 --json']
+
+  async run(): Promise<ResultMeta> {
+    const { args, flags } = await this.parse(Result)
+    const config = this.config_(flags)
+    let timeoutMs: number | undefined
+    if (flags.timeout !== undefined) {
+      const seconds = Number(flags.timeout)
+      if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError(`--timeout must be seconds, got ${JSON.stringify(flags.timeout)}`)
+      timeoutMs = seconds * 1000
+    }
+    const backend = await createResultBackend(config.resultBackend)
+    let meta: ResultMeta
+    try {
+      const stored = await backend.get(args.id)
+      meta = stored && READY.has(stored.status) ? stored : await backend.waitReady(args.id, timeoutMs)
+    } finally {
+      await backend.close()
+    }
+    const failed = meta.status !== 'SUCCESS'
+    if (failed) process.exitCode = 1
+    if (this.jsonEnabled()) return meta
+    if (flags.traceback) {
+      this.log(meta.traceback ?? '')
+      return meta
+    }
+    if (failed) throw new TaskFailedError(exceptionText(meta.result))
+    this.log(typeof meta.result === 'string' ? meta.result : pyRepr(meta.result))
+    return meta
+  }
+}

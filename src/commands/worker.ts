@@ -1,0 +1,79 @@
+import { Flags } from '@oclif/core'
+import { availableParallelism, hostname as osHostname } from 'node:os'
+import { TsqCommand } from '../cli/base-command.js'
+import { UsageError } from '../cli/errors.js'
+import { nodeFormat, workerNodename } from '../protocol/index.js'
+import { runWorker } from '../worker/run-worker.js'
+
+export default class WorkerCommand extends TsqCommand<void> {
+  static summary = 'Start a worker that runs the tasks of a JavaScript/TypeScript module.'
+  static description = 'A Celery-compatible worker: Python clients, `celery inspect` and Flower see it as a Celery worker. TERM or Ctrl-C: warm shutdown (running tasks finish); QUIT or a second Ctrl-C: cold shutdown (running tasks are cancelled and their messages restored).'
+  static enableJsonFlag = false
+  static flags = {
+    app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default).', required: true }),
+    hostname: Flags.string({ char: 'n', description: 'Node name (%h host, %n short host, %d domain). Default celery@%h.' }),
+    concurrency: Flags.integer({ char: 'c', description: 'Pool size (default: CPU count).', min: 1 }),
+    pool: Flags.string({ char: 'P', description: 'Pool implementation.', options: ['prefork', 'threads', 'solo'], default: 'prefork' }),
+    queues: Flags.string({ char: 'Q', description: 'Comma-separated queues to consume (default celery).' }),
+    'exclude-queues': Flags.string({ char: 'X', description: 'Comma-separated queues not to consume.' }),
+    loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
+    logfile: Flags.string({ char: 'f', description: 'Log file (%n %h %d %p %i %I expand; %i/%I give one file per pool process).' }),
+    pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live worker holds it.' }),
+    'task-events': Flags.boolean({ char: 'E', description: 'Send task events (for monitors such as `celery events` and Flower).' }),
+    'prefetch-multiplier': Flags.integer({ description: 'Messages to prefetch per pool slot.', default: 4, min: 0 }),
+    optimization: Flags.string({ char: 'O', description: 'Scheduling optimization (fair is the only one and the behaviour here).', options: ['fair', 'default'] }),
+    'without-heartbeat': Flags.boolean({ description: 'Send no worker-online/heartbeat/offline events.' }),
+    'without-mingle': Flags.boolean({ description: 'Do not sync revoked ids with other workers at start-up.' }),
+    'without-gossip': Flags.boolean({ description: 'Do not subscribe to other workers\' events.' }),
+    'heartbeat-interval': Flags.string({ description: 'Seconds between worker-heartbeat events.', default: '2.0' }),
+    purge: Flags.boolean({ description: 'Purge the task queues before consuming.' }),
+    'time-limit': Flags.string({ description: 'Hard time limit in seconds: the task is killed.' }),
+    'soft-time-limit': Flags.string({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.' }),
+    'max-tasks-per-child': Flags.integer({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
+    'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
+  }
+  static examples = [
+    '<%= config.bin %> worker -A ./tasks.js -l INFO',
+    '<%= config.bin %> worker -A ./tasks.ts -b amqp://guest:guest@127.0.0.1:5672// -c 4 -Q celery,images -n w1@%h',
+    '<%= config.bin %> worker -A ./tasks.js -P solo -c 50 -E',
+  ]
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(WorkerCommand)
+    const seconds = (name: string, raw: string | undefined): number | null => {
+      if (raw === undefined) return null
+      const n = Number(raw)
+      if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be seconds, got ${JSON.stringify(raw)}`)
+      return n
+    }
+    const nodename = workerNodename(flags.hostname, osHostname())
+    const split = (raw: string | undefined) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+    const code = await runWorker({
+      appSpec: flags.app,
+      broker: flags.broker,
+      resultBackend: flags['result-backend'],
+      nodename,
+      concurrency: flags.concurrency ?? availableParallelism(),
+      pool: flags.pool as 'prefork' | 'threads' | 'solo',
+      queues: split(flags.queues).length ? split(flags.queues) : ['celery'],
+      excludeQueues: split(flags['exclude-queues']),
+      loglevel: flags.loglevel,
+      logfile: flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null,
+      logfileTemplate: flags.logfile ?? null,
+      pidfile: flags.pidfile ? nodeFormat(flags.pidfile, nodename, 0) : null,
+      taskEvents: flags['task-events'],
+      prefetchMultiplier: flags['prefetch-multiplier'],
+      heartbeat: !flags['without-heartbeat'],
+      heartbeatInterval: seconds('heartbeat-interval', flags['heartbeat-interval']) ?? 2,
+      mingle: !flags['without-mingle'],
+      purge: flags.purge,
+      timeLimit: seconds('time-limit', flags['time-limit']),
+      softTimeLimit: seconds('soft-time-limit', flags['soft-time-limit']),
+      maxTasksPerChild: flags['max-tasks-per-child'],
+      acksLate: !flags['early-ack'],
+      quiet: flags.quiet,
+      version: this.config.version,
+    })
+    process.exit(code)
+  }
+}

@@ -1,0 +1,39 @@
+// Protocol errors: a message tsq cannot read is the sender's fault, so the
+// worker rejects it without requeue; the code says which rule it broke.
+
+export class ProtocolError extends Error {
+  readonly code: string
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+    this.name = new.target.name
+  }
+}
+
+/** A message that cannot be decoded: bad JSON, missing id/task, wrong types, bad dates. */
+export class MalformedMessageError extends ProtocolError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('MALFORMED_MESSAGE', message, options)
+  }
+}
+
+/**
+ * A content type tsq does not accept (only application/json, like Celery's
+ * default accept_content). A subclass so callers that reject malformed
+ * messages treat it the same way.
+ */
+export class UnsupportedContentTypeError extends MalformedMessageError {
+  override readonly code: string = 'UNSUPPORTED_CONTENT_TYPE'
+  readonly contentType: string
+  constructor(contentType: string) {
+    super(`content type ${JSON.stringify(contentType)} is not accepted (only application/json)`)
+    this.contentType = contentType
+  }
+}
+
+/** An unknown %x key in a node-name or file template (Celery raises ValueError). */
+export class NodeTemplateError extends ProtocolError {
+  constructor(message: string) {
+    super('NODE_TEMPLATE', message)
+  }
+}

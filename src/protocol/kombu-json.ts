@@ -1,0 +1,273 @@
+// kombu 5.2.4's JSON (spec §1.5): Python's json.dumps with its default
+// separators and ensure_ascii, kombu's datetime rule (isoformat, `+00:00`
+// becomes `Z`), floats in Python repr and bare NaN/Infinity tokens. Peers
+// compare some of these bytes (the Redis envelope, reply bodies), so the
+// layout matters, not just the values.
+
+import { PyFloat, PyTuple, formatPyFloat, formatPyNumber } from './py-types.js'
+
+export { PyFloat } from './py-types.js'
+
+// Everything Python escapes with ensure_ascii=True: quote, backslash, C0
+// controls and every code unit outside printable ASCII.
+const NEEDS_ESCAPE = /["\\\x00-\x1f\x7f-\uffff]/g
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f',
+}
+
+export function quoteJsonString(s: string): string {
+  return `"${s.replace(NEEDS_ESCAPE, (ch) => SHORT_ESCAPES[ch] ?? `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)}"`
+}
+
+/** Python's `datetime.isoformat()` of an aware UTC datetime, microseconds only when non-zero. */
+export function isoformatUtc(d: Date, suffix: '+00:00' | 'Z' | '' = '+00:00'): string {
+  if (Number.isNaN(d.getTime())) throw new TypeError('Invalid Date is not JSON serializable')
+  const year = d.getUTCFullYear()
+  if (year < 1 || year > 9999) throw new TypeError(`year ${year} is out of Python's datetime range`)
+  const p2 = (n: number): string => String(n).padStart(2, '0')
+  const base = `${String(year).padStart(4, '0')}-${p2(d.getUTCMonth() + 1)}-${p2(d.getUTCDate())}T${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())}`
+  const ms = d.getUTCMilliseconds()
+  return `${base}${ms === 0 ? '' : `.${String(ms).padStart(3, '0')}000`}${suffix}`
+}
+
+function floatToken(x: number): string {
+  if (Number.isNaN(x)) return 'NaN'
+  if (x === Infinity) return 'Infinity'
+  if (x === -Infinity) return '-Infinity'
+  return formatPyFloat(x)
+}
+
+function numberToken(x: number): string {
+  return Number.isFinite(x) ? formatPyNumber(x) : floatToken(x)
+}
+
+// Python's json turns non-string keys into strings this way.
+function keyText(k: unknown): string {
+  if (typeof k === 'string') return k
+  if (k === null || k === undefined) return 'null'
+  if (typeof k === 'boolean') return k ? 'true' : 'false'
+  if (typeof k === 'number') return numberToken(k)
+  if (k instanceof PyFloat) return floatToken(k.value)
+  if (typeof k === 'bigint') return k.toString()
+  throw new TypeError(`keys must be str, int, float, bool or None, not ${typeof k}`)
+}
+
+function write(value: unknown, seen: Set<object>): string {
+  if (value === null || value === undefined) return 'null'
+  switch (typeof value) {
+    case 'string': return quoteJsonString(value)
+    case 'boolean': return value ? 'true' : 'false'
+    case 'number': return numberToken(value)
+    case 'bigint': return value.toString()
+    case 'object': break
+    default: throw new TypeError(`Object of type ${typeof value} is not JSON serializable`)
+  }
+  if (value instanceof PyFloat) return floatToken(value.value)
+  if (value instanceof Date) return quoteJsonString(isoformatUtc(value, 'Z'))
+  if (value instanceof Uint8Array || value instanceof ArrayBuffer) {
+    // kombu 5.2.4 refuses bytes too; silently base64-ing would change meaning.
+    throw new TypeError('Object of type bytes is not JSON serializable')
+  }
+  const obj = value as object
+  if (seen.has(obj)) throw new TypeError('Circular reference detected')
+  seen.add(obj)
+  try {
+    if (obj instanceof PyTuple) return writeList(obj.items, seen)
+    if (Array.isArray(obj)) return writeList(obj, seen)
+    if (obj instanceof Map) {
+      const parts: string[] = []
+      for (const [k, v] of obj) {
+        if (v === undefined) continue
+        parts.push(`${quoteJsonString(keyText(k))}: ${write(v, seen)}`)
+      }
+      return `{${parts.join(', ')}}`
+    }
+    if (obj instanceof Set) return writeList([...obj], seen)
+    const toJSON = (obj as { toJSON?: unknown }).toJSON
+    if (typeof toJSON === 'function') return write((toJSON as () => unknown).call(obj), seen)
+    const parts: string[] = []
+    for (const [k, v] of Object.entries(obj)) {
+      if (v === undefined) continue
+      parts.push(`${quoteJsonString(k)}: ${write(v, seen)}`)
+    }
+    return `{${parts.join(', ')}}`
+  } finally {
+    seen.delete(obj)
+  }
+}
+
+function writeList(items: readonly unknown[], seen: Set<object>): string {
+  const parts = new Array<string>(items.length)
+  for (let i = 0; i < items.length; i++) parts[i] = write(items[i], seen)
+  return `[${parts.join(', ')}]`
+}
+
+/** `kombu.utils.json.dumps`: the exact text a Celery 5.2 peer would write for the same value. */
+export function dumps(value: unknown): string {
+  return write(value, new Set())
+}
+
+export interface LoadsOptions {
+  /**
+   * 'pyfloat' keeps floats with integral values (`2.0`) as PyFloat, so they
+   * re-encode and repr as Python would; default 'number' gives plain numbers.
+   */
+  floats?: 'number' | 'pyfloat'
+}
+
+/**
+ * `json.loads` as Python does it: standard JSON plus the bare NaN, Infinity
+ * and -Infinity tokens. Throws SyntaxError on invalid input.
+ */
+export function loads(text: string, options: LoadsOptions = {}): unknown {
+  if (options.floats !== 'pyfloat') {
+    try {
+      return JSON.parse(text)
+    } catch {
+      // Fall through: the slow parser accepts Python's extra tokens and
+      // gives a precise error otherwise.
+    }
+  }
+  return new Parser(text, options.floats === 'pyfloat').parseDocument()
+}
+
+const NUMBER_RE = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
+
+class Parser {
+  private i = 0
+  constructor(private readonly s: string, private readonly keepFloats: boolean) {}
+
+  parseDocument(): unknown {
+    const v = this.value()
+    this.ws()
+    if (this.i < this.s.length) this.fail('Extra data')
+    return v
+  }
+
+  private fail(what: string): never {
+    throw new SyntaxError(`${what} at position ${this.i}`)
+  }
+
+  private ws(): void {
+    const s = this.s
+    while (this.i < s.length) {
+      const c = s.charCodeAt(this.i)
+      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) this.i++
+      else break
+    }
+  }
+
+  private literal(word: string, v: unknown): unknown {
+    if (this.s.startsWith(word, this.i)) {
+      this.i += word.length
+      return v
+    }
+    return this.fail('Expecting value')
+  }
+
+  private value(): unknown {
+    this.ws()
+    const c = this.s[this.i]
+    switch (c) {
+      case '{': return this.object()
+      case '[': return this.array()
+      case '"': return this.string()
+      case 't': return this.literal('true', true)
+      case 'f': return this.literal('false', false)
+      case 'n': return this.literal('null', null)
+      case 'N': return this.literal('NaN', NaN)
+      case 'I': return this.literal('Infinity', Infinity)
+      case '-':
+        if (this.s.startsWith('-Infinity', this.i)) return this.literal('-Infinity', -Infinity)
+        return this.number()
+      default:
+        if (c !== undefined && c >= '0' && c <= '9') return this.number()
+        return this.fail('Expecting value')
+    }
+  }
+
+  private number(): unknown {
+    NUMBER_RE.lastIndex = this.i
+    const m = NUMBER_RE.exec(this.s)
+    if (!m) return this.fail('Expecting value')
+    this.i += m[0].length
+    const n = Number(m[0])
+    const isFloat = m[1] !== undefined || m[2] !== undefined
+    if (this.keepFloats && isFloat && Number.isInteger(n)) return new PyFloat(n)
+    return n
+  }
+
+  private string(): string {
+    const s = this.s
+    let i = this.i + 1
+    let out = ''
+    let start = i
+    for (;;) {
+      if (i >= s.length) { this.i = i; this.fail('Unterminated string') }
+      const c = s.charCodeAt(i)
+      if (c === 0x22) break
+      if (c < 0x20) { this.i = i; this.fail('Invalid control character') }
+      if (c !== 0x5c) { i++; continue }
+      out += s.slice(start, i)
+      const e = s[i + 1]
+      switch (e) {
+        case '"': out += '"'; break
+        case '\\': out += '\\'; break
+        case '/': out += '/'; break
+        case 'b': out += '\b'; break
+        case 'f': out += '\f'; break
+        case 'n': out += '\n'; break
+        case 'r': out += '\r'; break
+        case 't': out += '\t'; break
+        case 'u': {
+          const hex = s.slice(i + 2, i + 6)
+          if (!/^[0-9a-fA-F]{4}$/.test(hex)) { this.i = i; this.fail('Invalid \\uXXXX escape') }
+          out += String.fromCharCode(parseInt(hex, 16))
+          i += 4
+          break
+        }
+        default: this.i = i; this.fail('Invalid \\escape')
+      }
+      i += 2
+      start = i
+    }
+    out += s.slice(start, i)
+    this.i = i + 1
+    return out
+  }
+
+  private array(): unknown[] {
+    this.i++
+    const out: unknown[] = []
+    this.ws()
+    if (this.s[this.i] === ']') { this.i++; return out }
+    for (;;) {
+      out.push(this.value())
+      this.ws()
+      const c = this.s[this.i++]
+      if (c === ']') return out
+      if (c !== ',') { this.i--; this.fail("Expecting ',' delimiter") }
+    }
+  }
+
+  private object(): Record<string, unknown> {
+    this.i++
+    const out: Record<string, unknown> = {}
+    this.ws()
+    if (this.s[this.i] === '}') { this.i++; return out }
+    for (;;) {
+      this.ws()
+      if (this.s[this.i] !== '"') this.fail('Expecting property name enclosed in double quotes')
+      const key = this.string()
+      this.ws()
+      if (this.s[this.i++] !== ':') { this.i--; this.fail("Expecting ':' delimiter") }
+      const v = this.value()
+      // A plain assignment to "__proto__" would change the prototype instead.
+      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true })
+      this.ws()
+      const c = this.s[this.i++]
+      if (c === '}') return out
+      if (c !== ',') { this.i--; this.fail("Expecting ',' delimiter") }
+    }
+  }
+}

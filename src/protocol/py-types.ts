@@ -1,0 +1,55 @@
+// Python value shapes that JavaScript cannot tell apart on its own: a float
+// with an integral value (2.0) and a tuple. Encoders honour them; decoders
+// produce plain numbers and arrays unless asked otherwise.
+
+/** A number that Python must see as a float: `2` prints as `2.0`. */
+export class PyFloat {
+  constructor(readonly value: number) {}
+  toJSON(): number {
+    return this.value
+  }
+}
+
+/** A Python tuple: repr'd with parentheses, `(1,)` for one item; JSON writes it as a list. */
+export class PyTuple {
+  constructor(readonly items: unknown[]) {}
+  toJSON(): unknown[] {
+    return this.items
+  }
+}
+
+/**
+ * Python's `repr(float)`: the shortest round-trip digits (which JavaScript
+ * also computes), laid out as Python does: fixed notation for decimal
+ * exponents -4..15, else `1e+16` style with at least two exponent digits,
+ * and always a `.0` on integral values.
+ */
+export function formatPyFloat(x: number): string {
+  if (Number.isNaN(x)) return 'nan'
+  if (x === Infinity) return 'inf'
+  if (x === -Infinity) return '-inf'
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0'
+  const sign = x < 0 ? '-' : ''
+  // toExponential() without a digit count yields the shortest unique digits.
+  const [mantissa, expText] = Math.abs(x).toExponential().split('e') as [string, string]
+  const digits = mantissa.replace('.', '')
+  const exp = Number(expText)
+  if (exp < -4 || exp >= 16) {
+    const frac = digits.length > 1 ? `.${digits.slice(1)}` : ''
+    const expAbs = String(Math.abs(exp)).padStart(2, '0')
+    return `${sign}${digits[0]}${frac}e${exp < 0 ? '-' : '+'}${expAbs}`
+  }
+  if (exp < 0) return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`
+  const intLen = exp + 1
+  if (digits.length <= intLen) return `${sign}${digits}${'0'.repeat(intLen - digits.length)}.0`
+  return `${sign}${digits.slice(0, intLen)}.${digits.slice(intLen)}`
+}
+
+/**
+ * How Python prints a JS number: integral values as ints (exact, even past
+ * 2^53 where String() would switch to exponent form), others as floats.
+ */
+export function formatPyNumber(x: number): string {
+  if (Number.isInteger(x)) return Object.is(x, -0) ? '0' : BigInt(x).toString()
+  return formatPyFloat(x)
+}

@@ -1,0 +1,174 @@
+// Task results (spec §2): states, the key-value backend meta document, the
+// rpc backend's short form, and exception encoding for the json serializer.
+
+import { dumps, isoformatUtc, loads } from './kombu-json.js'
+import { MalformedMessageError } from './errors.js'
+import { pyRepr, pyStr } from './python-repr.js'
+
+export const States = {
+  PENDING: 'PENDING',
+  RECEIVED: 'RECEIVED',
+  STARTED: 'STARTED',
+  SUCCESS: 'SUCCESS',
+  FAILURE: 'FAILURE',
+  REVOKED: 'REVOKED',
+  REJECTED: 'REJECTED',
+  RETRY: 'RETRY',
+  IGNORED: 'IGNORED',
+} as const
+
+export type TaskState = keyof typeof States
+
+export const READY_STATES: ReadonlySet<string> = new Set([States.SUCCESS, States.FAILURE, States.REVOKED])
+export const UNREADY_STATES: ReadonlySet<string> = new Set([States.PENDING, States.RECEIVED, States.STARTED, States.REJECTED, States.RETRY])
+export const EXCEPTION_STATES: ReadonlySet<string> = new Set([States.RETRY, States.FAILURE, States.REVOKED])
+export const PROPAGATE_STATES: ReadonlySet<string> = new Set([States.FAILURE, States.REVOKED])
+
+// celery.states.PRECEDENCE, highest first; an unknown state sits between FAILURE and REVOKED.
+const PRECEDENCE: readonly (string | null)[] = [
+  'SUCCESS', 'FAILURE', null, 'REVOKED', 'STARTED', 'RECEIVED', 'REJECTED', 'RETRY', 'PENDING',
+]
+
+/** celery.states.precedence: lower is more final. */
+export function statePrecedence(state: string): number {
+  const i = PRECEDENCE.indexOf(state)
+  return i >= 0 ? i : PRECEDENCE.indexOf(null)
+}
+
+export interface ExceptionInfo {
+  exc_type: string
+  exc_message: unknown[]
+  exc_module: string
+}
+
+/** The json-serializer form of an exception: `{"exc_type", "exc_message", "exc_module"}`. */
+export function encodeException(type: string, args: unknown[], module = 'builtins'): ExceptionInfo {
+  return { exc_type: type, exc_message: args, exc_module: module }
+}
+
+export function isExceptionInfo(v: unknown): v is ExceptionInfo {
+  return v !== null && typeof v === 'object' && typeof (v as { exc_type?: unknown }).exc_type === 'string'
+}
+
+function excArgs(info: ExceptionInfo): unknown[] {
+  const m: unknown = info.exc_message
+  // Older peers stored a bare string message rather than the args list.
+  return Array.isArray(m) ? m : m === undefined || m === null || m === '' ? [] : [m]
+}
+
+/** Python's repr of the exception: `ValueError('boom', 42)`, `KeyError('x')`. */
+export function exceptionRepr(info: ExceptionInfo): string {
+  return `${info.exc_type}(${excArgs(info).map(pyRepr).join(', ')})`
+}
+
+/** The last line of a Python traceback: `ValueError: boom`, `ValueError: ('boom', 42)`. */
+export function exceptionText(info: ExceptionInfo): string {
+  const args = excArgs(info)
+  // str(exc): nothing for no args, str(arg) for one, repr(args tuple) for more.
+  const message = args.length === 0 ? '' : args.length === 1 ? pyStr(args[0]) : `(${args.map(pyRepr).join(', ')})`
+  return message === '' ? info.exc_type : `${info.exc_type}: ${message}`
+}
+
+/** Extra meta fields written with `result_extended=True`, after the standard ones. */
+export interface ExtendedResultFields {
+  name: string | null
+  args: unknown
+  kwargs: unknown
+  worker: string | null
+  retries: number | null
+  queue: string | null
+}
+
+export interface ResultMetaInput {
+  taskId: string
+  status: TaskState
+  result: unknown
+  traceback?: string | null
+  children?: unknown[]
+  /** When the task became ready; defaults to now for ready states, always null otherwise. */
+  dateDone?: Date | null
+  groupId?: string | null
+  parentId?: string | null
+  extended?: ExtendedResultFields
+}
+
+/** The key-value backend document (spec §2.2), key order exactly as Celery writes it. */
+export function encodeResultMeta(m: ResultMetaInput): string {
+  const ready = READY_STATES.has(m.status)
+  const done = ready ? (m.dateDone ?? new Date()) : null
+  const meta: Record<string, unknown> = {
+    status: m.status,
+    result: m.result,
+    traceback: m.traceback ?? null,
+    children: m.children ?? [],
+    // utcnow().isoformat(): naive, so no offset at all.
+    date_done: done ? isoformatUtc(done, '') : null,
+  }
+  if (m.groupId) meta.group_id = m.groupId
+  if (m.parentId) meta.parent_id = m.parentId
+  if (m.extended) Object.assign(meta, m.extended)
+  meta.task_id = m.taskId
+  return dumps(meta)
+}
+
+export interface RpcResultInput {
+  taskId: string
+  status: TaskState
+  result: unknown
+  traceback?: string | null
+  children?: unknown[]
+}
+
+/** The rpc:// backend body in 5.2 (spec §2.4): no date_done. */
+export function encodeRpcResult(m: RpcResultInput): string {
+  return dumps({
+    task_id: m.taskId,
+    status: m.status,
+    result: m.result,
+    traceback: m.traceback ?? null,
+    children: m.children ?? [],
+  })
+}
+
+export interface ResultMeta {
+  status: string
+  result: unknown
+  traceback: string | null
+  children: unknown[]
+  date_done: string | null
+  task_id: string
+  [k: string]: unknown
+}
+
+/** Read either the kv meta or the rpc short form; missing optional fields become null/[]. */
+export function decodeResultMeta(text: string): ResultMeta {
+  let v: unknown
+  try {
+    v = loads(text)
+  } catch (cause) {
+    throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new MalformedMessageError('result meta must be a JSON object')
+  const o = v as Record<string, unknown>
+  if (typeof o.status !== 'string') throw new MalformedMessageError('result meta has no status')
+  if (o.task_id !== undefined && typeof o.task_id !== 'string') throw new MalformedMessageError('result meta task_id must be a string')
+  return {
+    ...o,
+    status: o.status,
+    result: o.result ?? null,
+    traceback: typeof o.traceback === 'string' ? o.traceback : null,
+    children: Array.isArray(o.children) ? o.children : [],
+    date_done: typeof o.date_done === 'string' ? o.date_done : null,
+    task_id: typeof o.task_id === 'string' ? o.task_id : '',
+  }
+}
+
+/**
+ * One line for the CLI: an exception result as `ValueError: boom` (what a
+ * Python traceback ends with), anything else as Python's str() of the value,
+ * which is what `celery result` echoes.
+ */
+export function describeResult(meta: Pick<ResultMeta, 'status' | 'result'>): string {
+  if (EXCEPTION_STATES.has(meta.status) && isExceptionInfo(meta.result)) return exceptionText(meta.result)
+  return pyStr(meta.result)
+}

@@ -1,0 +1,401 @@
+// RabbitMQ through amqplib. One connection; one channel for declarations, one
+// confirm channel for publishing (both reopened after a channel error), and one
+// channel per consumer. After a lost connection it reconnects with backoff,
+// replays the recorded topology and restarts every consumer.
+import { EventEmitter } from 'node:events'
+import amqp from 'amqplib'
+import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
+import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
+import type {
+  CloseOptions,
+  ConsumeOptions,
+  Consumer,
+  DeliveryHandler,
+  ExchangeSpec,
+  OutgoingMessage,
+  QueueSpec,
+  Transport,
+  TransportCapabilities,
+  TransportEvents,
+} from '../transport.js'
+import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
+import { reconnectDelayMs, sleep } from './backoff.js'
+import { classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
+import { amqpConnectSettings, type AmqpConnectSettings } from './connect-options.js'
+import { toPublishOptions } from './properties.js'
+import { assertExchange, assertQueue, TopologyRegistry } from './topology.js'
+
+const CONNECT_TIMEOUT_MS = 5_000
+/** Attempts per operation across channel reopenings and reconnects before giving up. */
+const MAX_ATTEMPTS = 8
+
+type State = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed'
+
+let connectionSeq = 0
+
+export class AmqpTransport extends EventEmitter implements Transport {
+  readonly kind = 'amqp' as const
+  readonly displayUrl: string
+  readonly capabilities: TransportCapabilities = {
+    priority: 'higher-first',
+    queueTtl: true,
+    fanoutNeedsLiveSubscriber: false,
+    exclusiveQueues: true,
+  }
+  /** client_properties.connection_name: `tsq-<pid>-<n>`, so operators and tests can find it. */
+  readonly connectionName: string
+
+  private readonly settings: AmqpConnectSettings
+  private state: State = 'idle'
+  private conn: ChannelModel | null = null
+  private readonly deadConnections = new WeakSet<ChannelModel>()
+  private controlChannel: Promise<Channel> | null = null
+  private publishChannel: Promise<ConfirmChannel> | null = null
+  /** The broker's reason a channel closed, read by publishes whose confirm failed. */
+  private readonly channelCloseErrors = new WeakMap<Channel, Error>()
+  private readonly topology = new TopologyRegistry()
+  private readonly consumers = new Set<AmqpConsumer>()
+  private connecting: Promise<void> | null = null
+  private closing: Promise<void> | null = null
+  private closedWhere = ''
+  private stateWaiters: Array<() => void> = []
+  private readonly stopReconnect = new AbortController()
+  private readonly consumerHost: ConsumerHost
+
+  constructor(url: string) {
+    super()
+    this.settings = amqpConnectSettings(url)
+    this.displayUrl = this.settings.displayUrl
+    connectionSeq += 1
+    this.connectionName = `tsq-${process.pid}-${connectionSeq}`
+    this.consumerHost = {
+      report: (err, what) => this.report(err, what),
+      forget: (consumer) => this.consumers.delete(consumer),
+      redeclareQueue: (channel, queue) => this.redeclareQueue(channel, queue),
+      connectionUsable: (conn) => this.state === 'open' && this.conn === conn,
+    }
+  }
+
+  override on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
+    return super.on(event, listener)
+  }
+
+  override off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
+    return super.off(event, listener)
+  }
+
+  async connect(): Promise<void> {
+    if (this.state === 'open' || this.state === 'reconnecting') return
+    if (this.state === 'closed') throw this.closedError()
+    if (this.connecting) return this.connecting
+    this.setState('connecting')
+    this.connecting = (async () => {
+      try {
+        const conn = await this.openConnection()
+        if (this.state === 'closed') {
+          await conn.close().catch(() => undefined)
+          throw this.closedError()
+        }
+        this.conn = conn
+        this.setState('open')
+      } catch (err) {
+        if (this.state === 'connecting') this.setState('idle')
+        throw err
+      } finally {
+        this.connecting = null
+      }
+    })()
+    return this.connecting
+  }
+
+  async declareExchange(spec: ExchangeSpec): Promise<void> {
+    // The default exchange and amq.* exist already and may not be declared by clients.
+    if (spec.name === '' || spec.name.startsWith('amq.')) return
+    await this.withControl(`declare exchange '${spec.name}'`, (ch) => assertExchange(ch, spec))
+    this.topology.addExchange(spec)
+  }
+
+  async declareQueue(spec: QueueSpec): Promise<{ messageCount: number }> {
+    const result = await this.withControl(`declare queue '${spec.name}'`, (ch) => assertQueue(ch, spec))
+    if (spec.name !== '') this.topology.addQueue(spec)
+    return result
+  }
+
+  async bindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    // Every queue is bound to the default exchange by name; RabbitMQ refuses explicit binds to it.
+    if (exchange === '') return
+    await this.withControl(`bind queue '${queue}' to '${exchange}'`, (ch) => ch.bindQueue(queue, exchange, routingKey))
+    this.topology.addBinding({ queue, exchange, routingKey })
+  }
+
+  async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    if (exchange === '') return
+    this.topology.removeBinding({ queue, exchange, routingKey })
+    await this.withControl(`unbind queue '${queue}' from '${exchange}'`, (ch) => ch.unbindQueue(queue, exchange, routingKey))
+  }
+
+  async deleteQueue(queue: string): Promise<void> {
+    // Forget it first, so consumers the broker cancels do not declare it again.
+    this.topology.removeQueue(queue)
+    await this.withControl(`delete queue '${queue}'`, (ch) => ch.deleteQueue(queue))
+  }
+
+  async purge(queue: string): Promise<number> {
+    const reply = await this.withControl(`purge queue '${queue}'`, (ch) => ch.purgeQueue(queue))
+    return reply.messageCount
+  }
+
+  async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
+    const options = toPublishOptions(message.properties)
+    await this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (conn) => {
+      const channel = await this.publishChannelFor(conn)
+      // Resolves on the broker's confirm, so an awaited publish survives a broker drop.
+      await new Promise<void>((resolve, reject) => {
+        try {
+          channel.publish(exchange, routingKey, message.body, options, (err) => {
+            if (err) reject(this.channelCloseErrors.get(channel) ?? err)
+            else resolve()
+          })
+        } catch (err) {
+          reject(err)
+        }
+      })
+    })
+  }
+
+  async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
+    const consumer = new AmqpConsumer(queue, handler, options, this.consumerHost)
+    await this.retrying(`consume from queue '${queue}'`, async (conn) => {
+      await consumer.start(conn)
+      // Started on a connection that died meanwhile: the reconnect may not have
+      // seen this consumer, so start it again on the new one.
+      if (!this.consumerHost.connectionUsable(conn)) throw new BrokerConnectionError('connection lost while starting consumer')
+    })
+    this.consumers.add(consumer)
+    return consumer
+  }
+
+  /**
+   * RabbitMQ hands unacked deliveries back to their queues whenever a channel or
+   * connection closes, so `requeueUnacked: false` cannot leave them unacked
+   * here; they are requeued either way, which loses nothing.
+   */
+  close(_options: CloseOptions = {}): Promise<void> {
+    if (this.closing) return this.closing
+    this.closedWhere = new Error('transport closed').stack?.split('\n')[2]?.trim() ?? ''
+    this.closing = (async () => {
+      this.setState('closed')
+      this.stopReconnect.abort()
+      const conn = this.conn
+      this.conn = null
+      this.controlChannel = null
+      this.publishChannel = null
+      const consumers = [...this.consumers]
+      this.consumers.clear()
+      // amqplib multiplexes channel frames behind connection-level ones, so an
+      // ack sent just before close could be overtaken by connection.close and
+      // lost. Closing each consumer channel first flushes its acks.
+      await Promise.all(consumers.map((c) => c.closeChannel()))
+      if (conn) await conn.close().catch(() => undefined)
+    })()
+    return this.closing
+  }
+
+  // ---- connection lifecycle ------------------------------------------------
+
+  private async openConnection(): Promise<ChannelModel> {
+    let timer: NodeJS.Timeout | undefined
+    const attempt = amqp.connect(this.settings.connect, {
+      clientProperties: { connection_name: this.connectionName },
+      timeout: CONNECT_TIMEOUT_MS,
+    })
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error('connection timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS)
+    })
+    let conn: ChannelModel
+    try {
+      conn = await Promise.race([attempt, timeout])
+    } catch (err) {
+      attempt.then((late) => late.close()).catch(() => undefined)
+      throw new BrokerConnectionError(`cannot connect to ${this.displayUrl}: ${describeConnectFailure(err)}`, { cause: err })
+    } finally {
+      clearTimeout(timer)
+    }
+    conn.on('error', () => undefined)
+    conn.on('close', (err?: Error) => this.onConnectionClosed(conn, err))
+    return conn
+  }
+
+  private onConnectionClosed(conn: ChannelModel, err: Error | undefined): void {
+    this.deadConnections.add(conn)
+    if (conn !== this.conn) return
+    this.conn = null
+    this.controlChannel = null
+    this.publishChannel = null
+    for (const consumer of this.consumers) consumer.detach()
+    if (this.state !== 'open') return
+    this.setState('reconnecting')
+    const lost = new BrokerConnectionError(`lost connection to ${this.displayUrl}: ${describeConnectFailure(err ?? new Error('closed by broker'))}`, {
+      cause: err,
+    })
+    this.emitSafely('connection:lost', lost)
+    void this.reconnect()
+  }
+
+  private async reconnect(): Promise<void> {
+    for (let attempt = 0; this.state === 'reconnecting'; attempt += 1) {
+      await sleep(reconnectDelayMs(attempt), this.stopReconnect.signal)
+      if (this.state !== 'reconnecting') return
+      let conn: ChannelModel
+      try {
+        conn = await this.openConnection()
+      } catch {
+        continue
+      }
+      try {
+        await this.restoreOn(conn)
+      } catch {
+        await conn.close().catch(() => undefined)
+        continue
+      }
+      if (this.state !== 'reconnecting' || this.deadConnections.has(conn)) {
+        await conn.close().catch(() => undefined)
+        continue
+      }
+      this.conn = conn
+      this.setState('open')
+      this.emitSafely('connection:restored')
+      return
+    }
+  }
+
+  /** Replays the topology, then restarts consumers; throws if the connection fails meanwhile. */
+  private async restoreOn(conn: ChannelModel): Promise<void> {
+    const openChannel = async (): Promise<Channel> => {
+      const ch = await conn.createChannel()
+      ch.on('error', () => undefined)
+      return ch
+    }
+    await this.topology.replay(openChannel, (err, what) => {
+      if (isChannelError(err)) this.report(err, what)
+    })
+    // Until restore completes connectionUsable(conn) is false, so a consumer
+    // channel failing now is left to the next reconnect attempt, not restarted.
+    for (const consumer of [...this.consumers]) {
+      try {
+        await consumer.start(conn)
+      } catch (err) {
+        if (!(err instanceof BrokerRequestError)) throw err
+        this.report(err, `restart consumer on '${consumer.queue}'`)
+        this.consumers.delete(consumer)
+      }
+    }
+  }
+
+  private setState(state: State): void {
+    this.state = state
+    const waiters = this.stateWaiters
+    this.stateWaiters = []
+    for (const wake of waiters) wake()
+  }
+
+  /** The open connection, connecting first if needed and waiting out a reconnect. */
+  private async ready(): Promise<ChannelModel> {
+    for (;;) {
+      if (this.state === 'open' && this.conn) return this.conn
+      if (this.state === 'closed') throw this.closedError()
+      if (this.state === 'idle' || this.state === 'connecting') await this.connect()
+      else await new Promise<void>((resolve) => this.stateWaiters.push(resolve))
+    }
+  }
+
+  private closedError(): TransportClosedError {
+    return new TransportClosedError(`transport to ${this.displayUrl} is closed${this.closedWhere ? ` (closed ${this.closedWhere})` : ''}`)
+  }
+
+  // ---- channels and operations ---------------------------------------------
+
+  private controlChannelFor(conn: ChannelModel): Promise<Channel> {
+    if (!this.controlChannel) {
+      const opening: Promise<Channel> = conn.createChannel().then((ch) => {
+        ch.on('error', () => undefined)
+        ch.on('close', () => {
+          if (this.controlChannel === opening) this.controlChannel = null
+        })
+        return ch
+      })
+      opening.catch(() => {
+        if (this.controlChannel === opening) this.controlChannel = null
+      })
+      this.controlChannel = opening
+    }
+    return this.controlChannel
+  }
+
+  private publishChannelFor(conn: ChannelModel): Promise<ConfirmChannel> {
+    if (!this.publishChannel) {
+      const opening: Promise<ConfirmChannel> = conn.createConfirmChannel().then((ch) => {
+        ch.on('error', (err: Error) => this.channelCloseErrors.set(ch, err))
+        ch.on('close', () => {
+          if (this.publishChannel === opening) this.publishChannel = null
+        })
+        return ch
+      })
+      opening.catch(() => {
+        if (this.publishChannel === opening) this.publishChannel = null
+      })
+      this.publishChannel = opening
+    }
+    return this.publishChannel
+  }
+
+  private withControl<T>(what: string, run: (channel: Channel) => Promise<T>): Promise<T> {
+    return this.retrying(what, async (conn) => run(await this.controlChannelFor(conn)))
+  }
+
+  /**
+   * Runs `op` on the open connection. The broker refusing the request surfaces
+   * at once as BrokerRequestError; a channel closed under it (by another
+   * operation's error) or a lost connection means try again on a fresh channel,
+   * after the reconnect if there is one.
+   */
+  private async retrying<T>(what: string, op: (conn: ChannelModel) => Promise<T>): Promise<T> {
+    let lastError: unknown
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
+      const conn = await this.ready()
+      try {
+        return await op(conn)
+      } catch (err) {
+        if (err instanceof BrokerRequestError || isChannelError(err)) throw classifyAmqpError(err, what)
+        if (this.state === 'closed') throw this.closedError()
+        lastError = err
+        if (this.state === 'open') await sleep(reconnectDelayMs(attempt))
+      }
+    }
+    throw classifyAmqpError(lastError, what)
+  }
+
+  private async redeclareQueue(channel: Channel, queue: string): Promise<boolean> {
+    const spec = this.topology.queue(queue)
+    if (!spec) return false
+    await assertQueue(channel, spec)
+    for (const b of this.topology.bindingsOf(queue)) await channel.bindQueue(b.queue, b.exchange, b.routingKey)
+    return true
+  }
+
+  private report(err: unknown, what: string): void {
+    if (this.state === 'closed') return
+    const error = classifyAmqpError(err, what)
+    if (this.listenerCount('error') > 0) this.emitSafely('error', error)
+    else process.emitWarning(error.message, 'TsqTransportWarning')
+  }
+
+  /** A listener that throws must not break the transport's own bookkeeping. */
+  private emitSafely<E extends keyof TransportEvents>(event: E, ...args: Parameters<TransportEvents[E]>): void {
+    try {
+      this.emit(event, ...args)
+    } catch (err) {
+      process.emitWarning(`listener for '${event}' threw: ${err instanceof Error ? err.message : String(err)}`, 'TsqTransportWarning')
+    }
+  }
+}

@@ -1,0 +1,75 @@
+// MessageProperties <-> amqplib's publish options and message properties.
+import type { MessageProperties as AmqplibProperties, Options } from 'amqplib'
+import type { HeaderValue, Headers, MessageProperties, QueueArguments } from '../transport.js'
+
+export function toPublishOptions(props: MessageProperties): Options.Publish {
+  const options: Options.Publish = {
+    contentType: props.contentType,
+    contentEncoding: props.contentEncoding,
+    headers: props.headers,
+    deliveryMode: props.deliveryMode,
+    priority: props.priority,
+  }
+  if (props.correlationId !== undefined) options.correlationId = props.correlationId
+  if (props.replyTo !== undefined) options.replyTo = props.replyTo
+  if (props.expiration !== undefined) options.expiration = props.expiration
+  return options
+}
+
+/**
+ * amqplib decodes some AMQP field types into tagged objects (`{'!': 'timestamp',
+ * value}`) or Buffers; the contract's HeaderValue is plain JSON-like data.
+ */
+function plainHeaderValue(value: unknown): HeaderValue {
+  if (value === null || value === undefined) return null
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value
+  if (typeof value === 'bigint') return Number(value)
+  if (Buffer.isBuffer(value)) return value.toString('utf8')
+  if (Array.isArray(value)) return value.map(plainHeaderValue)
+  if (typeof value === 'object') {
+    const record = value as Record<string, unknown>
+    if (record['!'] === 'timestamp' && typeof record.value === 'number') return record.value
+    if (record['!'] === 'decimal' && typeof record.value === 'object' && record.value !== null) {
+      const { places, digits } = record.value as { places: number; digits: number }
+      return digits / 10 ** places
+    }
+    return plainHeaders(record)
+  }
+  return String(value)
+}
+
+function plainHeaders(table: Record<string, unknown> | undefined): Headers {
+  const headers: Headers = {}
+  if (!table) return headers
+  for (const [key, value] of Object.entries(table)) headers[key] = plainHeaderValue(value)
+  return headers
+}
+
+export function fromAmqplibProperties(props: AmqplibProperties): MessageProperties {
+  const result: MessageProperties = {
+    contentType: typeof props.contentType === 'string' ? props.contentType : '',
+    contentEncoding: typeof props.contentEncoding === 'string' ? props.contentEncoding : '',
+    headers: plainHeaders(props.headers as Record<string, unknown> | undefined),
+    deliveryMode: props.deliveryMode === 2 ? 2 : 1,
+    priority: typeof props.priority === 'number' ? props.priority : 0,
+  }
+  if (typeof props.correlationId === 'string') result.correlationId = props.correlationId
+  if (typeof props.replyTo === 'string') result.replyTo = props.replyTo
+  if (props.expiration !== undefined && props.expiration !== null) result.expiration = String(props.expiration)
+  return result
+}
+
+/**
+ * Queue arguments typed as py-amqp writes them (signed 32-bit `I` when it fits),
+ * so the table RabbitMQ stores matches the one Celery declares.
+ */
+export function toQueueArguments(args: QueueArguments | undefined): Record<string, unknown> | undefined {
+  if (!args) return undefined
+  const table: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(args)) {
+    if (typeof value !== 'number') continue
+    const fitsInt32 = Number.isInteger(value) && value >= -2_147_483_647 && value <= 2_147_483_647
+    table[key] = Number.isInteger(value) ? { '!': fitsInt32 ? 'int' : 'long', value } : value
+  }
+  return table
+}

@@ -1,0 +1,249 @@
+// tsq's embedded broker: a folder shared by the processes of one machine, no
+// server. Publish and claim are atomic renames; a consumer's claims live under
+// its owner's name, and any process hands a dead owner's claims back. Layout in
+// layout.ts; crash-recovery rules in owners.ts and sweeper.ts.
+import { EventEmitter } from 'node:events'
+import { writeFile, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
+import type {
+  CloseOptions,
+  ConsumeOptions,
+  Consumer,
+  DeliveryHandler,
+  ExchangeSpec,
+  OutgoingMessage,
+  QueueSpec,
+  Transport,
+  TransportCapabilities,
+  TransportEvents,
+} from '../transport.js'
+import { ClaimBook } from './claims.js'
+import { encodeEnvelope } from './envelope.js'
+import { type ConsumerHost, FileConsumer } from './file-consumer.js'
+import { FileLayout, ignoreMissing, listDir } from './layout.js'
+import { escapeName, newMessageBase } from './names.js'
+import { OwnerLease, OwnerLiveness } from './owners.js'
+import { QueueStore } from './queues.js'
+import { ExchangeTable } from './routing.js'
+import { CONSUMER_SEP, Sweeper } from './sweeper.js'
+
+/** Heartbeat period; also how often consumed queues are marked used (x-expires). */
+const HEARTBEAT_MS = 1000
+/** Full sweeps run every this many heartbeats, while this transport has consumers. */
+const SWEEP_EVERY = 2
+
+type State = 'new' | 'open' | 'closed'
+
+export class FileTransport extends EventEmitter implements Transport, ConsumerHost {
+  readonly kind = 'file' as const
+  readonly displayUrl: string
+  readonly capabilities: TransportCapabilities = {
+    // Every queue honours priority (0..255, higher first), with or without x-max-priority.
+    priority: 'higher-first',
+    queueTtl: true,
+    fanoutNeedsLiveSubscriber: false,
+    exclusiveQueues: false,
+  }
+
+  readonly layout: FileLayout
+  readonly queues: QueueStore
+  readonly claims: ClaimBook
+  private readonly exchanges: ExchangeTable
+  private readonly lease: OwnerLease
+  private readonly sweeper: Sweeper
+  private readonly consumers = new Set<FileConsumer>()
+  private state: State = 'new'
+  private closing: Promise<void> | undefined
+  private timer: NodeJS.Timeout | undefined
+  private ticks = 0
+  private sweeping = false
+  private consumerSeq = 0
+
+  constructor(readonly dir: string) {
+    super()
+    this.displayUrl = `file://${dir}`
+    this.layout = new FileLayout(dir)
+    this.exchanges = new ExchangeTable(this.layout)
+    this.queues = new QueueStore(this.layout, this.exchanges)
+    this.lease = new OwnerLease(this.layout)
+    this.claims = new ClaimBook(this.layout, this.lease.id)
+    this.sweeper = new Sweeper(this.layout, this.queues, this.lease.id)
+  }
+
+  /** This transport's owner id: the name of its claim folders (pid first). */
+  get ownerId(): string {
+    return this.lease.id
+  }
+
+  override on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
+    return super.on(event, listener)
+  }
+
+  override off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
+    return super.off(event, listener)
+  }
+
+  async connect(): Promise<void> {
+    if (this.state === 'open') return
+    if (this.state === 'closed') throw new TransportClosedError('file transport was closed; create a new one')
+    try {
+      await this.layout.ensureTree()
+      await this.lease.acquire()
+    } catch (err) {
+      // EACCES, ENOSPC, EROFS...: the operator's fix is the folder, so say which one.
+      const reason = err instanceof Error ? err.message : String(err)
+      throw new BrokerConnectionError(`cannot open the file broker at ${this.dir}: ${reason}`, { cause: err })
+    }
+    this.state = 'open'
+    // Ref'd, like an open AMQP socket: a connected transport keeps its process alive until closed.
+    this.timer = setInterval(() => void this.tick(), HEARTBEAT_MS)
+  }
+
+  private assertOpen(): void {
+    if (this.state === 'new') throw new TransportClosedError(`file transport ${this.displayUrl} is not connected; call connect() first`)
+    if (this.state === 'closed') throw new TransportClosedError(`file transport ${this.displayUrl} is closed`)
+  }
+
+  private async tick(): Promise<void> {
+    if (this.state !== 'open') return
+    try {
+      await this.lease.heartbeat()
+      const consumed = new Set([...this.consumers].map((c) => c.queue))
+      for (const queue of consumed) await this.queues.touch(queue)
+      this.ticks = (this.ticks + 1) % SWEEP_EVERY
+      if (this.ticks === 0 && this.consumers.size > 0 && !this.sweeping) {
+        this.sweeping = true
+        try {
+          await this.sweeper.sweepAll()
+          for (const c of this.consumers) await c.refreshMeta()
+        } finally {
+          this.sweeping = false
+        }
+      }
+    } catch (err) {
+      this.reportError(err)
+    }
+  }
+
+  reportError(error: unknown): void {
+    const err = error instanceof Error ? error : new Error(String(error))
+    if (this.listenerCount('error') > 0) this.emit('error', err)
+    else process.emitWarning(err)
+  }
+
+  async declareExchange(spec: ExchangeSpec): Promise<void> {
+    this.assertOpen()
+    await this.exchanges.declare(spec)
+  }
+
+  async declareQueue(spec: QueueSpec): Promise<{ messageCount: number }> {
+    this.assertOpen()
+    if (spec.name === '') throw new BrokerRequestError('PRECONDITION_FAILED', 'the file broker needs a queue name')
+    escapeName(spec.name)
+    return { messageCount: await this.queues.declare(spec) }
+  }
+
+  async bindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    this.assertOpen()
+    if (!(await this.queues.exists(queue))) throw new BrokerRequestError('NOT_FOUND', `no queue '${queue}'`)
+    await this.exchanges.bind(queue, exchange, routingKey)
+  }
+
+  async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    this.assertOpen()
+    await this.exchanges.unbind(queue, exchange, routingKey)
+  }
+
+  async deleteQueue(queue: string): Promise<void> {
+    this.assertOpen()
+    // AMQP cancels the consumers of a deleted queue.
+    for (const c of [...this.consumers]) {
+      if (c.queue !== queue) continue
+      c.stop()
+      this.consumers.delete(c)
+    }
+    await this.queues.delete(queue)
+  }
+
+  async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
+    this.assertOpen()
+    const targets = await this.exchanges.route(exchange, routingKey)
+    if (targets.length === 0) return
+    const base = newMessageBase(message.properties.priority)
+    await this.queues.put(targets, base, encodeEnvelope(exchange, routingKey, message), exchange === '')
+  }
+
+  async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
+    this.assertOpen()
+    if (!(await this.queues.exists(queue))) throw new BrokerRequestError('NOT_FOUND', `no queue '${queue}'`)
+    this.consumerSeq += 1
+    const tag = `${this.lease.id}.c${this.consumerSeq}`
+    await writeFile(this.consumerFile(queue, tag), '')
+    await this.queues.touch(queue)
+    await this.sweeper.sweepQueue(escapeName(queue))
+    const consumer = new FileConsumer(this, queue, tag, handler, options)
+    this.consumers.add(consumer)
+    await consumer.start()
+    return consumer
+  }
+
+  private consumerFile(queue: string, tag: string): string {
+    return join(this.layout.queuePaths(queue).consumers, `${this.lease.id}${CONSUMER_SEP}${tag}`)
+  }
+
+  async consumerCancelled(consumer: FileConsumer): Promise<void> {
+    this.consumers.delete(consumer)
+    await ignoreMissing(unlink(this.consumerFile(consumer.queue, consumer.tag)))
+    await this.autoDelete(consumer.queue)
+  }
+
+  /** AMQP auto-delete: the queue goes when its last consumer (in any process) goes. */
+  private async autoDelete(queue: string): Promise<void> {
+    const meta = await this.queues.meta(queue)
+    if (!meta?.autoDelete) return
+    const live = new OwnerLiveness(this.layout, this.lease.id)
+    for (const file of await listDir(this.layout.queuePaths(queue).consumers)) {
+      if (await live.isAlive(file.split(CONSUMER_SEP)[0] ?? '')) return
+    }
+    await this.queues.delete(queue)
+  }
+
+  async purge(queue: string): Promise<number> {
+    this.assertOpen()
+    return this.queues.purge(queue)
+  }
+
+  close(options: CloseOptions = {}): Promise<void> {
+    this.closing ??= this.shutdown(options.requeueUnacked ?? true)
+    return this.closing
+  }
+
+  private async shutdown(requeueUnacked: boolean): Promise<void> {
+    const wasOpen = this.state === 'open'
+    this.state = 'closed'
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+    if (!wasOpen) return
+    const errors: unknown[] = []
+    for (const consumer of [...this.consumers]) {
+      consumer.stop()
+      try {
+        await this.consumerCancelled(consumer)
+      } catch (err) {
+        errors.push(err)
+      }
+    }
+    // Without requeue the claims stay put; once our owner file is gone, the next
+    // sweep by any process hands them back (Redis's visibility timeout, shortened).
+    if (requeueUnacked) {
+      try {
+        await this.claims.returnAll()
+      } catch (err) {
+        errors.push(err)
+      }
+    }
+    await this.lease.release()
+    if (errors.length > 0) throw new AggregateError(errors, 'file transport closed with errors')
+  }
+}

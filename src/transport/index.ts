@@ -1,0 +1,24 @@
+export type {
+  CloseOptions,
+  ConsumeOptions,
+  Consumer,
+  Delivery,
+  DeliveryHandler,
+  ExchangeSpec,
+  ExchangeType,
+  HeaderValue,
+  Headers,
+  MessageProperties,
+  OutgoingMessage,
+  QueueArguments,
+  QueueSpec,
+  Transport,
+  TransportCapabilities,
+  TransportEvents,
+} from './transport.js'
+export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, TransportClosedError, TsqTransportError } from './errors.js'
+export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
+export { maskUrl, parseBrokerUrl } from './url.js'
+export type { ParsedBrokerUrl } from './url.js'
+export { LamportClock, MailboxClient, MailboxServer, NoReply, pidboxExchange, replyExchange } from './mailbox.js'
+export type { BroadcastOptions, ControlHandler, NodeReply } from './mailbox.js'

@@ -1,0 +1,43 @@
+// Sorts ioredis failures the way kombu's `get_redis_error_classes()` does:
+// connection errors (reconnect and retry) versus request errors (never retried).
+import { BrokerConnectionError, BrokerRequestError, TsqTransportError } from '../errors.js'
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+])
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code
+    return typeof code === 'string' ? code : undefined
+  }
+  return undefined
+}
+
+export function isConnectionError(error: unknown): boolean {
+  if (error instanceof BrokerConnectionError) return true
+  if (!(error instanceof Error)) return false
+  const code = errorCode(error)
+  if (code && CONNECTION_CODES.has(code)) return true
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'AbortError') return true
+  if (/^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN)/.test(error.message)) return true
+  return /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Connection is in subscriber mode/i.test(error.message)
+}
+
+/** One line saying what failed, with the driver error kept as `cause`. */
+export function classifyRedisError(error: unknown, where: string, displayUrl: string): TsqTransportError {
+  if (error instanceof TsqTransportError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  if (isConnectionError(error)) {
+    return new BrokerConnectionError(`redis broker ${displayUrl}: ${where}: ${message}`, { cause: error })
+  }
+  const code = /^([A-Z]+)\b/.exec(message)?.[1] ?? 'REDIS_ERROR'
+  return new BrokerRequestError(code, `redis broker ${displayUrl}: ${where}: ${message}`, { cause: error })
+}

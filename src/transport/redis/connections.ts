@@ -1,0 +1,91 @@
+// The transport's ioredis connections: `cmd` for ordinary commands, `brpop` for
+// the blocking pop, `sub` for pub/sub. The first connect fails fast with one line;
+// after that ioredis reconnects by itself with backoff.
+import { Redis } from 'ioredis'
+import { BrokerConnectionError } from '../errors.js'
+import type { ResolvedRedisOptions } from './options.js'
+
+export type ConnectionRole = 'cmd' | 'brpop' | 'sub'
+
+export interface ConnectionWatcher {
+  up(role: ConnectionRole): void
+  down(role: ConnectionRole, error: Error): void
+}
+
+export function createConnection(
+  options: ResolvedRedisOptions,
+  role: ConnectionRole,
+  watcher: ConnectionWatcher,
+): { conn: Redis; open(): Promise<void> } {
+  let everReady = false
+  let lastError: Error | undefined
+  let closing = false
+  const conn = new Redis({
+    host: options.host,
+    port: options.port,
+    db: options.db,
+    username: options.username,
+    password: options.password,
+    ...(options.tls ? { tls: {} } : {}),
+    connectionName: `${options.connectionName}-${role}`,
+    lazyConnect: true,
+    connectTimeout: options.connectTimeoutMs,
+    // The blocking and pub/sub connections wait for reconnection instead of failing their one command.
+    maxRetriesPerRequest: role === 'cmd' ? 10 : null,
+    autoResendUnfulfilledCommands: role !== 'brpop',
+    // No retries until the first connect worked, so an unreachable broker is reported at once.
+    retryStrategy: (times) => (everReady && !closing ? Math.min(100 * times, 2000) : null),
+  })
+  conn.on('error', (error: Error) => {
+    lastError = error
+  })
+  conn.on('ready', () => {
+    everReady = true
+    watcher.up(role)
+  })
+  conn.on('close', () => {
+    if (everReady && !closing) watcher.down(role, lastError ?? new Error(`redis ${role} connection closed`))
+  })
+  conn.on('end', () => {
+    closing = true
+  })
+  const open = async (): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        conn.connect(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${options.connectTimeoutMs} ms`)), options.connectTimeoutMs)
+        }),
+      ])
+    } catch (error) {
+      closing = true
+      conn.disconnect()
+      const reason = lastError?.message ?? (error instanceof Error ? error.message : String(error))
+      throw new BrokerConnectionError(`cannot connect to redis broker at ${options.host}:${options.port}: ${reason}`, {
+        cause: lastError ?? error,
+      })
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  return { conn, open }
+}
+
+/** QUIT politely, but never wait on a dead broker longer than `ms`. */
+export async function closeConnection(conn: Redis, ms = 2000): Promise<void> {
+  if (conn.status === 'end') return
+  if (conn.status !== 'ready') {
+    conn.disconnect()
+    return
+  }
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    conn.quit().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms)
+    }),
+  ])
+  clearTimeout(timer)
+  conn.disconnect()
+}

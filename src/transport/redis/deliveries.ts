@@ -1,0 +1,46 @@
+// Turns a kombu envelope into the transport's Delivery, with ack/reject wired to
+// whatever settles it (the unacked hash for acking consumers, nothing for noAck).
+import type { Delivery } from '../transport.js'
+import { envelopeBody, envelopeProperties, type RedisEnvelope } from './envelope.js'
+
+export interface Settler {
+  ack(): Promise<void>
+  reject(requeue: boolean): Promise<void>
+}
+
+const NO_OP: Settler = {
+  ack: async () => undefined,
+  reject: async () => undefined,
+}
+
+export function makeDelivery(envelope: RedisEnvelope, queue: string, settler: Settler = NO_OP): Delivery {
+  const info = envelope.properties.delivery_info
+  return {
+    body: envelopeBody(envelope),
+    properties: envelopeProperties(envelope),
+    exchange: typeof info.exchange === 'string' ? info.exchange : '',
+    routingKey: typeof info.routing_key === 'string' ? info.routing_key : '',
+    queue,
+    redelivered: info.redelivered === true,
+    deliveryTag: envelope.properties.delivery_tag,
+    ack: () => settler.ack(),
+    reject: ({ requeue }) => settler.reject(requeue),
+  }
+}
+
+/** Settle once: a second ack or reject of the same delivery is a no-op, as a retry-safe caller expects. */
+export function onceSettler(settle: (requeue: boolean | 'ack') => Promise<void>): Settler {
+  let state: 'open' | 'busy' | 'done' = 'open'
+  const run = async (what: boolean | 'ack'): Promise<void> => {
+    if (state !== 'open') return
+    state = 'busy'
+    try {
+      await settle(what)
+      state = 'done'
+    } catch (error) {
+      state = 'open'
+      throw error
+    }
+  }
+  return { ack: () => run('ack'), reject: (requeue) => run(requeue) }
+}

@@ -1,0 +1,112 @@
+// kombu's JSON envelope (spec §4.2): what LPUSH stores and PUBLISH sends. Keys are
+// written in kombu's order so a captured Python message and ours compare equal.
+import { randomUUID } from 'node:crypto'
+import type { HeaderValue, Headers, MessageProperties, OutgoingMessage } from '../transport.js'
+import { pyDumps, pyLoads } from './py-json.js'
+
+export interface DeliveryInfo {
+  exchange: string
+  routing_key: string
+  redelivered?: boolean
+  [key: string]: unknown
+}
+
+export interface EnvelopeProperties {
+  correlation_id?: string
+  reply_to?: string
+  delivery_mode?: number
+  expiration?: string
+  delivery_info: DeliveryInfo
+  priority?: number
+  body_encoding?: string | null
+  delivery_tag: string
+  [key: string]: unknown
+}
+
+export interface RedisEnvelope {
+  body: string | null
+  'content-encoding': string | null
+  'content-type': string | null
+  headers: Headers
+  properties: EnvelopeProperties
+}
+
+export class MalformedEnvelopeError extends Error {}
+
+export function buildEnvelope(exchange: string, routingKey: string, message: OutgoingMessage): RedisEnvelope {
+  const p = message.properties
+  const properties: EnvelopeProperties = {
+    ...(p.correlationId !== undefined ? { correlation_id: p.correlationId } : {}),
+    ...(p.replyTo !== undefined ? { reply_to: p.replyTo } : {}),
+    delivery_mode: p.deliveryMode,
+    ...(p.expiration !== undefined ? { expiration: p.expiration } : {}),
+    delivery_info: { exchange, routing_key: routingKey },
+    priority: p.priority,
+    body_encoding: 'base64',
+    delivery_tag: randomUUID(),
+  }
+  return {
+    body: message.body.toString('base64'),
+    'content-encoding': p.contentEncoding,
+    'content-type': p.contentType,
+    headers: p.headers,
+    properties,
+  }
+}
+
+export function serializeEnvelope(envelope: RedisEnvelope): string {
+  return pyDumps(envelope as unknown as HeaderValue)
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+export function parseEnvelope(raw: string): RedisEnvelope {
+  let value: unknown
+  try {
+    value = pyLoads(raw)
+  } catch (error) {
+    throw new MalformedEnvelopeError(`not JSON: ${raw.slice(0, 120)}`, { cause: error })
+  }
+  return asEnvelope(value, raw)
+}
+
+export function asEnvelope(value: unknown, raw = ''): RedisEnvelope {
+  if (!isObject(value) || !isObject(value.properties)) {
+    throw new MalformedEnvelopeError(`not a kombu envelope: ${raw.slice(0, 120)}`)
+  }
+  const props = value.properties
+  if (typeof props.delivery_tag !== 'string') props.delivery_tag = randomUUID()
+  if (!isObject(props.delivery_info)) props.delivery_info = { exchange: '', routing_key: '' }
+  return value as unknown as RedisEnvelope
+}
+
+export function envelopeBody(envelope: RedisEnvelope): Buffer {
+  const body = envelope.body
+  if (body === null || body === undefined || body === '') return Buffer.alloc(0)
+  if (typeof body !== 'string') return Buffer.from(pyDumps(body as HeaderValue), 'utf8')
+  return envelope.properties.body_encoding === 'base64' ? Buffer.from(body, 'base64') : Buffer.from(body, 'utf8')
+}
+
+export function envelopeProperties(envelope: RedisEnvelope): MessageProperties {
+  const p = envelope.properties
+  const props: MessageProperties = {
+    contentType: envelope['content-type'] ?? '',
+    contentEncoding: envelope['content-encoding'] ?? '',
+    headers: isObject(envelope.headers) ? envelope.headers : {},
+    deliveryMode: p.delivery_mode === 1 ? 1 : 2,
+    priority: typeof p.priority === 'number' ? p.priority : 0,
+  }
+  if (typeof p.correlation_id === 'string') props.correlationId = p.correlation_id
+  if (typeof p.reply_to === 'string') props.replyTo = p.reply_to
+  if (p.expiration !== undefined && p.expiration !== null) props.expiration = String(p.expiration)
+  return props
+}
+
+/** kombu `_do_restore_message`: both flags, or neither when headers are missing. */
+export function markRedelivered(envelope: RedisEnvelope): void {
+  if (!isObject(envelope.headers) || !isObject(envelope.properties.delivery_info)) return
+  envelope.headers.redelivered = true
+  envelope.properties.delivery_info.redelivered = true
+}

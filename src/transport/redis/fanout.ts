@@ -1,0 +1,59 @@
+// Fanout on Redis is pub/sub (spec §4.5): one subscriber connection per transport
+// PSUBSCRIBEs `/{db}.<exchange>[/<key>]` for every consuming fanout queue. Nothing
+// is stored, so a queue hears only what is published while it listens.
+import type { Redis } from 'ioredis'
+
+export interface FanoutListener {
+  readonly patterns: readonly string[]
+  deliver(raw: string, channel: string): void
+}
+
+export class FanoutHub {
+  private readonly byPattern = new Map<string, Set<FanoutListener>>()
+  private readonly onMessage = (pattern: string, channel: string, message: string): void => {
+    for (const listener of this.byPattern.get(pattern) ?? []) listener.deliver(message, channel)
+  }
+
+  constructor(private readonly sub: Redis) {
+    sub.on('pmessage', this.onMessage)
+  }
+
+  /** Resolves once Redis has confirmed the subscriptions, so a publish right after is heard. */
+  async add(listener: FanoutListener): Promise<void> {
+    const fresh: string[] = []
+    for (const pattern of listener.patterns) {
+      let set = this.byPattern.get(pattern)
+      if (!set) {
+        set = new Set()
+        this.byPattern.set(pattern, set)
+        fresh.push(pattern)
+      }
+      set.add(listener)
+    }
+    // ioredis replays these after a reconnect (autoResubscribe).
+    if (fresh.length) await this.sub.psubscribe(...fresh)
+  }
+
+  async remove(listener: FanoutListener): Promise<void> {
+    const gone: string[] = []
+    for (const pattern of listener.patterns) {
+      const set = this.byPattern.get(pattern)
+      if (!set) continue
+      set.delete(listener)
+      if (set.size === 0) {
+        this.byPattern.delete(pattern)
+        gone.push(pattern)
+      }
+    }
+    if (gone.length) await this.sub.punsubscribe(...gone).catch(() => undefined)
+  }
+
+  get size(): number {
+    return this.byPattern.size
+  }
+
+  close(): void {
+    this.sub.off('pmessage', this.onMessage)
+    this.byPattern.clear()
+  }
+}

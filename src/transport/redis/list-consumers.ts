@@ -1,0 +1,90 @@
+// The BRPOP side's consumers and kombu's round-robin queue cycle: which queues the
+// next BRPOP names, in which order, and which consumer gets a popped message.
+import type { Consumer, DeliveryHandler } from '../transport.js'
+
+export interface ConsumerHooks {
+  cancel(consumer: ListConsumer): Promise<void>
+  changed(): void
+}
+
+export class ListConsumer implements Consumer {
+  /** Deliveries handed out and not yet acked or rejected (kombu QoS `_delivered`). */
+  inFlight = 0
+  cancelled = false
+
+  constructor(
+    readonly queue: string,
+    readonly tag: string,
+    readonly handler: DeliveryHandler,
+    public prefetch: number,
+    readonly noAck: boolean,
+    private readonly hooks: ConsumerHooks,
+  ) {}
+
+  /** kombu `QoS.can_consume`: noAck deliveries are never counted. */
+  hasRoom(): boolean {
+    return !this.cancelled && (this.noAck || !this.prefetch || this.inFlight < this.prefetch)
+  }
+
+  cancel(): Promise<void> {
+    return this.hooks.cancel(this)
+  }
+
+  async setPrefetch(prefetch: number): Promise<void> {
+    this.prefetch = Math.max(0, Math.floor(prefetch))
+    this.hooks.changed()
+  }
+}
+
+export class ConsumerSet {
+  private readonly byQueue = new Map<string, ListConsumer[]>()
+  /** kombu `round_robin_cycle`: the queue just served moves to the end. */
+  private order: string[] = []
+
+  add(consumer: ListConsumer): void {
+    const list = this.byQueue.get(consumer.queue) ?? []
+    list.push(consumer)
+    this.byQueue.set(consumer.queue, list)
+    if (!this.order.includes(consumer.queue)) this.order.push(consumer.queue)
+  }
+
+  remove(consumer: ListConsumer): void {
+    const list = (this.byQueue.get(consumer.queue) ?? []).filter((c) => c !== consumer)
+    if (list.length) this.byQueue.set(consumer.queue, list)
+    else {
+      this.byQueue.delete(consumer.queue)
+      this.order = this.order.filter((q) => q !== consumer.queue)
+    }
+  }
+
+  all(): ListConsumer[] {
+    return [...this.byQueue.values()].flat()
+  }
+
+  get size(): number {
+    return this.order.length
+  }
+
+  /** Queues with at least one consumer that has room, in cycle order. */
+  ready(): string[] {
+    return this.order.filter((q) => this.byQueue.get(q)?.some((c) => c.hasRoom()))
+  }
+
+  rotate(queue: string): void {
+    const at = this.order.indexOf(queue)
+    if (at === -1) return
+    this.order.splice(at, 1)
+    this.order.push(queue)
+  }
+
+  /** A consumer of `queue` with room, taking turns when several share the queue. */
+  pick(queue: string): ListConsumer | undefined {
+    const list = this.byQueue.get(queue)
+    if (!list) return undefined
+    const at = list.findIndex((c) => c.hasRoom())
+    if (at === -1) return undefined
+    const [chosen] = list.splice(at, 1)
+    list.push(chosen!)
+    return chosen
+  }
+}

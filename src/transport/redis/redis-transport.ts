@@ -1,0 +1,447 @@
+// The Redis broker in kombu 5.2.4's exact layout (spec §4), so a Python Celery
+// worker or client shares queues, bindings, pidbox and unacked keys with tsq.
+import { randomUUID } from 'node:crypto'
+import { EventEmitter } from 'node:events'
+import type { ChainableCommander, Redis } from 'ioredis'
+import { TransportClosedError } from '../errors.js'
+import type {
+  CloseOptions,
+  ConsumeOptions,
+  Consumer,
+  DeliveryHandler,
+  ExchangeSpec,
+  OutgoingMessage,
+  QueueSpec,
+  Transport,
+  TransportCapabilities,
+  TransportEvents,
+} from '../transport.js'
+import { maskUrl } from '../url.js'
+import { BrpopLoop } from './brpop-loop.js'
+import { classifyRedisError } from './classify-error.js'
+import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
+import { makeDelivery, onceSettler } from './deliveries.js'
+import { buildEnvelope, parseEnvelope, serializeEnvelope } from './envelope.js'
+import { FanoutHub } from './fanout.js'
+import { allListKeys, fanoutPrefix, listKey, priorityStep, publishChannel, queueOfListKey, subscribePatterns } from './keys.js'
+import { ConsumerSet, ListConsumer } from './list-consumers.js'
+import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
+import { Router } from './routing.js'
+import { UnackedStore } from './unacked.js'
+
+export type { RedisTransportOptions } from './options.js'
+
+/** Runs a MULTI or pipeline and surfaces the first per-command error. */
+async function execChecked(batch: ChainableCommander): Promise<unknown[]> {
+  const results = await batch.exec()
+  if (!results) throw new Error('transaction aborted')
+  return results.map(([error, value]) => {
+    if (error) throw error
+    return value
+  })
+}
+
+interface Outstanding {
+  tag: string
+  consumer: ListConsumer
+}
+
+let instances = 0
+
+export class RedisTransport implements Transport {
+  readonly kind = 'redis' as const
+  readonly capabilities: TransportCapabilities = {
+    priority: 'lower-first',
+    queueTtl: false,
+    fanoutNeedsLiveSubscriber: true,
+    exclusiveQueues: false,
+  }
+  readonly displayUrl: string
+  /** CLIENT SETNAME prefix of this transport's connections (`<name>-cmd`, `-brpop`, `-sub`). */
+  readonly connectionName: string
+
+  private readonly options: ResolvedRedisOptions
+  private readonly prefix: string
+  private readonly events = new EventEmitter()
+  private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
+  private connecting: Promise<void> | undefined
+  private closing: Promise<void> | undefined
+  private cmd: Redis | undefined
+  private router: Router | undefined
+  private unacked: UnackedStore | undefined
+  private loop: Promise<BrpopLoop> | undefined
+  private brpopConn: Redis | undefined
+  private hub: Promise<FanoutHub> | undefined
+  private subConn: Redis | undefined
+  private readonly consumers = new ConsumerSet()
+  private readonly fanoutConsumers = new Set<Consumer & { close(): Promise<void> }>()
+  private readonly outstanding = new Set<Outstanding>()
+  private readonly autoDelete = new Set<string>()
+  private restoreTimer: NodeJS.Timeout | undefined
+  private restoring = false
+  private readonly down = new Set<ConnectionRole>()
+
+  constructor(url: string, options: RedisTransportOptions = {}) {
+    instances += 1
+    this.displayUrl = maskUrl(url)
+    this.options = resolveRedisOptions(url, {
+      ...options,
+      connectionName: options.connectionName ?? `tsq-${process.pid}-${instances}`,
+    })
+    this.connectionName = this.options.connectionName
+    this.prefix = fanoutPrefix(this.options.db)
+  }
+
+  get visibilityTimeout(): number {
+    return this.options.visibilityTimeout
+  }
+
+  on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
+    this.events.on(event, listener as unknown as (...args: unknown[]) => void)
+    return this
+  }
+
+  off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
+    this.events.off(event, listener as unknown as (...args: unknown[]) => void)
+    return this
+  }
+
+  private emitError(error: unknown): void {
+    const err = error instanceof Error ? error : new Error(String(error))
+    if (this.events.listenerCount('error') > 0) this.events.emit('error', err)
+    else process.emitWarning(`redis transport: ${err.message}`)
+  }
+
+  private readonly watcher = {
+    up: (role: ConnectionRole): void => {
+      const wasDown = this.down.size > 0
+      this.down.delete(role)
+      if (wasDown && this.down.size === 0 && this.state === 'open') this.events.emit('connection:restored')
+    },
+    down: (role: ConnectionRole, error: Error): void => {
+      if (this.state !== 'open') return
+      const wasUp = this.down.size === 0
+      this.down.add(role)
+      if (wasUp) this.events.emit('connection:lost', classifyRedisError(error, `${role} connection lost`, this.displayUrl))
+    },
+  }
+
+  connect(): Promise<void> {
+    if (this.state === 'closing' || this.state === 'closed') return Promise.reject(this.closedError())
+    this.connecting ??= (async () => {
+      const { conn, open } = createConnection(this.options, 'cmd', this.watcher)
+      try {
+        await open()
+      } catch (error) {
+        this.connecting = undefined
+        throw error
+      }
+      this.cmd = conn
+      this.router = new Router(conn)
+      this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.router!.lookup(exchange, routingKey))
+      this.state = 'open'
+    })()
+    return this.connecting
+  }
+
+  private closedError(): TransportClosedError {
+    return new TransportClosedError(`redis transport ${this.displayUrl} is closed`)
+  }
+
+  private async ready(): Promise<{ cmd: Redis; router: Router; unacked: UnackedStore }> {
+    if (this.state === 'closing' || this.state === 'closed') throw this.closedError()
+    if (this.state !== 'open') await this.connect()
+    return { cmd: this.cmd!, router: this.router!, unacked: this.unacked! }
+  }
+
+  private async guard<T>(where: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run()
+    } catch (error) {
+      throw classifyRedisError(error, where, this.displayUrl)
+    }
+  }
+
+  async declareExchange(spec: ExchangeSpec): Promise<void> {
+    const { router } = await this.ready()
+    router.declare(spec.name, spec.type)
+  }
+
+  async declareQueue(spec: QueueSpec): Promise<{ messageCount: number }> {
+    const { cmd } = await this.ready()
+    if (spec.autoDelete) this.autoDelete.add(spec.name)
+    // Redis has no queue object: the declare is kombu's MULTI of four LLENs.
+    return this.guard(`declare queue ${spec.name}`, async () => {
+      const batch = cmd.multi()
+      for (const key of allListKeys(spec.name)) batch.llen(key)
+      const sizes = (await execChecked(batch)) as number[]
+      return { messageCount: sizes.reduce((a, b) => a + b, 0) }
+    })
+  }
+
+  async bindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    const { router } = await this.ready()
+    if (!exchange) return
+    await this.guard(`bind ${queue} to ${exchange}`, () => router.bind(queue, exchange, routingKey))
+  }
+
+  async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
+    const { router } = await this.ready()
+    if (!exchange) return
+    await this.guard(`unbind ${queue} from ${exchange}`, () => router.unbind(queue, exchange, routingKey))
+  }
+
+  async deleteQueue(queue: string): Promise<void> {
+    const { cmd, router } = await this.ready()
+    this.autoDelete.delete(queue)
+    await this.guard(`delete queue ${queue}`, async () => {
+      const batch = cmd.multi()
+      for (const [key, member] of router.forgetQueue(queue)) batch.srem(key, member)
+      batch.del(...allListKeys(queue))
+      await execChecked(batch)
+    })
+  }
+
+  async purge(queue: string): Promise<number> {
+    const { cmd } = await this.ready()
+    return this.guard(`purge ${queue}`, async () => {
+      const batch = cmd.multi()
+      for (const key of allListKeys(queue)) batch.llen(key).del(key)
+      const results = (await execChecked(batch)) as number[]
+      return results.filter((_, i) => i % 2 === 0).reduce((a, b) => a + b, 0)
+    })
+  }
+
+  async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
+    const { cmd, router } = await this.ready()
+    const encode = (): string => serializeEnvelope(buildEnvelope(exchange, routingKey, message))
+    const step = priorityStep(message.properties.priority)
+    await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, async () => {
+      if (!exchange) {
+        await cmd.lpush(listKey(routingKey, step), encode())
+        return
+      }
+      if (router.typeOf(exchange) === 'fanout') {
+        await cmd.publish(publishChannel(this.prefix, exchange, routingKey), encode())
+        return
+      }
+      const queues = await router.lookup(exchange, routingKey)
+      if (queues.length === 0) return
+      const batch = cmd.pipeline()
+      // A fresh delivery tag per copy, so two copies never share one `unacked` entry.
+      for (const queue of queues) batch.lpush(listKey(queue, step), encode())
+      await execChecked(batch)
+    })
+  }
+
+  async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
+    const { router } = await this.ready()
+    const fanout = router.fanoutBindings.get(queue)
+    if (fanout) return this.consumeFanout(queue, handler, fanout)
+    const loop = await this.ensureLoop()
+    const consumer = new ListConsumer(queue, randomUUID(), handler, options.prefetch ?? 0, options.noAck ?? false, {
+      cancel: async (c) => {
+        c.cancelled = true
+        this.consumers.remove(c)
+        loop.nudge()
+      },
+      changed: () => loop.nudge(),
+    })
+    this.consumers.add(consumer)
+    loop.start()
+    loop.nudge()
+    this.startRestoreTimer()
+    return consumer
+  }
+
+  private async consumeFanout(
+    queue: string,
+    handler: DeliveryHandler,
+    bindings: ReadonlyArray<{ exchange: string; routingKey: string }>,
+  ): Promise<Consumer> {
+    const hub = await this.ensureHub()
+    const patterns = [...new Set(bindings.flatMap((b) => subscribePatterns(this.prefix, b.exchange, b.routingKey)))]
+    let active = true
+    const listener = {
+      patterns,
+      deliver: (raw: string) => {
+        if (!active) return
+        try {
+          // Pub/sub cannot redeliver, so fanout deliveries are always noAck.
+          this.dispatch(handler, makeDelivery(parseEnvelope(raw), queue))
+        } catch (error) {
+          this.emitError(error)
+        }
+      },
+    }
+    const consumer = {
+      queue,
+      tag: randomUUID(),
+      cancel: async () => {
+        if (!active) return
+        active = false
+        this.fanoutConsumers.delete(consumer)
+        await hub.remove(listener)
+      },
+      close: async () => consumer.cancel(),
+      setPrefetch: async () => undefined,
+    }
+    await this.guard(`subscribe ${queue}`, () => hub.add(listener))
+    this.fanoutConsumers.add(consumer)
+    return consumer
+  }
+
+  private dispatch(handler: DeliveryHandler, delivery: ReturnType<typeof makeDelivery>): void {
+    try {
+      const result = handler(delivery)
+      if (result && typeof result.then === 'function') result.then(undefined, (error: unknown) => this.emitError(error))
+    } catch (error) {
+      this.emitError(error)
+    }
+  }
+
+  private ensureLoop(): Promise<BrpopLoop> {
+    this.loop ??= (async () => {
+      const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
+      this.brpopConn = conn
+      await open()
+      return new BrpopLoop(conn, this.cmd!, {
+        readyQueues: () => this.consumers.ready(),
+        deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
+        idle: () => undefined,
+        failed: () => undefined,
+      }, queueOfListKey)
+    })().catch((error: unknown) => {
+      this.loop = undefined
+      throw error
+    })
+    return this.loop
+  }
+
+  private ensureHub(): Promise<FanoutHub> {
+    this.hub ??= (async () => {
+      const { conn, open } = createConnection(this.options, 'sub', this.watcher)
+      this.subConn = conn
+      await open()
+      return new FanoutHub(conn)
+    })().catch((error: unknown) => {
+      this.hub = undefined
+      throw error
+    })
+    return this.hub
+  }
+
+  /** A BRPOP returned a message: record it as unacked (unless noAck) and hand it over. */
+  private async onPopped(queue: string, key: string, raw: string): Promise<void> {
+    const cmd = this.cmd!
+    const consumer = this.state === 'open' ? this.consumers.pick(queue) : undefined
+    if (!consumer) {
+      // Cancelled or full while the BRPOP was in flight: back to the head of its list.
+      await cmd.rpush(key, raw).catch((error: unknown) => this.emitError(error))
+      return
+    }
+    this.consumers.rotate(queue)
+    let envelope
+    try {
+      envelope = parseEnvelope(raw)
+    } catch (error) {
+      this.emitError(error)
+      return
+    }
+    if (consumer.noAck) {
+      this.dispatch(consumer.handler, makeDelivery(envelope, queue))
+      return
+    }
+    const tag = envelope.properties.delivery_tag
+    const record: Outstanding = { tag, consumer }
+    const info = envelope.properties.delivery_info
+    consumer.inFlight += 1
+    this.outstanding.add(record)
+    try {
+      await this.unacked!.add(tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''))
+    } catch (error) {
+      consumer.inFlight -= 1
+      this.outstanding.delete(record)
+      await cmd.rpush(key, raw).catch(() => undefined)
+      this.emitError(classifyRedisError(error, `record unacked ${tag}`, this.displayUrl))
+      return
+    }
+    const settler = onceSettler(async (what) => {
+      if (this.state === 'closed') throw this.closedError()
+      const unacked = this.unacked!
+      this.outstanding.delete(record)
+      consumer.inFlight -= 1
+      try {
+        if (what === true) await unacked.restore(tag, { leftmost: true })
+        else await unacked.remove(tag)
+      } catch (error) {
+        this.outstanding.add(record)
+        consumer.inFlight += 1
+        throw classifyRedisError(error, what === 'ack' ? `ack ${tag}` : `reject ${tag}`, this.displayUrl)
+      }
+      void this.loop?.then((loop) => loop.nudge())
+    })
+    this.dispatch(consumer.handler, makeDelivery(envelope, queue, settler))
+  }
+
+  private startRestoreTimer(): void {
+    if (this.restoreTimer) return
+    void this.restoreVisible()
+    this.restoreTimer = setInterval(() => void this.restoreVisible(), this.options.restoreIntervalMs)
+    this.restoreTimer.unref()
+  }
+
+  /**
+   * kombu `restore_visible`: put back messages unacked for longer than the
+   * visibility timeout, whoever delivered them. Returns how many (-1: lock held).
+   */
+  async restoreVisible(): Promise<number> {
+    if (this.restoring || this.state !== 'open') return 0
+    this.restoring = true
+    try {
+      return await this.unacked!.restoreVisible(this.options.visibilityTimeout)
+    } catch {
+      return 0
+    } finally {
+      this.restoring = false
+    }
+  }
+
+  close(options: CloseOptions = {}): Promise<void> {
+    this.closing ??= this.shutdown(options.requeueUnacked ?? true)
+    return this.closing
+  }
+
+  private async shutdown(requeueUnacked: boolean): Promise<void> {
+    await this.connecting?.catch(() => undefined)
+    const wasOpen = this.state === 'open'
+    this.state = 'closing'
+    clearInterval(this.restoreTimer)
+    for (const consumer of this.consumers.all()) {
+      consumer.cancelled = true
+      this.consumers.remove(consumer)
+    }
+    for (const consumer of [...this.fanoutConsumers]) await consumer.close().catch(() => undefined)
+    const loop = await this.loop?.catch(() => undefined)
+    await loop?.stop()
+    if (wasOpen && this.cmd) {
+      const unacked = this.unacked!
+      if (requeueUnacked) {
+        // kombu restores at channel close with RPUSH: these go to the head of their queues.
+        for (const record of this.outstanding) await unacked.restore(record.tag, { leftmost: false }).catch(() => undefined)
+      }
+      this.outstanding.clear()
+      for (const queue of this.autoDelete) {
+        if (!this.router!.fanoutBindings.has(queue)) continue
+        const batch = this.cmd.multi()
+        for (const [key, member] of this.router!.forgetQueue(queue)) batch.srem(key, member)
+        batch.del(...allListKeys(queue))
+        await execChecked(batch).catch(() => undefined)
+      }
+    }
+    const hub = await this.hub?.catch(() => undefined)
+    hub?.close()
+    for (const conn of [this.subConn, this.brpopConn, this.cmd]) if (conn) await closeConnection(conn)
+    this.state = 'closed'
+  }
+}

@@ -1,0 +1,272 @@
+// The worker's remote-control table: every command of Celery 5.2.6
+// (celery/worker/control.py) with its reply shape, plus the app's own commands.
+import { cpuUsage, memoryUsage, resourceUsage } from 'node:process'
+import { NoReply, type ControlHandler, type LamportClock } from '../transport/index.js'
+import type { App } from '../app/app.js'
+import type { EventDispatcher } from './events.js'
+import type { LimitedSet } from './limited-set.js'
+import type { Pool } from './pools/pool.js'
+import { RateLimitError } from './rate-limit.js'
+import type { TaskRunner } from './task-runner.js'
+
+export interface QueueDeclaration {
+  name: string
+  exchange: string
+  exchangeType: string
+  routingKey: string
+}
+
+export interface ControlTarget {
+  hostname: string
+  app: App
+  clock: LamportClock
+  runner: TaskRunner
+  pool: Pool
+  revoked: LimitedSet
+  events: EventDispatcher
+  startedAt: number
+  prefetchCount(): number
+  brokerInfo(): Record<string, unknown>
+  conf(withDefaults: boolean): Record<string, unknown>
+  queues(): QueueDeclaration[]
+  addConsumer(q: QueueDeclaration): Promise<void>
+  cancelConsumer(queue: string): Promise<void>
+  autoscale?: { max: number; min: number; set(max: number, min: number): void }
+  shutdown(reason: string): void
+  report(): string
+}
+
+const ok = (value: unknown) => ({ ok: value })
+const nok = (value: unknown) => ({ error: value })
+
+function queueInfo(q: QueueDeclaration): Record<string, unknown> {
+  return {
+    name: q.name,
+    exchange: { name: q.exchange, type: q.exchangeType, arguments: null, durable: true, passive: false, auto_delete: false, delivery_mode: null, no_declare: false },
+    routing_key: q.routingKey,
+    queue_arguments: null,
+    binding_arguments: null,
+    consumer_arguments: null,
+    durable: true,
+    exclusive: false,
+    auto_delete: false,
+    no_ack: false,
+    alias: null,
+    bindings: [],
+    no_declare: null,
+    expires: null,
+    message_ttl: null,
+    max_length: null,
+    max_length_bytes: null,
+    max_priority: null,
+  }
+}
+
+function signalName(raw: unknown): NodeJS.Signals | number {
+  if (typeof raw === 'number') return raw
+  if (raw === undefined || raw === null || raw === '') return 'SIGTERM'
+  const s = String(raw)
+  if (/^\d+$/.test(s)) return Number(s)
+  if (s !== s.toUpperCase()) throw new TypeError('signal name must be uppercase string.')
+  return (s.startsWith('SIG') ? s : `SIG${s}`) as NodeJS.Signals
+}
+
+function ids(raw: unknown): string[] {
+  if (Array.isArray(raw)) return raw.map(String)
+  if (raw === undefined || raw === null) return []
+  return [String(raw)]
+}
+
+function rusage(): Record<string, unknown> {
+  const r = resourceUsage()
+  const cpu = cpuUsage()
+  return {
+    utime: cpu.user / 1e6,
+    stime: cpu.system / 1e6,
+    maxrss: r.maxRSS,
+    ixrss: r.sharedMemorySize,
+    idrss: r.unsharedDataSize,
+    isrss: r.unsharedStackSize,
+    minflt: r.minorPageFault,
+    majflt: r.majorPageFault,
+    nswap: r.swappedOut,
+    inblock: r.fsRead,
+    oublock: r.fsWrite,
+    msgsnd: r.ipcSent,
+    msgrcv: r.ipcReceived,
+    nsignals: r.signalsCount,
+    nvcsw: r.voluntaryContextSwitches,
+    nivcsw: r.involuntaryContextSwitches,
+  }
+}
+
+export function controlHandlers(w: ControlTarget): (method: string) => ControlHandler | undefined {
+  const revoke = (taskIds: string[], terminate: boolean, signal: unknown) => {
+    for (const id of taskIds) w.revoked.add(id)
+    if (terminate) {
+      const sig = signalName(signal)
+      const hit: string[] = []
+      for (const id of taskIds) if (w.pool.terminate(id, sig)) hit.push(id)
+      return ok(hit.length ? `terminate: ${hit.join(', ')}` : 'terminate: tasks unknown')
+    }
+    // A running task is told through its AbortSignal, as Celery's revoke leaves it running.
+    for (const id of taskIds) if (w.runner.active.has(id)) w.pool.abort(id)
+    return ok(`tasks ${taskIds.join(', ')} flagged as revoked`)
+  }
+
+  const builtins: Record<string, ControlHandler> = {
+    ping: () => ok('pong'),
+    clock: () => ({ clock: w.clock.value }),
+    hello: (args) => {
+      if (args.from_node === w.hostname) return null
+      w.revoked.merge(args.revoked as Record<string, unknown> | null)
+      return { revoked: w.revoked.toWire(), clock: w.clock.forward() }
+    },
+    stats: () => {
+      const slots = w.pool.slots()
+      const pool: Record<string, unknown> = { 'max-concurrency': w.pool.size }
+      if (w.pool.kind === 'prefork') {
+        Object.assign(pool, {
+          processes: slots.map((s) => s.pid),
+          'max-tasks-per-child': 'N/A',
+          'put-guarded-by-semaphore': false,
+          timeouts: [0, 0],
+          writes: { total: w.runner.processed, avg: '1.00', all: '1.00', raw: String(w.runner.processed), strategy: 'fair', inqueues: { total: slots.length, active: w.runner.active.size } },
+        })
+      } else if (w.pool.kind === 'threads') {
+        pool.threads = slots.length
+      } else {
+        pool.implementation = 'tsq:solo'
+      }
+      return {
+        total: { ...w.runner.total },
+        pid: process.pid,
+        clock: String(w.clock.value),
+        uptime: Math.floor((Date.now() - w.startedAt) / 1000),
+        pool,
+        broker: w.brokerInfo(),
+        prefetch_count: w.prefetchCount(),
+        rusage: rusage(),
+      }
+    },
+    active: (args) => [...w.runner.active.values()].map((r) => r.info(args.safe === true)),
+    reserved: () => w.runner.reserved.map((r) => r.info()),
+    scheduled: () =>
+      [...w.runner.scheduled.values()].map(({ request }) => ({ eta: request.message.eta, priority: 6, request: request.info() })),
+    revoked: () => w.revoked.ids(),
+    registered: (args) => {
+      const items = Array.isArray(args.taskinfoitems) ? (args.taskinfoitems as string[]) : []
+      return [...w.app.tasks.values()]
+        .filter((t) => args.builtins === true || !t.name.startsWith('celery.'))
+        .map((t) => {
+          const attrs = items
+            .map((item) => [item, (t.options as Record<string, unknown>)[item === 'rate_limit' ? 'rateLimit' : item]] as const)
+            .filter(([, v]) => v !== undefined && v !== null)
+          return attrs.length ? `${t.name} [${attrs.map(([k, v]) => `${k}=${v}`).join(' ')}]` : t.name
+        })
+        .sort()
+    },
+    query_task: (args) => {
+      const out: Record<string, unknown> = {}
+      for (const id of ids(args.ids)) {
+        const active = w.runner.active.get(id)
+        if (active) out[id] = ['active', active.info()]
+        const reserved = w.runner.reserved.find((r) => r.id === id) ?? w.runner.scheduled.get(id)?.request
+        if (!active && reserved) out[id] = ['reserved', reserved.info()]
+      }
+      return out
+    },
+    conf: (args) => w.conf(args.with_defaults === true),
+    report: () => ok(w.report()),
+    active_queues: () => w.queues().map(queueInfo),
+    memsample: () => `${Math.round(memoryUsage.rss() / 1024)}kB`,
+    memdump: () => `- rss: ${Math.round(memoryUsage.rss() / 1024)}kB, heap used: ${Math.round(memoryUsage().heapUsed / 1024)}kB.\n`,
+    objgraph: () => nok("ImportError('Requires the objgraph library')"),
+
+    revoke: (args) => revoke(ids(args.task_id), args.terminate === true, args.signal),
+    terminate: (args) => revoke(ids(args.task_id), true, args.signal),
+    rate_limit: (args) => {
+      const name = String(args.task_name ?? '')
+      if (!w.app.tasks.has(name)) return nok('unknown task')
+      const rate = (args.rate_limit ?? null) as string | number | null
+      try {
+        w.runner.setRateLimit(name, rate)
+      } catch (error) {
+        if (error instanceof RateLimitError) return nok(`Invalid rate limit string: ValueError(${JSON.stringify(String(rate))})`)
+        throw error
+      }
+      return ok(rate ? 'new rate limit set successfully' : 'rate limit disabled successfully')
+    },
+    time_limit: (args) => {
+      const name = String(args.task_name ?? '')
+      if (!w.app.tasks.has(name)) return nok('unknown task')
+      const num = (v: unknown) => (v === undefined || v === null ? null : Number(v))
+      w.runner.timeLimits.set(name, { soft: num(args.soft), hard: num(args.hard) })
+      return ok('time limits set successfully')
+    },
+    enable_events: () => {
+      if (w.events.taskEvents) return ok('task events already enabled')
+      w.events.taskEvents = true
+      return ok('task events enabled')
+    },
+    disable_events: () => {
+      if (!w.events.taskEvents) return ok('task events already disabled')
+      w.events.taskEvents = false
+      return ok('task events disabled')
+    },
+    heartbeat: async () => {
+      await w.events.sendControlHeartbeat()
+      return null
+    },
+    add_consumer: async (args) => {
+      const queue = String(args.queue ?? '')
+      if (!queue) return nok('add_consumer needs a queue')
+      const exchange = args.exchange ? String(args.exchange) : queue
+      const routingKey = args.routing_key ? String(args.routing_key) : queue
+      const exchangeType = args.exchange_type ? String(args.exchange_type) : 'direct'
+      if (!w.queues().some((q) => q.name === queue)) {
+        // Celery answers first and consumes asynchronously; errors go to the log.
+        void w.addConsumer({ name: queue, exchange, exchangeType, routingKey }).catch(() => undefined)
+      }
+      return ok(`add consumer ${queue}`)
+    },
+    cancel_consumer: async (args) => {
+      const queue = String(args.queue ?? '')
+      await w.cancelConsumer(queue)
+      return ok(`no longer consuming from ${queue}`)
+    },
+    pool_grow: async (args) => {
+      if (w.autoscale) return nok('pool_grow is not supported with autoscale. Adjust autoscale range instead.')
+      await w.pool.grow(Number(args.n ?? 1) || 1)
+      w.runner.pump()
+      return ok('pool will grow')
+    },
+    pool_shrink: async (args) => {
+      if (w.autoscale) return nok('pool_shrink is not supported with autoscale. Adjust autoscale range instead.')
+      await w.pool.shrink(Number(args.n ?? 1) || 1)
+      return ok('pool will shrink')
+    },
+    pool_restart: () => nok("ValueError('Pool restarts not enabled')"),
+    autoscale: (args) => {
+      if (!w.autoscale) return nok("ValueError('Autoscale not enabled')")
+      const max = Number(args.max ?? w.autoscale.max)
+      const min = Number(args.min ?? w.autoscale.min)
+      w.autoscale.set(max, min)
+      return ok(`autoscale now max=${max} min=${min}`)
+    },
+    election: () => null,
+    shutdown: (args) => {
+      w.shutdown(args.msg ? String(args.msg) : 'remote control shutdown')
+      throw new NoReply()
+    },
+  }
+  const aliases: Record<string, string> = { dump_conf: 'conf', dump_schedule: 'scheduled', dump_reserved: 'reserved', dump_active: 'active', dump_revoked: 'revoked', dump_tasks: 'registered' }
+
+  return (method) => {
+    const builtin = builtins[aliases[method] ?? method]
+    if (builtin) return builtin
+    const custom = w.app.controlCommands.get(method)
+    if (custom) return (args) => custom.handler(args, { hostname: w.hostname })
+    return undefined
+  }
+}

@@ -1,0 +1,53 @@
+// Loads a user's task module (`-A ./tasks.js`) and finds its app: the export
+// named `app`, else the default export. TypeScript modules load through tsx.
+import { existsSync, statSync } from 'node:fs'
+import { isAbsolute, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { App } from '../app/app.js'
+
+export class AppLoadError extends Error {
+  readonly code = 'CONFIG'
+}
+
+const EXTENSIONS = ['', '.js', '.mjs', '.ts', '.mts', '/index.js', '/index.ts']
+
+export function resolveAppModule(spec: string, cwd = process.cwd()): string {
+  const base = isAbsolute(spec) ? spec : resolve(cwd, spec)
+  for (const ext of EXTENSIONS) {
+    const candidate = base + ext
+    if (existsSync(candidate) && statSync(candidate).isFile()) return candidate
+  }
+  throw new AppLoadError(`cannot find the app module ${JSON.stringify(spec)} (looked for ${EXTENSIONS.map((e) => `${spec}${e}`).join(', ')})`)
+}
+
+export function isTypeScript(path: string): boolean {
+  return /\.(ts|mts|cts)$/.test(path)
+}
+
+/** The `--import` argument that lets a child process load TypeScript. */
+export function tsxImportUrl(): string {
+  return import.meta.resolve('tsx')
+}
+
+let tsxRegistered = false
+
+function looksLikeApp(value: unknown): value is App {
+  return !!value && typeof value === 'object' && (value as App).tasks instanceof Map && typeof (value as App).task === 'function'
+}
+
+export async function loadApp(modulePath: string): Promise<App> {
+  if (isTypeScript(modulePath) && !tsxRegistered) {
+    const { register } = await import('tsx/esm/api')
+    register()
+    tsxRegistered = true
+  }
+  let mod: Record<string, unknown>
+  try {
+    mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
+  } catch (error) {
+    throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}`, { cause: error })
+  }
+  const app = looksLikeApp(mod.app) ? mod.app : looksLikeApp(mod.default) ? mod.default : undefined
+  if (!app) throw new AppLoadError(`${modulePath} exports no app: export it as \`app\` (or default) from createApp()`)
+  return app
+}

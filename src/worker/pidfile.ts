@@ -1,0 +1,63 @@
+// Celery's pidfile rules (celery/platforms.py), without its trap: a pidfile
+// whose process is dead, or is not a tsq worker, is replaced with a warning.
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync, mkdirSync, constants } from 'node:fs'
+import { dirname } from 'node:path'
+
+export class PidfileError extends Error {
+  readonly code = 'CANT_CREATE'
+}
+
+export function readPid(path: string): number | null {
+  try {
+    const pid = Number.parseInt(readFileSync(path, 'utf8').trim(), 10)
+    return Number.isInteger(pid) && pid > 0 ? pid : null
+  } catch {
+    return null
+  }
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** True when the live process's command line is a tsq worker (Linux /proc). */
+export function isTsqWorker(pid: number): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    return cmdline.some((a) => /tsq|bin\/run\.js|bin\/dev\.js/.test(a)) && cmdline.includes('worker')
+  } catch {
+    return false
+  }
+}
+
+export function acquirePidfile(path: string, warn: (m: string) => void): () => void {
+  mkdirSync(dirname(path), { recursive: true })
+  const existing = readPid(path)
+  if (existing !== null && existing !== process.pid) {
+    if (pidAlive(existing) && isTsqWorker(existing)) throw new PidfileError(`Pidfile (${path}) already exists: worker pid ${existing} is running`)
+    warn(`Replacing stale pidfile ${path} (pid ${existing} is ${pidAlive(existing) ? 'not a tsq worker' : 'not running'})`)
+    unlinkSync(path)
+  }
+  let fd: number
+  try {
+    fd = openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o644)
+  } catch (error) {
+    throw new PidfileError(`cannot create pidfile ${path}: ${(error as Error).message}`)
+  }
+  writeSync(fd, `${process.pid}\n`)
+  closeSync(fd)
+  return () => {
+    if (readPid(path) === process.pid) {
+      try {
+        unlinkSync(path)
+      } catch {
+        // Already gone: nothing to clean.
+      }
+    }
+  }
+}

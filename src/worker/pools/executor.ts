@@ -1,0 +1,83 @@
+// Runs one job against the app's registry, in whatever slot hosts it: the main
+// event loop (solo), a worker thread, or a child process. Turns whatever the
+// task does (returns, throws, retries, overruns its soft limit) into an Outcome.
+import type { App } from '../../app/app.js'
+import { RetryRequest, runWithContext, SoftTimeLimitExceeded, type RetryOptions, type TaskContext } from '../../app/task-context.js'
+import type { EncodedException, Job, Outcome } from './jobs.js'
+
+export function encodeError(error: unknown): EncodedException {
+  if (error instanceof Error) {
+    // A task may throw an error carrying Python-style `args`/`module` to control exc_message/exc_module.
+    const extra = error as unknown as { args?: unknown; module?: unknown }
+    const args = Array.isArray(extra.args) ? extra.args : [error.message]
+    const module = typeof extra.module === 'string' ? extra.module : 'builtins'
+    // Python clients rebuild the class from exc_type/exc_module; a JS `Error`
+    // would not exist there, so it travels as Python's closest base, Exception.
+    const type = error.name === 'Error' ? 'Exception' : error.name
+    return { type, args, module, message: error.message }
+  }
+  return { type: 'Exception', args: [String(error)], module: 'builtins', message: String(error) }
+}
+
+function traceback(error: unknown): string | null {
+  return error instanceof Error && error.stack ? error.stack : null
+}
+
+export interface RunningJob {
+  outcome: Promise<Outcome>
+  abort(reason: 'revoked' | 'soft-time-limit'): void
+}
+
+export function executeJob(app: App, job: Job): RunningJob {
+  const controller = new AbortController()
+  const started = performance.now()
+  const runtime = () => (performance.now() - started) / 1000
+  let softTimer: NodeJS.Timeout | undefined
+  const abort = (reason: 'revoked' | 'soft-time-limit') => {
+    if (controller.signal.aborted) return
+    controller.abort(reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' }))
+  }
+  const outcome = (async (): Promise<Outcome> => {
+    const task = app.tasks.get(job.task)
+    if (!task) {
+      return { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
+    }
+    if (job.softTimeLimit && job.softTimeLimit > 0) softTimer = setTimeout(() => abort('soft-time-limit'), job.softTimeLimit * 1000)
+    const context: TaskContext = {
+      id: job.id,
+      name: job.task,
+      args: job.args,
+      kwargs: job.kwargs,
+      retries: job.retries,
+      rootId: job.rootId,
+      parentId: job.parentId,
+      group: job.group,
+      hostname: job.hostname,
+      signal: controller.signal,
+      retry(options: RetryOptions = {}): never {
+        throw new RetryRequest(options)
+      },
+    }
+    try {
+      const args = task.options.bind ? [context, ...job.args] : job.args
+      const value = await runWithContext(context, () => task.fn(...args))
+      return { status: 'success', value: value === undefined ? null : value, runtime: runtime() }
+    } catch (error) {
+      if (error instanceof RetryRequest) {
+        const o = error.options
+        return {
+          status: 'retry',
+          countdown: o.countdown ?? null,
+          eta: o.eta ? o.eta.toISOString() : null,
+          maxRetries: o.maxRetries ?? null,
+          exc: o.exc ? encodeError(o.exc) : null,
+          runtime: runtime(),
+        }
+      }
+      return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: runtime() }
+    } finally {
+      if (softTimer) clearTimeout(softTimer)
+    }
+  })()
+  return { outcome, abort }
+}

@@ -1,0 +1,38 @@
+// The messages between a worker and its pool slots. One discriminated union per
+// direction, shared by the prefork (IPC) and threads (MessagePort) pools.
+
+export interface Job {
+  id: string
+  task: string
+  args: unknown[]
+  kwargs: Record<string, unknown>
+  retries: number
+  rootId: string | null
+  parentId: string | null
+  group: string | null
+  hostname: string
+  /** Seconds; the slot fires the task's AbortSignal when it passes. */
+  softTimeLimit: number | null
+}
+
+export interface EncodedException {
+  type: string
+  /** The exception's args as Celery stores them (exc_message). */
+  args: unknown[]
+  module: string
+  message: string
+}
+
+export type Outcome =
+  | { status: 'success'; value: unknown; runtime: number }
+  | { status: 'failure'; exc: EncodedException; traceback: string | null; runtime: number }
+  | { status: 'retry'; countdown: number | null; eta: string | null; maxRetries: number | null; exc: EncodedException | null; runtime: number }
+  | { status: 'killed'; reason: 'time-limit' | 'terminated' | 'worker-lost'; signal: string | null; runtime: number }
+
+export type ToSlot = { type: 'run'; job: Job } | { type: 'abort'; id: string; reason: 'revoked' | 'soft-time-limit' } | { type: 'exit' }
+
+export type FromSlot =
+  | { type: 'ready'; pid: number }
+  | { type: 'started'; id: string }
+  | { type: 'done'; id: string; outcome: Outcome }
+  | { type: 'load-error'; message: string }

@@ -1,0 +1,32 @@
+import type { Job, Outcome } from './jobs.js'
+
+export type PoolKind = 'prefork' | 'threads' | 'solo'
+
+export interface SlotInfo {
+  index: number
+  pid: number
+  /** Task id running in the slot, if any. */
+  taskId: string | null
+  since: number | null
+}
+
+/**
+ * What the worker needs from a pool. The worker never runs more jobs at once
+ * than `size`; the pool only places them and reports how they ended.
+ */
+export interface Pool {
+  readonly kind: PoolKind
+  readonly size: number
+  start(): Promise<void>
+  /** Resolves with how the job ended; `timeLimit` (seconds) kills it where the pool can. */
+  run(job: Job, timeLimit: number | null): Promise<Outcome>
+  /** Ends a running task; returns false if it is not running here. */
+  terminate(taskId: string, signal: NodeJS.Signals | number): boolean
+  /** Fires the task's AbortSignal (revoke without terminate while it runs). */
+  abort(taskId: string): void
+  grow(n: number): Promise<void>
+  shrink(n: number): Promise<void>
+  slots(): SlotInfo[]
+  /** Stops the slots; cold: kills running tasks now. */
+  close(options: { cold: boolean }): Promise<void>
+}

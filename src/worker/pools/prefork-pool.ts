@@ -1,0 +1,40 @@
+// Child processes: the only pool that can kill a running task, so hard time
+// limits and revoke --terminate really stop the code.
+import { fork } from 'node:child_process'
+import type { FromSlot } from './jobs.js'
+import { slotEntryPath, slotExecArgv } from './slot-entry.js'
+import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
+
+export interface SlotSpawnOptions extends SlotPoolOptions {
+  modulePath: string
+  nodename: string
+  logfile: string | null
+}
+
+export class PreforkPool extends SlotPool {
+  readonly kind = 'prefork' as const
+
+  constructor(private readonly spawnOptions: SlotSpawnOptions) {
+    super(spawnOptions)
+  }
+
+  protected spawn(index: number): SlotHandle {
+    const { modulePath, nodename, logfile } = this.spawnOptions
+    const child = fork(slotEntryPath(), [], {
+      execArgv: slotExecArgv(modulePath),
+      env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify({ modulePath, nodename, logfile, index }), TSQ_POOL_INDEX: String(index) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    return {
+      pid: child.pid ?? -1,
+      send: (message) => {
+        if (child.connected) child.send(message)
+      },
+      kill: (signal) => {
+        child.kill(signal)
+      },
+      onMessage: (listener) => child.on('message', (m) => listener(m as FromSlot)),
+      onExit: (listener) => child.once('exit', (code, signal) => listener(code, signal)),
+    }
+  }
+}

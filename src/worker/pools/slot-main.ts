@@ -1,0 +1,58 @@
+// The entry point of a pool slot (a prefork child or a worker thread): load the
+// user's module once, then run the jobs the worker sends, one at a time.
+import { parentPort, workerData, isMainThread } from 'node:worker_threads'
+import { loadApp } from '../load-app.js'
+import { executeJob, type RunningJob } from './executor.js'
+import type { FromSlot, ToSlot } from './jobs.js'
+import { setupSlotLogging } from './slot-logging.js'
+
+interface SlotData {
+  modulePath: string
+  logfile: string | null
+  nodename: string
+  index: number
+}
+
+const data: SlotData = isMainThread ? (JSON.parse(process.env.TSQ_SLOT_DATA ?? '{}') as SlotData) : (workerData as SlotData)
+
+function send(message: FromSlot): void {
+  if (isMainThread) process.send?.(message)
+  else parentPort?.postMessage(message)
+}
+
+function onMessage(listener: (message: ToSlot) => void): void {
+  if (isMainThread) process.on('message', listener as (m: unknown) => void)
+  else parentPort?.on('message', listener)
+}
+
+setupSlotLogging(data.logfile, data.nodename, data.index)
+const running = new Map<string, RunningJob>()
+
+try {
+  const app = await loadApp(data.modulePath)
+  onMessage((message) => {
+    switch (message.type) {
+      case 'run': {
+        const job = executeJob(app, message.job)
+        running.set(message.job.id, job)
+        send({ type: 'started', id: message.job.id })
+        void job.outcome.then((outcome) => {
+          running.delete(message.job.id)
+          send({ type: 'done', id: message.job.id, outcome })
+        })
+        break
+      }
+      case 'abort':
+        running.get(message.id)?.abort(message.reason)
+        break
+      case 'exit':
+        process.exit(0)
+    }
+  })
+  // A prefork child lives only as long as its worker: if the IPC channel goes, so does it.
+  if (isMainThread) process.on('disconnect', () => process.exit(0))
+  send({ type: 'ready', pid: process.pid })
+} catch (error) {
+  send({ type: 'load-error', message: (error as Error).message })
+  if (isMainThread) setTimeout(() => process.exit(1), 50)
+}

@@ -1,0 +1,201 @@
+// The part prefork and threads share: N slots, each a separate runtime that
+// loads the user's module and runs one job at a time. A slot that is killed
+// (hard time limit, terminate) or dies is replaced under the same index, so
+// `%i` stays within 1..N.
+import type { Job, Outcome, FromSlot, ToSlot } from './jobs.js'
+import type { Pool, PoolKind, SlotInfo } from './pool.js'
+
+export interface SlotHandle {
+  readonly pid: number
+  send(message: ToSlot): void
+  kill(signal: NodeJS.Signals | number): void
+  onMessage(listener: (message: FromSlot) => void): void
+  onExit(listener: (code: number | null, signal: string | null) => void): void
+}
+
+interface Slot {
+  index: number
+  handle: SlotHandle
+  ready: Promise<void>
+  job: { job: Job; since: number; settle: (o: Outcome) => void; timer?: NodeJS.Timeout; killReason?: 'time-limit' | 'terminated'; signal?: string | null } | null
+  tasksRun: number
+  retiring: boolean
+}
+
+export interface SlotPoolOptions {
+  size: number
+  maxTasksPerChild?: number
+  log?: (level: 'info' | 'warning' | 'error', message: string) => void
+}
+
+export abstract class SlotPool implements Pool {
+  abstract readonly kind: PoolKind
+  private readonly slots_ = new Map<number, Slot>()
+  private closing = false
+  size: number
+
+  constructor(protected readonly options: SlotPoolOptions) {
+    this.size = options.size
+  }
+
+  protected abstract spawn(index: number): SlotHandle
+
+  async start(): Promise<void> {
+    await Promise.all(Array.from({ length: this.size }, (_, i) => this.addSlot(i + 1)))
+  }
+
+  private addSlot(index: number): Promise<void> {
+    const handle = this.spawn(index)
+    let resolveReady!: () => void
+    let rejectReady!: (e: Error) => void
+    const ready = new Promise<void>((resolve, reject) => {
+      resolveReady = resolve
+      rejectReady = reject
+    })
+    const slot: Slot = { index, handle, ready, job: null, tasksRun: 0, retiring: false }
+    this.slots_.set(index, slot)
+    handle.onMessage((message) => {
+      switch (message.type) {
+        case 'ready':
+          resolveReady()
+          break
+        case 'load-error':
+          rejectReady(new Error(message.message))
+          break
+        case 'done':
+          if (slot.job?.job.id === message.id) this.finish(slot, message.outcome)
+          break
+        case 'started':
+          break
+      }
+    })
+    handle.onExit((code, signal) => {
+      rejectReady(new Error(`pool process exited (${signal ?? code}) before it was ready`))
+      if (this.slots_.get(index) !== slot) return
+      this.slots_.delete(index)
+      if (slot.job) {
+        const reason = slot.job.killReason ?? 'worker-lost'
+        this.finish(slot, { status: 'killed', reason, signal: slot.job.signal ?? signal ?? null, runtime: (Date.now() - slot.job.since) / 1000 })
+      }
+      if (!this.closing && !slot.retiring && index <= this.size) {
+        if (!slot.job && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
+        void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))
+      }
+    })
+    return ready
+  }
+
+  private finish(slot: Slot, outcome: Outcome): void {
+    const entry = slot.job
+    if (!entry) return
+    slot.job = null
+    if (entry.timer) clearTimeout(entry.timer)
+    slot.tasksRun += 1
+    entry.settle(outcome)
+    const max = this.options.maxTasksPerChild
+    if (outcome.status === 'killed') return
+    if (slot.retiring || (max && slot.tasksRun >= max)) this.retire(slot)
+  }
+
+  /** Replaces a slot between tasks (max-tasks-per-child): the exit handler starts the new one. */
+  private retire(slot: Slot): void {
+    slot.handle.send({ type: 'exit' })
+  }
+
+  async run(job: Job, timeLimit: number | null): Promise<Outcome> {
+    const slot = await this.idleSlot()
+    return new Promise<Outcome>((settle) => {
+      slot.job = { job, since: Date.now(), settle }
+      if (timeLimit && timeLimit > 0) {
+        slot.job.timer = setTimeout(() => {
+          if (slot.job?.job.id !== job.id) return
+          this.options.log?.('error', `Hard time limit (${timeLimit}s) exceeded for ${job.task}[${job.id}]`)
+          slot.job.killReason = 'time-limit'
+          slot.job.signal = 'SIGKILL'
+          slot.handle.kill('SIGKILL')
+        }, timeLimit * 1000)
+      }
+      slot.handle.send({ type: 'run', job })
+    })
+  }
+
+  private async idleSlot(): Promise<Slot> {
+    for (let attempt = 0; ; attempt++) {
+      for (const slot of this.slots_.values()) {
+        if (slot.job || slot.retiring) continue
+        try {
+          await slot.ready
+        } catch {
+          continue
+        }
+        if (!slot.job && this.slots_.get(slot.index) === slot) return slot
+      }
+      if (this.closing) throw new Error('pool is closing')
+      // A slot being replaced (after a kill) comes back within moments.
+      await new Promise((r) => setTimeout(r, Math.min(200, 10 * (attempt + 1))))
+    }
+  }
+
+  terminate(taskId: string, signal: NodeJS.Signals | number): boolean {
+    for (const slot of this.slots_.values()) {
+      if (slot.job?.job.id !== taskId) continue
+      slot.job.killReason = 'terminated'
+      slot.job.signal = typeof signal === 'number' ? String(signal) : signal
+      slot.handle.kill(signal)
+      return true
+    }
+    return false
+  }
+
+  abort(taskId: string): void {
+    for (const slot of this.slots_.values()) if (slot.job?.job.id === taskId) slot.handle.send({ type: 'abort', id: taskId, reason: 'revoked' })
+  }
+
+  async grow(n: number): Promise<void> {
+    const from = this.size
+    this.size += n
+    await Promise.all(Array.from({ length: n }, (_, i) => this.addSlot(from + i + 1)))
+  }
+
+  async shrink(n: number): Promise<void> {
+    const target = Math.max(1, this.size - n)
+    // Highest indexes go first, so the survivors keep 1..target.
+    for (let index = this.size; index > target; index--) {
+      const slot = this.slots_.get(index)
+      if (!slot) continue
+      slot.retiring = true
+      // A busy slot exits when its task is done (finish() sees the flag).
+      if (!slot.job) slot.handle.send({ type: 'exit' })
+    }
+    this.size = target
+  }
+
+  slots(): SlotInfo[] {
+    return [...this.slots_.values()]
+      .sort((a, b) => a.index - b.index)
+      .map((s) => ({ index: s.index, pid: s.handle.pid, taskId: s.job?.job.id ?? null, since: s.job?.since ?? null }))
+  }
+
+  processes(): number[] {
+    return this.slots().map((s) => s.pid)
+  }
+
+  async close({ cold }: { cold: boolean }): Promise<void> {
+    this.closing = true
+    const exits = [...this.slots_.values()].map(
+      (slot) =>
+        new Promise<void>((resolve) => {
+          slot.handle.onExit(() => resolve())
+          if (cold && slot.job) {
+            slot.job.killReason = 'terminated'
+            slot.handle.kill('SIGKILL')
+          } else slot.handle.send({ type: 'exit' })
+          setTimeout(() => {
+            slot.handle.kill('SIGKILL')
+            resolve()
+          }, 3000).unref()
+        }),
+    )
+    await Promise.all(exits)
+  }
+}

@@ -1,0 +1,68 @@
+// The solo pool runs tasks on the worker's own event loop: -c async tasks at
+// once, no isolation, and no way to kill a task that does not cooperate.
+import type { App } from '../../app/app.js'
+import { executeJob, type RunningJob } from './executor.js'
+import type { Job, Outcome } from './jobs.js'
+import type { Pool, SlotInfo } from './pool.js'
+
+export class SoloPool implements Pool {
+  readonly kind = 'solo' as const
+  private readonly running = new Map<string, { job: RunningJob; since: number; settle: (o: Outcome) => void }>()
+
+  constructor(
+    private readonly app: App,
+    public size: number,
+  ) {}
+
+  async start(): Promise<void> {}
+
+  run(job: Job, timeLimit: number | null): Promise<Outcome> {
+    const running = executeJob(this.app, job)
+    return new Promise<Outcome>((resolve) => {
+      let timer: NodeJS.Timeout | undefined
+      const settle = (outcome: Outcome) => {
+        if (!this.running.has(job.id)) return
+        this.running.delete(job.id)
+        if (timer) clearTimeout(timer)
+        resolve(outcome)
+      }
+      this.running.set(job.id, { job: running, since: Date.now(), settle })
+      // A hard limit on the event loop can only abandon the task, not stop it.
+      if (timeLimit && timeLimit > 0) {
+        timer = setTimeout(() => {
+          running.abort('soft-time-limit')
+          settle({ status: 'killed', reason: 'time-limit', signal: null, runtime: timeLimit })
+        }, timeLimit * 1000)
+      }
+      void running.outcome.then(settle)
+    })
+  }
+
+  terminate(taskId: string): boolean {
+    const entry = this.running.get(taskId)
+    if (!entry) return false
+    entry.job.abort('revoked')
+    entry.settle({ status: 'killed', reason: 'terminated', signal: null, runtime: (Date.now() - entry.since) / 1000 })
+    return true
+  }
+
+  abort(taskId: string): void {
+    this.running.get(taskId)?.job.abort('revoked')
+  }
+
+  async grow(n: number): Promise<void> {
+    this.size += n
+  }
+
+  async shrink(n: number): Promise<void> {
+    this.size = Math.max(1, this.size - n)
+  }
+
+  slots(): SlotInfo[] {
+    return [...this.running.entries()].map(([id, e], i) => ({ index: i + 1, pid: process.pid, taskId: id, since: e.since }))
+  }
+
+  async close({ cold }: { cold: boolean }): Promise<void> {
+    if (cold) for (const id of [...this.running.keys()]) this.terminate(id)
+  }
+}

@@ -1,0 +1,40 @@
+// worker_threads: cheaper than processes, isolated from the main loop, and a
+// running task can be ended (the thread is terminated and replaced).
+import { Worker } from 'node:worker_threads'
+import type { FromSlot } from './jobs.js'
+import type { SlotSpawnOptions } from './prefork-pool.js'
+import { slotEntryPath, slotExecArgv } from './slot-entry.js'
+import { SlotPool, type SlotHandle } from './slot-pool.js'
+
+export class ThreadsPool extends SlotPool {
+  readonly kind = 'threads' as const
+
+  constructor(private readonly spawnOptions: SlotSpawnOptions) {
+    super(spawnOptions)
+  }
+
+  protected spawn(index: number): SlotHandle {
+    const { modulePath, nodename, logfile } = this.spawnOptions
+    const worker = new Worker(slotEntryPath(), {
+      execArgv: slotExecArgv(modulePath),
+      workerData: { modulePath, nodename, logfile, index },
+      env: { ...process.env, TSQ_POOL_INDEX: String(index) },
+    })
+    let exited = false
+    worker.once('exit', () => {
+      exited = true
+    })
+    return {
+      // Threads share the worker's pid; Celery reports the process either way.
+      pid: process.pid,
+      send: (message) => {
+        if (!exited) worker.postMessage(message)
+      },
+      kill: () => {
+        void worker.terminate()
+      },
+      onMessage: (listener) => worker.on('message', (m) => listener(m as FromSlot)),
+      onExit: (listener) => worker.once('exit', (code) => listener(code, null)),
+    }
+  }
+}

@@ -1,0 +1,62 @@
+import type { TaskRequest } from '../protocol/index.js'
+import type { Delivery } from '../transport/index.js'
+
+/** A task the worker holds: received, maybe scheduled (ETA), reserved, then active. */
+export class Request {
+  timeStart: number | null = null
+  workerPid: number | null = null
+  acknowledged = false
+  settled = false
+
+  constructor(
+    readonly message: TaskRequest,
+    readonly delivery: Delivery,
+    readonly hostname: string,
+  ) {}
+
+  get id(): string {
+    return this.message.id
+  }
+
+  get name(): string {
+    return this.message.task
+  }
+
+  get etaDate(): Date | null {
+    return this.message.eta ? new Date(this.message.eta) : null
+  }
+
+  /** Celery's `Request.info()` in its exact key order; `safe` puts the reprs in args/kwargs. */
+  info(safe = false): Record<string, unknown> {
+    return {
+      id: this.id,
+      name: this.name,
+      args: safe ? this.message.argsrepr : this.message.args,
+      kwargs: safe ? this.message.kwargsrepr : this.message.kwargs,
+      type: this.name,
+      hostname: this.hostname,
+      time_start: this.timeStart,
+      acknowledged: this.acknowledged,
+      delivery_info: {
+        exchange: this.delivery.exchange,
+        routing_key: this.delivery.routingKey,
+        priority: this.delivery.properties.priority ?? 0,
+        redelivered: this.delivery.redelivered,
+      },
+      worker_pid: this.workerPid,
+    }
+  }
+
+  async ack(): Promise<void> {
+    if (this.settled) return
+    this.settled = true
+    this.acknowledged = true
+    await this.delivery.ack()
+  }
+
+  async reject(requeue: boolean): Promise<void> {
+    if (this.settled) return
+    this.settled = true
+    await this.delivery.reject({ requeue })
+  }
+}

@@ -1,0 +1,407 @@
+// From a delivered message to a stored result: Celery's strategy
+// (celery/worker/strategy.py) and request handling (celery/worker/request.py):
+// reject what cannot be read, report unknown tasks, honour revokes, expiry,
+// ETA and rate limits, run in the pool, store the outcome, send the events,
+// follow callbacks and chains, and ack or requeue as the outcome decides.
+import type { App } from '../app/app.js'
+import type { ResultBackend } from '../app/backends/index.js'
+import { sendTask } from '../app/send-task.js'
+import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, saferepr, type Signature, type TaskRequest, type TaskState } from '../protocol/index.js'
+import type { Delivery, Transport } from '../transport/index.js'
+import type { EventDispatcher } from './events.js'
+import type { LimitedSet } from './limited-set.js'
+import type { Logger } from './logger.js'
+import type { EncodedException, Job, Outcome } from './pools/jobs.js'
+import type { Pool } from './pools/pool.js'
+import { parseRate, TokenBucket } from './rate-limit.js'
+import { Request } from './request.js'
+
+/** Bodies past this are rejected unread: no task needs 64 MiB of arguments. */
+const MAX_BODY_BYTES = 64 * 1024 * 1024
+const DEFAULT_RETRY_DELAY = 180
+const DEFAULT_MAX_RETRIES = 3
+
+export interface RunnerOptions {
+  app: App
+  transport: Transport
+  pool: Pool
+  backend: ResultBackend | null
+  events: EventDispatcher
+  revoked: LimitedSet
+  log: Logger
+  hostname: string
+  acksLate: boolean
+  timeLimit: number | null
+  softTimeLimit: number | null
+  /** Called when held ETA tasks change, so the consumer can widen its prefetch. */
+  onScheduledChange: (count: number) => void
+}
+
+export class TaskRunner {
+  readonly active = new Map<string, Request>()
+  readonly reserved: Request[] = []
+  readonly scheduled = new Map<string, { request: Request; timer: NodeJS.Timeout }>()
+  readonly total: Record<string, number> = {}
+  readonly rateLimits = new Map<string, { rate: string | number | null; bucket: TokenBucket | null }>()
+  readonly timeLimits = new Map<string, { soft: number | null; hard: number | null }>()
+  processed = 0
+  private paused = false
+  private pumping = false
+  private readonly idleWaiters: Array<() => void> = []
+
+  constructor(private readonly o: RunnerOptions) {}
+
+  // ---- receiving -------------------------------------------------------
+
+  async onDelivery(delivery: Delivery): Promise<void> {
+    let message: TaskRequest
+    try {
+      if (delivery.body.length > MAX_BODY_BYTES) throw new Error(`body of ${delivery.body.length} bytes exceeds ${MAX_BODY_BYTES}`)
+      message = decodeTaskMessage({ headers: delivery.properties.headers, body: delivery.body, contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
+    } catch (error) {
+      this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
+      await delivery.reject({ requeue: false }).catch(() => undefined)
+      return
+    }
+    const request = new Request(message, delivery, this.o.hostname)
+    if (!this.o.app.tasks.has(message.task)) return this.unregistered(request)
+    if (this.o.revoked.has(message.id)) return this.revokeOnArrival(request, 'revoked')
+    if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
+    this.o.log.info(`Task ${message.task}[${message.id}] received`)
+    this.o.events.sendTask('task-received', {
+      uuid: message.id,
+      name: message.task,
+      args: message.argsrepr,
+      kwargs: message.kwargsrepr,
+      root_id: message.rootId,
+      parent_id: message.parentId,
+      retries: message.retries,
+      eta: message.eta,
+      expires: message.expires,
+    })
+    const eta = request.etaDate
+    if (eta && eta.getTime() > Date.now()) {
+      // Held unacked until due; the consumer widens its window by one (spec §1.6 step 4).
+      const timer = setTimeout(() => {
+        this.scheduled.delete(request.id)
+        this.o.onScheduledChange(this.scheduled.size)
+        this.reserve(request)
+      }, Math.min(eta.getTime() - Date.now(), 2 ** 31 - 1))
+      this.scheduled.set(request.id, { request, timer })
+      this.o.onScheduledChange(this.scheduled.size)
+      return
+    }
+    this.reserve(request)
+  }
+
+  private async unregistered(request: Request): Promise<void> {
+    const name = request.name
+    this.o.log.error(`Received unregistered task of type '${name}'.\nThe message has been ignored and discarded.`)
+    await request.reject(false).catch(() => undefined)
+    await this.store(request, 'FAILURE', { exc_type: 'NotRegistered', exc_message: [name], exc_module: 'celery.exceptions' }, null)
+    this.o.events.sendTask('task-failed', { uuid: request.id, exception: `NotRegistered('${name}')` })
+  }
+
+  private async revokeOnArrival(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
+    this.o.log.info(`Discarding revoked task: ${request.name}[${request.id}]${reason === 'expired' ? ' (expired)' : ''}`)
+    await request.ack().catch(() => undefined)
+    await this.store(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null)
+    this.o.events.sendTask('task-revoked', { uuid: request.id, terminated: false, signum: null, expired: reason === 'expired' })
+  }
+
+  private reserve(request: Request): void {
+    this.reserved.push(request)
+    this.pump()
+  }
+
+  // ---- dispatching -----------------------------------------------------
+
+  pause(): void {
+    this.paused = true
+  }
+
+  resume(): void {
+    this.paused = false
+    this.pump()
+  }
+
+  /** Starts reserved requests while the pool has room and their rate limits allow. */
+  pump(): void {
+    if (this.pumping) return
+    this.pumping = true
+    try {
+      while (!this.paused && this.reserved.length > 0 && this.active.size < this.o.pool.size) {
+        const index = this.reserved.findIndex((r) => this.rateWait(r.name) === 0)
+        if (index === -1) {
+          const wait = Math.min(...this.reserved.map((r) => this.peekRateWait(r.name)))
+          setTimeout(() => this.pump(), Math.max(5, wait * 1000)).unref()
+          break
+        }
+        const [request] = this.reserved.splice(index, 1)
+        void this.execute(request!)
+      }
+    } finally {
+      this.pumping = false
+    }
+  }
+
+  private bucketFor(name: string): TokenBucket | null {
+    const configured = this.rateLimits.get(name)
+    if (configured) return configured.bucket
+    const rate = this.o.app.tasks.get(name)?.options.rateLimit ?? null
+    const perSecond = parseRate(rate)
+    const bucket = perSecond > 0 ? new TokenBucket(perSecond) : null
+    this.rateLimits.set(name, { rate, bucket })
+    return bucket
+  }
+
+  private rateWait(name: string): number {
+    return this.bucketFor(name)?.take() ?? 0
+  }
+
+  private peekRateWait(name: string): number {
+    return this.bucketFor(name)?.peek() ?? 0
+  }
+
+  setRateLimit(name: string, rate: string | number | null): void {
+    const perSecond = parseRate(rate)
+    this.rateLimits.set(name, { rate, bucket: perSecond > 0 ? new TokenBucket(perSecond) : null })
+    this.pump()
+  }
+
+  private limitsFor(request: Request): { hard: number | null; soft: number | null } {
+    const override = this.timeLimits.get(request.name)
+    const task = this.o.app.tasks.get(request.name)
+    const [hdrHard, hdrSoft] = request.message.timelimit
+    return {
+      hard: hdrHard ?? override?.hard ?? task?.options.timeLimit ?? this.o.timeLimit,
+      soft: hdrSoft ?? override?.soft ?? task?.options.softTimeLimit ?? this.o.softTimeLimit,
+    }
+  }
+
+  private async execute(request: Request): Promise<void> {
+    const m = request.message
+    if (this.o.revoked.has(m.id)) {
+      await this.revokeOnArrival(request, 'revoked')
+      this.pump()
+      return
+    }
+    const task = this.o.app.tasks.get(m.task)!
+    const acksLate = task.options.acksLate ?? this.o.acksLate
+    const limits = this.limitsFor(request)
+    this.active.set(m.id, request)
+    request.timeStart = Date.now() / 1000
+    request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
+    if (!acksLate) await request.ack().catch(() => undefined)
+    this.o.events.sendTask('task-started', { uuid: m.id })
+    if (task.options.trackStarted) await this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null)
+    const job: Job = {
+      id: m.id,
+      task: m.task,
+      args: m.args,
+      kwargs: m.kwargs,
+      retries: m.retries,
+      rootId: m.rootId,
+      parentId: m.parentId,
+      group: m.group,
+      hostname: this.o.hostname,
+      softTimeLimit: limits.soft,
+    }
+    let outcome: Outcome
+    try {
+      const running = this.o.pool.run(job, limits.hard)
+      const slot = this.o.pool.slots().find((s) => s.taskId === m.id)
+      if (slot) request.workerPid = slot.pid
+      outcome = await running
+    } catch (error) {
+      outcome = { status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 }
+      this.o.log.error(`Pool could not run ${m.task}[${m.id}]: ${(error as Error).message}`)
+    }
+    try {
+      await this.finish(request, outcome)
+    } catch (error) {
+      this.o.log.error(`Could not record the outcome of ${m.task}[${m.id}]: ${(error as Error).message}`)
+      await request.reject(true).catch(() => undefined)
+    } finally {
+      this.active.delete(m.id)
+      this.total[m.task] = (this.total[m.task] ?? 0) + 1
+      this.processed += 1
+      if (this.active.size === 0 && this.reserved.length === 0) for (const wake of this.idleWaiters.splice(0)) wake()
+      this.pump()
+    }
+  }
+
+  // ---- outcomes --------------------------------------------------------
+
+  private async finish(request: Request, outcome: Outcome): Promise<void> {
+    const m = request.message
+    const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
+    switch (outcome.status) {
+      case 'success': {
+        this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
+        if (!ignoreResult) await this.store(request, 'SUCCESS', outcome.value, null)
+        this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
+        await this.followUp(request, outcome.value)
+        await request.ack()
+        return
+      }
+      case 'failure': {
+        this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}`)
+        await this.fail(request, outcome.exc, outcome.traceback, ignoreResult)
+        await request.ack()
+        return
+      }
+      case 'retry':
+        return this.retry(request, outcome, ignoreResult)
+      case 'killed': {
+        if (outcome.reason === 'time-limit') {
+          const hard = this.limitsFor(request).hard ?? 0
+          const exc: EncodedException = { type: 'TimeLimitExceeded', args: [hard], module: 'celery.exceptions', message: String(hard) }
+          await this.fail(request, exc, null, ignoreResult)
+          await request.ack()
+        } else if (outcome.reason === 'terminated') {
+          this.o.log.info(`Terminating ${m.id} (${outcome.signal ?? 'SIGTERM'})`)
+          await this.store(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null)
+          this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(outcome.signal), expired: false })
+          await request.ack()
+        } else {
+          // reject_on_worker_lost: the message goes back for another try (at-least-once).
+          this.o.log.error(`Process running ${m.task}[${m.id}] was lost; the task is requeued`)
+          await request.reject(true)
+        }
+        return
+      }
+    }
+  }
+
+  private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {
+    const m = request.message
+    if (!ignoreResult) await this.store(request, 'FAILURE', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, traceback)
+    this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
+    for (const errback of m.embed.errbacks ?? []) {
+      await this.sendSignature(errback as Signature, [m.id], request).catch((e: Error) => this.o.log.error(`errback ${errback.task} not sent: ${e.message}`))
+    }
+  }
+
+  private async retry(request: Request, outcome: Extract<Outcome, { status: 'retry' }>, ignoreResult: boolean): Promise<void> {
+    const m = request.message
+    const task = this.o.app.tasks.get(m.task)
+    const maxRetries = outcome.maxRetries ?? task?.options.maxRetries ?? DEFAULT_MAX_RETRIES
+    if (maxRetries !== null && m.retries >= maxRetries) {
+      const exc = outcome.exc ?? { type: 'MaxRetriesExceededError', args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`], module: 'celery.exceptions', message: '' }
+      await this.fail(request, exc, null, ignoreResult)
+      await request.ack()
+      return
+    }
+    const countdown = outcome.countdown ?? task?.options.defaultRetryDelay ?? DEFAULT_RETRY_DELAY
+    const eta = outcome.eta ?? new Date(Date.now() + countdown * 1000).toISOString()
+    // Same id, retries + 1, back to the queue it came from (spec §1.7).
+    await sendTask(this.o.transport, m.task, {
+      id: m.id,
+      args: m.args,
+      kwargs: m.kwargs,
+      retries: m.retries + 1,
+      eta,
+      expires: m.expires ?? undefined,
+      rootId: m.rootId,
+      parentId: m.id,
+      group: m.group,
+      groupIndex: m.groupIndex,
+      priority: request.delivery.properties.priority,
+      timeLimit: m.timelimit[0],
+      softTimeLimit: m.timelimit[1],
+      ignoreResult: m.ignoreResult,
+      replyTo: request.delivery.properties.replyTo,
+      embed: m.embed,
+      origin: this.o.hostname,
+      queue: request.delivery.exchange === '' ? request.delivery.routingKey : request.delivery.queue,
+    })
+    const exc = outcome.exc ?? { type: 'Retry', args: [`Retry in ${countdown}s`], module: 'celery.exceptions', message: `Retry in ${countdown}s` }
+    this.o.log.info(`Task ${m.task}[${m.id}] retry: Retry in ${countdown}s`)
+    if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, null)
+    this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
+    await request.ack()
+  }
+
+  /** Callbacks and the next link of a chain get the result prepended (unless immutable). */
+  private async followUp(request: Request, value: unknown): Promise<void> {
+    const m = request.message
+    for (const callback of m.embed.callbacks ?? []) await this.sendSignature(callback as Signature, [value], request)
+    const chain = m.embed.chain
+    if (chain && chain.length > 0) {
+      const rest = [...chain]
+      const next = rest.pop() as Signature
+      await this.sendSignature(next, [value], request, rest as Signature[])
+    }
+  }
+
+  private async sendSignature(sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
+    const options = (sig.options ?? {}) as Record<string, unknown>
+    const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
+    const embed: Record<string, unknown> = {}
+    if (chain && chain.length) embed.chain = chain
+    if (Array.isArray(options.link)) embed.callbacks = options.link
+    else if (options.link) embed.callbacks = [options.link]
+    if (Array.isArray(options.link_error)) embed.errbacks = options.link_error
+    else if (options.link_error) embed.errbacks = [options.link_error]
+    await sendTask(this.o.transport, sig.task, {
+      id: typeof options.task_id === 'string' ? options.task_id : undefined,
+      args,
+      kwargs: sig.kwargs ?? {},
+      queue: typeof options.queue === 'string' ? options.queue : undefined,
+      rootId: parent.message.rootId ?? parent.id,
+      parentId: parent.id,
+      replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
+      embed,
+      origin: this.o.hostname,
+    })
+  }
+
+  async store(request: Request, status: TaskState, result: unknown, traceback: string | null): Promise<void> {
+    const backend = this.o.backend
+    if (!backend) return
+    const m = request.message
+    const json = backend.shortForm
+      ? encodeRpcResult({ taskId: m.id, status, result, traceback })
+      : encodeResultMeta({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId })
+    try {
+      await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
+    } catch (error) {
+      this.o.log.error(`Could not store the ${status} result of ${m.task}[${m.id}]: ${(error as Error).message}`)
+    }
+  }
+
+  // ---- shutdown --------------------------------------------------------
+
+  /** Hands back what was fetched but not started: scheduled (ETA) and reserved. */
+  async releaseUnstarted(): Promise<number> {
+    const held = [...this.scheduled.values()].map((s) => {
+      clearTimeout(s.timer)
+      return s.request
+    })
+    this.scheduled.clear()
+    const waiting = this.reserved.splice(0)
+    const all = [...held, ...waiting]
+    await Promise.all(all.map((r) => r.reject(true).catch(() => undefined)))
+    return all.length
+  }
+
+  /** Resolves when no task is running or waiting. */
+  idle(): Promise<void> {
+    if (this.active.size === 0 && this.reserved.length === 0) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+}
+
+function excRepr(exc: EncodedException): string {
+  const args = exc.args.map((a) => saferepr(a)).join(', ')
+  return `${exc.type}(${args})`
+}
+
+const SIGNUMS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 }
+
+function signum(signal: string | null): number | null {
+  if (!signal) return null
+  if (/^\d+$/.test(signal)) return Number(signal)
+  return SIGNUMS[signal] ?? null
+}

@@ -1,0 +1,337 @@
+// The worker: connects, starts the pool, consumes the task queues, answers the
+// mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
+// is one state with one way to move (transitionTo), not a set of flags.
+import { hostname as osHostname } from 'node:os'
+import type { App } from '../app/app.js'
+import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
+import { taskQueue } from '../app/queues.js'
+import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, parseBrokerUrl, type Consumer, type Transport } from '../transport/index.js'
+import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
+import { EventDispatcher } from './events.js'
+import { LimitedSet } from './limited-set.js'
+import type { Logger } from './logger.js'
+import type { Pool, PoolKind } from './pools/pool.js'
+import { PreforkPool } from './pools/prefork-pool.js'
+import { SoloPool } from './pools/solo-pool.js'
+import { ThreadsPool } from './pools/threads-pool.js'
+import { TaskRunner } from './task-runner.js'
+
+export const WorkerStates = {
+  CREATED: 'CREATED',
+  STARTING: 'STARTING',
+  RUNNING: 'RUNNING',
+  WARM_SHUTDOWN: 'WARM_SHUTDOWN',
+  COLD_SHUTDOWN: 'COLD_SHUTDOWN',
+  STOPPED: 'STOPPED',
+} as const
+export type WorkerState = keyof typeof WorkerStates
+
+const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
+  CREATED: ['STARTING', 'STOPPED'],
+  STARTING: ['RUNNING', 'WARM_SHUTDOWN', 'COLD_SHUTDOWN', 'STOPPED'],
+  RUNNING: ['WARM_SHUTDOWN', 'COLD_SHUTDOWN'],
+  WARM_SHUTDOWN: ['COLD_SHUTDOWN', 'STOPPED'],
+  COLD_SHUTDOWN: ['STOPPED'],
+  STOPPED: [],
+}
+
+export interface WorkerOptions {
+  app: App
+  modulePath: string
+  brokerUrl: string
+  resultBackend: string | undefined
+  hostname: string
+  concurrency: number
+  pool: PoolKind
+  queues: string[]
+  excludeQueues: string[]
+  prefetchMultiplier: number
+  taskEvents: boolean
+  heartbeat: boolean
+  heartbeatInterval: number
+  mingle: boolean
+  purge: boolean
+  timeLimit: number | null
+  softTimeLimit: number | null
+  acksLate: boolean
+  logfile: string | null
+  maxTasksPerChild: number | undefined
+  log: Logger
+}
+
+export class Worker {
+  state: WorkerState = 'CREATED'
+  readonly clock = new LamportClock()
+  readonly revoked = new LimitedSet()
+  readonly startedAt = Date.now()
+  private transport!: Transport
+  private backend: ResultBackend | null = null
+  private pool!: Pool
+  private runner!: TaskRunner
+  private events!: EventDispatcher
+  private mailbox!: MailboxServer
+  private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer }>()
+  private heartbeatTimer: NodeJS.Timeout | undefined
+  private stopping: Promise<void> | undefined
+  private resolveStopped!: () => void
+  /** Resolves when the worker has stopped, by whatever path. */
+  readonly stopped = new Promise<void>((resolve) => (this.resolveStopped = resolve))
+
+  constructor(readonly o: WorkerOptions) {}
+
+  get hostname(): string {
+    return this.o.hostname
+  }
+
+  private transitionTo(next: WorkerState, cause: string): void {
+    if (this.state === next) return
+    if (!TRANSITIONS[this.state].includes(next)) throw new Error(`illegal worker transition ${this.state} → ${next} (${cause})`)
+    this.o.log.debug(`worker state ${this.state} → ${next} (${cause})`)
+    this.state = next
+  }
+
+  private get basePrefetch(): number {
+    return this.o.prefetchMultiplier * this.o.concurrency
+  }
+
+  prefetchCount(): number {
+    return this.basePrefetch + (this.runner?.scheduled.size ?? 0)
+  }
+
+  private makePool(): Pool {
+    const log = (level: 'info' | 'warning' | 'error', message: string) => this.o.log[level](message)
+    const slotOptions = { size: this.o.concurrency, modulePath: this.o.modulePath, nodename: this.o.hostname, logfile: this.o.logfile, maxTasksPerChild: this.o.maxTasksPerChild, log }
+    switch (this.o.pool) {
+      case 'prefork':
+        return new PreforkPool(slotOptions)
+      case 'threads':
+        return new ThreadsPool(slotOptions)
+      case 'solo':
+        return new SoloPool(this.o.app, this.o.concurrency)
+    }
+  }
+
+  async start(): Promise<void> {
+    this.transitionTo('STARTING', 'start')
+    this.transport = await createTransport(this.o.brokerUrl)
+    this.transport.on('connection:lost', (e) => this.o.log.warning(`Connection to broker lost: ${e.message}. Trying to re-establish the connection...`))
+    this.transport.on('connection:restored', () => this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`))
+    this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
+    await this.transport.connect()
+    this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
+    if (this.o.resultBackend?.startsWith('rpc://')) {
+      const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
+      this.backend = new RpcResultBackend(this.transport)
+    } else if (this.o.resultBackend) {
+      this.backend = await createResultBackend(this.o.resultBackend)
+    }
+    this.pool = this.makePool()
+    await this.pool.start()
+    this.events = new EventDispatcher(this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
+    this.runner = new TaskRunner({
+      app: this.o.app,
+      transport: this.transport,
+      pool: this.pool,
+      backend: this.backend,
+      events: this.events,
+      revoked: this.revoked,
+      log: this.o.log,
+      hostname: this.o.hostname,
+      acksLate: this.o.acksLate,
+      timeLimit: this.o.timeLimit,
+      softTimeLimit: this.o.softTimeLimit,
+      onScheduledChange: () => void this.applyPrefetch(),
+    })
+    this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
+    await this.mailbox.start()
+    if (this.o.mingle && this.transport.kind !== 'file') await this.mingle()
+    for (const name of this.o.queues.filter((q) => !this.o.excludeQueues.includes(q))) {
+      const { exchange, routingKey } = taskQueue(name)
+      await this.addConsumer({ name, exchange: exchange.name, exchangeType: exchange.type, routingKey })
+    }
+    if (this.o.heartbeat) {
+      await this.events.sendWorker('worker-online', this.heartbeatState())
+      this.heartbeatTimer = setInterval(() => void this.events.sendWorker('worker-heartbeat', this.heartbeatState()), this.o.heartbeatInterval * 1000)
+    }
+    this.transitionTo('RUNNING', 'started')
+    this.o.log.info(`${this.o.hostname} ready.`)
+  }
+
+  private heartbeatState() {
+    return { freq: this.o.heartbeatInterval, active: this.runner.active.size, processed: this.runner.processed }
+  }
+
+  /** Celery's mingle: ask the peers for their revoked ids and clock at start-up. */
+  private async mingle(): Promise<void> {
+    const client = new MailboxClient(this.transport, undefined, this.clock)
+    const replies = await client.broadcast('hello', { arguments: { from_node: this.o.hostname, revoked: this.revoked.toWire() }, timeout: 1.0 }).catch(() => [])
+    let peers = 0
+    for (const reply of replies) {
+      for (const [node, body] of Object.entries(reply)) {
+        if (node === this.o.hostname || !body || typeof body !== 'object') continue
+        peers += 1
+        const b = body as { revoked?: Record<string, unknown>; clock?: number }
+        this.revoked.merge(b.revoked)
+        this.clock.adjust(b.clock)
+      }
+    }
+    this.o.log.info(peers ? `mingle: sync with ${peers} nodes` : 'mingle: all alone')
+  }
+
+  private async applyPrefetch(): Promise<void> {
+    for (const { consumer } of this.consumers.values()) await consumer.setPrefetch(this.prefetchCount()).catch(() => undefined)
+  }
+
+  async addConsumer(decl: QueueDeclaration): Promise<void> {
+    if (this.consumers.has(decl.name)) return
+    await this.transport.declareExchange({ name: decl.exchange, type: decl.exchangeType as 'direct' | 'topic' | 'fanout', durable: true, autoDelete: false })
+    await this.transport.declareQueue({ name: decl.name, durable: true, exclusive: false, autoDelete: false })
+    await this.transport.bindQueue(decl.name, decl.exchange, decl.routingKey)
+    if (this.o.purge) {
+      const n = await this.transport.purge(decl.name)
+      if (n) this.o.log.warning(`Purged ${n} messages from ${decl.name}`)
+    }
+    const consumer = await this.transport.consume(decl.name, (d) => this.runner.onDelivery(d), { prefetch: this.prefetchCount() })
+    this.consumers.set(decl.name, { decl, consumer })
+  }
+
+  async cancelConsumer(queue: string): Promise<void> {
+    const entry = this.consumers.get(queue)
+    if (!entry) return
+    this.consumers.delete(queue)
+    await entry.consumer.cancel()
+  }
+
+  private brokerInfo(): Record<string, unknown> {
+    const u = parseBrokerUrl(this.o.brokerUrl)
+    const transport = this.transport.kind === 'amqp' ? 'amqp' : this.transport.kind
+    return {
+      hostname: u.hostname || osHostname(),
+      userid: u.username ?? null,
+      virtual_host: this.transport.kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0',
+      port: u.port ?? (this.transport.kind === 'amqp' ? 5672 : this.transport.kind === 'redis' ? 6379 : null),
+      insist: false,
+      ssl: u.scheme === 'amqps' || u.scheme === 'rediss',
+      transport,
+      connect_timeout: 4,
+      transport_options: {},
+      login_method: this.transport.kind === 'amqp' ? 'PLAIN' : null,
+      uri_prefix: null,
+      heartbeat: 120.0,
+      failover_strategy: 'round-robin',
+      alternates: [],
+    }
+  }
+
+  /** Built once the pool, runner and events exist (the mailbox starts after them). */
+  private controlTarget(): ControlTarget {
+    return {
+      hostname: this.o.hostname,
+      app: this.o.app,
+      clock: this.clock,
+      runner: this.runner,
+      pool: this.pool,
+      revoked: this.revoked,
+      events: this.events,
+      startedAt: this.startedAt,
+      prefetchCount: () => this.prefetchCount(),
+      brokerInfo: () => this.brokerInfo(),
+      conf: (withDefaults: boolean) => this.conf(withDefaults),
+      queues: () => [...this.consumers.values()].map((c) => c.decl),
+      addConsumer: (q: QueueDeclaration) => this.addConsumer(q),
+      cancelConsumer: (q: string) => this.cancelConsumer(q),
+      shutdown: (reason: string) => {
+        this.o.log.warning(`Got shutdown from remote (${reason})`)
+        void this.shutdown('warm', 'remote shutdown')
+      },
+      report: () => this.report(),
+    }
+  }
+
+  private conf(withDefaults: boolean): Record<string, unknown> {
+    const changed: Record<string, unknown> = {
+      broker_url: maskUrl(this.o.brokerUrl),
+      result_backend: this.o.resultBackend ? maskUrl(this.o.resultBackend) : null,
+      worker_concurrency: this.o.concurrency,
+      worker_prefetch_multiplier: this.o.prefetchMultiplier,
+      worker_send_task_events: this.events.taskEvents,
+      task_acks_late: this.o.acksLate,
+      task_time_limit: this.o.timeLimit,
+      task_soft_time_limit: this.o.softTimeLimit,
+      include: [this.o.modulePath],
+      ...(this.o.app.options.conf ?? {}),
+    }
+    if (!withDefaults) return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== null))
+    return { task_default_queue: 'celery', task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...changed }
+  }
+
+  private report(): string {
+    return [
+      `software -> tsq:${process.env.TSQ_VERSION ?? '0.1.0'} node:${process.version} (${process.platform}-${process.arch})`,
+      `platform -> system:${process.platform} arch:${process.arch}`,
+      `loader -> tsq`,
+      `settings -> transport:${this.transport.kind} results:${this.o.resultBackend ? maskUrl(this.o.resultBackend) : 'disabled'}`,
+    ].join('\n')
+  }
+
+  /** Warm: stop consuming, hand back what has not started, finish what runs. Cold: kill and restore. */
+  shutdown(mode: 'warm' | 'cold', cause: string): Promise<void> {
+    if (mode === 'cold' && this.state === 'WARM_SHUTDOWN') {
+      this.transitionTo('COLD_SHUTDOWN', cause)
+      void this.coldStop()
+      return this.stopped
+    }
+    if (this.stopping) return this.stopping
+    this.stopping = (async () => {
+      if (this.state === 'CREATED') {
+        this.transitionTo('STOPPED', cause)
+        this.resolveStopped()
+        return
+      }
+      this.transitionTo(mode === 'warm' ? 'WARM_SHUTDOWN' : 'COLD_SHUTDOWN', cause)
+      await this.cancelTaskConsumers()
+      const handedBack = await this.runner?.releaseUnstarted()
+      if (handedBack) this.o.log.info(`Returned ${handedBack} prefetched message(s) to the broker`)
+      if (mode === 'cold') await this.coldStop()
+      else await this.runner?.idle()
+      await this.finalStop()
+    })()
+    return this.stopping
+  }
+
+  private async cancelTaskConsumers(): Promise<void> {
+    for (const name of [...this.consumers.keys()]) await this.cancelConsumer(name).catch(() => undefined)
+  }
+
+  private async coldStop(): Promise<void> {
+    const running = this.runner ? [...this.runner.active.values()] : []
+    if (running.length) this.o.log.console(`Restoring ${running.length} unacknowledged message(s)`)
+    for (const r of running) await r.reject(true).catch(() => undefined)
+    await this.pool?.close({ cold: true }).catch(() => undefined)
+    await this.finalStop()
+  }
+
+  private finalized = false
+  private async finalStop(): Promise<void> {
+    if (this.finalized) return this.stopped
+    this.finalized = true
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer)
+    if (this.o.heartbeat && this.events) await this.events.sendWorker('worker-offline', this.heartbeatState()).catch(() => undefined)
+    await this.events?.flush().catch(() => undefined)
+    await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)
+    // The mailbox goes last, so `inspect active` answers while the worker drains.
+    await this.mailbox?.stop().catch(() => undefined)
+    await this.backend?.close().catch(() => undefined)
+    await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
+    this.transitionTo('STOPPED', 'stopped')
+    this.resolveStopped()
+  }
+
+  get runnerForSignals(): TaskRunner {
+    return this.runner
+  }
+
+  get poolForSignals(): Pool {
+    return this.pool
+  }
+}

@@ -1,0 +1,22 @@
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { Collector, type ConformanceContext, message } from './context.js'
+
+export function closeRequeueCases(ctx: ConformanceContext): void {
+  it('close hands unacked deliveries to another transport', { timeout: 60_000 }, async () => {
+    const first = await ctx.open()
+    const q = await ctx.queue(first)
+    for (const body of ['a', 'b', 'c']) await first.publish('', q, message(body))
+    const held = new Collector()
+    await first.consume(q, held.handler, { prefetch: 10 })
+    await held.waitForCount(3)
+    await first.close({ requeueUnacked: true })
+
+    const second = await ctx.open()
+    const got = new Collector()
+    await second.consume(q, got.handler, { prefetch: 10 })
+    await got.waitForCount(3, 'the requeued deliveries')
+    for (const d of got.deliveries) await d.ack()
+    assert.deepEqual(got.bodies().sort(), ['a', 'b', 'c'])
+  })
+}

@@ -1,0 +1,77 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { PyFloat, PyTuple, dumps, loads, pyRepr, saferepr, argsRepr, kwargsRepr } from '../../../src/protocol/index.js'
+import { loadFixture, revive } from './fixtures.js'
+
+interface Case { input: unknown; repr: string; saferepr: string; saferepr30: string; saferepr_nolimit: string; kombu_json?: string }
+const { cases } = loadFixture<{ cases: Case[] }>('repr-and-json.json')
+
+describe('spec §1.3/§1.5: repr, saferepr and kombu JSON against Celery 5.2.6 outputs', () => {
+  for (const c of cases) {
+    const label = JSON.stringify(c.input).slice(0, 60)
+    it(`pyRepr ${label}`, () => assert.equal(pyRepr(revive(c.input)), c.repr))
+    it(`saferepr ${label}`, () => {
+      const v = revive(c.input)
+      assert.equal(saferepr(v, 1024), c.saferepr)
+      assert.equal(saferepr(v, 30), c.saferepr30)
+      assert.equal(saferepr(v, null), c.saferepr_nolimit)
+    })
+    if (c.kombu_json !== undefined) {
+      const expected = c.kombu_json
+      it(`dumps ${label}`, () => assert.equal(dumps(revive(c.input)), expected))
+    }
+  }
+})
+
+describe('kombu JSON', () => {
+  it('dumps keeps insertion order and skips undefined members', () => {
+    assert.equal(dumps({ b: 1, a: undefined, c: [undefined] }), '{"b": 1, "c": [null]}')
+  })
+  it('dumps writes Dates as isoformat with Z and 6-digit fractions', () => {
+    assert.equal(dumps(new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 123))), '"2024-01-02T03:04:05.123000Z"')
+    assert.equal(dumps(new Date(Date.UTC(2024, 0, 2, 3, 4, 5))), '"2024-01-02T03:04:05Z"')
+  })
+  it('dumps refuses bytes and cycles like kombu does', () => {
+    assert.throws(() => dumps(new Uint8Array([1])), TypeError)
+    const a: unknown[] = []
+    a.push(a)
+    assert.throws(() => dumps(a), /Circular/)
+  })
+  it('loads accepts the bare NaN/Infinity tokens but not inside strings', () => {
+    const v = loads('[NaN, Infinity, -Infinity, "NaN", {"x": -1.5e3}]') as unknown[]
+    assert.ok(Number.isNaN(v[0]))
+    assert.deepEqual(v.slice(1), [Infinity, -Infinity, 'NaN', { x: -1500 }])
+  })
+  it('loads rejects invalid JSON with a SyntaxError', () => {
+    for (const bad of ['', '[1,', '{"a" 1}', 'nan', '[1] x', '"\\x"', '{\'a\': 1}']) {
+      assert.throws(() => loads(bad), SyntaxError, bad)
+    }
+  })
+  it('loads keeps integral floats as PyFloat when asked, and round-trips them', () => {
+    const text = '[2.0, 2, 0.5, 1e+16, {"__proto__": 1}]'
+    const v = loads(text, { floats: 'pyfloat' }) as unknown[]
+    assert.ok(v[0] instanceof PyFloat)
+    assert.equal(v[1], 2)
+    assert.equal(dumps(v), text)
+    assert.equal(Object.getPrototypeOf(v[4]), Object.prototype)
+  })
+  it('dumps → loads round-trips nested values', () => {
+    const value = { s: 'é\u2028"\\\n', n: [1, -2.5, 0, true, false, null], o: { deep: { list: [{}] } } }
+    assert.deepEqual(loads(dumps(value)), value)
+  })
+})
+
+describe('argsrepr / kwargsrepr', () => {
+  it('args are a tuple: [2, 3] → (2, 3); one arg keeps the comma', () => {
+    assert.equal(argsRepr([2, 3]), '(2, 3)')
+    assert.equal(argsRepr(['a']), "('a',)")
+    assert.equal(argsRepr([]), '()')
+  })
+  it('kwargsrepr is a dict repr with saferepr quoting', () => {
+    assert.equal(kwargsRepr({}), '{}')
+    assert.equal(kwargsRepr({ name: "it's", n: new PyFloat(1) }), "{'name': 'it\\'s', 'n': 1.0}")
+  })
+  it('pyRepr of a one-tuple and nested tuple', () => {
+    assert.equal(pyRepr(new PyTuple([new PyTuple([1])])), '((1,),)')
+  })
+})
