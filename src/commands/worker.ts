@@ -3,6 +3,7 @@ import { availableParallelism, hostname as osHostname } from 'node:os'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { nodeFormat, workerNodename } from '../protocol/index.js'
+import { detach } from '../worker/detach.js'
 import { runWorker } from '../worker/run-worker.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
@@ -31,6 +32,8 @@ export default class WorkerCommand extends TsqCommand<void> {
     'soft-time-limit': Flags.string({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.' }),
     'max-tasks-per-child': Flags.integer({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
     'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
+    detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
+    workdir: Flags.string({ description: 'Change to this directory before starting.' }),
   }
   static examples = [
     '<%= config.bin %> worker -A ./tasks.js -l INFO',
@@ -40,6 +43,13 @@ export default class WorkerCommand extends TsqCommand<void> {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(WorkerCommand)
+    if (flags.workdir) process.chdir(flags.workdir)
+    if (flags.detach) {
+      const nodename = workerNodename(flags.hostname, osHostname())
+      const pid = detach(this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null)
+      if (!flags.quiet) this.log(`${nodename}: detached as pid ${pid}`)
+      return
+    }
     const seconds = (name: string, raw: string | undefined): number | null => {
       if (raw === undefined) return null
       const n = Number(raw)

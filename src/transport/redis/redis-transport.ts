@@ -164,7 +164,7 @@ export class RedisTransport implements Transport {
 
   async declareExchange(spec: ExchangeSpec): Promise<void> {
     const { router } = await this.ready()
-    router.declare(spec.name, spec.type)
+    await this.guard(`declare exchange ${spec.name}`, () => router.declare(spec.name, spec.type))
   }
 
   async declareQueue(spec: QueueSpec): Promise<{ messageCount: number }> {
@@ -221,7 +221,7 @@ export class RedisTransport implements Transport {
         await cmd.lpush(listKey(routingKey, step), encode())
         return
       }
-      if (router.typeOf(exchange) === 'fanout') {
+      if ((await router.resolveType(exchange)) === 'fanout') {
         await cmd.publish(publishChannel(this.prefix, exchange, routingKey), encode())
         return
       }

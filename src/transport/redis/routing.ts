@@ -12,8 +12,17 @@ export interface FanoutBinding {
   routingKey: string
 }
 
+/**
+ * Not part of kombu's layout: tsq records non-direct exchange types here so that
+ * another tsq process publishing to an exchange it never declared still routes it
+ * right. Python ignores the key; kombu itself would route such a publish as direct.
+ */
+export const EXCHANGE_TYPES_KEY = '_tsq.exchange.types'
+const NEGATIVE_CACHE_MS = 1000
+
 export class Router {
   private readonly types = new Map<string, ExchangeType>()
+  private readonly remembered = new Map<string, { type: ExchangeType; until: number }>()
   /** Queues bound to a fanout exchange in this process: consumed with PSUBSCRIBE, not BRPOP. */
   readonly fanoutBindings = new Map<string, FanoutBinding[]>()
   /** Bindings made here, so deleteQueue can SREM them (kombu's `state.queue_bindings`). */
@@ -21,13 +30,30 @@ export class Router {
 
   constructor(private readonly conn: Redis) {}
 
-  declare(exchange: string, type: ExchangeType): void {
+  async declare(exchange: string, type: ExchangeType): Promise<void> {
+    const known = this.types.get(exchange)
     this.types.set(exchange, type)
+    if (known !== type && type !== 'direct' && !WELL_KNOWN_FANOUT.has(exchange)) {
+      await this.conn.hset(EXCHANGE_TYPES_KEY, exchange, type)
+    }
   }
 
-  /** kombu `typeof(exchange, default='direct')`. */
+  /** kombu `typeof(exchange, default='direct')`, from what this process knows. */
   typeOf(exchange: string): ExchangeType {
     return this.types.get(exchange) ?? (WELL_KNOWN_FANOUT.has(exchange) ? 'fanout' : 'direct')
+  }
+
+  /** typeOf, falling back to the type another tsq process recorded. */
+  async resolveType(exchange: string): Promise<ExchangeType> {
+    const local = this.types.get(exchange)
+    if (local) return local
+    if (WELL_KNOWN_FANOUT.has(exchange) || !exchange) return this.typeOf(exchange)
+    const cached = this.remembered.get(exchange)
+    if (cached && cached.until > Date.now()) return cached.type
+    const stored = await this.conn.hget(EXCHANGE_TYPES_KEY, exchange)
+    const type: ExchangeType = stored === 'fanout' || stored === 'topic' ? stored : 'direct'
+    this.remembered.set(exchange, { type, until: type === 'direct' ? Date.now() + NEGATIVE_CACHE_MS : Infinity })
+    return type
   }
 
   private member(queue: string, exchange: string, routingKey: string): string {
@@ -36,7 +62,9 @@ export class Router {
   }
 
   async bind(queue: string, exchange: string, routingKey: string): Promise<void> {
-    if (this.typeOf(exchange) === 'fanout') {
+    const type = await this.resolveType(exchange)
+    if (!this.types.has(exchange) && type !== 'direct') this.types.set(exchange, type)
+    if (type === 'fanout') {
       const list = this.fanoutBindings.get(queue) ?? []
       if (!list.some((b) => b.exchange === exchange && b.routingKey === routingKey)) list.push({ exchange, routingKey })
       this.fanoutBindings.set(queue, list)
@@ -74,7 +102,7 @@ export class Router {
   /** kombu `_lookup`: the queues a (exchange, routing key) pair reaches through the binding sets. */
   async lookup(exchange: string, routingKey: string): Promise<string[]> {
     if (!exchange) return [routingKey]
-    const type = this.typeOf(exchange)
+    const type = await this.resolveType(exchange)
     const members = (await this.conn.smembers(bindingKey(exchange))).map(parseBindingMember)
     const queues = new Set<string>()
     for (const m of members) {

@@ -18,7 +18,10 @@ export function fanoutCases(ctx: ConformanceContext): void {
     const b = new Collector()
     await t.consume(q1, a.handler, { noAck: true })
     await t.consume(q2, b.handler, { noAck: true })
+    // As kombu's producer does: a publisher declares the exchange it sends to
+    // (virtual transports learn the exchange type from the declaration).
     const publisher = await ctx.open()
+    await publisher.declareExchange({ name: exchange, type: 'fanout', durable: false, autoDelete: true })
     await publisher.publish(exchange, '', message('{"method": "ping"}', { deliveryMode: 1 }))
     await a.waitForCount(1)
     await b.waitForCount(1)

@@ -52,6 +52,7 @@ export function reconnectCases(ctx: ConformanceContext): void {
     if (dropsConnections) await waitFor(() => restored.seen(), { timeoutMs: RECONNECT_MS, what: "'connection:restored'" })
 
     const publisher = await ctx.open()
+    await publisher.declareExchange({ name: exchange, type: 'fanout', durable: false, autoDelete: true })
     await waitFor(
       async () => {
         // Fanout reaches only bound queues (and on Redis live subscribers), so
