@@ -3,7 +3,6 @@
 // channel per consumer. After a lost connection it reconnects with backoff,
 // replays the recorded topology and restarts every consumer.
 import { EventEmitter } from 'node:events'
-import amqp from 'amqplib'
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
 import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
 import type {
@@ -22,10 +21,10 @@ import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
 import { reconnectDelayMs, sleep } from './backoff.js'
 import { classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
 import { amqpConnectSettings, type AmqpConnectSettings } from './connect-options.js'
+import { openAmqpConnection } from './open-connection.js'
 import { toPublishOptions } from './properties.js'
 import { assertExchange, assertQueue, TopologyRegistry } from './topology.js'
 
-const CONNECT_TIMEOUT_MS = 5_000
 /** Attempts per operation across channel reopenings and reconnects before giving up. */
 const MAX_ATTEMPTS = 8
 
@@ -204,23 +203,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
   // ---- connection lifecycle ------------------------------------------------
 
   private async openConnection(): Promise<ChannelModel> {
-    let timer: NodeJS.Timeout | undefined
-    const attempt = amqp.connect(this.settings.connect, {
-      clientProperties: { connection_name: this.connectionName },
-      timeout: CONNECT_TIMEOUT_MS,
-    })
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error('connection timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS)
-    })
-    let conn: ChannelModel
-    try {
-      conn = await Promise.race([attempt, timeout])
-    } catch (err) {
-      attempt.then((late) => late.close()).catch(() => undefined)
-      throw new BrokerConnectionError(`cannot connect to ${this.displayUrl}: ${describeConnectFailure(err)}`, { cause: err })
-    } finally {
-      clearTimeout(timer)
-    }
+    const conn = await openAmqpConnection(this.settings, this.connectionName)
     conn.on('error', () => undefined)
     conn.on('close', (err?: Error) => this.onConnectionClosed(conn, err))
     return conn

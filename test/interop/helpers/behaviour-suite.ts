@@ -52,7 +52,7 @@ async function celeryCall(x: InteropContext, task: string, argsJson: string): Pr
 
 /** `tsq result <id>`, waiting for the task to finish. */
 function tsqResult(x: InteropContext, id: string, json: boolean): Promise<RunResult> {
-  return x.tsq(['result', id, '--result-backend', RESULT_BACKEND, ...(json ? ['--json'] : [])])
+  return x.tsq(['result', id, '--result-backend', RESULT_BACKEND, '-t', '30', ...(json ? ['--json'] : [])])
 }
 
 async function registered(x: InteropContext, items: readonly string[]): Promise<string[]> {

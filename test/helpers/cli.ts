@@ -1,0 +1,75 @@
+// Runs the built CLI as a shell script would: a child process, no terminal.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const BIN = join(ROOT, 'bin', 'run.js')
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+export function runTsq(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`tsq ${args.join(' ')} did not finish within ${options.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`))
+    }, options.timeoutMs ?? 60_000)
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+    child.stdin.end(options.input ?? '')
+  })
+}
+
+/** A private embedded broker for one test file. */
+export function tempTsqHome(): string {
+  return mkdtempSync(join(tmpdir(), 'tsq-test-home-'))
+}
+
+export interface SpawnedWorker {
+  child: ChildProcess
+  nodename: string
+  output: () => string
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+export async function startWorker(args: string[], options: { env?: NodeJS.ProcessEnv; nodename: string; readyTimeoutMs?: number }): Promise<SpawnedWorker> {
+  const child = spawn(process.execPath, [BIN, 'worker', '-n', options.nodename, ...args], { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout!.on('data', (d) => (output += d))
+  child.stderr!.on('data', (d) => (output += d))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000)
+  while (!output.includes(`${options.nodename} ready.`)) {
+    if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${output}`)
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`worker not ready in time:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    child,
+    nodename: options.nodename,
+    output: () => output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+      const code = await exited
+      clearTimeout(timer)
+      return code
+    },
+  }
+}

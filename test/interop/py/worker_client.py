@@ -1,0 +1,135 @@
+"""Python Celery as the client of a tsq worker; one JSON line per command.
+
+usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
+  worker_client.py delay NAME ARGS_JSON TIMEOUT      -> {"result"} or {"exc_type","exc_message","exc_module"}
+  worker_client.py send NAME ARGS_JSON [COUNTDOWN]   -> {"id", "eta"}   (eta: unix seconds or null)
+  worker_client.py eta COUNTDOWN TIMEOUT            -> {"eta", "result"}: proj.now's clock when it ran
+  worker_client.py get ID TIMEOUT                    -> {"state","result","exc_type","exc_message"}
+  worker_client.py chain TIMEOUT                     -> {"result"} of add(1,2) | add(3) | mul(10)
+  worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
+  worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
+  worker_client.py events NODE SECONDS               -> {"task_id", "events": [...]} seen from NODE
+"""
+import json
+import sys
+import threading
+import time
+
+from celery import chain
+
+from worker_app import app
+
+
+def out(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def outcome(res, timeout):
+    try:
+        return {'result': res.get(timeout=timeout)}
+    except Exception as exc:  # the point: what Python raises for a JS error
+        return {'exc_type': type(exc).__name__, 'exc_message': str(exc),
+                'exc_module': type(exc).__module__}
+
+
+def cmd_delay(name, args_json, timeout):
+    res = app.send_task(name, args=json.loads(args_json))
+    o = outcome(res, float(timeout))
+    o['state'] = res.state
+    out(o)
+
+
+def cmd_send(name, args_json, countdown=None):
+    eta = None
+    opts = {}
+    if countdown is not None:
+        opts['countdown'] = float(countdown)
+        eta = time.time() + float(countdown)
+    res = app.send_task(name, args=json.loads(args_json), **opts)
+    out({'id': res.id, 'eta': eta})
+
+
+def cmd_eta(countdown, timeout):
+    """proj.now with a countdown, in one process (rpc:// replies go to the sender)."""
+    eta = time.time() + float(countdown)
+    res = app.send_task('proj.now', countdown=float(countdown))
+    o = outcome(res, float(timeout))
+    o['eta'] = eta
+    out(o)
+
+
+def cmd_get(task_id, timeout):
+    res = app.AsyncResult(task_id)
+    deadline = time.monotonic() + float(timeout)
+    while not res.ready() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    o = {'state': res.state, 'result': None, 'exc_type': None, 'exc_message': None}
+    value = res.result
+    if isinstance(value, BaseException):
+        o['exc_type'] = type(value).__name__
+        o['exc_message'] = str(value)
+    else:
+        o['result'] = value
+    out(o)
+
+
+def cmd_chain(timeout):
+    add = app.signature('proj.add')
+    mul = app.signature('proj.mul')
+    res = chain(add.clone(args=(1, 2)), add.clone(args=(3,)), mul.clone(args=(10,))).apply_async()
+    out(outcome(res, float(timeout)))
+
+
+def cmd_revoke(task_id, signal):
+    app.control.revoke(task_id, terminate=True, signal=signal)
+    out({'ok': True})
+
+
+def cmd_many(n, name, timeout):
+    results = [app.send_task(name) for _ in range(int(n))]
+    out({'results': [r.get(timeout=float(timeout)) for r in results]})
+
+
+def cmd_events(node, seconds):
+    """Runs app.events.Receiver (what `celery events` and Flower use) until it has
+    seen NODE's heartbeat and the full life of one task it sends, or time is up."""
+    seen = []
+    sent = {}
+    wanted = {'task-received', 'task-started', 'task-succeeded'}
+
+    def done():
+        types = {e['type'] for e in seen if e.get('uuid') == sent.get('id')}
+        beat = any(e['type'] == 'worker-heartbeat' for e in seen)
+        return beat and wanted <= types
+
+    with app.connection_for_read() as conn:
+        def on_event(event):
+            if event.get('hostname') == node:
+                seen.append(event)
+            if done():
+                recv.should_stop = True
+
+        recv = app.events.Receiver(conn, handlers={'*': on_event})
+
+        def send_task():
+            sent['id'] = app.send_task('proj.add', args=[20, 22]).id
+
+        def give_up():
+            recv.should_stop = True
+
+        threading.Timer(1.0, send_task).start()
+        stopper = threading.Timer(float(seconds), give_up)
+        stopper.start()
+        try:
+            recv.capture(limit=None, timeout=float(seconds), wakeup=True)
+        except Exception:  # socket.timeout after `seconds` of silence
+            pass
+        stopper.cancel()
+    out({'task_id': sent.get('id'), 'events': seen})
+
+
+COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'eta': cmd_eta, 'get': cmd_get, 'chain': cmd_chain,
+            'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events}
+
+if __name__ == '__main__':
+    COMMANDS[sys.argv[1]](*sys.argv[2:])

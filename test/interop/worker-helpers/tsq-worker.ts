@@ -1,0 +1,159 @@
+// Starts a tsq worker (bin/run.js, as a shell script would) for the worker
+// interop, e2e and fuzz tests, and runs Python Celery against it. Every process
+// started here is stopped by its own pid or by the process group it leads.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { resolve } from 'node:path'
+import { PY_DIR, PYTHON, REPO_ROOT, TSQ_BIN, parseJsonOut, run, uniqueNodeName, type RunResult } from '../helpers/python-worker.js'
+
+export const TASKS_MODULE = resolve(REPO_ROOT, 'test/fixtures/tasks/interop-tasks.js')
+
+/** Where Python's worker_app.py sends and the tsq worker consumes. */
+export interface WiEnv {
+  broker: string
+  backend: string
+  queue: string
+}
+
+function pyEnv(env: WiEnv): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PYTHONPATH: PY_DIR,
+    PYTHONDONTWRITEBYTECODE: '1',
+    TSQ_WI_BROKER: env.broker,
+    TSQ_WI_BACKEND: env.backend,
+    TSQ_WI_QUEUE: env.queue,
+  }
+}
+
+/** `python3 -m celery -A worker_app <args>`. */
+export function celery(env: WiEnv, args: readonly string[], timeoutMs = 30_000): Promise<RunResult> {
+  return run(PYTHON, ['-m', 'celery', '-A', 'worker_app', ...args], { cwd: PY_DIR, env: pyEnv(env), timeoutMs })
+}
+
+/** `python3 -m celery ... --json`, parsed; throws with both streams when it fails. */
+export async function celeryJson(env: WiEnv, args: readonly string[], timeoutMs = 30_000): Promise<unknown> {
+  const res = await celery(env, [...args, '--json'], timeoutMs)
+  if (res.code !== 0) throw new Error(`celery ${args.join(' ')} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
+  return parseJsonOut(res, `celery ${args.join(' ')}`)
+}
+
+/** One worker_client.py command, its JSON line parsed. */
+export async function pyClient<T = Record<string, unknown>>(env: WiEnv, args: readonly string[], timeoutMs = 60_000): Promise<T> {
+  const res = await run(PYTHON, [resolve(PY_DIR, 'worker_client.py'), ...args], { cwd: PY_DIR, env: pyEnv(env), timeoutMs })
+  if (res.code !== 0) throw new Error(`worker_client.py ${args.join(' ')} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
+  return parseJsonOut(res, `worker_client.py ${args[0]}`) as T
+}
+
+export interface TsqWorkerOptions {
+  env: WiEnv
+  pool?: 'prefork' | 'threads' | 'solo'
+  concurrency?: number
+  nodename?: string
+  events?: boolean
+  module?: string
+  loglevel?: string
+  extraArgs?: readonly string[]
+  readyTimeoutMs?: number
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms))
+}
+
+export class TsqWorker {
+  private output = ''
+  private exitedFlag = false
+  readonly exited: Promise<number | string | null>
+
+  constructor(readonly nodename: string, private readonly child: ChildProcess, private readonly keepLog: number) {
+    const append = (d: string) => {
+      this.output = (this.output + d).slice(-this.keepLog)
+    }
+    child.stdout?.setEncoding('utf8').on('data', append)
+    child.stderr?.setEncoding('utf8').on('data', append)
+    this.exited = new Promise((r) => {
+      child.once('exit', (code, signal) => {
+        this.exitedFlag = true
+        r(code ?? signal)
+      })
+    })
+  }
+
+  get pid(): number {
+    if (this.child.pid === undefined) throw new Error('worker has no pid')
+    return this.child.pid
+  }
+
+  get hasExited(): boolean {
+    return this.exitedFlag
+  }
+
+  get log(): string {
+    return this.output
+  }
+
+  logTail(chars = 4000): string {
+    return this.output.slice(-chars)
+  }
+
+  private signalGroup(sig: NodeJS.Signals): void {
+    try {
+      process.kill(-this.pid, sig)
+    } catch {
+      /* already gone */
+    }
+  }
+
+  /** Warm shutdown (TERM to the main process only, as an operator would), then KILL the group. Idempotent. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (!this.exitedFlag) {
+      try {
+        process.kill(this.pid, 'SIGTERM')
+      } catch {
+        /* gone */
+      }
+      const done = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)])
+      if (!done) {
+        this.signalGroup('SIGKILL')
+        await Promise.race([this.exited, sleep(5_000)])
+      }
+    }
+    // Pool children must never outlive the test.
+    this.signalGroup('SIGKILL')
+  }
+}
+
+/** Starts `tsq worker` on env.queue and waits until it logs "<node> ready.". */
+export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
+  const nodename = o.nodename ?? uniqueNodeName('tsq')
+  const args = [
+    TSQ_BIN, 'worker', '-A', o.module ?? TASKS_MODULE,
+    '-b', o.env.broker, '--result-backend', o.env.backend,
+    '-n', nodename, '-c', String(o.concurrency ?? 2), '-P', o.pool ?? 'prefork',
+    '-Q', o.env.queue, '-l', o.loglevel ?? 'INFO', '--without-mingle', '--without-gossip',
+    ...(o.events ? ['-E'] : []),
+    ...(o.extraArgs ?? []),
+  ]
+  const child = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  })
+  const worker = new TsqWorker(nodename, child, 4_000_000)
+  const deadline = Date.now() + (o.readyTimeoutMs ?? 30_000)
+  const ready = `${nodename} ready.`
+  try {
+    while (!worker.log.includes(ready)) {
+      if (worker.hasExited) throw new Error('tsq worker exited during start-up')
+      if (Date.now() > deadline) throw new Error('tsq worker did not log "ready." in time')
+      await sleep(50)
+    }
+  } catch (err) {
+    await worker.stop(2_000)
+    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`)
+  }
+  return worker
+}
+
+export { uniqueNodeName }

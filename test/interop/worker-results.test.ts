@@ -1,0 +1,72 @@
+// Issue 3, "Must show": Python Celery 5.2.6 as the client of a tsq worker.
+// add.delay(2, 2).get() on RabbitMQ with rpc:// and on Redis with redis://, a
+// JS exception raised in Python, a Python chain through tsq, an ETA task.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
+import { deleteCeleryQueues } from './helpers/cleanup.js'
+import { pyClient, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
+
+interface Outcome {
+  result?: unknown
+  exc_type?: string
+  exc_message?: string
+  exc_module?: string
+  state?: string
+  eta?: number
+}
+
+const cases = [
+  { kind: 'amqp' as const, broker: AMQP_URL, backend: 'rpc://', pool: 'prefork' as const },
+  { kind: 'redis' as const, broker: REDIS_URL, backend: 'redis://127.0.0.1:6379/1', pool: 'threads' as const },
+]
+
+for (const c of cases) {
+  const skip = await brokerSkipReason(c.kind)
+  describe(`tsq worker serves Python Celery: ${c.kind} broker, ${c.backend} results, ${c.pool} pool`, { skip }, () => {
+    const env: WiEnv = { broker: c.broker, backend: c.backend, queue: uniqueName(`tsq-wi-${c.kind}`) }
+    let worker: TsqWorker | undefined
+
+    before(async () => {
+      worker = await startTsqWorker({ env, pool: c.pool, concurrency: 2 })
+    })
+
+    after(async () => {
+      await worker?.stop()
+      await deleteCeleryQueues(c.kind, c.broker, [env.queue])
+    })
+
+    const withLog = (msg: string) => `${msg}\n--- tsq worker log ---\n${worker?.logTail() ?? ''}`
+
+    it('add.delay(2, 2).get(timeout=10) == 4', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.add', '[2, 2]', '10'])
+      assert.equal(out.result, 4, withLog(JSON.stringify(out)))
+      assert.equal(out.state, 'SUCCESS')
+    })
+
+    it('a JS TypeError makes get() raise TypeError with the message', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.fail', '["boom from js"]', '10'])
+      assert.equal(out.exc_type, 'TypeError', withLog(JSON.stringify(out)))
+      assert.equal(out.exc_message, 'boom from js')
+      assert.equal(out.exc_module, 'builtins')
+    })
+
+    it('a JS error class unknown to Python keeps its name and message', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.quota', '["over quota"]', '10'])
+      assert.equal(out.exc_type, 'QuotaExceeded', withLog(JSON.stringify(out)))
+      assert.equal(out.exc_message, 'over quota')
+    })
+
+    it('spec §1.4: a Python chain add(1,2) | add(3) | mul(10) through tsq returns 60', async () => {
+      const out = await pyClient<Outcome>(env, ['chain', '20'])
+      assert.equal(out.result, 60, withLog(JSON.stringify(out)))
+    })
+
+    it('countdown: the task runs at its ETA, not before', async () => {
+      const out = await pyClient<Outcome>(env, ['eta', '3', '20'])
+      assert.equal(typeof out.result, 'number', withLog(JSON.stringify(out)))
+      // Both clocks are this machine's; the ETA travels as ISO with microseconds.
+      assert.ok((out.result as number) >= (out.eta as number) - 0.01, `ran at ${String(out.result)}, before its ETA ${String(out.eta)}`)
+    })
+  })
+}
