@@ -37,7 +37,7 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
     brokerUrl = input.appBroker
     brokerSource = 'app'
   } else {
-    brokerUrl = defaultFileBrokerUrl()
+    brokerUrl = defaultFileBrokerUrl(env)
     brokerSource = 'default'
   }
   let resultBackend = firstSet(input.resultBackend, env.TSQ_RESULT_BACKEND, env.CELERY_RESULT_BACKEND, input.appResultBackend)

@@ -36,6 +36,7 @@ export class Interval {
     else if (s >= 60) w.second = 0
     else return Math.floor(ms / 1000) * 1000
     const r = resolveWall(this.tz, w)
-    return r.kind === 'gap' ? r.firstValid : r.instants[r.instants.length - 1]!
+    if (r.kind === 'gap') return r.firstValid
+    return r.instants.filter((i) => i <= ms).pop() ?? r.instants[0]!
   }
 }

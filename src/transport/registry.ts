@@ -5,12 +5,12 @@ import type { Transport } from './transport.js'
 import { maskUrl, parseBrokerUrl } from './url.js'
 
 /** The embedded broker's folder when no broker is configured: per user, any working directory. */
-export function defaultFileBrokerDir(): string {
-  return process.env.TSQ_HOME ? join(resolve(process.env.TSQ_HOME), 'broker') : join(homedir(), '.tsq', 'broker')
+export function defaultFileBrokerDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.TSQ_HOME ? join(resolve(env.TSQ_HOME), 'broker') : join(homedir(), '.tsq', 'broker')
 }
 
-export function defaultFileBrokerUrl(): string {
-  return `file://${defaultFileBrokerDir()}`
+export function defaultFileBrokerUrl(env: NodeJS.ProcessEnv = process.env): string {
+  return `file://${defaultFileBrokerDir(env)}`
 }
 
 const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'file', 'filesystem'] as const

@@ -1,0 +1,176 @@
+// A periodic entry and its stored form. The JSON is RedBeat's (spec §8.6) in
+// both stores, so an entry RedBeat wrote is read here and one written here is
+// valid RedBeat JSON.
+import { Crontab, type CrontabSpec } from './crontab.js'
+import { Interval } from './interval.js'
+import { resolveWall } from './timezone.js'
+
+export type Schedule = Interval | Crontab
+
+export type ScheduleJson =
+  | { __type__: 'interval'; every: number; relative: boolean }
+  | ({ __type__: 'crontab' } & CrontabSpec)
+
+/** apply_async options beat passes on (spec §8.1). */
+export interface EntryOptions {
+  queue?: string
+  exchange?: string
+  routing_key?: string
+  priority?: number
+  /** Seconds after sending, or an ISO date. */
+  expires?: number | string
+  headers?: Record<string, unknown>
+  [key: string]: unknown
+}
+
+export interface EntryDefinition {
+  name: string
+  task: string
+  args: unknown[]
+  kwargs: Record<string, unknown>
+  options: EntryOptions
+  schedule: ScheduleJson
+  enabled: boolean
+}
+
+export interface EntryMeta {
+  /** Epoch ms; null means never run (RedBeat: year 1, always due). */
+  lastRunAt: number | null
+  totalRunCount: number
+}
+
+export interface Entry {
+  definition: EntryDefinition
+  meta: EntryMeta
+}
+
+export class EntryError extends Error {
+  readonly code = 'USAGE'
+}
+
+export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
+  if (json.__type__ === 'interval') return new Interval(Number(json.every), Boolean(json.relative), tz)
+  if (json.__type__ === 'crontab') return new Crontab(json, tz)
+  throw new EntryError(`unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval and crontab)`)
+}
+
+export function describeSchedule(json: ScheduleJson): string {
+  if (json.__type__ === 'interval') return `every ${json.every}s${json.relative ? ' (relative)' : ''}`
+  return `cron ${json.minute} ${json.hour} ${json.day_of_month} ${json.month_of_year} ${json.day_of_week}`
+}
+
+export function intervalJson(every: number, relative = false): ScheduleJson {
+  return { __type__: 'interval', every: Number(every), relative }
+}
+
+export function crontabJson(expr: string): ScheduleJson {
+  const c = Crontab.fromExpression(expr)
+  return { __type__: 'crontab', ...c.spec }
+}
+
+// RedBeat's datetime: wall fields plus a zone name, or a UTC offset in seconds.
+interface DatetimeJson {
+  __type__: 'datetime'
+  year: number
+  month: number
+  day: number
+  hour: number
+  minute: number
+  second: number
+  microsecond: number
+  timezone: string | number | null
+}
+
+export function encodeDatetime(ms: number): DatetimeJson {
+  const d = new Date(ms)
+  return {
+    __type__: 'datetime',
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
+    microsecond: d.getUTCMilliseconds() * 1000,
+    timezone: 0.0,
+  }
+}
+
+export function decodeDatetime(v: unknown): number | null {
+  if (!v || typeof v !== 'object' || (v as DatetimeJson).__type__ !== 'datetime') return null
+  const d = v as DatetimeJson
+  const wall = { year: d.year, month: d.month, day: d.day, hour: d.hour, minute: d.minute, second: d.second }
+  const frac = Math.floor((d.microsecond ?? 0) / 1000)
+  if (typeof d.timezone === 'number') return Date.UTC(d.year, d.month - 1, d.day, d.hour, d.minute, d.second) + frac - d.timezone * 1000
+  const tz = typeof d.timezone === 'string' && d.timezone ? d.timezone : 'UTC'
+  const r = resolveWall(tz, wall)
+  return (r.kind === 'gap' ? r.firstValid : r.instants[0]!) + frac
+}
+
+export function encodeDefinition(d: EntryDefinition): string {
+  // Key order as RedBeat writes it.
+  return JSON.stringify({ name: d.name, task: d.task, args: d.args, kwargs: d.kwargs, options: d.options, schedule: d.schedule, enabled: d.enabled })
+}
+
+export function decodeDefinition(raw: string): EntryDefinition {
+  const d = JSON.parse(raw) as Partial<EntryDefinition>
+  if (typeof d.name !== 'string' || typeof d.task !== 'string' || !d.schedule) throw new EntryError(`malformed entry definition: ${raw.slice(0, 120)}`)
+  return {
+    name: d.name,
+    task: d.task,
+    args: Array.isArray(d.args) ? d.args : [],
+    kwargs: d.kwargs && typeof d.kwargs === 'object' ? d.kwargs : {},
+    options: d.options && typeof d.options === 'object' ? d.options : {},
+    schedule: d.schedule,
+    enabled: d.enabled !== false,
+  }
+}
+
+export function encodeMeta(m: EntryMeta): string {
+  return JSON.stringify({ last_run_at: m.lastRunAt === null ? null : encodeDatetime(m.lastRunAt), total_run_count: m.totalRunCount })
+}
+
+export function decodeMeta(raw: string | null | undefined): EntryMeta {
+  if (!raw) return { lastRunAt: null, totalRunCount: 0 }
+  const m = JSON.parse(raw) as { last_run_at?: unknown; total_run_count?: unknown }
+  return { lastRunAt: decodeDatetime(m.last_run_at), totalRunCount: typeof m.total_run_count === 'number' ? m.total_run_count : 0 }
+}
+
+/**
+ * An app's `beatSchedule` entry, in Celery's config shape:
+ * `{task, schedule: seconds | {every, relative} | {cron: 'm h dom mon dow'} | crontab fields, args, kwargs, options, relative}`.
+ */
+export function definitionFromConfig(name: string, raw: unknown): EntryDefinition {
+  if (!raw || typeof raw !== 'object') throw new EntryError(`beatSchedule.${name}: expected an object`)
+  const r = raw as Record<string, unknown>
+  if (typeof r.task !== 'string') throw new EntryError(`beatSchedule.${name}: task must be a string`)
+  const s = r.schedule
+  let schedule: ScheduleJson
+  if (typeof s === 'number') schedule = intervalJson(s, r.relative === true)
+  else if (typeof s === 'string') schedule = crontabJson(s)
+  else if (s && typeof s === 'object') {
+    const o = s as Record<string, unknown>
+    if (typeof o.every === 'number') schedule = intervalJson(o.every, o.relative === true || r.relative === true)
+    else if (typeof o.cron === 'string') schedule = crontabJson(o.cron)
+    else if (o.__type__ === 'interval' || o.__type__ === 'crontab') schedule = o as unknown as ScheduleJson
+    else {
+      const f = (k: string) => (o[k] === undefined ? '*' : String(o[k]))
+      schedule = { __type__: 'crontab', minute: f('minute'), hour: f('hour'), day_of_week: f('day_of_week'), day_of_month: f('day_of_month'), month_of_year: f('month_of_year') }
+    }
+  } else throw new EntryError(`beatSchedule.${name}: schedule must be seconds, {every}, {cron} or crontab fields`)
+  scheduleOf(schedule, 'UTC')
+  return {
+    name,
+    task: r.task,
+    args: Array.isArray(r.args) ? r.args : [],
+    kwargs: r.kwargs && typeof r.kwargs === 'object' ? (r.kwargs as Record<string, unknown>) : {},
+    options: r.options && typeof r.options === 'object' ? (r.options as EntryOptions) : {},
+    schedule,
+    enabled: r.enabled !== false,
+  }
+}
+
+/** Celery compares entries on task, args, kwargs, options and schedule. */
+export function sameDefinition(a: EntryDefinition, b: EntryDefinition): boolean {
+  return encodeDefinition({ ...a, name: '', enabled: true }) === encodeDefinition({ ...b, name: '', enabled: true }) && a.enabled === b.enabled
+}
