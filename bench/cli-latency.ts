@@ -3,9 +3,10 @@
 //                          both against one Python Celery worker this bench starts;
 //   cli-start:             `tsq --version` vs `node -e 0` (Node's own floor).
 // Usage: node --import tsx bench/cli-latency.ts [--repeats N] [--warmup N] [--broker amqp|redis] [--json]
-// Needs `npm run build` first (it runs bin/run.js as a shell script would).
+// Needs `npm run build` first (it runs bin/run.js as a shell script would;
+// TSQ_INTEROP_TSQ_BIN=<path>/bin/run.js measures another build).
 import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { AMQP_URL, REDIS_URL, brokerAvailable, uniqueName } from '../test/helpers/brokers.js'
 import { deleteCeleryQueues } from '../test/interop/helpers/cleanup.js'
@@ -75,7 +76,7 @@ async function pingFigure(broker: Broker): Promise<Figure | undefined> {
 }
 
 async function main(): Promise<void> {
-  if (!existsSync(resolve(REPO_ROOT, 'dist'))) {
+  if (!existsSync(resolve(dirname(TSQ_BIN), '../dist'))) {
     process.stderr.write('bench: dist/ is missing; run `npm run build` first\n')
     process.exitCode = 64
     return

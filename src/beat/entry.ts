@@ -64,8 +64,9 @@ export function intervalJson(every: number, relative = false): ScheduleJson {
 }
 
 export function crontabJson(expr: string): ScheduleJson {
-  const c = Crontab.fromExpression(expr)
-  return { __type__: 'crontab', ...c.spec }
+  const { minute, hour, day_of_week, day_of_month, month_of_year } = Crontab.fromExpression(expr).spec
+  // RedBeat's field order.
+  return { __type__: 'crontab', minute, hour, day_of_week, day_of_month, month_of_year }
 }
 
 // RedBeat's datetime: wall fields plus a zone name, or a UTC offset in seconds.

@@ -32,6 +32,8 @@ export default class WorkerCommand extends TsqCommand<void> {
     'soft-time-limit': Flags.string({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.' }),
     'max-tasks-per-child': Flags.integer({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
     'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
+    'soft-shutdown-timeout': Flags.string({ description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).', default: '0' }),
+    'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
     workdir: Flags.string({ description: 'Change to this directory before starting.' }),
   }
@@ -80,6 +82,8 @@ export default class WorkerCommand extends TsqCommand<void> {
       timeLimit: seconds('time-limit', flags['time-limit']),
       softTimeLimit: seconds('soft-time-limit', flags['soft-time-limit']),
       maxTasksPerChild: flags['max-tasks-per-child'],
+      softShutdownTimeout: seconds('soft-shutdown-timeout', flags['soft-shutdown-timeout']) ?? 0,
+      softShutdownOnIdle: flags['enable-soft-shutdown-on-idle'],
       acksLate: !flags['early-ack'],
       quiet: flags.quiet,
       version: this.config.version,

@@ -4,9 +4,6 @@ import { hostFormat, multiExpand, nodeSplit } from '../protocol/index.js'
 import { MultiUsageError } from './errors.js'
 import { mergeOptions, type OptionMap, type ParsedArgs } from './option-parser.js'
 
-/** Options that belong to multi itself and never reach a worker. */
-export const MULTI_OPTIONS = ['--cmd', '--append', '--hostname', '-n', '--prefix', '--suffix', '--range-prefix'] as const
-
 export interface NodeSpec {
   /** Full node name, `celery1@host`. */
   name: string

@@ -15,12 +15,22 @@ export function readPidfile(path: string): number | null {
   return Number.isInteger(pid) && pid > 0 ? pid : null
 }
 
+/** Alive and not a zombie: a worker whose parent is gone stays a zombie where pid 1 does not reap. */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+  return !isZombie(pid)
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
+  } catch {
+    return false
   }
 }
 

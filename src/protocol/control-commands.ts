@@ -1,3 +1,5 @@
+import { PyFloat } from './py-types.js'
+
 // Celery 5.2.6's remote-control command table (celery/worker/control.py,
 // `Panel.meta`), read from the installed Python sources. The CLI uses it to type
 // positional arguments exactly as `celery inspect|control` does.
@@ -86,7 +88,8 @@ function convert(method: string, name: string, type: ControlArgType, raw: string
     case 'float': {
       const n = Number(raw)
       if (raw.trim() === '' || Number.isNaN(n)) throw new ControlArgumentError(`${method}: argument ${name} must be a number, got ${JSON.stringify(raw)}`)
-      return n
+      // Python's float('5') is 5.0 on the wire, and workers echo it back as such.
+      return new PyFloat(n)
     }
   }
 }

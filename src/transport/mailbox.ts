@@ -6,6 +6,7 @@ import {
   decodeControlRequest,
   encodeControlReply,
   encodeControlRequest,
+  loads,
   matchesDestination,
   type ControlRequest,
 } from '../protocol/index.js'
@@ -158,7 +159,8 @@ export class MailboxClient {
     // Replies for another ticket belong to an earlier request on this oid.
     if (headers.ticket !== undefined && headers.ticket !== ticket) return undefined
     try {
-      const body: unknown = JSON.parse(delivery.body.toString('utf8'))
+      // kombu JSON: Python writes Infinity/NaN bare (e.g. result_backend_max_retries in `conf`).
+      const body: unknown = loads(delivery.body.toString('utf8'))
       if (body && typeof body === 'object' && !Array.isArray(body)) return body as NodeReply
     } catch {
       // A malformed reply from a foreign node is dropped, not fatal.

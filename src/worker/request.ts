@@ -5,8 +5,12 @@ import type { Delivery } from '../transport/index.js'
 export class Request {
   timeStart: number | null = null
   workerPid: number | null = null
+  /** The pool process running it, looked up when asked: the slot is chosen after run() returns. */
+  pidProbe: (() => number | undefined) | null = null
   acknowledged = false
   settled = false
+  /** Handed back to the broker by a cold shutdown: its outcome is not recorded. */
+  restored = false
 
   constructor(
     readonly message: TaskRequest,
@@ -43,7 +47,7 @@ export class Request {
         priority: this.delivery.properties.priority ?? 0,
         redelivered: this.delivery.redelivered,
       },
-      worker_pid: this.workerPid,
+      worker_pid: this.pidProbe?.() ?? this.workerPid,
     }
   }
 

@@ -1,5 +1,6 @@
 // What `tsq worker` does between parsing flags and exiting: load the module,
 // print the banner, start the worker, turn signals into shutdown phases.
+import { spawn } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { banner } from './banner.js'
@@ -7,6 +8,7 @@ import { loadApp, resolveAppModule } from './load-app.js'
 import { Logger, parseLevel } from './logger.js'
 import { acquirePidfile } from './pidfile.js'
 import type { PoolKind } from './pools/pool.js'
+import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { Worker } from './worker.js'
 
 export interface RunWorkerOptions {
@@ -31,6 +33,8 @@ export interface RunWorkerOptions {
   timeLimit: number | null
   softTimeLimit: number | null
   maxTasksPerChild: number | undefined
+  softShutdownTimeout: number
+  softShutdownOnIdle: boolean
   acksLate: boolean
   quiet: boolean
   version: string
@@ -67,6 +71,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     acksLate: o.acksLate,
     logfile: o.logfileTemplate,
     maxTasksPerChild: o.maxTasksPerChild,
+    softShutdownTimeout: o.softShutdownTimeout,
+    softShutdownOnIdle: o.softShutdownOnIdle,
     log,
   })
   if (!o.quiet) {
@@ -85,7 +91,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
       }) + '\n',
     )
   }
-  installSignals(worker, log)
+  installSignals(worker, log, o, releasePidfile)
   try {
     await worker.start()
   } catch (error) {
@@ -98,27 +104,80 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   return 0
 }
 
-/** TERM and the first INT: warm; QUIT and INT during warm: cold; INT during cold: hard. */
-function installSignals(worker: Worker, log: Logger): void {
-  const remap = process.env.REMAP_SIGTERM === 'SIGQUIT'
-  const warm = (signal: string) => {
-    if (worker.state === 'WARM_SHUTDOWN' || worker.state === 'COLD_SHUTDOWN') return false
-    log.console(`\nworker: Warm shutdown (MainProcess)${signal === 'SIGINT' ? '\nworker: Hitting Ctrl+C again will terminate all running tasks!' : ''}`)
-    void worker.shutdown('warm', signal)
-    return true
-  }
-  const cold = (signal: string) => {
-    if (worker.state === 'COLD_SHUTDOWN') return
-    log.console('\nworker: Cold shutdown (MainProcess)')
-    void worker.shutdown('cold', signal)
-  }
-  process.on('SIGTERM', () => (remap ? cold('SIGTERM') : warm('SIGTERM')))
-  process.on('SIGQUIT', () => cold('SIGQUIT'))
-  process.on('SIGINT', () => {
-    if (worker.state === 'COLD_SHUTDOWN') {
-      log.console('worker: Hard shutdown (MainProcess)')
-      process.exit(1)
+/** Signals → intents (signals.ts); the console says what the next Ctrl-C will do. */
+function installSignals(worker: Worker, log: Logger, o: RunWorkerOptions, releasePidfile: () => void): void {
+  const ctx: SignalContext = { remapSigterm: process.env.REMAP_SIGTERM === 'SIGQUIT', softEnabled: o.softShutdownTimeout > 0 }
+  const handle = (signal: NodeJS.Signals) => {
+    const intent = intentFor(signal, worker.state, ctx)
+    switch (intent) {
+      case 'warm':
+        log.console(`\nworker: Warm shutdown (MainProcess)`)
+        if (signal === 'SIGINT') log.console(nextCtrlCHint('warm', ctx))
+        void worker.shutdown('warm', signal)
+        return
+      case 'soft':
+        if (signal === 'SIGINT') log.console(nextCtrlCHint('soft', ctx))
+        void worker.shutdown('soft', signal)
+        return
+      case 'cold':
+        log.console('\nworker: Cold shutdown (MainProcess)')
+        if (signal === 'SIGINT') log.console(nextCtrlCHint('cold', ctx))
+        void worker.shutdown('cold', signal)
+        return
+      case 'cancel-tasks':
+        log.console('worker: Cancelling running tasks; the soft shutdown window still runs out')
+        worker.cancelTasksKeepWindow()
+        return
+      case 'hard':
+        log.console('worker: Hard shutdown (MainProcess)')
+        process.exit(1)
+      // falls through (unreachable): process.exit never returns
+      case 'restart':
+        if (!process.env.TSQ_DETACHED) {
+          log.warning('Restarting with HUP is only supported for a detached worker (-D); ignoring SIGHUP')
+          return
+        }
+        log.warning('Restarting worker (SIGHUP)')
+        void worker.shutdown('warm', signal).then(() => {
+          releasePidfile()
+          restartInPlace()
+        })
+        return
+      case 'dump':
+        log.console(dumpSlots(worker))
+        return
+      case 'debugger':
+        void openInspector().then((url) => log.console(`worker: Node inspector listening on ${url}`))
+        return
+      case 'ignore':
+        return
     }
-    if (!warm('SIGINT')) cold('SIGINT')
-  })
+  }
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const) process.on(signal, () => handle(signal))
+}
+
+/** USR1: what each pool slot is doing right now. */
+function dumpSlots(worker: Worker): string {
+  const runner = worker.runnerForSignals
+  const lines = ['worker: Pool slots (USR1):']
+  for (const slot of worker.poolForSignals?.slots() ?? []) {
+    const request = slot.taskId ? runner?.active.get(slot.taskId) : undefined
+    const where = request ? `${request.name}[${request.id}] args=${request.message.argsrepr} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s` : 'idle'
+    lines.push(`  #${slot.index} pid ${slot.pid}: ${where}`)
+  }
+  lines.push(`  reserved: ${runner?.reserved.length ?? 0}, scheduled: ${runner?.scheduled.size ?? 0}`)
+  return lines.join('\n')
+}
+
+async function openInspector(): Promise<string> {
+  const inspector = await import('node:inspector')
+  if (!inspector.url()) inspector.open(0, '127.0.0.1', false)
+  return inspector.url() ?? 'unavailable'
+}
+
+/** HUP when detached: the same command again, in a new session, then this process leaves. */
+function restartInPlace(): void {
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: 'ignore', env: process.env })
+  child.unref()
+  process.exit(0)
 }

@@ -15,6 +15,7 @@ import type { EncodedException, Job, Outcome } from './pools/jobs.js'
 import type { Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
 import { Request } from './request.js'
+import { inflateSync } from 'node:zlib'
 
 /** Bodies past this are rejected unread: no task needs 64 MiB of arguments. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -57,7 +58,7 @@ export class TaskRunner {
     let message: TaskRequest
     try {
       if (delivery.body.length > MAX_BODY_BYTES) throw new Error(`body of ${delivery.body.length} bytes exceeds ${MAX_BODY_BYTES}`)
-      message = decodeTaskMessage({ headers: delivery.properties.headers, body: delivery.body, contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
+      message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
     } catch (error) {
       this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
       await delivery.reject({ requeue: false }).catch(() => undefined)
@@ -210,8 +211,7 @@ export class TaskRunner {
     let outcome: Outcome
     try {
       const running = this.o.pool.run(job, limits.hard)
-      const slot = this.o.pool.slots().find((s) => s.taskId === m.id)
-      if (slot) request.workerPid = slot.pid
+      request.pidProbe = () => this.o.pool.slots().find((s) => s.taskId === m.id)?.pid
       outcome = await running
     } catch (error) {
       outcome = { status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 }
@@ -235,6 +235,10 @@ export class TaskRunner {
 
   private async finish(request: Request, outcome: Outcome): Promise<void> {
     const m = request.message
+    if (request.restored) {
+      this.o.events.sendTask('task-cancelled', { uuid: m.id })
+      return
+    }
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
     switch (outcome.status) {
       case 'success': {
@@ -373,6 +377,13 @@ export class TaskRunner {
 
   // ---- shutdown --------------------------------------------------------
 
+  /** Cold shutdown: the running requests are handed back, not finished; their outcomes are ignored. */
+  restoreActive(): Request[] {
+    const running = [...this.active.values()].filter((r) => !r.restored)
+    for (const r of running) r.restored = true
+    return running
+  }
+
   /** Hands back what was fetched but not started: scheduled (ETA) and reserved. */
   async releaseUnstarted(): Promise<number> {
     const held = [...this.scheduled.values()].map((s) => {
@@ -391,6 +402,24 @@ export class TaskRunner {
     if (this.active.size === 0 && this.reserved.length === 0) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
+}
+
+/**
+ * kombu's `compression` header (task_compression): 'application/x-gzip' and
+ * 'zlib' are zlib streams. A body that does not inflate, or a codec we lack,
+ * is unreadable, so the message is rejected instead of run as if plain.
+ */
+function decompress(delivery: Delivery): Buffer {
+  const codec = delivery.properties.headers?.compression
+  if (codec === undefined || codec === null) return delivery.body
+  if (codec === 'application/x-gzip' || codec === 'zlib') {
+    try {
+      return inflateSync(delivery.body, { maxOutputLength: MAX_BODY_BYTES })
+    } catch (error) {
+      throw new Error(`cannot decompress body (${String(codec)}): ${(error as Error).message}`)
+    }
+  }
+  throw new Error(`unsupported compression ${JSON.stringify(codec)}`)
 }
 
 function excRepr(exc: EncodedException): string {

@@ -21,6 +21,7 @@ export const WorkerStates = {
   STARTING: 'STARTING',
   RUNNING: 'RUNNING',
   WARM_SHUTDOWN: 'WARM_SHUTDOWN',
+  SOFT_SHUTDOWN: 'SOFT_SHUTDOWN',
   COLD_SHUTDOWN: 'COLD_SHUTDOWN',
   STOPPED: 'STOPPED',
 } as const
@@ -28,9 +29,10 @@ export type WorkerState = keyof typeof WorkerStates
 
 const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
   CREATED: ['STARTING', 'STOPPED'],
-  STARTING: ['RUNNING', 'WARM_SHUTDOWN', 'COLD_SHUTDOWN', 'STOPPED'],
-  RUNNING: ['WARM_SHUTDOWN', 'COLD_SHUTDOWN'],
-  WARM_SHUTDOWN: ['COLD_SHUTDOWN', 'STOPPED'],
+  STARTING: ['RUNNING', 'WARM_SHUTDOWN', 'SOFT_SHUTDOWN', 'COLD_SHUTDOWN', 'STOPPED'],
+  RUNNING: ['WARM_SHUTDOWN', 'SOFT_SHUTDOWN', 'COLD_SHUTDOWN'],
+  WARM_SHUTDOWN: ['SOFT_SHUTDOWN', 'COLD_SHUTDOWN', 'STOPPED'],
+  SOFT_SHUTDOWN: ['COLD_SHUTDOWN', 'STOPPED'],
   COLD_SHUTDOWN: ['STOPPED'],
   STOPPED: [],
 }
@@ -56,6 +58,10 @@ export interface WorkerOptions {
   acksLate: boolean
   logfile: string | null
   maxTasksPerChild: number | undefined
+  /** worker_soft_shutdown_timeout, seconds; 0 disables the soft phase. */
+  softShutdownTimeout: number
+  /** worker_enable_soft_shutdown_on_idle. */
+  softShutdownOnIdle: boolean
   log: Logger
 }
 
@@ -274,41 +280,71 @@ export class Worker {
     ].join('\n')
   }
 
-  /** Warm: stop consuming, hand back what has not started, finish what runs. Cold: kill and restore. */
-  shutdown(mode: 'warm' | 'cold', cause: string): Promise<void> {
-    if (mode === 'cold' && this.state === 'WARM_SHUTDOWN') {
-      this.transitionTo('COLD_SHUTDOWN', cause)
-      void this.coldStop()
+  /**
+   * Warm: stop consuming, hand back what has not started, let running tasks finish.
+   * Soft: the same within --soft-shutdown-timeout, then cold. Cold: cancel the
+   * running tasks and restore their messages. Each call may only escalate.
+   */
+  shutdown(mode: 'warm' | 'soft' | 'cold', cause: string): Promise<void> {
+    if (this.state === 'STOPPED') return this.stopped
+    if (this.state === 'CREATED') {
+      this.transitionTo('STOPPED', cause)
+      this.resolveStopped()
       return this.stopped
     }
-    if (this.stopping) return this.stopping
-    this.stopping = (async () => {
-      if (this.state === 'CREATED') {
-        this.transitionTo('STOPPED', cause)
-        this.resolveStopped()
-        return
-      }
-      this.transitionTo(mode === 'warm' ? 'WARM_SHUTDOWN' : 'COLD_SHUTDOWN', cause)
-      await this.cancelTaskConsumers()
-      const handedBack = await this.runner?.releaseUnstarted()
-      if (handedBack) this.o.log.info(`Returned ${handedBack} prefetched message(s) to the broker`)
-      if (mode === 'cold') await this.coldStop()
-      else await this.runner?.idle()
-      await this.finalStop()
-    })()
+    if (mode === 'soft') {
+      const idle = !this.runner || (this.runner.active.size === 0 && this.runner.scheduled.size === 0)
+      if (this.o.softShutdownTimeout <= 0 || (idle && !this.o.softShutdownOnIdle)) mode = 'cold'
+    }
+    const target: WorkerState = mode === 'warm' ? 'WARM_SHUTDOWN' : mode === 'soft' ? 'SOFT_SHUTDOWN' : 'COLD_SHUTDOWN'
+    if (!TRANSITIONS[this.state].includes(target)) return this.stopping ?? this.stopped
+    this.transitionTo(target, cause)
+    if (mode === 'soft') {
+      this.softDeadline = Date.now() + this.o.softShutdownTimeout * 1000
+      this.o.log.console(`worker: Initiating Soft Shutdown, terminating in ${this.o.softShutdownTimeout} seconds`)
+      this.softTimer = setTimeout(() => void this.shutdown('cold', 'soft shutdown timeout'), this.o.softShutdownTimeout * 1000)
+    }
+    if (mode === 'cold') {
+      if (this.softTimer) clearTimeout(this.softTimer)
+      void this.cancelRunningTasks()
+    }
+    this.stopping ??= this.stopSequence()
     return this.stopping
+  }
+
+  /** QUIT during soft shutdown: the tasks go, the soft window still runs out. */
+  cancelTasksKeepWindow(): void {
+    this.cancelledDuringSoft = true
+    void this.cancelRunningTasks()
+  }
+
+  private softTimer: NodeJS.Timeout | undefined
+  private softDeadline = 0
+  private cancelledDuringSoft = false
+
+  private async stopSequence(): Promise<void> {
+    await this.cancelTaskConsumers()
+    const handedBack = await this.runner?.releaseUnstarted()
+    if (handedBack) this.o.log.info(`Returned ${handedBack} prefetched message(s) to the broker`)
+    await this.runner?.idle()
+    if (this.state === 'SOFT_SHUTDOWN' && (this.o.softShutdownOnIdle || this.cancelledDuringSoft)) {
+      const left = this.softDeadline - Date.now()
+      if (left > 0) await new Promise((r) => setTimeout(r, left))
+    }
+    if (this.softTimer) clearTimeout(this.softTimer)
+    await this.finalStop()
   }
 
   private async cancelTaskConsumers(): Promise<void> {
     for (const name of [...this.consumers.keys()]) await this.cancelConsumer(name).catch(() => undefined)
   }
 
-  private async coldStop(): Promise<void> {
-    const running = this.runner ? [...this.runner.active.values()] : []
+  /** Cold: running tasks are killed and their messages go back to the queue. */
+  private async cancelRunningTasks(): Promise<void> {
+    const running = this.runner ? this.runner.restoreActive() : []
     if (running.length) this.o.log.console(`Restoring ${running.length} unacknowledged message(s)`)
-    for (const r of running) await r.reject(true).catch(() => undefined)
-    await this.pool?.close({ cold: true }).catch(() => undefined)
-    await this.finalStop()
+    await Promise.all(running.map((r) => r.reject(true).catch(() => undefined)))
+    for (const r of running) this.pool.terminate(r.id, 'SIGKILL')
   }
 
   private finalized = false

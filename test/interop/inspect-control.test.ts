@@ -8,8 +8,11 @@ import { registerBehaviourCases } from './helpers/behaviour-suite.js'
 import { registerCompareCases } from './helpers/compare-suite.js'
 import { InteropContext } from './helpers/context.js'
 
+// TSQ_INTEROP_BROKERS=redis (or amqp) runs one broker only.
+const only = process.env.TSQ_INTEROP_BROKERS?.split(',')
+
 for (const kind of ['amqp', 'redis'] as const) {
-  const skip = await brokerSkipReason(kind)
+  const skip = only && !only.includes(kind) ? `not in TSQ_INTEROP_BROKERS=${only.join(',')}` : await brokerSkipReason(kind)
   describe(`interop with celery 5.2.6 worker on ${kind}`, { skip }, () => {
     const x = new InteropContext(kind)
     before(() => x.setUp(), { timeout: 60_000 })

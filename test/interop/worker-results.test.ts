@@ -44,6 +44,11 @@ for (const c of cases) {
       assert.equal(out.state, 'SUCCESS')
     })
 
+    it('task_compression gzip (kombu zlib): the body is inflated before decoding', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.add', '[20, 22]', '10', 'gzip'])
+      assert.equal(out.result, 42, withLog(JSON.stringify(out)))
+    })
+
     it('a JS TypeError makes get() raise TypeError with the message', async () => {
       const out = await pyClient<Outcome>(env, ['delay', 'proj.fail', '["boom from js"]', '10'])
       assert.equal(out.exc_type, 'TypeError', withLog(JSON.stringify(out)))
@@ -55,6 +60,12 @@ for (const c of cases) {
       const out = await pyClient<Outcome>(env, ['delay', 'proj.quota', '["over quota"]', '10'])
       assert.equal(out.exc_type, 'QuotaExceeded', withLog(JSON.stringify(out)))
       assert.equal(out.exc_message, 'over quota')
+    })
+
+    it('an unknown task fails as in Celery: get() raises NotRegistered', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.nope', '[]', '10'])
+      assert.equal(out.exc_type, 'NotRegistered', withLog(JSON.stringify(out)))
+      assert.match(out.exc_message ?? '', /proj\.nope/)
     })
 
     it('spec §1.4: a Python chain add(1,2) | add(3) | mul(10) through tsq returns 60', async () => {

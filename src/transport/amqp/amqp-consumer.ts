@@ -38,7 +38,8 @@ export class AmqpConsumer implements Consumer {
   ) {
     consumerSeq += 1
     this.queue = queue
-    this.tag = `tsq-${process.pid}-${consumerSeq}-${queue}`
+    // Not the queue name: consumer tags are AMQP short strings (255 bytes), as queue names can be.
+    this.tag = `tsq-${process.pid}-${consumerSeq}`
     this.prefetch = options.prefetch ?? 0
     this.noAck = options.noAck ?? false
   }
@@ -59,7 +60,12 @@ export class AmqpConsumer implements Consumer {
     this.conn = conn
     const channel = await conn.createChannel()
     channel.on('error', () => undefined)
-    channel.on('close', () => this.onChannelClosed(conn, channel, generation))
+    // Only a channel that was consuming is restarted when it fails; a failed
+    // start is the caller's error to handle.
+    let established = false
+    channel.on('close', () => {
+      if (established) this.onChannelClosed(conn, channel, generation)
+    })
     this.channel = channel
     try {
       // global=true: with one consumer per channel it is exactly per-consumer,
@@ -69,6 +75,7 @@ export class AmqpConsumer implements Consumer {
         noAck: this.noAck,
         consumerTag: this.tag,
       })
+      established = true
     } catch (err) {
       this.channel = null
       await channel.close().catch(() => undefined)

@@ -68,7 +68,19 @@ export class BrpopLoop {
     if (this.blockedOn !== undefined && this.clientId !== undefined) {
       await this.control.client('UNBLOCK', this.clientId).catch(() => undefined)
     }
-    await this.running
+    let timer: NodeJS.Timeout | undefined
+    const settled = await Promise.race([
+      (this.running ?? Promise.resolve()).then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), (BRPOP_TIMEOUT_SECONDS + 1) * 1000)
+      }),
+    ])
+    clearTimeout(timer)
+    // A BRPOP parked while the broker is unreachable would wait forever: drop it.
+    if (!settled) {
+      this.conn.disconnect()
+      await this.running
+    }
     this.conn.off('ready', this.onReady)
   }
 

@@ -32,7 +32,8 @@ export function createConnection(
     connectTimeout: options.connectTimeoutMs,
     // The blocking and pub/sub connections wait for reconnection instead of failing their one command.
     maxRetriesPerRequest: role === 'cmd' ? 10 : null,
-    autoResendUnfulfilledCommands: role !== 'brpop',
+    // A BRPOP cut by a drop is sent again after the reconnect (otherwise its promise never settles).
+    autoResendUnfulfilledCommands: true,
     // No retries until the first connect worked, so an unreachable broker is reported at once.
     retryStrategy: (times) => (everReady && !closing ? Math.min(100 * times, 2000) : null),
   })

@@ -1,7 +1,9 @@
 // Fanout on Redis is pub/sub (spec §4.5): one subscriber connection per transport
 // PSUBSCRIBEs `/{db}.<exchange>[/<key>]` for every consuming fanout queue. Nothing
 // is stored, so a queue hears only what is published while it listens.
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import type { Consumer } from '../transport.js'
 
 export interface FanoutListener {
   readonly patterns: readonly string[]
@@ -56,4 +58,32 @@ export class FanoutHub {
     this.sub.off('pmessage', this.onMessage)
     this.byPattern.clear()
   }
+}
+
+/** A consumer of a fanout-bound queue: a set of patterns on the hub, nothing in Redis lists. */
+export class FanoutConsumer implements Consumer, FanoutListener {
+  readonly tag = randomUUID()
+  private active = true
+
+  constructor(
+    readonly queue: string,
+    readonly patterns: readonly string[],
+    private readonly hub: FanoutHub,
+    private readonly onMessage: (raw: string, queue: string) => void,
+    private readonly onCancel: (consumer: FanoutConsumer) => void,
+  ) {}
+
+  deliver(raw: string): void {
+    if (this.active) this.onMessage(raw, this.queue)
+  }
+
+  async cancel(): Promise<void> {
+    if (!this.active) return
+    this.active = false
+    this.onCancel(this)
+    await this.hub.remove(this)
+  }
+
+  /** Prefetch means nothing here: pub/sub deliveries are never acked. */
+  async setPrefetch(): Promise<void> {}
 }

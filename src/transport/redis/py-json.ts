@@ -46,8 +46,9 @@ export function pyFloatRepr(x: number): string {
 }
 
 function formatNumber(n: number): string {
-  // JS cannot tell 2 from 2.0; integral values are written as Python ints.
-  if (Number.isInteger(n)) return Math.abs(n) < 1e21 ? String(n === 0 ? 0 : n) : BigInt(n).toString()
+  // JS cannot tell 2 from 2.0: safe integers are written as Python ints; past 2**53
+  // an integral value most likely came from a float, so it keeps float form.
+  if (Number.isSafeInteger(n)) return String(n === 0 ? 0 : n)
   return pyFloatRepr(n)
 }
 

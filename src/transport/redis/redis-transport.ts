@@ -2,7 +2,7 @@
 // worker or client shares queues, bindings, pidbox and unacked keys with tsq.
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import type { ChainableCommander, Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { TransportClosedError } from '../errors.js'
 import type {
   CloseOptions,
@@ -17,12 +17,14 @@ import type {
   TransportEvents,
 } from '../transport.js'
 import { maskUrl } from '../url.js'
+import { execChecked } from './batch.js'
+import { AckTracker } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
 import { classifyRedisError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
-import { makeDelivery, onceSettler } from './deliveries.js'
+import { makeDelivery } from './deliveries.js'
 import { buildEnvelope, parseEnvelope, serializeEnvelope } from './envelope.js'
-import { FanoutHub } from './fanout.js'
+import { FanoutConsumer, FanoutHub } from './fanout.js'
 import { allListKeys, fanoutPrefix, listKey, priorityStep, publishChannel, queueOfListKey, subscribePatterns } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
@@ -30,21 +32,6 @@ import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 
 export type { RedisTransportOptions } from './options.js'
-
-/** Runs a MULTI or pipeline and surfaces the first per-command error. */
-async function execChecked(batch: ChainableCommander): Promise<unknown[]> {
-  const results = await batch.exec()
-  if (!results) throw new Error('transaction aborted')
-  return results.map(([error, value]) => {
-    if (error) throw error
-    return value
-  })
-}
-
-interface Outstanding {
-  tag: string
-  consumer: ListConsumer
-}
 
 let instances = 0
 
@@ -74,8 +61,8 @@ export class RedisTransport implements Transport {
   private hub: Promise<FanoutHub> | undefined
   private subConn: Redis | undefined
   private readonly consumers = new ConsumerSet()
-  private readonly fanoutConsumers = new Set<Consumer & { close(): Promise<void> }>()
-  private readonly outstanding = new Set<Outstanding>()
+  private readonly fanoutConsumers = new Set<FanoutConsumer>()
+  private acks: AckTracker | undefined
   private readonly autoDelete = new Set<string>()
   private restoreTimer: NodeJS.Timeout | undefined
   private restoring = false
@@ -139,6 +126,13 @@ export class RedisTransport implements Transport {
       this.cmd = conn
       this.router = new Router(conn)
       this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.router!.lookup(exchange, routingKey))
+      this.acks = new AckTracker(this.unacked, {
+        assertOpen: () => {
+          if (this.state === 'closed') throw this.closedError()
+        },
+        settled: () => void this.loop?.then((loop) => loop.nudge()),
+        classify: (error, where) => classifyRedisError(error, where, this.displayUrl),
+      })
       this.state = 'open'
     })()
     return this.connecting
@@ -261,32 +255,16 @@ export class RedisTransport implements Transport {
   ): Promise<Consumer> {
     const hub = await this.ensureHub()
     const patterns = [...new Set(bindings.flatMap((b) => subscribePatterns(this.prefix, b.exchange, b.routingKey)))]
-    let active = true
-    const listener = {
-      patterns,
-      deliver: (raw: string) => {
-        if (!active) return
-        try {
-          // Pub/sub cannot redeliver, so fanout deliveries are always noAck.
-          this.dispatch(handler, makeDelivery(parseEnvelope(raw), queue))
-        } catch (error) {
-          this.emitError(error)
-        }
-      },
+    const onMessage = (raw: string, q: string): void => {
+      try {
+        // Pub/sub cannot redeliver, so fanout deliveries are always noAck.
+        this.dispatch(handler, makeDelivery(parseEnvelope(raw), q))
+      } catch (error) {
+        this.emitError(error)
+      }
     }
-    const consumer = {
-      queue,
-      tag: randomUUID(),
-      cancel: async () => {
-        if (!active) return
-        active = false
-        this.fanoutConsumers.delete(consumer)
-        await hub.remove(listener)
-      },
-      close: async () => consumer.cancel(),
-      setPrefetch: async () => undefined,
-    }
-    await this.guard(`subscribe ${queue}`, () => hub.add(listener))
+    const consumer = new FanoutConsumer(queue, patterns, hub, onMessage, (c) => this.fanoutConsumers.delete(c))
+    await this.guard(`subscribe ${queue}`, () => hub.add(consumer))
     this.fanoutConsumers.add(consumer)
     return consumer
   }
@@ -353,34 +331,15 @@ export class RedisTransport implements Transport {
       return
     }
     const tag = envelope.properties.delivery_tag
-    const record: Outstanding = { tag, consumer }
     const info = envelope.properties.delivery_info
-    consumer.inFlight += 1
-    this.outstanding.add(record)
+    let settler
     try {
-      await this.unacked!.add(tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''))
+      settler = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''))
     } catch (error) {
-      consumer.inFlight -= 1
-      this.outstanding.delete(record)
       await cmd.rpush(key, raw).catch(() => undefined)
-      this.emitError(classifyRedisError(error, `record unacked ${tag}`, this.displayUrl))
+      this.emitError(error)
       return
     }
-    const settler = onceSettler(async (what) => {
-      if (this.state === 'closed') throw this.closedError()
-      const unacked = this.unacked!
-      this.outstanding.delete(record)
-      consumer.inFlight -= 1
-      try {
-        if (what === true) await unacked.restore(tag, { leftmost: true })
-        else await unacked.remove(tag)
-      } catch (error) {
-        this.outstanding.add(record)
-        consumer.inFlight += 1
-        throw classifyRedisError(error, what === 'ack' ? `ack ${tag}` : `reject ${tag}`, this.displayUrl)
-      }
-      void this.loop?.then((loop) => loop.nudge())
-    })
     this.dispatch(consumer.handler, makeDelivery(envelope, queue, settler))
   }
 
@@ -421,16 +380,12 @@ export class RedisTransport implements Transport {
       consumer.cancelled = true
       this.consumers.remove(consumer)
     }
-    for (const consumer of [...this.fanoutConsumers]) await consumer.close().catch(() => undefined)
+    for (const consumer of [...this.fanoutConsumers]) await consumer.cancel().catch(() => undefined)
     const loop = await this.loop?.catch(() => undefined)
     await loop?.stop()
     if (wasOpen && this.cmd) {
-      const unacked = this.unacked!
-      if (requeueUnacked) {
-        // kombu restores at channel close with RPUSH: these go to the head of their queues.
-        for (const record of this.outstanding) await unacked.restore(record.tag, { leftmost: false }).catch(() => undefined)
-      }
-      this.outstanding.clear()
+      if (requeueUnacked) await this.acks!.restoreAll()
+      else this.acks!.forget()
       for (const queue of this.autoDelete) {
         if (!this.router!.fanoutBindings.has(queue)) continue
         const batch = this.cmd.multi()

@@ -31,6 +31,8 @@ export interface SlotPoolOptions {
 export abstract class SlotPool implements Pool {
   abstract readonly kind: PoolKind
   private readonly slots_ = new Map<number, Slot>()
+  /** Slots promised to a run() that has not set slot.job yet: without this two concurrent runs can pick the same slot, and one task is never run. */
+  private readonly claimed = new Set<Slot>()
   private closing = false
   size: number
 
@@ -104,6 +106,7 @@ export abstract class SlotPool implements Pool {
 
   async run(job: Job, timeLimit: number | null): Promise<Outcome> {
     const slot = await this.idleSlot()
+    this.claimed.delete(slot)
     return new Promise<Outcome>((settle) => {
       slot.job = { job, since: Date.now(), settle }
       if (timeLimit && timeLimit > 0) {
@@ -122,13 +125,16 @@ export abstract class SlotPool implements Pool {
   private async idleSlot(): Promise<Slot> {
     for (let attempt = 0; ; attempt++) {
       for (const slot of this.slots_.values()) {
-        if (slot.job || slot.retiring) continue
+        if (slot.job || slot.retiring || this.claimed.has(slot)) continue
         try {
           await slot.ready
         } catch {
           continue
         }
-        if (!slot.job && this.slots_.get(slot.index) === slot) return slot
+        if (!slot.job && !this.claimed.has(slot) && this.slots_.get(slot.index) === slot) {
+          this.claimed.add(slot)
+          return slot
+        }
       }
       if (this.closing) throw new Error('pool is closing')
       // A slot being replaced (after a kill) comes back within moments.

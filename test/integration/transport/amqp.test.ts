@@ -111,6 +111,15 @@ describe('amqp specifics', { skip }, () => {
     assert.equal(await t.purge(q), 1)
   })
 
+  it('consuming from a missing queue is a 404 BrokerRequestError', { timeout: 20_000 }, async () => {
+    const t = await transport()
+    await assert.rejects(t.consume(uniqueName('tsq-no-such-queue'), () => undefined), (err: unknown) => {
+      assert.ok(err instanceof BrokerRequestError)
+      assert.equal(err.code, 'NOT_FOUND')
+      return true
+    })
+  })
+
   it("an exclusive queue held by another connection is RESOURCE_LOCKED (beat's mutex)", { timeout: 20_000 }, async () => {
     const a = await transport()
     const b = await transport()

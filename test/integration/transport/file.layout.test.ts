@@ -3,7 +3,7 @@
 // handing claims back on close. Crash cases with child processes are in
 // file.crash.test.ts.
 import assert from 'node:assert/strict'
-import { readFile, readdir, stat } from 'node:fs/promises'
+import { readFile, readdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { waitFor } from '../../helpers/brokers.js'
@@ -103,15 +103,20 @@ describe('file transport layout', () => {
 
   it('[x-message-ttl] drops messages older than the TTL at claim time', async (t) => {
     const tr = await openTransport(t, await brokerDir(t))
-    await tr.declareQueue(queueSpec('ttl', { 'x-message-ttl': 50 }))
+    // Generous TTLs: the fresh messages must be claimed within them even on a loaded machine.
+    await tr.declareQueue(queueSpec('ttl', { 'x-message-ttl': 500 }))
+    await tr.declareQueue(queueSpec('exp'))
     await tr.publish('', 'ttl', message('stale'))
-    await tr.publish('', 'ttl', message('stale-by-expiration', { expiration: '10' }))
-    await sleep(150)
-    const c = await collect(tr, 'ttl')
+    await tr.publish('', 'exp', message('stale-by-expiration', { expiration: '100' }))
+    await tr.publish('', 'exp', message('no-expiration'))
+    await sleep(700)
+    const ttl = await collect(tr, 'ttl')
+    const exp = await collect(tr, 'exp')
     await tr.publish('', 'ttl', message('fresh'))
-    await waitFor(() => c.received.length >= 1, { what: 'the fresh message' })
+    await waitFor(() => ttl.received.length >= 1 && exp.received.length >= 1, { what: 'the fresh messages' })
     await sleep(100)
-    assert.deepEqual(c.bodies(), ['fresh'])
+    assert.deepEqual(ttl.bodies(), ['fresh'])
+    assert.deepEqual(exp.bodies(), ['no-expiration'])
   })
 
   it('[x-expires] a queue nobody uses is deleted by whichever process sweeps', async (t) => {
@@ -209,10 +214,14 @@ describe('file transport layout', () => {
 })
 
 describe('file transport errors', () => {
-  it('an unusable broker folder is a connection error naming the folder', async () => {
+  it('an unusable broker folder is a connection error naming the folder', async (t) => {
     const { FileTransport } = await import('../../../src/transport/file/file-transport.js')
-    const tr = new FileTransport('/proc/tsq-cannot-create-this')
-    await assert.rejects(tr.connect(), (err: Error & { code?: string }) => err.code === 'BROKER_UNREACHABLE' && err.message.includes('/proc/tsq-cannot-create-this'))
+    // A folder below a plain file cannot exist (ENOTDIR). Not /proc: Node 20's recursive mkdir spins there.
+    const file = join(await brokerDir(t), 'plain-file')
+    await writeFile(file, '')
+    const bad = join(file, 'broker')
+    const tr = new FileTransport(bad)
+    await assert.rejects(tr.connect(), (err: Error & { code?: string }) => err.code === 'BROKER_UNREACHABLE' && err.message.includes(bad))
     await tr.close()
   })
 

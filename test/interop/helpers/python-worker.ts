@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url'
 export const PYTHON = '/usr/bin/python3'
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 export const PY_DIR = resolve(REPO_ROOT, 'test/interop/py')
-export const TSQ_BIN = resolve(REPO_ROOT, 'bin/run.js')
+/** TSQ_INTEROP_TSQ_BIN points at another build (e.g. a snapshot while dist/ is being rebuilt). */
+export const TSQ_BIN = process.env.TSQ_INTEROP_TSQ_BIN ?? resolve(REPO_ROOT, 'bin/run.js')
 
 /** Where the peer app (test/interop/py/tasks.py) sends tasks and stores results. */
 export interface PeerEnv {

@@ -14,7 +14,8 @@ from celery import Celery
 app = Celery(
     'proj',
     broker=os.environ.get('TSQ_WI_BROKER', 'redis://127.0.0.1:6379/0'),
-    backend=os.environ.get('TSQ_WI_BACKEND', 'redis://127.0.0.1:6379/1'),
+    # An empty TSQ_WI_BACKEND means no result backend (the throughput bench).
+    backend=os.environ.get('TSQ_WI_BACKEND', 'redis://127.0.0.1:6379/1') or None,
 )
 
 _queue = os.environ.get('TSQ_WI_QUEUE')

@@ -1,10 +1,12 @@
 """Python Celery as the client of a tsq worker; one JSON line per command.
 
 usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
-  worker_client.py delay NAME ARGS_JSON TIMEOUT      -> {"result"} or {"exc_type","exc_message","exc_module"}
+  worker_client.py delay NAME ARGS_JSON TIMEOUT [COMPRESSION] -> {"result"} or {"exc_type","exc_message","exc_module"}
   worker_client.py send NAME ARGS_JSON [COUNTDOWN]   -> {"id", "eta"}   (eta: unix seconds or null)
+  worker_client.py send_batch SPECS_JSON             -> {"ids"}; SPECS: [[name, args, countdown|null], ...]
   worker_client.py eta COUNTDOWN TIMEOUT            -> {"eta", "result"}: proj.now's clock when it ran
   worker_client.py get ID TIMEOUT                    -> {"state","result","exc_type","exc_message"}
+  worker_client.py collect IDS_JSON TIMEOUT          -> {"items": [{"id","state","result"}]}
   worker_client.py chain TIMEOUT                     -> {"result"} of add(1,2) | add(3) | mul(10)
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
@@ -32,8 +34,9 @@ def outcome(res, timeout):
                 'exc_module': type(exc).__module__}
 
 
-def cmd_delay(name, args_json, timeout):
-    res = app.send_task(name, args=json.loads(args_json))
+def cmd_delay(name, args_json, timeout, compression=None):
+    opts = {'compression': compression} if compression else {}
+    res = app.send_task(name, args=json.loads(args_json), **opts)
     o = outcome(res, float(timeout))
     o['state'] = res.state
     out(o)
@@ -47,6 +50,15 @@ def cmd_send(name, args_json, countdown=None):
         eta = time.time() + float(countdown)
     res = app.send_task(name, args=json.loads(args_json), **opts)
     out({'id': res.id, 'eta': eta})
+
+
+def cmd_send_batch(specs_json):
+    """[[name, args, countdown|null], ...] sent in order, in one process."""
+    ids = []
+    for name, args, countdown in json.loads(specs_json):
+        opts = {'countdown': countdown} if countdown else {}
+        ids.append(app.send_task(name, args=args, **opts).id)
+    out({'ids': ids})
 
 
 def cmd_eta(countdown, timeout):
@@ -73,9 +85,22 @@ def cmd_get(task_id, timeout):
     out(o)
 
 
+def cmd_collect(ids_json, timeout):
+    """States and results of many ids, waiting (bounded) until all are ready."""
+    results = [app.AsyncResult(i) for i in json.loads(ids_json)]
+    deadline = time.monotonic() + float(timeout)
+    while not all(r.ready() for r in results) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    out({'items': [{'id': r.id, 'state': r.state,
+                    'result': r.result if r.state == 'SUCCESS' else None} for r in results]})
+
+
 def cmd_chain(timeout):
-    add = app.signature('proj.add')
-    mul = app.signature('proj.mul')
+    # Celery sends each next link to the *worker's* default queue unless the
+    # signature names one, so a chain on a non-default queue names it.
+    queue = app.conf.task_default_queue
+    add = app.signature('proj.add', queue=queue)
+    mul = app.signature('proj.mul', queue=queue)
     res = chain(add.clone(args=(1, 2)), add.clone(args=(3,)), mul.clone(args=(10,))).apply_async()
     out(outcome(res, float(timeout)))
 
@@ -99,7 +124,9 @@ def cmd_events(node, seconds):
 
     def done():
         types = {e['type'] for e in seen if e.get('uuid') == sent.get('id')}
-        beat = any(e['type'] == 'worker-heartbeat' for e in seen)
+        # The periodic kind: the reply to the receiver's wake-up `heartbeat`
+        # broadcast has only freq and sw_* (spec 5.3).
+        beat = any(e['type'] == 'worker-heartbeat' and 'active' in e for e in seen)
         return beat and wanted <= types
 
     with app.connection_for_read() as conn:
@@ -128,7 +155,7 @@ def cmd_events(node, seconds):
     out({'task_id': sent.get('id'), 'events': seen})
 
 
-COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'eta': cmd_eta, 'get': cmd_get, 'chain': cmd_chain,
+COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events}
 
 if __name__ == '__main__':

@@ -34,7 +34,9 @@ export function celery(env: WiEnv, args: readonly string[], timeoutMs = 30_000):
 export async function celeryJson(env: WiEnv, args: readonly string[], timeoutMs = 30_000): Promise<unknown> {
   const res = await celery(env, [...args, '--json'], timeoutMs)
   if (res.code !== 0) throw new Error(`celery ${args.join(' ')} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
-  return parseJsonOut(res, `celery ${args.join(' ')}`)
+  // `celery status --json` adds "N nodes online." after the document.
+  const firstLine = res.stdout.trimStart().split('\n')[0] ?? ''
+  return parseJsonOut({ ...res, stdout: firstLine }, `celery ${args.join(' ')}`)
 }
 
 /** One worker_client.py command, its JSON line parsed. */
@@ -54,6 +56,8 @@ export interface TsqWorkerOptions {
   loglevel?: string
   extraArgs?: readonly string[]
   readyTimeoutMs?: number
+  /** How much of the worker's output to keep (the tail), for tests that read the whole log. */
+  keepLogChars?: number
 }
 
 function sleep(ms: number): Promise<void> {
@@ -140,7 +144,7 @@ export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
-  const worker = new TsqWorker(nodename, child, 4_000_000)
+  const worker = new TsqWorker(nodename, child, o.keepLogChars ?? 4_000_000)
   const deadline = Date.now() + (o.readyTimeoutMs ?? 30_000)
   const ready = `${nodename} ready.`
   try {

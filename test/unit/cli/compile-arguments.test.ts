@@ -1,12 +1,12 @@
 // celery/bin/control.py::_compile_arguments, typed from Panel.meta of 5.2.6.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { compileArguments, CONTROL_COMMANDS, visibleCommands } from '../../../src/protocol/index.js'
+import { compileArguments, CONTROL_COMMANDS, PyFloat, visibleCommands } from '../../../src/protocol/index.js'
 
 describe('spec §3.5: CLI positional arguments are typed as Celery types them', () => {
   it('typed arguments', () => {
     assert.deepEqual(compileArguments('rate_limit', ['proj.add', '10/m']), { task_name: 'proj.add', rate_limit: '10/m' })
-    assert.deepEqual(compileArguments('time_limit', ['proj.add', '5', '10.5']), { task_name: 'proj.add', soft: 5, hard: 10.5 })
+    assert.deepEqual(compileArguments('time_limit', ['proj.add', '5', '10.5']), { task_name: 'proj.add', soft: new PyFloat(5), hard: new PyFloat(10.5) })
     assert.deepEqual(compileArguments('pool_grow', ['3']), { n: 3 })
     assert.deepEqual(compileArguments('autoscale', ['10', '2']), { max: 10, min: 2 })
     assert.deepEqual(compileArguments('conf', ['yes']), { with_defaults: true })

@@ -23,6 +23,21 @@ export const WAIT_MS = 15_000
 /** How long to keep listening when checking that something does NOT arrive. */
 export const QUIET_MS = 500
 
+const CLEANUP_MS = 10_000
+
+/** True if the promise settles (either way) within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+  })
+  try {
+    return await Promise.race([promise.then(() => true, () => true), deadline])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 export class ConformanceContext {
   private transports: Transport[] = []
   private queues: string[] = []
@@ -60,15 +75,21 @@ export class ConformanceContext {
     this.queues = []
     this.transports = []
     // Close first: a live consumer whose queue vanishes would declare it again.
-    for (const t of transports) await t.close().catch(() => undefined)
-    if (queues.length === 0) return
-    const sweeper = await this.factory()
-    try {
-      await sweeper.connect()
-      for (const q of queues) await sweeper.deleteQueue(q).catch(() => undefined)
-    } finally {
-      await sweeper.close().catch(() => undefined)
+    const hung: string[] = []
+    for (const t of transports) {
+      if (!(await settlesWithin(t.close(), CLEANUP_MS))) hung.push(`close() of ${t.displayUrl}`)
     }
+    if (queues.length > 0) {
+      const sweeper = await this.factory()
+      const sweep = async (): Promise<void> => {
+        await sweeper.connect()
+        for (const q of queues) await sweeper.deleteQueue(q).catch(() => undefined)
+      }
+      if (!(await settlesWithin(sweep(), CLEANUP_MS))) hung.push(`deleting ${queues.length} queue(s)`)
+      if (!(await settlesWithin(sweeper.close(), CLEANUP_MS))) hung.push('close() of the sweeper')
+    }
+    // A hung close is a conformance failure in itself, but must not hang the run.
+    if (hung.length > 0) throw new Error(`${this.suite}: cleanup did not finish within ${CLEANUP_MS} ms: ${hung.join('; ')}`)
   }
 }
 

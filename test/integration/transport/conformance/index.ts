@@ -18,7 +18,7 @@ export type { ConformanceOptions } from './context.js'
 export function describeTransportConformance(name: string, factory: () => Promise<Transport>, opts: ConformanceOptions): void {
   describe(`${name} transport conformance`, { skip: opts.skip ?? false }, () => {
     const ctx = new ConformanceContext(name, factory, opts)
-    afterEach(() => ctx.cleanup())
+    afterEach(() => ctx.cleanup(), { timeout: 60_000 })
     describe('basic', () => basicCases(ctx))
     describe('ack and reject', () => ackRejectCases(ctx))
     describe('prefetch', () => prefetchCases(ctx))

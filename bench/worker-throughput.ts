@@ -1,0 +1,383 @@
+// Noop tasks per second drained from a pre-filled queue, on RabbitMQ and Redis:
+// tsq (each pool) beside Python Celery 5.2.6's worker (prefork, threads, solo)
+// and a plain amqplib / ioredis consumer (the broker's limit on this machine),
+// all from one run; plus each worker's RSS (whole process tree) idle and after.
+//
+//   npm run build && node --import tsx bench/worker-throughput.ts [--tasks 20000] [--broker amqp --broker redis] [--only tsq-solo,celery-prefork] [--json]
+//
+// Method per contender: fill queue Q with N protocol-v2 `proj.noop` messages;
+// start the worker on an empty queue, wait until it answers ping, read its
+// idle RSS, then `control add_consumer Q`. The rate is the messages consumed
+// between the first drop in Q's depth and the poll that sees Q empty, over that
+// time: start-up is not counted, and no worker logs per task (-l WARNING).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { readFileSync, readdirSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import amqplib from 'amqplib'
+import { Redis } from 'ioredis'
+import { encodeTaskV2 } from '../src/protocol/index.js'
+import { benchEnv, formatEnv } from './lib/env.js'
+
+const ROOT = resolve(import.meta.dirname, '..')
+const TSQ_BIN = resolve(ROOT, 'bin/run.js')
+const NOOP_MODULE = resolve(ROOT, 'test/fixtures/tasks/noop-tasks.js')
+const PY_DIR = resolve(ROOT, 'test/interop/py')
+const PYTHON = '/usr/bin/python3'
+const URLS = { amqp: 'amqp://guest:guest@127.0.0.1:5672//', redis: 'redis://127.0.0.1:6379/0' } as const
+type Kind = keyof typeof URLS
+
+interface Contender {
+  name: string
+  label: string
+  side: 'tsq' | 'celery' | 'raw'
+  /** argv for the worker; none for the plain consumer. */
+  argv?: (kind: Kind, node: string, idleQueue: string) => { cmd: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }
+}
+
+const tsqWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
+  cmd: process.execPath,
+  args: [TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip'],
+  cwd: ROOT,
+  env: { ...process.env, NO_COLOR: '1' },
+})
+
+const celeryWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
+  cmd: PYTHON,
+  args: ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip'],
+  cwd: PY_DIR,
+  env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: URLS[kind], TSQ_WI_BACKEND: '' },
+})
+
+const CONTENDERS: Contender[] = [
+  { name: 'raw', label: 'plain consumer', side: 'raw' },
+  { name: 'tsq-solo', label: 'tsq solo -c 8', side: 'tsq', argv: tsqWorker('solo', 8) },
+  { name: 'tsq-threads', label: 'tsq threads -c 4', side: 'tsq', argv: tsqWorker('threads', 4) },
+  { name: 'tsq-prefork', label: 'tsq prefork -c 2', side: 'tsq', argv: tsqWorker('prefork', 2) },
+  { name: 'celery-prefork', label: 'celery prefork -c 2', side: 'celery', argv: celeryWorker('prefork', 2) },
+  { name: 'celery-threads', label: 'celery threads -c 8', side: 'celery', argv: celeryWorker('threads', 8) },
+  { name: 'celery-solo', label: 'celery solo', side: 'celery', argv: celeryWorker('solo', 1) },
+]
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+// ---- broker side: fill, depth, clean up -----------------------------------
+
+function noopMessages(n: number, queue: string): { body: Buffer; headers: Record<string, unknown>; id: string; replyTo: string }[] {
+  return Array.from({ length: n }, () => {
+    const m = encodeTaskV2('proj.noop', { origin: `gen${process.pid}@${hostname()}` })
+    void queue
+    return { body: Buffer.from(m.body, 'utf8'), headers: m.headers, id: m.properties.correlationId, replyTo: m.properties.replyTo }
+  })
+}
+
+interface Broker {
+  fill(queue: string, n: number): Promise<void>
+  depth(queue: string): Promise<number>
+  remove(queues: string[]): Promise<void>
+  close(): Promise<void>
+}
+
+async function amqpBroker(): Promise<Broker> {
+  const conn = await amqplib.connect(URLS.amqp)
+  const ch = await conn.createConfirmChannel()
+  const probe = await conn.createChannel()
+  return {
+    async fill(queue, n) {
+      // As Celery declares a task queue, so the worker's own declare matches.
+      await ch.assertExchange(queue, 'direct', { durable: true })
+      await ch.assertQueue(queue, { durable: true })
+      await ch.bindQueue(queue, queue, queue)
+      for (const m of noopMessages(n, queue)) {
+        const ok = ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, replyTo: m.replyTo, deliveryMode: 2, priority: 0 })
+        if (!ok) await new Promise((r) => ch.once('drain', r))
+      }
+      await ch.waitForConfirms()
+    },
+    async depth(queue) {
+      return (await probe.checkQueue(queue)).messageCount
+    },
+    async remove(queues) {
+      for (const q of queues) {
+        const c = await conn.createChannel()
+        c.on('error', () => undefined)
+        await c.deleteQueue(q).catch(() => undefined)
+        await c.deleteExchange(q).catch(() => undefined)
+        await c.close().catch(() => undefined)
+      }
+    },
+    async close() {
+      await conn.close()
+    },
+  }
+}
+
+async function redisBroker(): Promise<Broker> {
+  const redis = new Redis(URLS.redis)
+  return {
+    async fill(queue, n) {
+      const all = noopMessages(n, queue)
+      for (let i = 0; i < all.length; i += 1000) {
+        const pipe = redis.pipeline()
+        for (const m of all.slice(i, i + 1000)) {
+          // kombu's envelope (spec §4.2).
+          const envelope = {
+            body: m.body.toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: m.headers,
+            properties: { correlation_id: m.id, reply_to: m.replyTo, delivery_mode: 2, delivery_info: { exchange: '', routing_key: queue }, priority: 0, body_encoding: 'base64', delivery_tag: randomUUID() },
+          }
+          pipe.lpush(queue, JSON.stringify(envelope))
+        }
+        await pipe.exec()
+      }
+    },
+    async depth(queue) {
+      return redis.llen(queue)
+    },
+    async remove(queues) {
+      const keys = queues.flatMap((q) => [q, `${q}\x06\x163`, `${q}\x06\x166`, `${q}\x06\x169`, `_kombu.binding.${q}`])
+      if (keys.length) await redis.del(...keys)
+    },
+    async close() {
+      redis.disconnect()
+    },
+  }
+}
+
+// ---- the plain consumers (the broker's limit) ------------------------------
+
+async function rawAmqp(queue: string, n: number): Promise<number> {
+  const conn = await amqplib.connect(URLS.amqp)
+  try {
+    const ch = await conn.createChannel()
+    await ch.prefetch(32)
+    let got = 0
+    let start = 0
+    let end = 0
+    await new Promise<void>((done) => {
+      void ch.consume(queue, (msg) => {
+        if (!msg) return
+        if (got === 0) start = performance.now()
+        JSON.parse(msg.content.toString('utf8'))
+        ch.ack(msg)
+        got += 1
+        if (got === n) {
+          end = performance.now()
+          done()
+        }
+      })
+    })
+    return ((n - 1) * 1000) / (end - start)
+  } finally {
+    await conn.close()
+  }
+}
+
+/** BRPOP + kombu's unacked bookkeeping (hset/zadd, then hdel/zrem at ack), 4 loops. */
+async function rawRedis(queue: string, n: number): Promise<number> {
+  const loops = 4
+  const clients = Array.from({ length: loops }, () => new Redis(URLS.redis))
+  let got = 0
+  let start = 0
+  try {
+    await Promise.all(
+      clients.map(async (r) => {
+        const unacked = `tsq-bench-unacked-${process.pid}`
+        while (got < n) {
+          const res = await r.brpop(queue, 1)
+          if (!res) continue
+          if (got === 0) start = performance.now()
+          const tag = randomUUID()
+          await r.multi().zadd(`${unacked}_index`, Date.now() / 1000, tag).hset(unacked, tag, res[1]).exec()
+          const env = JSON.parse(res[1]) as { body: string }
+          JSON.parse(Buffer.from(env.body, 'base64').toString('utf8'))
+          await r.multi().zrem(`${unacked}_index`, tag).hdel(unacked, tag).exec()
+          got += 1
+        }
+      }),
+    )
+    return ((n - 1) * 1000) / (performance.now() - start)
+  } finally {
+    for (const r of clients) r.disconnect()
+  }
+}
+
+// ---- worker processes ------------------------------------------------------
+
+/** RSS in MiB of pid and all its descendants (pool children). */
+function treeRssMb(root: number): number {
+  const parent = new Map<number, number>()
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
+    } catch {
+      /* gone */
+    }
+  }
+  const tree = new Set([root])
+  for (let grew = true; grew; ) {
+    grew = false
+    for (const [pid, ppid] of parent) if (tree.has(ppid) && !tree.has(pid)) (tree.add(pid), (grew = true))
+  }
+  let kb = 0
+  for (const pid of tree) {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+      kb += Number(m?.[1] ?? 0)
+    } catch {
+      /* gone */
+    }
+  }
+  return kb / 1024
+}
+
+function tsqCli(args: string[], timeoutMs = 30_000): Promise<number | null> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [TSQ_BIN, ...args], { cwd: ROOT, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } })
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    child.once('close', (code) => {
+      clearTimeout(timer)
+      done(code)
+    })
+  })
+}
+
+async function stopWorker(child: ChildProcess): Promise<void> {
+  const pid = child.pid as number
+  const exited = new Promise((r) => child.once('exit', r))
+  if (child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(pid, 'SIGTERM')
+    } catch {
+      /* gone */
+    }
+    await Promise.race([exited, sleep(15_000)])
+  }
+  try {
+    process.kill(-pid, 'SIGKILL')
+  } catch {
+    /* group gone */
+  }
+}
+
+interface Result {
+  broker: Kind
+  name: string
+  label: string
+  side: Contender['side']
+  perSecond: number
+  rssIdleMb: number | null
+  rssAfterMb: number | null
+}
+
+async function runContender(kind: Kind, broker: Broker, c: Contender, n: number): Promise<Result> {
+  const queue = `tsq-bench-tp-${process.pid}-${c.name}-${kind}`
+  const idleQueue = `${queue}-idle`
+  await broker.remove([queue, idleQueue])
+  await broker.fill(queue, n)
+  try {
+    if (!c.argv) {
+      const perSecond = kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
+      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null }
+    }
+    const node = `bench-${c.name}-${process.pid}@${hostname()}`
+    const spec = c.argv(kind, node, idleQueue)
+    const child = spawn(spec.cmd, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    let stderr = ''
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)))
+    try {
+      const deadline = Date.now() + 60_000
+      while ((await tsqCli(['inspect', 'ping', '-d', node, '-b', URLS[kind], '-t', '2', '--json'])) !== 0) {
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${c.label} did not start: ${stderr}`)
+      }
+      await sleep(1000)
+      const rssIdleMb = treeRssMb(child.pid as number)
+      const added = tsqCli(['control', 'add_consumer', queue, '-d', node, '-b', URLS[kind], '-t', '5', '--json'])
+      // Poll the depth: the clock starts at the first message taken.
+      let start = 0
+      let startDepth = n
+      let end = 0
+      const limit = Date.now() + 600_000
+      for (;;) {
+        const d = await broker.depth(queue)
+        const now = performance.now()
+        if (!start && d < n) {
+          start = now
+          startDepth = d
+        }
+        if (start && d === 0) {
+          end = now
+          break
+        }
+        if (Date.now() > limit || child.exitCode !== null) throw new Error(`${c.label} did not drain the queue (depth ${d}): ${stderr}`)
+        await sleep(start ? 10 : 5)
+      }
+      await added
+      await sleep(1000)
+      const rssAfterMb = treeRssMb(child.pid as number)
+      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond: (startDepth * 1000) / (end - start), rssIdleMb, rssAfterMb }
+    } finally {
+      await stopWorker(child)
+    }
+  } finally {
+    await broker.remove([queue, idleQueue])
+  }
+}
+
+// ---- main ------------------------------------------------------------------
+
+const { values } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '20000' },
+    broker: { type: 'string', multiple: true },
+    only: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+})
+const n = Number(values.tasks)
+const kinds = (values.broker ?? ['amqp', 'redis']) as Kind[]
+const only = values.only ? new Set(values.only.split(',')) : null
+const contenders = CONTENDERS.filter((c) => !only || only.has(c.name))
+const say = (line: string) => (values.json ? process.stderr : process.stdout).write(`${line}\n`)
+const env = benchEnv(PYTHON)
+say(`# worker-throughput  ${formatEnv(env)}  tasks=${n}`)
+
+const results: Result[] = []
+for (const kind of kinds) {
+  let broker: Broker
+  try {
+    broker = kind === 'amqp' ? await amqpBroker() : await redisBroker()
+  } catch (error) {
+    say(`${kind}: broker not reachable on 127.0.0.1, skipped (${(error as Error).message})`)
+    continue
+  }
+  try {
+    for (const c of contenders) {
+      try {
+        const r = await runContender(kind, broker, c, n)
+        results.push(r)
+        const rss = r.rssIdleMb === null ? '' : `  rss idle=${r.rssIdleMb.toFixed(1)}MB after=${(r.rssAfterMb ?? 0).toFixed(1)}MB`
+        say(`${kind}  ${r.label.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} tasks/s${rss}`)
+      } catch (error) {
+        say(`${kind}  ${c.label.padEnd(22)} FAILED: ${(error as Error).message.split('\n')[0]}`)
+      }
+    }
+  } finally {
+    await broker.close()
+  }
+  const mine = results.filter((r) => r.broker === kind)
+  const best = (side: Result['side']) => mine.filter((r) => r.side === side).sort((a, b) => b.perSecond - a.perSecond)[0]
+  const [t, p, raw] = [best('tsq'), best('celery'), best('raw')]
+  if (t && p) {
+    const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
+    say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
+    const rssOf = (side: Result['side']) => mine.filter((r) => r.side === side && r.rssAfterMb !== null)
+    const maxRss = (rs: Result[]) => Math.max(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
+    const minRss = (rs: Result[]) => Math.min(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
+    say(`worker-rss-${kind}  tsq best-pool=${Math.max(t.rssIdleMb ?? 0, t.rssAfterMb ?? 0).toFixed(1)}MB (all pools ${minRss(rssOf('tsq')).toFixed(1)}-${maxRss(rssOf('tsq')).toFixed(1)}MB)  celery=${minRss(rssOf('celery')).toFixed(1)}-${maxRss(rssOf('celery')).toFixed(1)}MB`)
+  }
+}
+if (values.json) process.stdout.write(`${JSON.stringify({ env, tasks: n, results })}\n`)

@@ -1,0 +1,190 @@
+// The embedded store: one JSON file (`-s/--schedule`), so a fresh machine runs
+// beat with no server and last run times survive a restart. Entries use the
+// same RedBeat JSON as the Redis store. Every read-modify-write holds a lock
+// file, so `tsq schedule` and several beats on one machine can share it.
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
+import type { BeatStore, DueBatch, ReserveOutcome, ReserveRequest } from './store.js'
+
+export const DEFAULT_SCHEDULE_FILE = 'tsq-beat-schedule.json'
+
+interface FileShape {
+  version: 1
+  statics: string[]
+  entries: Record<string, { definition: unknown; meta: unknown }>
+}
+
+const STALE_LOCK_MS = 10_000
+
+export class FileStoreError extends Error {
+  readonly code = 'CANT_CREATE'
+}
+
+export class FileStore implements BeatStore {
+  readonly kind = 'file' as const
+  readonly location: string
+  private cache: { mtimeMs: number; size: number; data: FileShape } | null = null
+
+  constructor(
+    readonly path: string,
+    private readonly tz = 'UTC',
+  ) {
+    this.path = resolve(path)
+    this.location = this.path
+  }
+
+  private read(): FileShape {
+    if (!existsSync(this.path)) return { version: 1, statics: [], entries: {} }
+    const st = statSync(this.path)
+    if (this.cache && this.cache.mtimeMs === st.mtimeMs && this.cache.size === st.size) return this.cache.data
+    let data: FileShape
+    try {
+      data = JSON.parse(readFileSync(this.path, 'utf8')) as FileShape
+    } catch (error) {
+      throw new FileStoreError(`schedule file ${this.path} is not valid JSON (${(error as Error).message}); move it away to start afresh`)
+    }
+    data.entries ??= {}
+    data.statics ??= []
+    this.cache = { mtimeMs: st.mtimeMs, size: st.size, data }
+    return data
+  }
+
+  private write(data: FileShape): void {
+    mkdirSync(dirname(this.path), { recursive: true })
+    const tmp = `${this.path}.${process.pid}.tmp`
+    const fd = openSync(tmp, 'w')
+    writeSync(fd, `${JSON.stringify(data, null, 1)}\n`)
+    closeSync(fd)
+    renameSync(tmp, this.path)
+    this.cache = null
+  }
+
+  private async locked<T>(fn: (data: FileShape) => T | Promise<T>): Promise<T> {
+    const lock = `${this.path}.lock`
+    mkdirSync(dirname(this.path), { recursive: true })
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const fd = openSync(lock, 'wx')
+        writeSync(fd, String(process.pid))
+        closeSync(fd)
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new FileStoreError(`cannot lock ${lock}: ${(error as Error).message}`)
+        try {
+          // A holder that died leaves its lock behind; take it over once it is old.
+          if (Date.now() - statSync(lock).mtimeMs > STALE_LOCK_MS) unlinkSync(lock)
+        } catch {
+          // Gone meanwhile: try again.
+        }
+        await sleep(Math.min(5 + attempt * 2, 50))
+      }
+    }
+    try {
+      this.cache = null
+      return await fn(this.read())
+    } finally {
+      try {
+        unlinkSync(lock)
+      } catch {
+        // Someone judged it stale; nothing to undo.
+      }
+    }
+  }
+
+  private entryOf(raw: { definition: unknown; meta: unknown }): Entry {
+    return { definition: decodeDefinition(JSON.stringify(raw.definition)), meta: decodeMeta(JSON.stringify(raw.meta ?? {})) }
+  }
+
+  private dueAtOf(e: Entry, now: number): number {
+    if (e.meta.lastRunAt === null) return now
+    return scheduleOf(e.definition.schedule, this.tz).dueAt(e.meta.lastRunAt)
+  }
+
+  async due(now: number): Promise<DueBatch> {
+    const entries: Entry[] = []
+    let nextDueAt: number | null = null
+    for (const raw of Object.values(this.read().entries)) {
+      const e = this.entryOf(raw)
+      if (!e.definition.enabled) continue
+      const at = this.dueAtOf(e, now)
+      if (at <= now) entries.push(e)
+      else nextDueAt = nextDueAt === null ? at : Math.min(nextDueAt, at)
+    }
+    return { entries, nextDueAt }
+  }
+
+  async reserve(r: ReserveRequest): Promise<ReserveOutcome> {
+    return this.locked((data) => {
+      const raw = data.entries[r.name]
+      if (!raw) return 'gone'
+      const e = this.entryOf(raw)
+      if (!e.definition.enabled) return 'gone'
+      if (e.meta.totalRunCount !== r.expectedCount) return 'stale'
+      raw.meta = JSON.parse(encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }))
+      this.write(data)
+      return 'ok'
+    })
+  }
+
+  async reschedule(): Promise<void> {
+    // The file has no separate index: due times are computed from each entry.
+  }
+
+  async get(name: string): Promise<Entry | null> {
+    const raw = this.read().entries[name]
+    return raw ? this.entryOf(raw) : null
+  }
+
+  async list(): Promise<Entry[]> {
+    return Object.values(this.read().entries)
+      .map((raw) => this.entryOf(raw))
+      .sort((a, b) => a.definition.name.localeCompare(b.definition.name))
+  }
+
+  private put(data: FileShape, definition: EntryDefinition, meta: EntryMeta | undefined, now: number): void {
+    const existing = data.entries[definition.name]
+    const keptMeta = meta ?? (existing ? decodeMeta(JSON.stringify(existing.meta ?? {})) : { lastRunAt: now, totalRunCount: 0 })
+    data.entries[definition.name] = { definition: JSON.parse(encodeDefinition(definition)), meta: JSON.parse(encodeMeta(keptMeta)) }
+  }
+
+  async save(definition: EntryDefinition, options: { meta?: EntryMeta; now?: number } = {}): Promise<void> {
+    await this.locked((data) => {
+      this.put(data, definition, options.meta, options.now ?? Date.now())
+      this.write(data)
+    })
+  }
+
+  async remove(name: string): Promise<boolean> {
+    return this.locked((data) => {
+      if (!data.entries[name]) return false
+      delete data.entries[name]
+      data.statics = data.statics.filter((n) => n !== name)
+      this.write(data)
+      return true
+    })
+  }
+
+  async syncStatics(definitions: EntryDefinition[], now: number): Promise<void> {
+    await this.locked((data) => {
+      const names = new Set(definitions.map((d) => d.name))
+      for (const old of data.statics) if (!names.has(old)) delete data.entries[old]
+      for (const d of definitions) {
+        const current = data.entries[d.name]
+        if (!current || JSON.stringify(current.definition) !== encodeDefinition(d)) this.put(data, d, undefined, now)
+      }
+      data.statics = [...names]
+      this.write(data)
+    })
+  }
+
+  async watch(listener: () => void): Promise<() => Promise<void>> {
+    // fs.watch misses atomic renames on some filesystems; polling the stat is enough here.
+    const onChange = () => listener()
+    watchFile(this.path, { interval: 250 }, onChange)
+    return async () => unwatchFile(this.path, onChange)
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,205 @@
+// The beat loop (spec §8.1): find due entries, reserve the run in the store,
+// send, sleep until the next due time or `maxInterval`. Reserving before
+// sending (as Celery's tick does) means a run is never sent twice: the store's
+// atomic run-count check decides, together with the lease (fencing) or the
+// AMQP mutex when several beats share one store.
+import { pyRepr } from '../protocol/index.js'
+import { sendTask, type SendTaskOptions } from '../app/send-task.js'
+import type { Transport } from '../transport/index.js'
+import { scheduleOf, type Entry } from './entry.js'
+import type { RedisLease } from './lease.js'
+import type { AmqpMutex } from './mutex.js'
+import type { BeatStore } from './store.js'
+
+export type HaMode = 'none' | 'lease' | 'mutex'
+
+export interface BeatLog {
+  debug(m: string): void
+  info(m: string): void
+  warning(m: string): void
+  error(m: string): void
+}
+
+export interface BeatOptions {
+  store: BeatStore
+  transport: Transport
+  tz: string
+  /** Seconds: the longest sleep, so changes are seen within it. */
+  maxInterval: number
+  ha: HaMode
+  lease?: RedisLease
+  mutex?: AmqpMutex
+  log: BeatLog
+  now?: () => number
+  /** Called after each send (tests, bench). */
+  onSent?: (entry: string, taskId: string, runCount: number) => void
+}
+
+/** Seconds a follower waits between attempts to take the lease. */
+function followerPoll(lockTimeoutMs: number): number {
+  return Math.min(1, Math.max(0.1, lockTimeoutMs / 5000))
+}
+
+export function taskOptionsOf(entry: Entry): SendTaskOptions {
+  const d = entry.definition
+  const o = d.options
+  const out: SendTaskOptions = { args: d.args, kwargs: d.kwargs, argsrepr: pyRepr(d.args) }
+  if (typeof o.queue === 'string') out.queue = o.queue
+  if (typeof o.exchange === 'string') out.exchange = o.exchange
+  if (typeof o.routing_key === 'string') out.routingKey = o.routing_key
+  if (typeof o.priority === 'number') out.priority = o.priority
+  if (typeof o.expires === 'number' || typeof o.expires === 'string') out.expires = o.expires
+  if (o.headers && typeof o.headers === 'object') out.headers = o.headers as Record<string, unknown>
+  if (typeof o.time_limit === 'number') out.timeLimit = o.time_limit
+  if (typeof o.soft_time_limit === 'number') out.softTimeLimit = o.soft_time_limit
+  return out
+}
+
+export class Beat {
+  private stopped = false
+  private wake: (() => void) | null = null
+  private readonly now: () => number
+  sent = 0
+
+  constructor(private readonly o: BeatOptions) {
+    this.now = o.now ?? Date.now
+  }
+
+  stop(): void {
+    this.stopped = true
+    this.wake?.()
+  }
+
+  /** Wake a sleeping loop now (a `tsq schedule` change arrived). */
+  poke(): void {
+    this.wake?.()
+  }
+
+  async run(): Promise<void> {
+    while (!this.stopped) {
+      let delay: number
+      try {
+        delay = await this.tick()
+      } catch (error) {
+        this.o.log.error(`beat: tick failed: ${(error as Error).message}`)
+        delay = Math.min(this.o.maxInterval, 1)
+      }
+      if (this.stopped) break
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.max(0, delay * 1000))
+        function done() {
+          clearTimeout(timer)
+          resolve()
+        }
+        this.wake = done
+      })
+      this.wake = null
+    }
+  }
+
+  private async holdLease(): Promise<boolean> {
+    const lease = this.o.lease!
+    const change = await lease.refresh()
+    if (change === 'acquired') this.o.log.info(`beat: took the lease ${lease.key} (fence ${lease.fence}); this beat now sends`)
+    if (change === 'lost') this.o.log.warning(`beat: lost the lease ${lease.key}; standing by`)
+    return lease.held !== null
+  }
+
+  /** One pass; returns the seconds to sleep. */
+  async tick(): Promise<number> {
+    const { store, log, maxInterval } = this.o
+    let cap = maxInterval
+    if (this.o.ha === 'lease') {
+      const lease = this.o.lease!
+      if (!(await this.holdLease())) return followerPoll(lease.timeoutMs)
+      cap = Math.min(cap, lease.timeoutMs / 3000)
+    }
+    const started = this.now()
+    const batch = await store.due(started)
+    let next = cap
+    if (batch.nextDueAt !== null) next = Math.min(next, Math.max(0, (batch.nextDueAt - started) / 1000))
+    for (const entry of batch.entries) {
+      if (this.stopped) break
+      const d = entry.definition
+      const now = this.now()
+      if (this.o.ha === 'lease' && now - started > (this.o.lease!.timeoutMs / 3)) {
+        // Long passes (many due at once) renew the lease as they go.
+        if (!(await this.holdLease())) return 0
+      }
+      if (!d.enabled) {
+        await store.reschedule(d.name, now + 5000)
+        continue
+      }
+      let schedule
+      try {
+        schedule = scheduleOf(d.schedule, this.o.tz)
+      } catch (error) {
+        log.error(`beat: entry ${d.name}: ${(error as Error).message}`)
+        await store.reschedule(d.name, now + maxInterval * 1000)
+        continue
+      }
+      const state = entry.meta.lastRunAt === null ? { due: true, next: 0 } : schedule.isDue(entry.meta.lastRunAt, now)
+      if (!state.due) {
+        const dueAt = schedule.dueAt(entry.meta.lastRunAt!)
+        if (dueAt - now > 1000) await store.reschedule(d.name, dueAt)
+        next = Math.min(next, state.next)
+        continue
+      }
+      const nextDueAt = schedule.dueAt(now)
+      next = Math.min(next, Math.max(0, (nextDueAt - now) / 1000))
+      const sent = this.o.ha === 'mutex' ? await this.sendWithMutex(entry, now, nextDueAt) : await this.sendReserved(entry, now, nextDueAt)
+      if (sent === 'fenced') return 0
+      if (sent === 'retry') next = Math.min(next, 0.05)
+    }
+    return Math.max(0, next - 0.01)
+  }
+
+  private async send(entry: Entry, runCount: number): Promise<void> {
+    const d = entry.definition
+    this.o.log.info(`Scheduler: Sending due task ${d.name} (${d.task})`)
+    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry))
+    this.sent += 1
+    this.o.onSent?.(d.name, id, runCount)
+    this.o.log.debug(`beat: ${d.name} run ${runCount} sent as ${id}`)
+  }
+
+  private async sendReserved(entry: Entry, now: number, nextDueAt: number): Promise<'sent' | 'skipped' | 'fenced' | 'retry'> {
+    const d = entry.definition
+    const fence = this.o.ha === 'lease' ? this.o.lease!.held : undefined
+    if (fence === null) return 'fenced'
+    const outcome = await this.o.store.reserve({ name: d.name, expectedCount: entry.meta.totalRunCount, ranAt: now, nextDueAt, ...(fence ? { fence } : {}) })
+    if (outcome === 'fenced') {
+      this.o.log.warning(`beat: the lease moved to another beat; not sending ${d.name}`)
+      this.o.lease?.drop()
+      return 'fenced'
+    }
+    if (outcome !== 'ok') {
+      this.o.log.debug(`beat: ${d.name} run ${entry.meta.totalRunCount} not ours (${outcome})`)
+      return 'skipped'
+    }
+    await this.send(entry, entry.meta.totalRunCount)
+    return 'sent'
+  }
+
+  private async sendWithMutex(entry: Entry, now: number, nextDueAt: number): Promise<'sent' | 'skipped' | 'retry'> {
+    const d = entry.definition
+    const n = entry.meta.totalRunCount
+    const release = await this.o.mutex!.tryLock(d.name, n)
+    if (!release) {
+      this.o.log.debug(`beat: ${d.name} run ${n} is another beat's (mutex held)`)
+      return 'retry'
+    }
+    try {
+      // The winner raises the count before it frees the queue, so a fresh read
+      // here tells whether run N already went out.
+      const fresh = await this.o.store.get(d.name)
+      if (!fresh || !fresh.definition.enabled || fresh.meta.totalRunCount !== n) return 'skipped'
+      await this.send(fresh, n)
+      const outcome = await this.o.store.reserve({ name: d.name, expectedCount: n, ranAt: now, nextDueAt })
+      if (outcome !== 'ok') this.o.log.warning(`beat: ${d.name} run ${n} sent but the store said ${outcome}`)
+      return 'sent'
+    } finally {
+      await release()
+    }
+  }
+}

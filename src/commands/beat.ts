@@ -1,0 +1,94 @@
+import { spawn } from 'node:child_process'
+import { mkdirSync, openSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { Flags } from '@oclif/core'
+import { TsqCommand } from '../cli/base-command.js'
+import { UsageError } from '../cli/errors.js'
+import { runBeat, type HaMode, type StoreKind } from '../beat/index.js'
+
+/** The store flags beat and every `tsq schedule` command share. */
+export const storeFlags = {
+  scheduler: Flags.string({ char: 'S', description: 'Where entries live: file (embedded) or redis (RedBeat key layout).', options: ['file', 'redis'], default: 'file' }),
+  schedule: Flags.string({ char: 's', description: 'The file store\'s path (default ./tsq-beat-schedule.json).' }),
+  'redis-url': Flags.string({ description: 'Redis for --scheduler redis (default: the broker URL when it is Redis).' }),
+  'key-prefix': Flags.string({ description: 'RedBeat key prefix (redbeat_key_prefix).', default: 'redbeat:' }),
+  timezone: Flags.string({ description: 'Timezone crontab entries are read in (IANA name).', default: process.env.TSQ_TIMEZONE ?? 'UTC' }),
+}
+
+export function positiveSeconds(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`)
+  return n
+}
+
+export default class BeatCommand extends TsqCommand<void> {
+  static summary = 'Send periodic tasks on schedule (Celery beat; RedBeat-compatible Redis store).'
+  static description = 'Entries come from the app (-A, createApp({ beatSchedule })) and from the store, where `tsq schedule` changes them while beat runs. Several beats can share a Redis store safely: --ha lease (one leader, fenced) or --ha mutex (all active, RabbitMQ exclusive queues).'
+  static enableJsonFlag = false
+  static flags = {
+    ...storeFlags,
+    app: Flags.string({ char: 'A', description: 'Module whose app holds beatSchedule entries.' }),
+    ha: Flags.string({ description: 'Several beats on one store: lease (default with redis), mutex (needs RabbitMQ), none (default with file).', options: ['lease', 'mutex', 'none'] }),
+    'lock-timeout': Flags.string({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: '10' }),
+    'max-interval': Flags.string({ description: 'Longest sleep between checks, seconds (Celery: 300).' }),
+    loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
+    logfile: Flags.string({ char: 'f', description: 'Log file (default stderr).' }),
+    pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live beat holds it.' }),
+    detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
+  }
+  static examples = [
+    '<%= config.bin %> beat -A ./tasks.js -l INFO',
+    '<%= config.bin %> beat -b redis://127.0.0.1:6379/0 --scheduler redis --ha lease --lock-timeout 10',
+    '<%= config.bin %> beat -b amqp://guest:guest@127.0.0.1// --scheduler redis --redis-url redis://127.0.0.1:6379/1 --ha mutex',
+  ]
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(BeatCommand)
+    const lockTimeout = positiveSeconds('lock-timeout', flags['lock-timeout'])!
+    const maxInterval = positiveSeconds('max-interval', flags['max-interval'])
+    if (flags.detach) {
+      const args = this.argv.filter((a) => a !== '-D' && a !== '--detach')
+      let out: number | 'ignore' = 'ignore'
+      if (flags.logfile) {
+        mkdirSync(dirname(flags.logfile), { recursive: true })
+        out = openSync(flags.logfile, 'a')
+      }
+      const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'beat', ...args], { detached: true, stdio: ['ignore', out, out], env: { ...process.env, TSQ_DETACHED: '1' } })
+      child.unref()
+      if (!flags.quiet) this.log(`beat: detached as pid ${child.pid}`)
+      return
+    }
+    const code = await runBeat({
+      appSpec: flags.app,
+      broker: flags.broker,
+      scheduler: flags.scheduler as StoreKind,
+      schedulePath: flags.schedule,
+      redisUrl: flags['redis-url'],
+      keyPrefix: flags['key-prefix'],
+      ha: flags.ha as HaMode | undefined,
+      lockTimeout,
+      maxInterval,
+      timezone: flags.timezone,
+      loglevel: flags.debug ? 'DEBUG' : flags.loglevel,
+      logfile: flags.logfile ?? null,
+      pidfile: flags.pidfile ?? null,
+      quiet: flags.quiet,
+      version: this.config.version,
+    })
+    process.exit(code)
+  }
+}
+
+export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone: string; broker?: string }) {
+  const { loadConfig } = await import('../app/config.js')
+  const { openStore } = await import('../beat/index.js')
+  return openStore({
+    scheduler: flags.scheduler as StoreKind,
+    schedulePath: flags.schedule,
+    redisUrl: flags['redis-url'],
+    keyPrefix: flags['key-prefix'],
+    tz: flags.timezone,
+    brokerUrl: loadConfig({ broker: flags.broker }).brokerUrl,
+  })
+}

@@ -1,0 +1,253 @@
+// What the Redis transport actually leaves in Redis, read with a raw client as
+// kombu's `redis_client` fixture does (spec §4), plus both directions against
+// Python kombu/Celery 5.2.6 when the system Python has them.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { after, before, describe, it } from 'node:test'
+import { Redis } from 'ioredis'
+import { BrokerConnectionError } from '../../../src/transport/errors.js'
+import { RedisTransport } from '../../../src/transport/redis/redis-transport.js'
+import type { Delivery, MessageProperties, OutgoingMessage } from '../../../src/transport/transport.js'
+import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
+
+const skip = await brokerSkipReason('redis')
+const SEP = '\x06\x16'
+const PY = '/usr/bin/python3'
+const pyKombu = existsSync(PY) && spawnSync(PY, ['-c', 'import kombu, celery'], { timeout: 20_000 }).status === 0
+const pySkip = pyKombu ? false : 'system Python with kombu/celery not found (/usr/bin/python3)'
+/** The restore case uses its own database: a 1 s visibility timeout restores every stale unacked entry of a db. */
+const RESTORE_DB_URL = REDIS_URL.replace(/\/\d*$/, '/12')
+
+function msg(body: string, properties: Partial<MessageProperties> = {}): OutgoingMessage {
+  return {
+    body: Buffer.from(body),
+    properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2, priority: 0, ...properties },
+  }
+}
+
+function python(code: string): string {
+  const r = spawnSync(PY, ['-c', code], { timeout: 30_000, encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`python failed: ${r.stderr || r.error?.message}`)
+  return r.stdout
+}
+
+const allLists = (q: string): string[] => [q, `${q}${SEP}3`, `${q}${SEP}6`, `${q}${SEP}9`]
+
+describe('redis transport layout (spec §4)', { skip }, () => {
+  let raw: Redis
+  const transports: RedisTransport[] = []
+  const keys: string[] = []
+
+  async function open(url = REDIS_URL, options = {}): Promise<RedisTransport> {
+    const t = new RedisTransport(url, options)
+    transports.push(t)
+    await t.connect()
+    return t
+  }
+  function queue(prefix = 'tsq-layout'): string {
+    const q = uniqueName(prefix)
+    keys.push(...allLists(q))
+    return q
+  }
+
+  before(async () => {
+    raw = new Redis(REDIS_URL, { connectionName: `tsq-${process.pid}-layout-raw` })
+  })
+  after(async () => {
+    for (const t of transports) await t.close().catch(() => undefined)
+    if (keys.length) await raw.del(...keys)
+    raw.disconnect()
+  })
+
+  it('spec §1.9: a v2 task envelope is byte-identical to kombu\'s, but for the delivery tag', async () => {
+    const q = queue()
+    const headers = {
+      lang: 'py', task: 'tasks.add', id: '890ef490-86e7-4d33-a5a9-b85b58e8c844', shadow: null, eta: null, expires: null,
+      group: null, group_index: null, retries: 0, timelimit: [null, null], root_id: '890ef490-86e7-4d33-a5a9-b85b58e8c844',
+      parent_id: null, argsrepr: '(2, 3)', kwargsrepr: '{}', origin: 'gen8434@vm', ignore_result: false,
+    }
+    const body = '[[2, 3], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'
+    const t = await open()
+    await t.publish('', q, msg(body, { headers, correlationId: headers.id, replyTo: '340c16d5-5550-3f23-92eb-f3c160381552' }))
+    const [stored] = await raw.lrange(q, 0, -1)
+    const tag = /"delivery_tag": "([0-9a-f-]{36})"/.exec(stored!)?.[1]
+    assert.match(tag ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    const captured = `{"body": "W1syLCAzXSwge30sIHsiY2FsbGJhY2tzIjogbnVsbCwgImVycmJhY2tzIjogbnVsbCwgImNoYWluIjogbnVsbCwgImNob3JkIjogbnVsbH1d", "content-encoding": "utf-8", "content-type": "application/json", "headers": {"lang": "py", "task": "tasks.add", "id": "890ef490-86e7-4d33-a5a9-b85b58e8c844", "shadow": null, "eta": null, "expires": null, "group": null, "group_index": null, "retries": 0, "timelimit": [null, null], "root_id": "890ef490-86e7-4d33-a5a9-b85b58e8c844", "parent_id": null, "argsrepr": "(2, 3)", "kwargsrepr": "{}", "origin": "gen8434@vm", "ignore_result": false}, "properties": {"correlation_id": "890ef490-86e7-4d33-a5a9-b85b58e8c844", "reply_to": "340c16d5-5550-3f23-92eb-f3c160381552", "delivery_mode": 2, "delivery_info": {"exchange": "", "routing_key": "celery"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "f74c00ff-73e3-4af4-a68c-38b7fdf1969b"}}`
+    const expected = captured.replace('"routing_key": "celery"', `"routing_key": "${q}"`).replace('f74c00ff-73e3-4af4-a68c-38b7fdf1969b', tag!)
+    assert.equal(stored, expected)
+  })
+
+  it('spec §4.3: priorities go to the step lists; lower numbers are served first', async () => {
+    const q = queue()
+    const t = await open()
+    for (const p of [9, 12, 6, 7, 3, 5, 0, 2, -1]) await t.publish('', q, msg(`p${p}`, { priority: p }))
+    const lens = await Promise.all(allLists(q).map((k) => raw.llen(k)))
+    assert.deepEqual(lens, [3, 2, 2, 2])
+    const got: string[] = []
+    const c = await t.consume(q, (d) => void got.push(d.body.toString()), { noAck: true })
+    await waitFor(() => got.length === 9, { what: '9 deliveries' })
+    await c.cancel()
+    // Within a step, FIFO; across steps, 0 before 3 before 6 before 9.
+    assert.deepEqual(got, ['p0', 'p2', 'p-1', 'p3', 'p5', 'p6', 'p7', 'p9', 'p12'])
+  })
+
+  it('spec §4.4: bindings are `rk<sep>pattern<sep>queue` members of `_kombu.binding.<exchange>`', async () => {
+    const t = await open()
+    const direct = uniqueName('tsq-layout-dx')
+    const topic = uniqueName('tsq-layout-tx')
+    const fan = uniqueName('tsq-layout-fx')
+    keys.push(`_kombu.binding.${direct}`, `_kombu.binding.${topic}`, `_kombu.binding.${fan}`)
+    const q = queue()
+    await t.declareExchange({ name: direct, type: 'direct', durable: true, autoDelete: false })
+    await t.declareExchange({ name: topic, type: 'topic', durable: true, autoDelete: false })
+    await t.declareExchange({ name: fan, type: 'fanout', durable: false, autoDelete: false })
+    await t.bindQueue(q, direct, 'celery')
+    await t.bindQueue(q, topic, 'task.#')
+    await t.bindQueue(q, fan, '')
+    assert.deepEqual(await raw.smembers(`_kombu.binding.${direct}`), [`celery${SEP}${SEP}${q}`])
+    assert.deepEqual(await raw.smembers(`_kombu.binding.${topic}`), [`task.#${SEP}^task\\..*?$${SEP}${q}`])
+    assert.deepEqual(await raw.smembers(`_kombu.binding.${fan}`), [`${SEP}${SEP}${q}`])
+    await t.publish(topic, 'task.succeeded', msg('via topic'))
+    await t.publish(direct, 'celery', msg('via direct'))
+    assert.equal(await raw.llen(q), 2)
+    await t.deleteQueue(q)
+    assert.deepEqual(await raw.smembers(`_kombu.binding.${direct}`), [])
+    assert.equal(await raw.exists(q), 0)
+  })
+
+  it('spec §4.6: a delivery waits in unacked/unacked_index until acked', async () => {
+    const q = queue()
+    const t = await open()
+    await t.publish('', q, msg('hold me'))
+    const [envelope] = await raw.lrange(q, 0, -1)
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 1 })
+    await waitFor(() => got.length === 1, { what: 'the delivery' })
+    const tag = got[0]!.deliveryTag
+    assert.equal(await raw.hget('unacked', tag), `[${envelope}, "", "${q}"]`)
+    const score = Number(await raw.zscore('unacked_index', tag))
+    assert.ok(Math.abs(score - Date.now() / 1000) < 600, 'score is the delivery time in unix seconds')
+    await got[0]!.ack()
+    assert.equal(await raw.hget('unacked', tag), null)
+    assert.equal(await raw.zscore('unacked_index', tag), null)
+  })
+
+  it('spec §4.6: restore_visible returns a message unacked past the visibility timeout', async () => {
+    const q = uniqueName('tsq-layout-vt')
+    const dbRaw = new Redis(RESTORE_DB_URL, { connectionName: `tsq-${process.pid}-layout-raw12` })
+    try {
+      const holder = await open(`${RESTORE_DB_URL}?visibility_timeout=1`, { restoreIntervalMs: 3_600_000 })
+      await holder.publish('', q, msg('stale', { headers: { a: 1 } }))
+      const got: Delivery[] = []
+      await holder.consume(q, (d) => void got.push(d), { prefetch: 1 })
+      await waitFor(() => got.length === 1, { what: 'the delivery' })
+      assert.equal(await dbRaw.llen(q), 0)
+      const restorer = await open(`${RESTORE_DB_URL}?visibility_timeout=1`, { restoreIntervalMs: 3_600_000 })
+      await waitFor(async () => (await restorer.restoreVisible()) > 0 || (await dbRaw.llen(q)) > 0, { what: 'a restore' })
+      const [back] = await dbRaw.lrange(q, 0, -1)
+      const parsed = JSON.parse(back!) as { headers: Record<string, unknown>; properties: { delivery_info: Record<string, unknown> } }
+      assert.deepEqual(parsed.headers, { a: 1, redelivered: true })
+      assert.equal(parsed.properties.delivery_info.redelivered, true)
+      assert.equal(await dbRaw.hget('unacked', got[0]!.deliveryTag), null)
+    } finally {
+      await dbRaw.del(...allLists(q))
+      dbRaw.disconnect()
+    }
+  })
+
+  it('spec §4.4/§4.5: fanout is PUBLISH on `/0.<exchange>` (+ `/<rk>`), consumed by PSUBSCRIBE', async () => {
+    const exchange = uniqueName('tsq-layout-fan')
+    keys.push(`_kombu.binding.${exchange}`)
+    const sub = new Redis(REDIS_URL, { connectionName: `tsq-${process.pid}-layout-sub` })
+    const heard: Array<[string, string]> = []
+    sub.on('pmessage', (_p: string, channel: string, m: string) => heard.push([channel, m]))
+    try {
+      await sub.psubscribe(`/0.${exchange}*`)
+      const t = await open()
+      await t.declareExchange({ name: exchange, type: 'fanout', durable: false, autoDelete: false })
+      const q = queue()
+      await t.declareQueue({ name: q, durable: false, exclusive: false, autoDelete: true })
+      await t.bindQueue(q, exchange, '')
+      const got: Delivery[] = []
+      await t.consume(q, (d) => void got.push(d), { noAck: true })
+      await t.publish(exchange, '', msg('no key'))
+      await t.publish(exchange, 'worker.heartbeat', msg('keyed'))
+      await waitFor(() => heard.length === 2 && got.length === 2, { what: 'both publishes heard' })
+      assert.deepEqual(heard.map(([c]) => c).sort(), [`/0.${exchange}`, `/0.${exchange}/worker.heartbeat`].sort())
+      assert.equal(await raw.llen(q), 0, 'fanout never stores')
+      // A Python publisher's envelope on the channel reaches the consumer.
+      const pyEnvelope = `{"body": "eyJhIjogMX0=", "content-encoding": "utf-8", "content-type": "application/json", "headers": {}, "properties": {"delivery_mode": 2, "delivery_info": {"exchange": "${exchange}", "routing_key": ""}, "priority": 0, "body_encoding": "base64", "delivery_tag": "97c17262-0257-4a43-aa55-b924d4065d82"}}`
+      await raw.publish(`/0.${exchange}`, pyEnvelope)
+      await waitFor(() => got.length === 3, { what: 'the raw publish' })
+      assert.equal(got[2]!.body.toString(), '{"a": 1}')
+      assert.equal(got[2]!.queue, q)
+    } finally {
+      sub.disconnect()
+    }
+  })
+
+  it('connect() to an unreachable broker rejects with one BrokerConnectionError line', async () => {
+    const t = new RedisTransport('redis://127.0.0.1:1/0')
+    await assert.rejects(t.connect(), (error: unknown) => {
+      assert.ok(error instanceof BrokerConnectionError)
+      assert.doesNotMatch(error.message, /\n/)
+      return true
+    })
+    await t.close()
+  })
+
+  describe('against Python kombu 5.2.4', { skip: pySkip }, () => {
+    it('consumes what kombu SimpleQueue.put wrote, and kombu reads what tsq wrote', async () => {
+      const q = queue('tsq-layout-py')
+      keys.push(`_kombu.binding.${q}`)
+      python(`from kombu import Connection
+c = Connection('${REDIS_URL}'); s = c.SimpleQueue('${q}'); s.put({'a': 1, 'u': '\\u00e9'}, headers={'h': 1.5}); c.close()`)
+      const t = await open()
+      const got: Delivery[] = []
+      const consumer = await t.consume(q, (d) => void got.push(d), { prefetch: 1 })
+      await waitFor(() => got.length === 1, { what: 'the kombu message' })
+      await consumer.cancel()
+      const d = got[0]!
+      assert.equal(d.body.toString(), '{"a": 1, "u": "\\u00e9"}')
+      assert.deepEqual(d.properties.headers, { h: 1.5 })
+      assert.equal(d.exchange, q)
+      assert.equal(d.routingKey, q)
+      await d.ack()
+
+      await t.publish('', q, msg('{"from": "tsq", "n": 2.5}', { headers: { x: 'é' }, priority: 0 }))
+      const out = python(`import json
+from kombu import Connection
+c = Connection('${REDIS_URL}'); s = c.SimpleQueue('${q}'); m = s.get(timeout=5)
+print(json.dumps({'payload': m.payload, 'headers': m.headers, 'tag': m.delivery_tag})); m.ack(); c.close()`)
+      const seen = JSON.parse(out) as { payload: unknown; headers: unknown; tag: string }
+      assert.deepEqual(seen.payload, { from: 'tsq', n: 2.5 })
+      assert.deepEqual(seen.headers, { x: 'é' })
+    })
+
+    it('spec §1.9: Celery send_task writes the same bytes tsq writes for the same message', async () => {
+      const q = queue('tsq-layout-celery')
+      python(`from celery import Celery
+app = Celery(broker='${REDIS_URL}')
+app.send_task('tasks.add', (2, 3), queue='${q}', task_id='11111111-2222-3333-4444-555555555555')`)
+      const [pyRaw] = await raw.lrange(q, 0, -1)
+      await raw.del(q)
+      const py = JSON.parse(pyRaw!) as {
+        body: string
+        headers: Record<string, never>
+        properties: { correlation_id: string; reply_to: string; delivery_tag: string }
+      }
+      const t = await open()
+      await t.publish('', q, {
+        body: Buffer.from(py.body, 'base64'),
+        properties: {
+          contentType: 'application/json', contentEncoding: 'utf-8', headers: py.headers, deliveryMode: 2, priority: 0,
+          correlationId: py.properties.correlation_id, replyTo: py.properties.reply_to,
+        },
+      })
+      const [ours] = await raw.lrange(q, 0, -1)
+      const tag = /"delivery_tag": "([0-9a-f-]{36})"/.exec(ours!)?.[1]
+      assert.equal(ours, pyRaw!.replace(py.properties.delivery_tag, tag!))
+    })
+  })
+})

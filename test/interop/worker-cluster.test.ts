@@ -1,0 +1,119 @@
+// Issue 3, "Must show": a mixed cluster, one Python worker and two tsq workers
+// on one queue. `tsq status` and `celery status` both list the three nodes, and
+// tasks sent from Python and from `tsq call` are served by both kinds.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
+import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'
+import { PY_DIR, PYTHON, parseJsonOut, runTsq } from './helpers/python-worker.js'
+import { celeryJson, pyClient, startTsqWorker, uniqueNodeName, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
+import { spawn } from 'node:child_process'
+
+const BACKEND = 'redis://127.0.0.1:6379/1'
+const skip = await brokerSkipReason('redis')
+
+/** The Python worker of the cluster, running worker_app.py's real task bodies. */
+async function startPyWorker(env: WiEnv, nodename: string): Promise<{ stop: () => Promise<void>; log: () => string }> {
+  const child = spawn(PYTHON, ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', nodename, '-c', '2', '-P', 'prefork', '-Q', env.queue, '--without-gossip', '--without-mingle', '-l', 'INFO'], {
+    cwd: PY_DIR,
+    env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: env.broker, TSQ_WI_BACKEND: env.backend, TSQ_WI_QUEUE: env.queue },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  })
+  let log = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-100_000)))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-100_000)))
+  let exited = false
+  const exit = new Promise<void>((r) => child.once('exit', () => { exited = true; r() }))
+  const kill = (sig: NodeJS.Signals) => { try { process.kill(-(child.pid as number), sig) } catch { /* gone */ } }
+  const stop = async () => {
+    if (!exited) {
+      try { process.kill(child.pid as number, 'SIGTERM') } catch { /* gone */ }
+      await Promise.race([exit, new Promise((r) => setTimeout(r, 10_000))])
+    }
+    kill('SIGKILL')
+  }
+  try {
+    await waitFor(() => exited || /\bready\.\s*$/m.test(log), { timeoutMs: 30_000, what: 'python worker ready' })
+    if (exited) throw new Error('python worker exited')
+  } catch (err) {
+    await stop()
+    throw new Error(`${(err as Error).message}\n${log.slice(-3000)}`)
+  }
+  return { stop, log: () => log }
+}
+
+describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip }, () => {
+  const env: WiEnv = { broker: REDIS_URL, backend: BACKEND, queue: uniqueName('tsq-wi-mix') }
+  const pyNode = uniqueNodeName('py')
+  const workers: TsqWorker[] = []
+  let py: { stop: () => Promise<void>; log: () => string } | undefined
+  const taskIds: string[] = []
+
+  before(async () => {
+    const [p, a, b] = await Promise.all([
+      startPyWorker(env, pyNode),
+      startTsqWorker({ env, pool: 'prefork', concurrency: 2 }),
+      startTsqWorker({ env, pool: 'threads', concurrency: 2 }),
+    ])
+    py = p
+    workers.push(a, b)
+  })
+
+  after(async () => {
+    await Promise.all([py?.stop(), ...workers.map((w) => w.stop())])
+    await deleteCeleryQueues('redis', REDIS_URL, [env.queue])
+    await deleteResults(BACKEND, taskIds)
+  })
+
+  const logsAbout = (ids: string[]) =>
+    workers.map((w) => `--- ${w.nodename} ---\n${w.log.split('\n').filter((l) => ids.some((id) => l.includes(id))).join('\n')}`).join('\n') +
+    `\n--- python ---\n${py?.log().split('\n').filter((l) => ids.some((id) => l.includes(id))).join('\n') ?? ''}`
+
+  const nodes = () => [pyNode, ...workers.map((w) => w.nodename)]
+
+  it('tsq status --json and celery status --json both list the three nodes', async () => {
+    const [tsqRes, celeryReplies] = await Promise.all([
+      runTsq(['status', '-b', env.broker, '--json', '-t', '3']),
+      celeryJson(env, ['status', '-t', '3']),
+    ])
+    const tsqReplies = parseJsonOut(tsqRes, 'tsq status') as Record<string, unknown>
+    for (const n of nodes()) {
+      assert.deepEqual(tsqReplies[n], { ok: 'pong' }, `tsq status: ${n} in ${tsqRes.stdout}`)
+      assert.deepEqual((celeryReplies as Record<string, unknown>)[n], { ok: 'pong' }, `celery status: ${n} in ${JSON.stringify(celeryReplies)}`)
+    }
+  })
+
+  it('tasks from Python are served by both kinds of worker', async () => {
+    // Which node served a task is only known to the task, so proj.whoami returns it.
+    const seen = new Set<string>()
+    for (let round = 0; round < 5 && seen.size < 3; round++) {
+      const batch = Array.from({ length: 60 }, () => ['proj.whoami', [], null])
+      const { ids } = await pyClient<{ ids: string[] }>(env, ['send_batch', JSON.stringify(batch)])
+      taskIds.push(...ids)
+      const { items } = await pyClient<{ items: { id: string; state: string; result: string }[] }>(env, ['collect', JSON.stringify(ids), '20'])
+      const stuck = items.filter((i) => i.state !== 'SUCCESS')
+      assert.deepEqual(stuck, [], logsAbout(stuck.map((i) => i.id)))
+      for (const i of items) seen.add(i.result)
+    }
+    for (const n of nodes()) assert.ok(seen.has(n), `${n} served nothing; served by: ${[...seen].join(', ')}`)
+  })
+
+  it('tasks from `tsq call` are served by both kinds of worker', async () => {
+    const seen = new Set<string>()
+    for (let round = 0; round < 5 && seen.size < 3; round += 1) {
+      const batch = await Promise.all(Array.from({ length: 6 }, () => runTsq(['call', 'proj.whoami', '-b', env.broker, '-Q', env.queue, '--json'])))
+      const ids = batch.map((res) => {
+        assert.equal(res.code, 0, res.stderr)
+        return (parseJsonOut(res, 'tsq call') as { id: string }).id
+      })
+      taskIds.push(...ids)
+      const states = await Promise.all(ids.map((id) => pyClient<{ state: string; result: string }>(env, ['get', id, '20'])))
+      for (const st of states) {
+        assert.equal(st.state, 'SUCCESS', JSON.stringify(st))
+        seen.add(st.result)
+      }
+    }
+    for (const n of nodes()) assert.ok(seen.has(n), `${n} served nothing; served by: ${[...seen].join(', ')}`)
+  })
+})
