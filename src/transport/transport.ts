@@ -62,6 +62,13 @@ export interface Delivery {
   /** Ack and reject are no-ops for deliveries from a noAck consumer. */
   ack(): Promise<void>
   reject(options: { requeue: boolean }): Promise<void>
+  /**
+   * Brokers that redeliver after a visibility timeout (Redis) count it from
+   * this time instead of from delivery, so an ETA task held until its ETA is
+   * not handed to a second worker (Celery's duplicate-ETA bug). Absent where
+   * the broker needs no such help.
+   */
+  deferVisibility?(untilUnixSeconds: number): Promise<void>
 }
 
 export interface ConsumeOptions {

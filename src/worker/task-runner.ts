@@ -90,6 +90,8 @@ export class TaskRunner {
       }, Math.min(eta.getTime() - Date.now(), 2 ** 31 - 1))
       this.scheduled.set(request.id, { request, timer })
       this.o.onScheduledChange(this.scheduled.size)
+      // On Redis the visibility timeout then runs from the ETA, not from now.
+      await delivery.deferVisibility?.(eta.getTime() / 1000).catch((e: Error) => this.o.log.warning(`could not defer visibility of ${message.id}: ${e.message}`))
       return
     }
     this.reserve(request)

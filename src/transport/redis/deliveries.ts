@@ -13,9 +13,10 @@ const NO_OP: Settler = {
   reject: async () => undefined,
 }
 
-export function makeDelivery(envelope: RedisEnvelope, queue: string, settler: Settler = NO_OP): Delivery {
+export function makeDelivery(envelope: RedisEnvelope, queue: string, settler: Settler = NO_OP, defer?: (untilUnixSeconds: number) => Promise<void>): Delivery {
   const info = envelope.properties.delivery_info
   return {
+    ...(defer ? { deferVisibility: defer } : {}),
     body: envelopeBody(envelope),
     properties: envelopeProperties(envelope),
     exchange: typeof info.exchange === 'string' ? info.exchange : '',

@@ -340,7 +340,8 @@ export class RedisTransport implements Transport {
       this.emitError(error)
       return
     }
-    this.dispatch(consumer.handler, makeDelivery(envelope, queue, settler))
+    const unacked = this.unacked!
+    this.dispatch(consumer.handler, makeDelivery(envelope, queue, settler, (until) => unacked.defer(tag, until)))
   }
 
   private startRestoreTimer(): void {

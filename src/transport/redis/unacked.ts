@@ -45,6 +45,11 @@ export class UnackedStore {
     await this.conn.multi().zadd(UNACKED_INDEX_KEY, Date.now() / 1000, tag).hset(UNACKED_KEY, tag, value).exec()
   }
 
+  /** Moves a held message's index score forward (ZADD XX: only while it is still unacked). */
+  async defer(tag: string, untilUnixSeconds: number): Promise<void> {
+    await this.conn.zadd(UNACKED_INDEX_KEY, 'XX', untilUnixSeconds, tag)
+  }
+
   async remove(tag: string): Promise<void> {
     await this.conn.multi().zrem(UNACKED_INDEX_KEY, tag).hdel(UNACKED_KEY, tag).exec()
   }
