@@ -8,6 +8,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0]
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
   process.stdout.write(`tsq/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else {
-  const { execute } = await import('@oclif/core')
+  // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
+  const { execute } = await import('../dist/bundle/tsq.js')
   await execute({ dir: import.meta.url })
 }

@@ -45,7 +45,12 @@ export class SoftTimeLimitExceeded extends Error {
   }
 }
 
-const storage = new AsyncLocalStorage<TaskContext>()
+// One store per process, even when two copies of this module are loaded (the
+// bundled CLI's and the one a task module imports as 'tsq'), so the solo
+// pool's context is what currentTask() sees.
+const STORE_KEY = Symbol.for('tsq.taskContext')
+const holder = globalThis as unknown as Record<symbol, AsyncLocalStorage<TaskContext> | undefined>
+const storage = (holder[STORE_KEY] ??= new AsyncLocalStorage<TaskContext>())
 
 export function runWithContext<T>(context: TaskContext, fn: () => T): T {
   return storage.run(context, fn)

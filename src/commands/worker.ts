@@ -4,6 +4,7 @@ import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { nodeFormat, workerNodename } from '../protocol/index.js'
 import { detach } from '../worker/detach.js'
+import { checkPidfile } from '../worker/pidfile.js'
 import { runWorker } from '../worker/run-worker.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
@@ -31,6 +32,10 @@ export default class WorkerCommand extends TsqCommand<void> {
     'time-limit': Flags.string({ description: 'Hard time limit in seconds: the task is killed.' }),
     'soft-time-limit': Flags.string({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.' }),
     'max-tasks-per-child': Flags.integer({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
+    'max-memory-per-child': Flags.integer({ description: 'Replace a pool process, after its task, once its resident memory exceeds this many KiB.', min: 1 }),
+    autoscale: Flags.string({ description: 'MAX,MIN: grow the pool up to MAX processes while tasks wait, shrink to MIN when idle.' }),
+    statedb: Flags.string({ char: 'S', description: 'Keep revoked ids and the logical clock in this file across restarts (%n etc. expand).' }),
+    'cancel-long-running-tasks-on-connection-loss': Flags.boolean({ description: 'On broker connection loss, cancel running late-ack tasks (their messages are redelivered).' }),
     'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
     'soft-shutdown-timeout': Flags.string({ description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).', default: '0' }),
     'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
@@ -48,6 +53,7 @@ export default class WorkerCommand extends TsqCommand<void> {
     if (flags.workdir) process.chdir(flags.workdir)
     if (flags.detach) {
       const nodename = workerNodename(flags.hostname, osHostname())
+      if (flags.pidfile) checkPidfile(nodeFormat(flags.pidfile, nodename, 0))
       const pid = detach(this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null)
       if (!flags.quiet) this.log(`${nodename}: detached as pid ${pid}`)
       return
@@ -60,6 +66,14 @@ export default class WorkerCommand extends TsqCommand<void> {
     }
     const nodename = workerNodename(flags.hostname, osHostname())
     const split = (raw: string | undefined) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+    let autoscale: { max: number; min: number } | null = null
+    if (flags.autoscale !== undefined) {
+      const [maxText, minText] = flags.autoscale.split(',')
+      const max = Number(maxText)
+      const min = minText === undefined || minText.trim() === '' ? 0 : Number(minText)
+      if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max) throw new UsageError(`--autoscale must be MAX,MIN with 0 <= MIN <= MAX, got ${JSON.stringify(flags.autoscale)}`)
+      autoscale = { max, min }
+    }
     const code = await runWorker({
       appSpec: flags.app,
       broker: flags.broker,
@@ -85,6 +99,10 @@ export default class WorkerCommand extends TsqCommand<void> {
       softShutdownTimeout: seconds('soft-shutdown-timeout', flags['soft-shutdown-timeout']) ?? 0,
       softShutdownOnIdle: flags['enable-soft-shutdown-on-idle'],
       acksLate: !flags['early-ack'],
+      autoscale,
+      maxMemoryPerChild: flags['max-memory-per-child'],
+      statedb: flags.statedb ? nodeFormat(flags.statedb, nodename, 0) : null,
+      cancelLongRunningOnLoss: flags['cancel-long-running-tasks-on-connection-loss'],
       quiet: flags.quiet,
       version: this.config.version,
     })

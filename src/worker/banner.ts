@@ -10,7 +10,7 @@ export interface BannerInfo {
   app: string
   brokerUrl: string
   resultBackend: string | undefined
-  concurrency: number
+  concurrency: number | string
   pool: string
   taskEvents: boolean
   queues: QueueDeclaration[]

@@ -31,7 +31,7 @@ export interface ControlTarget {
   queues(): QueueDeclaration[]
   addConsumer(q: QueueDeclaration): Promise<void>
   cancelConsumer(queue: string): Promise<void>
-  autoscale?: { max: number; min: number; set(max: number, min: number): void }
+  autoscale?: { readonly max: number; readonly min: number; set(max: number, min: number): void; info(): Record<string, number> }
   shutdown(reason: string): void
   report(): string
 }
@@ -124,7 +124,7 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
     },
     stats: () => {
       const slots = w.pool.slots()
-      const pool: Record<string, unknown> = { 'max-concurrency': w.pool.size }
+      const pool: Record<string, unknown> = { 'max-concurrency': w.autoscale ? w.autoscale.max : w.pool.size }
       if (w.pool.kind === 'prefork') {
         Object.assign(pool, {
           processes: slots.map((s) => s.pid),
@@ -147,6 +147,7 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
         broker: w.brokerInfo(),
         prefetch_count: w.prefetchCount(),
         rusage: rusage(),
+        ...(w.autoscale ? { autoscaler: w.autoscale.info() } : {}),
       }
     },
     active: (args) => [...w.runner.active.values()].map((r) => r.info(args.safe === true)),
@@ -155,12 +156,16 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       [...w.runner.scheduled.values()].map(({ request }) => ({ eta: request.message.eta, priority: 6, request: request.info() })),
     revoked: () => w.revoked.ids(),
     registered: (args) => {
-      const items = Array.isArray(args.taskinfoitems) ? (args.taskinfoitems as string[]) : []
+      // Celery's DEFAULT_TASK_INFO_ITEMS when none are asked for, so a rate-limited task shows it in plain `inspect registered`.
+      const items = Array.isArray(args.taskinfoitems) && args.taskinfoitems.length ? (args.taskinfoitems as string[]) : ['exchange', 'routing_key', 'rate_limit']
+      // A `control rate_limit` change shows here, as it sets task.rate_limit in Celery.
+      const attr = (t: { name: string; options: object }, item: string): unknown =>
+        item === 'rate_limit' ? (w.runner.rateLimits.has(t.name) ? w.runner.rateLimits.get(t.name)?.rate : (t.options as Record<string, unknown>).rateLimit) : (t.options as Record<string, unknown>)[item]
       return [...w.app.tasks.values()]
         .filter((t) => args.builtins === true || !t.name.startsWith('celery.'))
         .map((t) => {
           const attrs = items
-            .map((item) => [item, (t.options as Record<string, unknown>)[item === 'rate_limit' ? 'rateLimit' : item]] as const)
+            .map((item) => [item, attr(t, item)] as const)
             .filter(([, v]) => v !== undefined && v !== null)
           return attrs.length ? `${t.name} [${attrs.map(([k, v]) => `${k}=${v}`).join(' ')}]` : t.name
         })
@@ -251,7 +256,11 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       if (!w.autoscale) return nok("ValueError('Autoscale not enabled')")
       const max = Number(args.max ?? w.autoscale.max)
       const min = Number(args.min ?? w.autoscale.min)
-      w.autoscale.set(max, min)
+      try {
+        w.autoscale.set(max, min)
+      } catch (error) {
+        return nok(`ValueError('${(error as Error).message}')`)
+      }
       return ok(`autoscale now max=${max} min=${min}`)
     },
     election: () => null,

@@ -16,12 +16,31 @@ export function readPid(path: string): number | null {
   }
 }
 
+/** A zombie (exited, not yet reaped by its parent) still answers kill(pid, 0) but is dead. */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+  return !isZombie(pid)
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The state follows the command name, which is parenthesised and may itself hold ') '.
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z'
+  } catch {
+    return false
+  }
+}
+
+/** Fails as acquirePidfile would when a live tsq worker holds the pidfile (checked before detaching, so the caller sees it). */
+export function checkPidfile(path: string): void {
+  const existing = readPid(path)
+  if (existing !== null && existing !== process.pid && pidAlive(existing) && isTsqWorker(existing)) {
+    throw new PidfileError(`Pidfile (${path}) already exists: worker pid ${existing} is running`)
   }
 }
 

@@ -36,6 +36,10 @@ export interface RunWorkerOptions {
   softShutdownTimeout: number
   softShutdownOnIdle: boolean
   acksLate: boolean
+  autoscale: { max: number; min: number } | null
+  maxMemoryPerChild: number | undefined
+  statedb: string | null
+  cancelLongRunningOnLoss: boolean
   quiet: boolean
   version: string
 }
@@ -48,6 +52,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const app = await loadApp(modulePath)
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
+  const conf = app.options.conf ?? {}
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
   const worker = new Worker({
@@ -73,6 +78,11 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     maxTasksPerChild: o.maxTasksPerChild,
     softShutdownTimeout: o.softShutdownTimeout,
     softShutdownOnIdle: o.softShutdownOnIdle,
+    autoscale: o.autoscale,
+    maxMemoryPerChild: o.maxMemoryPerChild,
+    statedb: o.statedb,
+    cancelLongRunningOnLoss: o.cancelLongRunningOnLoss || conf.worker_cancel_long_running_tasks_on_connection_loss === true,
+    prefetchReduction: conf.worker_enable_prefetch_count_reduction !== false,
     log,
   })
   if (!o.quiet) {
@@ -83,7 +93,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         app: app.name,
         brokerUrl: config.brokerUrl,
         resultBackend: config.resultBackend,
-        concurrency: o.concurrency,
+        concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
         pool: o.pool,
         taskEvents: o.taskEvents,
         queues: o.queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),

@@ -36,6 +36,8 @@ export interface RunnerOptions {
   softTimeLimit: number | null
   /** Called when held ETA tasks change, so the consumer can widen its prefetch. */
   onScheduledChange: (count: number) => void
+  /** Called after each task ends (the worker gives back prefetch held back after a reconnect). */
+  onTaskDone?: () => void
 }
 
 export class TaskRunner {
@@ -228,6 +230,7 @@ export class TaskRunner {
       this.active.delete(m.id)
       this.total[m.task] = (this.total[m.task] ?? 0) + 1
       this.processed += 1
+      this.o.onTaskDone?.()
       if (this.active.size === 0 && this.reserved.length === 0) for (const wake of this.idleWaiters.splice(0)) wake()
       this.pump()
     }

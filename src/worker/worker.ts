@@ -6,6 +6,8 @@ import type { App } from '../app/app.js'
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
 import { taskQueue } from '../app/queues.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, parseBrokerUrl, type Consumer, type Transport } from '../transport/index.js'
+import { Autoscaler } from './autoscaler.js'
+import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
 import { EventDispatcher } from './events.js'
 import { LimitedSet } from './limited-set.js'
@@ -14,6 +16,7 @@ import type { Pool, PoolKind } from './pools/pool.js'
 import { PreforkPool } from './pools/prefork-pool.js'
 import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
+import { StateDb } from './state-db.js'
 import { TaskRunner } from './task-runner.js'
 
 export const WorkerStates = {
@@ -62,6 +65,16 @@ export interface WorkerOptions {
   softShutdownTimeout: number
   /** worker_enable_soft_shutdown_on_idle. */
   softShutdownOnIdle: boolean
+  /** --autoscale=MAX,MIN: the pool starts at MIN; prefetch follows MAX. */
+  autoscale: { max: number; min: number } | null
+  /** --max-memory-per-child, KiB. */
+  maxMemoryPerChild: number | undefined
+  /** --statedb, already expanded. */
+  statedb: string | null
+  /** worker_cancel_long_running_tasks_on_connection_loss. */
+  cancelLongRunningOnLoss: boolean
+  /** worker_enable_prefetch_count_reduction (Celery's default: on). */
+  prefetchReduction: boolean
   log: Logger
 }
 
@@ -76,7 +89,10 @@ export class Worker {
   private runner!: TaskRunner
   private events!: EventDispatcher
   private mailbox!: MailboxServer
-  private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer }>()
+  private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer; received: number }>()
+  private autoscaler: Autoscaler | null = null
+  private guard: ConnectionGuard | null = null
+  private statedb: StateDb | null = null
   private heartbeatTimer: NodeJS.Timeout | undefined
   private stopping: Promise<void> | undefined
   private resolveStopped!: () => void
@@ -97,31 +113,31 @@ export class Worker {
   }
 
   private get basePrefetch(): number {
-    return this.o.prefetchMultiplier * this.o.concurrency
+    return this.o.prefetchMultiplier * (this.autoscaler?.max ?? this.o.autoscale?.max ?? this.o.concurrency)
   }
 
   prefetchCount(): number {
-    return this.basePrefetch + (this.runner?.scheduled.size ?? 0)
+    const base = this.guard ? this.guard.reduce(this.basePrefetch) : this.basePrefetch
+    return base + (this.runner?.scheduled.size ?? 0)
   }
 
   private makePool(): Pool {
     const log = (level: 'info' | 'warning' | 'error', message: string) => this.o.log[level](message)
-    const slotOptions = { size: this.o.concurrency, modulePath: this.o.modulePath, nodename: this.o.hostname, logfile: this.o.logfile, maxTasksPerChild: this.o.maxTasksPerChild, log }
+    const size = this.o.autoscale ? Math.max(1, this.o.autoscale.min) : this.o.concurrency
+    const slotOptions = { size, modulePath: this.o.modulePath, nodename: this.o.hostname, logfile: this.o.logfile, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log }
     switch (this.o.pool) {
       case 'prefork':
         return new PreforkPool(slotOptions)
       case 'threads':
         return new ThreadsPool(slotOptions)
       case 'solo':
-        return new SoloPool(this.o.app, this.o.concurrency)
+        return new SoloPool(this.o.app, size)
     }
   }
 
   async start(): Promise<void> {
     this.transitionTo('STARTING', 'start')
     this.transport = await createTransport(this.o.brokerUrl)
-    this.transport.on('connection:lost', (e) => this.o.log.warning(`Connection to broker lost: ${e.message}. Trying to re-establish the connection...`))
-    this.transport.on('connection:restored', () => this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`))
     this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
     await this.transport.connect()
     this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
@@ -147,7 +163,24 @@ export class Worker {
       timeLimit: this.o.timeLimit,
       softTimeLimit: this.o.softTimeLimit,
       onScheduledChange: () => void this.applyPrefetch(),
+      onTaskDone: () => this.guard?.taskDone(),
     })
+    this.guard = this.makeGuard()
+    this.guard.start()
+    if (this.o.statedb) {
+      this.statedb = new StateDb(this.o.statedb, this.revoked, this.clock, (m) => this.o.log.warning(m))
+      this.statedb.load()
+      this.statedb.startPeriodicSave()
+    }
+    if (this.o.autoscale) {
+      this.autoscaler = new Autoscaler({
+        ...this.o.autoscale,
+        pool: this.pool,
+        qty: () => this.runner.active.size + this.runner.reserved.length,
+        log: (m) => this.o.log.info(m),
+        onRangeChange: () => void this.applyPrefetch(),
+      })
+    }
     this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
     await this.mailbox.start()
     if (this.o.mingle && this.transport.kind !== 'file') await this.mingle()
@@ -155,6 +188,7 @@ export class Worker {
       const { exchange, routingKey } = taskQueue(name)
       await this.addConsumer({ name, exchange: exchange.name, exchangeType: exchange.type, routingKey })
     }
+    this.autoscaler?.start()
     if (this.o.heartbeat) {
       await this.events.sendWorker('worker-online', this.heartbeatState())
       this.heartbeatTimer = setInterval(() => void this.events.sendWorker('worker-heartbeat', this.heartbeatState()), this.o.heartbeatInterval * 1000)
@@ -197,8 +231,42 @@ export class Worker {
       const n = await this.transport.purge(decl.name)
       if (n) this.o.log.warning(`Purged ${n} messages from ${decl.name}`)
     }
-    const consumer = await this.transport.consume(decl.name, (d) => this.runner.onDelivery(d), { prefetch: this.prefetchCount() })
-    this.consumers.set(decl.name, { decl, consumer })
+    const entry = { decl, consumer: undefined as unknown as Consumer, received: 0 }
+    entry.consumer = await this.transport.consume(decl.name, (d) => {
+      entry.received += 1
+      return this.runner.onDelivery(d)
+    }, { prefetch: this.prefetchCount() })
+    this.consumers.set(decl.name, entry)
+  }
+
+  private makeGuard(): ConnectionGuard {
+    return new ConnectionGuard({
+      transport: this.transport,
+      log: this.o.log,
+      cancelLongRunningOnLoss: this.o.cancelLongRunningOnLoss,
+      prefetchReduction: this.o.prefetchReduction,
+      activeRequests: () => [...this.runner.active.values()],
+      isAcksLate: (r) => this.o.app.tasks.get(r.name)?.options.acksLate ?? this.o.acksLate,
+      cancel: (r) => {
+        r.restored = true
+        this.pool.terminate(r.id, 'SIGKILL')
+      },
+      consumers: () =>
+        [...this.consumers.values()].map((entry) => ({
+          name: entry.decl.name,
+          received: entry.received,
+          recreate: async () => {
+            if (this.consumers.get(entry.decl.name) !== entry || this.state !== 'RUNNING') return
+            this.consumers.delete(entry.decl.name)
+            await entry.consumer.cancel().catch(() => undefined)
+            await this.addConsumer(entry.decl)
+          },
+        })),
+      held: () => this.runner.active.size + this.runner.reserved.length + this.runner.scheduled.size,
+      prefetchCount: () => this.prefetchCount(),
+      basePrefetch: () => this.basePrefetch,
+      applyPrefetch: () => this.applyPrefetch(),
+    })
   }
 
   async cancelConsumer(queue: string): Promise<void> {
@@ -246,11 +314,26 @@ export class Worker {
       queues: () => [...this.consumers.values()].map((c) => c.decl),
       addConsumer: (q: QueueDeclaration) => this.addConsumer(q),
       cancelConsumer: (q: string) => this.cancelConsumer(q),
+      autoscale: this.o.autoscale ? this.autoscaleControl() : undefined,
       shutdown: (reason: string) => {
         this.o.log.warning(`Got shutdown from remote (${reason})`)
         void this.shutdown('warm', 'remote shutdown')
       },
       report: () => this.report(),
+    }
+  }
+
+  private autoscaleControl(): NonNullable<ControlTarget['autoscale']> {
+    const self = this
+    return {
+      get max() {
+        return self.autoscaler?.max ?? 0
+      },
+      get min() {
+        return self.autoscaler?.min ?? 0
+      },
+      set: (max: number, min: number) => this.autoscaler?.set(max, min),
+      info: () => this.autoscaler?.info() ?? {},
     }
   }
 
@@ -352,6 +435,9 @@ export class Worker {
     if (this.finalized) return this.stopped
     this.finalized = true
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer)
+    this.autoscaler?.stop()
+    this.guard?.stop()
+    this.statedb?.close()
     if (this.o.heartbeat && this.events) await this.events.sendWorker('worker-offline', this.heartbeatState()).catch(() => undefined)
     await this.events?.flush().catch(() => undefined)
     await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)

@@ -175,6 +175,10 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     // Unlimited, the second would be done within milliseconds of the first.
     const st = await pyClient<{ state: string }>(env, ['get', second, '3'])
     assert.equal(st.state, 'PENDING', withLog(`rate limit ignored: ${JSON.stringify(st)}`))
+    // Celery's plain `inspect registered` shows task.rate_limit, which `control rate_limit` set.
+    const registered = (await inspect('registered')) as string[]
+    assert.ok(registered.includes('proj.mul [rate_limit=1/m]'), JSON.stringify(registered))
+    assert.ok(registered.includes('proj.add'), JSON.stringify(registered))
   })
 
   it('control shutdown stops the worker', async () => {

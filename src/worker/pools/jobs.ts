@@ -34,5 +34,6 @@ export type ToSlot = { type: 'run'; job: Job } | { type: 'abort'; id: string; re
 export type FromSlot =
   | { type: 'ready'; pid: number }
   | { type: 'started'; id: string }
-  | { type: 'done'; id: string; outcome: Outcome }
+  /** rss: the slot's resident set in bytes after the task (--max-memory-per-child). */
+  | { type: 'done'; id: string; outcome: Outcome; rss?: number }
   | { type: 'load-error'; message: string }

@@ -1,10 +1,23 @@
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isTypeScript, tsxImportUrl } from '../load-app.js'
 
-/** slot-main next to this file: .js when built, .ts when run from the sources. */
+/** The package root: the nearest folder above this file with package.json (works from src/, dist/ and dist/bundle/). */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir)
+    if (up === dir) throw new Error('cannot find the tsq package root')
+    dir = up
+  }
+  return dir
+}
+
+/** slot-main: the compiled .js next to the other pools, or the .ts when running from the sources. */
 export function slotEntryPath(): string {
-  const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
-  return fileURLToPath(new URL(`./slot-main${ext}`, import.meta.url))
+  if (import.meta.url.endsWith('.ts')) return fileURLToPath(new URL('./slot-main.ts', import.meta.url))
+  return join(packageRoot(), 'dist', 'worker', 'pools', 'slot-main.js')
 }
 
 /** A slot needs tsx when either the worker's own code or the user's module is TypeScript. */

@@ -38,7 +38,7 @@ try {
         send({ type: 'started', id: message.job.id })
         void job.outcome.then((outcome) => {
           running.delete(message.job.id)
-          send({ type: 'done', id: message.job.id, outcome })
+          send({ type: 'done', id: message.job.id, outcome, rss: process.memoryUsage().rss })
         })
         break
       }

@@ -20,11 +20,15 @@ interface Slot {
   job: { job: Job; since: number; settle: (o: Outcome) => void; timer?: NodeJS.Timeout; killReason?: 'time-limit' | 'terminated'; signal?: string | null } | null
   tasksRun: number
   retiring: boolean
+  /** Told to exit between tasks (to be replaced): no new job may be placed on it. */
+  exiting?: boolean
 }
 
 export interface SlotPoolOptions {
   size: number
   maxTasksPerChild?: number
+  /** KiB of resident memory after which a slot is replaced between tasks. */
+  maxMemoryPerChild?: number
   log?: (level: 'info' | 'warning' | 'error', message: string) => void
 }
 
@@ -65,7 +69,7 @@ export abstract class SlotPool implements Pool {
           rejectReady(new Error(message.message))
           break
         case 'done':
-          if (slot.job?.job.id === message.id) this.finish(slot, message.outcome)
+          if (slot.job?.job.id === message.id) this.finish(slot, message.outcome, message.rss)
           break
         case 'started':
           break
@@ -87,7 +91,7 @@ export abstract class SlotPool implements Pool {
     return ready
   }
 
-  private finish(slot: Slot, outcome: Outcome): void {
+  private finish(slot: Slot, outcome: Outcome, rss?: number): void {
     const entry = slot.job
     if (!entry) return
     slot.job = null
@@ -96,11 +100,15 @@ export abstract class SlotPool implements Pool {
     entry.settle(outcome)
     const max = this.options.maxTasksPerChild
     if (outcome.status === 'killed') return
-    if (slot.retiring || (max && slot.tasksRun >= max)) this.retire(slot)
+    const maxKiB = this.options.maxMemoryPerChild
+    const overMemory = maxKiB !== undefined && rss !== undefined && rss / 1024 > maxKiB
+    if (overMemory) this.options.log?.('warning', `Pool process ${slot.handle.pid} (index ${slot.index}) uses ${Math.round(rss / 1024)} KiB, over --max-memory-per-child ${maxKiB} KiB; replacing it`)
+    if (slot.retiring || overMemory || (max && slot.tasksRun >= max)) this.retire(slot)
   }
 
   /** Replaces a slot between tasks (max-tasks-per-child): the exit handler starts the new one. */
   private retire(slot: Slot): void {
+    slot.exiting = true
     slot.handle.send({ type: 'exit' })
   }
 
@@ -125,13 +133,13 @@ export abstract class SlotPool implements Pool {
   private async idleSlot(): Promise<Slot> {
     for (let attempt = 0; ; attempt++) {
       for (const slot of this.slots_.values()) {
-        if (slot.job || slot.retiring || this.claimed.has(slot)) continue
+        if (slot.job || slot.retiring || slot.exiting || this.claimed.has(slot)) continue
         try {
           await slot.ready
         } catch {
           continue
         }
-        if (!slot.job && !this.claimed.has(slot) && this.slots_.get(slot.index) === slot) {
+        if (!slot.job && !slot.exiting && !this.claimed.has(slot) && this.slots_.get(slot.index) === slot) {
           this.claimed.add(slot)
           return slot
         }
