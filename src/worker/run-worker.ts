@@ -1,7 +1,7 @@
 // What `tsq worker` does between parsing flags and exiting: load the module,
 // print the banner, start the worker, turn signals into shutdown phases.
 import { spawn } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { banner } from './banner.js'
 import { loadApp, resolveAppModule } from './load-app.js'
@@ -101,7 +101,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
       }) + '\n',
     )
   }
-  installSignals(worker, log, o, releasePidfile)
+  const signals = installSignals(worker, log, o)
   try {
     await worker.start()
   } catch (error) {
@@ -111,11 +111,14 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   }
   await worker.stopped
   releasePidfile()
+  // After the pidfile is gone, so the new process can take it.
+  if (signals.restart) restartInPlace(o.logfile)
   return 0
 }
 
 /** Signals → intents (signals.ts); the console says what the next Ctrl-C will do. */
-function installSignals(worker: Worker, log: Logger, o: RunWorkerOptions, releasePidfile: () => void): void {
+function installSignals(worker: Worker, log: Logger, o: RunWorkerOptions): { restart: boolean } {
+  const state = { restart: false }
   const ctx: SignalContext = { remapSigterm: process.env.REMAP_SIGTERM === 'SIGQUIT', softEnabled: o.softShutdownTimeout > 0 }
   const handle = (signal: NodeJS.Signals) => {
     const intent = intentFor(signal, worker.state, ctx)
@@ -148,10 +151,8 @@ function installSignals(worker: Worker, log: Logger, o: RunWorkerOptions, releas
           return
         }
         log.warning('Restarting worker (SIGHUP)')
-        void worker.shutdown('warm', signal).then(() => {
-          releasePidfile()
-          restartInPlace()
-        })
+        state.restart = true
+        void worker.shutdown('warm', signal)
         return
       case 'dump':
         log.console(dumpSlots(worker))
@@ -164,6 +165,7 @@ function installSignals(worker: Worker, log: Logger, o: RunWorkerOptions, releas
     }
   }
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const) process.on(signal, () => handle(signal))
+  return state
 }
 
 /** USR1: what each pool slot is doing right now. */
@@ -185,9 +187,10 @@ async function openInspector(): Promise<string> {
   return inspector.url() ?? 'unavailable'
 }
 
-/** HUP when detached: the same command again, in a new session, then this process leaves. */
-function restartInPlace(): void {
-  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: 'ignore', env: process.env })
+/** HUP when detached: the same command again, in a new session; this process then exits. */
+function restartInPlace(logfile: string | null): void {
+  let out: number | 'ignore' = 'ignore'
+  if (logfile) out = openSync(logfile, 'a')
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: ['ignore', out, out], env: process.env })
   child.unref()
-  process.exit(0)
 }

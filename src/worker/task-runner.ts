@@ -227,7 +227,8 @@ export class TaskRunner {
       this.o.log.error(`Could not record the outcome of ${m.task}[${m.id}]: ${(error as Error).message}`)
       await request.reject(true).catch(() => undefined)
     } finally {
-      this.active.delete(m.id)
+      // A redelivered copy (after a connection loss) may run under the same id meanwhile.
+      if (this.active.get(m.id) === request) this.active.delete(m.id)
       this.total[m.task] = (this.total[m.task] ?? 0) + 1
       this.processed += 1
       this.o.onTaskDone?.()

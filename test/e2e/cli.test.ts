@@ -2,7 +2,9 @@
 // documents, no colour off a terminal, no prompt without a terminal.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 
 const ANSI = /\u001b\[/
 
@@ -145,6 +147,24 @@ describe('tsq CLI contract (embedded broker)', () => {
     const redis = await runTsq(['status', '-b', 'redis://:s3cret@127.0.0.1:1/0'], { env, timeoutMs: 30_000 })
     assert.equal(redis.code, 69)
     assert.doesNotMatch(redis.stderr + redis.stdout, /s3cret/)
+  })
+
+  it('[purge] on a terminal asks first, and purges only after yes', { skip: !existsSync('/usr/bin/script') && 'util-linux script(1) is not installed: no pseudo-terminal to test the prompt' }, async () => {
+    const queue = `tsq-e2e-prompt-${process.pid}`
+    await runTsq(['call', 'proj.add', '--args', '[1, 1]', '-Q', queue], { env })
+    const answer = (key: string) =>
+      new Promise<string>((resolve) => {
+        const child = spawn('/usr/bin/script', ['-qfc', `node bin/run.js purge -Q ${queue}`, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env } })
+        let out = ''
+        child.stdout.on('data', (d) => {
+          out += d
+          if (out.includes('Are you sure')) child.stdin.write(key)
+        })
+        child.on('exit', () => resolve(out.replace(/\u001b\[[0-9;?]*[a-zA-Z]/g, '')))
+      })
+    assert.match(await answer('n\r'), /There is no undo for this operation!/)
+    const yes = await answer('y\r')
+    assert.match(yes, /Purged 1 message from 1 queue\./)
   })
 
   it('[purge] refuses without -f when stdin is not a terminal, and never prompts', async () => {

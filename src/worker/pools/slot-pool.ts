@@ -79,12 +79,13 @@ export abstract class SlotPool implements Pool {
       rejectReady(new Error(`pool process exited (${signal ?? code}) before it was ready`))
       if (this.slots_.get(index) !== slot) return
       this.slots_.delete(index)
+      const hadJob = slot.job !== null
       if (slot.job) {
         const reason = slot.job.killReason ?? 'worker-lost'
         this.finish(slot, { status: 'killed', reason, signal: slot.job.signal ?? signal ?? null, runtime: (Date.now() - slot.job.since) / 1000 })
       }
       if (!this.closing && !slot.retiring && index <= this.size) {
-        if (!slot.job && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
+        if (!hadJob && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
         void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))
       }
     })
