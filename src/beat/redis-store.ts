@@ -66,7 +66,9 @@ export class RedisStore implements BeatStore {
   }
 
   static async open(options: RedisStoreOptions): Promise<RedisStore> {
-    const { Redis } = await import('ioredis')
+    // The bundled CLI hands CommonJS ioredis over as its default export; plain Node names it.
+    const ioredis = await import('ioredis')
+    const Redis = ioredis.Redis ?? (ioredis as unknown as { default: typeof ioredis.Redis }).default
     const redis = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
     redis.on('error', () => undefined)
     try {
