@@ -1,23 +1,22 @@
 // The worker: connects, starts the pool, consumes the task queues, answers the
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
-import { hostname as osHostname } from 'node:os'
-import type { App } from '../app/app.js'
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
 import { taskQueue } from '../app/queues.js'
-import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, parseBrokerUrl, type Consumer, type Transport } from '../transport/index.js'
+import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type Transport } from '../transport/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
 import { EventDispatcher } from './events.js'
 import { LimitedSet } from './limited-set.js'
-import type { Logger } from './logger.js'
-import type { Pool, PoolKind } from './pools/pool.js'
+import type { Pool } from './pools/pool.js'
 import { PreforkPool } from './pools/prefork-pool.js'
 import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
 import { StateDb } from './state-db.js'
 import { TaskRunner } from './task-runner.js'
+import { brokerInfo, workerConf, workerReport } from './worker-info.js'
+import type { WorkerOptions } from './worker-options.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -40,43 +39,7 @@ const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
   STOPPED: [],
 }
 
-export interface WorkerOptions {
-  app: App
-  modulePath: string
-  brokerUrl: string
-  resultBackend: string | undefined
-  hostname: string
-  concurrency: number
-  pool: PoolKind
-  queues: string[]
-  excludeQueues: string[]
-  prefetchMultiplier: number
-  taskEvents: boolean
-  heartbeat: boolean
-  heartbeatInterval: number
-  mingle: boolean
-  purge: boolean
-  timeLimit: number | null
-  softTimeLimit: number | null
-  acksLate: boolean
-  logfile: string | null
-  maxTasksPerChild: number | undefined
-  /** worker_soft_shutdown_timeout, seconds; 0 disables the soft phase. */
-  softShutdownTimeout: number
-  /** worker_enable_soft_shutdown_on_idle. */
-  softShutdownOnIdle: boolean
-  /** --autoscale=MAX,MIN: the pool starts at MIN; prefetch follows MAX. */
-  autoscale: { max: number; min: number } | null
-  /** --max-memory-per-child, KiB. */
-  maxMemoryPerChild: number | undefined
-  /** --statedb, already expanded. */
-  statedb: string | null
-  /** worker_cancel_long_running_tasks_on_connection_loss. */
-  cancelLongRunningOnLoss: boolean
-  /** worker_enable_prefetch_count_reduction (Celery's default: on). */
-  prefetchReduction: boolean
-  log: Logger
-}
+export type { WorkerOptions } from './worker-options.js'
 
 export class Worker {
   state: WorkerState = 'CREATED'
@@ -276,27 +239,6 @@ export class Worker {
     await entry.consumer.cancel()
   }
 
-  private brokerInfo(): Record<string, unknown> {
-    const u = parseBrokerUrl(this.o.brokerUrl)
-    const transport = this.transport.kind === 'amqp' ? 'amqp' : this.transport.kind
-    return {
-      hostname: u.hostname || osHostname(),
-      userid: u.username ?? null,
-      virtual_host: this.transport.kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0',
-      port: u.port ?? (this.transport.kind === 'amqp' ? 5672 : this.transport.kind === 'redis' ? 6379 : null),
-      insist: false,
-      ssl: u.scheme === 'amqps' || u.scheme === 'rediss',
-      transport,
-      connect_timeout: 4,
-      transport_options: {},
-      login_method: this.transport.kind === 'amqp' ? 'PLAIN' : null,
-      uri_prefix: null,
-      heartbeat: 120.0,
-      failover_strategy: 'round-robin',
-      alternates: [],
-    }
-  }
-
   /** Built once the pool, runner and events exist (the mailbox starts after them). */
   private controlTarget(): ControlTarget {
     return {
@@ -309,8 +251,8 @@ export class Worker {
       events: this.events,
       startedAt: this.startedAt,
       prefetchCount: () => this.prefetchCount(),
-      brokerInfo: () => this.brokerInfo(),
-      conf: (withDefaults: boolean) => this.conf(withDefaults),
+      brokerInfo: () => brokerInfo(this.o, this.transport.kind),
+      conf: (withDefaults: boolean) => workerConf(this.o, this.events.taskEvents, withDefaults),
       queues: () => [...this.consumers.values()].map((c) => c.decl),
       addConsumer: (q: QueueDeclaration) => this.addConsumer(q),
       cancelConsumer: (q: string) => this.cancelConsumer(q),
@@ -319,7 +261,7 @@ export class Worker {
         this.o.log.warning(`Got shutdown from remote (${reason})`)
         void this.shutdown('warm', 'remote shutdown')
       },
-      report: () => this.report(),
+      report: () => workerReport(this.o, this.transport.kind),
     }
   }
 
@@ -335,32 +277,6 @@ export class Worker {
       set: (max: number, min: number) => this.autoscaler?.set(max, min),
       info: () => this.autoscaler?.info() ?? {},
     }
-  }
-
-  private conf(withDefaults: boolean): Record<string, unknown> {
-    const changed: Record<string, unknown> = {
-      broker_url: maskUrl(this.o.brokerUrl),
-      result_backend: this.o.resultBackend ? maskUrl(this.o.resultBackend) : null,
-      worker_concurrency: this.o.concurrency,
-      worker_prefetch_multiplier: this.o.prefetchMultiplier,
-      worker_send_task_events: this.events.taskEvents,
-      task_acks_late: this.o.acksLate,
-      task_time_limit: this.o.timeLimit,
-      task_soft_time_limit: this.o.softTimeLimit,
-      include: [this.o.modulePath],
-      ...(this.o.app.options.conf ?? {}),
-    }
-    if (!withDefaults) return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== null))
-    return { task_default_queue: 'celery', task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...changed }
-  }
-
-  private report(): string {
-    return [
-      `software -> tsq:${process.env.TSQ_VERSION ?? '0.1.0'} node:${process.version} (${process.platform}-${process.arch})`,
-      `platform -> system:${process.platform} arch:${process.arch}`,
-      `loader -> tsq`,
-      `settings -> transport:${this.transport.kind} results:${this.o.resultBackend ? maskUrl(this.o.resultBackend) : 'disabled'}`,
-    ].join('\n')
   }
 
   /**

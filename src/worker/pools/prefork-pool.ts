@@ -25,10 +25,13 @@ export class PreforkPool extends SlotPool {
       env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify({ modulePath, nodename, logfile, index }), TSQ_POOL_INDEX: String(index) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
+    // A child that dies while a message is on its way (EPIPE) is reported by its
+    // exit; the error must not take the worker down with it.
+    child.on('error', (error) => this.spawnOptions.log?.('warning', `pool process ${child.pid ?? '?'} (index ${index}): ${error.message}`))
     return {
       pid: child.pid ?? -1,
       send: (message) => {
-        if (child.connected) child.send(message)
+        if (child.connected) child.send(message, (error) => void error)
       },
       kill: (signal) => {
         child.kill(signal)

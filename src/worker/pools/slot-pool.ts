@@ -77,13 +77,14 @@ export abstract class SlotPool implements Pool {
     })
     handle.onExit((code, signal) => {
       rejectReady(new Error(`pool process exited (${signal ?? code}) before it was ready`))
-      if (this.slots_.get(index) !== slot) return
-      this.slots_.delete(index)
       const hadJob = slot.job !== null
+      // Settled even when a newer slot took the index (autoscale grew while this one retired).
       if (slot.job) {
         const reason = slot.job.killReason ?? 'worker-lost'
         this.finish(slot, { status: 'killed', reason, signal: slot.job.signal ?? signal ?? null, runtime: (Date.now() - slot.job.since) / 1000 })
       }
+      if (this.slots_.get(index) !== slot) return
+      this.slots_.delete(index)
       if (!this.closing && !slot.retiring && index <= this.size) {
         if (!hadJob && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
         void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))

@@ -1,0 +1,51 @@
+// What `inspect stats` (broker), `inspect conf` and `inspect report` say about
+// a worker: Celery's shapes, built from the worker's options.
+import { hostname as osHostname } from 'node:os'
+import { maskUrl, parseBrokerUrl, type Transport } from '../transport/index.js'
+import type { WorkerOptions } from './worker-options.js'
+
+export function brokerInfo(o: WorkerOptions, kind: Transport['kind']): Record<string, unknown> {
+  const u = parseBrokerUrl(o.brokerUrl)
+  return {
+    hostname: u.hostname || osHostname(),
+    userid: u.username ?? null,
+    virtual_host: kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0',
+    port: u.port ?? (kind === 'amqp' ? 5672 : kind === 'redis' ? 6379 : null),
+    insist: false,
+    ssl: u.scheme === 'amqps' || u.scheme === 'rediss',
+    transport: kind,
+    connect_timeout: 4,
+    transport_options: {},
+    login_method: kind === 'amqp' ? 'PLAIN' : null,
+    uri_prefix: null,
+    heartbeat: 120.0,
+    failover_strategy: 'round-robin',
+    alternates: [],
+  }
+}
+
+export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: boolean): Record<string, unknown> {
+  const changed: Record<string, unknown> = {
+    broker_url: maskUrl(o.brokerUrl),
+    result_backend: o.resultBackend ? maskUrl(o.resultBackend) : null,
+    worker_concurrency: o.autoscale ? o.autoscale.max : o.concurrency,
+    worker_prefetch_multiplier: o.prefetchMultiplier,
+    worker_send_task_events: taskEvents,
+    task_acks_late: o.acksLate,
+    task_time_limit: o.timeLimit,
+    task_soft_time_limit: o.softTimeLimit,
+    include: [o.modulePath],
+    ...(o.app.options.conf ?? {}),
+  }
+  if (!withDefaults) return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== null))
+  return { task_default_queue: 'celery', task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...changed }
+}
+
+export function workerReport(o: WorkerOptions, kind: Transport['kind']): string {
+  return [
+    `software -> tsq:${process.env.TSQ_VERSION ?? '0.1.0'} node:${process.version} (${process.platform}-${process.arch})`,
+    `platform -> system:${process.platform} arch:${process.arch}`,
+    `loader -> tsq`,
+    `settings -> transport:${kind} results:${o.resultBackend ? maskUrl(o.resultBackend) : 'disabled'}`,
+  ].join('\n')
+}

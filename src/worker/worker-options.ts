@@ -1,0 +1,42 @@
+// The worker's settings, resolved from flags, environment and the app's conf.
+import type { App } from '../app/app.js'
+import type { Logger } from './logger.js'
+import type { PoolKind } from './pools/pool.js'
+
+export interface WorkerOptions {
+  app: App
+  modulePath: string
+  brokerUrl: string
+  resultBackend: string | undefined
+  hostname: string
+  concurrency: number
+  pool: PoolKind
+  queues: string[]
+  excludeQueues: string[]
+  prefetchMultiplier: number
+  taskEvents: boolean
+  heartbeat: boolean
+  heartbeatInterval: number
+  mingle: boolean
+  purge: boolean
+  timeLimit: number | null
+  softTimeLimit: number | null
+  acksLate: boolean
+  logfile: string | null
+  maxTasksPerChild: number | undefined
+  /** worker_soft_shutdown_timeout, seconds; 0 disables the soft phase. */
+  softShutdownTimeout: number
+  /** worker_enable_soft_shutdown_on_idle. */
+  softShutdownOnIdle: boolean
+  /** --autoscale=MAX,MIN: the pool starts at MIN; prefetch follows MAX. */
+  autoscale: { max: number; min: number } | null
+  /** --max-memory-per-child, KiB. */
+  maxMemoryPerChild: number | undefined
+  /** --statedb, already expanded. */
+  statedb: string | null
+  /** worker_cancel_long_running_tasks_on_connection_loss. */
+  cancelLongRunningOnLoss: boolean
+  /** worker_enable_prefetch_count_reduction (Celery's default: on). */
+  prefetchReduction: boolean
+  log: Logger
+}
