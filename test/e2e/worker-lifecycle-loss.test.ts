@@ -196,12 +196,10 @@ describe('loss test: kill -9 ×2, warm, cold, broker drop; nothing lost', () => 
     await runLossTest('amqp')
   })
 
-  // todo, not skip: it runs and reports. A kill -9 between Redis popping a
-  // message (BRPOP) and recording it in `unacked` loses that message (kombu's
-  // layout has the same hole); seen about once in 10,000 tasks with two kills.
-  // Closing it needs an atomic pop-into-unacked in src/transport/redis.
-  const redisTodo = 'BRPOP→unacked window loses a message on kill -9 (transport fix pending)'
-  it('[Redis] every task finishes at least once; repeats only from in-flight tasks', { skip: redisSkip, todo: redisSkip ? false : redisTodo, timeout: 600_000 }, async () => {
+  // Acking consumers take messages with one script that pops and records in
+  // `unacked` atomically (src/transport/redis/unacked.ts claim): kombu's
+  // BRPOP-then-HSET gap lost one message per kill -9 here.
+  it('[Redis] every task finishes at least once; repeats only from in-flight tasks', { skip: redisSkip, timeout: 600_000 }, async () => {
     await runLossTest('redis')
   })
 })

@@ -28,7 +28,7 @@ export class AckTracker {
   ) {}
 
   /** Records the delivery in `unacked` (kombu QoS.append) and returns how to settle it. */
-  async track(consumer: ListConsumer, tag: string, raw: string, exchange: string, routingKey: string): Promise<Settler> {
+  async track(consumer: ListConsumer, tag: string, raw: string, exchange: string, routingKey: string, alreadyRecorded = false): Promise<Settler> {
     const record: Outstanding = { tag, consumer }
     const hold = (): void => {
       consumer.inFlight += 1
@@ -40,7 +40,7 @@ export class AckTracker {
     }
     hold()
     try {
-      await this.unacked.add(tag, raw, exchange, routingKey)
+      if (!alreadyRecorded) await this.unacked.add(tag, raw, exchange, routingKey)
     } catch (error) {
       release()
       throw this.hooks.classify(error, `record unacked ${tag}`)

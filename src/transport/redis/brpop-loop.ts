@@ -14,12 +14,22 @@ export interface BrpopTarget {
   idle(): void
   /** The BRPOP failed (typically the connection dropped). */
   failed(error: unknown): void
+  /** Queues with acking consumers are claimed atomically (pop + unacked) instead of BRPOPped. */
+  wantsClaim(queues: string[]): boolean
+  /** Pops and records in one step; null when every list is empty. */
+  claim(keys: string[], queues: string[]): Promise<{ key: string; raw: string; recorded: boolean } | null>
+  /** A claimed message: already in `unacked` when recorded. */
+  deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): Promise<void>
 }
+
+/** Idle back-off of the claim poll (Redis cannot block inside a script): at most this much latency. */
+const CLAIM_IDLE_MAX_MS = 100
 
 const BRPOP_TIMEOUT_SECONDS = 1
 
 export class BrpopLoop {
   private stopping = false
+  private emptyClaims = 0
   private running: Promise<void> | undefined
   private wake: (() => void) | undefined
   private blockedOn: string | undefined
@@ -106,6 +116,28 @@ export class BrpopLoop {
       const queues = this.target.readyQueues()
       if (queues.length === 0) {
         await this.sleep(1000)
+        continue
+      }
+      if (this.target.wantsClaim(queues)) {
+        let claimed: Awaited<ReturnType<BrpopTarget['claim']>>
+        try {
+          claimed = await this.target.claim(brpopKeys(queues), queues)
+          failures = 0
+        } catch (error) {
+          if (this.stopping) break
+          this.target.failed(error)
+          failures += 1
+          await this.sleep(Math.min(100 * failures, 1000))
+          continue
+        }
+        if (!claimed) {
+          this.target.idle()
+          this.emptyClaims += 1
+          await this.sleep(Math.min(CLAIM_IDLE_MAX_MS, 2 ** Math.min(this.emptyClaims, 7)))
+          continue
+        }
+        this.emptyClaims = 0
+        await this.target.deliverClaimed(this.queueOf(claimed.key), claimed.key, claimed.raw, claimed.recorded)
         continue
       }
       let popped: [string, string] | null

@@ -70,6 +70,11 @@ export class ConsumerSet {
     return this.order.filter((q) => this.byQueue.get(q)?.some((c) => c.hasRoom()))
   }
 
+  /** Some consumer of `queue` acks: its messages must be recorded in `unacked` as they are taken. */
+  hasAcking(queue: string): boolean {
+    return this.byQueue.get(queue)?.some((c) => !c.noAck) ?? false
+  }
+
   rotate(queue: string): void {
     const at = this.order.indexOf(queue)
     if (at === -1) return

@@ -288,6 +288,9 @@ export class RedisTransport implements Transport {
         deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
         idle: () => undefined,
         failed: () => undefined,
+        wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
+        claim: (keys) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(queueOfListKey(k)))),
+        deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
       }, queueOfListKey)
     })().catch((error: unknown) => {
       this.loop = undefined
@@ -310,12 +313,15 @@ export class RedisTransport implements Transport {
   }
 
   /** A BRPOP returned a message: record it as unacked (unless noAck) and hand it over. */
-  private async onPopped(queue: string, key: string, raw: string): Promise<void> {
+  private async onPopped(queue: string, key: string, raw: string, recorded = false): Promise<void> {
     const cmd = this.cmd!
     const consumer = this.state === 'open' ? this.consumers.pick(queue) : undefined
-    if (!consumer) {
-      // Cancelled or full while the BRPOP was in flight: back to the head of its list.
-      await cmd.rpush(key, raw).catch((error: unknown) => this.emitError(error))
+    if (!consumer || (recorded && consumer.noAck)) {
+      // Cancelled or full while the pop was in flight: back to the head of its list.
+      if (recorded) {
+        const tag = safeTag(raw)
+        if (tag !== undefined) await this.unacked!.restore(tag, { leftmost: false }).catch((error: unknown) => this.emitError(error))
+      } else await cmd.rpush(key, raw).catch((error: unknown) => this.emitError(error))
       return
     }
     this.consumers.rotate(queue)
@@ -323,6 +329,7 @@ export class RedisTransport implements Transport {
     try {
       envelope = parseEnvelope(raw)
     } catch (error) {
+      if (recorded) await this.unacked!.remove(safeTag(raw) ?? '').catch(() => undefined)
       this.emitError(error)
       return
     }
@@ -334,7 +341,7 @@ export class RedisTransport implements Transport {
     const info = envelope.properties.delivery_info
     let settler
     try {
-      settler = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''))
+      settler = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
     } catch (error) {
       await cmd.rpush(key, raw).catch(() => undefined)
       this.emitError(error)
@@ -399,5 +406,15 @@ export class RedisTransport implements Transport {
     hub?.close()
     for (const conn of [this.subConn, this.brpopConn, this.cmd]) if (conn) await closeConnection(conn)
     this.state = 'closed'
+  }
+}
+
+/** The delivery tag of a raw envelope, without trusting the rest of it. */
+function safeTag(raw: string): string | undefined {
+  try {
+    const tag = (JSON.parse(raw) as { properties?: { delivery_tag?: unknown } }).properties?.delivery_tag
+    return tag === undefined || tag === null ? undefined : String(tag)
+  } catch {
+    return undefined
   }
 }

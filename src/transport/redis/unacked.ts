@@ -33,6 +33,8 @@ return 1
 export type DestinationLookup = (exchange: string, routingKey: string) => Promise<string[]>
 
 export class UnackedStore {
+  private unreleasedToken: string | undefined
+
   constructor(
     private readonly conn: Redis,
     private readonly lookup: DestinationLookup,
@@ -43,6 +45,26 @@ export class UnackedStore {
     // The envelope text is embedded as-is so a Python restorer reads back exactly what was popped.
     const value = `[${rawEnvelope}, ${pyDumps(exchange)}, ${pyDumps(routingKey)}]`
     await this.conn.multi().zadd(UNACKED_INDEX_KEY, Date.now() / 1000, tag).hset(UNACKED_KEY, tag, value).exec()
+  }
+
+  /**
+   * Pops the first message of `keys` and, where `record[i]`, writes it to
+   * `unacked` in the same atomic step. BRPOP then HSET leaves a gap in which a
+   * worker killed with -9 loses the popped message for good (kombu has the same
+   * gap); a script closes it. Returns null when every list is empty.
+   */
+  async claim(keys: readonly string[], record: readonly boolean[]): Promise<{ key: string; raw: string; recorded: boolean } | null> {
+    const result = (await this.conn.eval(
+      CLAIM_SCRIPT,
+      keys.length + 2,
+      UNACKED_KEY,
+      UNACKED_INDEX_KEY,
+      ...keys,
+      String(Date.now() / 1000),
+      ...record.map((r) => (r ? '1' : '0')),
+    )) as [string, string, string] | null
+    if (!result) return null
+    return { key: result[0], raw: result[1], recorded: result[2] === '1' }
   }
 
   /** Moves a held message's index score forward (ZADD XX: only while it is still unacked). */
@@ -102,6 +124,12 @@ export class UnackedStore {
    * when another process holds the lock.
    */
   async restoreVisible(visibilityTimeout: number, limit?: number): Promise<number> {
+    // A release that failed (the connection dropped mid-pass) is retried first:
+    // otherwise the lock would block every restore, ours and other workers', for 300 s.
+    if (this.unreleasedToken) {
+      await this.conn.eval(RELEASE_SCRIPT, 1, UNACKED_MUTEX_KEY, this.unreleasedToken)
+      this.unreleasedToken = undefined
+    }
     const token = randomUUID().replace(/-/g, '')
     const locked = await this.conn.set(UNACKED_MUTEX_KEY, token, 'PX', UNACKED_MUTEX_EXPIRE * 1000, 'NX')
     if (locked !== 'OK') return -1
@@ -116,7 +144,37 @@ export class UnackedStore {
       }
       return restored
     } finally {
-      await this.conn.eval(RELEASE_SCRIPT, 1, UNACKED_MUTEX_KEY, token).catch(() => undefined)
+      await this.conn.eval(RELEASE_SCRIPT, 1, UNACKED_MUTEX_KEY, token).catch(() => {
+        this.unreleasedToken = token
+      })
     }
   }
 }
+
+// KEYS: unacked, unacked_index, then the lists in BRPOP order. ARGV: now, then
+// '1'/'0' per list (record as unacked or not). The stored value is kombu's
+// `[envelope, exchange, routing_key]`, with the envelope kept byte for byte.
+const CLAIM_SCRIPT = `
+for i = 3, #KEYS do
+  local raw = redis.call('RPOP', KEYS[i])
+  if raw then
+    if ARGV[i - 1] == '1' then
+      local ok, env = pcall(cjson.decode, raw)
+      if ok and type(env) == 'table' and type(env.properties) == 'table' and env.properties.delivery_tag ~= nil then
+        local info = env.properties.delivery_info
+        if type(info) ~= 'table' then info = {} end
+        local ex = info.exchange
+        local rk = info.routing_key
+        if type(ex) ~= 'string' then ex = '' end
+        if type(rk) ~= 'string' then rk = '' end
+        local tag = tostring(env.properties.delivery_tag)
+        redis.call('ZADD', KEYS[2], ARGV[1], tag)
+        redis.call('HSET', KEYS[1], tag, '[' .. raw .. ', ' .. cjson.encode(ex) .. ', ' .. cjson.encode(rk) .. ']')
+        return {KEYS[i], raw, '1'}
+      end
+    end
+    return {KEYS[i], raw, '0'}
+  end
+end
+return false
+`
