@@ -26,6 +26,11 @@ export class Logger {
     this.threshold = LEVELS[level]
   }
 
+  /** For lines on the hot path: skip building the message when it would be dropped. */
+  enabled(level: LevelName): boolean {
+    return LEVELS[level] >= this.threshold
+  }
+
   log(level: LevelName, message: string): void {
     if (LEVELS[level] < this.threshold) return
     const line = `[${stamp()}: ${level}/${this.processName}] ${message}\n`

@@ -70,7 +70,7 @@ export class TaskRunner {
     if (!this.o.app.tasks.has(message.task)) return this.unregistered(request)
     if (this.o.revoked.has(message.id)) return this.revokeOnArrival(request, 'revoked')
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
-    this.o.log.info(`Task ${message.task}[${message.id}] received`)
+    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${message.task}[${message.id}] received`)
     this.o.events.sendTask('task-received', {
       uuid: message.id,
       name: message.task,
@@ -248,7 +248,7 @@ export class TaskRunner {
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
     switch (outcome.status) {
       case 'success': {
-        this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
+        if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
         if (!ignoreResult) await this.store(request, 'SUCCESS', outcome.value, null)
         this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
         await this.followUp(request, outcome.value)
