@@ -129,8 +129,10 @@ function installSignals(worker: Worker, log: Logger, o: RunWorkerOptions): { res
         void worker.shutdown('warm', signal)
         return
       case 'soft':
-        if (signal === 'SIGINT') log.console(nextCtrlCHint('soft', ctx))
         void worker.shutdown('soft', signal)
+        // With nothing running (and no --enable-soft-shutdown-on-idle) there is no window: it went cold.
+        if (worker.state === 'COLD_SHUTDOWN') log.console('\nworker: Cold shutdown (MainProcess)')
+        if (signal === 'SIGINT') log.console(nextCtrlCHint(worker.state === 'COLD_SHUTDOWN' ? 'cold' : 'soft', ctx))
         return
       case 'cold':
         log.console('\nworker: Cold shutdown (MainProcess)')

@@ -108,6 +108,40 @@ describe('worker shutdown phases and signals', () => {
     assert.match(worker.output(), /Initiating Soft Shutdown, terminating in 1 seconds[\s\S]*Restoring 1 unacknowledged message\(s\)/)
   })
 
+  it('[QUIT during soft] cancels the tasks but the soft window still runs out', async () => {
+    const { env, node, worker } = await setup(['--soft-shutdown-timeout', '3'])
+    const id = await call(env, 'life.sleep', [30])
+    await waitActive(env, node, id)
+    const started = Date.now()
+    worker.child.kill('SIGQUIT')
+    await waitFor(() => worker.output().includes('Initiating Soft Shutdown'), { what: 'soft shutdown' })
+    worker.child.kill('SIGQUIT')
+    assert.equal(await exitOf(worker), 0)
+    assert.ok(Date.now() - started >= 2500, 'the worker waited out the soft window')
+    assert.match(worker.output(), /Cancelling running tasks; the soft shutdown window still runs out[\s\S]*Restoring 1 unacknowledged message\(s\)/)
+    const purge = await runTsq(['purge', '-f', '--json'], { env })
+    assert.deepEqual(JSON.parse(purge.stdout), { purged: 1, queues: { celery: 1 } })
+  })
+
+  it('[--enable-soft-shutdown-on-idle] an idle worker still gets the soft window; without it, idle goes cold at once', async () => {
+    const idle = await setup(['--soft-shutdown-timeout', '1', '--enable-soft-shutdown-on-idle'])
+    idle.worker.child.kill('SIGQUIT')
+    assert.equal(await exitOf(idle.worker), 0)
+    assert.match(idle.worker.output(), /Initiating Soft Shutdown, terminating in 1 seconds/)
+    const plain = await setup(['--soft-shutdown-timeout', '1'])
+    plain.worker.child.kill('SIGQUIT')
+    assert.equal(await exitOf(plain.worker), 0)
+    assert.doesNotMatch(plain.worker.output(), /Initiating Soft Shutdown/)
+    assert.match(plain.worker.output(), /Cold shutdown/)
+  })
+
+  it('[USR2] opens the Node inspector and prints its address', async () => {
+    const { worker } = await setup()
+    worker.child.kill('SIGUSR2')
+    await waitFor(() => /Node inspector listening on ws:\/\/127\.0\.0\.1:\d+\//.test(worker.output()), { what: 'inspector address' })
+    await worker.stop()
+  })
+
   it('[USR1] prints what each pool slot runs', async () => {
     const { env, node, worker } = await setup()
     const id = await call(env, 'life.sleep', [30])
