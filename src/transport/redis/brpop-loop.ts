@@ -20,16 +20,25 @@ export interface BrpopTarget {
   claim(keys: string[], queues: string[]): Promise<{ key: string; raw: string; recorded: boolean } | null>
   /** A claimed message: already in `unacked` when recorded. */
   deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): Promise<void>
+  /** Records what a BLMOVE moved from `source` into the loop's staging list for it. */
+  claimStaged(source: string): Promise<{ raw: string; recorded: boolean } | null>
+  /** The staging list this loop moves messages of `source` into. */
+  stagingFor(source: string): string
 }
 
-/** Idle back-off of the claim poll (Redis cannot block inside a script): at most this much latency. */
-const CLAIM_IDLE_MAX_MS = 100
+/**
+ * While idle, the loop blocks on the first ready list (BLMOVE into its staging
+ * list, so it waits in line with Celery's own BRPOP consumers) and polls every
+ * list, including priority sub-lists, at least this often.
+ */
+const CLAIM_BLOCK_SECONDS = 0.2
 
 const BRPOP_TIMEOUT_SECONDS = 1
 
 export class BrpopLoop {
   private stopping = false
-  private emptyClaims = 0
+  /** Sources whose staging list may hold a message whose claim did not complete. */
+  private readonly unstaged = new Set<string>()
   private running: Promise<void> | undefined
   private wake: (() => void) | undefined
   private blockedOn: string | undefined
@@ -130,14 +139,40 @@ export class BrpopLoop {
           await this.sleep(Math.min(100 * failures, 1000))
           continue
         }
-        if (!claimed) {
-          this.target.idle()
-          this.emptyClaims += 1
-          await this.sleep(Math.min(CLAIM_IDLE_MAX_MS, 2 ** Math.min(this.emptyClaims, 7)))
+        if (claimed) {
+          await this.target.deliverClaimed(this.queueOf(claimed.key), claimed.key, claimed.raw, claimed.recorded)
           continue
         }
-        this.emptyClaims = 0
-        await this.target.deliverClaimed(this.queueOf(claimed.key), claimed.key, claimed.raw, claimed.recorded)
+        const source = brpopKeys(queues)[0]!
+        let moved: string | null
+        this.blockedOn = queues.join('\n')
+        try {
+          moved = await this.conn.blmove(source, this.target.stagingFor(source), 'RIGHT', 'LEFT', CLAIM_BLOCK_SECONDS)
+        } catch (error) {
+          this.blockedOn = undefined
+          // The reply may have been lost after the move: take whatever is staged next time round.
+          this.unstaged.add(source)
+          if (this.stopping) break
+          this.target.failed(error)
+          failures += 1
+          await this.sleep(Math.min(100 * failures, 1000))
+          continue
+        }
+        this.blockedOn = undefined
+        if (moved === null && !this.unstaged.has(source)) {
+          this.target.idle()
+          continue
+        }
+        this.unstaged.delete(source)
+        let staged: Awaited<ReturnType<BrpopTarget['claimStaged']>>
+        try {
+          staged = await this.target.claimStaged(source)
+        } catch (error) {
+          this.unstaged.add(source)
+          this.target.failed(error)
+          continue
+        }
+        if (staged) await this.target.deliverClaimed(this.queueOf(source), source, staged.raw, staged.recorded)
         continue
       }
       let popped: [string, string] | null

@@ -13,6 +13,28 @@ export const UNACKED_MUTEX_KEY = 'unacked_mutex'
 /** Seconds (kombu `unacked_mutex_expire`). */
 export const UNACKED_MUTEX_EXPIRE = 300
 
+/**
+ * tsq-only keys for the blocking claim: a consumer loop moves a message
+ * atomically (BLMOVE) from a queue list into its own staging list, then records
+ * it in `unacked`. A staging list whose owner key has expired belonged to a
+ * dead process; restore_visible moves its messages back to their source list.
+ */
+export const STAGING_PREFIX = '_tsq.claiming.'
+export const STAGING_OWNER_PREFIX = '_tsq.claiming-owner.'
+export const STAGING_OWNER_TTL_MS = 60_000
+
+export function stagingKey(loopId: string, sourceList: string): string {
+  return `${STAGING_PREFIX}${loopId}|${sourceList}`
+}
+
+/** [loopId, sourceList] of a staging key, or undefined for another key. */
+export function parseStagingKey(key: string): [string, string] | undefined {
+  if (!key.startsWith(STAGING_PREFIX)) return undefined
+  const rest = key.slice(STAGING_PREFIX.length)
+  const bar = rest.indexOf('|')
+  return bar <= 0 ? undefined : [rest.slice(0, bar), rest.slice(bar + 1)]
+}
+
 /** Clamp to 0..9 (non-integers count as 0), then take the largest step <= p (kombu `priority()`). */
 export function priorityStep(priority: unknown): number {
   let p = typeof priority === 'number' && Number.isFinite(priority) ? Math.trunc(priority) : MIN_PRIORITY

@@ -25,7 +25,7 @@ import { closeConnection, createConnection, type ConnectionRole } from './connec
 import { makeDelivery } from './deliveries.js'
 import { buildEnvelope, parseEnvelope, serializeEnvelope } from './envelope.js'
 import { FanoutConsumer, FanoutHub } from './fanout.js'
-import { allListKeys, fanoutPrefix, listKey, priorityStep, publishChannel, queueOfListKey, subscribePatterns } from './keys.js'
+import { allListKeys, fanoutPrefix, listKey, priorityStep, publishChannel, queueOfListKey, STAGING_OWNER_PREFIX, STAGING_OWNER_TTL_MS, stagingKey, subscribePatterns } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
 import { Router } from './routing.js'
@@ -57,6 +57,9 @@ export class RedisTransport implements Transport {
   private router: Router | undefined
   private unacked: UnackedStore | undefined
   private loop: Promise<BrpopLoop> | undefined
+  /** Names this process's staging lists; its owner key says the process is alive. */
+  private readonly loopId = randomUUID()
+  private ownerTimer: NodeJS.Timeout | undefined
   private brpopConn: Redis | undefined
   private hub: Promise<FanoutHub> | undefined
   private subConn: Redis | undefined
@@ -283,6 +286,10 @@ export class RedisTransport implements Transport {
       const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
       this.brpopConn = conn
       await open()
+      const refreshOwner = () => this.cmd?.set(STAGING_OWNER_PREFIX + this.loopId, String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
+      await refreshOwner()
+      this.ownerTimer = setInterval(() => void refreshOwner(), STAGING_OWNER_TTL_MS / 3)
+      this.ownerTimer.unref()
       return new BrpopLoop(conn, this.cmd!, {
         readyQueues: () => this.consumers.ready(),
         deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
@@ -291,6 +298,8 @@ export class RedisTransport implements Transport {
         wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
         claim: (keys) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(queueOfListKey(k)))),
         deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
+        claimStaged: (source) => this.unacked!.claimStaged(stagingKey(this.loopId, source), this.consumers.hasAcking(queueOfListKey(source))),
+        stagingFor: (source) => stagingKey(this.loopId, source),
       }, queueOfListKey)
     })().catch((error: unknown) => {
       this.loop = undefined
@@ -391,7 +400,10 @@ export class RedisTransport implements Transport {
     for (const consumer of [...this.fanoutConsumers]) await consumer.cancel().catch(() => undefined)
     const loop = await this.loop?.catch(() => undefined)
     await loop?.stop()
+    clearInterval(this.ownerTimer)
     if (wasOpen && this.cmd) {
+      // Our staging lists are empty after a clean stop; the owner key goes with them.
+      if (loop) await this.cmd.del(STAGING_OWNER_PREFIX + this.loopId).catch(() => undefined)
       if (requeueUnacked) await this.acks!.restoreAll()
       else this.acks!.forget()
       for (const queue of this.autoDelete) {

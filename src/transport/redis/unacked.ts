@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { markRedelivered, asEnvelope, serializeEnvelope } from './envelope.js'
-import { UNACKED_INDEX_KEY, UNACKED_KEY, UNACKED_MUTEX_EXPIRE, UNACKED_MUTEX_KEY } from './keys.js'
+import { parseStagingKey, STAGING_OWNER_PREFIX, STAGING_PREFIX, UNACKED_INDEX_KEY, UNACKED_KEY, UNACKED_MUTEX_EXPIRE, UNACKED_MUTEX_KEY } from './keys.js'
 import { pyDumps, pyLoads } from './py-json.js'
 
 // Atomic stand-in for kombu's WATCH unacked / HGET / MULTI: the restore happens only
@@ -65,6 +65,31 @@ export class UnackedStore {
     )) as [string, string, string] | null
     if (!result) return null
     return { key: result[0], raw: result[1], recorded: result[2] === '1' }
+  }
+
+  /** Takes the message a BLMOVE put in `staging` and records it, in one step. */
+  async claimStaged(staging: string, record: boolean): Promise<{ raw: string; recorded: boolean } | null> {
+    const result = (await this.conn.eval(CLAIM_SCRIPT, 3, UNACKED_KEY, UNACKED_INDEX_KEY, staging, String(Date.now() / 1000), record ? '1' : '0')) as [string, string, string] | null
+    if (!result) return null
+    return { raw: result[1], recorded: result[2] === '1' }
+  }
+
+  /** Staging lists of dead consumer loops: their messages go back to the list they came from. */
+  async recoverStaged(): Promise<number> {
+    let cursor = '0'
+    let recovered = 0
+    do {
+      const [next, keys] = await this.conn.scan(cursor, 'MATCH', `${STAGING_PREFIX}*`, 'COUNT', 200)
+      cursor = next
+      for (const key of keys) {
+        const parsed = parseStagingKey(key)
+        if (!parsed) continue
+        if (await this.conn.exists(STAGING_OWNER_PREFIX + parsed[0])) continue
+        // LMOVE is atomic: a message is always in exactly one of the two lists.
+        while ((await this.conn.lmove(key, parsed[1], 'RIGHT', 'RIGHT')) !== null) recovered += 1
+      }
+    } while (cursor !== '0')
+    return recovered
   }
 
   /** Moves a held message's index score forward (ZADD XX: only while it is still unacked). */
@@ -134,6 +159,7 @@ export class UnackedStore {
     const locked = await this.conn.set(UNACKED_MUTEX_KEY, token, 'PX', UNACKED_MUTEX_EXPIRE * 1000, 'NX')
     if (locked !== 'OK') return -1
     try {
+      await this.recoverStaged()
       const ceil = Date.now() / 1000 - visibilityTimeout
       const args: Array<string | number> = [UNACKED_INDEX_KEY, ceil, 0, 'WITHSCORES']
       if (limit) args.push('LIMIT', 0, limit)
