@@ -4,7 +4,7 @@ import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { nodeFormat, workerNodename } from '../protocol/index.js'
 import { detach } from '../worker/detach.js'
-import { checkPidfile } from '../worker/pidfile.js'
+import { checkPidfile } from '../app/pidfile.js'
 import { runWorker } from '../worker/run-worker.js'
 
 export default class WorkerCommand extends TsqCommand<void> {

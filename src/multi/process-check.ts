@@ -2,37 +2,13 @@
 // process may be gone, or the pid reused by another program, and multi must
 // never signal a process that is not the node's own worker.
 import { readFileSync } from 'node:fs'
+import { pidAlive, readPid } from '../app/pidfile.js'
 import { workerNodename } from '../protocol/index.js'
 
-export function readPidfile(path: string): number | null {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch {
-    return null
-  }
-  const pid = Number.parseInt(text.trim(), 10)
-  return Number.isInteger(pid) && pid > 0 ? pid : null
-}
+/** A pidfile's pid, or null (missing, empty or not a number). */
+export const readPidfile = readPid
 
-/** Alive and not a zombie: a worker whose parent is gone stays a zombie where pid 1 does not reap. */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-  return !isZombie(pid)
-}
-
-function isZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
-  } catch {
-    return false
-  }
-}
+export { pidAlive }
 
 /** The process's argv (Linux /proc), or null when it cannot be read. */
 export function processArgv(pid: number): string[] | null {

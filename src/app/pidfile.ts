@@ -1,5 +1,6 @@
 // Celery's pidfile rules (celery/platforms.py), without its trap: a pidfile
-// whose process is dead, or is not a tsq worker, is replaced with a warning.
+// whose process is dead, or is not the same tsq command, is replaced with a
+// warning. Shared by worker, beat and multi, which are peers above this layer.
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync, mkdirSync, constants } from 'node:fs'
 import { dirname } from 'node:path'
 
@@ -36,30 +37,36 @@ function isZombie(pid: number): boolean {
   }
 }
 
-/** Fails as acquirePidfile would when a live tsq worker holds the pidfile (checked before detaching, so the caller sees it). */
-export function checkPidfile(path: string): void {
+export type TsqCommandName = 'worker' | 'beat'
+
+/** Fails as acquirePidfile would when a live tsq process of this command holds the pidfile (checked before detaching, so the caller sees it). */
+export function checkPidfile(path: string, command: TsqCommandName = 'worker'): void {
   const existing = readPid(path)
-  if (existing !== null && existing !== process.pid && pidAlive(existing) && isTsqWorker(existing)) {
-    throw new PidfileError(`Pidfile (${path}) already exists: worker pid ${existing} is running`)
+  if (existing !== null && existing !== process.pid && pidAlive(existing) && isTsqCommand(existing, command)) {
+    throw new PidfileError(`Pidfile (${path}) already exists: ${command} pid ${existing} is running`)
   }
 }
 
-/** True when the live process's command line is a tsq worker (Linux /proc). */
-export function isTsqWorker(pid: number): boolean {
+/** True when the live process's command line is `tsq <command>` (Linux /proc). */
+export function isTsqCommand(pid: number, command: TsqCommandName): boolean {
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-    return cmdline.some((a) => /tsq|bin\/run\.js|bin\/dev\.js/.test(a)) && cmdline.includes('worker')
+    return cmdline.some((a) => /tsq|bin\/run\.js|bin\/dev\.js/.test(a)) && cmdline.includes(command)
   } catch {
     return false
   }
 }
 
-export function acquirePidfile(path: string, warn: (m: string) => void): () => void {
+export function isTsqWorker(pid: number): boolean {
+  return isTsqCommand(pid, 'worker')
+}
+
+export function acquirePidfile(path: string, warn: (m: string) => void, command: TsqCommandName = 'worker'): () => void {
   mkdirSync(dirname(path), { recursive: true })
   const existing = readPid(path)
   if (existing !== null && existing !== process.pid) {
-    if (pidAlive(existing) && isTsqWorker(existing)) throw new PidfileError(`Pidfile (${path}) already exists: worker pid ${existing} is running`)
-    warn(`Replacing stale pidfile ${path} (pid ${existing} is ${pidAlive(existing) ? 'not a tsq worker' : 'not running'})`)
+    if (pidAlive(existing) && isTsqCommand(existing, command)) throw new PidfileError(`Pidfile (${path}) already exists: ${command} pid ${existing} is running`)
+    warn(`Replacing stale pidfile ${path} (pid ${existing} is ${pidAlive(existing) ? `not a tsq ${command}` : 'not running'})`)
     unlinkSync(path)
   }
   let fd: number
