@@ -98,7 +98,8 @@ async function peerFigures(redis: Redis): Promise<{ idleMs: number; sendsPerSec:
       const write = redis.pipeline()
       for (const k of keys) {
         write.lpush(queue, body)
-        write.multi().hset(k, 'meta', encodeMeta({ lastRunAt: now, totalRunCount: 1 })).zadd(sched, Math.floor(now / 1000) + 3600, k).exec()
+        // RedBeat's per-entry MULTI, inside the pipeline as redis-py sends it.
+        write.call('MULTI').hset(k, 'meta', encodeMeta({ lastRunAt: now, totalRunCount: 1 })).zadd(sched, Math.floor(now / 1000) + 3600, k).call('EXEC')
       }
       await write.exec()
       sent += keys.length

@@ -2,6 +2,7 @@
 // benches. Every process started here is stopped by its own pid (or its own
 // process group, which it leads), never by name.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { GroupProcess, sleep } from '../../helpers/process-group.js'
 import { hostname } from 'node:os'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -149,77 +150,18 @@ export interface WorkerOptions {
   readyTimeoutMs?: number
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms))
-}
-
-export class PythonWorker {
-  readonly nodename: string
-  readonly peer: PeerEnv
-  private readonly child: ChildProcess
-  private output = ''
-  /** Resolves with the exit code (or signal name) once the worker process has exited. */
-  readonly exited: Promise<number | string | null>
-  private exitedFlag = false
-
-  constructor(nodename: string, peer: PeerEnv, child: ChildProcess) {
-    this.nodename = nodename
-    this.peer = peer
-    this.child = child
-    const append = (d: string) => {
-      // Bounded, because an INFO-level worker logs every task for the whole run.
-      this.output = (this.output + d).slice(-200_000)
-    }
-    child.stdout?.setEncoding('utf8').on('data', append)
-    child.stderr?.setEncoding('utf8').on('data', append)
-    this.exited = new Promise((r) => {
-      child.once('exit', (code, signal) => {
-        this.exitedFlag = true
-        r(code ?? signal)
-      })
-    })
+export class PythonWorker extends GroupProcess {
+  constructor(
+    readonly nodename: string,
+    readonly peer: PeerEnv,
+    child: ChildProcess,
+  ) {
+    super(child)
   }
 
-  get pid(): number {
-    if (this.child.pid === undefined) throw new Error('worker has no pid')
-    return this.child.pid
-  }
-
-  get hasExited(): boolean {
-    return this.exitedFlag
-  }
-
-  /** The worker's log so far, for failure messages. */
-  get log(): string {
-    return this.output
-  }
-
-  logTail(chars = 4000): string {
-    return this.output.slice(-chars)
-  }
-
-  private signalGroup(sig: NodeJS.Signals): void {
-    // The worker leads its own process group (detached), so the group id is its
-    // pid and this reaches its prefork children even if the parent already died.
-    try {
-      process.kill(-this.pid, sig)
-    } catch {
-      /* already gone */
-    }
-  }
-
-  /** Warm shutdown (TERM), then KILL after the bound. Idempotent. */
+  /** Warm shutdown (TERM to the group), then KILL after the bound; prefork children may outlive a parent shut down remotely. */
   async stop(graceMs = 10_000): Promise<void> {
-    if (!this.exitedFlag) {
-      this.signalGroup('SIGTERM')
-      const done = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)])
-      if (!done) {
-        this.signalGroup('SIGKILL')
-        await Promise.race([this.exited, sleep(5_000)])
-      }
-    }
-    // Prefork children may outlive a parent that was shut down remotely.
-    this.signalGroup('SIGKILL')
+    await this.stopWith(() => this.signalGroup('SIGTERM'), graceMs)
   }
 }
 

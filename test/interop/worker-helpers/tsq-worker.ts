@@ -2,6 +2,7 @@
 // interop, e2e and fuzz tests, and runs Python Celery against it. Every process
 // started here is stopped by its own pid or by the process group it leads.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { GroupProcess, sleep } from '../../helpers/process-group.js'
 import { resolve } from 'node:path'
 import { PY_DIR, PYTHON, REPO_ROOT, TSQ_BIN, parseJsonOut, run, uniqueNodeName, type RunResult } from '../helpers/python-worker.js'
 
@@ -60,70 +61,24 @@ export interface TsqWorkerOptions {
   keepLogChars?: number
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms))
-}
-
-export class TsqWorker {
-  private output = ''
-  private exitedFlag = false
-  readonly exited: Promise<number | string | null>
-
-  constructor(readonly nodename: string, private readonly child: ChildProcess, private readonly keepLog: number) {
-    const append = (d: string) => {
-      this.output = (this.output + d).slice(-this.keepLog)
-    }
-    child.stdout?.setEncoding('utf8').on('data', append)
-    child.stderr?.setEncoding('utf8').on('data', append)
-    this.exited = new Promise((r) => {
-      child.once('exit', (code, signal) => {
-        this.exitedFlag = true
-        r(code ?? signal)
-      })
-    })
+export class TsqWorker extends GroupProcess {
+  constructor(
+    readonly nodename: string,
+    child: ChildProcess,
+    keepLog: number,
+  ) {
+    super(child, keepLog)
   }
 
-  get pid(): number {
-    if (this.child.pid === undefined) throw new Error('worker has no pid')
-    return this.child.pid
-  }
-
-  get hasExited(): boolean {
-    return this.exitedFlag
-  }
-
-  get log(): string {
-    return this.output
-  }
-
-  logTail(chars = 4000): string {
-    return this.output.slice(-chars)
-  }
-
-  private signalGroup(sig: NodeJS.Signals): void {
-    try {
-      process.kill(-this.pid, sig)
-    } catch {
-      /* already gone */
-    }
-  }
-
-  /** Warm shutdown (TERM to the main process only, as an operator would), then KILL the group. Idempotent. */
+  /** Warm shutdown (TERM to the main process only, as an operator would), then KILL the group; pool children must never outlive the test. */
   async stop(graceMs = 10_000): Promise<void> {
-    if (!this.exitedFlag) {
+    await this.stopWith(() => {
       try {
         process.kill(this.pid, 'SIGTERM')
       } catch {
         /* gone */
       }
-      const done = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)])
-      if (!done) {
-        this.signalGroup('SIGKILL')
-        await Promise.race([this.exited, sleep(5_000)])
-      }
-    }
-    // Pool children must never outlive the test.
-    this.signalGroup('SIGKILL')
+    }, graceMs)
   }
 }
 

@@ -33,7 +33,7 @@ it('[statedb] a missing file is a first start; a foreign one is ignored with a w
   const dir = mkdtempSync(join(tmpdir(), 'tsq-statedb-'))
   const warnings: string[] = []
   new StateDb(join(dir, 'none.db'), new LimitedSet(), new LamportClock(), (m) => warnings.push(m)).load()
-  assert.deepEqual(warnings, [])
+  assert.equal(warnings.length, 0)
   writeFileSync(join(dir, 'bad.db'), '{"x":1}')
   new StateDb(join(dir, 'bad.db'), new LimitedSet(), new LamportClock(), (m) => warnings.push(m)).load()
   assert.match(warnings[0] ?? '', /not a tsq statedb file/)
