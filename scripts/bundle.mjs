@@ -7,7 +7,7 @@ import { rmSync, renameSync } from 'node:fs'
 import { build } from 'esbuild'
 
 await build({
-  entryPoints: { tsq: 'dist/cli/commands.js' },
+  entryPoints: { tsq: 'dist/bundle/tsq.js' },
   allowOverwrite: true,
   // Built beside the live bundle and swapped in, so no stale chunk survives a
   // rebuild and a CLI started meanwhile never sees half a bundle.

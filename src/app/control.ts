@@ -1,6 +1,6 @@
 // `app.control` of Celery: broadcast a remote-control command and collect the
 // replies. The CLI commands stay thin by calling only this.
-import { CONTROL_COMMANDS } from '../protocol/index.js'
+import { CONTROL_COMMANDS, matchPattern } from '../protocol/index.js'
 import { MailboxClient, type NodeReply } from '../transport/index.js'
 import { withTransport } from './connection.js'
 
@@ -34,18 +34,7 @@ export async function broadcast(method: string, options: RemoteCallOptions): Pro
 /** Celery's Inspect filters replies by the pattern again on the client side. */
 function filterByPattern(replies: NodeReply[], pattern: string | null, matcher: 'glob' | 'pcre' | null): NodeReply[] {
   if (!pattern || !matcher) return replies
-  const test = matcher === 'pcre' ? (node: string) => new RegExp(`^(?:${pattern})`).test(node) : (node: string) => globToRegExp(pattern).test(node)
-  return replies.filter((reply) => Object.keys(reply).some(test))
-}
-
-function globToRegExp(glob: string): RegExp {
-  let out = ''
-  for (const ch of glob) {
-    if (ch === '*') out += '.*'
-    else if (ch === '?') out += '.'
-    else out += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&')
-  }
-  return new RegExp(`^${out}$`)
+  return replies.filter((reply) => Object.keys(reply).some((node) => matchPattern(node, pattern, matcher)))
 }
 
 /** `Inspect._request`: the replies flattened into one `{node: reply}` object. */

@@ -1,4 +1,41 @@
-// The CLI's entry for oclif's explicit command discovery. `npm run build`
-// replaces the compiled copy of this file with the esbuild bundle of the
-// same exports (scripts/bundle.mjs); bin/dev.js runs it from the sources.
-export { COMMANDS, execute } from '../cli/commands.js'
+// The CLI's entry: every command, for oclif's explicit discovery, so oclif
+// finds them here instead of scanning and importing one file per command.
+// `npm run build` bundles this file and its imports with esbuild
+// (scripts/bundle.mjs) into dist/bundle; bin/dev.js runs it from the sources.
+import Beat from '../commands/beat.js'
+import Call from '../commands/call.js'
+import Control from '../commands/control.js'
+import Inspect from '../commands/inspect.js'
+import Multi from '../commands/multi.js'
+import Purge from '../commands/purge.js'
+import Result from '../commands/result.js'
+import ScheduleAdd from '../commands/schedule/add.js'
+import ScheduleDisable from '../commands/schedule/disable.js'
+import ScheduleEnable from '../commands/schedule/enable.js'
+import ScheduleLs from '../commands/schedule/ls.js'
+import ScheduleRm from '../commands/schedule/rm.js'
+import ScheduleSet from '../commands/schedule/set.js'
+import ScheduleShow from '../commands/schedule/show.js'
+import Status from '../commands/status.js'
+import Worker from '../commands/worker.js'
+
+export const COMMANDS = {
+  beat: Beat,
+  call: Call,
+  control: Control,
+  inspect: Inspect,
+  multi: Multi,
+  purge: Purge,
+  result: Result,
+  'schedule:add': ScheduleAdd,
+  'schedule:disable': ScheduleDisable,
+  'schedule:enable': ScheduleEnable,
+  'schedule:ls': ScheduleLs,
+  'schedule:rm': ScheduleRm,
+  'schedule:set': ScheduleSet,
+  'schedule:show': ScheduleShow,
+  status: Status,
+  worker: Worker,
+}
+
+export { execute } from '@oclif/core'

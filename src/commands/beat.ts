@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process'
-import { mkdirSync, openSync } from 'node:fs'
-import { dirname } from 'node:path'
 import { Flags } from '@oclif/core'
+import { detach } from '../app/detach.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { runBeat, type HaMode, type StoreKind } from '../beat/index.js'
@@ -48,15 +46,8 @@ export default class BeatCommand extends TsqCommand<void> {
     const lockTimeout = positiveSeconds('lock-timeout', flags['lock-timeout'])!
     const maxInterval = positiveSeconds('max-interval', flags['max-interval'])
     if (flags.detach) {
-      const args = this.argv.filter((a) => a !== '-D' && a !== '--detach')
-      let out: number | 'ignore' = 'ignore'
-      if (flags.logfile) {
-        mkdirSync(dirname(flags.logfile), { recursive: true })
-        out = openSync(flags.logfile, 'a')
-      }
-      const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'beat', ...args], { detached: true, stdio: ['ignore', out, out], env: { ...process.env, TSQ_DETACHED: '1' } })
-      child.unref()
-      if (!flags.quiet) this.log(`beat: detached as pid ${child.pid}`)
+      const pid = detach('beat', this.argv, flags.logfile ?? null)
+      if (!flags.quiet) this.log(`beat: detached as pid ${pid}`)
       return
     }
     const code = await runBeat({

@@ -5,7 +5,7 @@ import { loadConfig } from '../app/config.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { makeChalk } from '../cli/color.js'
 import { defaultDirs, expander, runMulti, termOutput, type NodePlan } from '../multi/index.js'
-import { loadApp, resolveAppModule } from '../worker/load-app.js'
+import { loadApp, resolveAppModule } from '../app/load-app.js'
 import WorkerCommand from './worker.js'
 
 /** Worker flags that take no value, so `--opt value` can be read as Celery's `--opt=value`. */

@@ -2,21 +2,12 @@ import { Args, Flags } from '@oclif/core'
 import { createResultBackend, READY } from '../app/backends/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { CliError, UsageError } from '../cli/errors.js'
-import { pyRepr, type ResultMeta } from '../protocol/index.js'
+import { exceptionText, isExceptionInfo, pyRepr, type ResultMeta } from '../protocol/index.js'
 
 class TaskFailedError extends CliError {
   constructor(message: string) {
     super('TASK_FAILED', message)
   }
-}
-
-/** Python's `str(exc)`: one argument prints bare, several print as a tuple. */
-function exceptionText(result: unknown): string {
-  const exc = (result ?? {}) as { exc_type?: unknown; exc_message?: unknown }
-  const type = typeof exc.exc_type === 'string' ? exc.exc_type : 'Exception'
-  const args = Array.isArray(exc.exc_message) ? exc.exc_message : exc.exc_message === undefined ? [] : [exc.exc_message]
-  const text = args.length === 1 ? (typeof args[0] === 'string' ? args[0] : pyRepr(args[0])) : args.length === 0 ? '' : `(${args.map((a) => pyRepr(a)).join(', ')})`
-  return text ? `${type}: ${text}` : type
 }
 
 export default class Result extends TsqCommand<ResultMeta> {
@@ -52,7 +43,7 @@ export default class Result extends TsqCommand<ResultMeta> {
       this.log(meta.traceback ?? '')
       return meta
     }
-    if (failed) throw new TaskFailedError(exceptionText(meta.result))
+    if (failed) throw new TaskFailedError(isExceptionInfo(meta.result) ? exceptionText(meta.result) : meta.status)
     this.log(typeof meta.result === 'string' ? meta.result : pyRepr(meta.result))
     return meta
   }

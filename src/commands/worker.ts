@@ -3,7 +3,7 @@ import { availableParallelism, hostname as osHostname } from 'node:os'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { nodeFormat, workerNodename } from '../protocol/index.js'
-import { detach } from '../worker/detach.js'
+import { detach } from '../app/detach.js'
 import { checkPidfile } from '../app/pidfile.js'
 import { runWorker } from '../worker/run-worker.js'
 
@@ -54,7 +54,7 @@ export default class WorkerCommand extends TsqCommand<void> {
     if (flags.detach) {
       const nodename = workerNodename(flags.hostname, osHostname())
       if (flags.pidfile) checkPidfile(nodeFormat(flags.pidfile, nodename, 0))
-      const pid = detach(this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null)
+      const pid = detach('worker', this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null)
       if (!flags.quiet) this.log(`${nodename}: detached as pid ${pid}`)
       return
     }

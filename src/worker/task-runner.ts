@@ -6,11 +6,11 @@
 import type { App } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
 import { sendTask } from '../app/send-task.js'
-import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, saferepr, type Signature, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type Signature, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import type { LimitedSet } from './limited-set.js'
-import type { Logger } from './logger.js'
+import type { Logger } from '../app/logger.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
 import type { Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
@@ -428,9 +428,9 @@ function decompress(delivery: Delivery): Buffer {
   throw new Error(`unsupported compression ${JSON.stringify(codec)}`)
 }
 
+/** `ValueError('boom')`, as Celery's events and logs show an exception. */
 function excRepr(exc: EncodedException): string {
-  const args = exc.args.map((a) => saferepr(a)).join(', ')
-  return `${exc.type}(${args})`
+  return exceptionRepr({ exc_type: exc.type, exc_message: exc.args, exc_module: exc.module })
 }
 
 const SIGNUMS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15 }

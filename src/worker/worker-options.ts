@@ -1,6 +1,6 @@
 // The worker's settings, resolved from flags, environment and the app's conf.
 import type { App } from '../app/app.js'
-import type { Logger } from './logger.js'
+import type { Logger } from '../app/logger.js'
 import type { PoolKind } from './pools/pool.js'
 
 export interface WorkerOptions {

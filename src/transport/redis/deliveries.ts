@@ -1,7 +1,7 @@
 // Turns a kombu envelope into the transport's Delivery, with ack/reject wired to
 // whatever settles it (the unacked hash for acking consumers, nothing for noAck).
 import type { Delivery } from '../transport.js'
-import { envelopeBody, envelopeProperties, type RedisEnvelope } from './envelope.js'
+import { envelopeBody, envelopeProperties, type KombuEnvelope } from '../kombu-envelope.js'
 
 export interface Settler {
   ack(): Promise<void>
@@ -13,7 +13,7 @@ const NO_OP: Settler = {
   reject: async () => undefined,
 }
 
-export function makeDelivery(envelope: RedisEnvelope, queue: string, settler: Settler = NO_OP, defer?: (untilUnixSeconds: number) => Promise<void>): Delivery {
+export function makeDelivery(envelope: KombuEnvelope, queue: string, settler: Settler = NO_OP, defer?: (untilUnixSeconds: number) => Promise<void>): Delivery {
   const info = envelope.properties.delivery_info
   return {
     ...(defer ? { deferVisibility: defer } : {}),

@@ -3,9 +3,9 @@
 // longer than the visibility timeout, any consumer's restore_visible puts it back.
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { markRedelivered, asEnvelope, serializeEnvelope } from './envelope.js'
+import { markRedelivered, asEnvelope, serializeEnvelope } from '../kombu-envelope.js'
 import { parseStagingKey, STAGING_OWNER_PREFIX, STAGING_PREFIX, UNACKED_INDEX_KEY, UNACKED_KEY, UNACKED_MUTEX_EXPIRE, UNACKED_MUTEX_KEY } from './keys.js'
-import { pyDumps, pyLoads } from './py-json.js'
+import { dumps, loads } from '../../protocol/index.js'
 
 // Atomic stand-in for kombu's WATCH unacked / HGET / MULTI: the restore happens only
 // if the hash still holds exactly what we read, so two restorers never both push.
@@ -43,7 +43,7 @@ export class UnackedStore {
   /** One MULTI of ZADD + HSET; the stored value is `[envelope, exchange, routing_key]`. */
   async add(tag: string, rawEnvelope: string, exchange: string, routingKey: string): Promise<void> {
     // The envelope text is embedded as-is so a Python restorer reads back exactly what was popped.
-    const value = `[${rawEnvelope}, ${pyDumps(exchange)}, ${pyDumps(routingKey)}]`
+    const value = `[${rawEnvelope}, ${dumps(exchange)}, ${dumps(routingKey)}]`
     await this.conn.multi().zadd(UNACKED_INDEX_KEY, Date.now() / 1000, tag).hset(UNACKED_KEY, tag, value).exec()
   }
 
@@ -116,7 +116,7 @@ export class UnackedStore {
       let destinations: string[] = []
       let payload = ''
       try {
-        const parsed = pyLoads(stored)
+        const parsed = loads(stored)
         if (!Array.isArray(parsed)) throw new Error('not a list')
         const [message, exchange, routingKey] = parsed as [unknown, unknown, unknown]
         const envelope = asEnvelope(message)

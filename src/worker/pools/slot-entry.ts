@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { isTypeScript, tsxImportUrl } from '../load-app.js'
+import { isTypeScript, tsxImportUrl } from '../../app/load-app.js'
 
 /** The package root: the nearest folder above this file with package.json (works from src/, dist/ and dist/bundle/). */
 function packageRoot(): string {

@@ -1,7 +1,7 @@
 // The entry point of a pool slot (a prefork child or a worker thread): load the
 // user's module once, then run the jobs the worker sends, one at a time.
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
-import { loadApp } from '../load-app.js'
+import { loadApp } from '../../app/load-app.js'
 import { executeJob, type RunningJob } from './executor.js'
 import type { FromSlot, ToSlot } from './jobs.js'
 import { setupSlotLogging } from './slot-logging.js'

@@ -3,7 +3,7 @@
 import { existsSync, statSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { App } from '../app/app.js'
+import type { App } from './app.js'
 
 export class AppLoadError extends Error {
   readonly code = 'CONFIG'

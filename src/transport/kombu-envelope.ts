@@ -1,8 +1,9 @@
-// kombu's JSON envelope (spec §4.2): what LPUSH stores and PUBLISH sends. Keys are
-// written in kombu's order so a captured Python message and ours compare equal.
+// kombu's JSON envelope (spec §4.2): what Redis LPUSHes and PUBLISHes, and what
+// the file broker stores. Keys are written in kombu's order so a captured Python
+// message and ours compare equal.
 import { randomUUID } from 'node:crypto'
-import type { HeaderValue, Headers, MessageProperties, OutgoingMessage } from '../transport.js'
-import { pyDumps, pyLoads } from './py-json.js'
+import type { HeaderValue, Headers, MessageProperties, OutgoingMessage } from './transport.js'
+import { dumps, loads } from '../protocol/index.js'
 
 export interface DeliveryInfo {
   exchange: string
@@ -23,7 +24,7 @@ export interface EnvelopeProperties {
   [key: string]: unknown
 }
 
-export interface RedisEnvelope {
+export interface KombuEnvelope {
   body: string | null
   'content-encoding': string | null
   'content-type': string | null
@@ -33,7 +34,7 @@ export interface RedisEnvelope {
 
 export class MalformedEnvelopeError extends Error {}
 
-export function buildEnvelope(exchange: string, routingKey: string, message: OutgoingMessage): RedisEnvelope {
+export function buildEnvelope(exchange: string, routingKey: string, message: OutgoingMessage): KombuEnvelope {
   const p = message.properties
   const properties: EnvelopeProperties = {
     ...(p.correlationId !== undefined ? { correlation_id: p.correlationId } : {}),
@@ -54,42 +55,42 @@ export function buildEnvelope(exchange: string, routingKey: string, message: Out
   }
 }
 
-export function serializeEnvelope(envelope: RedisEnvelope): string {
-  return pyDumps(envelope as unknown as HeaderValue)
+export function serializeEnvelope(envelope: KombuEnvelope): string {
+  return dumps(envelope as unknown as HeaderValue)
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-export function parseEnvelope(raw: string): RedisEnvelope {
+export function parseEnvelope(raw: string): KombuEnvelope {
   let value: unknown
   try {
-    value = pyLoads(raw)
+    value = loads(raw)
   } catch (error) {
     throw new MalformedEnvelopeError(`not JSON: ${raw.slice(0, 120)}`, { cause: error })
   }
   return asEnvelope(value, raw)
 }
 
-export function asEnvelope(value: unknown, raw = ''): RedisEnvelope {
+export function asEnvelope(value: unknown, raw = ''): KombuEnvelope {
   if (!isObject(value) || !isObject(value.properties)) {
     throw new MalformedEnvelopeError(`not a kombu envelope: ${raw.slice(0, 120)}`)
   }
   const props = value.properties
   if (typeof props.delivery_tag !== 'string') props.delivery_tag = randomUUID()
   if (!isObject(props.delivery_info)) props.delivery_info = { exchange: '', routing_key: '' }
-  return value as unknown as RedisEnvelope
+  return value as unknown as KombuEnvelope
 }
 
-export function envelopeBody(envelope: RedisEnvelope): Buffer {
+export function envelopeBody(envelope: KombuEnvelope): Buffer {
   const body = envelope.body
   if (body === null || body === undefined || body === '') return Buffer.alloc(0)
-  if (typeof body !== 'string') return Buffer.from(pyDumps(body as HeaderValue), 'utf8')
+  if (typeof body !== 'string') return Buffer.from(dumps(body as HeaderValue), 'utf8')
   return envelope.properties.body_encoding === 'base64' ? Buffer.from(body, 'base64') : Buffer.from(body, 'utf8')
 }
 
-export function envelopeProperties(envelope: RedisEnvelope): MessageProperties {
+export function envelopeProperties(envelope: KombuEnvelope): MessageProperties {
   const p = envelope.properties
   const props: MessageProperties = {
     contentType: envelope['content-type'] ?? '',
@@ -105,7 +106,7 @@ export function envelopeProperties(envelope: RedisEnvelope): MessageProperties {
 }
 
 /** kombu `_do_restore_message`: both flags, or neither when headers are missing. */
-export function markRedelivered(envelope: RedisEnvelope): void {
+export function markRedelivered(envelope: KombuEnvelope): void {
   if (!isObject(envelope.headers) || !isObject(envelope.properties.delivery_info)) return
   envelope.headers.redelivered = true
   envelope.properties.delivery_info.redelivered = true

@@ -1,4 +1,4 @@
-// `tsq worker --detach`: start the same command again in its own session with
+// `tsq worker|beat --detach`: start the same command again in its own session with
 // no terminal, its output going to the log file, and return at once.
 import { spawn } from 'node:child_process'
 import { mkdirSync, openSync } from 'node:fs'
@@ -6,14 +6,14 @@ import { dirname } from 'node:path'
 
 const DETACH_FLAGS = new Set(['-D', '--detach'])
 
-export function detach(argv: readonly string[], logfile: string | null): number {
+export function detach(command: 'worker' | 'beat', argv: readonly string[], logfile: string | null): number {
   const args = argv.filter((a) => !DETACH_FLAGS.has(a))
   let out: number | 'ignore' = 'ignore'
   if (logfile) {
     mkdirSync(dirname(logfile), { recursive: true })
     out = openSync(logfile, 'a')
   }
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'worker', ...args], {
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, command, ...args], {
     detached: true,
     stdio: ['ignore', out, out],
     cwd: process.cwd(),
