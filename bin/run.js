@@ -3,16 +3,37 @@
 // ESM one, and `tsq --version` is answered before oclif loads at all, since
 // scripts call it to probe for tsq.
 'use strict'
+const path = require('node:path')
+
 const argv = process.argv.slice(2)
-if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
-  const { version } = require('../package.json')
-  process.stdout.write(`tsq/${version} ${process.platform}-${process.arch} node-${process.version}\n`)
-} else {
+
+function runOclif() {
   // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
   import('../dist/bundle/tsq.js')
-    .then(({ execute }) => execute({ dir: require('node:path').join(__dirname, '..', 'package.json') }))
+    .then(({ execute }) => execute({ dir: path.join(__dirname, '..', 'package.json') }))
     .catch((error) => {
       process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
       process.exitCode = 70
     })
+}
+
+/** inspect/control/status without oclif when the command line allows (src/cli/fast-path.ts). */
+function tryFastPath() {
+  if (argv[0] !== 'inspect' && argv[0] !== 'control' && argv[0] !== 'status') return false
+  const { requireWithCodeCache } = require('./code-cache.js')
+  const fast = requireWithCodeCache(path.join(__dirname, '..', 'dist', 'bundle', 'fast.cjs'), (exports) => exports.codeCacheKey())
+  const plan = fast.planFastRun(argv)
+  if (!plan) return false
+  fast.runFast(plan).catch((error) => {
+    process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
+    process.exitCode = 70
+  })
+  return true
+}
+
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
+  const { version } = require('../package.json')
+  process.stdout.write(`tsq/${version} ${process.platform}-${process.arch} node-${process.version}\n`)
+} else if (process.env.TSQ_NO_FAST_PATH || !tryFastPath()) {
+  runOclif()
 }

@@ -7,7 +7,10 @@ import type { ChalkInstance } from 'chalk'
 import { NoRepliesError, UsageError } from './errors.js'
 import { remoteOptions, type RemoteFlagValues } from './remote-flags.js'
 import { renderNodeCount, renderReply } from './render/replies.js'
-import { activeQueuesTable, statsTable } from './render/tables.js'
+import { activeQueuesTable, statsTable, statusTable } from './render/tables.js'
+
+// Shared by the oclif commands and the fast path (fast-path.ts), which must not
+// load oclif: nothing here may import it.
 
 export interface RemoteRun {
   kind: ControlKind
@@ -75,4 +78,42 @@ export async function runRemote(run: RemoteRun): Promise<NodeReply | NodeReply[]
   }
   // Celery's -j prints {node: reply} for inspect and the raw list for control.
   return run.kind === 'inspect' ? merged : replies
+}
+
+/** `--terminate`/`--signal` of `tsq control revoke`, as the arguments Celery's revoke takes. */
+export function controlExtraArguments(method: string, flags: { terminate?: boolean; signal?: string }): Record<string, unknown> {
+  if (!flags.terminate) return {}
+  if (method !== 'revoke') throw new UsageError('--terminate goes with revoke')
+  return { terminate: true, signal: normalizeSignal(flags.signal ?? 'SIGTERM') }
+}
+
+/** Celery wants upper-case names; `kill`/`9` are what people type. */
+function normalizeSignal(raw: string): string | number {
+  if (/^\d+$/.test(raw)) return Number(raw)
+  const upper = raw.toUpperCase()
+  return upper.startsWith('SIG') ? upper : `SIG${upper}`
+}
+
+export interface StatusRun {
+  flags: RemoteFlagValues & { quiet?: boolean }
+  brokerUrl: string
+  json: boolean
+  color: ChalkInstance
+  print: (line: string) => void
+}
+
+/** `tsq status`: ping everyone, a table of who answered, then the count. */
+export async function runStatus(run: StatusRun): Promise<NodeReply> {
+  const replies = await broadcast('ping', { brokerUrl: run.brokerUrl, ...remoteOptions(run.flags) })
+  if (replies.length === 0) throw new NoRepliesError()
+  const merged = flattenReplies(replies)
+  const count = renderNodeCount(Object.keys(merged).length)
+  if (run.json) {
+    // Celery prints the count after the JSON; on stderr it cannot break a parser.
+    if (!run.flags.quiet) process.stderr.write(`${count.trim()}\n`)
+  } else {
+    run.print(await statusTable(merged, run.color))
+    if (!run.flags.quiet) run.print(count)
+  }
+  return merged
 }

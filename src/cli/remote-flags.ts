@@ -1,13 +1,5 @@
-import { Flags } from '@oclif/core'
-
-export const remoteFlags = {
-  timeout: Flags.string({ char: 't', description: 'Seconds to wait for each next reply.', default: '1.0', helpGroup: 'REMOTE CONTROL' }),
-  destination: Flags.string({ char: 'd', description: 'Comma-separated list of destination node names.', helpGroup: 'REMOTE CONTROL' }),
-  pattern: Flags.string({ description: 'Only nodes whose name matches (with --matcher).', helpGroup: 'REMOTE CONTROL' }),
-  matcher: Flags.string({ description: 'How --pattern matches node names.', options: ['glob', 'pcre'], helpGroup: 'REMOTE CONTROL' }),
-  limit: Flags.integer({ description: 'Stop after this many replies (default: the number of destinations).', min: 1, helpGroup: 'REMOTE CONTROL' }),
-}
-
+// What the remote-control flags mean, shared by the oclif commands and the
+// fast path (no oclif here: the fast path loads this).
 export interface RemoteFlagValues {
   timeout: string
   destination?: string

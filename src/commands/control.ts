@@ -1,7 +1,7 @@
-import { Args, Flags } from '@oclif/core'
+import { Args } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
-import { runRemote } from '../cli/remote-command.js'
-import { remoteFlags } from '../cli/remote-flags.js'
+import { controlFlags } from '../cli/oclif-flags.js'
+import { controlExtraArguments, runRemote } from '../cli/remote-command.js'
 import type { NodeReply } from '../transport/index.js'
 
 export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
@@ -11,11 +11,7 @@ export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
   static args = {
     method: Args.string({ required: true, description: 'revoke, terminate, rate_limit, time_limit, enable_events, disable_events, heartbeat, add_consumer, cancel_consumer, pool_grow, pool_shrink, pool_restart, autoscale, election, shutdown, or a custom command' }),
   }
-  static flags = {
-    ...remoteFlags,
-    terminate: Flags.boolean({ description: 'revoke: also kill the process running the task.' }),
-    signal: Flags.string({ description: 'revoke --terminate: the signal to send (e.g. SIGKILL).', dependsOn: ['terminate'] }),
-  }
+  static flags = { ...controlFlags }
   static examples = [
     '<%= config.bin %> control revoke 1b1c... --terminate --signal SIGKILL',
     '<%= config.bin %> control rate_limit proj.add 10/m -d w1@host',
@@ -26,17 +22,11 @@ export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
   async run(): Promise<NodeReply | NodeReply[]> {
     const { args, argv, flags } = await this.parse(Control)
     const config = this.config_(flags)
-    const extra: Record<string, unknown> = {}
-    if (flags.terminate) {
-      if (args.method !== 'revoke') this.error('--terminate goes with revoke', { exit: 64 })
-      extra.terminate = true
-      extra.signal = normalizeSignal(flags.signal ?? 'SIGTERM')
-    }
     return runRemote({
       kind: 'control',
       method: args.method,
       words: (argv as string[]).slice(1),
-      extraArguments: extra,
+      extraArguments: controlExtraArguments(args.method, flags),
       flags,
       brokerUrl: config.brokerUrl,
       json: this.jsonEnabled(),
@@ -44,11 +34,4 @@ export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
       print: (line) => this.log(line),
     })
   }
-}
-
-/** Celery wants upper-case names; `kill`/`9` are what people type. */
-function normalizeSignal(raw: string): string | number {
-  if (/^\d+$/.test(raw)) return Number(raw)
-  const upper = raw.toUpperCase()
-  return upper.startsWith('SIG') ? upper : `SIG${upper}`
 }

@@ -1,7 +1,7 @@
 import { Args } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
 import { runRemote } from '../cli/remote-command.js'
-import { remoteFlags } from '../cli/remote-flags.js'
+import { remoteFlags } from '../cli/oclif-flags.js'
 import type { NodeReply } from '../transport/index.js'
 
 export default class Inspect extends TsqCommand<NodeReply | NodeReply[]> {

@@ -1,9 +1,6 @@
-import { broadcast, flattenReplies } from '../app/control.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { NoRepliesError } from '../cli/errors.js'
-import { remoteFlags, remoteOptions } from '../cli/remote-flags.js'
-import { renderNodeCount } from '../cli/render/replies.js'
-import { statusTable } from '../cli/render/tables.js'
+import { remoteFlags } from '../cli/oclif-flags.js'
+import { runStatus } from '../cli/remote-command.js'
 import type { NodeReply } from '../transport/index.js'
 
 export default class Status extends TsqCommand<NodeReply> {
@@ -14,17 +11,6 @@ export default class Status extends TsqCommand<NodeReply> {
   async run(): Promise<NodeReply> {
     const { flags } = await this.parse(Status)
     const config = this.config_(flags)
-    const replies = await broadcast('ping', { brokerUrl: config.brokerUrl, ...remoteOptions(flags) })
-    if (replies.length === 0) throw new NoRepliesError()
-    const merged = flattenReplies(replies)
-    const count = renderNodeCount(Object.keys(merged).length)
-    if (this.jsonEnabled()) {
-      // Celery prints the count after the JSON; on stderr it cannot break a parser.
-      if (!flags.quiet) process.stderr.write(`${count.trim()}\n`)
-    } else {
-      this.log(await statusTable(merged, this.color))
-      if (!flags.quiet) this.log(count)
-    }
-    return merged
+    return runStatus({ flags, brokerUrl: config.brokerUrl, json: this.jsonEnabled(), color: this.color, print: (line) => this.log(line) })
   }
 }

@@ -10,6 +10,7 @@ export type {
   Headers,
   MessageProperties,
   OutgoingMessage,
+  PublishOptions,
   QueueArguments,
   QueueSpec,
   Transport,

@@ -125,7 +125,7 @@ export class MailboxClient {
         deliveryMode: 2,
         priority: 0,
       },
-    })
+    }, { confirm: false })
     if (!consumer) return []
     try {
       let seen = 0
@@ -146,7 +146,9 @@ export class MailboxClient {
       }
     } finally {
       await consumer.cancel().catch(() => undefined)
-      await this.transport.deleteQueue(this.replyQueueName).catch(() => undefined)
+      // RabbitMQ drops the auto-delete reply queue on the cancel; asking again
+      // would only cost a one-shot CLI another round trip.
+      if (!this.transport.capabilities.autoDeleteOnCancel) await this.transport.deleteQueue(this.replyQueueName).catch(() => undefined)
     }
     return limit !== null ? replies.slice(0, limit) : replies
   }
@@ -235,7 +237,7 @@ export class MailboxServer {
           deliveryMode: 1,
           priority: 0,
         },
-      })
+      }, { confirm: false })
       .catch((error: Error) => this.onError(error))
   }
 }

@@ -71,6 +71,16 @@ export interface Delivery {
   deferVisibility?(untilUnixSeconds: number): Promise<void>
 }
 
+export interface PublishOptions {
+  /**
+   * false: resolve once the message is written, without waiting for the
+   * broker's confirm. For remote-control casts and replies, which Celery sends
+   * the same way: a lost one shows as a missing reply, and a one-shot CLI
+   * saves the round trips of a confirm channel.
+   */
+  confirm?: boolean
+}
+
 export interface ConsumeOptions {
   /** Maximum unacked deliveries in flight for this consumer; 0 or absent means unlimited. */
   prefetch?: number
@@ -97,6 +107,8 @@ export interface TransportCapabilities {
   /** Fanout delivers only to subscribers connected at publish time (Redis pub/sub). */
   fanoutNeedsLiveSubscriber: boolean
   exclusiveQueues: boolean
+  /** The broker deletes an auto-delete queue itself once its last consumer is cancelled. */
+  autoDeleteOnCancel: boolean
 }
 
 export interface TransportEvents {
@@ -124,7 +136,7 @@ export interface Transport {
   unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void>
   deleteQueue(queue: string): Promise<void>
   /** Exchange '' is the default exchange: routingKey names the queue. */
-  publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void>
+  publish(exchange: string, routingKey: string, message: OutgoingMessage, options?: PublishOptions): Promise<void>
   consume(queue: string, handler: DeliveryHandler, options?: ConsumeOptions): Promise<Consumer>
   /** Removes ready messages; returns how many. */
   purge(queue: string): Promise<number>

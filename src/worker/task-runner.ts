@@ -250,7 +250,8 @@ export class TaskRunner {
       case 'success': {
         if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
         if (!ignoreResult) await this.store(request, 'SUCCESS', outcome.value, null)
-        this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
+        // saferepr of a large result is not free: only when someone listens.
+        if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
         await this.followUp(request, outcome.value)
         await request.ack()
         return

@@ -149,6 +149,39 @@ describe('tsq CLI contract (embedded broker)', () => {
     assert.doesNotMatch(redis.stderr + redis.stdout, /s3cret/)
   })
 
+  it('[fast path] inspect, control and status print exactly what the oclif path prints', async () => {
+    // bin/run.js answers these without oclif (src/cli/fast-path.ts) when it can
+    // parse the command line; TSQ_NO_FAST_PATH=1 forces oclif for comparison.
+    const lines: string[][] = [
+      ['inspect', 'ping', '-d', node],
+      ['inspect', 'ping', `--destination=${node}`, '--json'],
+      ['inspect', 'registered', '-d', node, '-t', '5'],
+      ['inspect', 'active_queues', '-d', node, '--no-color'],
+      ['status', '-j', '--timeout', '2'],
+      ['status', '-q'],
+      ['control', 'rate_limit', 'proj.add', '10/m', '-d', node],
+      ['control', 'revoke', 'no-such-id', '--terminate', '--signal', 'kill', '-d', node, '--json'],
+      ['inspect', 'nosuchmethod', '-d', node],
+      ['inspect', 'shutdown'],
+      ['status', '-t', 'soon'],
+      ['status', '--matcher', 'pcre'],
+      ['inspect', 'ping', '--pattern', 'nobody*', '-t', '0.3', '--json'],
+      ['inspect', 'ping', '--limit', '0'],
+      ['control', 'rate_limit', 'proj.add', '10/m', '--terminate'],
+      ['control', 'revoke', 'x', '--signal', 'KILL'],
+      ['status', '-b', 'amqq://127.0.0.1//'],
+      ['status', 'extra'],
+      ['inspect'],
+    ]
+    for (const line of lines) {
+      const [fast, slow] = await Promise.all([runTsq(line, { env }), runTsq(line, { env: { ...env, TSQ_NO_FAST_PATH: '1' } })])
+      const what = `tsq ${line.join(' ')}`
+      assert.equal(fast.code, slow.code, `${what}: exit code\nfast: ${fast.stderr}\noclif: ${slow.stderr}`)
+      assert.equal(fast.stdout, slow.stdout, `${what}: stdout`)
+      assert.equal(fast.stderr, slow.stderr, `${what}: stderr`)
+    }
+  })
+
   it('[purge] on a terminal asks first, and purges only after yes', { skip: !existsSync('/usr/bin/script') && 'util-linux script(1) is not installed: no pseudo-terminal to test the prompt' }, async () => {
     const queue = `tsq-e2e-prompt-${process.pid}`
     await runTsq(['call', 'proj.add', '--args', '[1, 1]', '-Q', queue], { env })

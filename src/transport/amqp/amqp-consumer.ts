@@ -2,6 +2,7 @@
 // channel error (a bad ack, a deleted queue) cannot take other consumers down.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib'
 import type { ConsumeOptions, Consumer, Delivery, DeliveryHandler } from '../transport.js'
+import { AckBatcher } from './ack-batcher.js'
 import { classifyAmqpError } from './classify-error.js'
 import { fromAmqplibProperties } from './properties.js'
 
@@ -24,6 +25,7 @@ export class AmqpConsumer implements Consumer {
   private prefetch: number
   private readonly noAck: boolean
   private channel: Channel | null = null
+  private batcher: AckBatcher | null = null
   private conn: ChannelModel | null = null
   private generation = 0
   private cancelled = false
@@ -55,10 +57,13 @@ export class AmqpConsumer implements Consumer {
     const generation = this.generation
     // A second start (consume() retried across a reconnect) must not leave an
     // orphan channel holding deliveries nobody will ack.
+    this.batcher?.close()
+    this.batcher = null
     this.channel?.close().catch(() => undefined)
     this.channel = null
     this.conn = conn
     const channel = await conn.createChannel()
+    const batcher = new AckBatcher(channel)
     channel.on('error', () => undefined)
     // Only a channel that was consuming is restarted when it fails; a failed
     // start is the caller's error to handle.
@@ -67,6 +72,7 @@ export class AmqpConsumer implements Consumer {
       if (established) this.onChannelClosed(conn, channel, generation)
     })
     this.channel = channel
+    this.batcher = batcher
     try {
       // global=true: with one consumer per channel it is exactly per-consumer,
       // and unlike global=false RabbitMQ applies a change to a live consumer.
@@ -78,6 +84,8 @@ export class AmqpConsumer implements Consumer {
       established = true
     } catch (err) {
       this.channel = null
+      this.batcher = null
+      batcher.close()
       await channel.close().catch(() => undefined)
       throw classifyAmqpError(err, `consume from queue '${this.queue}'`)
     }
@@ -88,12 +96,17 @@ export class AmqpConsumer implements Consumer {
     this.cancelled = true
     const channel = this.channel
     this.channel = null
+    this.batcher?.flush()
+    this.batcher?.close()
+    this.batcher = null
     if (channel) await channel.close().catch(() => undefined)
   }
 
   /** The connection died: deliveries in flight will be redelivered by the broker. */
   detach(): void {
     this.channel = null
+    this.batcher?.close()
+    this.batcher = null
   }
 
   async cancel(): Promise<void> {
@@ -118,6 +131,9 @@ export class AmqpConsumer implements Consumer {
     const channel = this.channel
     if (!this.cancelled || !channel || this.outstanding > 0) return
     this.channel = null
+    this.batcher?.flush()
+    this.batcher?.close()
+    this.batcher = null
     channel.close().catch(() => undefined)
   }
 
@@ -133,7 +149,11 @@ export class AmqpConsumer implements Consumer {
   }
 
   private onChannelClosed(conn: ChannelModel, channel: Channel, generation: number): void {
-    if (this.channel === channel) this.channel = null
+    if (this.channel === channel) {
+      this.channel = null
+      this.batcher?.close()
+      this.batcher = null
+    }
     // A closing connection takes every channel with it; the transport restarts
     // consumers after the reconnect. Here only a lone channel failure is handled.
     if (this.cancelled || generation !== this.generation || !this.host.connectionUsable(conn)) return
@@ -157,16 +177,20 @@ export class AmqpConsumer implements Consumer {
       return
     }
     let settled = this.noAck
-    if (!settled) this.outstanding += 1
-    const settle = (how: (ch: Channel) => void): Promise<void> => {
+    const batcher = this.batcher
+    if (!settled) {
+      this.outstanding += 1
+      batcher?.delivered(msg.fields.deliveryTag)
+    }
+    const settle = (how: (batcher: AckBatcher) => void): Promise<void> => {
       if (settled) return Promise.resolve()
       settled = true
       if (generation === this.generation) this.outstanding -= 1
       // A delivery from a channel that has since closed is redelivered by the
       // broker; acking it on another channel would be a 406, so it is dropped.
-      if (this.channel !== channel || generation !== this.generation) return Promise.resolve()
+      if (this.channel !== channel || generation !== this.generation || !batcher || batcher !== this.batcher) return Promise.resolve()
       try {
-        how(channel)
+        how(batcher)
       } catch {
         // Channel closed between the check and the send: same as above.
       }
@@ -181,8 +205,8 @@ export class AmqpConsumer implements Consumer {
       queue: this.queue,
       redelivered: msg.fields.redelivered,
       deliveryTag: `${this.tag}.${generation}.${msg.fields.deliveryTag}`,
-      ack: () => settle((ch) => ch.ack(msg)),
-      reject: ({ requeue }) => settle((ch) => ch.reject(msg, requeue)),
+      ack: () => settle((b) => b.ack(msg.fields.deliveryTag)),
+      reject: ({ requeue }) => settle((b) => b.reject(msg, requeue)),
     }
     try {
       const result = this.handler(delivery)

@@ -12,6 +12,7 @@ import type {
   DeliveryHandler,
   ExchangeSpec,
   OutgoingMessage,
+  PublishOptions,
   QueueSpec,
   Transport,
   TransportCapabilities,
@@ -40,6 +41,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     queueTtl: true,
     fanoutNeedsLiveSubscriber: false,
     exclusiveQueues: true,
+    autoDeleteOnCancel: true,
   }
   /** client_properties.connection_name: `tsq-<pid>-<n>`, so operators and tests can find it. */
   readonly connectionName: string
@@ -144,9 +146,16 @@ export class AmqpTransport extends EventEmitter implements Transport {
     return reply.messageCount
   }
 
-  async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
+  async publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions: PublishOptions = {}): Promise<void> {
     const options = toPublishOptions(message.properties)
-    await this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (conn) => {
+    const what = `publish to exchange '${exchange}' key '${routingKey}'`
+    if (publishOptions.confirm === false) {
+      await this.withControl(what, async (channel) => {
+        channel.publish(exchange, routingKey, message.body, options)
+      })
+      return
+    }
+    await this.retrying(what, async (conn) => {
       const channel = await this.publishChannelFor(conn)
       // Resolves on the broker's confirm, so an awaited publish survives a broker drop.
       await new Promise<void>((resolve, reject) => {

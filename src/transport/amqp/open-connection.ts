@@ -17,6 +17,9 @@ export async function openAmqpConnection(settings: AmqpConnectSettings, connecti
   const attempt = amqp.connect(settings.connect, {
     clientProperties: { connection_name: connectionName },
     timeout: CONNECT_TIMEOUT_MS,
+    // Without TCP_NODELAY the handshake's small frames meet Nagle and delayed
+    // ACKs: ~40 ms of a one-shot `tsq inspect` went to waiting on loopback.
+    noDelay: true,
   })
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(Object.assign(new Error('connection timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS)

@@ -44,6 +44,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     queueTtl: true,
     fanoutNeedsLiveSubscriber: false,
     exclusiveQueues: false,
+    autoDeleteOnCancel: false,
   }
 
   readonly layout: FileLayout

@@ -16,8 +16,8 @@ export interface BrpopTarget {
   failed(error: unknown): void
   /** Queues with acking consumers are claimed atomically (pop + unacked) instead of BRPOPped. */
   wantsClaim(queues: string[]): boolean
-  /** Pops and records in one step; null when every list is empty. */
-  claim(keys: string[], queues: string[]): Promise<{ key: string; raw: string; recorded: boolean } | null>
+  /** Pops and records in one step, as many as the consumers have room for; empty when every list is empty. */
+  claim(keys: string[], queues: string[]): Promise<Array<{ key: string; raw: string; recorded: boolean }>>
   /** A claimed message: already in `unacked` when recorded. */
   deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): Promise<void>
   /** Records what a BLMOVE moved from `source` into the loop's staging list for it. */
@@ -139,8 +139,8 @@ export class BrpopLoop {
           await this.sleep(Math.min(100 * failures, 1000))
           continue
         }
-        if (claimed) {
-          await this.target.deliverClaimed(this.queueOf(claimed.key), claimed.key, claimed.raw, claimed.recorded)
+        if (claimed.length > 0) {
+          for (const one of claimed) await this.target.deliverClaimed(this.queueOf(one.key), one.key, one.raw, one.recorded)
           continue
         }
         const source = brpopKeys(queues)[0]!

@@ -21,6 +21,13 @@ export class ListConsumer implements Consumer {
     private readonly hooks: ConsumerHooks,
   ) {}
 
+  /** How many more deliveries this consumer takes now (Infinity: no limit). */
+  room(): number {
+    if (this.cancelled) return 0
+    if (this.noAck || !this.prefetch) return Infinity
+    return Math.max(0, this.prefetch - this.inFlight)
+  }
+
   /** kombu `QoS.can_consume`: noAck deliveries are never counted. */
   hasRoom(): boolean {
     return !this.cancelled && (this.noAck || !this.prefetch || this.inFlight < this.prefetch)
@@ -68,6 +75,17 @@ export class ConsumerSet {
   /** Queues with at least one consumer that has room, in cycle order. */
   ready(): string[] {
     return this.order.filter((q) => this.byQueue.get(q)?.some((c) => c.hasRoom()))
+  }
+
+  /** How many messages one claim may take: the least room among `queues`, so none gets more than it asked for. */
+  room(queues: readonly string[]): number {
+    let least = Infinity
+    for (const q of queues) {
+      let room = 0
+      for (const c of this.byQueue.get(q) ?? []) room += c.room()
+      least = Math.min(least, room)
+    }
+    return least
   }
 
   /** Some consumer of `queue` acks: its messages must be recorded in `unacked` as they are taken. */

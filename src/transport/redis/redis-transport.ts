@@ -31,6 +31,13 @@ import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOpti
 import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 
+/**
+ * Most messages one claim takes at once. Taking what the prefetch window has
+ * room for in one round trip, instead of one message per trip, is what lets a
+ * busy worker keep up; the cap keeps one claim script short.
+ */
+const CLAIM_BATCH_MAX = 32
+
 export type { RedisTransportOptions } from './options.js'
 
 let instances = 0
@@ -42,6 +49,7 @@ export class RedisTransport implements Transport {
     queueTtl: false,
     fanoutNeedsLiveSubscriber: true,
     exclusiveQueues: false,
+    autoDeleteOnCancel: false,
   }
   readonly displayUrl: string
   /** CLIENT SETNAME prefix of this transport's connections (`<name>-cmd`, `-brpop`, `-sub`). */
@@ -296,7 +304,7 @@ export class RedisTransport implements Transport {
         idle: () => undefined,
         failed: () => undefined,
         wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
-        claim: (keys) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(queueOfListKey(k)))),
+        claim: (keys, queues) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(queueOfListKey(k))), Math.min(CLAIM_BATCH_MAX, this.consumers.room(queues))),
         deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
         claimStaged: (source) => this.unacked!.claimStaged(stagingKey(this.loopId, source), this.consumers.hasAcking(queueOfListKey(source))),
         stagingFor: (source) => stagingKey(this.loopId, source),

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis'
 import { markRedelivered, asEnvelope, serializeEnvelope } from '../kombu-envelope.js'
 import { parseStagingKey, STAGING_OWNER_PREFIX, STAGING_PREFIX, UNACKED_INDEX_KEY, UNACKED_KEY, UNACKED_MUTEX_EXPIRE, UNACKED_MUTEX_KEY } from './keys.js'
 import { dumps, loads } from '../../protocol/index.js'
+import { execChecked } from './batch.js'
 
 // Atomic stand-in for kombu's WATCH unacked / HGET / MULTI: the restore happens only
 // if the hash still holds exactly what we read, so two restorers never both push.
@@ -34,6 +35,7 @@ export type DestinationLookup = (exchange: string, routingKey: string) => Promis
 
 export class UnackedStore {
   private unreleasedToken: string | undefined
+  private pendingRemoval: { tags: string[]; sent: Promise<void> } | undefined
 
   constructor(
     private readonly conn: Redis,
@@ -53,25 +55,25 @@ export class UnackedStore {
    * worker killed with -9 loses the popped message for good (kombu has the same
    * gap); a script closes it. Returns null when every list is empty.
    */
-  async claim(keys: readonly string[], record: readonly boolean[]): Promise<{ key: string; raw: string; recorded: boolean } | null> {
-    const result = (await this.conn.eval(
-      CLAIM_SCRIPT,
-      keys.length + 2,
-      UNACKED_KEY,
-      UNACKED_INDEX_KEY,
-      ...keys,
-      String(Date.now() / 1000),
-      ...record.map((r) => (r ? '1' : '0')),
-    )) as [string, string, string] | null
-    if (!result) return null
-    return { key: result[0], raw: result[1], recorded: result[2] === '1' }
+  async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<Array<{ key: string; raw: string; recorded: boolean }>> {
+    const result = await this.runClaim([UNACKED_KEY, UNACKED_INDEX_KEY, ...keys], [String(Date.now() / 1000), ...record.map((r) => (r ? '1' : '0')), String(Math.max(1, max))])
+    const claimed: Array<{ key: string; raw: string; recorded: boolean }> = []
+    for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recorded: result[i + 2] === '1' })
+    return claimed
+  }
+
+  /** EVALSHA through ioredis's defineCommand: the script is sent once per connection, not with every claim. */
+  private async runClaim(keys: string[], args: string[]): Promise<string[]> {
+    const conn = this.conn as Redis & { tsqClaim?: (numKeys: number, ...keysAndArgs: string[]) => Promise<string[] | null> }
+    if (!conn.tsqClaim) conn.defineCommand('tsqClaim', { lua: CLAIM_SCRIPT })
+    return (await conn.tsqClaim!(keys.length, ...keys, ...args)) ?? []
   }
 
   /** Takes the message a BLMOVE put in `staging` and records it, in one step. */
   async claimStaged(staging: string, record: boolean): Promise<{ raw: string; recorded: boolean } | null> {
-    const result = (await this.conn.eval(CLAIM_SCRIPT, 3, UNACKED_KEY, UNACKED_INDEX_KEY, staging, String(Date.now() / 1000), record ? '1' : '0')) as [string, string, string] | null
-    if (!result) return null
-    return { raw: result[1], recorded: result[2] === '1' }
+    const result = await this.runClaim([UNACKED_KEY, UNACKED_INDEX_KEY, staging], [String(Date.now() / 1000), record ? '1' : '0', '1'])
+    if (result.length < 3) return null
+    return { raw: result[1]!, recorded: result[2] === '1' }
   }
 
   /** Staging lists of dead consumer loops: their messages go back to the list they came from. */
@@ -97,8 +99,21 @@ export class UnackedStore {
     await this.conn.zadd(UNACKED_INDEX_KEY, 'XX', untilUnixSeconds, tag)
   }
 
-  async remove(tag: string): Promise<void> {
-    await this.conn.multi().zrem(UNACKED_INDEX_KEY, tag).hdel(UNACKED_KEY, tag).exec()
+  /**
+   * Acks made in one turn of the event loop go to Redis together, as one MULTI
+   * of ZREM and HDEL over all their tags: a busy worker settles many per turn.
+   */
+  remove(tag: string): Promise<void> {
+    if (!this.pendingRemoval) {
+      const tags: string[] = []
+      const sent = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        this.pendingRemoval = undefined
+        await execChecked(this.conn.multi().zrem(UNACKED_INDEX_KEY, ...tags).hdel(UNACKED_KEY, ...tags))
+      })
+      this.pendingRemoval = { tags, sent }
+    }
+    this.pendingRemoval.tags.push(tag)
+    return this.pendingRemoval.sent
   }
 
   /**
@@ -181,26 +196,39 @@ export class UnackedStore {
 // '1'/'0' per list (record as unacked or not). The stored value is kombu's
 // `[envelope, exchange, routing_key]`, with the envelope kept byte for byte.
 const CLAIM_SCRIPT = `
-for i = 3, #KEYS do
-  local raw = redis.call('RPOP', KEYS[i])
-  if raw then
-    if ARGV[i - 1] == '1' then
-      local ok, env = pcall(cjson.decode, raw)
-      if ok and type(env) == 'table' and type(env.properties) == 'table' and env.properties.delivery_tag ~= nil then
-        local info = env.properties.delivery_info
-        if type(info) ~= 'table' then info = {} end
-        local ex = info.exchange
-        local rk = info.routing_key
-        if type(ex) ~= 'string' then ex = '' end
-        if type(rk) ~= 'string' then rk = '' end
-        local tag = tostring(env.properties.delivery_tag)
-        redis.call('ZADD', KEYS[2], ARGV[1], tag)
-        redis.call('HSET', KEYS[1], tag, '[' .. raw .. ', ' .. cjson.encode(ex) .. ', ' .. cjson.encode(rk) .. ']')
-        return {KEYS[i], raw, '1'}
+local claimed = {}
+local max = tonumber(ARGV[#KEYS])
+while #claimed < max * 3 do
+  local found = false
+  for i = 3, #KEYS do
+    local raw = redis.call('RPOP', KEYS[i])
+    if raw then
+      found = true
+      local recorded = '0'
+      if ARGV[i - 1] == '1' then
+        local ok, env = pcall(cjson.decode, raw)
+        if ok and type(env) == 'table' and type(env.properties) == 'table' and env.properties.delivery_tag ~= nil then
+          local info = env.properties.delivery_info
+          if type(info) ~= 'table' then info = {} end
+          local ex = info.exchange
+          local rk = info.routing_key
+          if type(ex) ~= 'string' then ex = '' end
+          if type(rk) ~= 'string' then rk = '' end
+          local tag = tostring(env.properties.delivery_tag)
+          redis.call('ZADD', KEYS[2], ARGV[1], tag)
+          redis.call('HSET', KEYS[1], tag, '[' .. raw .. ', ' .. cjson.encode(ex) .. ', ' .. cjson.encode(rk) .. ']')
+          recorded = '1'
+        end
       end
+      local n = #claimed
+      claimed[n + 1] = KEYS[i]
+      claimed[n + 2] = raw
+      claimed[n + 3] = recorded
+      break
     end
-    return {KEYS[i], raw, '0'}
   end
+  if not found then break end
 end
-return false
+if #claimed == 0 then return false end
+return claimed
 `

@@ -1,0 +1,136 @@
+// The fast path of `tsq inspect`, `tsq control` and `tsq status`: scripts and
+// operators call these in loops, and loading oclif (its Config, plugins and
+// every command) costs more than the broadcast itself. bin/run.js loads this
+// module's own bundle (dist/bundle/fast.cjs) instead of oclif when the command
+// line is one it can parse exactly as oclif would; anything else (help, a
+// usage error, an unusual form) goes to oclif, so oclif stays the one voice for
+// help and for usage errors. The flags come from the same specs as oclif's
+// (flag-specs.ts), and the work from the same functions the oclif commands call.
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../app/config.js'
+import { parseBrokerUrl } from '../transport/index.js'
+import { makeChalk } from './color.js'
+import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from './flag-specs.js'
+import { controlExtraArguments, runRemote, runStatus } from './remote-command.js'
+import type { RemoteFlagValues } from './remote-flags.js'
+import { reportCliError } from './report-error.js'
+
+type FastCommand = 'inspect' | 'control' | 'status'
+
+const COMMAND_FLAGS: Record<FastCommand, Record<string, FlagSpec>> = {
+  inspect: { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS },
+  control: { ...GLOBAL_FLAG_SPECS, ...CONTROL_FLAG_SPECS },
+  status: { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS },
+}
+
+type FlagValues = Record<string, string | number | boolean | undefined>
+
+export interface FastPlan {
+  command: FastCommand
+  /** inspect/control: the method, then its argument words. */
+  positionals: string[]
+  flags: FlagValues
+}
+
+function isFastCommand(name: string | undefined): name is FastCommand {
+  return name === 'inspect' || name === 'control' || name === 'status'
+}
+
+/**
+ * The parsed command line, or undefined when oclif should handle it: help,
+ * `--`, `-x=value` (oclif's reading of it differs from node's), a repeated or
+ * unknown flag, a bad value, a missing method. oclif then prints its own error.
+ */
+export function planFastRun(argv: readonly string[]): FastPlan | undefined {
+  const [command, ...rest] = argv
+  if (!isFastCommand(command)) return undefined
+  if (rest.some((arg) => arg === '--' || arg === '--help' || arg === '-h' || /^-[^-]=/.test(arg))) return undefined
+  const specs = COMMAND_FLAGS[command]
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
+  for (const [name, spec] of Object.entries(specs)) {
+    options[name] = { type: spec.kind === 'boolean' ? 'boolean' : 'string', ...(spec.char ? { short: spec.char } : {}) }
+  }
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true; tokens: true }>>
+  try {
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true, tokens: true })
+  } catch {
+    return undefined
+  }
+  const seen = new Set<string>()
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue
+    if (seen.has(token.name)) return undefined
+    seen.add(token.name)
+  }
+  const flags: FlagValues = {}
+  for (const [name, spec] of Object.entries(specs)) {
+    const raw = parsed.values[name]
+    const value = checkedValue(spec, raw === undefined ? spec.default : raw)
+    if (value === INVALID) return undefined
+    flags[name] = value
+  }
+  for (const [name, spec] of Object.entries(specs)) {
+    if (flags[name] !== undefined && spec.dependsOn?.some((other) => !flags[other])) return undefined
+  }
+  const positionals = parsed.positionals
+  if (command === 'status' ? positionals.length > 0 : positionals.length === 0) return undefined
+  return { command, positionals, flags }
+}
+
+const INVALID = Symbol('invalid')
+
+function checkedValue(spec: FlagSpec, raw: string | boolean | undefined): string | number | boolean | undefined | typeof INVALID {
+  if (raw === undefined || typeof raw === 'boolean') return spec.kind === 'boolean' ? raw === true || undefined : raw
+  if (spec.options && !spec.options.includes(raw)) return INVALID
+  if (spec.kind !== 'integer') return raw
+  if (!/^-?\d+$/.test(raw)) return INVALID
+  const n = Number(raw)
+  return spec.min !== undefined && n < spec.min ? INVALID : n
+}
+
+let usedScheme: string | undefined
+
+/** Which broker this run talked to: bin/code-cache.js keeps one V8 code cache covering each. */
+export function codeCacheKey(): string | undefined {
+  return usedScheme
+}
+
+export async function runFast(plan: FastPlan): Promise<void> {
+  const { flags } = plan
+  const json = flags.json === true
+  const print = (line: string) => process.stdout.write(`${line}\n`)
+  const color = makeChalk(flags['no-color'] === true)
+  try {
+    const config = loadConfig({ broker: flags.broker as string | undefined, resultBackend: flags['result-backend'] as string | undefined })
+    usedScheme = schemeOf(config.brokerUrl)
+    const remoteFlags = flags as unknown as RemoteFlagValues & { quiet?: boolean; broker?: string }
+    let result: unknown
+    if (plan.command === 'status') {
+      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, json, color, print })
+    } else {
+      const [method, ...words] = plan.positionals as [string, ...string[]]
+      result = await runRemote({
+        kind: plan.command,
+        method,
+        words,
+        extraArguments: plan.command === 'control' ? controlExtraArguments(method, flags as { terminate?: boolean; signal?: string }) : undefined,
+        flags: remoteFlags,
+        brokerUrl: config.brokerUrl,
+        json,
+        color,
+        print,
+      })
+    }
+    if (json) process.stdout.write(`${JSON.stringify(result)}\n`)
+  } catch (error) {
+    reportCliError(error as Error & { code?: string }, { json, debug: flags.debug === true })
+  }
+}
+
+function schemeOf(url: string): string | undefined {
+  try {
+    return parseBrokerUrl(url).scheme
+  } catch {
+    return undefined
+  }
+}

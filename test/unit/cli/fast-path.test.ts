@@ -1,0 +1,78 @@
+// The fast path's parser must accept only what oclif would parse the same way,
+// and hand everything else to oclif (undefined).
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import Control from '../../../src/commands/control.js'
+import Inspect from '../../../src/commands/inspect.js'
+import Status from '../../../src/commands/status.js'
+import { TsqCommand } from '../../../src/cli/base-command.js'
+import { planFastRun } from '../../../src/cli/fast-path.js'
+import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from '../../../src/cli/flag-specs.js'
+
+describe('fast path: planFastRun', () => {
+  it('parses short, long and --flag=value forms, with the specs\' defaults', () => {
+    const plan = planFastRun(['inspect', 'ping', '-d', 'a@h', '--timeout=2', '-j', '--limit', '3'])
+    assert.ok(plan)
+    assert.equal(plan.command, 'inspect')
+    assert.deepEqual(plan.positionals, ['ping'])
+    assert.equal(plan.flags.destination, 'a@h')
+    assert.equal(plan.flags.timeout, '2')
+    assert.equal(plan.flags.json, true)
+    assert.equal(plan.flags.limit, 3)
+    assert.equal(planFastRun(['status'])?.flags.timeout, '1.0')
+  })
+
+  it('keeps argument words of the method in order, flags among them', () => {
+    const plan = planFastRun(['inspect', 'query_task', 'id1', '-t', '2', 'id2'])
+    assert.deepEqual(plan?.positionals, ['query_task', 'id1', 'id2'])
+  })
+
+  it('accepts control revoke --terminate --signal', () => {
+    const plan = planFastRun(['control', 'revoke', 'abc', '--terminate', '--signal', 'KILL'])
+    assert.equal(plan?.flags.terminate, true)
+    assert.equal(plan?.flags.signal, 'KILL')
+  })
+
+  const handedToOclif: string[][] = [
+    ['worker'],
+    ['inspect'],
+    ['status', 'extra'],
+    ['inspect', 'ping', '--help'],
+    ['inspect', 'ping', '-h'],
+    ['inspect', 'ping', '--', 'x'],
+    ['inspect', 'ping', '-d=a@h'],
+    ['inspect', 'ping', '--nosuchflag'],
+    ['inspect', 'ping', '--json=yes'],
+    ['inspect', 'ping', '-t', '1', '-t', '2'],
+    ['inspect', 'ping', '--matcher', 'regex', '--pattern', 'x'],
+    ['inspect', 'ping', '--limit', '0'],
+    ['inspect', 'ping', '--limit', 'many'],
+    ['inspect', 'ping', '--terminate'],
+    ['control', 'revoke', 'abc', '--signal', 'KILL'],
+    ['inspect', 'ping', '-d'],
+  ]
+  for (const argv of handedToOclif) {
+    it(`hands "${argv.join(' ')}" to oclif`, () => {
+      assert.equal(planFastRun(argv), undefined)
+    })
+  }
+})
+
+describe('fast path: one flag definition', () => {
+  const cases: Array<[string, Record<string, { char?: string; default?: unknown; options?: readonly string[] }>, Record<string, FlagSpec>]> = [
+    ['inspect', { ...TsqCommand.baseFlags, ...Inspect.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
+    ['control', { ...TsqCommand.baseFlags, ...Control.flags }, { ...GLOBAL_FLAG_SPECS, ...CONTROL_FLAG_SPECS }],
+    ['status', { ...TsqCommand.baseFlags, ...Status.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
+  ]
+  for (const [name, oclif, specs] of cases) {
+    it(`${name}: oclif's flags are the specs' flags`, () => {
+      assert.deepEqual(Object.keys(oclif).sort(), Object.keys(specs).sort())
+      for (const [flag, spec] of Object.entries(specs)) {
+        assert.equal(oclif[flag]!.char, spec.char, `${name} --${flag} char`)
+        const oclifDefault = oclif[flag]!.default
+        assert.equal(oclifDefault === undefined ? undefined : String(oclifDefault), spec.default, `${name} --${flag} default`)
+        assert.deepEqual(oclif[flag]!.options, spec.options ? [...spec.options] : undefined, `${name} --${flag} options`)
+      }
+    })
+  }
+})
