@@ -17,6 +17,13 @@ function runOclif() {
     })
 }
 
+function exitWhenFlushed() {
+  const pending = [process.stdout, process.stderr].filter((stream) => stream.writableLength > 0)
+  if (pending.length === 0) process.exit()
+  let left = pending.length
+  for (const stream of pending) stream.once('drain', () => --left === 0 && process.exit())
+}
+
 /** inspect/control/status without oclif when the command line allows (src/cli/fast-path.ts). */
 function tryFastPath() {
   if (argv[0] !== 'inspect' && argv[0] !== 'control' && argv[0] !== 'status') return false
@@ -24,10 +31,16 @@ function tryFastPath() {
   const fast = requireWithCodeCache(path.join(__dirname, '..', 'dist', 'bundle', 'fast.cjs'), (exports) => exports.codeCacheKey())
   const plan = fast.planFastRun(argv)
   if (!plan) return false
-  fast.runFast(plan).catch((error) => {
-    process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
-    process.exitCode = 70
-  })
+  fast
+    .runFast(plan)
+    .catch((error) => {
+      process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
+      process.exitCode = 70
+    })
+    // The broker connection is closed by now; what is left is Node tearing down
+    // handles nobody waits for. Exit once the output is out (pipes can be async
+    // on some platforms, so wait for a drain rather than assume).
+    .then(() => exitWhenFlushed())
   return true
 }
 

@@ -102,8 +102,11 @@ export class MailboxClient {
       request.ticket = ticket
       request.reply_to = { exchange: replyExchange(this.namespace).name, routing_key: this.oid }
       await this.transport.declareQueue(pidboxQueue(this.replyQueueName))
-      await this.transport.bindQueue(this.replyQueueName, replyExchange(this.namespace).name, this.oid)
-      consumer = await this.transport.consume(
+      // The bind and the consumer (its own channel on AMQP) go out together: a
+      // one-shot CLI waits for one round trip instead of two. Nothing is
+      // published until both are done, so no reply can miss the queue.
+      const bound = this.transport.bindQueue(this.replyQueueName, replyExchange(this.namespace).name, this.oid)
+      const consuming = this.transport.consume(
         this.replyQueueName,
         (delivery) => {
           const reply = this.acceptReply(delivery, ticket)
@@ -114,6 +117,12 @@ export class MailboxClient {
         },
         { noAck: true },
       )
+      const [bind, consume] = await Promise.allSettled([bound, consuming])
+      if (consume.status === 'fulfilled') consumer = consume.value
+      if (bind.status === 'rejected' || consume.status === 'rejected') {
+        await consumer?.cancel().catch(() => undefined)
+        throw bind.status === 'rejected' ? bind.reason : (consume as PromiseRejectedResult).reason
+      }
     }
     const expires = wantReply ? Date.now() / 1000 + timeoutMs / 1000 : 0
     await this.transport.publish(pidboxExchange(this.namespace).name, '', {
