@@ -7,14 +7,17 @@ const path = require('node:path')
 
 const argv = process.argv.slice(2)
 
+/** A bug in tsq (exit 70): the stack, since no command caught it. */
+function reportCrash(error) {
+  process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
+  process.exitCode = 70
+}
+
 function runOclif() {
   // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
   import('../dist/bundle/tsq.js')
     .then(({ execute }) => execute({ dir: path.join(__dirname, '..', 'package.json') }))
-    .catch((error) => {
-      process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
-      process.exitCode = 70
-    })
+    .catch(reportCrash)
 }
 
 function exitWhenFlushed() {
@@ -33,10 +36,7 @@ function tryFastPath() {
   if (!plan) return false
   fast
     .runFast(plan)
-    .catch((error) => {
-      process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
-      process.exitCode = 70
-    })
+    .catch(reportCrash)
     // The broker connection is closed by now; what is left is Node tearing down
     // handles nobody waits for. Exit once the output is out (pipes can be async
     // on some platforms, so wait for a drain rather than assume).

@@ -30,7 +30,7 @@ export class ListConsumer implements Consumer {
 
   /** kombu `QoS.can_consume`: noAck deliveries are never counted. */
   hasRoom(): boolean {
-    return !this.cancelled && (this.noAck || !this.prefetch || this.inFlight < this.prefetch)
+    return this.room() > 0
   }
 
   cancel(): Promise<void> {

@@ -71,9 +71,8 @@ export class UnackedStore {
 
   /** Takes the message a BLMOVE put in `staging` and records it, in one step. */
   async claimStaged(staging: string, record: boolean): Promise<{ raw: string; recorded: boolean } | null> {
-    const result = await this.runClaim([UNACKED_KEY, UNACKED_INDEX_KEY, staging], [String(Date.now() / 1000), record ? '1' : '0', '1'])
-    if (result.length < 3) return null
-    return { raw: result[1]!, recorded: result[2] === '1' }
+    const [claimed] = await this.claim([staging], [record])
+    return claimed ? { raw: claimed.raw, recorded: claimed.recorded } : null
   }
 
   /** Staging lists of dead consumer loops: their messages go back to the list they came from. */
