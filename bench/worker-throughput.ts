@@ -1,7 +1,9 @@
 // Noop tasks per second drained from a pre-filled queue, on RabbitMQ and Redis:
 // tsq (each pool) beside Python Celery 5.2.6's worker (prefork, threads, solo)
 // and a plain amqplib / ioredis consumer (the broker's limit on this machine),
-// all from one run; plus each worker's RSS (whole process tree) idle and after.
+// all from one run; plus each worker's RSS (whole process tree) idle and after,
+// and the CPU that the consumer and the broker server spent per 1,000 tasks
+// (on a 2-core machine the two compete, so this says which one sets the pace).
 //
 //   npm run build && node --import tsx bench/worker-throughput.ts [--tasks 20000] [--broker amqp --broker redis] [--only tsq-solo,celery-prefork] [--json] [--node-arg=--cpu-prof ...]
 //
@@ -210,8 +212,8 @@ async function rawRedis(queue: string, n: number): Promise<number> {
 
 // ---- worker processes ------------------------------------------------------
 
-/** RSS in MiB of pid and all its descendants (pool children). */
-function treeRssMb(root: number): number {
+/** pid and all its descendants (pool children). */
+function processTree(root: number): number[] {
   const parent = new Map<number, number>()
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
@@ -227,8 +229,13 @@ function treeRssMb(root: number): number {
     grew = false
     for (const [pid, ppid] of parent) if (tree.has(ppid) && !tree.has(pid)) (tree.add(pid), (grew = true))
   }
+  return [...tree]
+}
+
+/** RSS in MiB of pid and all its descendants. */
+function treeRssMb(root: number): number {
   let kb = 0
-  for (const pid of tree) {
+  for (const pid of processTree(root)) {
     try {
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
       kb += Number(m?.[1] ?? 0)
@@ -237,6 +244,38 @@ function treeRssMb(root: number): number {
     }
   }
   return kb / 1024
+}
+
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks on every mainstream architecture. */
+const TICKS_PER_SECOND = 100
+
+/** CPU seconds (user + system) the processes have used so far. */
+function cpuSeconds(pids: readonly number[]): number {
+  let ticks = 0
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      /* gone */
+    }
+  }
+  return ticks / TICKS_PER_SECOND
+}
+
+/** The broker's server processes on this machine (RabbitMQ's Erlang VM, redis-server). */
+function brokerPids(kind: Kind): number[] {
+  const comm = kind === 'amqp' ? 'beam.smp' : 'redis-server'
+  const pids: number[] = []
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) pids.push(Number(d))
+    } catch {
+      /* gone */
+    }
+  }
+  return pids
 }
 
 function tsqCli(args: string[], timeoutMs = 30_000): Promise<number | null> {
@@ -278,6 +317,14 @@ interface Result {
   partial?: boolean
   rssIdleMb: number | null
   rssAfterMb: number | null
+  /** CPU milliseconds per 1,000 tasks while draining: the consumer's (whole tree) and the broker server's. */
+  cpuPerThousand: { consumerMs: number; brokerMs: number }
+}
+
+/** Consumer and broker CPU over a drain of `tasks` messages, from two snapshots. */
+function cpuPerThousand(tasks: number, consumer: [number, number], broker: [number, number]): Result['cpuPerThousand'] {
+  const per = (from: number, to: number) => ((to - from) * 1e6) / Math.max(tasks, 1)
+  return { consumerMs: per(...consumer), brokerMs: per(...broker) }
 }
 
 async function runContender(kind: Kind, broker: Broker, c: Contender, n: number): Promise<Result> {
@@ -286,9 +333,13 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
   await broker.remove([queue, idleQueue])
   await broker.fill(queue, n)
   try {
+    const brokerServer = brokerPids(kind)
     if (!c.argv) {
+      const ownCpu = () => (process.cpuUsage().user + process.cpuUsage().system) / 1e6
+      const before = [ownCpu(), cpuSeconds(brokerServer)]
       const perSecond = kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
-      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null }
+      const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
+      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, cpuPerThousand: cpu }
     }
     const node = `bench-${c.name}-${process.pid}@${hostname()}`
     const spec = c.argv(kind, node, idleQueue)
@@ -313,6 +364,8 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
       // RabbitMQ here), so one slow peer cannot stall the whole run.
       const startBy = Date.now() + 60_000
       let window = Infinity
+      let workerTree: number[] = []
+      let cpuAtStart: [number, number] = [0, 0]
       for (;;) {
         const d = await broker.depth(queue)
         const now = performance.now()
@@ -320,6 +373,8 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
           start = now
           startDepth = d
           window = Date.now() + WINDOW_MS
+          workerTree = processTree(child.pid as number)
+          cpuAtStart = [cpuSeconds(workerTree), cpuSeconds(brokerServer)]
         }
         if (start && (d === 0 || Date.now() > window)) {
           end = now
@@ -329,10 +384,14 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
         if ((!start && Date.now() > startBy) || child.exitCode !== null) throw new Error(`${c.label} did not start draining the queue (depth ${d}): ${stderr}`)
         await sleep(start ? 10 : 5)
       }
+      // The last prefetched tasks are still finishing when the queue reads empty.
+      await sleep(200)
+      const cpu = cpuPerThousand(startDepth - endDepth, [cpuAtStart[0], cpuSeconds(workerTree)], [cpuAtStart[1], cpuSeconds(brokerServer)])
       await added
-      await sleep(1000)
+      await sleep(800)
       const rssAfterMb = treeRssMb(child.pid as number)
-      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond: ((startDepth - endDepth) * 1000) / (end - start), partial: endDepth > 0, rssIdleMb, rssAfterMb }
+      const perSecond = ((startDepth - endDepth) * 1000) / (end - start)
+      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, partial: endDepth > 0, rssIdleMb, rssAfterMb, cpuPerThousand: cpu }
     } finally {
       await stopWorker(child)
     }
@@ -375,7 +434,8 @@ for (const kind of kinds) {
         const r = await runContender(kind, broker, c, n)
         results.push(r)
         const rss = r.rssIdleMb === null ? '' : `  rss idle=${r.rssIdleMb.toFixed(1)}MB after=${(r.rssAfterMb ?? 0).toFixed(1)}MB`
-        say(`${kind}  ${r.label.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} tasks/s${rss}${r.partial ? `  (partial: did not drain ${n} within ${WINDOW_MS / 1000} s)` : ''}`)
+        const cpu = `  cpu/1k tasks: consumer=${r.cpuPerThousand.consumerMs.toFixed(0)}ms broker=${r.cpuPerThousand.brokerMs.toFixed(0)}ms`
+        say(`${kind}  ${r.label.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} tasks/s${cpu}${rss}${r.partial ? `  (partial: did not drain ${n} within ${WINDOW_MS / 1000} s)` : ''}`)
       } catch (error) {
         say(`${kind}  ${c.label.padEnd(22)} FAILED: ${(error as Error).message.split('\n')[0]}`)
       }

@@ -8,6 +8,8 @@ export interface ConfigInput {
   /** What the app module itself says (createApp options): below env, above defaults. */
   appBroker?: string
   appResultBackend?: string
+  /** The zone crontab entries are read in (IANA name). */
+  timezone?: string
 }
 
 export interface ResolvedConfig {
@@ -15,6 +17,8 @@ export interface ResolvedConfig {
   /** Where the broker came from, for banners and error messages. */
   brokerSource: 'flag' | 'TSQ_BROKER_URL' | 'CELERY_BROKER_URL' | 'app' | 'default'
   resultBackend: string | undefined
+  /** flag > TSQ_TIMEZONE > UTC. */
+  timezone: string
 }
 
 function firstSet(...values: Array<string | undefined>): string | undefined {
@@ -44,5 +48,6 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
   // On the embedded broker the embedded result store is the natural default,
   // so `tsq call` then `tsq result` work on a fresh machine with no flags.
   if (resultBackend === undefined && brokerUrl.startsWith('file://')) resultBackend = brokerUrl
-  return { brokerUrl, brokerSource, resultBackend }
+  const timezone = firstSet(input.timezone, env.TSQ_TIMEZONE) ?? 'UTC'
+  return { brokerUrl, brokerSource, resultBackend, timezone }
 }

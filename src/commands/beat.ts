@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core'
+import { loadConfig } from '../app/config.js'
 import { detach } from '../app/detach.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
@@ -10,7 +11,12 @@ export const storeFlags = {
   schedule: Flags.string({ char: 's', description: 'The file store\'s path (default ./tsq-beat-schedule.json).' }),
   'redis-url': Flags.string({ description: 'Redis for --scheduler redis (default: the broker URL when it is Redis).' }),
   'key-prefix': Flags.string({ description: 'RedBeat key prefix (redbeat_key_prefix).', default: 'redbeat:' }),
-  timezone: Flags.string({ description: 'Timezone crontab entries are read in (IANA name).', default: process.env.TSQ_TIMEZONE ?? 'UTC' }),
+  timezone: Flags.string({ description: 'Timezone crontab entries are read in (IANA name; default TSQ_TIMEZONE, then UTC).' }),
+}
+
+/** --timezone, else TSQ_TIMEZONE, else UTC (the precedence lives in loadConfig). */
+export function zoneOf(flags: { timezone?: string }): string {
+  return loadConfig({ timezone: flags.timezone }).timezone
 }
 
 export function positiveSeconds(name: string, raw: string | undefined): number | undefined {
@@ -60,7 +66,7 @@ export default class BeatCommand extends TsqCommand<void> {
       ha: flags.ha as HaMode | undefined,
       lockTimeout,
       maxInterval,
-      timezone: flags.timezone,
+      timezone: zoneOf(flags),
       loglevel: flags.debug ? 'DEBUG' : flags.loglevel,
       logfile: flags.logfile ?? null,
       pidfile: flags.pidfile ?? null,
@@ -71,15 +77,15 @@ export default class BeatCommand extends TsqCommand<void> {
   }
 }
 
-export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone: string; broker?: string }) {
-  const { loadConfig } = await import('../app/config.js')
+export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string; broker?: string }) {
   const { openStore } = await import('../beat/index.js')
+  const config = loadConfig({ broker: flags.broker, timezone: flags.timezone })
   return openStore({
     scheduler: flags.scheduler as StoreKind,
     schedulePath: flags.schedule,
     redisUrl: flags['redis-url'],
     keyPrefix: flags['key-prefix'],
-    tz: flags.timezone,
-    brokerUrl: loadConfig({ broker: flags.broker }).brokerUrl,
+    tz: config.timezone,
+    brokerUrl: config.brokerUrl,
   })
 }

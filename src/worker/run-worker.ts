@@ -8,6 +8,7 @@ import { loadApp, resolveAppModule } from '../app/load-app.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
 import type { PoolKind } from './pools/pool.js'
+import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { Worker } from './worker.js'
 
@@ -46,6 +47,7 @@ export interface RunWorkerOptions {
 
 /** Resolves with the exit code. */
 export async function runWorker(o: RunWorkerOptions): Promise<number> {
+  keepYoungGenerationSmall()
   if (o.logfile) mkdirSync(dirname(o.logfile), { recursive: true })
   const log = new Logger(parseLevel(o.loglevel), o.logfile)
   const modulePath = resolveAppModule(o.appSpec)
@@ -109,7 +111,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     await worker.shutdown('cold', 'start failed').catch(() => undefined)
     throw error
   }
+  const stopTrimming = trimMemoryWhenIdle()
   await worker.stopped
+  stopTrimming()
   releasePidfile()
   // After the pidfile is gone, so the new process can take it.
   if (signals.restart) restartInPlace(o.logfile)

@@ -71,17 +71,19 @@ export class TaskRunner {
     if (this.o.revoked.has(message.id)) return this.revokeOnArrival(request, 'revoked')
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${message.task}[${message.id}] received`)
-    this.o.events.sendTask('task-received', {
-      uuid: message.id,
-      name: message.task,
-      args: message.argsrepr,
-      kwargs: message.kwargsrepr,
-      root_id: message.rootId,
-      parent_id: message.parentId,
-      retries: message.retries,
-      eta: message.eta,
-      expires: message.expires,
-    })
+    if (this.o.events.taskEvents) {
+      this.o.events.sendTask('task-received', {
+        uuid: message.id,
+        name: message.task,
+        args: message.argsrepr,
+        kwargs: message.kwargsrepr,
+        root_id: message.rootId,
+        parent_id: message.parentId,
+        retries: message.retries,
+        eta: message.eta,
+        expires: message.expires,
+      })
+    }
     const eta = request.etaDate
     if (eta && eta.getTime() > Date.now()) {
       // Held unacked until due; the consumer widens its window by one (spec §1.6 step 4).
@@ -196,10 +198,12 @@ export class TaskRunner {
     const limits = this.limitsFor(request)
     this.active.set(m.id, request)
     request.timeStart = Date.now() / 1000
-    request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
     if (!acksLate) await request.ack().catch(() => undefined)
-    this.o.events.sendTask('task-started', { uuid: m.id })
-    if (task.options.trackStarted) await this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null)
+    if (this.o.events.taskEvents) this.o.events.sendTask('task-started', { uuid: m.id })
+    if (task.options.trackStarted) {
+      request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
+      await this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null)
+    }
     const job: Job = {
       id: m.id,
       task: m.task,

@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { definitionFromFlags, rowOf, type EntryFlags, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags } from '../beat.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
 
 export const entryFlags = {
   task: Flags.string({ char: 't', description: 'Task name, e.g. proj.add.' }),
@@ -61,7 +61,7 @@ export default class ScheduleAdd extends TsqCommand<EntryRow> {
     try {
       if (await store.get(name)) throw new UsageError(`entry ${JSON.stringify(name)} exists; change it with \`tsq schedule set ${name} ...\``)
       await store.save(definition)
-      const row = rowOf((await store.get(name))!, flags.timezone)
+      const row = rowOf((await store.get(name))!, zoneOf(flags))
       if (!this.jsonEnabled() && !flags.quiet) this.log(`added ${name}: ${row.task} ${row.schedule}`)
       return row
     } finally {

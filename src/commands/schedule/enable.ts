@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags } from '../beat.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
 
 export default class ScheduleEnable extends TsqCommand<EntryRow> {
   static summary = 'Enable an entry (running beats follow within their loop interval).'
@@ -17,7 +17,7 @@ export default class ScheduleEnable extends TsqCommand<EntryRow> {
       if (!current) throw new UsageError(`no entry named ${JSON.stringify(args.name)}`)
       await store.save({ ...current.definition, enabled: true })
       if (!this.jsonEnabled() && !flags.quiet) this.log(`enabled ${args.name}`)
-      return rowOf((await store.get(args.name))!, flags.timezone)
+      return rowOf((await store.get(args.name))!, zoneOf(flags))
     } finally {
       await store.close()
     }

@@ -1,6 +1,6 @@
 import { TsqCommand } from '../../cli/base-command.js'
 import { rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags } from '../beat.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
 
 export default class ScheduleLs extends TsqCommand<EntryRow[]> {
   static summary = 'List periodic entries (a table, or --json).'
@@ -11,7 +11,7 @@ export default class ScheduleLs extends TsqCommand<EntryRow[]> {
     const store = await storeFromFlags(flags)
     let rows: EntryRow[]
     try {
-      rows = (await store.list()).map((e) => rowOf(e, flags.timezone))
+      rows = (await store.list()).map((e) => rowOf(e, zoneOf(flags)))
     } finally {
       await store.close()
     }

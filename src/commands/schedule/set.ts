@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { definitionFromFlags, rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags } from '../beat.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
 import { entryFlags, entryFlagsOf } from './add.js'
 
 export default class ScheduleSet extends TsqCommand<EntryRow> {
@@ -18,7 +18,7 @@ export default class ScheduleSet extends TsqCommand<EntryRow> {
       const current = await store.get(args.name)
       if (!current) throw new UsageError(`no entry named ${JSON.stringify(args.name)}`)
       await store.save(definitionFromFlags(args.name, entryFlagsOf(flags), current.definition))
-      const row = rowOf((await store.get(args.name))!, flags.timezone)
+      const row = rowOf((await store.get(args.name))!, zoneOf(flags))
       if (!this.jsonEnabled() && !flags.quiet) this.log(`updated ${args.name}: ${row.task} ${row.schedule}`)
       return row
     } finally {

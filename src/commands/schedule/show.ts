@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags } from '../beat.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
 
 export default class ScheduleShow extends TsqCommand<EntryRow> {
   static summary = 'Show one entry: definition, run count, last and next run.'
@@ -15,7 +15,7 @@ export default class ScheduleShow extends TsqCommand<EntryRow> {
     try {
       const entry = await store.get(args.name)
       if (!entry) throw new UsageError(`no entry named ${JSON.stringify(args.name)}`)
-      const row = rowOf(entry, flags.timezone)
+      const row = rowOf(entry, zoneOf(flags))
       if (!this.jsonEnabled()) {
         for (const [k, v] of Object.entries(row)) this.log(`${k.padEnd(16)} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
       }

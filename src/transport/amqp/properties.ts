@@ -38,11 +38,19 @@ function plainHeaderValue(value: unknown): HeaderValue {
   return String(value)
 }
 
+/**
+ * Converted in place: the table is this delivery's own, just decoded by
+ * amqplib, and nearly every value is plain already (a copy of every task's
+ * headers showed in the worker's profile).
+ */
 function plainHeaders(table: Record<string, unknown> | undefined): Headers {
-  const headers: Headers = {}
-  if (!table) return headers
-  for (const [key, value] of Object.entries(table)) headers[key] = plainHeaderValue(value)
-  return headers
+  if (!table) return {}
+  for (const key in table) {
+    const value = table[key]
+    if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') continue
+    table[key] = plainHeaderValue(value)
+  }
+  return table as Headers
 }
 
 export function fromAmqplibProperties(props: AmqplibProperties): MessageProperties {

@@ -29,13 +29,24 @@ export interface RunningJob {
 }
 
 export function executeJob(app: App, job: Job): RunningJob {
-  const controller = new AbortController()
   const started = performance.now()
   const runtime = () => (performance.now() - started) / 1000
   let softTimer: NodeJS.Timeout | undefined
+  // Made on first use of context.signal: most tasks never read it, and an
+  // AbortController per task was a measurable share of a noop task's cost.
+  let controller: AbortController | undefined
+  let abortReason: Error | undefined
+  const signal = (): AbortSignal => {
+    if (!controller) {
+      controller = new AbortController()
+      if (abortReason) controller.abort(abortReason)
+    }
+    return controller.signal
+  }
   const abort = (reason: 'revoked' | 'soft-time-limit') => {
-    if (controller.signal.aborted) return
-    controller.abort(reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' }))
+    if (abortReason) return
+    abortReason = reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' })
+    controller?.abort(abortReason)
   }
   const outcome = (async (): Promise<Outcome> => {
     const task = app.tasks.get(job.task)
@@ -53,7 +64,9 @@ export function executeJob(app: App, job: Job): RunningJob {
       parentId: job.parentId,
       group: job.group,
       hostname: job.hostname,
-      signal: controller.signal,
+      get signal() {
+        return signal()
+      },
       retry(options: RetryOptions = {}): never {
         throw new RetryRequest(options)
       },

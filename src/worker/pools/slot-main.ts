@@ -2,6 +2,7 @@
 // user's module once, then run the jobs the worker sends, one at a time.
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
 import { loadApp } from '../../app/load-app.js'
+import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprint.js'
 import { executeJob, type RunningJob } from './executor.js'
 import type { FromSlot, ToSlot } from './jobs.js'
 import { setupSlotLogging } from './slot-logging.js'
@@ -25,6 +26,8 @@ function onMessage(listener: (message: ToSlot) => void): void {
   else parentPort?.on('message', listener)
 }
 
+keepYoungGenerationSmall()
+trimMemoryWhenIdle()
 setupSlotLogging(data.logfile, data.nodename, data.index)
 const running = new Map<string, RunningJob>()
 

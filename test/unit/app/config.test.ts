@@ -22,6 +22,11 @@ describe('broker and backend precedence: flag > TSQ_* > CELERY_* > app > embedde
     assert.equal(c.brokerUrl, 'file:///tmp/x/broker')
     assert.equal(c.resultBackend, 'file:///tmp/x/broker')
   })
+  it('beat timezone: --timezone > TSQ_TIMEZONE > UTC', () => {
+    assert.equal(loadConfig({ timezone: 'Asia/Tokyo' }, { TSQ_TIMEZONE: 'Europe/Berlin' }).timezone, 'Asia/Tokyo')
+    assert.equal(loadConfig({}, { TSQ_TIMEZONE: 'Europe/Berlin' }).timezone, 'Europe/Berlin')
+    assert.equal(loadConfig({}, {}).timezone, 'UTC')
+  })
   it('result backend precedence', () => {
     assert.equal(loadConfig({ broker: 'redis://a' }, { TSQ_RESULT_BACKEND: 'redis://r1', CELERY_RESULT_BACKEND: 'redis://r2' }).resultBackend, 'redis://r1')
     assert.equal(loadConfig({ broker: 'redis://a' }, { CELERY_RESULT_BACKEND: 'redis://r2' }).resultBackend, 'redis://r2')

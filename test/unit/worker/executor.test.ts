@@ -1,0 +1,61 @@
+// The task's AbortSignal is made on first use, so it must behave as if it had
+// existed all along: aborted with the right reason when the abort came first,
+// firing later when the abort comes after.
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import type { App } from '../../../src/app/app.js'
+import { currentTask } from '../../../src/app/task-context.js'
+import { executeJob } from '../../../src/worker/pools/executor.js'
+import type { Job } from '../../../src/worker/pools/jobs.js'
+
+function appWith(fn: (...args: unknown[]) => unknown): App {
+  return { tasks: new Map([['t.run', { fn, options: {} }]]) } as unknown as App
+}
+
+const job = (softTimeLimit: number | null = null): Job => ({
+  id: 'id-1',
+  task: 't.run',
+  args: [],
+  kwargs: {},
+  retries: 0,
+  rootId: null,
+  parentId: null,
+  group: null,
+  hostname: 'w@h',
+  softTimeLimit,
+})
+
+it('[executor] a signal first read after a revoke is already aborted, with TaskRevokedError as its reason', async () => {
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const running = executeJob(
+    appWith(async () => {
+      await gate
+      const { signal } = currentTask()
+      return { aborted: signal.aborted, reason: (signal.reason as Error).name }
+    }),
+    job(),
+  )
+  running.abort('revoked')
+  running.abort('soft-time-limit')
+  release()
+  const outcome = await running.outcome
+  assert.equal(outcome.status, 'success')
+  assert.deepEqual(outcome.status === 'success' && outcome.value, { aborted: true, reason: 'TaskRevokedError' })
+})
+
+it('[executor] a signal read before the soft time limit fires when the limit passes', async () => {
+  const running = executeJob(
+    appWith(
+      () =>
+        new Promise((_, reject) => {
+          const { signal } = currentTask()
+          signal.addEventListener('abort', () => reject(signal.reason))
+        }),
+    ),
+    job(0.02),
+  )
+  const outcome = await running.outcome
+  assert.equal(outcome.status, 'failure')
+  assert.equal(outcome.status === 'failure' && outcome.exc.type, 'SoftTimeLimitExceeded')
+})
