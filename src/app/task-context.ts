@@ -12,9 +12,9 @@ export interface RetryOptions {
   maxRetries?: number
 }
 
-export interface TaskContext {
+/** What a task run is, as the worker hands it to a pool slot and the slot to the task. */
+export interface TaskRun {
   id: string
-  name: string
   args: unknown[]
   kwargs: Record<string, unknown>
   retries: number
@@ -22,6 +22,10 @@ export interface TaskContext {
   parentId: string | null
   group: string | null
   hostname: string
+}
+
+export interface TaskContext extends TaskRun {
+  name: string
   /** Aborts on soft time limit or revoke; pass it to fetch(), timers and child work. */
   signal: AbortSignal
   /** Stops this run and schedules the task again with the same id (Celery's `self.retry()`). */

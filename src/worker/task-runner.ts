@@ -5,10 +5,10 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { sendTask } from '../app/send-task.js'
-import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type Signature, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
+import { republishForRetry, sendCallbacks, sendErrbacks } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
@@ -256,7 +256,7 @@ export class TaskRunner {
         if (!ignoreResult) await this.store(request, 'SUCCESS', outcome.value, null)
         // saferepr of a large result is not free: only when someone listens.
         if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
-        await this.followUp(request, outcome.value)
+        await sendCallbacks(this.o, request, outcome.value)
         await request.ack()
         return
       }
@@ -293,9 +293,7 @@ export class TaskRunner {
     const m = request.message
     if (!ignoreResult) await this.store(request, 'FAILURE', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, traceback)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
-    for (const errback of m.embed.errbacks ?? []) {
-      await this.sendSignature(errback as Signature, [m.id], request).catch((e: Error) => this.o.log.error(`errback ${errback.task} not sent: ${e.message}`))
-    }
+    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${task} not sent: ${e.message}`))
   }
 
   private async retry(request: Request, outcome: Extract<Outcome, { status: 'retry' }>, ignoreResult: boolean): Promise<void> {
@@ -310,66 +308,12 @@ export class TaskRunner {
     }
     const countdown = outcome.countdown ?? task?.options.defaultRetryDelay ?? DEFAULT_RETRY_DELAY
     const eta = outcome.eta ?? new Date(Date.now() + countdown * 1000).toISOString()
-    // Same id, retries + 1, back to the queue it came from (spec §1.7).
-    await sendTask(this.o.transport, m.task, {
-      id: m.id,
-      args: m.args,
-      kwargs: m.kwargs,
-      retries: m.retries + 1,
-      eta,
-      expires: m.expires ?? undefined,
-      rootId: m.rootId,
-      parentId: m.id,
-      group: m.group,
-      groupIndex: m.groupIndex,
-      priority: request.delivery.properties.priority,
-      timeLimit: m.timelimit[0],
-      softTimeLimit: m.timelimit[1],
-      ignoreResult: m.ignoreResult,
-      replyTo: request.delivery.properties.replyTo,
-      embed: m.embed,
-      origin: this.o.hostname,
-      queue: request.delivery.exchange === '' ? request.delivery.routingKey : request.delivery.queue,
-    })
+    await republishForRetry(this.o, request, eta)
     const exc = outcome.exc ?? { type: 'Retry', args: [`Retry in ${countdown}s`], module: 'celery.exceptions', message: `Retry in ${countdown}s` }
     this.o.log.info(`Task ${m.task}[${m.id}] retry: Retry in ${countdown}s`)
     if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, null)
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
     await request.ack()
-  }
-
-  /** Callbacks and the next link of a chain get the result prepended (unless immutable). */
-  private async followUp(request: Request, value: unknown): Promise<void> {
-    const m = request.message
-    for (const callback of m.embed.callbacks ?? []) await this.sendSignature(callback as Signature, [value], request)
-    const chain = m.embed.chain
-    if (chain && chain.length > 0) {
-      const rest = [...chain]
-      const next = rest.pop() as Signature
-      await this.sendSignature(next, [value], request, rest as Signature[])
-    }
-  }
-
-  private async sendSignature(sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
-    const options = (sig.options ?? {}) as Record<string, unknown>
-    const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
-    const embed: Record<string, unknown> = {}
-    if (chain && chain.length) embed.chain = chain
-    if (Array.isArray(options.link)) embed.callbacks = options.link
-    else if (options.link) embed.callbacks = [options.link]
-    if (Array.isArray(options.link_error)) embed.errbacks = options.link_error
-    else if (options.link_error) embed.errbacks = [options.link_error]
-    await sendTask(this.o.transport, sig.task, {
-      id: typeof options.task_id === 'string' ? options.task_id : undefined,
-      args,
-      kwargs: sig.kwargs ?? {},
-      queue: typeof options.queue === 'string' ? options.queue : undefined,
-      rootId: parent.message.rootId ?? parent.id,
-      parentId: parent.id,
-      replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
-      embed,
-      origin: this.o.hostname,
-    })
   }
 
   async store(request: Request, status: TaskState, result: unknown, traceback: string | null): Promise<void> {

@@ -73,6 +73,23 @@ for (const c of cases) {
       assert.equal(out.result, 60, withLog(JSON.stringify(out)))
     })
 
+    it('spec §1.7: retry() sends the task again with retries + 1 until it succeeds; get() sees the final value', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.flaky', '[2]', '20'])
+      assert.equal(out.result, 2, withLog(JSON.stringify(out)))
+      assert.equal(out.state, 'SUCCESS')
+    })
+
+    it('retry() past max_retries fails the task (the retry limit holds)', async () => {
+      const out = await pyClient<Outcome>(env, ['delay', 'proj.flaky', '[9]', '20'])
+      assert.equal(out.exc_type, 'MaxRetriesExceededError', withLog(JSON.stringify(out)))
+    })
+
+    it('spec §1.4: a link runs with the result prepended, a link_error runs after a failure', async () => {
+      const out = await pyClient<{ callback: Outcome; errback: Outcome }>(env, ['links', '20'])
+      assert.equal(out.callback.result, 40, withLog(JSON.stringify(out)))
+      assert.equal(out.errback.result, 2, withLog(JSON.stringify(out)))
+    })
+
     it('countdown: the task runs at its ETA, not before', async () => {
       const out = await pyClient<Outcome>(env, ['eta', '3', '20'])
       assert.equal(typeof out.result, 'number', withLog(JSON.stringify(out)))

@@ -1,16 +1,10 @@
 // The messages between a worker and its pool slots. One discriminated union per
 // direction, shared by the prefork (IPC) and threads (MessagePort) pools.
 
-export interface Job {
-  id: string
+import type { TaskRun } from '../../app/task-context.js'
+
+export interface Job extends TaskRun {
   task: string
-  args: unknown[]
-  kwargs: Record<string, unknown>
-  retries: number
-  rootId: string | null
-  parentId: string | null
-  group: string | null
-  hostname: string
   /** Seconds; the slot fires the task's AbortSignal when it passes. */
   softTimeLimit: number | null
 }

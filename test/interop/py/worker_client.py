@@ -8,6 +8,7 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
   worker_client.py get ID TIMEOUT                    -> {"state","result","exc_type","exc_message"}
   worker_client.py collect IDS_JSON TIMEOUT          -> {"items": [{"id","state","result"}]}
   worker_client.py chain TIMEOUT                     -> {"result"} of add(1,2) | add(3) | mul(10)
+  worker_client.py links TIMEOUT                     -> {"callback", "errback"}: add(2,2) link=mul(10), fail link_error=add.si(1,1)
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
   worker_client.py events NODE SECONDS               -> {"task_id", "events": [...]} seen from NODE
@@ -16,6 +17,7 @@ import json
 import sys
 import threading
 import time
+import uuid
 
 from celery import chain
 
@@ -105,6 +107,18 @@ def cmd_chain(timeout):
     out(outcome(res, float(timeout)))
 
 
+def cmd_links(timeout):
+    """A callback (link) and an errback (link_error) run by the worker, each
+    with a task id chosen here so its result can be waited for."""
+    queue = app.conf.task_default_queue
+    mul = app.signature('proj.mul', args=(10,), queue=queue).set(task_id=str(uuid.uuid4()))
+    recover = app.signature('proj.add', args=(1, 1), queue=queue, immutable=True).set(task_id=str(uuid.uuid4()))
+    app.send_task('proj.add', args=[2, 2], link=mul)
+    app.send_task('proj.fail', args=['errback wanted'], link_error=recover)
+    out({'callback': outcome(app.AsyncResult(mul.id), float(timeout)),
+         'errback': outcome(app.AsyncResult(recover.id), float(timeout))})
+
+
 def cmd_revoke(task_id, signal):
     app.control.revoke(task_id, terminate=True, signal=signal)
     out({'ok': True})
@@ -155,7 +169,7 @@ def cmd_events(node, seconds):
     out({'task_id': sent.get('id'), 'events': seen})
 
 
-COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain,
+COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events}
 
 if __name__ == '__main__':
