@@ -117,7 +117,8 @@ Commands:
 Nodes: a count (3 → celery1..celery3, see --range-prefix), or names (w1 w2, w1@%h, w1@example.com).
 Per-node options: -c:1-3 10, -c:w1 4, -Q:w1,w2 a,b, --queues:w1=a,b.
 Multi's own options: --hostname/-n, --prefix, --suffix, --range-prefix, --append, --timeout,
-  --json/-j, --quiet/-q, --verbose, --no-color, --nosplash. Everything else goes to each worker.`
+  --json/-j, --quiet/-q, --verbose, --no-color, --nosplash, --cmd (the worker command node runs,
+  default tsq's own 'bin/run.js worker --detach'). Everything else goes to each worker.`
 
 function specsFrom(argv: string[], deps: MultiToolDeps): NodeSpec[] {
   const parsed = parseMultiArgs(argv, { isBoolean: deps.isBoolean })

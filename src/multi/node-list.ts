@@ -63,8 +63,8 @@ function indexKey(ns: string, keys: string[]): string {
 
 /** The node list of `tsq multi <command> <names...> <options...>`. */
 export function expandNodes(parsed: ParsedArgs, ctx: ExpandContext): NodeSpec[] {
+  // --cmd stays among the node's options: planNode reads it, and restart remembers it.
   const options: OptionMap = new Map(parsed.options)
-  pop(options, '--cmd')
   const append = pop(options, '--append') ?? ''
   const nOpt = pop(options, '-n')
   const hOpt = pop(options, '--hostname')

@@ -59,7 +59,11 @@ export function planNode(spec: NodeSpec, ctx: PlanContext): NodePlan {
   const givenLog = firstOf(spec.options, ['--logfile', '-f'])
   if (!givenPid) all.set('--pidfile', join(ctx.runDir, '%n.pid'))
   if (!givenLog) all.set('--logfile', join(ctx.logDir, '%n%I.log'))
-  const head: string[] = [ctx.script, 'worker', '--detach']
+  // --cmd (Celery's, default `-m celery worker --detach` after python) replaces
+  // `<tsq's bin/run.js> worker --detach` after node: another tsq install, say.
+  const cmd = all.get('--cmd')
+  all.delete('--cmd')
+  const head: string[] = cmd ? expand(cmd).split(' ').filter(Boolean) : [ctx.script, 'worker', '--detach']
   const rest: string[] = []
   for (const [name, value] of all) {
     const words = formatOption(name, value === null ? null : expand(value))

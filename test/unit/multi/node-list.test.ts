@@ -112,6 +112,12 @@ describe('spec §9 per-node argv', () => {
     assert.deepEqual(plan.argv, ['/opt/tsq/bin/run.js', 'worker', '--detach', '-b', 'amqp://h//', '-l', 'INFO', '-n', 'w1@vm', '--pidfile=/home/u/.tsq/run/w1.pid', '--logfile=/home/u/.tsq/log/w1%I.log', '-E'])
   })
 
+  it('--cmd replaces tsq\'s own worker command (expanded per node); the global options follow it', () => {
+    const plan = planNode(nodes(['w1', '--cmd', '/opt/tsq-next/bin/run.js worker --detach', '-A', 'tasks', '-c', '2'])[0]!, ctx)
+    assert.deepEqual(plan.argv, ['/opt/tsq-next/bin/run.js', 'worker', '--detach', '-A', 'tasks', '-c', '2', '-n', 'w1@vm', '--pidfile=/home/u/.tsq/run/w1.pid', '--logfile=/home/u/.tsq/log/w1%I.log'])
+    assert.deepEqual([...plan.options.keys()], ['--cmd', '-A', '-c'], 'kept among the options, so restart remembers it')
+  })
+
   it('option values expand %n %h %d per node; relative paths resolve against the cwd', () => {
     const plan = planNode(nodes(['w1', '--pidfile=run/%n-%d.pid', '-Q', '%n'])[0]!, ctx)
     assert.equal(plan.pidfile, '/work/run/w1-vm.pid')
