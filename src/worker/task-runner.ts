@@ -253,10 +253,12 @@ export class TaskRunner {
     switch (outcome.status) {
       case 'success': {
         if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
-        if (!ignoreResult) await this.store(request, 'SUCCESS', outcome.value, null)
+        // Each await below is a promise and a turn per task: the steps with
+        // nothing to do (no result backend, no callbacks) are not entered.
+        if (!ignoreResult && this.o.backend) await this.store(request, 'SUCCESS', outcome.value, null)
         // saferepr of a large result is not free: only when someone listens.
         if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
-        await sendCallbacks(this.o, request, outcome.value)
+        if (m.embed.callbacks?.length || m.embed.chain?.length) await sendCallbacks(this.o, request, outcome.value)
         await request.ack()
         return
       }

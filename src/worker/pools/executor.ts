@@ -48,49 +48,61 @@ export function executeJob(app: App, job: Job): RunningJob {
     abortReason = reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' })
     controller?.abort(abortReason)
   }
-  const outcome = (async (): Promise<Outcome> => {
-    const task = app.tasks.get(job.task)
-    if (!task) {
-      return { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
-    }
-    if (job.softTimeLimit && job.softTimeLimit > 0) softTimer = setTimeout(() => abort('soft-time-limit'), job.softTimeLimit * 1000)
-    const context: TaskContext = {
-      id: job.id,
-      name: job.task,
-      args: job.args,
-      kwargs: job.kwargs,
-      retries: job.retries,
-      rootId: job.rootId,
-      parentId: job.parentId,
-      group: job.group,
-      hostname: job.hostname,
-      get signal() {
-        return signal()
-      },
-      retry(options: RetryOptions = {}): never {
-        throw new RetryRequest(options)
-      },
-    }
-    try {
-      const args = task.options.bind ? [context, ...job.args] : job.args
-      const value = await runWithContext(context, () => task.fn(...args))
-      return { status: 'success', value: value === undefined ? null : value, runtime: runtime() }
-    } catch (error) {
-      if (error instanceof RetryRequest) {
-        const o = error.options
-        return {
-          status: 'retry',
-          countdown: o.countdown ?? null,
-          eta: o.eta ? o.eta.toISOString() : null,
-          maxRetries: o.maxRetries ?? null,
-          exc: o.exc ? encodeError(o.exc) : null,
-          runtime: runtime(),
-        }
+  const task = app.tasks.get(job.task)
+  if (!task) {
+    const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
+    return { outcome: Promise.resolve(unknown), abort }
+  }
+  if (job.softTimeLimit && job.softTimeLimit > 0) softTimer = setTimeout(() => abort('soft-time-limit'), job.softTimeLimit * 1000)
+  const context: TaskContext = {
+    id: job.id,
+    name: job.task,
+    args: job.args,
+    kwargs: job.kwargs,
+    retries: job.retries,
+    rootId: job.rootId,
+    parentId: job.parentId,
+    group: job.group,
+    hostname: job.hostname,
+    get signal() {
+      return signal()
+    },
+    retry(options: RetryOptions = {}): never {
+      throw new RetryRequest(options)
+    },
+  }
+  const succeeded = (value: unknown): Outcome => {
+    if (softTimer) clearTimeout(softTimer)
+    return { status: 'success', value: value === undefined ? null : value, runtime: runtime() }
+  }
+  const failed = (error: unknown): Outcome => {
+    if (softTimer) clearTimeout(softTimer)
+    if (error instanceof RetryRequest) {
+      const o = error.options
+      return {
+        status: 'retry',
+        countdown: o.countdown ?? null,
+        eta: o.eta ? o.eta.toISOString() : null,
+        maxRetries: o.maxRetries ?? null,
+        exc: o.exc ? encodeError(o.exc) : null,
+        runtime: runtime(),
       }
-      return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: runtime() }
-    } finally {
-      if (softTimer) clearTimeout(softTimer)
     }
-  })()
+    return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: runtime() }
+  }
+  let returned: unknown
+  try {
+    const args = task.options.bind ? [context, ...job.args] : job.args
+    returned = runWithContext(context, () => task.fn(...args))
+  } catch (error) {
+    return { outcome: Promise.resolve(failed(error)), abort }
+  }
+  // A task that returns a plain value is done now; only a promise is waited
+  // for (an async function per task was a visible share of a noop's cost).
+  const outcome = isThenable(returned) ? Promise.resolve(returned).then(succeeded, failed) : Promise.resolve(succeeded(returned))
   return { outcome, abort }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }

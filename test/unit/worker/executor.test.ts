@@ -59,3 +59,19 @@ it('[executor] a signal read before the soft time limit fires when the limit pas
   assert.equal(outcome.status, 'failure')
   assert.equal(outcome.status === 'failure' && outcome.exc.type, 'SoftTimeLimitExceeded')
 })
+
+it('[executor] plain values, synchronous throws and retries, and foreign thenables all settle as before', async () => {
+  const outcomeOf = (fn: (...args: unknown[]) => unknown) => executeJob(appWith(fn), job()).outcome
+  assert.deepEqual(await outcomeOf(() => 4).then((o) => o.status === 'success' && o.value), 4)
+  assert.deepEqual(await outcomeOf(() => undefined).then((o) => o.status === 'success' && o.value), null)
+  const thrown = await outcomeOf(() => {
+    throw new RangeError('sync boom')
+  })
+  assert.equal(thrown.status === 'failure' && thrown.exc.type, 'RangeError')
+  const retried = await outcomeOf(() => currentTask().retry({ countdown: 7 }))
+  assert.equal(retried.status === 'retry' && retried.countdown, 7)
+  const thenable = { then: (resolve: (v: unknown) => void) => setTimeout(() => resolve('later'), 5) }
+  assert.equal(await outcomeOf(() => thenable).then((o) => o.status === 'success' && o.value), 'later')
+  const unknown = await executeJob(appWith(() => 1), { ...job(), task: 'nope' }).outcome
+  assert.equal(unknown.status === 'failure' && unknown.exc.type, 'NotRegistered')
+})
