@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { Redis } from 'ioredis'
 import { REDIS_URL, requireBroker, uniqueName, waitFor } from '../helpers/brokers.js'
 import { RUN_JS, sleep, startBeat, stopAll, watchQueue, type BeatProc } from '../integration/beat/beat-procs.js'
+import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 function tsq(...args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [RUN_JS, ...args], { encoding: 'utf8', timeout: 30_000 })
@@ -68,6 +69,8 @@ test('[tsq schedule] add, set, disable, enable, rm while two beats run', { timeo
     await stopAll(procs)
     await transport.deleteQueue(queue).catch(() => undefined)
     await transport.close()
+    // The beats declared the queue's exchange and binding too (as Celery does).
+    await deleteCeleryQueues('redis', REDIS_URL, [queue])
     const redis = new Redis(REDIS_URL)
     const keys = await redis.keys(`${prefix}*`)
     if (keys.length) await redis.del(...keys)

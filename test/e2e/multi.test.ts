@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { hostname, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
+import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 const RUN = join(ROOT, 'bin/run.js')
@@ -102,6 +103,7 @@ function scenario(kind: 'file' | 'amqp'): void {
       }
     }
     if (dir) rmSync(dir, { recursive: true, force: true })
+    if (kind === 'amqp') await deleteCeleryQueues('amqp', AMQP_URL, [queue])
   })
 
   it('start 3 -c 2 -c:1 4: three workers answer ping, with concurrency 4, 2, 2 and a log per process', async () => {

@@ -17,6 +17,7 @@ import { sendTask } from '../../src/app/send-task.js'
 import { createTransport } from '../../src/transport/index.js'
 import { AMQP_URL, brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'
 import { BIN, ROOT } from '../helpers/cli.js'
+import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 const APP = 'test/fixtures/tasks/loss-tasks.js'
 const N = Number(process.env.TSQ_LOSS_TASKS ?? 10_000)
@@ -114,7 +115,7 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
   cleanups.push(async () => {
     await redis.del(`${key}:runs`, `${key}:done`)
     if (kind === 'redis') await redis.del(queue, `_kombu.binding.${queue}`, ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => `${queue}\x06\x16${p}`))
-    else execFileSync('rabbitmqctl', ['delete_queue', queue], { stdio: 'ignore' })
+    else await deleteCeleryQueues('amqp', AMQP_URL, [queue])
     await redis.quit()
   })
 

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { brokerSkipReason, REDIS_URL, uniqueName } from '../helpers/brokers.js'
 import { runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
+import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 const skip = await brokerSkipReason('redis')
 
@@ -12,6 +13,7 @@ describe('mingle: revokes travel to a worker that starts later', { skip }, () =>
   const queue = uniqueName('tsq-mingle')
   after(async () => {
     for (const w of workers) await w.stop()
+    await deleteCeleryQueues('redis', REDIS_URL, [queue])
   })
   const start = async (name: string, extra: string[] = []) => {
     const w = await startWorker(['-A', 'examples/tasks.js', '-b', REDIS_URL, '-Q', queue, '-c', '1', '-l', 'INFO', '--without-heartbeat', ...extra], { nodename: `${name}-${queue}@testhost` })

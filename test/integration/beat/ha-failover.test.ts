@@ -13,6 +13,7 @@ import { AMQP_URL, REDIS_URL, requireBroker, uniqueName, waitFor } from '../../h
 import { RedisStore } from '../../../src/beat/redis-store.js'
 import { intervalJson } from '../../../src/beat/entry.js'
 import { sleep, startBeat, stopAll, watchQueue, type BeatProc } from './beat-procs.js'
+import { deleteCeleryQueues } from '../../interop/helpers/cleanup.js'
 
 const SECONDS = Number(process.env.TSQ_BEAT_FAILOVER_SECONDS ?? (process.env.CI ? 25 : 60))
 const LOCK_TIMEOUT = 3
@@ -80,6 +81,8 @@ test(`[--ha lease] three beats, leader killed twice: no duplicates, gaps only in
     await transport.deleteQueue(queue).catch(() => undefined)
     await transport.close()
     await cleanup(prefix)
+    // The beats declared the queue's exchange and binding too (as Celery does).
+    await deleteCeleryQueues('redis', REDIS_URL, [queue])
   }
 })
 
@@ -112,5 +115,7 @@ test(`[--ha mutex] three active beats, one killed: no duplicates, no missing run
     await transport.deleteQueue(queue).catch(() => undefined)
     await transport.close()
     await cleanup(prefix)
+    // The beats declared the queue's exchange and binding too (as Celery does).
+    await deleteCeleryQueues('amqp', AMQP_URL, [queue])
   }
 })

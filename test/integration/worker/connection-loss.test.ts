@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process'
 import { after, describe, it } from 'node:test'
 import { AMQP_URL, brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
 import { runTsq, startWorker, type SpawnedWorker } from '../../helpers/cli.js'
+import { deleteCeleryQueues } from '../../interop/helpers/cleanup.js'
 
 const APP = 'test/fixtures/tasks/worker-extra-tasks.js'
 const amqpSkip = await brokerSkipReason('amqp')
@@ -16,19 +17,9 @@ const amqpQueues: string[] = []
 const redisQueues: string[] = []
 
 after(async () => {
-  for (const q of amqpQueues) {
-    try {
-      execFileSync('rabbitmqctl', ['delete_queue', q], { stdio: 'ignore' })
-    } catch {
-      // Never declared.
-    }
-  }
-  if (redisQueues.length) {
-    const { Redis } = await import('ioredis')
-    const r = new Redis(REDIS_URL)
-    for (const q of redisQueues) await r.del(q, `_kombu.binding.${q}`)
-    await r.quit()
-  }
+  // Queues, their same-named exchanges and Redis bindings: nothing of the test outlives it.
+  if (amqpQueues.length) await deleteCeleryQueues('amqp', AMQP_URL, amqpQueues)
+  if (redisQueues.length) await deleteCeleryQueues('redis', REDIS_URL, redisQueues)
 })
 
 function envFor(broker: string): NodeJS.ProcessEnv {
