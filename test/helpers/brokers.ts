@@ -54,6 +54,30 @@ export function uniqueName(prefix = 'tsq-test'): string {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter}`
 }
 
+/**
+ * Deletes the kombu binding sets (`_kombu.binding.<exchange>`) that this test
+ * process made for exchanges named by uniqueName(prefix...). A Redis queue
+ * delete removes only the bindings its own transport knows (as kombu's does),
+ * so a binding made by another transport, or a worker, would outlive the run.
+ */
+export async function deleteRedisBindingsOfThisProcess(url: string, prefix: string): Promise<void> {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  try {
+    await redis.connect()
+    const keys: string[] = []
+    let cursor = '0'
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `_kombu.binding.${prefix}*-${process.pid}-*`, 'COUNT', 1000)
+      cursor = next
+      keys.push(...found)
+    } while (cursor !== '0')
+    if (keys.length) await redis.del(...keys)
+  } finally {
+    redis.disconnect()
+  }
+}
+
 export async function waitFor<T>(
   probe: () => T | Promise<T>,
   { timeoutMs = 10_000, intervalMs = 50, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
-import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'
+import { brokerSkipReason, deleteRedisBindingsOfThisProcess, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'
 import { runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
 
 const skip = await brokerSkipReason('redis')
@@ -17,6 +17,7 @@ describe('Redis: an ETA task\'s visibility timeout counts from its ETA', { skip 
     await worker?.stop('SIGQUIT')
     await runTsq(['purge', '-f', '-Q', queue, '-b', REDIS_URL])
     redis.disconnect()
+    await deleteRedisBindingsOfThisProcess(REDIS_URL, 'tsq-eta')
   })
 
   it('unacked_index holds the ETA, not the fetch time', async () => {

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis'
 import { BrokerConnectionError } from '../../../src/transport/errors.js'
 import { RedisTransport } from '../../../src/transport/redis/redis-transport.js'
 import type { Delivery, MessageProperties, OutgoingMessage } from '../../../src/transport/transport.js'
-import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
+import { brokerSkipReason, deleteRedisBindingsOfThisProcess, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
 
 const skip = await brokerSkipReason('redis')
 const SEP = '\x06\x16'
@@ -58,6 +58,7 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     for (const t of transports) await t.close().catch(() => undefined)
     if (keys.length) await raw.del(...keys)
     raw.disconnect()
+    await deleteRedisBindingsOfThisProcess(REDIS_URL, 'tsq-layout')
   })
 
   it('spec §1.9: a v2 task envelope is byte-identical to kombu\'s, but for the delivery tag', async () => {

@@ -1,5 +1,6 @@
 import { createTransport } from '../../../src/transport/registry.js'
-import { brokerSkipReason, REDIS_URL } from '../../helpers/brokers.js'
+import { after } from 'node:test'
+import { brokerSkipReason, deleteRedisBindingsOfThisProcess, REDIS_URL } from '../../helpers/brokers.js'
 import { describeTransportConformance } from './conformance/index.js'
 import { killRedisConnections } from './conformance/kill-connections.js'
 
@@ -15,4 +16,8 @@ describeTransportConformance('redis', () => createTransport(REDIS_URL), {
   killConnections: () => killRedisConnections(REDIS_URL),
   crashUrl: withShortVisibility(REDIS_URL),
   skip,
+})
+
+after(async () => {
+  if (!skip) await deleteRedisBindingsOfThisProcess(REDIS_URL, 'tsq-conf-redis')
 })
