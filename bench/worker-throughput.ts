@@ -360,7 +360,10 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
     const brokerServer = brokerPids(kind)
     if (!c.argv) {
       await brokerQuiet(brokerServer)
-      const ownCpu = () => (process.cpuUsage().user + process.cpuUsage().system) / 1e6
+      const ownCpu = () => {
+        const { user, system } = process.cpuUsage()
+        return (user + system) / 1e6
+      }
       const before = [ownCpu(), cpuSeconds(brokerServer)]
       const perSecond = kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
       const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])

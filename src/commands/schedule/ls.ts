@@ -11,7 +11,8 @@ export default class ScheduleLs extends TsqCommand<EntryRow[]> {
     const store = await storeFromFlags(flags)
     let rows: EntryRow[]
     try {
-      rows = (await store.list()).map((e) => rowOf(e, zoneOf(flags)))
+      const zone = zoneOf(flags)
+      rows = (await store.list()).map((e) => rowOf(e, zone))
     } finally {
       await store.close()
     }
