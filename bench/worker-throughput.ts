@@ -5,7 +5,8 @@
 // and the CPU that the consumer and the broker server spent per 1,000 tasks
 // (on a 2-core machine the two compete, so this says which one sets the pace).
 //
-//   npm run build && node --import tsx bench/worker-throughput.ts [--tasks 20000] [--broker amqp --broker redis] [--only tsq-solo,celery-prefork] [--runs 3] [--json] [--node-arg=--cpu-prof ...]
+//   npm run build && node --import tsx bench/worker-throughput.ts [--tasks 20000] [--broker amqp --broker redis] [--only tsq-solo,celery-prefork] [--runs 3] [--json]
+//     [--node-arg=--cpu-prof ...] [--tsq-arg=--prefetch-multiplier=64 ...] [--celery-arg=--prefetch-multiplier=64 ...] [--raw-prefetch 32]
 //
 // Method per contender: fill queue Q with N protocol-v2 `proj.noop` messages;
 // start the worker on an empty queue, wait until it answers ping, read its
@@ -42,17 +43,23 @@ interface Contender {
 
 /** --node-arg: extra node options for tsq workers (e.g. --cpu-prof to see where the time goes). */
 const nodeArgs = (): string[] => (values['node-arg'] as string[] | undefined) ?? []
+/** --tsq-arg: extra `tsq worker` options for every tsq contender (e.g. --prefetch-multiplier=16), to try settings. */
+const tsqArgs = (): string[] => (values['tsq-arg'] as string[] | undefined) ?? []
+/** --celery-arg: the same for every Celery contender, so a setting can be tried on both sides alike. */
+const celeryArgs = (): string[] => (values['celery-arg'] as string[] | undefined) ?? []
+/** The plain AMQP consumer's prefetch: 32 by default, as tsq solo -c 8 at Celery's default multiplier (4). */
+const rawPrefetch = (): number => Number(values['raw-prefetch'])
 
 const tsqWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
   cmd: process.execPath,
-  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip'],
+  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs()],
   cwd: ROOT,
   env: { ...process.env, NO_COLOR: '1' },
 })
 
 const celeryWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
   cmd: PYTHON,
-  args: ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip'],
+  args: ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...celeryArgs()],
   cwd: PY_DIR,
   env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: URLS[kind], TSQ_WI_BACKEND: '' },
 })
@@ -159,7 +166,7 @@ async function rawAmqp(queue: string, n: number): Promise<number> {
   const conn = await amqplib.connect(URLS.amqp)
   try {
     const ch = await conn.createChannel()
-    await ch.prefetch(32)
+    await ch.prefetch(rawPrefetch())
     let got = 0
     let start = 0
     let end = 0
@@ -438,6 +445,9 @@ const { values } = parseArgs({
     only: { type: 'string' },
     json: { type: 'boolean', default: false },
     'node-arg': { type: 'string', multiple: true },
+    'tsq-arg': { type: 'string', multiple: true },
+    'celery-arg': { type: 'string', multiple: true },
+    'raw-prefetch': { type: 'string', default: '32' },
     runs: { type: 'string', default: '1' },
   },
 })
