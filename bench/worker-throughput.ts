@@ -254,6 +254,27 @@ function treeRssMb(root: number): number {
   return kb / 1024
 }
 
+/**
+ * The anonymous memory of pid and all its descendants in MiB: heap, stacks,
+ * and what a fork shares copy-on-write counted once (Pss_Anon). RSS also
+ * counts, in every process, each page it maps of the runtime's binary and
+ * libraries: ~40 MB of node's per process against a few MB of Python's, the
+ * same for any program the runtime runs. Null where the kernel does not say.
+ */
+function treeAnonMb(root: number): number | null {
+  let kb = 0
+  for (const pid of processTree(root)) {
+    try {
+      const m = /Pss_Anon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))
+      if (!m) return null
+      kb += Number(m[1])
+    } catch {
+      /* gone */
+    }
+  }
+  return kb / 1024
+}
+
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks on every mainstream architecture. */
 const TICKS_PER_SECOND = 100
 
@@ -346,6 +367,8 @@ interface Result {
   partial?: boolean
   rssIdleMb: number | null
   rssAfterMb: number | null
+  anonIdleMb: number | null
+  anonAfterMb: number | null
   /** Every round's rate, when --runs asked for more than one (this result is the median round). */
   rounds?: number[]
   /** CPU milliseconds per 1,000 tasks while draining: the consumer's (whole tree) and the broker server's. */
@@ -374,7 +397,7 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
       const before = [ownCpu(), cpuSeconds(brokerServer)]
       const perSecond = kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
       const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
-      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, cpuPerThousand: cpu }
+      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, anonIdleMb: null, anonAfterMb: null, cpuPerThousand: cpu }
     }
     const node = `bench-${c.name}-${process.pid}@${hostname()}`
     const spec = c.argv(kind, node, idleQueue)
@@ -388,6 +411,7 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
       }
       await sleep(1000)
       const rssIdleMb = treeRssMb(child.pid as number)
+      const anonIdleMb = treeAnonMb(child.pid as number)
       await brokerQuiet(brokerServer)
       const added = tsqCli(['control', 'add_consumer', queue, '-d', node, '-b', URLS[kind], '-t', '5', '--json'])
       // Poll the depth: the clock starts at the first message taken.
@@ -426,8 +450,9 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
       await added
       await sleep(800)
       const rssAfterMb = treeRssMb(child.pid as number)
+      const anonAfterMb = treeAnonMb(child.pid as number)
       const perSecond = ((startDepth - endDepth) * 1000) / (end - start)
-      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, partial: endDepth > 0, rssIdleMb, rssAfterMb, cpuPerThousand: cpu }
+      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, partial: endDepth > 0, rssIdleMb, rssAfterMb, anonIdleMb, anonAfterMb, cpuPerThousand: cpu }
     } finally {
       await stopWorker(child)
     }
@@ -494,7 +519,8 @@ for (const kind of kinds) {
       const byRate = [...all].sort((a, b) => a.perSecond - b.perSecond)
       const r = { ...byRate[(byRate.length - 1) >> 1]!, rounds: all.map((x) => Math.round(x.perSecond)) }
       results.push(r)
-      const rss = r.rssIdleMb === null ? '' : `  rss idle=${r.rssIdleMb.toFixed(1)}MB after=${(r.rssAfterMb ?? 0).toFixed(1)}MB`
+      const anon = r.anonIdleMb === null ? '' : `  anon idle=${r.anonIdleMb.toFixed(1)}MB after=${(r.anonAfterMb ?? 0).toFixed(1)}MB`
+      const rss = r.rssIdleMb === null ? '' : `  rss idle=${r.rssIdleMb.toFixed(1)}MB after=${(r.rssAfterMb ?? 0).toFixed(1)}MB${anon}`
       const cpu = `  cpu/1k tasks: consumer=${r.cpuPerThousand.consumerMs.toFixed(0)}ms broker=${r.cpuPerThousand.brokerMs.toFixed(0)}ms`
       const spread = all.length > 1 ? `  (median of ${all.length}: ${byRate.map((x) => x.perSecond.toFixed(0)).join(', ')})` : ''
       say(`${kind}  ${r.label.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} tasks/s${spread}${cpu}${rss}${r.partial ? `  (partial: did not drain ${n} within ${WINDOW_MS / 1000} s)` : ''}`)
@@ -512,6 +538,14 @@ for (const kind of kinds) {
     const maxRss = (rs: Result[]) => Math.max(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
     const minRss = (rs: Result[]) => Math.min(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
     say(`worker-rss-${kind}  tsq best-pool=${Math.max(t.rssIdleMb ?? 0, t.rssAfterMb ?? 0).toFixed(1)}MB (all pools ${minRss(rssOf('tsq')).toFixed(1)}-${maxRss(rssOf('tsq')).toFixed(1)}MB)  celery=${minRss(rssOf('celery')).toFixed(1)}-${maxRss(rssOf('celery')).toFixed(1)}MB`)
+    // Pool for pool, the larger of idle and after, RSS then anonymous memory.
+    const poolOf = (r: Result) => r.name.replace(/^(tsq|celery)-/, '')
+    const peak = (idle: number | null, after: number | null) => (idle === null ? '?' : `${Math.max(idle, after ?? 0).toFixed(1)}MB`)
+    for (const pool of ['solo', 'threads', 'prefork']) {
+      const [ours, theirs] = [mine.find((r) => r.side === 'tsq' && poolOf(r) === pool), mine.find((r) => r.side === 'celery' && poolOf(r) === pool)]
+      if (!ours || !theirs) continue
+      say(`worker-memory-${kind}  ${pool.padEnd(8)} rss: tsq=${peak(ours.rssIdleMb, ours.rssAfterMb)} celery=${peak(theirs.rssIdleMb, theirs.rssAfterMb)}  anon: tsq=${peak(ours.anonIdleMb, ours.anonAfterMb)} celery=${peak(theirs.anonIdleMb, theirs.anonAfterMb)}`)
+    }
   }
 }
 if (values.json) process.stdout.write(`${JSON.stringify({ env, tasks: n, results })}\n`)
