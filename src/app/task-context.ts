@@ -56,8 +56,9 @@ const STORE_KEY = Symbol.for('tsq.taskContext')
 const holder = globalThis as unknown as Record<symbol, AsyncLocalStorage<TaskContext> | undefined>
 const storage = (holder[STORE_KEY] ??= new AsyncLocalStorage<TaskContext>())
 
-export function runWithContext<T>(context: TaskContext, fn: () => T): T {
-  return storage.run(context, fn)
+/** `fn(...args)` with `context` as the current task; args go through as they are, not copied. */
+export function runWithContext<T>(context: TaskContext, fn: (...args: any[]) => T, args: readonly unknown[] = []): T {
+  return storage.run(context, Reflect.apply, fn, undefined, args) as T
 }
 
 /** The context of the task running in this async flow; throws outside a task. */

@@ -1,12 +1,14 @@
 import type { TaskRequest } from '../protocol/index.js'
 import type { Delivery } from '../transport/index.js'
 
+const SETTLED: Promise<void> = Promise.resolve()
+
 /** A task the worker holds: received, maybe scheduled (ETA), reserved, then active. */
 export class Request {
   timeStart: number | null = null
   workerPid: number | null = null
-  /** The pool process running it, looked up when asked: the slot is chosen after run() returns. */
-  pidProbe: (() => number | undefined) | null = null
+  /** Finds the pool process running a task by id, asked when needed: the slot is chosen after run() returns. */
+  pidProbe: ((taskId: string) => number | undefined) | null = null
   acknowledged = false
   settled = false
   /** Handed back to the broker by a cold shutdown: its outcome is not recorded. */
@@ -47,20 +49,32 @@ export class Request {
         priority: this.delivery.properties.priority ?? 0,
         redelivered: this.delivery.redelivered,
       },
-      worker_pid: this.pidProbe?.() ?? this.workerPid,
+      worker_pid: this.pidProbe?.(this.id) ?? this.workerPid,
     }
   }
 
-  async ack(): Promise<void> {
-    if (this.settled) return
+  // Not async: the delivery's own promise is handed back, one promise and
+  // one turn fewer per task than wrapping it. A transport that throws
+  // instead of rejecting still reaches the caller's .catch().
+  ack(): Promise<void> {
+    if (this.settled) return SETTLED
     this.settled = true
     this.acknowledged = true
-    await this.delivery.ack()
+    try {
+      return this.delivery.ack()
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
-  async reject(requeue: boolean): Promise<void> {
-    if (this.settled) return
+  reject(requeue: boolean): Promise<void> {
+    if (this.settled) return SETTLED
     this.settled = true
-    await this.delivery.reject({ requeue })
+    try {
+      return this.delivery.reject({ requeue })
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 }
+

@@ -51,6 +51,8 @@ export class TaskRunner {
   private paused = false
   private pumping = false
   private readonly idleWaiters: Array<() => void> = []
+  /** One function for every request, not a closure per task. */
+  private readonly pidOfTask = (taskId: string): number | undefined => this.o.pool.slots().find((s) => s.taskId === taskId)?.pid
 
   constructor(private readonly o: RunnerOptions) {}
 
@@ -219,7 +221,7 @@ export class TaskRunner {
     let outcome: Outcome
     try {
       const running = this.o.pool.run(job, limits.hard)
-      request.pidProbe = () => this.o.pool.slots().find((s) => s.taskId === m.id)?.pid
+      request.pidProbe = this.pidOfTask
       outcome = await running
     } catch (error) {
       outcome = { status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 }

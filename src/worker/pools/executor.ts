@@ -1,7 +1,7 @@
 // Runs one job against the app's registry, in whatever slot hosts it: the main
 // event loop (solo), a worker thread, or a child process. Turns whatever the
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
-import type { App } from '../../app/app.js'
+import type { App, Task } from '../../app/app.js'
 import { RetryRequest, runWithContext, SoftTimeLimitExceeded, type RetryOptions, type TaskContext } from '../../app/task-context.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 
@@ -28,55 +28,102 @@ export interface RunningJob {
   abort(reason: 'revoked' | 'soft-time-limit'): void
 }
 
-export function executeJob(app: App, job: Job): RunningJob {
-  const started = performance.now()
-  const runtime = () => (performance.now() - started) / 1000
-  let softTimer: NodeJS.Timeout | undefined
-  // Made on first use of context.signal: most tasks never read it, and an
+/**
+ * What a task sees as `currentTask()` (or its first argument with `bind`).
+ * One object per run, its behaviour on the prototype: a noop task's cost is
+ * mostly allocation, and a context built from closures was a dozen objects
+ * per task.
+ */
+class RunContext implements TaskContext {
+  readonly id: string
+  readonly name: string
+  readonly args: unknown[]
+  readonly kwargs: Record<string, unknown>
+  readonly retries: number
+  readonly rootId: string | null
+  readonly parentId: string | null
+  readonly group: string | null
+  readonly hostname: string
+  // Made on first use of `signal`: most tasks never read it, and an
   // AbortController per task was a measurable share of a noop task's cost.
-  let controller: AbortController | undefined
-  let abortReason: Error | undefined
-  const signal = (): AbortSignal => {
-    if (!controller) {
-      controller = new AbortController()
-      if (abortReason) controller.abort(abortReason)
+  #controller: AbortController | undefined
+  #abortReason: Error | undefined
+
+  constructor(job: Job) {
+    this.id = job.id
+    this.name = job.task
+    this.args = job.args
+    this.kwargs = job.kwargs
+    this.retries = job.retries
+    this.rootId = job.rootId
+    this.parentId = job.parentId
+    this.group = job.group
+    this.hostname = job.hostname
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.#abortReason) this.#controller.abort(this.#abortReason)
     }
-    return controller.signal
+    return this.#controller.signal
   }
-  const abort = (reason: 'revoked' | 'soft-time-limit') => {
-    if (abortReason) return
-    abortReason = reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' })
-    controller?.abort(abortReason)
+
+  /** Needs no `this`, so `const { retry } = currentTask()` works too. */
+  retry(options: RetryOptions = {}): never {
+    throw new RetryRequest(options)
   }
-  const task = app.tasks.get(job.task)
-  if (!task) {
-    const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
-    return { outcome: Promise.resolve(unknown), abort }
+
+  /** The first reason wins; a signal made later starts out aborted with it. */
+  abortWith(reason: Error): boolean {
+    if (this.#abortReason) return false
+    this.#abortReason = reason
+    this.#controller?.abort(reason)
+    return true
   }
-  if (job.softTimeLimit && job.softTimeLimit > 0) softTimer = setTimeout(() => abort('soft-time-limit'), job.softTimeLimit * 1000)
-  const context: TaskContext = {
-    id: job.id,
-    name: job.task,
-    args: job.args,
-    kwargs: job.kwargs,
-    retries: job.retries,
-    rootId: job.rootId,
-    parentId: job.parentId,
-    group: job.group,
-    hostname: job.hostname,
-    get signal() {
-      return signal()
-    },
-    retry(options: RetryOptions = {}): never {
-      throw new RetryRequest(options)
-    },
+}
+
+class JobExecution implements RunningJob {
+  readonly outcome: Promise<Outcome>
+  private readonly context: RunContext
+  private readonly started = performance.now()
+  private softTimer: NodeJS.Timeout | undefined
+
+  constructor(task: Task, private readonly job: Job) {
+    this.context = new RunContext(job)
+    if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
+    let returned: unknown
+    try {
+      returned = task.options.bind ? runWithContext(this.context, task.fn, [this.context, ...job.args]) : runWithContext(this.context, task.fn, job.args)
+    } catch (error) {
+      this.outcome = Promise.resolve(this.failed(error))
+      return
+    }
+    // A task that returns a plain value is done now; only a promise is waited
+    // for (an async function per task was a visible share of a noop's cost).
+    this.outcome = isThenable(returned)
+      ? Promise.resolve(returned).then(
+          (value) => this.succeeded(value),
+          (error: unknown) => this.failed(error),
+        )
+      : Promise.resolve(this.succeeded(returned))
   }
-  const succeeded = (value: unknown): Outcome => {
-    if (softTimer) clearTimeout(softTimer)
-    return { status: 'success', value: value === undefined ? null : value, runtime: runtime() }
+
+  abort(reason: 'revoked' | 'soft-time-limit'): void {
+    this.context.abortWith(reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(this.job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' }))
   }
-  const failed = (error: unknown): Outcome => {
-    if (softTimer) clearTimeout(softTimer)
+
+  private runtime(): number {
+    return (performance.now() - this.started) / 1000
+  }
+
+  private succeeded(value: unknown): Outcome {
+    if (this.softTimer) clearTimeout(this.softTimer)
+    return { status: 'success', value: value === undefined ? null : value, runtime: this.runtime() }
+  }
+
+  private failed(error: unknown): Outcome {
+    if (this.softTimer) clearTimeout(this.softTimer)
     if (error instanceof RetryRequest) {
       const o = error.options
       return {
@@ -85,22 +132,20 @@ export function executeJob(app: App, job: Job): RunningJob {
         eta: o.eta ? o.eta.toISOString() : null,
         maxRetries: o.maxRetries ?? null,
         exc: o.exc ? encodeError(o.exc) : null,
-        runtime: runtime(),
+        runtime: this.runtime(),
       }
     }
-    return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: runtime() }
+    return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: this.runtime() }
   }
-  let returned: unknown
-  try {
-    const args = task.options.bind ? [context, ...job.args] : job.args
-    returned = runWithContext(context, () => task.fn(...args))
-  } catch (error) {
-    return { outcome: Promise.resolve(failed(error)), abort }
+}
+
+export function executeJob(app: App, job: Job): RunningJob {
+  const task = app.tasks.get(job.task)
+  if (!task) {
+    const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
+    return { outcome: Promise.resolve(unknown), abort: () => undefined }
   }
-  // A task that returns a plain value is done now; only a promise is waited
-  // for (an async function per task was a visible share of a noop's cost).
-  const outcome = isThenable(returned) ? Promise.resolve(returned).then(succeeded, failed) : Promise.resolve(succeeded(returned))
-  return { outcome, abort }
+  return new JobExecution(task, job)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

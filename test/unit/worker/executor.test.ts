@@ -75,3 +75,20 @@ it('[executor] plain values, synchronous throws and retries, and foreign thenabl
   const unknown = await executeJob(appWith(() => 1), { ...job(), task: 'nope' }).outcome
   assert.equal(unknown.status === 'failure' && unknown.exc.type, 'NotRegistered')
 })
+
+it('[executor] with bind the context comes first, then the args; its members work destructured', async () => {
+  const app = { tasks: new Map([['t.run', { fn: (ctx: { id: string; name: string }, x: number, y: number) => [ctx.id, ctx.name, x + y], options: { bind: true } }]]) } as unknown as App
+  const bound = await executeJob(app, { ...job(), args: [2, 3] }).outcome
+  assert.deepEqual(bound.status === 'success' && bound.value, ['id-1', 't.run', 5])
+
+  const destructured = await executeJob(
+    appWith(() => {
+      const { id, hostname, signal, retry } = currentTask()
+      assert.equal(signal.aborted, false)
+      if (id === 'id-1' && hostname === 'w@h') retry({ countdown: 3 })
+      return 'not retried'
+    }),
+    job(),
+  ).outcome
+  assert.equal(destructured.status === 'retry' && destructured.countdown, 3)
+})
