@@ -240,18 +240,29 @@ function processTree(root: number): number[] {
   return [...tree]
 }
 
+/**
+ * A /proc figure in kB (`field` of `/proc/<pid>/<file>`) summed over pid and
+ * all its descendants, in MiB. A process that is gone or a zombie counts 0;
+ * null when no process gives the field (a kernel without it).
+ */
+function treeSumMb(root: number, file: string, field: string): number | null {
+  const pattern = new RegExp(`${field}:\\s+(\\d+)`)
+  let kb: number | null = null
+  for (const pid of processTree(root)) {
+    let m: RegExpExecArray | null
+    try {
+      m = pattern.exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'))
+    } catch {
+      continue
+    }
+    if (m) kb = (kb ?? 0) + Number(m[1])
+  }
+  return kb === null ? null : kb / 1024
+}
+
 /** RSS in MiB of pid and all its descendants. */
 function treeRssMb(root: number): number {
-  let kb = 0
-  for (const pid of processTree(root)) {
-    try {
-      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-      kb += Number(m?.[1] ?? 0)
-    } catch {
-      /* gone */
-    }
-  }
-  return kb / 1024
+  return treeSumMb(root, 'status', 'VmRSS') ?? 0
 }
 
 /**
@@ -259,20 +270,10 @@ function treeRssMb(root: number): number {
  * and what a fork shares copy-on-write counted once (Pss_Anon). RSS also
  * counts, in every process, each page it maps of the runtime's binary and
  * libraries: ~40 MB of node's per process against a few MB of Python's, the
- * same for any program the runtime runs. Null where the kernel does not say.
+ * same for any program the runtime runs.
  */
 function treeAnonMb(root: number): number | null {
-  let kb = 0
-  for (const pid of processTree(root)) {
-    try {
-      const m = /Pss_Anon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))
-      if (!m) return null
-      kb += Number(m[1])
-    } catch {
-      /* gone */
-    }
-  }
-  return kb / 1024
+  return treeSumMb(root, 'smaps_rollup', 'Pss_Anon')
 }
 
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks on every mainstream architecture. */

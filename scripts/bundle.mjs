@@ -3,8 +3,8 @@
 // known lever for CLI start-up time. Broker drivers become chunks of their own,
 // loaded only by the commands that use that broker; prompts, tsx and
 // typescript stay in node_modules.
-import { readFile, rmSync, renameSync } from 'node:fs'
-import { promisify } from 'node:util'
+import { rmSync, renameSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { build } from 'esbuild'
 
 // ioredis adds its ~570 command methods one by one to Commander.prototype.
@@ -20,7 +20,7 @@ const fastCommandPrototype = {
   name: 'ioredis-fast-command-prototype',
   setup(b) {
     b.onLoad({ filter: IOREDIS_COMMANDER }, async ({ path }) => {
-      const source = await promisify(readFile)(path, 'utf8')
+      const source = await readFile(path, 'utf8')
       if (!source.includes(COMMAND_LOOP)) throw new Error(`${path}: the command loop this build patches is gone; see scripts/bundle.mjs`)
       const patched = source.replace(COMMAND_LOOP, `Commander.prototype.__tsqDictionary = true;\ndelete Commander.prototype.__tsqDictionary;\n${COMMAND_LOOP}`)
       return { contents: patched, loader: 'js' }

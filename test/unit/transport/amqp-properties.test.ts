@@ -5,14 +5,19 @@ import { it } from 'node:test'
 import type { MessageProperties as AmqplibProperties } from 'amqplib'
 import { fromAmqplibProperties } from '../../../src/transport/amqp/properties.js'
 
+/** The properties that pass through unchanged. */
+const PLAIN_FIELDS = {
+  contentType: 'application/json',
+  contentEncoding: 'utf-8',
+  deliveryMode: 2,
+  priority: 3,
+  correlationId: 'c-1',
+  replyTo: 'r-1',
+}
+
 it('[amqp properties] tagged values, buffers, bigints and nested tables come out as plain JSON-like values', () => {
   const props = {
-    contentType: 'application/json',
-    contentEncoding: 'utf-8',
-    deliveryMode: 2,
-    priority: 3,
-    correlationId: 'c-1',
-    replyTo: 'r-1',
+    ...PLAIN_FIELDS,
     expiration: 60000,
     headers: {
       task: 'proj.add',
@@ -29,12 +34,7 @@ it('[amqp properties] tagged values, buffers, bigints and nested tables come out
     },
   } as unknown as AmqplibProperties
   assert.deepEqual(fromAmqplibProperties(props), {
-    contentType: 'application/json',
-    contentEncoding: 'utf-8',
-    deliveryMode: 2,
-    priority: 3,
-    correlationId: 'c-1',
-    replyTo: 'r-1',
+    ...PLAIN_FIELDS,
     expiration: '60000',
     headers: {
       task: 'proj.add',
