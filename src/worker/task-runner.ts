@@ -51,6 +51,13 @@ export class TaskRunner {
   private paused = false
   private pumping = false
   private readonly idleWaiters: Array<() => void> = []
+  /**
+   * Acks and requeues on their way to the broker. A task's slot is free once
+   * its outcome is stored; on Redis an ack is a round trip of its own, and
+   * holding the slot for it made the pool run in lockstep with the broker.
+   * Shutdown still waits for them.
+   */
+  private readonly settling = new Set<Promise<void>>()
   /** One function for every request, not a closure per task. */
   private readonly pidOfTask = (taskId: string): number | undefined => this.o.pool.slots().find((s) => s.taskId === taskId)?.pid
 
@@ -200,7 +207,7 @@ export class TaskRunner {
     const limits = this.limitsFor(request)
     this.active.set(m.id, request)
     request.timeStart = Date.now() / 1000
-    if (!acksLate) await request.ack().catch(() => undefined)
+    if (!acksLate) this.track(request.ack().catch(() => undefined))
     if (this.o.events.taskEvents) this.o.events.sendTask('task-started', { uuid: m.id })
     if (task.options.trackStarted) {
       request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
@@ -238,7 +245,7 @@ export class TaskRunner {
       this.total[m.task] = (this.total[m.task] ?? 0) + 1
       this.processed += 1
       this.o.onTaskDone?.()
-      if (this.active.size === 0 && this.reserved.length === 0) for (const wake of this.idleWaiters.splice(0)) wake()
+      this.wakeIdleWaiters()
       this.pump()
     }
   }
@@ -261,13 +268,13 @@ export class TaskRunner {
         // saferepr of a large result is not free: only when someone listens.
         if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
         if (m.embed.callbacks?.length || m.embed.chain?.length) await sendCallbacks(this.o, request, outcome.value)
-        await request.ack()
+        this.settle(request, 'ack')
         return
       }
       case 'failure': {
         this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}`)
         await this.fail(request, outcome.exc, outcome.traceback, ignoreResult)
-        await request.ack()
+        this.settle(request, 'ack')
         return
       }
       case 'retry':
@@ -277,16 +284,16 @@ export class TaskRunner {
           const hard = this.limitsFor(request).hard ?? 0
           const exc: EncodedException = { type: 'TimeLimitExceeded', args: [hard], module: 'celery.exceptions', message: String(hard) }
           await this.fail(request, exc, null, ignoreResult)
-          await request.ack()
+          this.settle(request, 'ack')
         } else if (outcome.reason === 'terminated') {
           this.o.log.info(`Terminating ${m.id} (${outcome.signal ?? 'SIGTERM'})`)
           await this.store(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null)
           this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(outcome.signal), expired: false })
-          await request.ack()
+          this.settle(request, 'ack')
         } else {
           // reject_on_worker_lost: the message goes back for another try (at-least-once).
           this.o.log.error(`Process running ${m.task}[${m.id}] was lost; the task is requeued`)
-          await request.reject(true)
+          this.settle(request, 'requeue')
         }
         return
       }
@@ -307,7 +314,7 @@ export class TaskRunner {
     if (maxRetries !== null && m.retries >= maxRetries) {
       const exc = outcome.exc ?? { type: 'MaxRetriesExceededError', args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`], module: 'celery.exceptions', message: '' }
       await this.fail(request, exc, null, ignoreResult)
-      await request.ack()
+      this.settle(request, 'ack')
       return
     }
     const countdown = outcome.countdown ?? task?.options.defaultRetryDelay ?? DEFAULT_RETRY_DELAY
@@ -317,7 +324,7 @@ export class TaskRunner {
     this.o.log.info(`Task ${m.task}[${m.id}] retry: Retry in ${countdown}s`)
     if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, null)
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
-    await request.ack()
+    this.settle(request, 'ack')
   }
 
   async store(request: Request, status: TaskState, result: unknown, traceback: string | null): Promise<void> {
@@ -356,10 +363,37 @@ export class TaskRunner {
     return all.length
   }
 
-  /** Resolves when no task is running or waiting. */
+  /** Resolves when no task is running or waiting, and every ack has gone out. */
   idle(): Promise<void> {
-    if (this.active.size === 0 && this.reserved.length === 0) return Promise.resolve()
+    if (this.isIdle()) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  private isIdle(): boolean {
+    return this.active.size === 0 && this.reserved.length === 0 && this.settling.size === 0
+  }
+
+  private wakeIdleWaiters(): void {
+    if (this.isIdle()) for (const wake of this.idleWaiters.splice(0)) wake()
+  }
+
+  /**
+   * Sends a finished task's ack (or requeue) without holding its slot. One
+   * that fails leaves the message with the broker, which delivers it again
+   * (at-least-once), as after a lost connection.
+   */
+  private settle(request: Request, how: 'ack' | 'requeue'): void {
+    const m = request.message
+    const sent = how === 'ack' ? request.ack() : request.reject(true)
+    this.track(sent.catch((error: unknown) => this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)))
+  }
+
+  private track(settlement: Promise<void>): void {
+    this.settling.add(settlement)
+    void settlement.finally(() => {
+      this.settling.delete(settlement)
+      this.wakeIdleWaiters()
+    })
   }
 }
 

@@ -1,0 +1,124 @@
+// A task's pool slot is given back once its outcome is stored: the ack's
+// round trip (a MULTI on Redis) happens outside it, and shutdown still waits
+// for every ack to go out.
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { createApp } from '../../../src/app/app.js'
+import { Logger } from '../../../src/app/logger.js'
+import { encodeTaskV2 } from '../../../src/protocol/index.js'
+import type { Delivery } from '../../../src/transport/index.js'
+import type { EventDispatcher } from '../../../src/worker/events.js'
+import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
+import { TaskRunner } from '../../../src/worker/task-runner.js'
+
+class RecordingLogger extends Logger {
+  readonly errors: string[] = []
+  override log(level: Parameters<Logger['log']>[0], message: string): void {
+    if (level === 'ERROR') this.errors.push(message)
+  }
+}
+
+interface Gate {
+  promise: Promise<void>
+  open(): void
+  fail(error: Error): void
+}
+
+function gate(): Gate {
+  let open!: () => void
+  let fail!: (error: Error) => void
+  const promise = new Promise<void>((resolve, reject) => {
+    open = resolve
+    fail = reject
+  })
+  return { promise, open, fail }
+}
+
+/** A delivery whose ack settles when the test says so. */
+function delivery(taskName: string, args: unknown[], ack: Gate): Delivery & { acks: number; rejects: number } {
+  const m = encodeTaskV2(taskName, { args, origin: 'gen@test' })
+  const d = {
+    body: Buffer.from(m.body),
+    properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Delivery['properties']['headers'], deliveryMode: 2 as const, priority: 0 },
+    exchange: '',
+    routingKey: 'celery',
+    queue: 'celery',
+    redelivered: false,
+    deliveryTag: m.properties.correlationId,
+    acks: 0,
+    rejects: 0,
+    ack: () => {
+      d.acks += 1
+      return ack.promise
+    },
+    reject: () => {
+      d.rejects += 1
+      return Promise.resolve()
+    },
+  }
+  return d
+}
+
+function runnerWith(concurrency: number, log = new RecordingLogger('WARNING')) {
+  const app = createApp({ name: 'proj' })
+  const ran: unknown[] = []
+  app.task('proj.record', (x: unknown) => {
+    ran.push(x)
+    return x
+  })
+  const runner = new TaskRunner({
+    app,
+    transport: undefined as never,
+    pool: new SoloPool(app, concurrency),
+    backend: null,
+    events: { taskEvents: false, sendTask: () => undefined } as unknown as EventDispatcher,
+    revoked: new LimitedSet(),
+    log,
+    hostname: 'w@h',
+    acksLate: true,
+    timeLimit: null,
+    softTimeLimit: null,
+    onScheduledChange: () => undefined,
+  })
+  return { runner, ran, log }
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+it('[task-runner] the next task starts while the previous one is still being acked', async () => {
+  const { runner, ran } = runnerWith(1)
+  const firstAck = gate()
+  const secondAck = gate()
+  const first = delivery('proj.record', [1], firstAck)
+  await runner.onDelivery(first)
+  await runner.onDelivery(delivery('proj.record', [2], secondAck))
+  await turn()
+  assert.deepEqual(ran, [1, 2], 'the only slot was free again before the first ack completed')
+  assert.equal(first.acks, 1)
+  assert.equal(runner.active.size, 0)
+
+  let idle = false
+  const idled = runner.idle().then(() => (idle = true))
+  await turn()
+  assert.equal(idle, false, 'idle waits for the acks that are still on their way')
+  firstAck.open()
+  await turn()
+  assert.equal(idle, false)
+  secondAck.open()
+  await idled
+})
+
+it('[task-runner] an ack that fails is logged once and not retried as a reject', async () => {
+  const { runner, log } = runnerWith(2)
+  const ack = gate()
+  const d = delivery('proj.record', ['x'], ack)
+  await runner.onDelivery(d)
+  await turn()
+  ack.fail(new Error('connection lost'))
+  await runner.idle()
+  assert.equal(d.acks, 1)
+  assert.equal(d.rejects, 0)
+  assert.equal(log.errors.length, 1)
+  assert.match(log.errors[0]!, /Could not ack proj\.record\[[0-9a-f-]+\], the broker will deliver it again: connection lost/)
+})
