@@ -60,12 +60,17 @@ function delivery(taskName: string, args: unknown[], ack: Gate): Delivery & { ac
   return d
 }
 
-function runnerWith(concurrency: number, log = new RecordingLogger('WARNING')) {
+function runnerWith(concurrency: number, log = new RecordingLogger('WARNING'), acksLate = true) {
   const app = createApp({ name: 'proj' })
   const ran: unknown[] = []
+  const taskGate = gate()
   app.task('proj.record', (x: unknown) => {
     ran.push(x)
     return x
+  })
+  app.task('proj.wait', async () => {
+    await taskGate.promise
+    return 'done'
   })
   const runner = new TaskRunner({
     app,
@@ -76,12 +81,12 @@ function runnerWith(concurrency: number, log = new RecordingLogger('WARNING')) {
     revoked: new LimitedSet(),
     log,
     hostname: 'w@h',
-    acksLate: true,
+    acksLate,
     timeLimit: null,
     softTimeLimit: null,
     onScheduledChange: () => undefined,
   })
-  return { runner, ran, log }
+  return { runner, ran, log, taskGate }
 }
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
@@ -121,4 +126,24 @@ it('[task-runner] an ack that fails is logged once and not retried as a reject',
   assert.equal(d.rejects, 0)
   assert.equal(log.errors.length, 1)
   assert.match(log.errors[0]!, /Could not ack proj\.record\[[0-9a-f-]+\], the broker will deliver it again: connection lost/)
+})
+
+it('[task-runner] with early ack the message is acked when the task starts, once, and idle waits for it', async () => {
+  const { runner, taskGate } = runnerWith(1, new RecordingLogger('WARNING'), false)
+  const ack = gate()
+  const d = delivery('proj.wait', [], ack)
+  await runner.onDelivery(d)
+  await turn()
+  assert.equal(d.acks, 1, 'acked before the task finished')
+  assert.equal(runner.active.size, 1)
+  taskGate.open()
+  await turn()
+  assert.equal(runner.active.size, 0)
+  let idle = false
+  const idled = runner.idle().then(() => (idle = true))
+  await turn()
+  assert.equal(idle, false, 'the early ack is still on its way')
+  ack.open()
+  await idled
+  assert.equal(d.acks, 1, 'not acked a second time when the task finished')
 })
