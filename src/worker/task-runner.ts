@@ -57,7 +57,12 @@ export class TaskRunner {
    * holding the slot for it made the pool run in lockstep with the broker.
    * Shutdown still waits for them.
    */
-  private readonly settling = new Set<Promise<void>>()
+  private settling = 0
+  /** One function for every settlement, not a closure per task. */
+  private readonly settled = (): void => {
+    this.settling -= 1
+    this.wakeIdleWaiters()
+  }
   /** One function for every request, not a closure per task. */
   private readonly pidOfTask = (taskId: string): number | undefined => this.o.pool.slots().find((s) => s.taskId === taskId)?.pid
 
@@ -207,7 +212,7 @@ export class TaskRunner {
     const limits = this.limitsFor(request)
     this.active.set(m.id, request)
     request.timeStart = Date.now() / 1000
-    if (!acksLate) this.track(request.ack().catch(() => undefined))
+    if (!acksLate) this.track(request.ack())
     if (this.o.events.taskEvents) this.o.events.sendTask('task-started', { uuid: m.id })
     if (task.options.trackStarted) {
       request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
@@ -370,7 +375,7 @@ export class TaskRunner {
   }
 
   private isIdle(): boolean {
-    return this.active.size === 0 && this.reserved.length === 0 && this.settling.size === 0
+    return this.active.size === 0 && this.reserved.length === 0 && this.settling === 0
   }
 
   private wakeIdleWaiters(): void {
@@ -384,16 +389,16 @@ export class TaskRunner {
    */
   private settle(request: Request, how: 'ack' | 'requeue'): void {
     const m = request.message
-    const sent = how === 'ack' ? request.ack() : request.reject(true)
-    this.track(sent.catch((error: unknown) => this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)))
+    this.track(how === 'ack' ? request.ack() : request.reject(true), (error) => {
+      this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)
+      this.settled()
+    })
   }
 
-  private track(settlement: Promise<void>): void {
-    this.settling.add(settlement)
-    void settlement.finally(() => {
-      this.settling.delete(settlement)
-      this.wakeIdleWaiters()
-    })
+  /** Counts `sent` until it settles; a failure goes to `onFailure` (silent by default, as an early ack's). */
+  private track(sent: Promise<void>, onFailure: (error: unknown) => void = this.settled): void {
+    this.settling += 1
+    void sent.then(this.settled, onFailure)
   }
 }
 

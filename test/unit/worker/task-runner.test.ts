@@ -91,6 +91,15 @@ function runnerWith(concurrency: number, log = new RecordingLogger('WARNING'), a
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
+/** Starts waiting for the runner to go idle; `done()` tells whether it has yet. */
+function watchIdle(runner: TaskRunner): { done(): boolean; idled: Promise<void> } {
+  let idle = false
+  const idled = runner.idle().then(() => {
+    idle = true
+  })
+  return { done: () => idle, idled }
+}
+
 it('[task-runner] the next task starts while the previous one is still being acked', async () => {
   const { runner, ran } = runnerWith(1)
   const firstAck = gate()
@@ -103,15 +112,14 @@ it('[task-runner] the next task starts while the previous one is still being ack
   assert.equal(first.acks, 1)
   assert.equal(runner.active.size, 0)
 
-  let idle = false
-  const idled = runner.idle().then(() => (idle = true))
+  const idle = watchIdle(runner)
   await turn()
-  assert.equal(idle, false, 'idle waits for the acks that are still on their way')
+  assert.equal(idle.done(), false, 'idle waits for the acks that are still on their way')
   firstAck.open()
   await turn()
-  assert.equal(idle, false)
+  assert.equal(idle.done(), false)
   secondAck.open()
-  await idled
+  await idle.idled
 })
 
 it('[task-runner] an ack that fails is logged once and not retried as a reject', async () => {
@@ -139,11 +147,10 @@ it('[task-runner] with early ack the message is acked when the task starts, once
   taskGate.open()
   await turn()
   assert.equal(runner.active.size, 0)
-  let idle = false
-  const idled = runner.idle().then(() => (idle = true))
+  const idle = watchIdle(runner)
   await turn()
-  assert.equal(idle, false, 'the early ack is still on its way')
+  assert.equal(idle.done(), false, 'the early ack is still on its way')
   ack.open()
-  await idled
+  await idle.idled
   assert.equal(d.acks, 1, 'not acked a second time when the task finished')
 })
