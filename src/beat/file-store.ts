@@ -5,6 +5,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { comparePyStr } from '../protocol/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, ReserveOutcome, ReserveRequest } from './store.js'
 
@@ -140,7 +141,7 @@ export class FileStore implements BeatStore {
   async list(): Promise<Entry[]> {
     return Object.values(this.read().entries)
       .map((raw) => this.entryOf(raw))
-      .sort((a, b) => a.definition.name.localeCompare(b.definition.name))
+      .sort((a, b) => comparePyStr(a.definition.name, b.definition.name))
   }
 
   private put(data: FileShape, definition: EntryDefinition, meta: EntryMeta | undefined, now: number): void {

@@ -3,6 +3,7 @@
 // seconds, the `<prefix>:statics` set. Reservation is one Lua script, so the
 // run-count check, the lease (fencing) check and the update are atomic.
 import type { Redis } from 'ioredis'
+import { comparePyStr } from '../protocol/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, ReserveOutcome, ReserveRequest } from './store.js'
 
@@ -137,7 +138,7 @@ export class RedisStore implements BeatStore {
     const keys = await this.redis.zrange(this.scheduleKey, 0, -1)
     const entries: Entry[] = []
     for (let i = 0; i < keys.length; i += this.batch) entries.push(...(await this.load(keys.slice(i, i + this.batch))))
-    return entries.sort((a, b) => a.definition.name.localeCompare(b.definition.name))
+    return entries.sort((a, b) => comparePyStr(a.definition.name, b.definition.name))
   }
 
   /** The due time the index should hold for this definition and history. */

@@ -1,7 +1,7 @@
 // Public names of the protocol layer (pure: no I/O, nothing from node:).
 
 export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError } from './errors.js'
-export { PyFloat, PyTuple, formatPyFloat, formatPyNumber } from './py-types.js'
+export { PyFloat, PyTuple, comparePyStr, formatPyFloat, formatPyNumber } from './py-types.js'
 export { dumps, loads, quoteJsonString, isoformatUtc } from './kombu-json.js'
 export type { LoadsOptions } from './kombu-json.js'
 export { pyRepr, pyStr, pyStrRepr, pyBytesRepr, saferepr, argsRepr, kwargsRepr, REPR_MAXSIZE } from './python-repr.js'

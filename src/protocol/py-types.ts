@@ -53,3 +53,26 @@ export function formatPyNumber(x: number): string {
   if (Number.isInteger(x)) return Object.is(x, -0) ? '0' : BigInt(x).toString()
   return formatPyFloat(x)
 }
+
+/**
+ * Python's order for `str` (what `sorted()` gives): by code point. For the
+ * lists tsq prints sorted (nodes, schedule entries) this is also what keeps
+ * String#localeCompare out: its first call builds ICU's collator (16 ms in a
+ * bare node). JavaScript's `<` compares UTF-16 code units, which puts astral
+ * characters (surrogates, D800-DFFF) below U+E000-FFFF; the shift below puts
+ * them above, as their code points are (ICU's u_strCompareCodePointOrder).
+ */
+export function comparePyStr(a: string, b: string): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x !== y) return codePointRank(x) - codePointRank(y)
+  }
+  return a.length - b.length
+}
+
+function codePointRank(unit: number): number {
+  if (unit < 0xd800) return unit
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000
+}

@@ -1,6 +1,7 @@
 // Tables for the replies that read better side by side. cli-table3 is loaded
 // lazily so that commands without tables never pay for it.
 import type { ChalkInstance } from 'chalk'
+import { comparePyStr } from '../../protocol/index.js'
 
 type Row = Array<string | number>
 
@@ -12,7 +13,7 @@ async function table(head: string[], rows: Row[], c: ChalkInstance): Promise<str
 }
 
 function entries(replies: Record<string, unknown>): Array<[string, unknown]> {
-  return Object.entries(replies).sort(([a], [b]) => a.localeCompare(b))
+  return Object.entries(replies).sort(([a], [b]) => comparePyStr(a, b))
 }
 
 export async function statusTable(replies: Record<string, unknown>, c: ChalkInstance): Promise<string> {

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { PyFloat, PyTuple, dumps, loads, pyRepr, saferepr, argsRepr, kwargsRepr } from '../../../src/protocol/index.js'
+import { PyFloat, PyTuple, comparePyStr, dumps, loads, pyRepr, saferepr, argsRepr, kwargsRepr } from '../../../src/protocol/index.js'
 import { loadFixture, revive } from './fixtures.js'
 
 interface Case { input: unknown; repr: string; saferepr: string; saferepr30: string; saferepr_nolimit: string; kombu_json?: string }
@@ -73,5 +73,21 @@ describe('argsrepr / kwargsrepr', () => {
   })
   it('pyRepr of a one-tuple and nested tuple', () => {
     assert.equal(pyRepr(new PyTuple([new PyTuple([1])])), '((1,),)')
+  })
+})
+
+describe('comparePyStr', () => {
+  it("sorts as Python's sorted() does: by code point, astral characters after U+FFFF", () => {
+    // The expected list is what python3 printed for sorted() of the same strings.
+    const expected = ['', 'W1@host', 'a', 'ab', 'a\uffff', 'a\u{1F600}', 'b', 'w10@host', 'w2@host', '\u00e9', '\ue000', '\uffff', '\u{1F600}']
+    const shuffled = ['w2@host', 'w10@host', 'W1@host', 'b', '\u00e9', '\uffff', '\u{1F600}', 'ab', 'a', '', 'a\uffff', 'a\u{1F600}', '\ue000']
+    assert.deepEqual([...shuffled].sort(comparePyStr), expected)
+    // Plain code-unit order gets the astral ones wrong: the case the shift is for.
+    assert.notDeepEqual([...shuffled].sort(), expected)
+  })
+  it('is 0 only for equal strings', () => {
+    assert.equal(comparePyStr('w1@h', 'w1@h'), 0)
+    assert.ok(comparePyStr('w1@h', 'w1@h2') < 0)
+    assert.ok(comparePyStr('w1@h2', 'w1@h') > 0)
   })
 })
