@@ -508,7 +508,7 @@ for (const kind of kinds) {
         try {
           const r = await runContender(kind, broker, c, n)
           rounds.set(c.name, [...done, r])
-          if (runs > 1) say(`${kind}  ${c.label.padEnd(22)} round ${round + 1}: ${r.perSecond.toFixed(0)} tasks/s`)
+          if (runs > 1) say(`${kind}  ${c.label.padEnd(22)} round ${round + 1}: ${r.perSecond.toFixed(0)} tasks/s  cpu/1k tasks: consumer=${r.cpuPerThousand.consumerMs.toFixed(0)}ms broker=${r.cpuPerThousand.brokerMs.toFixed(0)}ms`)
         } catch (error) {
           say(`${kind}  ${c.label.padEnd(22)} FAILED: ${(error as Error).message.split('\n')[0]}`)
         }
