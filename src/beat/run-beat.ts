@@ -17,17 +17,8 @@ import { RedisStore } from './redis-store.js'
 import { Beat, type HaMode } from './scheduler.js'
 import { assertTimezone } from './timezone.js'
 
-export interface RunBeatOptions {
-  appSpec: string | undefined
-  broker: string | undefined
-  scheduler: StoreKind
-  schedulePath: string | undefined
-  redisUrl: string | undefined
-  keyPrefix: string | undefined
-  ha: HaMode | undefined
-  lockTimeout: number
-  maxInterval: number | undefined
-  timezone: string
+/** `tsq beat`: a beat (StartBeatOptions, below) as a process of its own. */
+export interface RunBeatOptions extends Omit<StartBeatOptions, 'log'> {
   loglevel: string
   logfile: string | null
   pidfile: string | null
@@ -36,6 +27,8 @@ export interface RunBeatOptions {
 }
 
 export const DEFAULT_MAX_INTERVAL = 300
+/** Seconds a leader's lease lasts (--lock-timeout); a follower takes over within it. */
+export const DEFAULT_LOCK_TIMEOUT = 10
 
 function bannerText(o: RunBeatOptions, info: { broker: string; store: string; ha: string; maxInterval: number }): string {
   const now = new Date()
@@ -55,11 +48,39 @@ function bannerText(o: RunBeatOptions, info: { broker: string; store: string; ha
   return `${lines.join('\n')}\n`
 }
 
-/** Resolves with the exit code. */
-export async function runBeat(o: RunBeatOptions): Promise<number> {
+/** What starting a beat needs besides the process-level parts (pidfile, banner, signals). */
+export interface StartBeatOptions {
+  appSpec: string | undefined
+  broker: string | undefined
+  scheduler: StoreKind
+  schedulePath: string | undefined
+  redisUrl: string | undefined
+  keyPrefix: string | undefined
+  ha: HaMode | undefined
+  lockTimeout: number
+  maxInterval: number | undefined
+  timezone: string
+  log: Logger
+}
+
+/** A beat whose loop is running. */
+export interface RunningBeat {
+  /** Where it sends and keeps its entries, for a banner. */
+  readonly info: { broker: string; store: string; ha: string; maxInterval: number }
+  /** Resolves when the loop has ended and the store, lease and broker are let go. */
+  readonly done: Promise<void>
+  /** Ends the loop (the lease is released, so a standby takes over at once); resolves with `done`. */
+  stop(): Promise<void>
+}
+
+/**
+ * Opens the store and the broker, syncs the app's entries and starts the
+ * loop. `tsq beat` runs it as its own process; `tsq worker -B` runs it beside
+ * the worker, as Celery's embedded beat.
+ */
+export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   assertTimezone(o.timezone)
-  if (o.logfile) mkdirSync(dirname(o.logfile), { recursive: true })
-  const log = new Logger(parseLevel(o.loglevel), o.logfile)
+  const log = o.log
   let definitions: EntryDefinition[] = []
   let appBroker: string | undefined
   if (o.appSpec) {
@@ -71,9 +92,12 @@ export async function runBeat(o: RunBeatOptions): Promise<number> {
   const ha: HaMode = o.ha ?? (o.scheduler === 'redis' ? 'lease' : 'none')
   if (ha === 'lease' && o.scheduler !== 'redis') throw new StoreConfigError('--ha lease needs --scheduler redis (the lease lives in Redis)')
   const maxInterval = o.maxInterval ?? DEFAULT_MAX_INTERVAL
-  const releasePidfile = o.pidfile ? acquireBeatPidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   let transport: Transport | undefined
   const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone })
+  const release = async () => {
+    await store.close().catch(() => undefined)
+    await transport?.close().catch(() => undefined)
+  }
   try {
     transport = await createTransport(config.brokerUrl)
     await transport.connect()
@@ -85,26 +109,52 @@ export async function runBeat(o: RunBeatOptions): Promise<number> {
       lease = new RedisLease(rs.redis, rs.lockKey, Math.round(o.lockTimeout * 1000))
     }
     const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : 'none (single beat)'
-    if (!o.quiet) process.stdout.write(bannerText(o, { broker: transport.displayUrl, store: `${store.kind} ${store.location}`, ha: haText, maxInterval }))
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
     const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
     const unwatch = await store.watch(() => beat.poke())
+    log.info('beat: Starting...')
+    const done = (async () => {
+      try {
+        await beat.run()
+        await unwatch()
+        await lease?.release()
+      } finally {
+        await release()
+      }
+    })()
+    return {
+      info: { broker: transport.displayUrl, store: `${store.kind} ${store.location}`, ha: haText, maxInterval },
+      done,
+      stop: () => {
+        beat.stop()
+        return done
+      },
+    }
+  } catch (error) {
+    await release()
+    throw error
+  }
+}
+
+/** `tsq beat`: resolves with the exit code. */
+export async function runBeat(o: RunBeatOptions): Promise<number> {
+  if (o.logfile) mkdirSync(dirname(o.logfile), { recursive: true })
+  const log = new Logger(parseLevel(o.loglevel), o.logfile)
+  const releasePidfile = o.pidfile ? acquireBeatPidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
+  try {
+    const beat = await startBeat({ ...o, log })
+    if (!o.quiet) process.stdout.write(bannerText(o, beat.info))
     const onSignal = (signal: NodeJS.Signals) => {
       log.info(`beat: ${signal} received, shutting down`)
-      beat.stop()
+      void beat.stop()
     }
     process.on('SIGTERM', onSignal)
     process.on('SIGINT', onSignal)
-    log.info('beat: Starting...')
-    await beat.run()
+    await beat.done
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)
-    await unwatch()
-    await lease?.release()
     return 0
   } finally {
-    await store.close().catch(() => undefined)
-    await transport?.close().catch(() => undefined)
     releasePidfile()
   }
 }

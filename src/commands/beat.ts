@@ -3,7 +3,7 @@ import { loadConfig } from '../app/config.js'
 import { detach } from '../app/detach.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
-import { runBeat, type HaMode, type StoreKind } from '../beat/index.js'
+import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode, type StoreKind } from '../beat/index.js'
 
 /** The store flags beat and every `tsq schedule` command share. */
 export const storeFlags = {
@@ -17,6 +17,17 @@ export const storeFlags = {
 /** --timezone, else TSQ_TIMEZONE, else UTC (the precedence lives in loadConfig). */
 export function zoneOf(flags: { timezone?: string }): string {
   return loadConfig({ timezone: flags.timezone }).timezone
+}
+
+/** The store flags as beat's options take them (`tsq beat` and `tsq worker -B`). */
+export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string }) {
+  return {
+    scheduler: flags.scheduler as StoreKind,
+    schedulePath: flags.schedule,
+    redisUrl: flags['redis-url'],
+    keyPrefix: flags['key-prefix'],
+    timezone: zoneOf(flags),
+  }
 }
 
 export function positiveSeconds(name: string, raw: string | undefined): number | undefined {
@@ -34,7 +45,7 @@ export default class BeatCommand extends TsqCommand<void> {
     ...storeFlags,
     app: Flags.string({ char: 'A', description: 'Module whose app holds beatSchedule entries.' }),
     ha: Flags.string({ description: 'Several beats on one store: lease (default with redis), mutex (needs RabbitMQ), none (default with file).', options: ['lease', 'mutex', 'none'] }),
-    'lock-timeout': Flags.string({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: '10' }),
+    'lock-timeout': Flags.string({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: String(DEFAULT_LOCK_TIMEOUT) }),
     'max-interval': Flags.string({ description: 'Longest sleep between checks, seconds (Celery: 300).' }),
     loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
     logfile: Flags.string({ char: 'f', description: 'Log file (default stderr).' }),
@@ -59,14 +70,10 @@ export default class BeatCommand extends TsqCommand<void> {
     const code = await runBeat({
       appSpec: flags.app,
       broker: flags.broker,
-      scheduler: flags.scheduler as StoreKind,
-      schedulePath: flags.schedule,
-      redisUrl: flags['redis-url'],
-      keyPrefix: flags['key-prefix'],
+      ...storeOptionsOf(flags),
       ha: flags.ha as HaMode | undefined,
       lockTimeout,
       maxInterval,
-      timezone: zoneOf(flags),
       loglevel: flags.debug ? 'DEBUG' : flags.loglevel,
       logfile: flags.logfile ?? null,
       pidfile: flags.pidfile ?? null,

@@ -6,6 +6,8 @@ import { nodeFormat, workerNodename } from '../protocol/index.js'
 import { detach } from '../app/detach.js'
 import { checkPidfile } from '../app/pidfile.js'
 import { runWorker } from '../worker/run-worker.js'
+import { DEFAULT_LOCK_TIMEOUT, startBeat } from '../beat/index.js'
+import { storeFlags, storeOptionsOf } from './beat.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
   static summary = 'Start a worker that runs the tasks of a JavaScript/TypeScript module.'
@@ -41,11 +43,16 @@ export default class WorkerCommand extends TsqCommand<void> {
     'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
     workdir: Flags.string({ description: 'Change to this directory before starting.' }),
+    beat: Flags.boolean({ char: 'B', description: 'Also run beat in this process (Celery\'s embedded beat): the app\'s beatSchedule and the store\'s entries. With --scheduler redis, several workers with -B elect one sender (lease).' }),
+    ...storeFlags,
+    // -S is --statedb here, as in Celery's worker.
+    scheduler: Flags.string({ description: 'With -B, where entries live: file (embedded) or redis (RedBeat key layout).', options: ['file', 'redis'], default: 'file' }),
   }
   static examples = [
     '<%= config.bin %> worker -A ./tasks.js -l INFO',
     '<%= config.bin %> worker -A ./tasks.ts -b amqp://guest:guest@127.0.0.1:5672// -c 4 -Q celery,images -n w1@%h',
     '<%= config.bin %> worker -A ./tasks.js -P solo -c 50 -E',
+    '<%= config.bin %> worker -A ./tasks.js -B -s ./beat-schedule.json',
   ]
 
   async run(): Promise<void> {
@@ -105,6 +112,14 @@ export default class WorkerCommand extends TsqCommand<void> {
       cancelLongRunningOnLoss: flags['cancel-long-running-tasks-on-connection-loss'],
       quiet: flags.quiet,
       version: this.config.version,
+      startCompanion: flags.beat
+        ? async (log) => {
+            // HA as `tsq beat` defaults it: a lease with the Redis store, none with a file.
+            const beat = await startBeat({ appSpec: flags.app, broker: flags.broker, ...storeOptionsOf(flags), ha: undefined, lockTimeout: DEFAULT_LOCK_TIMEOUT, maxInterval: undefined, log })
+            beat.done.catch((error: Error) => log.error(`beat: stopped: ${error.message}`))
+            return beat
+          }
+        : undefined,
     })
     process.exit(code)
   }

@@ -43,6 +43,16 @@ export interface RunWorkerOptions {
   cancelLongRunningOnLoss: boolean
   quiet: boolean
   version: string
+  /**
+   * Something to run in this process beside the worker once it is up (`-B`:
+   * the embedded beat). It is stopped when the worker starts to shut down.
+   */
+  startCompanion?: (log: Logger) => Promise<WorkerCompanion>
+}
+
+export interface WorkerCompanion {
+  /** Resolves once it has stopped. */
+  stop(): Promise<void>
 }
 
 /** Resolves with the exit code. */
@@ -104,11 +114,19 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     )
   }
   const signals = installSignals(worker, log, o)
+  let companion: WorkerCompanion | undefined
   try {
+    // The companion first: if it cannot start (a store or broker it cannot
+    // open), the worker has not taken a message yet.
+    if (o.startCompanion) {
+      const started = (companion = await o.startCompanion(log))
+      worker.beforeStop(() => started.stop())
+    }
     await worker.start()
   } catch (error) {
     releasePidfile()
     await worker.shutdown('cold', 'start failed').catch(() => undefined)
+    await companion?.stop().catch(() => undefined)
     throw error
   }
   const stopTrimming = trimMemoryWhenIdle()

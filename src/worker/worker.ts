@@ -321,7 +321,19 @@ export class Worker {
   private softDeadline = 0
   private cancelledDuringSoft = false
 
+  private readonly beforeStopHooks: Array<() => Promise<void>> = []
+
+  /**
+   * Starts `hook` first thing in any shutdown, warm or cold (an embedded beat
+   * stops sending there); the worker's own steps do not wait for it, the
+   * final stop does.
+   */
+  beforeStop(hook: () => Promise<void>): void {
+    this.beforeStopHooks.push(hook)
+  }
+
   private async stopSequence(): Promise<void> {
+    const hooksDone = Promise.all(this.beforeStopHooks.splice(0).map((hook) => hook().catch((e: Error) => this.o.log.error(`shutdown: ${e.message}`))))
     await this.cancelTaskConsumers()
     const handedBack = await this.runner?.releaseUnstarted()
     if (handedBack) this.o.log.info(`Returned ${handedBack} prefetched message(s) to the broker`)
@@ -331,6 +343,7 @@ export class Worker {
       if (left > 0) await new Promise((r) => setTimeout(r, left))
     }
     if (this.softTimer) clearTimeout(this.softTimer)
+    await hooksDone
     await this.finalStop()
   }
 
