@@ -198,4 +198,12 @@ describe('tsq multi show/names/expand/get through the CLI', () => {
     const bad = await tsq(['multi', 'frobnicate'], env)
     assert.equal(bad.code, 64)
   })
+
+  it('knows the worker\'s boolean flags and Celery\'s aliases of them, so the word after one is a node', async () => {
+    const env = { TSQ_HOME: join(tmpdir(), 'tsq-multi-unused') }
+    const show = await tsq(['multi', 'show', '-A', 'tasks', '--discard', 'w1', '-B', 'w2', '--events', 'w3'], env)
+    const lines = show.stdout.trim().split('\n')
+    assert.deepEqual(lines.map((line) => / -n (\S+)/.exec(line)?.[1]), ['w1@' + HOST, 'w2@' + HOST, 'w3@' + HOST])
+    assert.ok(lines.every((line) => line.includes(' --discard -B --events ')), show.stdout)
+  })
 })
