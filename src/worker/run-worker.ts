@@ -44,8 +44,8 @@ export interface RunWorkerOptions {
   quiet: boolean
   version: string
   /**
-   * Something to run in this process beside the worker once it is up (`-B`:
-   * the embedded beat). It is stopped when the worker starts to shut down.
+   * Something to run in this process beside the worker (`-B`: the embedded
+   * beat): started before the worker consumes, stopped first in its shutdown.
    */
   startCompanion?: (log: Logger) => Promise<WorkerCompanion>
 }
