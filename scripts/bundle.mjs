@@ -7,46 +7,50 @@ import { rmSync, renameSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { build } from 'esbuild'
 
+/**
+ * An esbuild plugin that replaces `find` with `replacement` in the module
+ * matching `filter`. The build fails when `find` is gone (the dependency
+ * changed), so a patch never silently stops applying.
+ */
+function sourcePatch(name, filter, find, replacement) {
+  return {
+    name,
+    setup(b) {
+      b.onLoad({ filter }, async ({ path }) => {
+        const source = await readFile(path, 'utf8')
+        if (!source.includes(find)) throw new Error(`${path}: the code the ${name} patch relies on is gone; see scripts/bundle.mjs`)
+        return { contents: source.replace(find, replacement), loader: 'js' }
+      })
+    },
+  }
+}
+
 // ioredis adds its ~570 command methods one by one to Commander.prototype.
 // V8 gives a prototype object no shared map transitions, so each addition
 // copies the whole property list: 10-18 ms of every `tsq` run that talks to
 // Redis, most of what ioredis costs to load. Turning the prototype into a
 // dictionary first (add and delete one property) makes the same additions
 // cost under 1 ms; V8 makes it fast again when it is first used as a
-// prototype. The build fails if ioredis changes the code this relies on.
-const IOREDIS_COMMANDER = /[\\/]ioredis[\\/]built[\\/]utils[\\/]Commander\.js$/
+// prototype.
 const COMMAND_LOOP = 'commands.forEach(function (commandName) {'
-const fastCommandPrototype = {
-  name: 'ioredis-fast-command-prototype',
-  setup(b) {
-    b.onLoad({ filter: IOREDIS_COMMANDER }, async ({ path }) => {
-      const source = await readFile(path, 'utf8')
-      if (!source.includes(COMMAND_LOOP)) throw new Error(`${path}: the command loop this build patches is gone; see scripts/bundle.mjs`)
-      const patched = source.replace(COMMAND_LOOP, `Commander.prototype.__tsqDictionary = true;\ndelete Commander.prototype.__tsqDictionary;\n${COMMAND_LOOP}`)
-      return { contents: patched, loader: 'js' }
-    })
-  },
-}
+const fastCommandPrototype = sourcePatch(
+  'ioredis-fast-command-prototype',
+  /[\\/]ioredis[\\/]built[\\/]utils[\\/]Commander\.js$/,
+  COMMAND_LOOP,
+  `Commander.prototype.__tsqDictionary = true;\ndelete Commander.prototype.__tsqDictionary;\n${COMMAND_LOOP}`,
+)
 
 // oclif sorts its command list with String#localeCompare on every start. The
 // first localeCompare in a process builds ICU's collator: 6-8 ms of every
 // oclif-path command (worker, beat, multi, call, ...) and 2.6 MB more resident
 // in every worker, for ids that are plain ASCII. The patch sorts them by code
-// unit, which orders ASCII ids the same way. The build fails if oclif changes
-// the line this relies on.
-const OCLIF_PLUGIN = /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]plugin\.js$/
-const COMMAND_SORT = '.sort((a, b) => a.id.localeCompare(b.id));'
-const plainCommandSort = {
-  name: 'oclif-plain-command-sort',
-  setup(b) {
-    b.onLoad({ filter: OCLIF_PLUGIN }, async ({ path }) => {
-      const source = await readFile(path, 'utf8')
-      if (!source.includes(COMMAND_SORT)) throw new Error(`${path}: the command sort this build patches is gone; see scripts/bundle.mjs`)
-      const patched = source.replace(COMMAND_SORT, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));')
-      return { contents: patched, loader: 'js' }
-    })
-  },
-}
+// unit, which orders ASCII ids the same way.
+const plainCommandSort = sourcePatch(
+  'oclif-plain-command-sort',
+  /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]plugin\.js$/,
+  '.sort((a, b) => a.id.localeCompare(b.id));',
+  '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
+)
 
 await build({
   entryPoints: { tsq: 'dist/bundle/tsq.js' },
