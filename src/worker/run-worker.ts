@@ -119,7 +119,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     // The companion first: if it cannot start (a store or broker it cannot
     // open), the worker has not taken a message yet.
     if (o.startCompanion) {
-      const started = (companion = await o.startCompanion(log))
+      const started = await o.startCompanion(log)
+      companion = started
       worker.beforeStop(() => started.stop())
     }
     await worker.start()

@@ -4,13 +4,13 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 
 const ANSI = /\u001b\[/
 
 describe('tsq CLI contract (embedded broker)', () => {
   const home = tempTsqHome()
-  const env = { TSQ_HOME: home, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '' }
+  const env = embeddedBrokerEnv(home)
   let worker: SpawnedWorker
   const node = `e2e-${process.pid}@testhost`
 

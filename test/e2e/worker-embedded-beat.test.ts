@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { REDIS_URL, requireBroker, uniqueName, waitFor } from '../helpers/brokers.js'
-import { runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 const APP = 'test/fixtures/tasks/embedded-beat-tasks.js'
@@ -31,7 +31,7 @@ function ticks(file: string): string[] {
 function fileSetup(): { env: NodeJS.ProcessEnv; tickFile: string; schedule: string } {
   const home = tempTsqHome()
   const tickFile = join(home, 'ticks')
-  const env = { TSQ_HOME: home, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '', TSQ_TEST_TICK_FILE: tickFile, TSQ_TEST_QUEUE: 'ticks' }
+  const env = embeddedBrokerEnv(home, { TSQ_TEST_TICK_FILE: tickFile, TSQ_TEST_QUEUE: 'ticks' })
   return { env, tickFile, schedule: join(home, 'beat-schedule.json') }
 }
 

@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test'
 import { sendTask } from '../../src/app/send-task.js'
 import { createTransport, defaultFileBrokerUrl } from '../../src/transport/index.js'
 import { waitFor } from '../helpers/brokers.js'
-import { BIN, ROOT, runTsq, startWorker, tempTsqHome } from '../helpers/cli.js'
+import { BIN, embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome } from '../helpers/cli.js'
 
 const APP = 'test/fixtures/tasks/worker-extra-tasks.js'
 let n = 0
@@ -17,10 +17,6 @@ const cleanups: Array<() => void> = []
 after(() => {
   for (const c of cleanups.splice(0)) c()
 })
-
-function envFor(home: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { TSQ_HOME: home, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '', ...extra }
-}
 
 function nodeName(): string {
   return `extra${++n}-${process.pid}@testhost`
@@ -80,7 +76,7 @@ function killPid(pid: number | null | undefined, signal: NodeJS.Signals = 'SIGKI
 describe('[--statedb] revoked ids and the clock survive a restart', () => {
   it('[-S] a revoked id stays revoked after a restart; a task with it is REVOKED', async () => {
     const home = tempTsqHome()
-    const env = envFor(home)
+    const env = embeddedBrokerEnv(home)
     const node = nodeName()
     const statedb = join(home, 'state', '%n.db')
     const id = `statedb-${process.pid}-${Date.now()}`
@@ -111,7 +107,7 @@ describe('[--statedb] revoked ids and the clock survive a restart', () => {
 describe('[--autoscale] grows while tasks wait, shrinks when idle', () => {
   it('[--autoscale=4,1] 100 queued sleeps grow the pool to 4; idle returns it to 1', async () => {
     const home = tempTsqHome()
-    const env = envFor(home, { AUTOSCALE_KEEPALIVE: '2' })
+    const env = embeddedBrokerEnv(home, { AUTOSCALE_KEEPALIVE: '2' })
     const node = nodeName()
     const worker = await startWorker(['-A', APP, '--autoscale', '4,1', '-l', 'INFO', '--without-heartbeat'], { env, nodename: node })
     try {
@@ -139,7 +135,7 @@ describe('[--autoscale] grows while tasks wait, shrinks when idle', () => {
 describe('[--max-memory-per-child] a child over the limit is replaced after its task', () => {
   it('[--max-memory-per-child 200000] allocating 300 MiB replaces the child', async () => {
     const home = tempTsqHome()
-    const env = envFor(home)
+    const env = embeddedBrokerEnv(home)
     const node = nodeName()
     const worker = await startWorker(['-A', APP, '-c', '1', '-l', 'INFO', '--without-heartbeat', '--max-memory-per-child', '200000'], { env, nodename: node })
     try {
@@ -177,7 +173,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 describe('[%I] per-process log files', () => {
   it('[--logfile %n%I.log --max-tasks-per-child 1] only the main file and -1..-N, across replacements', async () => {
     const home = tempTsqHome()
-    const env = envFor(home)
+    const env = embeddedBrokerEnv(home)
     const node = nodeName()
     const logs = join(home, 'logs')
     const child = await startLoggingWorker(['-A', APP, '-c', '2', '-l', 'INFO', '--without-heartbeat', '--max-tasks-per-child', '1', '--logfile', join(logs, '%n%I.log')], env, node)
@@ -212,7 +208,7 @@ describe('[-D --pidfile] detached worker and its pidfile', () => {
 
   it('[pidfile of a dead pid] is replaced with a warning', async () => {
     const home = tempTsqHome()
-    const env = envFor(home)
+    const env = embeddedBrokerEnv(home)
     const node = nodeName()
     const pidfile = join(home, 'w.pid')
     const logfile = join(home, 'w.log')
@@ -234,7 +230,7 @@ describe('[-D --pidfile] detached worker and its pidfile', () => {
 
   it('[pidfile of a live non-tsq process] is replaced; [live tsq worker] refuses with 73; [HUP] restarts in place', async () => {
     const home = tempTsqHome()
-    const env = envFor(home)
+    const env = embeddedBrokerEnv(home)
     const node = nodeName()
     const pidfile = join(home, 'w.pid')
     const logfile = join(home, 'w.log')

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 import { waitFor } from '../helpers/brokers.js'
 
 const APP = 'test/fixtures/tasks/lifecycle-tasks.js'
@@ -12,7 +12,7 @@ let n = 0
 
 async function setup(extra: string[] = [], envExtra: NodeJS.ProcessEnv = {}) {
   const home = tempTsqHome()
-  const env = { TSQ_HOME: home, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '', ...envExtra }
+  const env = embeddedBrokerEnv(home, envExtra)
   const node = `life${++n}-${process.pid}@testhost`
   const worker = await startWorker(['-A', APP, '-c', '1', '-l', 'INFO', '--without-heartbeat', ...extra], { env, nodename: node })
   return { env, node, worker, home }

@@ -38,6 +38,15 @@ export function tempTsqHome(): string {
   return mkdtempSync(join(tmpdir(), 'tsq-test-home-'))
 }
 
+/**
+ * The environment of a tsq run on the embedded broker under `home`: broker and
+ * backend variables from the caller's shell are blanked, so they cannot point
+ * the run elsewhere.
+ */
+export function embeddedBrokerEnv(home: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return { TSQ_HOME: home, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '', ...extra }
+}
+
 export interface SpawnedWorker {
   child: ChildProcess
   nodename: string
