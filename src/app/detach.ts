@@ -6,8 +6,10 @@ import { dirname } from 'node:path'
 
 const DETACH_FLAGS = new Set(['-D', '--detach'])
 
-export function detach(command: 'worker' | 'beat', argv: readonly string[], logfile: string | null): number {
+/** `umask`: --umask, set before the log file is created so that it, and the detached process, get it. */
+export function detach(command: 'worker' | 'beat', argv: readonly string[], logfile: string | null, umask?: number): number {
   const args = argv.filter((a) => !DETACH_FLAGS.has(a))
+  if (umask !== undefined) process.umask(umask)
   let out: number | 'ignore' = 'ignore'
   if (logfile) {
     mkdirSync(dirname(logfile), { recursive: true })

@@ -11,13 +11,18 @@ export class AppLoadError extends Error {
 
 const EXTENSIONS = ['', '.js', '.mjs', '.ts', '.mts', '/index.js', '/index.ts']
 
-export function resolveAppModule(spec: string, cwd = process.cwd()): string {
+export function resolveAppModule(spec: string, cwd = process.cwd(), what = 'the app module'): string {
   const base = isAbsolute(spec) ? spec : resolve(cwd, spec)
   for (const ext of EXTENSIONS) {
     const candidate = base + ext
     if (existsSync(candidate) && statSync(candidate).isFile()) return candidate
   }
-  throw new AppLoadError(`cannot find the app module ${JSON.stringify(spec)} (looked for ${EXTENSIONS.map((e) => `${spec}${e}`).join(', ')})`)
+  throw new AppLoadError(`cannot find ${what} ${JSON.stringify(spec)} (looked for ${EXTENSIONS.map((e) => `${spec}${e}`).join(', ')})`)
+}
+
+/** `-I/--include`: more modules to import after the app's, resolved as -A is. */
+export function resolveIncludes(specs: readonly string[], cwd = process.cwd()): string[] {
+  return specs.map((spec) => resolveAppModule(spec, cwd, 'the included module'))
 }
 
 export function isTypeScript(path: string): boolean {
@@ -35,19 +40,29 @@ function looksLikeApp(value: unknown): value is App {
   return !!value && typeof value === 'object' && (value as App).tasks instanceof Map && typeof (value as App).task === 'function'
 }
 
-export async function loadApp(modulePath: string): Promise<App> {
+async function importModule(modulePath: string): Promise<Record<string, unknown>> {
   if (isTypeScript(modulePath) && !tsxRegistered) {
     const { register } = await import('tsx/esm/api')
     register()
     tsxRegistered = true
   }
-  let mod: Record<string, unknown>
   try {
-    mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
+    return (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
   } catch (error) {
     throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}`, { cause: error })
   }
+}
+
+/**
+ * The app module, then each included one. An included module registers its
+ * tasks by importing the app module itself (`import { app } from './tasks.js'`),
+ * which ES modules resolve to the instance loaded here, as Celery's `-I`
+ * modules import the app.
+ */
+export async function loadApp(modulePath: string, includePaths: readonly string[] = []): Promise<App> {
+  const mod = await importModule(modulePath)
   const app = looksLikeApp(mod.app) ? mod.app : looksLikeApp(mod.default) ? mod.default : undefined
   if (!app) throw new AppLoadError(`${modulePath} exports no app: export it as \`app\` (or default) from createApp()`)
+  for (const includePath of includePaths) await importModule(includePath)
   return app
 }

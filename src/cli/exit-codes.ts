@@ -23,6 +23,8 @@ const BY_CODE: Record<string, ExitCodeValue> = {
   RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
   TASK_FAILED: ExitCode.FAILURE,
   CANT_CREATE: ExitCode.CANTCREAT,
+  // --uid/--gid as a user that may not change them: Celery's SecurityError ends with 1 too.
+  PERMISSION: ExitCode.FAILURE,
 }
 
 /** oclif's own parse errors, by class name (they carry no code of ours). */

@@ -1,6 +1,8 @@
 import { Flags } from '@oclif/core'
 import { loadConfig } from '../app/config.js'
 import { detach } from '../app/detach.js'
+import { dropPrivileges } from '../app/privileges.js'
+import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode, type StoreKind } from '../beat/index.js'
@@ -51,6 +53,7 @@ export default class BeatCommand extends TsqCommand<void> {
     logfile: Flags.string({ char: 'f', description: 'Log file (default stderr).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live beat holds it.' }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
+    ...privilegeFlags,
   }
   static examples = [
     '<%= config.bin %> beat -A ./tasks.js -l INFO',
@@ -63,10 +66,11 @@ export default class BeatCommand extends TsqCommand<void> {
     const lockTimeout = positiveSeconds('lock-timeout', flags['lock-timeout'])!
     const maxInterval = positiveSeconds('max-interval', flags['max-interval'])
     if (flags.detach) {
-      const pid = detach('beat', this.argv, flags.logfile ?? null)
+      const pid = detach('beat', this.argv, flags.logfile ?? null, checkPrivilegeFlags(flags))
       if (!flags.quiet) this.log(`beat: detached as pid ${pid}`)
       return
     }
+    dropPrivileges(flags.uid, flags.gid)
     const code = await runBeat({
       appSpec: flags.app,
       broker: flags.broker,

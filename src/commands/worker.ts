@@ -5,6 +5,8 @@ import { UsageError } from '../cli/errors.js'
 import { nodeFormat, workerNodename } from '../protocol/index.js'
 import { detach } from '../app/detach.js'
 import { checkPidfile } from '../app/pidfile.js'
+import { dropPrivileges } from '../app/privileges.js'
+import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { runWorker } from '../worker/run-worker.js'
 import { DEFAULT_LOCK_TIMEOUT, startBeat } from '../beat/index.js'
 import { storeFlags, storeOptionsOf } from './beat.js'
@@ -17,9 +19,10 @@ export default class WorkerCommand extends TsqCommand<void> {
     app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default).', required: true }),
     hostname: Flags.string({ char: 'n', description: 'Node name (%h host, %n short host, %d domain). Default celery@%h.' }),
     concurrency: Flags.integer({ char: 'c', description: 'Pool size (default: CPU count).', min: 1 }),
-    pool: Flags.string({ char: 'P', description: 'Pool implementation.', options: ['prefork', 'threads', 'solo'], default: 'prefork' }),
+    pool: Flags.string({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery).', options: ['prefork', 'threads', 'solo', 'processes'], default: 'prefork' }),
     queues: Flags.string({ char: 'Q', description: 'Comma-separated queues to consume (default celery).' }),
     'exclude-queues': Flags.string({ char: 'X', description: 'Comma-separated queues not to consume.' }),
+    include: Flags.string({ char: 'I', description: 'Comma-separated modules to import after the app module, in every pool process too (paths, resolved as -A is); they register tasks on the app they import.' }),
     loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
     logfile: Flags.string({ char: 'f', description: 'Log file (%n %h %d %p %i %I expand; %i/%I give one file per pool process).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live worker holds it.' }),
@@ -43,6 +46,7 @@ export default class WorkerCommand extends TsqCommand<void> {
     'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
     workdir: Flags.string({ description: 'Change to this directory before starting.' }),
+    ...privilegeFlags,
     beat: Flags.boolean({ char: 'B', description: 'Also run beat in this process (Celery\'s embedded beat): the app\'s beatSchedule and the store\'s entries. With --scheduler redis, several workers with -B elect one sender (lease).' }),
     ...storeFlags,
     schedule: Flags.string({ char: 's', aliases: ['schedule-filename'], description: 'With -B and --scheduler file, the store\'s path (default ./tsq-beat-schedule.json). Also --schedule-filename, as in Celery.' }),
@@ -61,11 +65,13 @@ export default class WorkerCommand extends TsqCommand<void> {
     if (flags.workdir) process.chdir(flags.workdir)
     if (flags.detach) {
       const nodename = workerNodename(flags.hostname, osHostname())
+      const umask = checkPrivilegeFlags(flags)
       if (flags.pidfile) checkPidfile(nodeFormat(flags.pidfile, nodename, 0))
-      const pid = detach('worker', this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null)
+      const pid = detach('worker', this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null, umask)
       if (!flags.quiet) this.log(`${nodename}: detached as pid ${pid}`)
       return
     }
+    dropPrivileges(flags.uid, flags.gid)
     const seconds = (name: string, raw: string | undefined): number | null => {
       if (raw === undefined) return null
       const n = Number(raw)
@@ -84,11 +90,12 @@ export default class WorkerCommand extends TsqCommand<void> {
     }
     const code = await runWorker({
       appSpec: flags.app,
+      includes: split(flags.include),
       broker: flags.broker,
       resultBackend: flags['result-backend'],
       nodename,
       concurrency: flags.concurrency ?? availableParallelism(),
-      pool: flags.pool as 'prefork' | 'threads' | 'solo',
+      pool: flags.pool === 'processes' ? 'prefork' : (flags.pool as 'prefork' | 'threads' | 'solo'),
       queues: split(flags.queues).length ? split(flags.queues) : ['celery'],
       excludeQueues: split(flags['exclude-queues']),
       loglevel: flags.loglevel,

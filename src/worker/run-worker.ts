@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { banner } from './banner.js'
-import { loadApp, resolveAppModule } from '../app/load-app.js'
+import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
 import type { PoolKind } from './pools/pool.js'
@@ -14,6 +14,8 @@ import { Worker } from './worker.js'
 
 export interface RunWorkerOptions {
   appSpec: string
+  /** `-I/--include` module specs, resolved as appSpec is. */
+  includes: string[]
   broker: string | undefined
   resultBackend: string | undefined
   nodename: string
@@ -61,7 +63,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   if (o.logfile) mkdirSync(dirname(o.logfile), { recursive: true })
   const log = new Logger(parseLevel(o.loglevel), o.logfile)
   const modulePath = resolveAppModule(o.appSpec)
-  const app = await loadApp(modulePath)
+  const includePaths = resolveIncludes(o.includes)
+  const app = await loadApp(modulePath, includePaths)
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
   const conf = app.options.conf ?? {}
@@ -70,6 +73,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const worker = new Worker({
     app,
     modulePath,
+    includePaths,
     brokerUrl: config.brokerUrl,
     resultBackend: config.resultBackend,
     hostname: o.nodename,

@@ -34,7 +34,7 @@ export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: 
     task_acks_late: o.acksLate,
     task_time_limit: o.timeLimit,
     task_soft_time_limit: o.softTimeLimit,
-    include: [o.modulePath],
+    include: [o.modulePath, ...o.includePaths],
     ...(o.app.options.conf ?? {}),
   }
   if (!withDefaults) return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== null))

@@ -6,6 +6,8 @@ import type { PoolKind } from './pools/pool.js'
 export interface WorkerOptions {
   app: App
   modulePath: string
+  /** `-I/--include`: loaded after the app module, in every pool slot too. */
+  includePaths: string[]
   brokerUrl: string
   resultBackend: string | undefined
   hostname: string

@@ -7,6 +7,7 @@ import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
 
 export interface SlotSpawnOptions extends SlotPoolOptions {
   modulePath: string
+  includePaths: string[]
   nodename: string
   logfile: string | null
 }
@@ -19,10 +20,10 @@ export class PreforkPool extends SlotPool {
   }
 
   protected spawn(index: number): SlotHandle {
-    const { modulePath, nodename, logfile } = this.spawnOptions
+    const { modulePath, includePaths, nodename, logfile } = this.spawnOptions
     const child = fork(slotEntryPath(), [], {
-      execArgv: slotExecArgv(modulePath),
-      env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify({ modulePath, nodename, logfile, index }), TSQ_POOL_INDEX: String(index) },
+      execArgv: slotExecArgv([modulePath, ...includePaths]),
+      env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify({ modulePath, includePaths, nodename, logfile, index }), TSQ_POOL_INDEX: String(index) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     // A child that dies while a message is on its way (EPIPE) is reported by its

@@ -20,7 +20,7 @@ export function slotEntryPath(): string {
   return join(packageRoot(), 'dist', 'worker', 'pools', 'slot-main.js')
 }
 
-/** A slot needs tsx when either the worker's own code or the user's module is TypeScript. */
-export function slotExecArgv(modulePath: string): string[] {
-  return isTypeScript(modulePath) || slotEntryPath().endsWith('.ts') ? ['--import', tsxImportUrl()] : []
+/** A slot needs tsx when either the worker's own code or one of the user's modules is TypeScript. */
+export function slotExecArgv(modulePaths: readonly string[]): string[] {
+  return modulePaths.some(isTypeScript) || slotEntryPath().endsWith('.ts') ? ['--import', tsxImportUrl()] : []
 }

@@ -9,6 +9,7 @@ import { setupSlotLogging } from './slot-logging.js'
 
 interface SlotData {
   modulePath: string
+  includePaths: string[]
   logfile: string | null
   nodename: string
   index: number
@@ -32,7 +33,7 @@ setupSlotLogging(data.logfile, data.nodename, data.index)
 const running = new Map<string, RunningJob>()
 
 try {
-  const app = await loadApp(data.modulePath)
+  const app = await loadApp(data.modulePath, data.includePaths)
   onMessage((message) => {
     switch (message.type) {
       case 'run': {

@@ -14,10 +14,10 @@ export class ThreadsPool extends SlotPool {
   }
 
   protected spawn(index: number): SlotHandle {
-    const { modulePath, nodename, logfile } = this.spawnOptions
+    const { modulePath, includePaths, nodename, logfile } = this.spawnOptions
     const worker = new Worker(slotEntryPath(), {
-      execArgv: slotExecArgv(modulePath),
-      workerData: { modulePath, nodename, logfile, index },
+      execArgv: slotExecArgv([modulePath, ...includePaths]),
+      workerData: { modulePath, includePaths, nodename, logfile, index },
       env: { ...process.env, TSQ_POOL_INDEX: String(index) },
     })
     let exited = false

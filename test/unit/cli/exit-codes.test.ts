@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { ExitCode, exitCodeFor } from '../../../src/cli/exit-codes.js'
 import { NoRepliesError, UsageError } from '../../../src/cli/errors.js'
 import { BadBrokerUrlError, BrokerConnectionError } from '../../../src/transport/errors.js'
+import { PrivilegeError } from '../../../src/app/privileges.js'
 
 describe('exitCodeFor maps by error class and code, never by message', () => {
   const table: Array<[string, unknown, number]> = [
@@ -10,6 +11,8 @@ describe('exitCodeFor maps by error class and code, never by message', () => {
     ['broker unreachable', new BrokerConnectionError('refused'), ExitCode.UNAVAILABLE],
     ['bad url', new BadBrokerUrlError('x'), ExitCode.USAGE],
     ['usage', new UsageError('x'), ExitCode.USAGE],
+    ['--uid without the right to change it', new PrivilegeError('x', 'PERMISSION'), ExitCode.FAILURE],
+    ['--uid naming no user', new PrivilegeError('x', 'BAD_ARGUMENT'), ExitCode.USAGE],
     ['oclif flag syntax', Object.assign(new Error('Nonexistent flag'), { oclif: { exit: 2 } }), ExitCode.USAGE],
     ['oclif explicit exit', Object.assign(new Error('x'), { oclif: { exit: 73 } }), 73],
     ['unknown bug', new TypeError('undefined is not a function'), ExitCode.SOFTWARE],
