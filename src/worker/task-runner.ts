@@ -70,15 +70,19 @@ export class TaskRunner {
 
   // ---- receiving -------------------------------------------------------
 
-  async onDelivery(delivery: Delivery): Promise<void> {
+  /**
+   * Returns a promise only when there is something to wait for: a task that
+   * runs and ends within the call is received, run, recorded and acked
+   * without one (each promise and await was a visible share of a noop's cost).
+   */
+  onDelivery(delivery: Delivery): void | Promise<void> {
     let message: TaskRequest
     try {
       if (delivery.body.length > MAX_BODY_BYTES) throw new Error(`body of ${delivery.body.length} bytes exceeds ${MAX_BODY_BYTES}`)
       message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
     } catch (error) {
       this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
-      await delivery.reject({ requeue: false }).catch(() => undefined)
-      return
+      return delivery.reject({ requeue: false }).catch(() => undefined)
     }
     const request = new Request(message, delivery, this.o.hostname)
     if (!this.o.app.tasks.has(message.task)) return this.unregistered(request)
@@ -109,8 +113,7 @@ export class TaskRunner {
       this.scheduled.set(request.id, { request, timer })
       this.o.onScheduledChange(this.scheduled.size)
       // On Redis the visibility timeout then runs from the ETA, not from now.
-      await delivery.deferVisibility?.(eta.getTime() / 1000).catch((e: Error) => this.o.log.warning(`could not defer visibility of ${message.id}: ${e.message}`))
-      return
+      return delivery.deferVisibility?.(eta.getTime() / 1000).catch((e: Error) => this.o.log.warning(`could not defer visibility of ${message.id}: ${e.message}`))
     }
     this.reserve(request)
   }
@@ -200,24 +203,25 @@ export class TaskRunner {
     }
   }
 
-  private async execute(request: Request): Promise<void> {
+  private execute(request: Request): void | Promise<void> {
     const m = request.message
-    if (this.o.revoked.has(m.id)) {
-      await this.revokeOnArrival(request, 'revoked')
-      this.pump()
-      return
-    }
+    if (this.o.revoked.has(m.id)) return this.revokeOnArrival(request, 'revoked').then(() => this.pump())
     const task = this.o.app.tasks.get(m.task)!
     const acksLate = task.options.acksLate ?? this.o.acksLate
-    const limits = this.limitsFor(request)
     this.active.set(m.id, request)
     request.timeStart = Date.now() / 1000
     if (!acksLate) this.track(request.ack())
     if (this.o.events.taskEvents) this.o.events.sendTask('task-started', { uuid: m.id })
     if (task.options.trackStarted) {
       request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
-      await this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null)
+      return this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null).then(() => this.run(request))
     }
+    return this.run(request)
+  }
+
+  private run(request: Request): void | Promise<void> {
+    const m = request.message
+    const limits = this.limitsFor(request)
     const job: Job = {
       id: m.id,
       task: m.task,
@@ -230,52 +234,95 @@ export class TaskRunner {
       hostname: this.o.hostname,
       softTimeLimit: limits.soft,
     }
-    let outcome: Outcome
+    let running: Outcome | Promise<Outcome>
     try {
-      const running = this.o.pool.run(job, limits.hard)
+      running = this.o.pool.run(job, limits.hard)
       request.pidProbe = this.pidOfTask
-      outcome = await running
     } catch (error) {
-      outcome = { status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 }
-      this.o.log.error(`Pool could not run ${m.task}[${m.id}]: ${(error as Error).message}`)
+      running = this.lost(request, error)
     }
+    if (running instanceof Promise) {
+      return running.then(
+        (outcome) => this.complete(request, outcome),
+        (error: unknown) => this.complete(request, this.lost(request, error)),
+      )
+    }
+    return this.complete(request, running)
+  }
+
+  private lost(request: Request, error: unknown): Outcome {
+    this.o.log.error(`Pool could not run ${request.message.task}[${request.message.id}]: ${(error as Error).message}`)
+    return { status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 }
+  }
+
+  private complete(request: Request, outcome: Outcome): void | Promise<void> {
+    let finishing: void | Promise<void>
     try {
-      await this.finish(request, outcome)
+      finishing = this.finish(request, outcome)
     } catch (error) {
-      this.o.log.error(`Could not record the outcome of ${m.task}[${m.id}]: ${(error as Error).message}`)
+      finishing = Promise.reject(error)
+    }
+    if (finishing) return this.completeLater(request, finishing)
+    this.done(request)
+  }
+
+  private async completeLater(request: Request, finishing: Promise<void>): Promise<void> {
+    try {
+      await finishing
+    } catch (error) {
+      this.o.log.error(`Could not record the outcome of ${request.message.task}[${request.message.id}]: ${(error as Error).message}`)
       await request.reject(true).catch(() => undefined)
     } finally {
-      // A redelivered copy (after a connection loss) may run under the same id meanwhile.
-      if (this.active.get(m.id) === request) this.active.delete(m.id)
-      this.total[m.task] = (this.total[m.task] ?? 0) + 1
-      this.processed += 1
-      this.o.onTaskDone?.()
-      this.wakeIdleWaiters()
-      this.pump()
+      this.done(request)
     }
+  }
+
+  private done(request: Request): void {
+    const m = request.message
+    // A redelivered copy (after a connection loss) may run under the same id meanwhile.
+    if (this.active.get(m.id) === request) this.active.delete(m.id)
+    this.total[m.task] = (this.total[m.task] ?? 0) + 1
+    this.processed += 1
+    this.o.onTaskDone?.()
+    this.wakeIdleWaiters()
+    this.pump()
   }
 
   // ---- outcomes --------------------------------------------------------
 
-  private async finish(request: Request, outcome: Outcome): Promise<void> {
+  /** Returns a promise only when something must be waited for (a result to store, callbacks to send). */
+  private finish(request: Request, outcome: Outcome): void | Promise<void> {
     const m = request.message
     if (request.restored) {
       this.o.events.sendTask('task-cancelled', { uuid: m.id })
       return
     }
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
+    if (outcome.status !== 'success') return this.finishUnsuccessful(request, outcome, ignoreResult)
+    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
+    const storing = !ignoreResult && !!this.o.backend
+    const following = !!(m.embed.callbacks?.length || m.embed.chain?.length)
+    if (storing || following) return this.succeedLater(request, outcome, storing, following)
+    this.sendSucceededEvent(request, outcome)
+    this.settle(request, 'ack')
+  }
+
+  /** The stored result first, then the event, then callbacks, then the ack, as Celery orders them. */
+  private async succeedLater(request: Request, outcome: Extract<Outcome, { status: 'success' }>, storing: boolean, following: boolean): Promise<void> {
+    if (storing) await this.store(request, 'SUCCESS', outcome.value, null)
+    this.sendSucceededEvent(request, outcome)
+    if (following) await sendCallbacks(this.o, request, outcome.value)
+    this.settle(request, 'ack')
+  }
+
+  private sendSucceededEvent(request: Request, outcome: Extract<Outcome, { status: 'success' }>): void {
+    // saferepr of a large result is not free: only when someone listens.
+    if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: request.message.id, result: saferepr(outcome.value), runtime: outcome.runtime })
+  }
+
+  private async finishUnsuccessful(request: Request, outcome: Exclude<Outcome, { status: 'success' }>, ignoreResult: boolean): Promise<void> {
+    const m = request.message
     switch (outcome.status) {
-      case 'success': {
-        if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
-        // Each await below is a promise and a turn per task: the steps with
-        // nothing to do (no result backend, no callbacks) are not entered.
-        if (!ignoreResult && this.o.backend) await this.store(request, 'SUCCESS', outcome.value, null)
-        // saferepr of a large result is not free: only when someone listens.
-        if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: m.id, result: saferepr(outcome.value), runtime: outcome.runtime })
-        if (m.embed.callbacks?.length || m.embed.chain?.length) await sendCallbacks(this.o, request, outcome.value)
-        this.settle(request, 'ack')
-        return
-      }
       case 'failure': {
         this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}`)
         await this.fail(request, outcome.exc, outcome.traceback, ignoreResult)

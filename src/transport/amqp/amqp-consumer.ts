@@ -6,6 +6,13 @@ import { AckBatcher } from './ack-batcher.js'
 import { classifyAmqpError } from './classify-error.js'
 import { fromAmqplibProperties } from './properties.js'
 
+/**
+ * What ack and reject return: the frame is queued on the channel at once, so
+ * there is nothing to wait for, and one shared settled promise is not a new
+ * one per message.
+ */
+const SETTLED: Promise<void> = Promise.resolve()
+
 export interface ConsumerHost {
   /** Reports a failure that has no caller to throw to. */
   report(err: unknown, what: string): void
@@ -183,19 +190,19 @@ export class AmqpConsumer implements Consumer {
       batcher?.delivered(msg.fields.deliveryTag)
     }
     const settle = (how: (batcher: AckBatcher) => void): Promise<void> => {
-      if (settled) return Promise.resolve()
+      if (settled) return SETTLED
       settled = true
       if (generation === this.generation) this.outstanding -= 1
       // A delivery from a channel that has since closed is redelivered by the
       // broker; acking it on another channel would be a 406, so it is dropped.
-      if (this.channel !== channel || generation !== this.generation || !batcher || batcher !== this.batcher) return Promise.resolve()
+      if (this.channel !== channel || generation !== this.generation || !batcher || batcher !== this.batcher) return SETTLED
       try {
         how(batcher)
       } catch {
         // Channel closed between the check and the send: same as above.
       }
       this.closeIfDrained()
-      return Promise.resolve()
+      return SETTLED
     }
     const delivery: Delivery = {
       body: msg.content,

@@ -24,7 +24,12 @@ function traceback(error: unknown): string | null {
 }
 
 export interface RunningJob {
-  outcome: Promise<Outcome>
+  /**
+   * How the run ended, when the task ended within the call (it returned a
+   * plain value or threw): the solo pool takes it as it is, with no promise.
+   */
+  readonly immediate: Outcome | undefined
+  readonly outcome: Promise<Outcome>
   abort(reason: 'revoked' | 'soft-time-limit'): void
 }
 
@@ -84,7 +89,8 @@ class RunContext implements TaskContext {
 }
 
 class JobExecution implements RunningJob {
-  readonly outcome: Promise<Outcome>
+  immediate: Outcome | undefined
+  private pending: Promise<Outcome> | undefined
   private readonly context: RunContext
   private readonly started = performance.now()
   private softTimer: NodeJS.Timeout | undefined
@@ -96,17 +102,23 @@ class JobExecution implements RunningJob {
     try {
       returned = task.options.bind ? runWithContext(this.context, task.fn, [this.context, ...job.args]) : runWithContext(this.context, task.fn, job.args)
     } catch (error) {
-      this.outcome = Promise.resolve(this.failed(error))
+      this.immediate = this.failed(error)
       return
     }
     // A task that returns a plain value is done now; only a promise is waited
     // for (an async function per task was a visible share of a noop's cost).
-    this.outcome = isThenable(returned)
-      ? Promise.resolve(returned).then(
-          (value) => this.succeeded(value),
-          (error: unknown) => this.failed(error),
-        )
-      : Promise.resolve(this.succeeded(returned))
+    if (isThenable(returned)) {
+      this.pending = Promise.resolve(returned).then(
+        (value) => this.succeeded(value),
+        (error: unknown) => this.failed(error),
+      )
+    } else {
+      this.immediate = this.succeeded(returned)
+    }
+  }
+
+  get outcome(): Promise<Outcome> {
+    return (this.pending ??= Promise.resolve(this.immediate!))
   }
 
   abort(reason: 'revoked' | 'soft-time-limit'): void {
@@ -143,7 +155,7 @@ export function executeJob(app: App, job: Job): RunningJob {
   const task = app.tasks.get(job.task)
   if (!task) {
     const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
-    return { outcome: Promise.resolve(unknown), abort: () => undefined }
+    return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined }
   }
   return new JobExecution(task, job)
 }

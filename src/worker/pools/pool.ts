@@ -18,8 +18,12 @@ export interface Pool {
   readonly kind: PoolKind
   readonly size: number
   start(): Promise<void>
-  /** Resolves with how the job ended; `timeLimit` (seconds) kills it where the pool can. */
-  run(job: Job, timeLimit: number | null): Promise<Outcome>
+  /**
+   * How the job ended: at once when it ended within the call (the solo pool,
+   * a task that returned without a promise), else a promise of it.
+   * `timeLimit` (seconds) kills the job where the pool can.
+   */
+  run(job: Job, timeLimit: number | null): Outcome | Promise<Outcome>
   /** Ends a running task; returns false if it is not running here. */
   terminate(taskId: string, signal: NodeJS.Signals | number): boolean
   /** Fires the task's AbortSignal (revoke without terminate while it runs). */

@@ -16,8 +16,10 @@ export class SoloPool implements Pool {
 
   async start(): Promise<void> {}
 
-  run(job: Job, timeLimit: number | null): Promise<Outcome> {
+  run(job: Job, timeLimit: number | null): Outcome | Promise<Outcome> {
     const running = executeJob(this.app, job)
+    // Ended within the call: nothing left to time, abort or wait for.
+    if (running.immediate) return running.immediate
     return new Promise<Outcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined
       const settle = (outcome: Outcome) => {

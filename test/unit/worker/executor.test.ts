@@ -92,3 +92,16 @@ it('[executor] with bind the context comes first, then the args; its members wor
   ).outcome
   assert.equal(destructured.status === 'retry' && destructured.countdown, 3)
 })
+
+it('[executor] a task that returns a plain value or throws has ended within the call (immediate); an async one has not', async () => {
+  const plain = executeJob(appWith(() => 42), job())
+  assert.deepEqual(plain.immediate && { status: plain.immediate.status, value: (plain.immediate as { value: unknown }).value }, { status: 'success', value: 42 })
+  assert.equal((await plain.outcome).status, 'success', 'the promise form still works (pool slots use it)')
+  const thrown = executeJob(appWith(() => {
+    throw new Error('boom')
+  }), job())
+  assert.equal(thrown.immediate?.status, 'failure')
+  const later = executeJob(appWith(async () => 1), job())
+  assert.equal(later.immediate, undefined)
+  assert.equal((await later.outcome).status, 'success')
+})

@@ -154,3 +154,26 @@ it('[task-runner] with early ack the message is acked when the task starts, once
   await idle.idled
   assert.equal(d.acks, 1, 'not acked a second time when the task finished')
 })
+
+it('[task-runner] a task that returns without a promise is received, run and acked within the delivery call, with no promise made', () => {
+  const { runner, ran } = runnerWith(2)
+  const d = delivery('proj.record', ['now'], gate())
+  const returned = runner.onDelivery(d)
+  assert.equal(returned, undefined, 'nothing to wait for: no promise')
+  assert.deepEqual(ran, ['now'])
+  assert.equal(d.acks, 1, 'acked before onDelivery returned')
+  assert.equal(runner.active.size, 0, 'the slot is free again')
+  assert.equal(runner.processed, 1)
+})
+
+it('[task-runner] an async task keeps its slot until its promise settles, then is acked', async () => {
+  const { runner, taskGate } = runnerWith(1)
+  const d = delivery('proj.wait', [], gate())
+  runner.onDelivery(d)
+  assert.equal(runner.active.size, 1)
+  assert.equal(d.acks, 0)
+  taskGate.open()
+  await turn()
+  assert.equal(d.acks, 1)
+  assert.equal(runner.active.size, 0)
+})
