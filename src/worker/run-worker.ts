@@ -32,6 +32,7 @@ export interface RunWorkerOptions {
   heartbeat: boolean
   heartbeatInterval: number
   mingle: boolean
+  gossip: boolean
   purge: boolean
   timeLimit: number | null
   softTimeLimit: number | null
@@ -86,6 +87,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     heartbeat: o.heartbeat,
     heartbeatInterval: o.heartbeatInterval,
     mingle: o.mingle,
+    gossip: o.gossip,
     purge: o.purge,
     timeLimit: o.timeLimit,
     softTimeLimit: o.softTimeLimit,

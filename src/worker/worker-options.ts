@@ -20,6 +20,8 @@ export interface WorkerOptions {
   heartbeat: boolean
   heartbeatInterval: number
   mingle: boolean
+  /** Follow the other workers' worker-* events (Celery's gossip). */
+  gossip: boolean
   purge: boolean
   timeLimit: number | null
   softTimeLimit: number | null

@@ -8,6 +8,7 @@ import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
 import { EventDispatcher } from './events.js'
+import { Gossip } from './gossip.js'
 import { LimitedSet } from './limited-set.js'
 import type { Pool } from './pools/pool.js'
 import { PreforkPool } from './pools/prefork-pool.js'
@@ -56,6 +57,7 @@ export class Worker {
   private autoscaler: Autoscaler | null = null
   private guard: ConnectionGuard | null = null
   private statedb: StateDb | null = null
+  private gossip: Gossip | null = null
   private heartbeatTimer: NodeJS.Timeout | undefined
   private stopping: Promise<void> | undefined
   private resolveStopped!: () => void
@@ -147,6 +149,10 @@ export class Worker {
     this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
     await this.mailbox.start()
     if (this.o.mingle && this.transport.kind !== 'file') await this.mingle()
+    if (this.o.gossip && this.transport.kind !== 'file') {
+      this.gossip = new Gossip(this.transport, this.o.hostname, this.clock, this.o.log)
+      await this.gossip.start()
+    }
     for (const name of this.o.queues.filter((q) => !this.o.excludeQueues.includes(q))) {
       const { exchange, routingKey } = taskQueue(name)
       await this.addConsumer({ name, exchange: exchange.name, exchangeType: exchange.type, routingKey })
@@ -370,6 +376,7 @@ export class Worker {
     if (this.o.heartbeat && this.events) await this.events.sendWorker('worker-offline', this.heartbeatState()).catch(() => undefined)
     await this.events?.flush().catch(() => undefined)
     await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)
+    await this.gossip?.stop()
     // The mailbox goes last, so `inspect active` answers while the worker drains.
     await this.mailbox?.stop().catch(() => undefined)
     await this.backend?.close().catch(() => undefined)

@@ -55,6 +55,8 @@ export interface TsqWorkerOptions {
   events?: boolean
   module?: string
   loglevel?: string
+  /** Follow the other workers' heartbeats (off by default here: most tests want a quiet log). */
+  gossip?: boolean
   extraArgs?: readonly string[]
   readyTimeoutMs?: number
   /** How much of the worker's output to keep (the tail), for tests that read the whole log. */
@@ -89,7 +91,7 @@ export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
     TSQ_BIN, 'worker', '-A', o.module ?? TASKS_MODULE,
     '-b', o.env.broker, '--result-backend', o.env.backend,
     '-n', nodename, '-c', String(o.concurrency ?? 2), '-P', o.pool ?? 'prefork',
-    '-Q', o.env.queue, '-l', o.loglevel ?? 'INFO', '--without-mingle', '--without-gossip',
+    '-Q', o.env.queue, '-l', o.loglevel ?? 'INFO', '--without-mingle', ...(o.gossip ? [] : ['--without-gossip']),
     ...(o.events ? ['-E'] : []),
     ...(o.extraArgs ?? []),
   ]
