@@ -1,7 +1,7 @@
 // Loads a user's task module (`-A ./tasks.js`) and finds its app: the export
 // named `app`, else the default export. TypeScript modules load through tsx.
-import { existsSync, statSync } from 'node:fs'
-import { isAbsolute, resolve } from 'node:path'
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { App } from './app.js'
 
@@ -49,7 +49,32 @@ async function importModule(modulePath: string): Promise<Record<string, unknown>
   try {
     return (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
   } catch (error) {
-    throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}`, { cause: error })
+    throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}${commonJsHint(modulePath)}`, { cause: error })
+  }
+}
+
+/**
+ * A `.ts` file outside a package with "type": "module" loads as CommonJS, and
+ * Node's own message for what then fails (a require() cycle) does not say so.
+ */
+function commonJsHint(modulePath: string): string {
+  if (!/\.(ts|cts)$/.test(modulePath) || nearestPackageType(dirname(modulePath)) === 'module') return ''
+  return ' (a .ts file outside a package with "type": "module" loads as CommonJS; task modules are ES modules: add "type": "module" to package.json, or name the file .mts)'
+}
+
+function nearestPackageType(dir: string): string | undefined {
+  for (;;) {
+    const candidate = join(dir, 'package.json')
+    if (existsSync(candidate)) {
+      try {
+        return (JSON.parse(readFileSync(candidate, 'utf8')) as { type?: string }).type ?? 'commonjs'
+      } catch {
+        return undefined
+      }
+    }
+    const up = dirname(dir)
+    if (up === dir) return undefined
+    dir = up
   }
 }
 

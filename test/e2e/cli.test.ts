@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 
 const ANSI = /\u001b\[/
@@ -125,6 +126,16 @@ describe('tsq CLI contract (embedded broker)', () => {
     assert.equal(r.code, 64)
     assert.match(r.stderr, /^Error: --args is not valid JSON/)
     assert.equal(r.stderr.trim().split('\n').length, 1)
+  })
+
+  it('a .ts task module that Node loads as CommonJS is one line and exit 64, saying why', async () => {
+    const dir = tempTsqHome()
+    writeFileSync(join(dir, 'package.json'), '{ "type": "commonjs" }\n')
+    writeFileSync(join(dir, 'tasks.ts'), `import { createApp } from ${JSON.stringify(join(ROOT, 'dist/app/index.js'))}\nexport const app = createApp({ name: 'p' })\n`)
+    const r = await runTsq(['worker', '-A', join(dir, 'tasks.ts'), '-P', 'solo'], { env })
+    assert.equal(r.code, 64, r.stderr)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.match(r.stderr, /^Error: cannot load .*tasks\.ts: .*\(a \.ts file outside a package with "type": "module" loads as CommonJS; task modules are ES modules: add "type": "module" to package\.json, or name the file \.mts\)$/m)
   })
 
   it('an unknown flag and a bad --timeout are usage errors (64)', async () => {
