@@ -63,15 +63,19 @@ function commonJsHint(modulePath: string): string {
 }
 
 function nearestPackageType(dir: string): string | undefined {
+  const packageDir = nearestPackageDir(dir)
+  if (packageDir === undefined) return undefined
+  try {
+    return (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { type?: string }).type ?? 'commonjs'
+  } catch {
+    return undefined
+  }
+}
+
+/** The nearest folder from `dir` upwards that holds a package.json. */
+export function nearestPackageDir(dir: string): string | undefined {
   for (;;) {
-    const candidate = join(dir, 'package.json')
-    if (existsSync(candidate)) {
-      try {
-        return (JSON.parse(readFileSync(candidate, 'utf8')) as { type?: string }).type ?? 'commonjs'
-      } catch {
-        return undefined
-      }
-    }
+    if (existsSync(join(dir, 'package.json'))) return dir
     const up = dirname(dir)
     if (up === dir) return undefined
     dir = up

@@ -5,8 +5,13 @@ import { hostname as osHostname, loadavg } from 'node:os'
 import { buildEvent, encodeEvent, encodeEventBatch, eventRoutingKey, orderEventFields, utcoffsetHours, workerEventFields, workerSoftware } from '../protocol/index.js'
 import type { LamportClock, Transport } from '../transport/index.js'
 
-const EVENT_EXCHANGE = 'celeryev'
+export const EVENT_EXCHANGE = 'celeryev'
 const BATCH_MAX = 24
+
+/** Celery's celeryev: a durable topic exchange on AMQP; kombu turns it into fanout on Redis. */
+export function declareEventExchange(transport: Transport): Promise<void> {
+  return transport.declareExchange({ name: EVENT_EXCHANGE, type: transport.kind === 'amqp' ? 'topic' : 'fanout', durable: true, autoDelete: false })
+}
 
 export class EventDispatcher {
   taskEvents: boolean
@@ -27,8 +32,7 @@ export class EventDispatcher {
 
   private async declare(): Promise<void> {
     if (this.declared) return
-    // Celery's celeryev is a durable topic exchange on AMQP; kombu turns it into fanout on Redis.
-    await this.transport.declareExchange({ name: EVENT_EXCHANGE, type: this.transport.kind === 'amqp' ? 'topic' : 'fanout', durable: true, autoDelete: false })
+    await declareEventExchange(this.transport)
     this.declared = true
   }
 

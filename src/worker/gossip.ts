@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from '../app/logger.js'
 import type { Consumer, Delivery, LamportClock, Transport } from '../transport/index.js'
+import { declareEventExchange, EVENT_EXCHANGE } from './events.js'
 
-const EVENT_EXCHANGE = 'celeryev'
 /** Gossip(interval=5.0): how often peers are checked for missed heartbeats. */
 export const GOSSIP_INTERVAL_SECONDS = 5
 /** celery.events.state: a worker is alive until its last heartbeat + freq × 200 %. */
@@ -39,8 +39,7 @@ export class Gossip {
   ) {}
 
   async start(): Promise<void> {
-    // Declared as the event dispatcher declares it: topic on AMQP, kombu's fanout on Redis.
-    await this.transport.declareExchange({ name: EVENT_EXCHANGE, type: this.transport.kind === 'amqp' ? 'topic' : 'fanout', durable: true, autoDelete: false })
+    await declareEventExchange(this.transport)
     await this.transport.declareQueue({ name: this.queue, durable: false, exclusive: false, autoDelete: true, arguments: { 'x-message-ttl': 5_000, 'x-expires': 60_000 } })
     await this.transport.bindQueue(this.queue, EVENT_EXCHANGE, 'worker.#')
     this.consumer = await this.transport.consume(this.queue, (delivery) => this.onDelivery(delivery), { noAck: true })

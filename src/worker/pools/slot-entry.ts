@@ -1,17 +1,12 @@
-import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { isTypeScript, tsxImportUrl } from '../../app/load-app.js'
+import { isTypeScript, nearestPackageDir, tsxImportUrl } from '../../app/load-app.js'
 
 /** The package root: the nearest folder above this file with package.json (works from src/, dist/ and dist/bundle/). */
 function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url))
-  while (!existsSync(join(dir, 'package.json'))) {
-    const up = dirname(dir)
-    if (up === dir) throw new Error('cannot find the tsq package root')
-    dir = up
-  }
-  return dir
+  const root = nearestPackageDir(dirname(fileURLToPath(import.meta.url)))
+  if (root === undefined) throw new Error('cannot find the tsq package root')
+  return root
 }
 
 /** slot-main: the compiled .js next to the other pools, or the .ts when running from the sources. */
