@@ -11,9 +11,9 @@ export type { Signature, TaskEmbed, TaskSendOptions, EncodedMessage, TaskRequest
 export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,
-  encodeResultMeta, encodeRpcResult, decodeResultMeta, describeResult,
+  encodeResultMeta, encodeRpcResult, decodeResultMeta, describeResult, encodeChordPart, joinChordParts,
 } from './result.js'
-export type { TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta } from './result.js'
+export type { TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './result.js'
 export {
   encodeControlRequest, decodeControlRequest, controlRequestHeaders, controlReplyHeaders,
   fnmatchToRegExp, matchPattern, matchesDestination, encodeControlReply, decodeControlReply,

@@ -172,3 +172,45 @@ export function describeResult(meta: Pick<ResultMeta, 'status' | 'result'>): str
   if (EXCEPTION_STATES.has(meta.status) && isExceptionInfo(meta.result)) return exceptionText(meta.result)
   return pyStr(meta.result)
 }
+
+// ---- chords (spec §2.3) ----------------------------------------------------
+
+/**
+ * One finished header task as the Redis backend keeps it in the chord's `.j`
+ * sorted set: `[1, task_id, state, result]`, an exception result in its json
+ * form. The leading 1 is a format version Celery writes and never reads.
+ */
+export function encodeChordPart(taskId: string, state: TaskState, result: unknown): string {
+  return dumps([1, taskId, state, result])
+}
+
+/** What the chord body gets: every header result in group order, or why it fails. */
+export type ChordJoin = { ok: true; values: unknown[] } | { ok: false; error: string }
+
+/**
+ * Celery's `_unpack_chord_result` over the parts in group order: the first
+ * part that failed or was revoked fails the chord with ChordError's message
+ * `Dependency <id> raised <repr>`; an unreadable part is a join error, as
+ * Celery's catch-all makes it.
+ */
+export function joinChordParts(parts: readonly string[]): ChordJoin {
+  const values: unknown[] = []
+  for (const text of parts) {
+    let part: unknown
+    try {
+      part = loads(text)
+    } catch (cause) {
+      return { ok: false, error: `Join error: ValueError(${pyRepr(`unreadable chord part: ${(cause as Error).message}`)})` }
+    }
+    if (!Array.isArray(part) || part.length < 4 || typeof part[1] !== 'string' || typeof part[2] !== 'string') {
+      return { ok: false, error: `Join error: ValueError(${pyRepr(`malformed chord part: ${text.slice(0, 200)}`)})` }
+    }
+    const [, taskId, state, result] = part as [unknown, string, string, unknown]
+    if (PROPAGATE_STATES.has(state)) {
+      const raised = isExceptionInfo(result) ? exceptionRepr(result) : pyRepr(result)
+      return { ok: false, error: `Dependency ${taskId} raised ${raised}` }
+    }
+    values.push(result)
+  }
+  return { ok: true, values }
+}

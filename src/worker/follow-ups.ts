@@ -1,8 +1,11 @@
 // What a finished task sends on (spec §1.4, §1.7): the same task again for a
 // retry, the callbacks and the next link of its chain after a success, the
-// errbacks after a failure. Each goes out as a new task message.
+// errbacks after a failure, and a chord's body once its last header task is
+// done (spec §2.3). Each goes out as a new task message.
+import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index.js'
+import type { Logger } from '../app/logger.js'
 import { sendTask } from '../app/send-task.js'
-import type { Signature } from '../protocol/index.js'
+import { encodeChordPart, encodeResultMeta, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
 
@@ -56,15 +59,70 @@ export async function sendErrbacks(sender: Sender, request: Request, onSendError
   }
 }
 
+export interface ChordSender extends Sender {
+  backend: ResultBackend | null
+  log: Logger
+}
+
+/**
+ * Celery's `on_chord_part_return` for a header task that ended (SUCCESS,
+ * FAILURE or REVOKED; a retry is not an end). The part that completes the
+ * chord sends the body with every header result, in group order, prepended
+ * to its args; if a part failed, the body fails with ChordError instead and
+ * its errbacks run, as `chord_error_from_stack` does.
+ */
+export async function returnChordPart(sender: ChordSender, request: Request, state: TaskState, result: unknown): Promise<void> {
+  const m = request.message
+  const body = m.embed.chord
+  if (!body || !m.group) return
+  const backend = sender.backend
+  if (!backend?.chordPartReturn) {
+    sender.log.error(`Chord ${m.group}: ${m.task}[${m.id}] is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`)
+    return
+  }
+  let join: ReturnType<typeof joinChordParts>
+  try {
+    const parts = await backend.chordPartReturn(m.group, m.groupIndex, encodeChordPart(m.id, state, result))
+    if (!parts) return
+    join = joinChordParts(parts)
+  } catch (error) {
+    if (!(error instanceof ChordUnsupportedError)) throw error
+    join = { ok: false, error: `Join error: NotImplementedError(${pyRepr(error.message)})` }
+  }
+  if (join.ok) {
+    await sendSignature(sender, body, [join.values], request)
+    return
+  }
+  sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(join.error)})`)
+  await failChordBody(sender, backend, body, join.error, request)
+}
+
+async function failChordBody(sender: ChordSender, backend: ResultBackend, body: Signature, message: string, request: Request): Promise<void> {
+  const options = (body.options ?? {}) as Record<string, unknown>
+  const bodyId = typeof options.task_id === 'string' ? options.task_id : null
+  if (bodyId) {
+    const meta = encodeResultMeta({ taskId: bodyId, status: 'FAILURE', result: { exc_type: 'ChordError', exc_message: [message], exc_module: 'celery.exceptions' }, traceback: null })
+    await backend.store(bodyId, meta, 'FAILURE')
+  }
+  for (const errback of signatures(options.link_error)) {
+    await sendSignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${errback.task} not sent: ${e.message}`))
+  }
+}
+
+function signatures(value: unknown): Signature[] {
+  if (Array.isArray(value)) return value as Signature[]
+  return value ? [value as Signature] : []
+}
+
 async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
   const options = (sig.options ?? {}) as Record<string, unknown>
   const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
   const embed: Record<string, unknown> = {}
   if (chain && chain.length) embed.chain = chain
-  if (Array.isArray(options.link)) embed.callbacks = options.link
-  else if (options.link) embed.callbacks = [options.link]
-  if (Array.isArray(options.link_error)) embed.errbacks = options.link_error
-  else if (options.link_error) embed.errbacks = [options.link_error]
+  const callbacks = signatures(options.link)
+  if (callbacks.length) embed.callbacks = callbacks
+  const errbacks = signatures(options.link_error)
+  if (errbacks.length) embed.errbacks = errbacks
   await sendTask(sender.transport, sig.task, {
     id: typeof options.task_id === 'string' ? options.task_id : undefined,
     args,

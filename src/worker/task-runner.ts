@@ -8,7 +8,7 @@ import type { ResultBackend } from '../app/backends/index.js'
 import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
-import { republishForRetry, sendCallbacks, sendErrbacks } from './follow-ups.js'
+import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
@@ -129,7 +129,7 @@ export class TaskRunner {
   private async revokeOnArrival(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
     this.o.log.info(`Discarding revoked task: ${request.name}[${request.id}]${reason === 'expired' ? ' (expired)' : ''}`)
     await request.ack().catch(() => undefined)
-    await this.store(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null)
+    await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null, true)
     this.o.events.sendTask('task-revoked', { uuid: request.id, terminated: false, signum: null, expired: reason === 'expired' })
   }
 
@@ -300,16 +300,16 @@ export class TaskRunner {
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
     if (outcome.status !== 'success') return this.finishUnsuccessful(request, outcome, ignoreResult)
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
-    const storing = !ignoreResult && !!this.o.backend
+    const storing = (!ignoreResult && !!this.o.backend) || isChordPart(m)
     const following = !!(m.embed.callbacks?.length || m.embed.chain?.length)
-    if (storing || following) return this.succeedLater(request, outcome, storing, following)
+    if (storing || following) return this.succeedLater(request, outcome, !ignoreResult, following)
     this.sendSucceededEvent(request, outcome)
     this.settle(request, 'ack')
   }
 
   /** The stored result first, then the event, then callbacks, then the ack, as Celery orders them. */
-  private async succeedLater(request: Request, outcome: Extract<Outcome, { status: 'success' }>, storing: boolean, following: boolean): Promise<void> {
-    if (storing) await this.store(request, 'SUCCESS', outcome.value, null)
+  private async succeedLater(request: Request, outcome: Extract<Outcome, { status: 'success' }>, keepResult: boolean, following: boolean): Promise<void> {
+    await this.storeEnd(request, 'SUCCESS', outcome.value, null, keepResult)
     this.sendSucceededEvent(request, outcome)
     if (following) await sendCallbacks(this.o, request, outcome.value)
     this.settle(request, 'ack')
@@ -339,7 +339,7 @@ export class TaskRunner {
           this.settle(request, 'ack')
         } else if (outcome.reason === 'terminated') {
           this.o.log.info(`Terminating ${m.id} (${outcome.signal ?? 'SIGTERM'})`)
-          await this.store(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null)
+          await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null, true)
           this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(outcome.signal), expired: false })
           this.settle(request, 'ack')
         } else {
@@ -354,7 +354,7 @@ export class TaskRunner {
 
   private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {
     const m = request.message
-    if (!ignoreResult) await this.store(request, 'FAILURE', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, traceback)
+    await this.storeEnd(request, 'FAILURE', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
     await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${task} not sent: ${e.message}`))
   }
@@ -377,6 +377,22 @@ export class TaskRunner {
     if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, null)
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
     this.settle(request, 'ack')
+  }
+
+  /**
+   * A task's last state, as Celery's mark_as_done/failure/revoked record it:
+   * the result (unless ignored), then, for a chord header task, its part of
+   * the chord, which an ignored result still counts.
+   */
+  private async storeEnd(request: Request, status: TaskState, result: unknown, traceback: string | null, keepResult: boolean): Promise<void> {
+    if (keepResult) await this.store(request, status, result, traceback)
+    if (!isChordPart(request.message)) return
+    try {
+      await returnChordPart(this.o, request, status, result)
+    } catch (error) {
+      const m = request.message
+      this.o.log.error(`Chord ${m.group}: the part of ${m.task}[${m.id}] was not recorded: ${(error as Error).message}`)
+    }
   }
 
   async store(request: Request, status: TaskState, result: unknown, traceback: string | null): Promise<void> {
@@ -465,6 +481,11 @@ function decompress(delivery: Delivery): Buffer {
     }
   }
   throw new Error(`unsupported compression ${JSON.stringify(codec)}`)
+}
+
+/** A chord's header task: its end counts towards running the chord's body. */
+function isChordPart(m: TaskRequest): boolean {
+  return m.embed.chord !== null && m.group !== null
 }
 
 /** `ValueError('boom')`, as Celery's events and logs show an exception. */

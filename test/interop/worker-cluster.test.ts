@@ -99,6 +99,17 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
     for (const n of nodes()) assert.ok(seen.has(n), `${n} served nothing; served by: ${[...seen].join(', ')}`)
   })
 
+  // Python and tsq workers count the parts of one chord in the same Redis
+  // keys (spec §2.3), so whichever kind runs the last header task sends the
+  // body. Five chords of 12 give both kinds their turn at that.
+  it('chords whose header tasks run on both kinds of worker complete, whoever ends them', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const out = await pyClient<{ result?: unknown; body: { state: string } }>(env, ['chord', '12', '30'])
+      assert.equal(out.result, 132, `round ${round}: ${JSON.stringify(out)}\n${workers.map((w) => w.logTail()).join('\n')}\n${py?.log().slice(-3000) ?? ''}`)
+      assert.equal(out.body.state, 'SUCCESS')
+    }
+  })
+
   it('tasks from `tsq call` are served by both kinds of worker', async () => {
     const seen = new Set<string>()
     for (let round = 0; round < 5 && seen.size < 3; round += 1) {

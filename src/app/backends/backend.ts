@@ -10,6 +10,13 @@ export interface ResultBackend {
   waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta>
   /** Stores an encoded meta (spec §2.2); a stored SUCCESS is never overwritten. */
   store(taskId: string, metaJson: string, status: string, target?: StoreTarget): Promise<void>
+  /**
+   * Counts one finished chord header task (spec §2.3, Celery's
+   * `on_chord_part_return`). Resolves with every part, in group order, when
+   * this one completed the chord (the caller then runs or fails the body),
+   * else with null. Absent where Celery has no chords either (rpc://).
+   */
+  chordPartReturn?(groupId: string, groupIndex: number | null, part: string): Promise<string[] | null>
   /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */
   readonly shortForm?: boolean
   close(): Promise<void>
@@ -31,3 +38,6 @@ export class ResultTimeoutError extends Error {
 export class UnsupportedBackendError extends Error {
   readonly code = 'CONFIG'
 }
+
+/** A chord this worker cannot complete the way Celery would; the body fails with it. */
+export class ChordUnsupportedError extends Error {}

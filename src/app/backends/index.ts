@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import { defaultFileBrokerDir, parseBrokerUrl } from '../../transport/index.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
-export { READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
+export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
 
 export async function createResultBackend(url: string | undefined): Promise<ResultBackend> {

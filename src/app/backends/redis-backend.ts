@@ -3,9 +3,10 @@
 import { Redis } from 'ioredis'
 import { decodeResultMeta, type ResultMeta } from '../../protocol/index.js'
 import { maskUrl } from '../../transport/index.js'
-import { READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 
 const KEY_PREFIX = 'celery-task-meta-'
+const GROUP_PREFIX = 'celery-taskset-meta-'
 /** `result_expires`, one day. */
 const RESULT_TTL_SECONDS = 86_400
 
@@ -74,6 +75,43 @@ export class RedisResultBackend implements ResultBackend {
       }
     }
     await this.client.multi().setex(key, RESULT_TTL_SECONDS, metaJson).publish(key, metaJson).exec()
+  }
+
+  async chordPartReturn(groupId: string, groupIndex: number | null, part: string): Promise<string[] | null> {
+    await this.ready()
+    const joined = `${GROUP_PREFIX}${groupId}.j`
+    const added = `${GROUP_PREFIX}${groupId}.t`
+    const size = `${GROUP_PREFIX}${groupId}.s`
+    // One MULTI, as redis-py's default pipeline: of the parts racing to finish,
+    // exactly one sees the full count.
+    const replies = await this.client
+      .multi()
+      .zadd(joined, groupIndex ?? '+inf', part)
+      .zcount(joined, '-inf', '+inf')
+      .get(added)
+      .get(size)
+      .expire(joined, RESULT_TTL_SECONDS)
+      .expire(added, RESULT_TTL_SECONDS)
+      .expire(size, RESULT_TTL_SECONDS)
+      .exec()
+    if (!replies) throw new Error(`chord ${groupId}: the transaction was discarded`)
+    const failed = replies.find(([error]) => error)
+    if (failed) throw failed[0] as Error
+    const ready = Number(replies[1]![1])
+    const [extra, chordSize] = [replies[2]![1] as string | null, replies[3]![1] as string | null]
+    // No size yet: the client has not finished sending the header (Celery waits the same way).
+    if (!chordSize) return null
+    if (ready !== Number(chordSize) + Number(extra ?? 0)) return null
+    try {
+      // A header holding groups is saved whole so the body gets nested lists;
+      // Celery joins those through the result store, which is not built here.
+      if ((await this.client.exists(GROUP_PREFIX + groupId)) === 1) {
+        throw new ChordUnsupportedError(`chord ${groupId}: a header that holds groups is not supported by tsq workers`)
+      }
+      return await this.client.zrange(joined, 0, -1)
+    } finally {
+      await this.client.del(joined, added, size)
+    }
   }
 
   async close(): Promise<void> {

@@ -57,3 +57,8 @@ def whoami(self):
 @app.task(name='proj.noop')
 def noop():
     return None
+
+
+@app.task(name='proj.tsum')
+def tsum(numbers):
+    return sum(numbers)

@@ -9,6 +9,8 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
   worker_client.py collect IDS_JSON TIMEOUT          -> {"items": [{"id","state","result"}]}
   worker_client.py chain TIMEOUT                     -> {"result"} of add(1,2) | add(3) | mul(10)
   worker_client.py links TIMEOUT                     -> {"callback", "errback"}: add(2,2) link=mul(10), fail link_error=add.si(1,1)
+  worker_client.py chord N TIMEOUT [FAIL_AT]         -> {"result"} or {"exc_type",...}, and {"body": {"state","exc_type","exc_message"}}
+                                                        of chord(add(i, i) for i < N)(tsum); FAIL_AT: that header task is proj.fail
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
   worker_client.py events NODE SECONDS               -> {"task_id", "events": [...]} seen from NODE
@@ -19,7 +21,7 @@ import threading
 import time
 import uuid
 
-from celery import chain
+from celery import chain, chord
 
 from worker_app import app
 
@@ -107,6 +109,28 @@ def cmd_chain(timeout):
     out(outcome(res, float(timeout)))
 
 
+def cmd_chord(n, timeout, fail_at=None):
+    """A chord whose header and body run on the test queue (named, as in
+    cmd_chain: the body goes where the signature says). get() raises a
+    failed header task's own error (Celery re-raises a parent's first); the
+    body's stored outcome is reported separately."""
+    queue = app.conf.task_default_queue
+    fail = int(fail_at) if fail_at is not None else None
+    header = [app.signature('proj.fail', args=('chord part failed',), queue=queue) if i == fail
+              else app.signature('proj.add', args=(i, i), queue=queue) for i in range(int(n))]
+    res = chord(header)(app.signature('proj.tsum', queue=queue))
+    o = outcome(res, float(timeout))
+    body = app.AsyncResult(res.id)
+    deadline = time.monotonic() + float(timeout)
+    while not body.ready() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    value = body.result
+    o['body'] = {'state': body.state,
+                 'exc_type': type(value).__name__ if isinstance(value, BaseException) else None,
+                 'exc_message': str(value) if isinstance(value, BaseException) else None}
+    out(o)
+
+
 def cmd_links(timeout):
     """A callback (link) and an errback (link_error) run by the worker, each
     with a task id chosen here so its result can be waited for."""
@@ -169,7 +193,7 @@ def cmd_events(node, seconds):
     out({'task_id': sent.get('id'), 'events': seen})
 
 
-COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'links': cmd_links,
+COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events}
 
 if __name__ == '__main__':
