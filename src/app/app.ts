@@ -6,7 +6,7 @@ import { createTransport, type Transport } from '../transport/index.js'
 import { AsyncResult } from './async-result.js'
 import { createResultBackend, type ResultBackend } from './backends/index.js'
 import { loadConfig, type ResolvedConfig } from './config.js'
-import { sendTask, type SendTaskOptions } from './send-task.js'
+import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import type { TaskContext } from './task-context.js'
 
 export interface TaskOptions {
@@ -94,6 +94,13 @@ export interface AppOptions {
   beatSchedule?: Record<string, unknown>
   /** Extra settings reported by `inspect conf`. */
   conf?: Record<string, unknown>
+  /**
+   * Celery's `task_default_queue`: where a task goes when nothing names a
+   * queue (sendTask, delay, chain, and in a worker the links, chain steps and
+   * chord bodies that arrive without one), and what `tsq worker` consumes
+   * without -Q. Default `celery`.
+   */
+  defaultQueue?: string
 }
 
 export class App {
@@ -107,6 +114,10 @@ export class App {
 
   constructor(readonly options: AppOptions = {}) {
     this.name = options.name ?? 'tsq'
+  }
+
+  get defaultQueue(): string {
+    return this.options.defaultQueue || DEFAULT_QUEUE
   }
 
   /** The worker and CLI flags win over env, which wins over the module's own options. */
@@ -167,7 +178,7 @@ export class App {
     if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
     // The rpc backend must be listening before the reply can arrive.
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const id = await sendTask(transport, name, { ...rest, args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() })
+    const id = await sendTask(transport, name, { ...rest, queue: rest.queue ?? this.defaultQueue, args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() })
     return new AsyncResult(id, this)
   }
 
@@ -181,6 +192,7 @@ export class App {
       args: first.args,
       kwargs: first.kwargs,
       embed: { chain: rest.reverse() as TaskEmbed['chain'] },
+      queue: typeof first.options?.queue === 'string' ? first.options.queue : this.defaultQueue,
       replyTo: this.replyTo(),
     })
     return new AsyncResult(id, this)

@@ -24,6 +24,8 @@ export interface BeatOptions {
   store: BeatStore
   transport: Transport
   tz: string
+  /** The app's default queue, for entries that name none (Celery's task_default_queue). */
+  defaultQueue?: string
   /** Seconds: the longest sleep, so changes are seen within it. */
   maxInterval: number
   ha: HaMode
@@ -40,11 +42,12 @@ function followerPoll(lockTimeoutMs: number): number {
   return Math.min(1, Math.max(0.1, lockTimeoutMs / 5000))
 }
 
-export function taskOptionsOf(entry: Entry): SendTaskOptions {
+export function taskOptionsOf(entry: Entry, defaultQueue?: string): SendTaskOptions {
   const d = entry.definition
   const o = d.options
   const out: SendTaskOptions = { args: d.args, kwargs: d.kwargs, argsrepr: pyRepr(d.args) }
   if (typeof o.queue === 'string') out.queue = o.queue
+  else if (defaultQueue) out.queue = defaultQueue
   if (typeof o.exchange === 'string') out.exchange = o.exchange
   if (typeof o.routing_key === 'string') out.routingKey = o.routing_key
   if (typeof o.priority === 'number') out.priority = o.priority
@@ -157,7 +160,7 @@ export class Beat {
   private async send(entry: Entry, runCount: number): Promise<void> {
     const d = entry.definition
     this.o.log.info(`Scheduler: Sending due task ${d.name} (${d.task})`)
-    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry))
+    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry, this.o.defaultQueue))
     this.sent += 1
     this.o.onSent?.(d.name, id, runCount)
     this.o.log.debug(`beat: ${d.name} run ${runCount} sent as ${id}`)

@@ -13,6 +13,8 @@ export interface Sender {
   transport: Transport
   /** The worker's node name, sent as each message's origin. */
   hostname: string
+  /** Where a signature that names no queue goes: the app's, as Celery's worker routes it. */
+  app: { readonly defaultQueue: string }
 }
 
 /** Same id, retries + 1, back to the queue it came from. */
@@ -127,7 +129,7 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     id: typeof options.task_id === 'string' ? options.task_id : undefined,
     args,
     kwargs: sig.kwargs ?? {},
-    queue: typeof options.queue === 'string' ? options.queue : undefined,
+    queue: typeof options.queue === 'string' ? options.queue : sender.app.defaultQueue,
     rootId: parent.message.rootId ?? parent.id,
     parentId: parent.id,
     replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,

@@ -69,6 +69,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
   const conf = app.options.conf ?? {}
+  // Without -Q a worker consumes the app's default queue, as Celery's does.
+  const queues = o.queues.length ? o.queues : [app.defaultQueue]
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
   const worker = new Worker({
@@ -80,7 +82,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     hostname: o.nodename,
     concurrency: o.concurrency,
     pool: o.pool,
-    queues: o.queues,
+    queues,
     excludeQueues: o.excludeQueues,
     prefetchMultiplier: o.prefetchMultiplier,
     taskEvents: o.taskEvents,
@@ -114,7 +116,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
         pool: o.pool,
         taskEvents: o.taskEvents,
-        queues: o.queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),
+        queues: queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),
         tasks: [...app.tasks.keys()],
       }) + '\n',
     )

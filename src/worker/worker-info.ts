@@ -1,6 +1,7 @@
 // What `inspect stats` (broker), `inspect conf` and `inspect report` say about
 // a worker: Celery's shapes, built from the worker's options.
 import { hostname as osHostname } from 'node:os'
+import { DEFAULT_QUEUE } from '../app/send-task.js'
 import { maskUrl, parseBrokerUrl, type Transport } from '../transport/index.js'
 import type { WorkerOptions } from './worker-options.js'
 
@@ -35,10 +36,12 @@ export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: 
     task_time_limit: o.timeLimit,
     task_soft_time_limit: o.softTimeLimit,
     include: [o.modulePath, ...o.includePaths],
+    // A setting Celery lists as changed only when it is not its default.
+    ...(o.app.defaultQueue !== DEFAULT_QUEUE ? { task_default_queue: o.app.defaultQueue } : {}),
     ...(o.app.options.conf ?? {}),
   }
   if (!withDefaults) return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== null))
-  return { task_default_queue: 'celery', task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...changed }
+  return { task_default_queue: DEFAULT_QUEUE, task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...changed }
 }
 
 export function workerReport(o: WorkerOptions, kind: Transport['kind']): string {

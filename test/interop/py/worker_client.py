@@ -7,10 +7,11 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
   worker_client.py eta COUNTDOWN TIMEOUT            -> {"eta", "result"}: proj.now's clock when it ran
   worker_client.py get ID TIMEOUT                    -> {"state","result","exc_type","exc_message"}
   worker_client.py collect IDS_JSON TIMEOUT          -> {"items": [{"id","state","result"}]}
-  worker_client.py chain TIMEOUT                     -> {"result"} of add(1,2) | add(3) | mul(10)
+  worker_client.py chain TIMEOUT [plain]             -> {"result"} of add(1,2) | add(3) | mul(10); plain: no queue named
   worker_client.py links TIMEOUT                     -> {"callback", "errback"}: add(2,2) link=mul(10), fail link_error=add.si(1,1)
-  worker_client.py chord N TIMEOUT [FAIL_AT]         -> {"result"} or {"exc_type",...}, and {"body": {"state","exc_type","exc_message"}}
+  worker_client.py chord N TIMEOUT [FAIL_AT] [plain] -> {"result"} or {"exc_type",...}, and {"body": {"state","exc_type","exc_message"}}
                                                         of chord(add(i, i) for i < N)(tsum); FAIL_AT: that header task is proj.fail
+                                                        (-1: none); plain: no queue named
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
   worker_client.py events NODE SECONDS               -> {"task_id", "events": [...]} seen from NODE
@@ -99,26 +100,27 @@ def cmd_collect(ids_json, timeout):
                     'result': r.result if r.state == 'SUCCESS' else None} for r in results]})
 
 
-def cmd_chain(timeout):
+def cmd_chain(timeout, plain=None):
     # Celery sends each next link to the *worker's* default queue unless the
-    # signature names one, so a chain on a non-default queue names it.
-    queue = app.conf.task_default_queue
-    add = app.signature('proj.add', queue=queue)
-    mul = app.signature('proj.mul', queue=queue)
+    # signature names one, so a chain on a non-default queue names it; `plain`
+    # names none and relies on the worker's app having the same default queue.
+    opts = {} if plain else {'queue': app.conf.task_default_queue}
+    add = app.signature('proj.add', **opts)
+    mul = app.signature('proj.mul', **opts)
     res = chain(add.clone(args=(1, 2)), add.clone(args=(3,)), mul.clone(args=(10,))).apply_async()
     out(outcome(res, float(timeout)))
 
 
-def cmd_chord(n, timeout, fail_at=None):
+def cmd_chord(n, timeout, fail_at=None, plain=None):
     """A chord whose header and body run on the test queue (named, as in
     cmd_chain: the body goes where the signature says). get() raises a
     failed header task's own error (Celery re-raises a parent's first); the
     body's stored outcome is reported separately."""
-    queue = app.conf.task_default_queue
-    fail = int(fail_at) if fail_at is not None else None
-    header = [app.signature('proj.fail', args=('chord part failed',), queue=queue) if i == fail
-              else app.signature('proj.add', args=(i, i), queue=queue) for i in range(int(n))]
-    res = chord(header)(app.signature('proj.tsum', queue=queue))
+    opts = {} if plain else {'queue': app.conf.task_default_queue}
+    fail = int(fail_at) if fail_at is not None else -1
+    header = [app.signature('proj.fail', args=('chord part failed',), **opts) if i == fail
+              else app.signature('proj.add', args=(i, i), **opts) for i in range(int(n))]
+    res = chord(header)(app.signature('proj.tsum', **opts))
     o = outcome(res, float(timeout))
     body = app.AsyncResult(res.id)
     deadline = time.monotonic() + float(timeout)

@@ -61,6 +61,11 @@ export interface TsqWorkerOptions {
   readyTimeoutMs?: number
   /** How much of the worker's output to keep (the tail), for tests that read the whole log. */
   keepLogChars?: number
+  /**
+   * No -Q: the worker consumes its app's default queue, which the module sets
+   * to env.queue from TSQ_WI_DEFAULT_QUEUE (test/fixtures/tasks/interop-tasks.js).
+   */
+  queueFromApp?: boolean
 }
 
 export class TsqWorker extends GroupProcess {
@@ -91,13 +96,13 @@ export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
     TSQ_BIN, 'worker', '-A', o.module ?? TASKS_MODULE,
     '-b', o.env.broker, '--result-backend', o.env.backend,
     '-n', nodename, '-c', String(o.concurrency ?? 2), '-P', o.pool ?? 'prefork',
-    '-Q', o.env.queue, '-l', o.loglevel ?? 'INFO', '--without-mingle', ...(o.gossip ? [] : ['--without-gossip']),
+    ...(o.queueFromApp ? [] : ['-Q', o.env.queue]), '-l', o.loglevel ?? 'INFO', '--without-mingle', ...(o.gossip ? [] : ['--without-gossip']),
     ...(o.events ? ['-E'] : []),
     ...(o.extraArgs ?? []),
   ]
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
