@@ -2,6 +2,7 @@
 // retry, the callbacks and the next link of its chain after a success, the
 // errbacks after a failure, and a chord's body once its last header task is
 // done (spec §2.3). Each goes out as a new task message.
+import { randomUUID } from 'node:crypto'
 import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index.js'
 import type { Logger } from '../app/logger.js'
 import { sendTask } from '../app/send-task.js'
@@ -15,6 +16,9 @@ export interface Sender {
   hostname: string
   /** Where a signature that names no queue goes: the app's, as Celery's worker routes it. */
   app: { readonly defaultQueue: string }
+  /** Chords count their header tasks here (spec §2.3). */
+  backend: ResultBackend | null
+  log: Logger
 }
 
 /** Same id, retries + 1, back to the queue it came from. */
@@ -45,25 +49,20 @@ export async function republishForRetry(sender: Sender, request: Request, eta: s
 /** Callbacks and the next link of a chain get the result prepended (unless immutable). */
 export async function sendCallbacks(sender: Sender, request: Request, value: unknown): Promise<void> {
   const m = request.message
-  for (const callback of m.embed.callbacks ?? []) await sendSignature(sender, callback as Signature, [value], request)
+  for (const callback of m.embed.callbacks ?? []) await applySignature(sender, callback as Signature, [value], request)
   const chain = m.embed.chain
   if (chain && chain.length > 0) {
     const rest = [...chain]
     const next = rest.pop() as Signature
-    await sendSignature(sender, next, [value], request, rest as Signature[])
+    await applySignature(sender, next, [value], request, rest as Signature[])
   }
 }
 
 /** Errbacks get the failed task's id; one that cannot be sent does not stop the others. */
 export async function sendErrbacks(sender: Sender, request: Request, onSendError: (task: string, error: Error) => void): Promise<void> {
   for (const errback of request.message.embed.errbacks ?? []) {
-    await sendSignature(sender, errback as Signature, [request.id], request).catch((e: Error) => onSendError(errback.task, e))
+    await applySignature(sender, errback as Signature, [request.id], request).catch((e: Error) => onSendError(errback.task, e))
   }
-}
-
-export interface ChordSender extends Sender {
-  backend: ResultBackend | null
-  log: Logger
 }
 
 /**
@@ -73,7 +72,7 @@ export interface ChordSender extends Sender {
  * to its args; if a part failed, the body fails with ChordError instead and
  * its errbacks run, as `chord_error_from_stack` does.
  */
-export async function returnChordPart(sender: ChordSender, request: Request, state: TaskState, result: unknown): Promise<void> {
+export async function returnChordPart(sender: Sender, request: Request, state: TaskState, result: unknown): Promise<void> {
   const m = request.message
   const body = m.embed.chord
   if (!body || !m.group) return
@@ -92,14 +91,14 @@ export async function returnChordPart(sender: ChordSender, request: Request, sta
     join = { ok: false, error: `Join error: NotImplementedError(${pyRepr(error.message)})` }
   }
   if (join.ok) {
-    await sendSignature(sender, body, [join.values], request)
+    await applySignature(sender, body, [join.values], request)
     return
   }
   sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(join.error)})`)
   await failChordBody(sender, backend, body, join.error, request)
 }
 
-async function failChordBody(sender: ChordSender, backend: ResultBackend, body: Signature, message: string, request: Request): Promise<void> {
+async function failChordBody(sender: Sender, backend: ResultBackend, body: Signature, message: string, request: Request): Promise<void> {
   const options = (body.options ?? {}) as Record<string, unknown>
   const bodyId = typeof options.task_id === 'string' ? options.task_id : null
   if (bodyId) {
@@ -107,7 +106,7 @@ async function failChordBody(sender: ChordSender, backend: ResultBackend, body: 
     await backend.store(bodyId, meta, 'FAILURE')
   }
   for (const errback of signatures(options.link_error)) {
-    await sendSignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${errback.task} not sent: ${e.message}`))
+    await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${errback.task} not sent: ${e.message}`))
   }
 }
 
@@ -116,11 +115,106 @@ function signatures(value: unknown): Signature[] {
   return value ? [value as Signature] : []
 }
 
-async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
+// ---- canvas: what `signature(d).apply_async(args)` does in a Celery worker --
+
+/**
+ * A plain signature is sent as one task. A group, chord or chain signature
+ * (a Python client's `chain(a, group(b, c))`, `chain(a, chord([b, c], d))`)
+ * is fanned out here, as Celery's worker applies it in-process: the previous
+ * result is prepended to each member's args (unless immutable), and the rest
+ * of the chain travels on with the members (group) or the body (chord).
+ */
+async function applySignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
+  const kind = canvasKind(sig)
+  if (kind === 'plain') return sendSignature(sender, sig, prepend, parent, chain)
+  const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
+  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  if (kind === 'chain') {
+    const steps = signatures(kwargs.tasks)
+    const first = steps[0]
+    if (!first) return
+    await applySignature(sender, first, args, parent, [...(chain ?? []), ...steps.slice(1).reverse()])
+    return
+  }
+  if (kind === 'group') {
+    const groupId = optionString(sig, 'task_id') ?? randomUUID()
+    const members = signatures(kwargs.tasks)
+    for (const [index, member] of members.entries()) {
+      await sendSignature(sender, member, args, parent, chain, { group: groupId, groupIndex: optionNumber(member, 'group_index') ?? index })
+    }
+    return
+  }
+  await applyChord(sender, sig, args, parent, chain)
+}
+
+/** Celery's `chord.run`: the body's size is set (spec §2.3), then every header task is sent carrying the body. */
+async function applyChord(sender: Sender, sig: Signature, args: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
+  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  const header = kwargs.header as Signature | Signature[] | undefined
+  const members = Array.isArray(header) ? header : header ? signatures((header.kwargs as Record<string, unknown> | undefined)?.tasks) : []
+  const headerOptions = (Array.isArray(header) ? {} : (header?.options ?? {})) as Record<string, unknown>
+  const bodySig = kwargs.body as Signature | undefined
+  if (!bodySig) throw new Error(`chord ${optionString(sig, 'task_id') ?? ''} has no body`)
+  // The rest of the chain continues after the body, as Celery clones it into the body's options.
+  const body: Signature = chain?.length ? { ...bodySig, options: { ...bodySig.options, chain } } : bodySig
+  if (members.length === 0) {
+    await sendSignature(sender, body, [[]], parent)
+    return
+  }
+  // What cannot be run is said once and the body fails, rather than the
+  // message going back to the queue to fail again.
+  const backend = sender.backend
+  const nested = members.find((m) => canvasKind(m) !== 'plain')
+  const refusal = nested
+    ? `chord header member ${nested.task} is a ${canvasKind(nested)}; tsq workers send chord headers of plain tasks only`
+    : !backend?.setChordSize ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts` : null
+  if (refusal || !backend?.setChordSize) {
+    sender.log.error(`Chord ${optionString(sig, 'task_id') ?? ''} not started: ${refusal}`)
+    if (backend) await failChordBody(sender, backend, body, `NotImplementedError: ${refusal}`, parent)
+    return
+  }
+  const groupId = typeof headerOptions.task_id === 'string' ? headerOptions.task_id : randomUUID()
+  await backend.setChordSize(groupId, members.length)
+  for (const [index, member] of members.entries()) {
+    await sendSignature(sender, member, args, parent, undefined, { group: groupId, groupIndex: optionNumber(member, 'group_index') ?? index, chord: body })
+  }
+}
+
+type CanvasKind = 'plain' | 'group' | 'chord' | 'chain'
+
+function canvasKind(sig: Signature): CanvasKind {
+  const byType = sig.subtask_type
+  if (byType === 'group' || byType === 'chord' || byType === 'chain') return byType
+  if (sig.task === 'celery.group') return 'group'
+  if (sig.task === 'celery.chord') return 'chord'
+  if (sig.task === 'celery.chain') return 'chain'
+  return 'plain'
+}
+
+function optionString(sig: Signature, key: string): string | undefined {
+  const v = (sig.options as Record<string, unknown> | undefined)?.[key]
+  return typeof v === 'string' ? v : undefined
+}
+
+function optionNumber(sig: Signature, key: string): number | undefined {
+  const v = (sig.options as Record<string, unknown> | undefined)?.[key]
+  return typeof v === 'number' ? v : undefined
+}
+
+interface GroupMembership {
+  group: string
+  groupIndex: number
+  chord?: Signature
+}
+
+async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[], membership?: GroupMembership): Promise<void> {
   const options = (sig.options ?? {}) as Record<string, unknown>
   const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
   const embed: Record<string, unknown> = {}
-  if (chain && chain.length) embed.chain = chain
+  const rest = chain?.length ? chain : signatures(options.chain)
+  if (rest.length) embed.chain = rest
+  const chord = membership?.chord ?? (options.chord as Signature | undefined)
+  if (chord) embed.chord = chord
   const callbacks = signatures(options.link)
   if (callbacks.length) embed.callbacks = callbacks
   const errbacks = signatures(options.link_error)
@@ -133,6 +227,8 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     rootId: parent.message.rootId ?? parent.id,
     parentId: parent.id,
     replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
+    group: membership?.group ?? optionString(sig, 'group_id') ?? null,
+    groupIndex: membership?.groupIndex ?? optionNumber(sig, 'group_index') ?? null,
     embed,
     origin: sender.hostname,
   })

@@ -107,6 +107,18 @@ for (const c of cases) {
       assert.match(out.body.exc_message ?? '', /^Dependency [0-9a-f-]{36} raised TypeError\('chord part failed'\)$/)
     })
 
+    it('a Python chain ending in a group: the worker fans the group out with the previous result', async () => {
+      const out = await pyClient<Outcome>(env, ['canvas', 'group', '30'])
+      assert.deepEqual(out.result, [13, 23], withLog(JSON.stringify(out)))
+    })
+
+    it('a Python chain holding a chord (group | task, and chord()): the worker starts the chord', { skip: c.backend.startsWith('redis') ? false : 'rpc:// has no chords (Celery refuses them)' }, async () => {
+      const upgraded = await pyClient<Outcome>(env, ['canvas', 'group_body', '30'])
+      assert.equal(upgraded.result, 36, withLog(JSON.stringify(upgraded)))
+      const explicit = await pyClient<Outcome>(env, ['canvas', 'chord', '30'])
+      assert.equal(explicit.result, 15, withLog(JSON.stringify(explicit)))
+    })
+
     it('countdown: the task runs at its ETA, not before', async () => {
       const out = await pyClient<Outcome>(env, ['eta', '3', '20'])
       assert.equal(typeof out.result, 'number', withLog(JSON.stringify(out)))

@@ -77,6 +77,13 @@ export class RedisResultBackend implements ResultBackend {
     await this.client.multi().setex(key, RESULT_TTL_SECONDS, metaJson).publish(key, metaJson).exec()
   }
 
+  async setChordSize(groupId: string, size: number): Promise<void> {
+    await this.ready()
+    const key = `${GROUP_PREFIX}${groupId}.s`
+    // Celery's backend.set(): SETEX and a PUBLISH of the same value.
+    await this.client.multi().setex(key, RESULT_TTL_SECONDS, String(size)).publish(key, String(size)).exec()
+  }
+
   async chordPartReturn(groupId: string, groupIndex: number | null, part: string): Promise<string[] | null> {
     await this.ready()
     const joined = `${GROUP_PREFIX}${groupId}.j`

@@ -8,6 +8,10 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
   worker_client.py get ID TIMEOUT                    -> {"state","result","exc_type","exc_message"}
   worker_client.py collect IDS_JSON TIMEOUT          -> {"items": [{"id","state","result"}]}
   worker_client.py chain TIMEOUT [plain]             -> {"result"} of add(1,2) | add(3) | mul(10); plain: no queue named
+  worker_client.py canvas SHAPE TIMEOUT             -> {"result"} of a chain holding a group or chord; SHAPE one of
+                                                        group: add(1,2) | group(add(10), add(20))            -> [13, 23]
+                                                        group_body: add(1,2) | group(add(10), add(20)) | tsum -> 36
+                                                        chord: add(1,2) | add(3) | chord([add(1), add(2)], tsum) -> 15
   worker_client.py links TIMEOUT                     -> {"callback", "errback"}: add(2,2) link=mul(10), fail link_error=add.si(1,1)
   worker_client.py chord N TIMEOUT [FAIL_AT] [plain] -> {"result"} or {"exc_type",...}, and {"body": {"state","exc_type","exc_message"}}
                                                         of chord(add(i, i) for i < N)(tsum); FAIL_AT: that header task is proj.fail
@@ -22,7 +26,7 @@ import threading
 import time
 import uuid
 
-from celery import chain, chord
+from celery import chain, chord, group
 
 from worker_app import app
 
@@ -133,6 +137,21 @@ def cmd_chord(n, timeout, fail_at=None, plain=None):
     out(o)
 
 
+def cmd_canvas(shape, timeout):
+    """A chain whose later step is a group or a chord: the worker that ends the
+    step before it applies it (fans it out), as a Python worker does."""
+    q = {'queue': app.conf.task_default_queue}
+    add = lambda *a: app.signature('proj.add', args=a, **q)
+    tsum = app.signature('proj.tsum', **q)
+    if shape == 'group':
+        res = chain(add(1, 2), group(add(10), add(20))).apply_async()
+    elif shape == 'group_body':
+        res = chain(add(1, 2), group(add(10), add(20)), tsum).apply_async()
+    else:
+        res = chain(add(1, 2), add(3), chord([add(1), add(2)], tsum)).apply_async()
+    out(outcome(res, float(timeout)))
+
+
 def cmd_links(timeout):
     """A callback (link) and an errback (link_error) run by the worker, each
     with a task id chosen here so its result can be waited for."""
@@ -195,7 +214,7 @@ def cmd_events(node, seconds):
     out({'task_id': sent.get('id'), 'events': seen})
 
 
-COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'links': cmd_links,
+COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events}
 
 if __name__ == '__main__':

@@ -32,6 +32,7 @@ function bodySignature(extra: Record<string, unknown> = {}): Signature {
 function chordBackend(size: number, withChords = true) {
   const parts: { index: number | null; part: string }[] = []
   const stored: { id: string; meta: string }[] = []
+  const sizes: { gid: string; size: number }[] = []
   const backend: ResultBackend = {
     displayUrl: 'fake://',
     get: async () => null,
@@ -40,6 +41,7 @@ function chordBackend(size: number, withChords = true) {
     close: async () => undefined,
   }
   if (withChords) {
+    backend.setChordSize = async (gid, size) => { sizes.push({ gid, size }) }
     backend.chordPartReturn = async (gid, index, part) => {
       assert.equal(gid, GROUP)
       parts.push({ index, part })
@@ -47,7 +49,7 @@ function chordBackend(size: number, withChords = true) {
       return [...parts].sort((a, b) => (a.index ?? Infinity) - (b.index ?? Infinity)).map((p) => p.part)
     }
   }
-  return { backend, parts, stored }
+  return { backend, parts, stored, sizes }
 }
 
 function setup(backend: ResultBackend) {
@@ -76,7 +78,15 @@ function setup(backend: ResultBackend) {
 }
 
 function headerTask(name: string, args: unknown[], index: number, body = bodySignature()): Delivery {
-  const m = encodeTaskV2(name, { args, origin: 'gen@test', group: GROUP, groupIndex: index, embed: { chord: body } })
+  return deliveryOf(encodeTaskV2(name, { args, origin: 'gen@test', group: GROUP, groupIndex: index, embed: { chord: body } }))
+}
+
+/** A task whose chain's next step is `next` (the chain travels reversed: next is last). */
+function chainStep(name: string, args: unknown[], next: Signature, rest: Signature[] = []): Delivery {
+  return deliveryOf(encodeTaskV2(name, { args, origin: 'gen@test', embed: { chain: [...rest, next] } }))
+}
+
+function deliveryOf(m: ReturnType<typeof encodeTaskV2>): Delivery {
   return {
     body: Buffer.from(m.body),
     properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Delivery['properties']['headers'], deliveryMode: 2, priority: 0 },
@@ -161,5 +171,63 @@ describe('[chord] worker: header tasks count, the last one sends or fails the bo
     await runner.idle()
     assert.equal(published.length, 0)
     assert.ok(log.errors.some((e) => e.includes('keeps no chord counts; the body will not run')), log.errors.join('\n'))
+  })
+})
+
+const plain = (task: string, args: unknown[], options: Record<string, unknown> = {}): Signature => ({ task, args, kwargs: {}, options: { queue: 'q', ...options }, subtask_type: null, immutable: false })
+
+describe('[canvas] a chain step that is a group, chord or chain is fanned out by the worker, as Celery applies it', () => {
+  it('group: each member is sent with the previous result prepended, the group id and its index', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const group: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [10], { group_index: 0 }), plain('proj.add', [20], { group_index: 1 })] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 2], group))
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.task, p.args, p.group, p.groupIndex]), [['proj.add', [3, 10], GROUP, 0], ['proj.add', [3, 20], GROUP, 1]])
+  })
+
+  it('chord: the size is set first, each header task carries the body, and the rest of the chain rides on the body', async () => {
+    const { backend, sizes } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const body = bodySignature()
+    const header: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [1]), plain('proj.add', [2])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body }, options: {}, subtask_type: 'chord', immutable: false }
+    const after = plain('proj.mul', [10])
+    await runner.onDelivery(chainStep('proj.add', [3, 3], chord, [after]))
+    await runner.idle()
+    assert.deepEqual(sizes, [{ gid: GROUP, size: 2 }])
+    assert.deepEqual(published.map((p) => [p.args, p.group, p.groupIndex]), [[[6, 1], GROUP, 0], [[6, 2], GROUP, 1]])
+    for (const p of published) {
+      assert.equal(p.embed.chord?.task, 'proj.tsum')
+      assert.deepEqual((p.embed.chord?.options as { chain?: Signature[] }).chain, [after], 'the chain goes on after the body')
+    }
+  })
+
+  it('chain: its first task is sent with the rest reversed behind it', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const inner: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [1]), plain('proj.mul', [2]), plain('proj.add', [5])] }, options: {}, subtask_type: 'chain', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 1], inner))
+    await runner.idle()
+    assert.equal(published.length, 1)
+    assert.deepEqual(published[0]!.args, [2, 1])
+    assert.deepEqual(published[0]!.embed.chain?.map((sig) => sig.task), ['proj.add', 'proj.mul'])
+  })
+
+  it('a chord whose header holds a group is not started: one error, the body fails, nothing is requeued', async () => {
+    const { backend, stored, sizes } = chordBackend(1)
+    const { runner, published, log } = setup(backend)
+    const nested: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [1])] }, options: {}, subtask_type: 'group', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: [nested, plain('proj.add', [2])], body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
+    const step = chainStep('proj.add', [1, 1], chord)
+    let requeued = 0
+    step.reject = ({ requeue }) => { if (requeue) requeued += 1; return Promise.resolve() }
+    await runner.onDelivery(step)
+    await runner.idle()
+    assert.equal(published.length, 0)
+    assert.deepEqual(sizes, [])
+    assert.equal(requeued, 0)
+    assert.ok(log.errors.some((e) => e.includes('tsq workers send chord headers of plain tasks only')), log.errors.join('\n'))
+    assert.equal(decodeResultMeta(stored.find((s) => s.id === BODY_ID)!.meta).status, 'FAILURE')
   })
 })
