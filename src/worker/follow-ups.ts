@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index.js'
 import type { Logger } from '../app/logger.js'
-import { sendTask } from '../app/send-task.js'
+import { sendTask, type SendTaskOptions } from '../app/send-task.js'
 import { encodeChordPart, encodeResultMeta, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
@@ -231,5 +231,22 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     groupIndex: membership?.groupIndex ?? optionNumber(sig, 'group_index') ?? null,
     embed,
     origin: sender.hostname,
+    ...deliveryOptions(options),
   })
+}
+
+/** The `.set(...)` / `apply_async` options a signature carries that shape its message, as Celery applies them. */
+function deliveryOptions(options: Record<string, unknown>): Partial<SendTaskOptions> {
+  const out: Partial<SendTaskOptions> = {}
+  if (typeof options.countdown === 'number') out.countdown = options.countdown
+  if (typeof options.eta === 'string') out.eta = options.eta
+  if (typeof options.expires === 'number' || typeof options.expires === 'string') out.expires = options.expires
+  if (typeof options.time_limit === 'number') out.timeLimit = options.time_limit
+  if (typeof options.soft_time_limit === 'number') out.softTimeLimit = options.soft_time_limit
+  if (typeof options.ignore_result === 'boolean') out.ignoreResult = options.ignore_result
+  if (typeof options.exchange === 'string' && options.exchange !== '') {
+    out.exchange = options.exchange
+    if (typeof options.routing_key === 'string') out.routingKey = options.routing_key
+  }
+  return out
 }

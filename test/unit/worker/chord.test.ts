@@ -231,3 +231,18 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     assert.equal(decodeResultMeta(stored.find((s) => s.id === BODY_ID)!.meta).status, 'FAILURE')
   })
 })
+
+describe('[canvas] a signature\'s own options shape the message it becomes', () => {
+  it('countdown, expires, time limits and ignore_result of a chain step are kept', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const before = Date.now()
+    await runner.onDelivery(chainStep('proj.add', [1, 1], plain('proj.mul', [3], { countdown: 60, expires: 3600, time_limit: 30, soft_time_limit: 20, ignore_result: true })))
+    await runner.idle()
+    const m = published[0]!
+    assert.ok(m.eta && Date.parse(m.eta) >= before + 59_000, `eta ${m.eta}`)
+    assert.ok(m.expires && Date.parse(m.expires) >= before + 3_599_000, `expires ${m.expires}`)
+    assert.deepEqual(m.timelimit, [30, 20])
+    assert.equal(m.ignoreResult, true)
+  })
+})
