@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto'
 import type { TaskEmbed } from '../protocol/index.js'
 import { createTransport, type Transport } from '../transport/index.js'
-import { AsyncResult } from './async-result.js'
-import { createResultBackend, type ResultBackend } from './backends/index.js'
+import { AsyncResult, GroupResult } from './async-result.js'
+import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import type { TaskContext } from './task-context.js'
@@ -196,6 +196,59 @@ export class App {
       replyTo: this.replyTo(),
     })
     return new AsyncResult(id, this)
+  }
+
+  /**
+   * `group(a.s(1), b.s(2))`: every task sent at once under one group id
+   * (headers `group`, `group_index`), each to its own queue or the default.
+   */
+  async group(...signatures: Signature[]): Promise<GroupResult> {
+    const transport = await this.transport()
+    if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
+    const groupId = randomUUID()
+    const results: AsyncResult[] = []
+    for (const [index, sig] of signatures.entries()) {
+      const id = await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index })
+      results.push(new AsyncResult(id, this))
+    }
+    return new GroupResult(groupId, results)
+  }
+
+  /**
+   * `chord([a.s(1), a.s(2)], tsum.s())`: the header tasks, then, once the last
+   * of them ends, the body with their results in order (spec §2.3). The
+   * header's end is counted in the result backend, as Celery's Redis backend
+   * counts it, so tsq and Python workers can share the header; like Celery,
+   * it needs a backend that keeps those counts (redis://).
+   */
+  async chord(header: Signature[], body: Signature): Promise<AsyncResult> {
+    const transport = await this.transport()
+    const backend = await this.backend()
+    const bodyId = randomUUID()
+    const frozenBody = { ...body, options: { ...body.options, task_id: bodyId, reply_to: this.replyTo() } }
+    if (header.length === 0) {
+      await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] })
+      return new AsyncResult(bodyId, this)
+    }
+    if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis://); ${backend.displayUrl} has none`)
+    const groupId = randomUUID()
+    await backend.setChordSize(groupId, header.length)
+    for (const [index, sig] of header.entries()) {
+      await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } })
+    }
+    return new AsyncResult(bodyId, this)
+  }
+
+  private signatureSendOptions(sig: Signature): SendTaskOptions {
+    const queue = sig.options.queue
+    const id = sig.options.task_id
+    return {
+      id: typeof id === 'string' ? id : undefined,
+      args: sig.args,
+      kwargs: sig.kwargs,
+      queue: typeof queue === 'string' ? queue : this.defaultQueue,
+      replyTo: this.replyTo(),
+    }
   }
 
   asyncResult(id: string): AsyncResult {

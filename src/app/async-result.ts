@@ -44,3 +44,26 @@ export class AsyncResult {
     throw new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null)
   }
 }
+
+/** Celery's `GroupResult`: the results of a group's tasks, in the order they were given. */
+export class GroupResult {
+  constructor(
+    readonly id: string,
+    readonly results: readonly AsyncResult[],
+  ) {}
+
+  /** Every result, in order; rejects with the first failure's TaskError, as Celery's `join()` raises. */
+  async get(options: { timeout?: number } = {}): Promise<unknown[]> {
+    const deadline = options.timeout === undefined ? undefined : Date.now() + options.timeout * 1000
+    const values: unknown[] = []
+    for (const r of this.results) {
+      values.push(await r.get({ timeout: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) / 1000 }))
+    }
+    return values
+  }
+
+  async ready(): Promise<boolean> {
+    for (const r of this.results) if (!(await r.ready())) return false
+    return true
+  }
+}

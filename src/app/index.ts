@@ -1,7 +1,7 @@
 // The public API of the `tsq` package: what a task module imports.
 export { App, Task, createApp, signature } from './app.js'
 export type { AppOptions, ApplyOptions, ControlCommandHandler, ControlCommandKind, Signature, TaskFunction, TaskOptions } from './app.js'
-export { AsyncResult, TaskError } from './async-result.js'
+export { AsyncResult, GroupResult, TaskError } from './async-result.js'
 export { currentTask, RetryRequest, SoftTimeLimitExceeded } from './task-context.js'
 export type { RetryOptions, TaskContext } from './task-context.js'
 export { loadConfig } from './config.js'

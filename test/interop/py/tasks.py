@@ -34,3 +34,8 @@ def fail(msg):
 def sleep(seconds):
     time.sleep(seconds)
     return seconds
+
+
+@app.task(name='proj.tsum')
+def tsum(numbers):
+    return sum(numbers)

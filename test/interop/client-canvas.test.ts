@@ -1,0 +1,88 @@
+// tsq's client canvas (app.group, app.chord) against the real thing: a Python
+// Celery 5.2.6 worker serves the tasks, counts the chord's header in Redis and
+// sends the body, so the messages and keys tsq writes are Celery's. The same
+// calls against a tsq worker close the loop.
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { createApp, signature, TaskError, type App } from '../../src/app/index.js'
+import { REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
+import { deleteCeleryQueues } from './helpers/cleanup.js'
+import { startPythonWorker, type PythonWorker } from './helpers/python-worker.js'
+import { startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
+
+const BACKEND = 'redis://127.0.0.1:6379/1'
+const skip = await brokerSkipReason('redis')
+
+function clientFor(queue: string): App {
+  return createApp({ name: 'proj', broker: REDIS_URL, resultBackend: BACKEND, defaultQueue: queue })
+}
+
+const add = (x: number, y?: number) => signature('proj.add', y === undefined ? [x] : [x, y])
+
+const workers: { name: string; start(queue: string): Promise<{ stop(): Promise<void>; logTail(): string }> }[] = [
+  { name: 'a Python Celery worker', start: (queue) => startPythonWorker({ peer: { broker: REDIS_URL, backend: BACKEND, queue } }) as Promise<PythonWorker> },
+  // The body names no queue, so it goes to the worker app's default queue, as
+  // on the Python worker (whose app takes it from TSQ_INTEROP_QUEUE).
+  { name: 'a tsq worker', start: (queue) => startTsqWorker({ env: { broker: REDIS_URL, backend: BACKEND, queue } satisfies WiEnv, pool: 'threads', queueFromApp: true }) as Promise<TsqWorker> },
+]
+
+for (const w of workers) {
+  describe(`tsq client canvas served by ${w.name} (redis)`, { skip }, () => {
+    const queue = uniqueName('tsq-canvas')
+    let worker: { stop(): Promise<void>; logTail(): string } | undefined
+    let app: App
+
+    before(async () => {
+      worker = await w.start(queue)
+      app = clientFor(queue)
+    })
+
+    after(async () => {
+      await app?.close()
+      await worker?.stop()
+      await deleteCeleryQueues('redis', REDIS_URL, [queue])
+    })
+
+    const withLog = (msg: string) => `${msg}\n--- worker log ---\n${worker?.logTail() ?? ''}`
+
+    it('app.group: every result, in the order given', async () => {
+      const g = await app.group(add(1, 1), add(2, 2), add(3, 3))
+      assert.deepEqual(await g.get({ timeout: 20 }), [2, 4, 6], withLog(g.id))
+      assert.equal(await g.ready(), true)
+    })
+
+    it('app.chord: the body gets the header results in group order', async () => {
+      const r = await app.chord([add(0, 0), add(1, 1), add(2, 2), add(3, 3)], signature('proj.tsum'))
+      assert.equal(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 12)
+    })
+
+    it('app.chord with a failing header task: the body fails with ChordError naming it', async () => {
+      const r = await app.chord([add(1, 1), signature('proj.fail', ['chord part failed'])], signature('proj.tsum'))
+      const err = await r.get({ timeout: 20 }).then(
+        (v) => assert.fail(withLog(`the body succeeded: ${JSON.stringify(v)}`)),
+        (e: unknown) => e,
+      )
+      assert.ok(err instanceof TaskError, withLog(String(err)))
+      assert.equal(err.name, 'ChordError')
+      assert.match(err.message, /^Dependency [0-9a-f-]{36} raised (ValueError|TypeError)\('chord part failed'\)$/)
+    })
+  })
+}
+
+describe('app.chord needs a result backend that counts chords', () => {
+  it('one without (file://, as rpc://) is refused before anything is sent, as Celery refuses it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tsq-canvas-'))
+    const app = createApp({ name: 'proj', broker: `file://${dir}/broker`, resultBackend: `file://${dir}/results` })
+    try {
+      await assert.rejects(app.chord([add(1, 1)], signature('proj.tsum')), /chords need a result backend that counts them \(redis:\/\/\)/)
+      const transport = await app.transport()
+      assert.equal((await transport.declareQueue({ name: 'celery', durable: true, exclusive: false, autoDelete: false })).messageCount, 0)
+    } finally {
+      await app.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
