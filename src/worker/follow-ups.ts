@@ -140,7 +140,9 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
     const groupId = optionString(sig, 'task_id') ?? randomUUID()
     const members = signatures(kwargs.tasks)
     for (const [index, member] of members.entries()) {
-      await sendSignature(sender, member, args, parent, chain, { group: groupId, groupIndex: optionNumber(member, 'group_index') ?? index })
+      // A member that is itself a canvas (a chain in a group) applies itself, as in Celery.
+      if (canvasKind(member) !== 'plain') await applySignature(sender, member, args, parent, chain)
+      else await sendSignature(sender, member, args, parent, chain, { group: groupId, groupIndex: optionNumber(member, 'group_index') ?? index })
     }
     return
   }
@@ -154,7 +156,10 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
   const members = Array.isArray(header) ? header : header ? signatures((header.kwargs as Record<string, unknown> | undefined)?.tasks) : []
   const headerOptions = (Array.isArray(header) ? {} : (header?.options ?? {})) as Record<string, unknown>
   const bodySig = kwargs.body as Signature | undefined
-  if (!bodySig) throw new Error(`chord ${optionString(sig, 'task_id') ?? ''} has no body`)
+  if (!bodySig) {
+    sender.log.error(`Chord ${optionString(sig, 'task_id') ?? ''} not started: it has no body`)
+    return
+  }
   // The rest of the chain continues after the body, as Celery clones it into the body's options.
   const body: Signature = chain?.length ? { ...bodySig, options: { ...bodySig.options, chain } } : bodySig
   if (members.length === 0) {

@@ -203,6 +203,19 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     }
   })
 
+  it('group holding a chain: the chain member applies itself, the plain member joins the group', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const inner: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [1]), plain('proj.mul', [2])] }, options: {}, subtask_type: 'chain', immutable: false }
+    const group: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [inner, plain('proj.add', [10])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 2], group))
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.task, p.args, p.embed.chain?.map((c) => c.task) ?? null, p.group]), [
+      ['proj.add', [3, 1], ['proj.mul'], null],
+      ['proj.add', [3, 10], null, GROUP],
+    ])
+  })
+
   it('chain: its first task is sent with the rest reversed behind it', async () => {
     const { backend } = chordBackend(1)
     const { runner, published } = setup(backend)
