@@ -90,12 +90,20 @@ export async function returnChordPart(sender: Sender, request: Request, state: T
     if (!(error instanceof ChordUnsupportedError)) throw error
     join = { ok: false, error: `Join error: NotImplementedError(${pyRepr(error.message)})` }
   }
+  let error: string
   if (join.ok) {
-    await applySignature(sender, body, [join.values], request)
-    return
+    try {
+      await applySignature(sender, body, [join.values], request)
+      return
+    } catch (sendError) {
+      // The counts are gone with the last part: the body fails, as Celery's "Callback error".
+      error = `Callback error: ${(sendError as Error).name}(${pyRepr((sendError as Error).message)})`
+    }
+  } else {
+    error = join.error
   }
-  sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(join.error)})`)
-  await failChordBody(sender, backend, body, join.error, request)
+  sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(error)})`)
+  await failChordBody(sender, backend, body, error, request)
 }
 
 async function failChordBody(sender: Sender, backend: ResultBackend, body: Signature, message: string, request: Request): Promise<void> {

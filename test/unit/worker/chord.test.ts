@@ -52,7 +52,7 @@ function chordBackend(size: number, withChords = true) {
   return { backend, parts, stored, sizes }
 }
 
-function setup(backend: ResultBackend) {
+function setup(backend: ResultBackend, failPublishOf?: string) {
   const app = createApp({ name: 'proj' })
   app.task('proj.add', (x: number, y: number) => x + y)
   app.task('proj.fail', (message: string) => { throw new TypeError(message) })
@@ -64,6 +64,7 @@ function setup(backend: ResultBackend) {
     declareExchange: async () => undefined,
     bindQueue: async () => undefined,
     publish: async (_exchange: string, _key: string, message: { body: Buffer; properties: Delivery['properties'] }) => {
+      if (failPublishOf && (message.properties.headers as Record<string, unknown>).task === failPublishOf) throw new Error('channel closed')
       published.push(decodeTaskMessage({ body: message.body, contentType: 'application/json', contentEncoding: 'utf-8', headers: message.properties.headers ?? {} }))
     },
   } as unknown as Transport
@@ -162,6 +163,16 @@ describe('[chord] worker: header tasks count, the last one sends or fails the bo
     assert.deepEqual(meta.result, { exc_type: 'ChordError', exc_message: [`Dependency ${failedId} raised TypeError('nope')`], exc_module: 'celery.exceptions' })
     assert.deepEqual(published.map((p) => [p.task, p.args]), [['proj.add', [BODY_ID]]], 'only the errback goes out, with the body id')
     assert.ok(log.errors.some((e) => e === `Chord '${GROUP}' raised: ChordError("Dependency ${failedId} raised TypeError('nope')")`), log.errors.join('\n'))
+  })
+
+  it('a body that cannot be sent fails with ChordError("Callback error: …"), as in Celery', async () => {
+    const { backend, stored } = chordBackend(1)
+    const { runner, log } = setup(backend, 'proj.tsum')
+    await runner.onDelivery(headerTask('proj.add', [1, 1], 0))
+    await runner.idle()
+    const meta = decodeResultMeta(stored.find((s) => s.id === BODY_ID)!.meta)
+    assert.deepEqual(meta.result, { exc_type: 'ChordError', exc_message: ["Callback error: Error('channel closed')"], exc_module: 'celery.exceptions' })
+    assert.ok(log.errors.some((e) => e.includes('Callback error')), log.errors.join('\n'))
   })
 
   it('a result backend without chord counts (rpc://) logs why the body will not run', async () => {
