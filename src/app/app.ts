@@ -230,7 +230,7 @@ export class App {
       await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] })
       return new AsyncResult(bodyId, this)
     }
-    if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis://); ${backend.displayUrl} has none`)
+    if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
     for (const [index, sig] of header.entries()) {

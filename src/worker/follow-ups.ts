@@ -83,7 +83,7 @@ export async function returnChordPart(sender: Sender, request: Request, state: T
   }
   let join: ReturnType<typeof joinChordParts>
   try {
-    const parts = await backend.chordPartReturn(m.group, m.groupIndex, encodeChordPart(m.id, state, result))
+    const parts = await backend.chordPartReturn(m.group, m.groupIndex, encodeChordPart(m.id, state, result), m.id)
     if (!parts) return
     join = joinChordParts(parts)
   } catch (error) {

@@ -16,7 +16,7 @@ export interface ResultBackend {
    * this one completed the chord (the caller then runs or fails the body),
    * else with null. Absent where Celery has no chords either (rpc://).
    */
-  chordPartReturn?(groupId: string, groupIndex: number | null, part: string): Promise<string[] | null>
+  chordPartReturn?(groupId: string, groupIndex: number | null, part: string, taskId?: string): Promise<string[] | null>
   /** How many header tasks a chord waits for (Celery's `set_chord_size`), set before they are sent. */
   setChordSize?(groupId: string, size: number): Promise<void>
   /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */

@@ -1,0 +1,53 @@
+// Canvas on the embedded broker, no server at all: a worker on file:// runs a
+// group, a chord (counted in the file result store) and a chain whose last
+// step is a chord, sent from JavaScript.
+import assert from 'node:assert/strict'
+import { rmSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { createApp, signature, type App } from '../../src/app/index.js'
+import { ROOT, embeddedBrokerEnv, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+
+describe('canvas on the embedded broker (file://)', () => {
+  const home = tempTsqHome()
+  const brokerUrl = `file://${join(home, 'broker')}`
+  let worker: SpawnedWorker | undefined
+  let app: App
+
+  before(async () => {
+    worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/interop-tasks.js'), '-b', brokerUrl, '--result-backend', brokerUrl, '-P', 'threads', '-c', '2', '-l', 'INFO'], {
+      env: embeddedBrokerEnv(home),
+      nodename: `canvas-${process.pid}@${hostname()}`,
+    })
+    app = createApp({ name: 'proj', broker: brokerUrl, resultBackend: brokerUrl })
+  })
+
+  after(async () => {
+    await app?.close()
+    await worker?.stop()
+    rmSync(home, { recursive: true, force: true })
+  })
+
+  const add = (...args: number[]) => signature('proj.add', args)
+  const withLog = (msg: string) => `${msg}\n--- worker ---\n${worker?.output().slice(-4000) ?? ''}`
+
+  it('a group gives every result in order', async () => {
+    const g = await app.group(add(1, 1), add(2, 2), add(3, 3))
+    assert.deepEqual(await g.get({ timeout: 20 }), [2, 4, 6], withLog(g.id))
+  })
+
+  it('a chord runs its body with the header results, counted in the file store', async () => {
+    const r = await app.chord([add(1, 1), add(2, 2), add(3, 3), add(4, 4)], signature('proj.tsum'))
+    assert.equal(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 20)
+  })
+
+  it('a chain whose last step is a chord: the worker starts the chord with the previous result', async () => {
+    const header = { task: 'celery.group', args: [], kwargs: { tasks: [add(1), add(2)] }, options: {}, subtask_type: 'group', immutable: false }
+    const bodyId = `canvas-body-${process.pid}`
+    const chordStep = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: signature('proj.tsum', [], {}, { task_id: bodyId }) }, options: {}, subtask_type: 'chord', immutable: false }
+    await app.chain(add(1, 2), chordStep as unknown as ReturnType<typeof signature>)
+    // add(1, 2) = 3, then the header add(3, 1) and add(3, 2), then tsum([4, 5]).
+    assert.equal(await app.asyncResult(bodyId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 9)
+  })
+})
