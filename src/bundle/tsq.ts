@@ -5,6 +5,7 @@
 import Beat from '../commands/beat.js'
 import Call from '../commands/call.js'
 import Control from '../commands/control.js'
+import Events from '../commands/events.js'
 import Inspect from '../commands/inspect.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
@@ -23,6 +24,7 @@ export const COMMANDS = {
   beat: Beat,
   call: Call,
   control: Control,
+  events: Events,
   inspect: Inspect,
   multi: Multi,
   purge: Purge,

@@ -1,9 +1,10 @@
 // Events (spec §5): the flat event body in Celery's key order, routing keys,
 // and the single-or-batched bodies receivers must accept.
 
-import { dumps, loads } from './kombu-json.js'
+import { dumps, loads, type LoadsOptions } from './kombu-json.js'
 import { MalformedMessageError } from './errors.js'
-import { PyFloat } from './py-types.js'
+import { comparePyStr, PyFloat } from './py-types.js'
+import { pyStr } from './python-repr.js'
 
 export interface EventBase {
   hostname: string
@@ -141,10 +142,10 @@ export function encodeEventBatch(events: readonly Record<string, unknown>[]): st
 }
 
 /** Receivers accept both a single event object and a batched list. */
-export function decodeEvents(text: string): Record<string, unknown>[] {
+export function decodeEvents(text: string, options: LoadsOptions = {}): Record<string, unknown>[] {
   let v: unknown
   try {
-    v = loads(text)
+    v = loads(text, options)
   } catch (cause) {
     throw new MalformedMessageError(`event body is not valid JSON: ${(cause as Error).message}`, { cause })
   }
@@ -152,4 +153,56 @@ export function decodeEvents(text: string): Record<string, unknown>[] {
   if (isEvent(v)) return [v]
   if (Array.isArray(v) && v.every(isEvent)) return v
   throw new MalformedMessageError('event body must be an object or a list of objects')
+}
+
+// ---- `celery events --dump` (celery/events/dumper.py) ------------------------
+
+const HUMAN_TYPES: Readonly<Record<string, string>> = {
+  'worker-offline': 'shutdown',
+  'worker-online': 'started',
+  'worker-heartbeat': 'heartbeat',
+}
+
+/** Python's str(datetime.utcfromtimestamp(t)): microseconds only when there are some. */
+export function utcTimestampText(seconds: number): string {
+  const whole = Math.floor(seconds)
+  const micros = Math.round((seconds - whole) * 1e6)
+  const d = new Date((whole + Math.floor(micros / 1e6)) * 1000)
+  const p = (n: number, w = 2) => String(n).padStart(w, '0')
+  const text = `${d.getUTCFullYear()}-${p(d.getUTCMonth() + 1)}-${p(d.getUTCDate())} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}`
+  return micros % 1e6 === 0 ? text : `${text}.${p(micros % 1e6, 6)}`
+}
+
+/**
+ * One line as Celery's Dumper prints an event: `<host> [<utc time>] <type>:
+ * <fields>`, fields sorted and shown as Python's str(); a task event names the
+ * task as its task-received (or task-sent) event introduced it, which
+ * `taskNames` remembers across calls.
+ */
+export function dumpEventLine(event: Record<string, unknown>, taskNames: Map<string, string>): string {
+  const ev = { ...event }
+  const take = (key: string): unknown => {
+    const v = ev[key]
+    delete ev[key]
+    return v
+  }
+  const timestamp = utcTimestampText(Number(take('timestamp')))
+  const type = String(take('type')).toLowerCase()
+  const hostname = pyStr(take('hostname'))
+  const human = HUMAN_TYPES[type] ?? type.replaceAll('-', ' ')
+  let task: string | null = null
+  if (type.startsWith('task-')) {
+    const uuid = pyStr(take('uuid'))
+    if (type === 'task-received' || type === 'task-sent') {
+      task = `${pyStr(take('name'))}(${uuid}) args=${pyStr(take('args'))} kwargs=${pyStr(take('kwargs'))}`
+      taskNames.set(uuid, task)
+      // Celery's LRUCache(limit=0xFFF).
+      if (taskNames.size > 0xfff) taskNames.delete(taskNames.keys().next().value as string)
+    } else {
+      task = taskNames.get(uuid) ?? ''
+    }
+  }
+  const fields = Object.keys(ev).sort(comparePyStr).map((key) => `${key}=${pyStr(ev[key])}`).join(', ')
+  const sep = fields ? ':' : ''
+  return task === null ? `${hostname} [${timestamp}] ${human}${sep} ${fields}` : `${hostname} [${timestamp}] ${human}${sep} ${task} ${fields}`
 }

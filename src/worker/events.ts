@@ -4,14 +4,10 @@
 import { hostname as osHostname, loadavg } from 'node:os'
 import { buildEvent, encodeEvent, encodeEventBatch, eventRoutingKey, orderEventFields, utcoffsetHours, workerEventFields, workerSoftware } from '../protocol/index.js'
 import type { LamportClock, Transport } from '../transport/index.js'
+import { declareEventExchange, EVENT_EXCHANGE } from '../app/event-receiver.js'
 
-export const EVENT_EXCHANGE = 'celeryev'
+export { declareEventExchange, EVENT_EXCHANGE }
 const BATCH_MAX = 24
-
-/** Celery's celeryev: a durable topic exchange on AMQP; kombu turns it into fanout on Redis. */
-export function declareEventExchange(transport: Transport): Promise<void> {
-  return transport.declareExchange({ name: EVENT_EXCHANGE, type: transport.kind === 'amqp' ? 'topic' : 'fanout', durable: true, autoDelete: false })
-}
 
 export class EventDispatcher {
   taskEvents: boolean

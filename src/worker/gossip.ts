@@ -3,10 +3,9 @@
 // clock ahead of theirs, their heartbeats tell it who is alive, and a peer that
 // stops sending them is logged as Celery logs it: "missed heartbeat from <node>".
 // Unless --without-gossip, on RabbitMQ and Redis (Celery's compatible_transports).
-import { randomUUID } from 'node:crypto'
+import { EventReceiver } from '../app/event-receiver.js'
 import type { Logger } from '../app/logger.js'
-import type { Consumer, Delivery, LamportClock, Transport } from '../transport/index.js'
-import { declareEventExchange, EVENT_EXCHANGE } from './events.js'
+import type { LamportClock, Transport } from '../transport/index.js'
 
 /** Gossip(interval=5.0): how often peers are checked for missed heartbeats. */
 export const GOSSIP_INTERVAL_SECONDS = 5
@@ -22,56 +21,46 @@ interface Peer {
 }
 
 export class Gossip {
-  /** The event-receiver queue Celery names `celeryev.<uuid4>`. */
-  readonly queue = `${EVENT_EXCHANGE}.${randomUUID()}`
+  private readonly receiver: EventReceiver
   private readonly peers = new Map<string, Peer>()
   /** Celery memoizes its drift warning by hostname: once per peer. */
   private readonly driftWarned = new Set<string>()
-  private consumer: Consumer | undefined
   private timer: NodeJS.Timeout | undefined
 
   constructor(
-    private readonly transport: Transport,
+    transport: Transport,
     private readonly hostname: string,
     private readonly clock: LamportClock,
     private readonly log: Logger,
     private readonly now: () => number = () => Date.now() / 1000,
-  ) {}
+  ) {
+    this.receiver = new EventReceiver(transport, {
+      routingKey: 'worker.#',
+      onEvent: (event) => this.receive(event),
+      onUnreadable: (error) => this.log.error(`gossip: unreadable event ignored: ${error.message}`),
+    })
+  }
+
+  /** The event-receiver queue Celery names `celeryev.<uuid4>`. */
+  get queue(): string {
+    return this.receiver.queue
+  }
 
   async start(): Promise<void> {
-    await declareEventExchange(this.transport)
-    await this.transport.declareQueue({ name: this.queue, durable: false, exclusive: false, autoDelete: true, arguments: { 'x-message-ttl': 5_000, 'x-expires': 60_000 } })
-    await this.transport.bindQueue(this.queue, EVENT_EXCHANGE, 'worker.#')
-    this.consumer = await this.transport.consume(this.queue, (delivery) => this.onDelivery(delivery), { noAck: true })
+    await this.receiver.start()
     this.timer = setInterval(() => this.checkPeers(), GOSSIP_INTERVAL_SECONDS * 1000)
     this.timer.unref()
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
-    await this.consumer?.cancel().catch(() => undefined)
-    this.consumer = undefined
-    // RabbitMQ drops the auto-delete queue itself; on Redis its binding would
-    // stay, one per worker start (kombu deletes it when the channel closes).
-    if (!this.transport.capabilities.autoDeleteOnCancel) await this.transport.deleteQueue(this.queue).catch(() => undefined)
+    await this.receiver.stop()
   }
 
   /** The peers whose heartbeats are current (this node not included). */
   alivePeers(): string[] {
     const now = this.now()
     return [...this.peers].filter(([, peer]) => now < expiry(peer)).map(([hostname]) => hostname)
-  }
-
-  private onDelivery(delivery: Delivery): void {
-    let event: unknown
-    try {
-      event = JSON.parse(delivery.body.toString('utf8'))
-    } catch (error) {
-      this.log.error(`gossip: unreadable event ignored: ${(error as Error).message}`)
-      return
-    }
-    // A list is a task.multi batch: task events, which gossip does not follow.
-    if (event && typeof event === 'object' && !Array.isArray(event)) this.receive(event as Record<string, unknown>)
   }
 
   /** One worker-* event, ours or a peer's. */

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  MalformedMessageError, WORKER_SW, batchRoutingKey, buildEvent, decodeEvents, encodeEvent, encodeEventBatch, eventGroup,
+  MalformedMessageError, PyFloat, WORKER_SW, batchRoutingKey, buildEvent, decodeEvents, dumpEventLine, encodeEvent, encodeEventBatch, eventGroup,
   eventRoutingKey, orderEventFields, roundLoadavg, utcoffsetHours, workerEventFields,
 } from '../../../src/protocol/index.js'
 import { loadFixture } from './fixtures.js'
@@ -54,5 +54,24 @@ describe('spec §5.2 decodeEvents', () => {
   })
   it('rejects other shapes', () => {
     for (const bad of ['1', '[1]', 'x', 'null']) assert.throws(() => decodeEvents(bad), MalformedMessageError, bad)
+  })
+})
+
+// Expected lines printed by Celery 5.2.6's own Dumper.on_event for the same dicts.
+describe("celery events --dump lines (celery/events/dumper.py)", () => {
+  it('worker events: Celery\'s human names, fields sorted, Python str() values', () => {
+    const names = new Map<string, string>()
+    const line = dumpEventLine({ hostname: 'w1@h', type: 'worker-heartbeat', timestamp: 1795471051.5, freq: new PyFloat(2), active: 0, loadavg: [0.44, 0.4, 0.45], sw_ident: 'py-celery', clock: 3, utcoffset: 0 }, names)
+    assert.equal(line, 'w1@h [2026-11-23 21:57:31.500000] heartbeat: active=0, clock=3, freq=2.0, loadavg=[0.44, 0.4, 0.45], sw_ident=py-celery, utcoffset=0')
+    assert.equal(dumpEventLine({ hostname: 'w1@h', type: 'worker-online', timestamp: 1795471051 }, names), 'w1@h [2026-11-23 21:57:31] started ')
+    assert.equal(dumpEventLine({ hostname: 'w1@h', type: 'worker-offline', timestamp: 1795471051 }, names), 'w1@h [2026-11-23 21:57:31] shutdown ')
+  })
+
+  it('task events: named as their task-received introduced them', () => {
+    const names = new Map<string, string>()
+    const received = dumpEventLine({ hostname: 'w', type: 'task-received', timestamp: 1795471051, uuid: 'u1', name: 'proj.add', args: '(2, 2)', kwargs: '{}', retries: 0, eta: null }, names)
+    assert.equal(received, "w [2026-11-23 21:57:31] task received: proj.add(u1) args=(2, 2) kwargs={} eta=None, retries=0")
+    assert.equal(dumpEventLine({ hostname: 'w', type: 'task-succeeded', timestamp: 1795471051, uuid: 'u1', result: '4' }, names), 'w [2026-11-23 21:57:31] task succeeded: proj.add(u1) args=(2, 2) kwargs={} result=4')
+    assert.equal(dumpEventLine({ hostname: 'w', type: 'task-failed', timestamp: 1795471051, uuid: 'u9', exception: "TypeError('x')" }, names), "w [2026-11-23 21:57:31] task failed:  exception=TypeError('x')")
   })
 })

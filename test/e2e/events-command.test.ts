@@ -1,0 +1,59 @@
+// `tsq events`: Celery's `celery events --dump` for scripts. A heartbeat line
+// as Celery's dumper prints it, JSON events with --json, --count and --timeout
+// to stop, and one clear line for what it does not do.
+import assert from 'node:assert/strict'
+import { hostname } from 'node:os'
+import { after, before, describe, it } from 'node:test'
+import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
+import { ROOT, runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
+
+describe('tsq events: bad input', () => {
+  it('without --dump or --json it says what it does instead of Celery\'s curses monitor (exit 64)', async () => {
+    const res = await runTsq(['events'])
+    assert.equal(res.code, 64)
+    assert.match(res.stderr, /--dump .*--json .*curses monitor is not built/)
+  })
+
+  it('a --timeout that is not a positive number is one line and exit 64', async () => {
+    const res = await runTsq(['events', '--dump', '--timeout', 'soon'])
+    assert.equal(res.code, 64)
+    assert.match(res.stderr, /--timeout must be a positive number of seconds, got "soon"/)
+  })
+})
+
+for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const) {
+  const skip = await brokerSkipReason(kind)
+  describe(`tsq events on ${kind}`, { skip }, () => {
+    const node = `${uniqueName('evcmd')}@${hostname()}`
+    let worker: SpawnedWorker | undefined
+
+    before(async () => {
+      worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', broker, '-Q', uniqueName('evcmd-q'), '-P', 'solo', '-l', 'INFO', '--heartbeat-interval', '1'], { nodename: node })
+    })
+
+    after(async () => {
+      await worker?.stop()
+    })
+
+    it('--json --count 2: two worker events as JSON lines, with local_received as Celery\'s receiver adds it, then exit 0', async () => {
+      const res = await runTsq(['events', '--json', '--count', '2', '-b', broker], { timeoutMs: 20_000 })
+      assert.equal(res.code, 0, res.stderr)
+      const events = res.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+      assert.equal(events.length, 2, res.stdout)
+      for (const e of events) {
+        assert.match(String(e.type), /^worker-/)
+        assert.equal(typeof e.local_received, 'number')
+      }
+    })
+
+    it('--dump: a heartbeat line as celery events --dump prints it; --timeout ends the capture with exit 0', async () => {
+      const res = await runTsq(['events', '--dump', '--timeout', '3', '-b', broker], { timeoutMs: 20_000 })
+      assert.equal(res.code, 0, res.stderr)
+      const lines = res.stdout.split('\n')
+      assert.equal(lines[0], '-> evdump: starting capture...')
+      const beat = lines.find((l) => l.startsWith(`${node} [`))
+      assert.ok(beat, res.stdout)
+      assert.match(beat, /^\S+ \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\] heartbeat: active=0, clock=\d+, freq=1\.0, loadavg=\[[\d., ]+\], local_received=[\d.]+, pid=\d+, processed=0, sw_ident=tsq, sw_sys=Linux, sw_ver=[\d.]+, utcoffset=-?\d+$/)
+    })
+  })
+}
