@@ -219,7 +219,8 @@ export class App {
    * of them ends, the body with their results in order (spec §2.3). The
    * header's end is counted in the result backend, as Celery's Redis backend
    * counts it, so tsq and Python workers can share the header; like Celery,
-   * it needs a backend that keeps those counts (redis://).
+   * it needs a backend that keeps those counts (redis://, or the embedded
+   * file:// store).
    */
   async chord(header: Signature[], body: Signature): Promise<AsyncResult> {
     const transport = await this.transport()

@@ -21,6 +21,7 @@ export interface RunWorkerOptions {
   nodename: string
   concurrency: number
   pool: PoolKind
+  /** `-Q`; empty: the app's default queue. */
   queues: string[]
   excludeQueues: string[]
   loglevel: string
