@@ -38,8 +38,9 @@ export async function runEventDump(o: EventDumpOptions): Promise<number> {
     process.once('SIGTERM', onSignal)
     const timer = o.timeoutSeconds !== undefined ? setTimeout(finish, o.timeoutSeconds * 1000) : undefined
     try {
-      await receiver.start()
+      // Before the receiver starts, as Celery's evdump says it: no event can come first.
       if (!o.json) o.write('-> evdump: starting capture...')
+      await receiver.start()
       await finished
     } finally {
       if (timer) clearTimeout(timer)
