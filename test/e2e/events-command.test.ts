@@ -6,6 +6,7 @@ import { hostname } from 'node:os'
 import { after, before, describe, it } from 'node:test'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
 import { ROOT, runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
+import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 describe('tsq events: bad input', () => {
   it('without --dump or --json it says what it does instead of Celery\'s curses monitor (exit 64)', async () => {
@@ -25,14 +26,16 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
   const skip = await brokerSkipReason(kind)
   describe(`tsq events on ${kind}`, { skip }, () => {
     const node = `${uniqueName('evcmd')}@${hostname()}`
+    const queue = uniqueName('evcmd-q')
     let worker: SpawnedWorker | undefined
 
     before(async () => {
-      worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', broker, '-Q', uniqueName('evcmd-q'), '-P', 'solo', '-l', 'INFO', '--heartbeat-interval', '1'], { nodename: node })
+      worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', broker, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--heartbeat-interval', '1'], { nodename: node })
     })
 
     after(async () => {
       await worker?.stop()
+      await deleteCeleryQueues(kind, broker, [queue])
     })
 
     it('--json --count 2: two worker events as JSON lines, with local_received as Celery\'s receiver adds it, then exit 0', async () => {
