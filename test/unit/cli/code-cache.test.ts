@@ -2,11 +2,11 @@
 // run exercises something new, and never needed for correctness.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, existsSync, writeFileSync, utimesSync } from 'node:fs'
+import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync, utimesSync } from 'node:fs'
 import Module from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { ROOT } from '../../helpers/cli.js'
 
 const LOADER = join(ROOT, 'bin', 'code-cache.js')
@@ -26,6 +26,7 @@ function load(file: string, key: string): string {
 
 describe('code cache loader', { skip: typeof (Module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function' && 'this Node has module.enableCompileCache, which the loader uses instead' }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'tsq-code-cache-'))
+  after(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'bundle.cjs')
   writeFileSync(join(dir, 'helper.cjs'), 'module.exports = (x) => x * 2\n')
   writeFileSync(file, "const double = require('./helper.cjs'); exports.answer = () => String(double(21))\n")

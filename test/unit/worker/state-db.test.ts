@@ -1,6 +1,6 @@
 // --statedb: revoked ids (with their ages) and the clock round-trip through the file.
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { it } from 'node:test'
@@ -8,8 +8,9 @@ import { LamportClock } from '../../../src/transport/index.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { StateDb } from '../../../src/worker/state-db.js'
 
-it('[statedb] revoked ids and the clock survive; expired ids do not come back', () => {
+it('[statedb] revoked ids and the clock survive; expired ids do not come back', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tsq-statedb-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
   const path = join(dir, 'sub', 'w.db')
   const revoked = new LimitedSet(100, 3600)
   const clock = new LamportClock()
@@ -29,8 +30,9 @@ it('[statedb] revoked ids and the clock survive; expired ids do not come back', 
   assert.ok(clock2.value > 42)
 })
 
-it('[statedb] a missing file is a first start; a foreign one is ignored with a warning', () => {
+it('[statedb] a missing file is a first start; a foreign one is ignored with a warning', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tsq-statedb-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
   const warnings: string[] = []
   new StateDb(join(dir, 'none.db'), new LimitedSet(), new LamportClock(), (m) => warnings.push(m)).load()
   assert.equal(warnings.length, 0)
