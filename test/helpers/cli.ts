@@ -1,6 +1,6 @@
 // Runs the built CLI as a shell script would: a child process, no terminal.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -34,8 +34,22 @@ export function runTsq(args: string[], options: { env?: NodeJS.ProcessEnv; timeo
 }
 
 /** A private embedded broker for one test file. */
+/** Homes made by this test file, removed when its process exits. */
+const homes: string[] = []
+process.once('exit', () => {
+  for (const home of homes) {
+    try {
+      rmSync(home, { recursive: true, force: true })
+    } catch {
+      // What cannot be removed (a file still held open) stays; the test's outcome does not depend on it.
+    }
+  }
+})
+
 export function tempTsqHome(): string {
-  return mkdtempSync(join(tmpdir(), 'tsq-test-home-'))
+  const home = mkdtempSync(join(tmpdir(), 'tsq-test-home-'))
+  homes.push(home)
+  return home
 }
 
 /**
