@@ -49,7 +49,18 @@ export async function republishForRetry(sender: Sender, request: Request, eta: s
 /** Callbacks and the next link of a chain get the result prepended (unless immutable). */
 export async function sendCallbacks(sender: Sender, request: Request, value: unknown): Promise<void> {
   const m = request.message
-  for (const callback of m.embed.callbacks ?? []) await applySignature(sender, callback as Signature, [value], request)
+  const callbacks = (m.embed.callbacks ?? []) as Signature[]
+  if (callbacks.length === 1) {
+    await applySignature(sender, callbacks[0]!, [value], request)
+  } else if (callbacks.length > 1) {
+    // Celery's tracer sends several callbacks as one new group (a shared
+    // group id, no index), and each callback that is a group as its own.
+    const groupId = randomUUID()
+    for (const callback of callbacks) {
+      if (canvasKind(callback) === 'group') await applySignature(sender, callback, [value], request)
+      else await applyGroupMembers(sender, [callback], [value], request, undefined, groupId, false)
+    }
+  }
   const chain = m.embed.chain
   if (chain && chain.length > 0) {
     const rest = [...chain]
@@ -145,23 +156,38 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
     return
   }
   if (kind === 'group') {
-    const groupId = optionString(sig, 'task_id') ?? randomUUID()
-    const members = signatures(kwargs.tasks)
-    for (const [index, member] of members.entries()) {
-      // A member that is itself a canvas (a chain in a group) applies itself, as in Celery.
-      if (canvasKind(member) !== 'plain') await applySignature(sender, member, args, parent, chain)
-      else await sendSignature(sender, member, args, parent, chain, { group: groupId, groupIndex: optionNumber(member, 'group_index') ?? index })
-    }
+    await applyGroupMembers(sender, signatures(kwargs.tasks), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true)
     return
   }
   await applyChord(sender, sig, args, parent, chain)
 }
 
+/**
+ * Celery's `group._prepared` + `_apply_tasks`: a nested group's members join
+ * this group in place; a chain or chord member applies itself, with the group
+ * id on the task whose result is the member's (a chain's last step, a chord's
+ * body).
+ */
+async function applyGroupMembers(sender: Sender, members: Signature[], args: unknown[], parent: Request, chain: Signature[] | undefined, groupId: string, indexed: boolean): Promise<void> {
+  for (const [index, member] of members.entries()) {
+    const kind = canvasKind(member)
+    if (kind === 'group') {
+      await applyGroupMembers(sender, signatures(kwargsOf(member).tasks), args, parent, chain, groupId, indexed)
+    } else if (kind === 'chain' || kind === 'chord') {
+      const grouped = withResultTask(member, (options) => ({ ...options, group_id: options.group_id ?? groupId }))
+      await applySignature(sender, grouped ?? member, args, parent, chain)
+    } else {
+      const groupIndex = optionNumber(member, 'group_index') ?? (indexed ? index : null)
+      await sendSignature(sender, member, args, parent, chain, { group: groupId, groupIndex })
+    }
+  }
+}
+
 /** Celery's `chord.run`: the body's size is set (spec §2.3), then every header task is sent carrying the body. */
 async function applyChord(sender: Sender, sig: Signature, args: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
-  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  const kwargs = kwargsOf(sig)
   const header = kwargs.header as Signature | Signature[] | undefined
-  const members = Array.isArray(header) ? header : header ? signatures((header.kwargs as Record<string, unknown> | undefined)?.tasks) : []
+  const members = unrollHeader(Array.isArray(header) ? header : header ? signatures(kwargsOf(header).tasks) : [])
   const headerOptions = (Array.isArray(header) ? {} : (header?.options ?? {})) as Record<string, unknown>
   const bodySig = kwargs.body as Signature | undefined
   if (!bodySig) {
@@ -174,23 +200,75 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
     await sendSignature(sender, body, [[]], parent)
     return
   }
+  const groupId = typeof headerOptions.task_id === 'string' ? headerOptions.task_id : randomUUID()
+  // A chain or a chord counts once, by the task whose result is its result,
+  // which carries the group and the body (Celery's `_chord._descend`, and
+  // the `freeze` of chain and chord).
+  const parts = members.map((member, index) => canvasKind(member) === 'plain'
+    ? member
+    : withResultTask(member, (options) => ({ ...options, group_id: options.group_id ?? groupId, group_index: index, chord: body })))
   // What cannot be run is said once and the body fails, rather than the
   // message going back to the queue to fail again.
   const backend = sender.backend
-  const nested = members.find((m) => canvasKind(m) !== 'plain')
-  const refusal = nested
-    ? `chord header member ${nested.task} is a ${canvasKind(nested)}; tsq workers send chord headers of plain tasks only`
+  const unsupported = members.find((_, index) => parts[index] === null)
+  const refusal = unsupported
+    ? `chord header member ${unsupported.task} (a ${canvasKind(unsupported)}) ends in a group; tsq workers count chord header members that end in one task`
     : !backend?.setChordSize ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts` : null
   if (refusal || !backend?.setChordSize) {
     sender.log.error(`Chord ${optionString(sig, 'task_id') ?? ''} not started: ${refusal}`)
     if (backend) await failChordBody(sender, backend, body, `NotImplementedError: ${refusal}`, parent)
     return
   }
-  const groupId = typeof headerOptions.task_id === 'string' ? headerOptions.task_id : randomUUID()
-  await backend.setChordSize(groupId, members.length)
-  for (const [index, member] of members.entries()) {
-    await sendSignature(sender, member, args, parent, undefined, { group: groupId, groupIndex: optionNumber(member, 'group_index') ?? index, chord: body })
+  await backend.setChordSize(groupId, parts.length)
+  for (const [index, part] of parts.entries()) {
+    if (canvasKind(part!) !== 'plain') await applySignature(sender, part!, args, parent)
+    else await sendSignature(sender, part!, args, parent, undefined, { group: groupId, groupIndex: index, chord: body })
   }
+}
+
+/**
+ * Celery 5.2.6's `group._freeze_unroll`, which `chord.run` uses on a header:
+ * nested groups are spliced in with `deque.extendleft`, which reverses each
+ * nested group's members. tsq keeps that order, so a body gets its results in
+ * the same order whichever kind of worker started the chord.
+ */
+function unrollHeader(members: Signature[]): Signature[] {
+  const stack = [...members]
+  const flat: Signature[] = []
+  for (let member = stack.shift(); member; member = stack.shift()) {
+    if (canvasKind(member) === 'group') stack.unshift(...signatures(kwargsOf(member).tasks).reverse())
+    else flat.push(member)
+  }
+  return flat
+}
+
+/**
+ * A copy of `sig` with `patch` applied to the options of the one task whose
+ * result is sig's result: a chain's last step, a chord's body, found through
+ * any nesting. Null when that is a group (or nothing), which has no one task.
+ */
+function withResultTask(sig: Signature, patch: (options: Record<string, unknown>) => Record<string, unknown>): Signature | null {
+  switch (canvasKind(sig)) {
+    case 'plain':
+      return { ...sig, options: patch({ ...sig.options }) }
+    case 'chain': {
+      const steps = signatures(kwargsOf(sig).tasks)
+      const last = steps.at(-1)
+      const patched = last ? withResultTask(last, patch) : null
+      return patched ? { ...sig, kwargs: { ...kwargsOf(sig), tasks: [...steps.slice(0, -1), patched] } } : null
+    }
+    case 'chord': {
+      const body = kwargsOf(sig).body as Signature | undefined
+      const patched = body ? withResultTask(body, patch) : null
+      return patched ? { ...sig, kwargs: { ...kwargsOf(sig), body: patched } } : null
+    }
+    default:
+      return null
+  }
+}
+
+function kwargsOf(sig: Signature): Record<string, unknown> {
+  return (sig.kwargs ?? {}) as Record<string, unknown>
 }
 
 type CanvasKind = 'plain' | 'group' | 'chord' | 'chain'
@@ -216,7 +294,7 @@ function optionNumber(sig: Signature, key: string): number | undefined {
 
 interface GroupMembership {
   group: string
-  groupIndex: number
+  groupIndex: number | null
   chord?: Signature
 }
 

@@ -1,14 +1,16 @@
 // tsq's client canvas (app.group, app.chord) against the real thing: a Python
 // Celery 5.2.6 worker serves the tasks, counts the chord's header in Redis and
 // sends the body, so the messages and keys tsq writes are Celery's. The same
-// calls against a tsq worker close the loop.
+// calls against a tsq worker close the loop. A Python client's canvas that the
+// worker itself must fan out (a chord inside a chain) is run on both kinds too,
+// so the Python worker's answer is the reference for the tsq worker's.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createApp, signature, TaskError, type App } from '../../src/app/index.js'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
 import { deleteCeleryQueues } from './helpers/cleanup.js'
 import { startPythonWorker, type PythonWorker } from './helpers/python-worker.js'
-import { startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
+import { pyClient, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
 
 const BACKEND = 'redis://127.0.0.1:6379/1'
 const skip = await brokerSkipReason('redis')
@@ -65,6 +67,19 @@ for (const w of workers) {
       assert.ok(err instanceof TaskError, withLog(String(err)))
       assert.equal(err.name, 'ChordError')
       assert.match(err.message, /^Dependency [0-9a-f-]{36} raised (ValueError|TypeError)\('chord part failed'\)$/)
+    })
+
+    it('a Python chain into a chord whose header nests a group and a chain: the worker that starts it gets Celery 5.2.6\'s order', async () => {
+      // add(1,2) | chord([add(1), group(add(10), add(20)), add(100) | mul(2), add(1000)], collect):
+      // Celery's header unroll reverses the nested group (23 before 13), and the chain counts once, by mul.
+      const out = await pyClient<{ result?: unknown }>({ broker: REDIS_URL, backend: BACKEND, queue }, ['canvas', 'nested_chord', '30'])
+      assert.deepEqual(out.result, [4, 23, 13, 206, 1003], withLog(JSON.stringify(out)))
+    })
+
+    it('a Python chain into a chord whose header holds a chord: the inner body counts toward the outer chord', async () => {
+      // add(1,2) | chord([chord([add(1), add(2)], tsum), add(10)], collect) -> [4 + 5, 13]
+      const out = await pyClient<{ result?: unknown }>({ broker: REDIS_URL, backend: BACKEND, queue }, ['canvas', 'chord_in_chord', '30'])
+      assert.deepEqual(out.result, [9, 13], withLog(JSON.stringify(out)))
     })
   })
 }

@@ -39,3 +39,14 @@ def sleep(seconds):
 @app.task(name='proj.tsum')
 def tsum(numbers):
     return sum(numbers)
+
+
+@app.task(name='proj.mul')
+def mul(x, y):
+    return x * y
+
+
+@app.task(name='proj.collect')
+def collect(values):
+    """A chord body that shows the order its header's results came in."""
+    return values

@@ -21,6 +21,7 @@ app = Celery(
 _queue = os.environ.get('TSQ_WI_QUEUE')
 if _queue:
     app.conf.task_default_queue = _queue
+app.conf.worker_direct = bool(os.environ.get('TSQ_WI_WORKER_DIRECT'))
 
 
 @app.task(name='proj.add')
@@ -62,3 +63,9 @@ def noop():
 @app.task(name='proj.tsum')
 def tsum(numbers):
     return sum(numbers)
+
+
+@app.task(name='proj.collect')
+def collect(values):
+    """A chord body that shows the order its header's results came in."""
+    return values

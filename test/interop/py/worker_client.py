@@ -12,10 +12,15 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
                                                         group: add(1,2) | group(add(10), add(20))            -> [13, 23]
                                                         group_body: add(1,2) | group(add(10), add(20)) | tsum -> 36
                                                         chord: add(1,2) | add(3) | chord([add(1), add(2)], tsum) -> 15
+                                                        nested_chord: add(1,2) | chord([add(1), group(add(10), add(20)),
+                                                          add(100) | mul(2), add(1000)], collect) -> Celery 5.2.6's order
+                                                        chord_in_chord: add(1,2) | chord([chord([add(1), add(2)], tsum),
+                                                          add(10)], collect) -> [9, 13]
   worker_client.py links TIMEOUT                     -> {"callback", "errback"}: add(2,2) link=mul(10), fail link_error=add.si(1,1)
   worker_client.py chord N TIMEOUT [FAIL_AT] [plain] -> {"result"} or {"exc_type",...}, and {"body": {"state","exc_type","exc_message"}}
                                                         of chord(add(i, i) for i < N)(tsum); FAIL_AT: that header task is proj.fail
                                                         (-1: none); plain: no queue named
+  worker_client.py direct NODE TIMEOUT               -> {"result"} of proj.whoami sent to NODE's worker_direct queue
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
   worker_client.py events NODE SECONDS               -> {"task_id", "events": [...]} seen from NODE
@@ -27,6 +32,7 @@ import time
 import uuid
 
 from celery import chain, chord, group
+from celery.utils.nodenames import worker_direct
 
 from worker_app import app
 
@@ -147,6 +153,14 @@ def cmd_canvas(shape, timeout):
         res = chain(add(1, 2), group(add(10), add(20))).apply_async()
     elif shape == 'group_body':
         res = chain(add(1, 2), group(add(10), add(20)), tsum).apply_async()
+    elif shape == 'nested_chord':
+        mul = lambda *a: app.signature('proj.mul', args=a, **q)
+        collect = app.signature('proj.collect', **q)
+        header = [add(1), group(add(10), add(20)), chain(add(100), mul(2)), add(1000)]
+        res = chain(add(1, 2), chord(header, collect)).apply_async()
+    elif shape == 'chord_in_chord':
+        collect = app.signature('proj.collect', **q)
+        res = chain(add(1, 2), chord([chord([add(1), add(2)], tsum), add(10)], collect)).apply_async()
     else:
         res = chain(add(1, 2), add(3), chord([add(1), add(2)], tsum)).apply_async()
     out(outcome(res, float(timeout)))
@@ -162,6 +176,11 @@ def cmd_links(timeout):
     app.send_task('proj.fail', args=['errback wanted'], link_error=recover)
     out({'callback': outcome(app.AsyncResult(mul.id), float(timeout)),
          'errback': outcome(app.AsyncResult(recover.id), float(timeout))})
+
+
+def cmd_direct(node, timeout):
+    res = app.send_task('proj.whoami', queue=worker_direct(node))
+    out(outcome(res, float(timeout)))
 
 
 def cmd_revoke(task_id, signal):
@@ -215,7 +234,8 @@ def cmd_events(node, seconds):
 
 
 COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
-            'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events}
+            'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events,
+            'direct': cmd_direct}
 
 if __name__ == '__main__':
     COMMANDS[sys.argv[1]](*sys.argv[2:])

@@ -238,11 +238,73 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     assert.deepEqual(published[0]!.embed.chain?.map((sig) => sig.task), ['proj.add', 'proj.mul'])
   })
 
-  it('a chord whose header holds a group is not started: one error, the body fails, nothing is requeued', async () => {
+  it('a chord header\'s nested group is spliced in as Celery 5.2.6 does (its members reversed) and counted per task', async () => {
+    const { backend, sizes } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const nested: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [10]), plain('proj.add', [20])] }, options: {}, subtask_type: 'group', immutable: false }
+    const header: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [1]), nested, plain('proj.add', [2])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 1], chord))
+    await runner.idle()
+    assert.deepEqual(sizes, [{ gid: GROUP, size: 4 }])
+    assert.deepEqual(published.map((p) => [p.args, p.group, p.groupIndex, p.embed.chord?.task]), [
+      [[2, 1], GROUP, 0, 'proj.tsum'],
+      [[2, 20], GROUP, 1, 'proj.tsum'],
+      [[2, 10], GROUP, 2, 'proj.tsum'],
+      [[2, 2], GROUP, 3, 'proj.tsum'],
+    ])
+  })
+
+  it('a chord header\'s chain counts once: its first step gets the args, its last step carries the group, index and body', async () => {
+    const { backend, sizes } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const inner: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [100]), plain('proj.mul', [2])] }, options: {}, subtask_type: 'chain', immutable: false }
+    const header: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [inner, plain('proj.add', [1])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 2], chord))
+    await runner.idle()
+    assert.deepEqual(sizes, [{ gid: GROUP, size: 2 }])
+    const [first, second] = published
+    assert.deepEqual([first!.task, first!.args, first!.group, first!.embed.chord ?? null], ['proj.add', [3, 100], null, null])
+    const last = first!.embed.chain![0]!
+    assert.equal(last.task, 'proj.mul')
+    assert.equal(last.options?.group_id, GROUP)
+    assert.equal(last.options?.group_index, 0)
+    assert.equal((last.options?.chord as Signature).task, 'proj.tsum')
+    assert.deepEqual([second!.args, second!.group, second!.groupIndex], [[3, 1], GROUP, 1])
+
+    // The chain's last step, run on its own, is then an ordinary header task.
+    published.length = 0
+    await runner.onDelivery(chainStep('proj.add', [3, 100], last))
+    await runner.idle()
+    assert.deepEqual([published[0]!.task, published[0]!.args, published[0]!.group, published[0]!.groupIndex, published[0]!.embed.chord?.task], ['proj.mul', [103, 2], GROUP, 0, 'proj.tsum'])
+  })
+
+  it('a chord header\'s chord counts once, by its body, which carries the outer group, index and body', async () => {
+    const { backend, sizes } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const innerGroup = '22222222-3333-4444-5555-666666666666'
+    const innerHeader: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [1]), plain('proj.add', [2])] }, options: { task_id: innerGroup }, subtask_type: 'group', immutable: false }
+    const inner: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: innerHeader, body: plain('proj.tsum', []) }, options: {}, subtask_type: 'chord', immutable: false }
+    const header: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [inner, plain('proj.add', [10])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 2], chord))
+    await runner.idle()
+    assert.deepEqual(sizes, [{ gid: GROUP, size: 2 }, { gid: innerGroup, size: 2 }])
+    assert.deepEqual(published.map((p) => [p.args, p.group, p.groupIndex]), [[[3, 1], innerGroup, 0], [[3, 2], innerGroup, 1], [[3, 10], GROUP, 1]])
+    const innerBody = published[0]!.embed.chord!
+    assert.equal(innerBody.task, 'proj.tsum')
+    assert.equal(innerBody.options?.group_id, GROUP)
+    assert.equal(innerBody.options?.group_index, 0)
+    assert.equal((innerBody.options?.chord as Signature).task, 'proj.tsum')
+    assert.equal(((innerBody.options?.chord as Signature).options as { task_id: string }).task_id, BODY_ID)
+  })
+
+  it('a chord header member that ends in a group is not started: one error, the body fails, nothing is requeued', async () => {
     const { backend, stored, sizes } = chordBackend(1)
     const { runner, published, log } = setup(backend)
-    const nested: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [1])] }, options: {}, subtask_type: 'group', immutable: false }
-    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: [nested, plain('proj.add', [2])], body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
+    const endsInGroup: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [1]), { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [2])] }, options: {}, subtask_type: 'group', immutable: false }] }, options: {}, subtask_type: 'chain', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: [endsInGroup, plain('proj.add', [2])], body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
     const step = chainStep('proj.add', [1, 1], chord)
     let requeued = 0
     step.reject = ({ requeue }) => { if (requeue) requeued += 1; return Promise.resolve() }
@@ -251,8 +313,45 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     assert.equal(published.length, 0)
     assert.deepEqual(sizes, [])
     assert.equal(requeued, 0)
-    assert.ok(log.errors.some((e) => e.includes('tsq workers send chord headers of plain tasks only')), log.errors.join('\n'))
+    assert.ok(log.errors.some((e) => e.includes('chord header member celery.chain (a chain) ends in a group')), log.errors.join('\n'))
     assert.equal(decodeResultMeta(stored.find((s) => s.id === BODY_ID)!.meta).status, 'FAILURE')
+  })
+
+  it('a group holding a group: the inner members join the outer group', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const nested: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [10]), plain('proj.add', [20])] }, options: { task_id: 'inner-group' }, subtask_type: 'group', immutable: false }
+    const group: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [nested, plain('proj.add', [30])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 2], group))
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.args, p.group]), [[[3, 10], GROUP], [[3, 20], GROUP], [[3, 30], GROUP]])
+  })
+})
+
+describe('[canvas] callbacks (link)', () => {
+  it('one callback is sent on its own, without a group', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    await runner.onDelivery(deliveryOf(encodeTaskV2('proj.add', { args: [1, 2], origin: 'gen@test', embed: { callbacks: [plain('proj.mul', [10])] } })))
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.task, p.args, p.group]), [['proj.mul', [3, 10], null]])
+  })
+
+  it('several callbacks go out as one group, as Celery\'s tracer sends them: a shared new group id, no index', async () => {
+    const { backend } = chordBackend(1)
+    const { runner, published } = setup(backend)
+    const inner: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [1]), plain('proj.mul', [2])] }, options: {}, subtask_type: 'chain', immutable: false }
+    const ownGroup: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [7])] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    await runner.onDelivery(deliveryOf(encodeTaskV2('proj.add', { args: [1, 2], origin: 'gen@test', embed: { callbacks: [plain('proj.mul', [10]), inner, ownGroup] } })))
+    await runner.idle()
+    assert.equal(published.length, 3)
+    const [mul, chainStart, own] = published
+    assert.match(mul!.group ?? '', /^[0-9a-f-]{36}$/)
+    assert.equal(mul!.groupIndex, null)
+    assert.deepEqual(mul!.args, [3, 10])
+    assert.deepEqual([chainStart!.args, chainStart!.group], [[3, 1], null])
+    assert.equal(chainStart!.embed.chain![0]!.options?.group_id, mul!.group, 'the chain joins the group by its last step')
+    assert.deepEqual([own!.args, own!.group], [[3, 7], GROUP])
   })
 })
 
