@@ -92,7 +92,11 @@ export interface AppOptions {
   resultBackend?: string
   /** Periodic tasks for `tsq beat` (Celery's beat_schedule). */
   beatSchedule?: Record<string, unknown>
-  /** Extra settings reported by `inspect conf`. */
+  /**
+   * Celery settings by their Python names, reported by `inspect conf`. The
+   * worker acts on `worker_direct`, `worker_enable_prefetch_count_reduction`
+   * and `worker_cancel_long_running_tasks_on_connection_loss`.
+   */
   conf?: Record<string, unknown>
   /**
    * Celery's `task_default_queue`: where a task goes when nothing names a

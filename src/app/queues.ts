@@ -12,6 +12,15 @@ export function taskQueue(name: string): { exchange: ExchangeSpec; queue: QueueS
   }
 }
 
+/**
+ * Celery's `worker_direct(hostname)`: `Queue('<hostname>.dq2', Exchange('C.dq2'),
+ * hostname)`, the queue a `worker_direct` worker consumes so that a client can
+ * send a task to that one node (`queue=worker_direct('w1@host')`).
+ */
+export function workerDirectQueue(nodename: string): { name: string; exchange: string; exchangeType: 'direct'; routingKey: string } {
+  return { name: `${nodename}.dq2`, exchange: 'C.dq2', exchangeType: 'direct', routingKey: nodename }
+}
+
 const declaredOn = new WeakMap<Transport, Set<string>>()
 
 /** `maybe_declare`: once per connection, as kombu's producer does. */

@@ -7,6 +7,7 @@ import { banner } from './banner.js'
 import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
+import { workerDirectQueue } from '../app/queues.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
@@ -104,6 +105,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     statedb: o.statedb,
     cancelLongRunningOnLoss: o.cancelLongRunningOnLoss || conf.worker_cancel_long_running_tasks_on_connection_loss === true,
     prefetchReduction: conf.worker_enable_prefetch_count_reduction !== false,
+    workerDirect: conf.worker_direct === true,
     log,
   })
   if (!o.quiet) {
@@ -117,7 +119,10 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
         pool: o.pool,
         taskEvents: o.taskEvents,
-        queues: queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),
+        queues: [
+          ...queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),
+          ...(conf.worker_direct === true ? [workerDirectQueue(o.nodename)] : []),
+        ],
         tasks: [...app.tasks.keys()],
       }) + '\n',
     )

@@ -42,5 +42,7 @@ export interface WorkerOptions {
   cancelLongRunningOnLoss: boolean
   /** worker_enable_prefetch_count_reduction (Celery's default: on). */
   prefetchReduction: boolean
+  /** worker_direct: also consume `<hostname>.dq2`, bound to the `C.dq2` exchange by the node name. */
+  workerDirect: boolean
   log: Logger
 }

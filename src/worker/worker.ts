@@ -2,7 +2,7 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
-import { taskQueue } from '../app/queues.js'
+import { taskQueue, workerDirectQueue } from '../app/queues.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type Transport } from '../transport/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
@@ -157,6 +157,8 @@ export class Worker {
       const { exchange, routingKey } = taskQueue(name)
       await this.addConsumer({ name, exchange: exchange.name, exchangeType: exchange.type, routingKey })
     }
+    // After -Q and -X, as Celery adds it: excluding queues never drops it.
+    if (this.o.workerDirect) await this.addConsumer(workerDirectQueue(this.o.hostname))
     this.autoscaler?.start()
     if (this.o.heartbeat) {
       await this.events.sendWorker('worker-online', this.heartbeatState())

@@ -1,10 +1,11 @@
 // Issue 3, "Must show": a mixed cluster, one Python worker and two tsq workers
 // on one queue. `tsq status` and `celery status` both list the three nodes, and
-// tasks sent from Python and from `tsq call` are served by both kinds.
+// tasks sent from Python and from `tsq call` are served by both kinds. Every
+// node sets Celery's worker_direct, so each can also be sent a task of its own.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
-import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'
+import { deleteCeleryQueues, deleteRedisExchanges, deleteResults } from './helpers/cleanup.js'
 import { PY_DIR, PYTHON, parseJsonOut, runTsq } from './helpers/python-worker.js'
 import { celeryJson, pyClient, startTsqWorker, uniqueNodeName, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
 import { spawn } from 'node:child_process'
@@ -16,7 +17,7 @@ const skip = await brokerSkipReason('redis')
 async function startPyWorker(env: WiEnv, nodename: string): Promise<{ stop: () => Promise<void>; log: () => string }> {
   const child = spawn(PYTHON, ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', nodename, '-c', '2', '-P', 'prefork', '-Q', env.queue, '--without-gossip', '--without-mingle', '-l', 'INFO'], {
     cwd: PY_DIR,
-    env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: env.broker, TSQ_WI_BACKEND: env.backend, TSQ_WI_QUEUE: env.queue },
+    env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: env.broker, TSQ_WI_BACKEND: env.backend, TSQ_WI_QUEUE: env.queue, TSQ_WI_WORKER_DIRECT: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
@@ -53,8 +54,8 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
   before(async () => {
     const [p, a, b] = await Promise.all([
       startPyWorker(env, pyNode),
-      startTsqWorker({ env, pool: 'prefork', concurrency: 2 }),
-      startTsqWorker({ env, pool: 'threads', concurrency: 2 }),
+      startTsqWorker({ env, pool: 'prefork', concurrency: 2, workerDirect: true }),
+      startTsqWorker({ env, pool: 'threads', concurrency: 2, workerDirect: true }),
     ])
     py = p
     workers.push(a, b)
@@ -62,7 +63,8 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
 
   after(async () => {
     await Promise.all([py?.stop(), ...workers.map((w) => w.stop())])
-    await deleteCeleryQueues('redis', REDIS_URL, [env.queue])
+    await deleteCeleryQueues('redis', REDIS_URL, [env.queue, ...nodes().map((n) => `${n}.dq2`)])
+    await deleteRedisExchanges(REDIS_URL, ['C.dq2'])
     await deleteResults(BACKEND, taskIds)
   })
 
@@ -126,5 +128,31 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
       }
     }
     for (const n of nodes()) assert.ok(seen.has(n), `${n} served nothing; served by: ${[...seen].join(', ')}`)
+  })
+
+  it('worker_direct: a task sent to a node\'s own queue (C.dq2, keyed by node name) runs on that node, whichever kind it is', async () => {
+    for (const n of nodes()) {
+      const out = await pyClient<{ result?: unknown }>(env, ['direct', n, '20'])
+      assert.equal(out.result, n, `${JSON.stringify(out)}\n${logsAbout([n])}`)
+    }
+    const target = workers[1]!.nodename
+    const res = await runTsq(['call', 'proj.whoami', '-b', env.broker, '--exchange', 'C.dq2', '--routing-key', target, '--json'])
+    assert.equal(res.code, 0, res.stderr)
+    const { id } = parseJsonOut(res, 'tsq call') as { id: string }
+    taskIds.push(id)
+    assert.equal((await pyClient<{ result: string }>(env, ['get', id, '20'])).result, target)
+  })
+
+  it('worker_direct: active_queues lists the direct queue as the Python worker lists its own', async () => {
+    const replies = (await celeryJson(env, ['inspect', 'active_queues', '-t', '3'])) as Record<string, { name: string; routing_key: string }[]>
+    const direct = (n: string) => replies[n]?.find((q) => q.name === `${n}.dq2`)
+    const reference = direct(pyNode)
+    assert.ok(reference, `the Python worker lists no direct queue: ${JSON.stringify(replies[pyNode])}`)
+    for (const w of workers) {
+      const mine = direct(w.nodename)
+      assert.ok(mine, `${w.nodename} lists no direct queue: ${JSON.stringify(replies[w.nodename])}`)
+      assert.deepEqual({ ...mine, name: '', routing_key: '' }, { ...reference, name: '', routing_key: '' })
+      assert.equal(mine.routing_key, w.nodename)
+    }
   })
 })

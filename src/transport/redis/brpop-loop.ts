@@ -3,7 +3,8 @@
 // blocking connection). When the set of ready queues changes mid-block, CLIENT
 // UNBLOCK ends the wait early instead of letting a new consumer sit for 1 s.
 import type { Redis } from 'ioredis'
-import { brpopKeys } from './keys.js'
+import { closeConnection } from './connections.js'
+import { brpopKeys, listKey } from './keys.js'
 
 export interface BrpopTarget {
   /** Queues to wait on now, in cycle order; empty means wait for a nudge. */
@@ -24,12 +25,57 @@ export interface BrpopTarget {
   claimStaged(source: string): Promise<{ raw: string; recorded: boolean } | null>
   /** The staging list this loop moves messages of `source` into. */
   stagingFor(source: string): string
+  /** Another blocking connection, so that an idle claim can wait on each queue at once. */
+  openBlocker(): Promise<Redis>
+}
+
+/** A connection that parks in blocking commands, and its CLIENT ID for CLIENT UNBLOCK. */
+class Blocker {
+  clientId: number | undefined
+  blocked = false
+  private readonly onReady = (): void => {
+    this.clientId = undefined
+    // Sent from the 'ready' listener, so it goes out before anything queued offline.
+    this.conn.client('ID').then(
+      (id) => {
+        this.clientId = Number(id)
+      },
+      () => undefined,
+    )
+    this.readied()
+  }
+
+  constructor(
+    readonly conn: Redis,
+    private readonly readied: () => void = () => undefined,
+  ) {
+    conn.on('ready', this.onReady)
+    if (conn.status === 'ready') this.onReady()
+  }
+
+  unblock(control: Redis): Promise<void> {
+    if (!this.blocked || this.clientId === undefined) return Promise.resolve()
+    // Unblocking makes BRPOP/BLMOVE return nil, as a timeout would: nothing can be lost.
+    return control.client('UNBLOCK', this.clientId).then(() => undefined, () => undefined)
+  }
+
+  detach(): void {
+    this.conn.off('ready', this.onReady)
+  }
+}
+
+interface IdleWait {
+  source: string
+  moved: string | null
+  error?: unknown
 }
 
 /**
- * While idle, the loop blocks on the first ready list (BLMOVE into its staging
- * list, so it waits in line with Celery's own BRPOP consumers) and polls every
- * list, including priority sub-lists, at least this often.
+ * While idle, the loop blocks on each ready queue's list, one connection per
+ * queue (BLMOVE into its staging list takes a single source, and so that it
+ * waits in line with Celery's own BRPOP consumers on every queue, not only
+ * the first), and polls every list, including priority sub-lists, at least
+ * this often.
  */
 const CLAIM_BLOCK_SECONDS = 0.2
 
@@ -42,18 +88,9 @@ export class BrpopLoop {
   private running: Promise<void> | undefined
   private wake: (() => void) | undefined
   private blockedOn: string | undefined
-  private clientId: number | undefined
-  private readonly onReady = (): void => {
-    this.clientId = undefined
-    // Sent from the 'ready' listener, so it goes out before anything queued offline.
-    this.conn.client('ID').then(
-      (id) => {
-        this.clientId = Number(id)
-      },
-      () => undefined,
-    )
-    this.wake?.()
-  }
+  /** The loop's own connection first, then the extra ones idle waits add. */
+  private readonly blockers: Blocker[]
+  private opening: Promise<void> | undefined
 
   constructor(
     private readonly conn: Redis,
@@ -61,8 +98,7 @@ export class BrpopLoop {
     private readonly target: BrpopTarget,
     private readonly queueOf: (key: string) => string,
   ) {
-    conn.on('ready', this.onReady)
-    if (conn.status === 'ready') this.onReady()
+    this.blockers = [new Blocker(conn, () => this.wake?.())]
   }
 
   start(): void {
@@ -75,18 +111,19 @@ export class BrpopLoop {
       this.wake()
       return
     }
-    if (this.blockedOn === undefined || this.clientId === undefined) return
+    if (this.blockedOn === undefined) return
     if (this.target.readyQueues().join('\n') === this.blockedOn) return
-    // Unblocking makes BRPOP return nil, as a timeout would: nothing can be lost.
-    this.control.client('UNBLOCK', this.clientId).catch(() => undefined)
+    void this.unblockAll()
+  }
+
+  private async unblockAll(): Promise<void> {
+    await Promise.all(this.blockers.map((b) => b.unblock(this.control)))
   }
 
   async stop(): Promise<void> {
     this.stopping = true
     this.nudge()
-    if (this.blockedOn !== undefined && this.clientId !== undefined) {
-      await this.control.client('UNBLOCK', this.clientId).catch(() => undefined)
-    }
+    await this.unblockAll()
     let timer: NodeJS.Timeout | undefined
     const settled = await Promise.race([
       (this.running ?? Promise.resolve()).then(() => true),
@@ -97,10 +134,51 @@ export class BrpopLoop {
     clearTimeout(timer)
     // A BRPOP parked while the broker is unreachable would wait forever: drop it.
     if (!settled) {
-      this.conn.disconnect()
+      for (const b of this.blockers) b.conn.disconnect()
       await this.running
     }
-    this.conn.off('ready', this.onReady)
+    for (const b of this.blockers) b.detach()
+    // The loop's own connection is the transport's to close; the extra ones are the loop's.
+    await Promise.all(this.blockers.slice(1).map((b) => closeConnection(b.conn)))
+  }
+
+  /** One blocker per source, opening extra connections as needed; fewer if one cannot be opened now. */
+  private async blockersFor(count: number): Promise<Blocker[]> {
+    while (this.blockers.length < count && !this.stopping) {
+      this.opening ??= this.target.openBlocker().then(
+        (conn) => {
+          this.blockers.push(new Blocker(conn))
+        },
+        (error: unknown) => this.target.failed(error),
+      ).finally(() => {
+        this.opening = undefined
+      })
+      const before = this.blockers.length
+      await this.opening
+      if (this.blockers.length === before) break
+    }
+    return this.blockers.slice(0, count)
+  }
+
+  /**
+   * BLMOVE on each source at once; the first that brings a message ends the
+   * others' waits, each of which may have moved one too (all are handled).
+   */
+  private async waitOnEach(sources: readonly string[]): Promise<IdleWait[]> {
+    const blockers = await this.blockersFor(sources.length)
+    return Promise.all(blockers.map(async (b, i): Promise<IdleWait> => {
+      const source = sources[i]!
+      b.blocked = true
+      try {
+        const moved = await b.conn.blmove(source, this.target.stagingFor(source), 'RIGHT', 'LEFT', CLAIM_BLOCK_SECONDS)
+        b.blocked = false
+        if (moved !== null) void this.unblockAll()
+        return { source, moved }
+      } catch (error) {
+        b.blocked = false
+        return { source, moved: null, error }
+      }
+    }))
   }
 
   private sleep(ms: number): Promise<void> {
@@ -143,44 +221,51 @@ export class BrpopLoop {
           for (const one of claimed) await this.target.deliverClaimed(this.queueOf(one.key), one.key, one.raw, one.recorded)
           continue
         }
-        const source = brpopKeys(queues)[0]!
-        let moved: string | null
+        // Each queue's own list (priority 0, where most messages are); its sub-lists are polled by the claim.
         this.blockedOn = queues.join('\n')
-        try {
-          moved = await this.conn.blmove(source, this.target.stagingFor(source), 'RIGHT', 'LEFT', CLAIM_BLOCK_SECONDS)
-        } catch (error) {
-          this.blockedOn = undefined
-          // The reply may have been lost after the move: take whatever is staged next time round.
-          this.unstaged.add(source)
-          if (this.stopping) break
-          this.target.failed(error)
+        const waits = await this.waitOnEach(queues.map((q) => listKey(q, 0)))
+        this.blockedOn = undefined
+        let failed = false
+        let moved = false
+        for (const wait of waits) {
+          if (wait.error !== undefined) {
+            // The reply may have been lost after the move: take whatever is staged next time round.
+            this.unstaged.add(wait.source)
+            if (!this.stopping) this.target.failed(wait.error)
+            failed = true
+            continue
+          }
+          if (wait.moved === null && !this.unstaged.has(wait.source)) continue
+          moved = true
+          this.unstaged.delete(wait.source)
+          let staged: Awaited<ReturnType<BrpopTarget['claimStaged']>>
+          try {
+            staged = await this.target.claimStaged(wait.source)
+          } catch (error) {
+            this.unstaged.add(wait.source)
+            this.target.failed(error)
+            continue
+          }
+          if (staged) await this.target.deliverClaimed(this.queueOf(wait.source), wait.source, staged.raw, staged.recorded)
+        }
+        if (this.stopping) break
+        if (failed) {
           failures += 1
           await this.sleep(Math.min(100 * failures, 1000))
-          continue
-        }
-        this.blockedOn = undefined
-        if (moved === null && !this.unstaged.has(source)) {
+        } else if (!moved) {
           this.target.idle()
-          continue
         }
-        this.unstaged.delete(source)
-        let staged: Awaited<ReturnType<BrpopTarget['claimStaged']>>
-        try {
-          staged = await this.target.claimStaged(source)
-        } catch (error) {
-          this.unstaged.add(source)
-          this.target.failed(error)
-          continue
-        }
-        if (staged) await this.target.deliverClaimed(this.queueOf(source), source, staged.raw, staged.recorded)
         continue
       }
       let popped: [string, string] | null
       this.blockedOn = queues.join('\n')
+      const own = this.blockers[0]!
+      own.blocked = true
       try {
         popped = await this.conn.brpop(...brpopKeys(queues), BRPOP_TIMEOUT_SECONDS)
         failures = 0
       } catch (error) {
+        own.blocked = false
         this.blockedOn = undefined
         if (this.stopping) break
         this.target.failed(error)
@@ -188,6 +273,7 @@ export class BrpopLoop {
         await this.sleep(Math.min(100 * failures, 1000))
         continue
       }
+      own.blocked = false
       this.blockedOn = undefined
       if (!popped) {
         this.target.idle()

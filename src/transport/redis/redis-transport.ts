@@ -308,6 +308,11 @@ export class RedisTransport implements Transport {
         deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
         claimStaged: (source) => this.unacked!.claimStaged(stagingKey(this.loopId, source), this.consumers.hasAcking(queueOfListKey(source))),
         stagingFor: (source) => stagingKey(this.loopId, source),
+        openBlocker: async () => {
+          const extra = createConnection(this.options, 'brpop', this.watcher)
+          await extra.open()
+          return extra.conn
+        },
       }, queueOfListKey)
     })().catch((error: unknown) => {
       this.loop = undefined

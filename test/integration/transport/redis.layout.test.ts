@@ -134,6 +134,40 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.zscore('unacked_index', tag), null)
   })
 
+  it('an idle consumer of several queues waits in line on each, as kombu\'s BRPOP over all of them does', async () => {
+    // Redis hands a pushed message to the client that has waited longest on
+    // that list. A rival BRPOP that starts waiting after tsq must lose to tsq
+    // on the queue tsq consumes second, not only on the first.
+    const [first, second] = [queue(), queue()]
+    const tsqName = `tsq-${process.pid}-layout-lines`
+    const t = await open(REDIS_URL, { connectionName: tsqName })
+    const got: Delivery[] = []
+    for (const q of [first, second]) await t.consume(q, (d) => void got.push(d), { prefetch: 20 })
+    const rivalName = `tsq-${process.pid}-layout-rival`
+    const rival = new Redis(REDIS_URL, { connectionName: rivalName })
+    const blocked = async (name: string) => (await raw.client('LIST') as string).split('\n').some((l) => l.includes(`name=${name} `) && / cmd=brpop /.test(l))
+    let tsqWon = 0
+    try {
+      await waitFor(async () => ((await raw.client('LIST') as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))).length === 2, { what: 'tsq waiting on both queues' })
+      for (let round = 0; round < 10; round += 1) {
+        const taken = rival.brpop(second, 5)
+        await waitFor(() => blocked(rivalName), { what: 'the rival waiting' })
+        await raw.lpush(second, JSON.stringify({ body: '', 'content-encoding': 'utf-8', 'content-type': 'text/plain', headers: {}, properties: { delivery_tag: `rival-${round}-${process.pid}`, delivery_info: { exchange: '', routing_key: second }, body_encoding: 'base64', priority: 0, delivery_mode: 2 } }))
+        await waitFor(async () => got.length + (await raw.llen(second)) > tsqWon || !(await blocked(rivalName)), { what: 'someone taking the message' })
+        if (got.length > tsqWon) {
+          tsqWon += 1
+          const id = Number((await raw.client('LIST') as string).split('\n').find((l) => l.includes(`name=${rivalName} `))?.match(/id=(\d+)/)?.[1])
+          await raw.client('UNBLOCK', id)
+        }
+        await taken
+      }
+    } finally {
+      for (const d of got) await d.ack().catch(() => undefined)
+      rival.disconnect()
+    }
+    assert.ok(tsqWon >= 7, `tsq took ${tsqWon} of 10 messages pushed to the second queue while a later BRPOP waited on it`)
+  })
+
   it('spec §4.6: restore_visible returns a message unacked past the visibility timeout', async () => {
     const q = uniqueName('tsq-layout-vt')
     const dbRaw = new Redis(RESTORE_DB_URL, { connectionName: `tsq-${process.pid}-layout-raw12` })

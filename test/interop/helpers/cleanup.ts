@@ -51,6 +51,17 @@ export async function deleteCeleryQueues(
   }
 }
 
+/** Deletes kombu's emulated exchanges on Redis (their `_kombu.binding.<exchange>` sets), e.g. worker_direct's C.dq2. */
+export async function deleteRedisExchanges(brokerUrl: string, exchanges: readonly string[]): Promise<void> {
+  const redis = new Redis(brokerUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  try {
+    await redis.connect()
+    await redis.del(...exchanges.map((e) => `_kombu.binding.${e}`))
+  } finally {
+    redis.disconnect()
+  }
+}
+
 /** Deletes `celery-task-meta-<id>` keys from a Redis result backend. */
 export async function deleteResults(backendUrl: string, taskIds: readonly string[]): Promise<void> {
   if (taskIds.length === 0) return

@@ -66,6 +66,8 @@ export interface TsqWorkerOptions {
    * to env.queue from TSQ_WI_DEFAULT_QUEUE (test/fixtures/tasks/interop-tasks.js).
    */
   queueFromApp?: boolean
+  /** The app sets Celery's worker_direct (TSQ_WI_WORKER_DIRECT, read by interop-tasks.js). */
+  workerDirect?: boolean
 }
 
 export class TsqWorker extends GroupProcess {
@@ -102,7 +104,7 @@ export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
   ]
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1', ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}) },
+    env: { ...process.env, NO_COLOR: '1', ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}), ...(o.workerDirect ? { TSQ_WI_WORKER_DIRECT: '1' } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
