@@ -265,7 +265,7 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
     },
     election: () => null,
     shutdown: (args) => {
-      w.shutdown(args.msg ? String(args.msg) : 'remote control shutdown')
+      w.shutdown(args.msg ? String(args.msg) : 'Got shutdown from remote')
       throw new NoReply()
     },
   }

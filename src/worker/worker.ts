@@ -265,8 +265,9 @@ export class Worker {
       addConsumer: (q: QueueDeclaration) => this.addConsumer(q),
       cancelConsumer: (q: string) => this.cancelConsumer(q),
       autoscale: this.o.autoscale ? this.autoscaleControl() : undefined,
-      shutdown: (reason: string) => {
-        this.o.log.warning(`Got shutdown from remote (${reason})`)
+      // Celery logs the command's msg argument itself, 'Got shutdown from remote' by default.
+      shutdown: (message: string) => {
+        this.o.log.warning(message)
         void this.shutdown('warm', 'remote shutdown')
       },
       report: () => workerReport(this.o, this.transport.kind),

@@ -186,5 +186,7 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     await celery(env, ['control', 'shutdown', '-d', node, '-t', '1'])
     const exit = await Promise.race([worker!.exited, new Promise((r) => setTimeout(() => r('still running'), 20_000))])
     assert.equal(exit, 0, withLog(`exit: ${String(exit)}`))
+    // Celery's worker logs the command's msg, 'Got shutdown from remote' by default, and exits 0.
+    assert.match(worker!.log, /WARNING\/MainProcess\] Got shutdown from remote$/m, withLog('no shutdown line'))
   })
 })
