@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import type { TaskEmbed } from '../protocol/index.js'
 import { createTransport, type Transport } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
+import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
@@ -118,6 +119,7 @@ export class App {
 
   constructor(readonly options: AppOptions = {}) {
     this.name = options.name ?? 'tsq'
+    registerBuiltinTasks(this)
   }
 
   get defaultQueue(): string {

@@ -123,7 +123,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
           ...queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),
           ...(conf.worker_direct === true ? [workerDirectQueue(o.nodename)] : []),
         ],
-        tasks: [...app.tasks.keys()],
+        // Celery lists its own celery.* tasks only at DEBUG.
+        tasks: [...app.tasks.keys()].filter((name) => parseLevel(o.loglevel) === 'DEBUG' || !name.startsWith('celery.')),
       }) + '\n',
     )
   }

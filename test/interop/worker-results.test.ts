@@ -121,6 +121,13 @@ for (const c of cases) {
       assert.equal(explicit.result, 15, withLog(JSON.stringify(explicit)))
     })
 
+    it('add.map, add.starmap and add.chunks run as Celery\'s built-in celery.map / celery.starmap tasks', async () => {
+      const out = await pyClient<Record<string, Outcome>>(env, ['builtins', '30'])
+      assert.deepEqual(out.map?.result, [1, 2, 3], withLog(JSON.stringify(out)))
+      assert.deepEqual(out.starmap?.result, [2, 5], withLog(JSON.stringify(out)))
+      assert.deepEqual(out.chunks?.result, [[0, 2, 4], [6, 8, 10], [12]], withLog(JSON.stringify(out)))
+    })
+
     it('countdown: the task runs at its ETA, not before', async () => {
       const out = await pyClient<Outcome>(env, ['eta', '3', '20'])
       assert.equal(typeof out.result, 'number', withLog(JSON.stringify(out)))

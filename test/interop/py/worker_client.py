@@ -20,6 +20,8 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
   worker_client.py chord N TIMEOUT [FAIL_AT] [plain] -> {"result"} or {"exc_type",...}, and {"body": {"state","exc_type","exc_message"}}
                                                         of chord(add(i, i) for i < N)(tsum); FAIL_AT: that header task is proj.fail
                                                         (-1: none); plain: no queue named
+  worker_client.py builtins TIMEOUT                  -> {"map", "starmap", "chunks"}: collect.map([1, 2, 3]), add.starmap([(1, 1), (2, 3)]),
+                                                        add.chunks(zip(range(7), range(7)), 3), Celery's built-in tasks
   worker_client.py direct NODE TIMEOUT               -> {"result"} of proj.whoami sent to NODE's worker_direct queue
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
@@ -178,6 +180,15 @@ def cmd_links(timeout):
          'errback': outcome(app.AsyncResult(recover.id), float(timeout))})
 
 
+def cmd_builtins(timeout):
+    """Canvases that the worker runs as Celery's built-in tasks (celery.map, celery.starmap)."""
+    from worker_app import add, collect
+    t = float(timeout)
+    out({'map': outcome(collect.map([1, 2, 3]).apply_async(), t),
+         'starmap': outcome(add.starmap([(1, 1), (2, 3)]).apply_async(), t),
+         'chunks': outcome(add.chunks(zip(range(7), range(7)), 3).apply_async(), t)})
+
+
 def cmd_direct(node, timeout):
     res = app.send_task('proj.whoami', queue=worker_direct(node))
     out(outcome(res, float(timeout)))
@@ -235,7 +246,7 @@ def cmd_events(node, seconds):
 
 COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events,
-            'direct': cmd_direct}
+            'direct': cmd_direct, 'builtins': cmd_builtins}
 
 if __name__ == '__main__':
     COMMANDS[sys.argv[1]](*sys.argv[2:])
