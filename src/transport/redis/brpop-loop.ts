@@ -81,6 +81,9 @@ const CLAIM_BLOCK_SECONDS = 0.2
 
 const BRPOP_TIMEOUT_SECONDS = 1
 
+/** How long after a failed attempt the loop waits before opening another blocking connection. */
+const OPEN_RETRY_MS = 5000
+
 export class BrpopLoop {
   private stopping = false
   /** Sources whose staging list may hold a message whose claim did not complete. */
@@ -91,6 +94,7 @@ export class BrpopLoop {
   /** The loop's own connection first, then the extra ones idle waits add. */
   private readonly blockers: Blocker[]
   private opening: Promise<void> | undefined
+  private openFailedAt = -Infinity
 
   constructor(
     private readonly conn: Redis,
@@ -144,12 +148,16 @@ export class BrpopLoop {
 
   /** One blocker per source, opening extra connections as needed; fewer if one cannot be opened now. */
   private async blockersFor(count: number): Promise<Blocker[]> {
-    while (this.blockers.length < count && !this.stopping) {
+    // A refused connection (maxclients, say) is not retried on every 0.2 s round.
+    while (this.blockers.length < count && !this.stopping && Date.now() - this.openFailedAt >= OPEN_RETRY_MS) {
       this.opening ??= this.target.openBlocker().then(
         (conn) => {
           this.blockers.push(new Blocker(conn))
         },
-        (error: unknown) => this.target.failed(error),
+        (error: unknown) => {
+          this.openFailedAt = Date.now()
+          this.target.failed(error)
+        },
       ).finally(() => {
         this.opening = undefined
       })
