@@ -10,6 +10,7 @@ import { BrokerConnectionError } from '../../../src/transport/errors.js'
 import { RedisTransport } from '../../../src/transport/redis/redis-transport.js'
 import type { Delivery, MessageProperties, OutgoingMessage } from '../../../src/transport/transport.js'
 import { brokerSkipReason, deleteRedisBindingsOfThisProcess, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
+import { killRedisConnections } from './conformance/kill-connections.js'
 
 const skip = await brokerSkipReason('redis')
 const SEP = '\x06\x16'
@@ -166,6 +167,24 @@ describe('redis transport layout (spec §4)', { skip }, () => {
       rival.disconnect()
     }
     assert.ok(tsqWon >= 7, `tsq took ${tsqWon} of 10 messages pushed to the second queue while a later BRPOP waited on it`)
+  })
+
+  it('after its connections are cut while it waits on two queues, an idle consumer takes from both again', async () => {
+    const [first, second] = [queue(), queue()]
+    const tsqName = `tsq-${process.pid}-layout-cut`
+    const t = await open(REDIS_URL, { connectionName: tsqName })
+    const got: Delivery[] = []
+    for (const q of [first, second]) await t.consume(q, (d) => void got.push(d), { prefetch: 5 })
+    const waiting = async () => ((await raw.client('LIST') as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))).length === 2
+    await waitFor(waiting, { what: 'tsq waiting on both queues' })
+    await killRedisConnections(REDIS_URL, tsqName)
+    await waitFor(waiting, { what: 'tsq waiting on both queues again', timeoutMs: 15_000 })
+    const publisher = await open()
+    await publisher.publish('', first, msg('to the first'))
+    await publisher.publish('', second, msg('to the second'))
+    await waitFor(() => got.length === 2, { what: 'both deliveries', timeoutMs: 15_000 })
+    assert.deepEqual(got.map((d) => d.body.toString()).sort(), ['to the first', 'to the second'])
+    for (const d of got) await d.ack()
   })
 
   it('spec §4.6: restore_visible returns a message unacked past the visibility timeout', async () => {
