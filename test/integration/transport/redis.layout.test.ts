@@ -135,21 +135,28 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.zscore('unacked_index', tag), null)
   })
 
+  /** A consumer of two fresh queues, named so that CLIENT LIST shows when its idle waits are on both. */
+  async function idleOnTwoQueues(name: string) {
+    const [first, second] = [queue(), queue()]
+    const tsqName = `tsq-${process.pid}-layout-${name}`
+    const t = await open(REDIS_URL, { connectionName: tsqName })
+    const got: Delivery[] = []
+    for (const q of [first, second]) await t.consume(q, (d) => void got.push(d), { prefetch: 20 })
+    const waitingOnBoth = async () => ((await raw.client('LIST') as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))).length === 2
+    await waitFor(waitingOnBoth, { what: 'tsq waiting on both queues' })
+    return { first, second, tsqName, got, waitingOnBoth }
+  }
+
   it('an idle consumer of several queues waits in line on each, as kombu\'s BRPOP over all of them does', async () => {
     // Redis hands a pushed message to the client that has waited longest on
     // that list. A rival BRPOP that starts waiting after tsq must lose to tsq
     // on the queue tsq consumes second, not only on the first.
-    const [first, second] = [queue(), queue()]
-    const tsqName = `tsq-${process.pid}-layout-lines`
-    const t = await open(REDIS_URL, { connectionName: tsqName })
-    const got: Delivery[] = []
-    for (const q of [first, second]) await t.consume(q, (d) => void got.push(d), { prefetch: 20 })
+    const { second, got } = await idleOnTwoQueues('lines')
     const rivalName = `tsq-${process.pid}-layout-rival`
     const rival = new Redis(REDIS_URL, { connectionName: rivalName })
     const blocked = async (name: string) => (await raw.client('LIST') as string).split('\n').some((l) => l.includes(`name=${name} `) && / cmd=brpop /.test(l))
     let tsqWon = 0
     try {
-      await waitFor(async () => ((await raw.client('LIST') as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))).length === 2, { what: 'tsq waiting on both queues' })
       for (let round = 0; round < 10; round += 1) {
         const taken = rival.brpop(second, 5)
         await waitFor(() => blocked(rivalName), { what: 'the rival waiting' })
@@ -170,15 +177,9 @@ describe('redis transport layout (spec §4)', { skip }, () => {
   })
 
   it('after its connections are cut while it waits on two queues, an idle consumer takes from both again', async () => {
-    const [first, second] = [queue(), queue()]
-    const tsqName = `tsq-${process.pid}-layout-cut`
-    const t = await open(REDIS_URL, { connectionName: tsqName })
-    const got: Delivery[] = []
-    for (const q of [first, second]) await t.consume(q, (d) => void got.push(d), { prefetch: 5 })
-    const waiting = async () => ((await raw.client('LIST') as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))).length === 2
-    await waitFor(waiting, { what: 'tsq waiting on both queues' })
+    const { first, second, tsqName, got, waitingOnBoth } = await idleOnTwoQueues('cut')
     await killRedisConnections(REDIS_URL, tsqName)
-    await waitFor(waiting, { what: 'tsq waiting on both queues again', timeoutMs: 15_000 })
+    await waitFor(waitingOnBoth, { what: 'tsq waiting on both queues again', timeoutMs: 15_000 })
     const publisher = await open()
     await publisher.publish('', first, msg('to the first'))
     await publisher.publish('', second, msg('to the second'))
