@@ -2,18 +2,21 @@ import { Flags } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 import { runEventDump } from '../cli/event-dump.js'
+import { runEventMonitor } from '../cli/event-monitor.js'
 
 export default class Events extends TsqCommand<void> {
-  static summary = "Show the cluster's events as they happen (Celery's `celery events --dump`)."
+  static summary = "Show the cluster's events as they happen (Celery's `celery events`)."
   static description =
-    'Every worker and task event on the broker, one line each as `celery events --dump` prints it, or one JSON object per line with --json. ' +
-    'Task events come from workers started with -E (or after `tsq control enable_events`). Celery\'s curses monitor is not built: use --dump or --json.'
+    'In a terminal, a live view as Celery\'s curses monitor shows it: the latest tasks, the selected task, the workers online (j/k select, q quits). ' +
+    'With --dump, every worker and task event on the broker, one line each as `celery events --dump` prints it; with --json, one JSON object per line. ' +
+    'Task events come from workers started with -E (or after `tsq control enable_events`).'
   static flags = {
     dump: Flags.boolean({ description: 'Print each event as a line (Celery\'s --dump).' }),
     count: Flags.integer({ description: 'Exit (0) after this many events.', min: 1 }),
     timeout: Flags.string({ description: 'Exit (0) after this many seconds.' }),
   }
   static examples = [
+    '<%= config.bin %> events -b redis://127.0.0.1:6379/0   # the live view',
     '<%= config.bin %> events --dump -b redis://127.0.0.1:6379/0',
     '<%= config.bin %> events --json --count 1 -b amqp://guest:guest@127.0.0.1:5672//   # wait for the next event',
   ]
@@ -21,7 +24,17 @@ export default class Events extends TsqCommand<void> {
   async run(): Promise<void> {
     const { flags } = await this.parse(Events)
     const json = this.jsonEnabled()
-    if (!flags.dump && !json) throw new UsageError("tsq events prints events with --dump (lines) or --json (one object per line); Celery's curses monitor is not built")
+    if (!flags.dump && !json) {
+      if (!process.stdin.isTTY || !process.stdout.isTTY) throw new UsageError('tsq events shows its live view in a terminal only; in scripts, print events with --dump (lines) or --json (one object per line)')
+      await runEventMonitor({
+        brokerUrl: this.config_(flags).brokerUrl,
+        version: this.config.version,
+        input: process.stdin,
+        output: process.stdout,
+        warn: (line) => process.stderr.write(`${line}\n`),
+      })
+      return
+    }
     let timeoutSeconds: number | undefined
     if (flags.timeout !== undefined) {
       timeoutSeconds = Number(flags.timeout)

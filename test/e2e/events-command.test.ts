@@ -1,18 +1,20 @@
 // `tsq events`: Celery's `celery events --dump` for scripts. A heartbeat line
 // as Celery's dumper prints it, JSON events with --json, --count and --timeout
-// to stop, and one clear line for what it does not do.
+// to stop; in a terminal (a pty from script(1)), the live view of Celery's
+// curses monitor; and one clear line when there is no terminal.
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { hostname } from 'node:os'
 import { after, before, describe, it } from 'node:test'
-import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
-import { ROOT, runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
+import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
+import { BIN, ROOT, runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
 import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
 describe('tsq events: bad input', () => {
-  it('without --dump or --json it says what it does instead of Celery\'s curses monitor (exit 64)', async () => {
+  it('without --dump or --json and with no terminal, one line says what scripts use instead (exit 64)', async () => {
     const res = await runTsq(['events'])
     assert.equal(res.code, 64)
-    assert.match(res.stderr, /--dump .*--json .*curses monitor is not built/)
+    assert.match(res.stderr, /live view in a terminal only; in scripts, print events with --dump \(lines\) or --json/)
   })
 
   it('a --timeout that is not a positive number is one line and exit 64', async () => {
@@ -30,7 +32,7 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
     let worker: SpawnedWorker | undefined
 
     before(async () => {
-      worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', broker, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--heartbeat-interval', '1'], { nodename: node })
+      worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', broker, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--heartbeat-interval', '1', '-E'], { nodename: node })
     })
 
     after(async () => {
@@ -57,6 +59,28 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
       const beat = lines.find((l) => l.startsWith(`${node} [`))
       assert.ok(beat, res.stdout)
       assert.match(beat, /^\S+ \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\] heartbeat: active=0, clock=\d+, freq=1\.0, loadavg=\[[\d., ]+\], local_received=[\d.]+, pid=\d+, processed=0, sw_ident=tsq, sw_sys=Linux, sw_ver=[\d.]+, utcoffset=-?\d+$/)
+    })
+
+    it('in a terminal: the live view shows the worker and the task as Celery\'s monitor does; q quits with exit 0', async () => {
+      const screen = spawn('script', ['-qfec', `stty cols 200 rows 30; '${process.execPath}' '${BIN}' events -b '${broker}'`, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
+      let output = ''
+      screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
+      screen.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')))
+      const exited = new Promise<number | null>((resolve) => screen.once('exit', (code) => resolve(code)))
+      const text = () => output.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '\n')
+      try {
+        await waitFor(() => text().includes(`Workers online: ${node}`), { what: 'the worker in the live view', timeoutMs: 20_000 })
+        const call = await runTsq(['call', 'proj.add', '-a', '[20, 22]', '-b', broker, '-Q', queue, '--json'])
+        assert.equal(call.code, 0, call.stderr)
+        const { id } = JSON.parse(call.stdout) as { id: string }
+        const row = new RegExp(`${id} +${node.replace(/[.]/g, '\\.')} +proj\\.add +\\d\\d:\\d\\d:\\d\\d SUCCESS`)
+        await waitFor(() => row.test(text()), { what: 'the task\'s row with SUCCESS', timeoutMs: 20_000 })
+        screen.stdin.write('q')
+        const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))])
+        assert.equal(code, 0, text().slice(-2000))
+      } finally {
+        screen.kill('SIGKILL')
+      }
     })
   })
 }
