@@ -1,14 +1,15 @@
 // `tsq events` in a terminal: Celery's curses monitor (celery/events/cursesmon.py)
 // as a full-screen view, redrawn as events arrive: the latest tasks (uuid,
 // worker, task, time, state, laid out by Celery's format_row), the selected
-// task's fields, the workers online, and the counts. j/k move the selection;
-// q or Ctrl-C quits.
+// task's fields, the workers online, and the counts. j/k move the selection,
+// c revokes the selected task (Celery's key too); q or Ctrl-C quits.
 //
 // Drawn with three ANSI sequences (alternate screen, clear, cursor on/off)
 // rather than a TUI library: the view is one screen of plain lines redrawn
 // whole, which is all a library's renderer would be used for here.
 import { withTransport } from '../app/connection.js'
 import { EventReceiver } from '../app/event-receiver.js'
+import { MailboxClient, type NodeReply } from '../transport/index.js'
 
 const UUID_WIDTH = 36
 const STATE_WIDTH = 8
@@ -150,6 +151,8 @@ export interface ScreenOptions {
   now: number
   selected: string | null
   greet: string
+  /** A remote-control outcome shown where the selected task's fields go, for a while. */
+  notice?: string | null
 }
 
 /** How many task rows fit on a screen this tall. */
@@ -176,10 +179,10 @@ export function renderScreen(view: ClusterView, o: ScreenOptions): string[] {
   const workers = view.aliveWorkers(o.now)
   lines.push(
     fit('─'.repeat(Math.max(0, width - LEFT_OFFSET - 4))),
-    fit(selected ? abbr(`Selected: ${infoOf(selected) || 'Missing extended info'}`, displayWidth) : 'No task selected'),
+    fit(o.notice ? abbr(o.notice, displayWidth) : selected ? abbr(`Selected: ${infoOf(selected) || 'Missing extended info'}`, displayWidth) : 'No task selected'),
     fit(workers.length ? `Workers online: ${workers.join(', ')}` : 'No workers discovered.'),
     fit(`Info: events: ${view.eventCount} tasks:${view.tasks.size} workers:${workers.length}/${view.workerCount}`),
-    fit('Keys: j:down k:up q: quit'),
+    fit('Keys: j:down k:up c:revoke q: quit'),
   )
   return lines
 }
@@ -192,6 +195,18 @@ export interface EventMonitorOptions {
   warn(line: string): void
 }
 
+/** How each node answered, as Celery's monitor lists the replies to a revoke. */
+export function describeReplies(what: string, replies: NodeReply[]): string {
+  const answers = replies.flatMap((reply) => Object.entries(reply)).map(([node, body]) => {
+    const b = (body ?? {}) as { ok?: unknown; error?: unknown }
+    return `${node}: ${String(b.ok ?? (b.error !== undefined ? `error: ${String(b.error)}` : JSON.stringify(body)))}`
+  })
+  return `${what}: ${answers.length ? answers.join('; ') : 'no reply'}`
+}
+
+/** A notice stays on screen this long. */
+const NOTICE_MS = 8000
+
 const ENTER_SCREEN = '\x1b[?1049h\x1b[?25l'
 const LEAVE_SCREEN = '\x1b[?25h\x1b[?1049l'
 const CLEAR = '\x1b[H\x1b[2J'
@@ -202,10 +217,15 @@ export async function runEventMonitor(o: EventMonitorOptions): Promise<void> {
   await withTransport(o.brokerUrl, async (transport) => {
     const view = new ClusterView()
     let selected: string | null = null
+    let notice: { text: string; until: number } | null = null
     let drawTimer: NodeJS.Timeout | undefined
+    // A reply that comes after q must not draw over the restored terminal.
+    let closed = false
     const draw = (): void => {
       drawTimer = undefined
-      const lines = renderScreen(view, { width: o.output.columns ?? 80, height: o.output.rows ?? 24, now: Date.now() / 1000, selected, greet: `tsq events v${o.version}` })
+      if (closed) return
+      if (notice && Date.now() > notice.until) notice = null
+      const lines = renderScreen(view, { width: o.output.columns ?? 80, height: o.output.rows ?? 24, now: Date.now() / 1000, selected, greet: `tsq events v${o.version}`, notice: notice?.text })
       o.output.write(CLEAR + lines.join('\r\n'))
     }
     // A burst of events is drawn once, not once per event.
@@ -219,13 +239,28 @@ export async function runEventMonitor(o: EventMonitorOptions): Promise<void> {
       if (shown.length === 0) return
       const at = selected ? shown.indexOf(selected) : -1
       selected = shown[Math.min(shown.length - 1, Math.max(0, at === -1 ? 0 : at + step))] ?? null
+      notice = null
       draw()
+    }
+    const say = (text: string): void => {
+      notice = { text, until: Date.now() + NOTICE_MS }
+      draw()
+    }
+    const revokeSelected = (): void => {
+      const id = selected
+      if (!id) return say('Select a task first (j/k)')
+      say(`Revoking ${id}...`)
+      new MailboxClient(transport).broadcast('revoke', { arguments: { task_id: id }, timeout: 1 }).then(
+        (replies) => say(describeReplies(`Revoke ${id}`, replies)),
+        (error: Error) => say(`Revoke ${id} failed: ${error.message}`),
+      )
     }
     const onKey = (data: Buffer): void => {
       const key = data.toString('utf8')
       if (key === 'q' || key === 'Q' || key === '\x03' || key === '\x04') finish()
       else if (key === 'j' || key === 'J' || key === '\x1b[B') move(1)
       else if (key === 'k' || key === 'K' || key === '\x1b[A') move(-1)
+      else if (key === 'c' || key === 'C') revokeSelected()
     }
     const receiver = new EventReceiver(transport, {
       onEvent: (event) => {
@@ -254,6 +289,7 @@ export async function runEventMonitor(o: EventMonitorOptions): Promise<void> {
       o.input.off('data', onKey)
       o.input.setRawMode?.(false)
       o.input.pause()
+      closed = true
       o.output.write(LEAVE_SCREEN)
       await receiver.stop()
     }

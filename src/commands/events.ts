@@ -7,7 +7,7 @@ import { runEventMonitor } from '../cli/event-monitor.js'
 export default class Events extends TsqCommand<void> {
   static summary = "Show the cluster's events as they happen (Celery's `celery events`)."
   static description =
-    'In a terminal, a live view as Celery\'s curses monitor shows it: the latest tasks, the selected task, the workers online (j/k select, q quits). ' +
+    'In a terminal, a live view as Celery\'s curses monitor shows it: the latest tasks, the selected task, the workers online (j/k select, c revokes the selected task, q quits). ' +
     'With --dump, every worker and task event on the broker, one line each as `celery events --dump` prints it; with --json, one JSON object per line. ' +
     'Task events come from workers started with -E (or after `tsq control enable_events`).'
   static flags = {

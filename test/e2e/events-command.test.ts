@@ -61,7 +61,7 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
       assert.match(beat, /^\S+ \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\] heartbeat: active=0, clock=\d+, freq=1\.0, loadavg=\[[\d., ]+\], local_received=[\d.]+, pid=\d+, processed=0, sw_ident=tsq, sw_sys=Linux, sw_ver=[\d.]+, utcoffset=-?\d+$/)
     })
 
-    it('in a terminal: the live view shows the worker and the task as Celery\'s monitor does; q quits with exit 0', async () => {
+    it('in a terminal: the live view shows the worker and the task as Celery\'s monitor does; c revokes the selected task; q quits with exit 0', async () => {
       const screen = spawn('script', ['-qfec', `stty cols 200 rows 30; '${process.execPath}' '${BIN}' events -b '${broker}'`, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
       let output = ''
       screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
@@ -75,6 +75,13 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
         const { id } = JSON.parse(call.stdout) as { id: string }
         const row = new RegExp(`${id} +${node.replace(/[.]/g, '\\.')} +proj\\.add +\\d\\d:\\d\\d:\\d\\d SUCCESS`)
         await waitFor(() => row.test(text()), { what: 'the task\'s row with SUCCESS', timeoutMs: 20_000 })
+        // j selects the latest task, c revokes it, as in Celery's monitor; the worker's reply shows.
+        screen.stdin.write('j')
+        await waitFor(() => text().includes('Selected: '), { what: 'the selection' })
+        screen.stdin.write('c')
+        // Other workers on the broker may answer too; this one's reply must be among them.
+        const reply = new RegExp(`Revoke ${id}: (.*; )?${node.replace(/[.]/g, '\\.')}: tasks ${id} flagged as revoked`)
+        await waitFor(() => reply.test(text()), { what: 'the revoke reply', timeoutMs: 10_000 })
         screen.stdin.write('q')
         const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 10_000))])
         assert.equal(code, 0, text().slice(-2000))

@@ -4,7 +4,7 @@
 // across events, the latest task first, and workers alive by heartbeat.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ClusterView, formatRow, renderScreen } from '../../../src/cli/event-monitor.js'
+import { ClusterView, describeReplies, formatRow, renderScreen } from '../../../src/cli/event-monitor.js'
 
 const UUID = '355843e6-8cc6-41d1-b62b-d03ca1d6b15c'
 
@@ -61,7 +61,15 @@ describe('[events monitor] the state behind the screen', () => {
       "   Selected: args=(2, 2) kwargs={} result=4 runtime=0.01",
       '   Workers online: w1@h, w2@h',
       '   Info: events: 6 tasks:2 workers:2/2',
-      '   Keys: j:down k:up q: quit',
+      '   Keys: j:down k:up c:revoke q: quit',
     ])
+  })
+
+  it('a revoke\'s replies take the selected task\'s line for a while, node by node', () => {
+    const text = describeReplies('Revoke a', [{ 'w1@h': { ok: 'tasks a flagged as revoked' } }, { 'w2@h': { error: 'nope' } }])
+    assert.equal(text, 'Revoke a: w1@h: tasks a flagged as revoked; w2@h: error: nope')
+    assert.equal(describeReplies('Revoke a', []), 'Revoke a: no reply')
+    const lines = renderScreen(cluster(), { width: 104, height: 16, now: T + 3.5, selected: 'a', greet: 'g', notice: text })
+    assert.equal(lines.at(-4), `   ${text}`)
   })
 })
