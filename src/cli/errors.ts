@@ -19,3 +19,11 @@ export class UsageError extends CliError {
     super('USAGE', message)
   }
 }
+
+/** A `--name SECONDS` flag's value: undefined when absent, else a positive number or one usage line. */
+export function positiveSeconds(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`)
+  return n
+}

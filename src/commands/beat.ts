@@ -4,7 +4,7 @@ import { detach } from '../app/detach.js'
 import { dropPrivileges } from '../app/privileges.js'
 import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { UsageError } from '../cli/errors.js'
+import { positiveSeconds } from '../cli/errors.js'
 import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode, type StoreKind } from '../beat/index.js'
 
 /** The store flags beat and every `tsq schedule` command share. */
@@ -30,13 +30,6 @@ export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'r
     keyPrefix: flags['key-prefix'],
     timezone: zoneOf(flags),
   }
-}
-
-export function positiveSeconds(name: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined
-  const n = Number(raw)
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`)
-  return n
 }
 
 export default class BeatCommand extends TsqCommand<void> {

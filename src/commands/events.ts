@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
-import { UsageError } from '../cli/errors.js'
+import { positiveSeconds, UsageError } from '../cli/errors.js'
 import { runEventDump } from '../cli/event-dump.js'
 import { runEventMonitor } from '../cli/event-monitor.js'
 
@@ -35,11 +35,7 @@ export default class Events extends TsqCommand<void> {
       })
       return
     }
-    let timeoutSeconds: number | undefined
-    if (flags.timeout !== undefined) {
-      timeoutSeconds = Number(flags.timeout)
-      if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(flags.timeout)}`)
-    }
+    const timeoutSeconds = positiveSeconds('timeout', flags.timeout)
     await runEventDump({
       brokerUrl: this.config_(flags).brokerUrl,
       json,
