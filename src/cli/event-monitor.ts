@@ -9,6 +9,7 @@
 // whole, which is all a library's renderer would be used for here.
 import { withTransport } from '../app/connection.js'
 import { EventReceiver } from '../app/event-receiver.js'
+import { heartbeatExpires } from '../protocol/index.js'
 import { MailboxClient, type NodeReply } from '../transport/index.js'
 
 const UUID_WIDTH = 36
@@ -87,7 +88,7 @@ export class ClusterView {
 
   /** Celery's Worker.alive: a heartbeat within two intervals. */
   aliveWorkers(now: number): string[] {
-    return [...this.workers.entries()].filter(([, w]) => w.lastSeen !== null && now < w.lastSeen + w.freq * 2).map(([name]) => name).sort()
+    return [...this.workers.entries()].filter(([, w]) => w.lastSeen !== null && now < heartbeatExpires(w.lastSeen, w.freq)).map(([name]) => name).sort()
   }
 
   get workerCount(): number {

@@ -155,6 +155,11 @@ export function decodeEvents(text: string, options: LoadsOptions = {}): Record<s
   throw new MalformedMessageError('event body must be an object or a list of objects')
 }
 
+/** celery.events.state.heartbeat_expires: a worker is alive until its last heartbeat + freq × 200 %. */
+export function heartbeatExpires(lastHeartbeat: number, freq: number): number {
+  return lastHeartbeat + freq * 2
+}
+
 // ---- `celery events --dump` (celery/events/dumper.py) ------------------------
 
 const HUMAN_TYPES: Readonly<Record<string, string>> = {

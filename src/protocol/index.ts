@@ -22,7 +22,7 @@ export type { ControlRequest, ControlReplyTo } from './control.js'
 export {
   buildEvent, eventRoutingKey, eventGroup, batchRoutingKey, utcoffsetHours, roundLoadavg,
   WORKER_SW, workerSoftware, workerEventFields, EVENT_FIELDS, orderEventFields,
-  encodeEvent, encodeEventBatch, decodeEvents, dumpEventLine, utcTimestampText,
+  encodeEvent, encodeEventBatch, decodeEvents, dumpEventLine, utcTimestampText, heartbeatExpires,
 } from './events.js'
 export type { EventBase, WorkerSoftware } from './events.js'
 export {

@@ -5,12 +5,11 @@
 // Unless --without-gossip, on RabbitMQ and Redis (Celery's compatible_transports).
 import { EventReceiver } from '../app/event-receiver.js'
 import type { Logger } from '../app/logger.js'
+import { heartbeatExpires } from '../protocol/index.js'
 import type { LamportClock, Transport } from '../transport/index.js'
 
 /** Gossip(interval=5.0): how often peers are checked for missed heartbeats. */
 export const GOSSIP_INTERVAL_SECONDS = 5
-/** celery.events.state: a worker is alive until its last heartbeat + freq × 200 %. */
-const HEARTBEAT_EXPIRE_WINDOW = 2
 /** celery.events.state HEARTBEAT_DRIFT_MAX. */
 const HEARTBEAT_DRIFT_MAX_SECONDS = 16
 
@@ -112,5 +111,5 @@ function localDatetime(seconds: number): string {
 }
 
 function expiry(peer: Peer): number {
-  return peer.lastHeartbeat + peer.freq * HEARTBEAT_EXPIRE_WINDOW
+  return heartbeatExpires(peer.lastHeartbeat, peer.freq)
 }
