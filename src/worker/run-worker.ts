@@ -7,11 +7,11 @@ import { banner } from './banner.js'
 import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
-import { workerDirectQueue } from '../app/queues.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { Worker } from './worker.js'
+import { consumedQueues } from './worker-options.js'
 
 export interface RunWorkerOptions {
   appSpec: string
@@ -73,6 +73,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const conf = app.options.conf ?? {}
   // Without -Q a worker consumes the app's default queue, as Celery's does.
   const queues = o.queues.length ? o.queues : [app.defaultQueue]
+  const workerDirect = conf.worker_direct === true
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
   const worker = new Worker({
@@ -105,7 +106,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     statedb: o.statedb,
     cancelLongRunningOnLoss: o.cancelLongRunningOnLoss || conf.worker_cancel_long_running_tasks_on_connection_loss === true,
     prefetchReduction: conf.worker_enable_prefetch_count_reduction !== false,
-    workerDirect: conf.worker_direct === true,
+    workerDirect,
     log,
   })
   if (!o.quiet) {
@@ -119,12 +120,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
         pool: o.pool,
         taskEvents: o.taskEvents,
-        queues: [
-          ...queues.filter((q) => !o.excludeQueues.includes(q)).map((q) => ({ name: q, exchange: q, exchangeType: 'direct', routingKey: q })),
-          ...(conf.worker_direct === true ? [workerDirectQueue(o.nodename)] : []),
-        ],
+        queues: consumedQueues({ queues, excludeQueues: o.excludeQueues, workerDirect, hostname: o.nodename }),
         // Celery lists its own celery.* tasks only at DEBUG.
-        tasks: [...app.tasks.keys()].filter((name) => parseLevel(o.loglevel) === 'DEBUG' || !name.startsWith('celery.')),
+        tasks: [...app.tasks.keys()].filter((name) => log.enabled('DEBUG') || !name.startsWith('celery.')),
       }) + '\n',
     )
   }

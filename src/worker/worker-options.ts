@@ -1,6 +1,8 @@
 // The worker's settings, resolved from flags, environment and the app's conf.
 import type { App } from '../app/app.js'
 import type { Logger } from '../app/logger.js'
+import { taskQueue, workerDirectQueue } from '../app/queues.js'
+import type { QueueDeclaration } from './control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
 
 export interface WorkerOptions {
@@ -45,4 +47,20 @@ export interface WorkerOptions {
   /** worker_direct: also consume `<hostname>.dq2`, bound to the `C.dq2` exchange by the node name. */
   workerDirect: boolean
   log: Logger
+}
+
+/**
+ * What the worker consumes at start, as the banner lists it: -Q less -X, each
+ * Celery's automatic queue, then the worker_direct queue, which Celery adds
+ * after -X so that excluding queues never drops it.
+ */
+export function consumedQueues(o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname'>): QueueDeclaration[] {
+  const declared: QueueDeclaration[] = o.queues
+    .filter((q) => !o.excludeQueues.includes(q))
+    .map((name) => {
+      const { exchange, routingKey } = taskQueue(name)
+      return { name, exchange: exchange.name, exchangeType: exchange.type, routingKey }
+    })
+  if (o.workerDirect) declared.push(workerDirectQueue(o.hostname))
+  return declared
 }

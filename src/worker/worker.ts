@@ -2,7 +2,6 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
-import { taskQueue, workerDirectQueue } from '../app/queues.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type Transport } from '../transport/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
@@ -17,7 +16,7 @@ import { ThreadsPool } from './pools/threads-pool.js'
 import { StateDb } from './state-db.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
-import type { WorkerOptions } from './worker-options.js'
+import { consumedQueues, type WorkerOptions } from './worker-options.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -153,12 +152,7 @@ export class Worker {
       this.gossip = new Gossip(this.transport, this.o.hostname, this.clock, this.o.log)
       await this.gossip.start()
     }
-    for (const name of this.o.queues.filter((q) => !this.o.excludeQueues.includes(q))) {
-      const { exchange, routingKey } = taskQueue(name)
-      await this.addConsumer({ name, exchange: exchange.name, exchangeType: exchange.type, routingKey })
-    }
-    // After -Q and -X, as Celery adds it: excluding queues never drops it.
-    if (this.o.workerDirect) await this.addConsumer(workerDirectQueue(this.o.hostname))
+    for (const queue of consumedQueues(this.o)) await this.addConsumer(queue)
     this.autoscaler?.start()
     if (this.o.heartbeat) {
       await this.events.sendWorker('worker-online', this.heartbeatState())
