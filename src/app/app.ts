@@ -8,7 +8,7 @@ import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
-import type { TaskContext } from './task-context.js'
+import type { RetryOptions, TaskContext } from './task-context.js'
 
 export interface TaskOptions {
   /** Hard time limit, seconds: the task is killed (prefork) or abandoned. */
@@ -28,6 +28,20 @@ export interface TaskOptions {
   /** Queue that delay() and applyAsync() send to by default. */
   queue?: string
   trackStarted?: boolean
+  /**
+   * Errors that make the task retry by itself (Celery's autoretry_for): error
+   * classes (`[TypeError]`, `[Error]` for any), or names matched against the
+   * error's class chain, `name` and `code` (`['FetchError', 'ECONNRESET']`).
+   */
+  autoretryFor?: Array<(new (...args: any[]) => unknown) | string>
+  /** What those retries pass to `retry()` (Celery's retry_kwargs): `{ maxRetries: 5, countdown: 10 }`. */
+  retryKwargs?: Omit<RetryOptions, 'exc'>
+  /** Exponential backoff for those retries: `true` or a factor in seconds (1 → 1, 2, 4, 8 … s). */
+  retryBackoff?: boolean | number
+  /** The longest backoff, seconds (Celery: 600). */
+  retryBackoffMax?: number
+  /** Draws each backoff at random from 0 up to its value, so retries spread out (Celery: true). */
+  retryJitter?: boolean
 }
 
 export type TaskFunction = (...args: any[]) => unknown

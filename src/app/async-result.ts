@@ -34,6 +34,15 @@ export class AsyncResult {
     return READY.has(await this.state)
   }
 
+  /**
+   * What the backend holds now, without waiting (Celery's `AsyncResult.info`):
+   * a custom state's meta (`{ current: 3, total: 10 }` under PROGRESS), the
+   * result once done, the exception's fields after a failure; null while PENDING.
+   */
+  get info(): Promise<unknown> {
+    return this.meta().then((m) => m?.result ?? null)
+  }
+
   /** Waits for the result; a failure rejects with a TaskError named as the remote exception. */
   async get(options: { timeout?: number } = {}): Promise<unknown> {
     const backend = await this.app.backend()

@@ -2,7 +2,7 @@
 export { App, Task, createApp, signature } from './app.js'
 export type { AppOptions, ApplyOptions, ControlCommandHandler, ControlCommandKind, Signature, TaskFunction, TaskOptions } from './app.js'
 export { AsyncResult, GroupResult, TaskError } from './async-result.js'
-export { currentTask, RetryRequest, SoftTimeLimitExceeded } from './task-context.js'
+export { currentTask, Ignore, Reject, RetryRequest, SoftTimeLimitExceeded } from './task-context.js'
 export type { RetryOptions, TaskContext } from './task-context.js'
 export { loadConfig } from './config.js'
 export type { ResolvedConfig } from './config.js'

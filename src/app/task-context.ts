@@ -30,7 +30,17 @@ export interface TaskContext extends TaskRun {
   signal: AbortSignal
   /** Stops this run and schedules the task again with the same id (Celery's `self.retry()`). */
   retry(options?: RetryOptions): never
+  /**
+   * Stores a state of the task's own choosing, such as `PROGRESS` with
+   * `{ current, total }` as its meta, where clients polling the result see it
+   * (Celery's `self.update_state(state=..., meta=...)`). Resolves once the
+   * worker has it; the task's end state is stored after every update.
+   */
+  updateState(state: string, meta?: unknown): Promise<void>
 }
+
+/** Where a run's `updateState()` calls go: the worker that stores them. */
+export type StateSink = (taskId: string, state: string, meta: unknown) => void | Promise<void>
 
 /** Thrown by `retry()`; the worker turns it into a republished message and a RETRY state. */
 export class RetryRequest extends Error {
@@ -38,6 +48,51 @@ export class RetryRequest extends Error {
   constructor(readonly options: RetryOptions) {
     super(options.exc ? `Retry in ${options.countdown ?? 'default'}s: ${options.exc.message}` : 'Retry requested')
     this.name = 'Retry'
+  }
+}
+
+// Ignore and Reject are told apart by a registry symbol, not instanceof: in the
+// solo pool the worker's bundled copy of this module is not the one a task
+// module imports as 'tsq', so each has its own classes.
+const PREDICATE = Symbol.for('tsq.taskPredicate')
+
+/** What a thrown Ignore or Reject asks of the worker; undefined for any other error. */
+export function taskPredicate(error: unknown): { kind: 'ignore' } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
+  if (typeof error !== 'object' || error === null) return undefined
+  const kind = (error as Record<symbol, unknown>)[PREDICATE]
+  if (kind === 'ignore') return { kind }
+  if (kind === 'reject') {
+    const { requeue, reason } = error as { requeue?: unknown; reason?: unknown }
+    return { kind, requeue: requeue === true, reason: typeof reason === 'string' ? reason : null }
+  }
+  return undefined
+}
+
+/**
+ * Thrown by a task to end its run without a result: the message is acked and
+ * no state is stored (Celery's `Ignore`), for a task that recorded its outcome
+ * another way or decided there is nothing to do.
+ */
+export class Ignore extends Error {
+  constructor(message = 'ignored') {
+    super(message)
+    this.name = 'Ignore'
+    Object.defineProperty(this, PREDICATE, { value: 'ignore' })
+  }
+}
+
+/**
+ * Thrown by a task to reject its message (Celery's `Reject`): dropped (or
+ * dead-lettered, where the queue has a dead-letter exchange), or put back for
+ * another worker with `requeue: true`. No state is stored.
+ */
+export class Reject extends Error {
+  readonly requeue: boolean
+  constructor(readonly reason: string | null = null, options: { requeue?: boolean } = {}) {
+    super(reason ?? 'rejected')
+    this.name = 'Reject'
+    this.requeue = options.requeue ?? false
+    Object.defineProperty(this, PREDICATE, { value: 'reject' })
   }
 }
 

@@ -13,7 +13,7 @@ export {
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,
   encodeResultMeta, encodeRpcResult, decodeResultMeta, describeResult, encodeChordPart, joinChordParts,
 } from './result.js'
-export type { TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './result.js'
+export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './result.js'
 export {
   encodeControlRequest, decodeControlRequest, controlRequestHeaders, controlReplyHeaders,
   fnmatchToRegExp, matchPattern, matchesDestination, encodeControlReply, decodeControlReply,

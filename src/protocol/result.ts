@@ -18,6 +18,8 @@ export const States = {
 } as const
 
 export type TaskState = keyof typeof States
+/** A built-in state, or one a task stores with updateState() (PROGRESS, say), as Celery allows. */
+export type StateName = TaskState | (string & {})
 
 export const READY_STATES: ReadonlySet<string> = new Set([States.SUCCESS, States.FAILURE, States.REVOKED])
 export const UNREADY_STATES: ReadonlySet<string> = new Set([States.PENDING, States.RECEIVED, States.STARTED, States.REJECTED, States.RETRY])
@@ -81,7 +83,7 @@ export interface ExtendedResultFields {
 
 export interface ResultMetaInput {
   taskId: string
-  status: TaskState
+  status: StateName
   result: unknown
   traceback?: string | null
   children?: unknown[]
@@ -113,7 +115,7 @@ export function encodeResultMeta(m: ResultMetaInput): string {
 
 export interface RpcResultInput {
   taskId: string
-  status: TaskState
+  status: StateName
   result: unknown
   traceback?: string | null
   children?: unknown[]

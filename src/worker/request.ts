@@ -13,6 +13,8 @@ export class Request {
   settled = false
   /** Handed back to the broker by a cold shutdown: its outcome is not recorded. */
   restored = false
+  /** The task's updateState() stores, in order; its end state is stored after them. */
+  stateWrites: Promise<void> | null = null
 
   constructor(
     readonly message: TaskRequest,

@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
@@ -65,6 +65,17 @@ export class TaskRunner {
   }
   /** One function for every request, not a closure per task. */
   private readonly pidOfTask = (taskId: string): number | undefined => this.o.pool.slots().find((s) => s.taskId === taskId)?.pid
+  /** A running task's updateState(): stored as Celery's store_result stores it, whatever ignore_result says, one after another. */
+  private readonly stateOfTask = (taskId: string, state: string, meta: unknown): Promise<void> => {
+    const request = this.active.get(taskId)
+    if (!request) return Promise.resolve()
+    const write = (request.stateWrites ?? Promise.resolve()).then(() => this.store(request, state, meta, null))
+    // A meta that cannot be encoded fails its own updateState(), not the task's end.
+    request.stateWrites = write.catch((error: unknown) => {
+      this.o.log.error(`Could not store the ${state} state of ${request.message.task}[${taskId}]: ${(error as Error).message}`)
+    })
+    return write
+  }
 
   constructor(private readonly o: RunnerOptions) {}
 
@@ -236,7 +247,7 @@ export class TaskRunner {
     }
     let running: Outcome | Promise<Outcome>
     try {
-      running = this.o.pool.run(job, limits.hard)
+      running = this.o.pool.run(job, limits.hard, this.stateOfTask)
       request.pidProbe = this.pidOfTask
     } catch (error) {
       running = this.lost(request, error)
@@ -256,6 +267,8 @@ export class TaskRunner {
   }
 
   private complete(request: Request, outcome: Outcome): void | Promise<void> {
+    // The end state must land after every updateState() store, or a late PROGRESS would hide it.
+    if (request.stateWrites) return this.completeLater(request, request.stateWrites.then(() => this.finish(request, outcome)))
     let finishing: void | Promise<void>
     try {
       finishing = this.finish(request, outcome)
@@ -331,6 +344,16 @@ export class TaskRunner {
       }
       case 'retry':
         return this.retry(request, outcome, ignoreResult)
+      case 'ignored':
+        if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] ignored`)
+        this.settle(request, 'ack')
+        return
+      case 'rejected':
+        this.o.log.warning(`Task ${m.task}[${m.id}] reject requeue=${outcome.requeue ? 'True' : 'False'}: ${outcome.reason ?? 'None'}`)
+        // After an early ack there is nothing left to reject, as in Celery.
+        if (!request.settled) this.o.events.sendTask('task-rejected', { uuid: m.id, requeue: outcome.requeue })
+        this.settle(request, outcome.requeue ? 'requeue' : 'reject')
+        return
       case 'killed': {
         if (outcome.reason === 'time-limit') {
           const hard = this.limitsFor(request).hard ?? 0
@@ -395,7 +418,7 @@ export class TaskRunner {
     }
   }
 
-  async store(request: Request, status: TaskState, result: unknown, traceback: string | null): Promise<void> {
+  async store(request: Request, status: StateName, result: unknown, traceback: string | null): Promise<void> {
     const backend = this.o.backend
     if (!backend) return
     const m = request.message
@@ -450,9 +473,9 @@ export class TaskRunner {
    * that fails leaves the message with the broker, which delivers it again
    * (at-least-once), as after a lost connection.
    */
-  private settle(request: Request, how: 'ack' | 'requeue'): void {
+  private settle(request: Request, how: 'ack' | 'requeue' | 'reject'): void {
     const m = request.message
-    this.track(how === 'ack' ? request.ack() : request.reject(true), (error) => {
+    this.track(how === 'ack' ? request.ack() : request.reject(how === 'requeue'), (error) => {
       this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)
       this.settled()
     })

@@ -1,6 +1,7 @@
 // Canvas on the embedded broker, no server at all: a worker on file:// runs a
 // group, a chord (counted in the file result store) and a chain whose last
-// step is a chord, sent from JavaScript.
+// step is a chord, sent from JavaScript; a task's own PROGRESS states reach
+// the JavaScript client.
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import { hostname } from 'node:os'
@@ -49,5 +50,20 @@ describe('canvas on the embedded broker (file://)', () => {
     await app.chain(add(1, 2), chordStep as unknown as ReturnType<typeof signature>)
     // add(1, 2) = 3, then the header add(3, 1) and add(3, 2), then tsum([4, 5]).
     assert.equal(await app.asyncResult(bodyId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 9)
+  })
+
+  it('updateState: the client reads PROGRESS and its meta through state and info, then the result', async () => {
+    const r = await app.sendTask('proj.progress', [3, 0.3])
+    const seen: unknown[] = []
+    const deadline = Date.now() + 20_000
+    while (Date.now() < deadline && !(await r.ready())) {
+      const [state, info] = [await r.state, await r.info]
+      if (state === 'PROGRESS' && !seen.some((s) => JSON.stringify(s) === JSON.stringify(info))) seen.push(info)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.equal(await r.get({ timeout: 5 }), 3, withLog(JSON.stringify(seen)))
+    assert.equal(await r.info, 3)
+    assert.ok(seen.length >= 2, withLog(JSON.stringify(seen)))
+    for (const info of seen) assert.deepEqual(Object.keys(info as object), ['current', 'total'])
   })
 })

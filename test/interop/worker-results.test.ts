@@ -84,6 +84,24 @@ for (const c of cases) {
       assert.equal(out.exc_type, 'MaxRetriesExceededError', withLog(JSON.stringify(out)))
     })
 
+    it('update_state: Python\'s AsyncResult shows PROGRESS and its meta while the task runs, then the result', async () => {
+      const out = await pyClient<Outcome & { progress: Array<{ current: number; total: number }> }>(env, ['progress', '4', '0.4', '20'])
+      assert.equal(out.result, 4, withLog(JSON.stringify(out)))
+      assert.equal(out.state, 'SUCCESS')
+      assert.ok(out.progress.length >= 2, `PROGRESS seen ${out.progress.length} times: ${JSON.stringify(out)}`)
+      const currents = out.progress.map((p) => p.current)
+      assert.deepEqual(currents, [...currents].sort((a, b) => a - b))
+      for (const p of out.progress) assert.equal(p.total, 4)
+    })
+
+    it('autoretry_for: a listed error retries the task until it succeeds; past max_retries get() raises that error', async () => {
+      const recovered = await pyClient<Outcome>(env, ['delay', 'proj.autoflaky', '[2]', '20'])
+      assert.equal(recovered.result, 2, withLog(JSON.stringify(recovered)))
+      const exhausted = await pyClient<Outcome>(env, ['delay', 'proj.autoflaky', '[9]', '20'])
+      assert.equal(exhausted.exc_type, 'FetchError', withLog(JSON.stringify(exhausted)))
+      assert.equal(exhausted.exc_message, 'attempt 3')
+    })
+
     it('spec §1.4: a link runs with the result prepended, a link_error runs after a failure', async () => {
       const out = await pyClient<{ callback: Outcome; errback: Outcome }>(env, ['links', '20'])
       assert.equal(out.callback.result, 40, withLog(JSON.stringify(out)))

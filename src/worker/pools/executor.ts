@@ -2,7 +2,7 @@
 // event loop (solo), a worker thread, or a child process. Turns whatever the
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App, Task } from '../../app/app.js'
-import { RetryRequest, runWithContext, SoftTimeLimitExceeded, type RetryOptions, type TaskContext } from '../../app/task-context.js'
+import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type RetryOptions, type StateSink, type TaskContext } from '../../app/task-context.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 
 export function encodeError(error: unknown): EncodedException {
@@ -53,8 +53,10 @@ class RunContext implements TaskContext {
   // AbortController per task was a measurable share of a noop task's cost.
   #controller: AbortController | undefined
   #abortReason: Error | undefined
+  readonly #sink: StateSink | undefined
 
-  constructor(job: Job) {
+  constructor(job: Job, sink: StateSink | undefined) {
+    this.#sink = sink
     this.id = job.id
     this.name = job.task
     this.args = job.args
@@ -79,6 +81,16 @@ class RunContext implements TaskContext {
     throw new RetryRequest(options)
   }
 
+  updateState(state: string, meta: unknown = null): Promise<void> {
+    if (typeof state !== 'string' || state === '') return Promise.reject(new TypeError('updateState(state, meta): state must be a non-empty string such as "PROGRESS"'))
+    if (!this.#sink) return Promise.resolve()
+    try {
+      return Promise.resolve(this.#sink(this.id, state, meta === undefined ? null : meta))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
   /** The first reason wins; a signal made later starts out aborted with it. */
   abortWith(reason: Error): boolean {
     if (this.#abortReason) return false
@@ -95,8 +107,8 @@ class JobExecution implements RunningJob {
   private readonly started = performance.now()
   private softTimer: NodeJS.Timeout | undefined
 
-  constructor(task: Task, private readonly job: Job) {
-    this.context = new RunContext(job)
+  constructor(private readonly task: Task, private readonly job: Job, sink: StateSink | undefined) {
+    this.context = new RunContext(job, sink)
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
     let returned: unknown
     try {
@@ -136,28 +148,69 @@ class JobExecution implements RunningJob {
 
   private failed(error: unknown): Outcome {
     if (this.softTimer) clearTimeout(this.softTimer)
-    if (error instanceof RetryRequest) {
-      const o = error.options
-      return {
-        status: 'retry',
-        countdown: o.countdown ?? null,
-        eta: o.eta ? o.eta.toISOString() : null,
-        maxRetries: o.maxRetries ?? null,
-        exc: o.exc ? encodeError(o.exc) : null,
-        runtime: this.runtime(),
-      }
-    }
+    if (error instanceof RetryRequest) return this.retryOutcome(error.options)
+    const predicate = taskPredicate(error)
+    if (predicate?.kind === 'ignore') return { status: 'ignored', runtime: this.runtime() }
+    if (predicate?.kind === 'reject') return { status: 'rejected', requeue: predicate.requeue, reason: predicate.reason, runtime: this.runtime() }
+    const autoretry = autoretryOptions(this.task, error, this.job.retries)
+    if (autoretry) return this.retryOutcome(autoretry)
     return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: this.runtime() }
+  }
+
+  private retryOutcome(o: RetryOptions): Outcome {
+    return {
+      status: 'retry',
+      countdown: o.countdown ?? null,
+      eta: o.eta ? o.eta.toISOString() : null,
+      maxRetries: o.maxRetries ?? null,
+      exc: o.exc ? encodeError(o.exc) : null,
+      runtime: this.runtime(),
+    }
   }
 }
 
-export function executeJob(app: App, job: Job): RunningJob {
+/**
+ * The retry a task's `autoretryFor` asks for when `error` matches it (Celery's
+ * autoretry_for, celery/app/autoretry.py): `retryKwargs`, with the countdown
+ * from `retryBackoff` when set: factor × 2^retries, at most `retryBackoffMax`
+ * (600 s), and with `retryJitter` (on by default) a whole number drawn from
+ * 0 up to that, as Celery's get_exponential_backoff_interval.
+ */
+export function autoretryOptions(task: Task, error: unknown, retries: number, random: () => number = Math.random): RetryOptions | undefined {
+  const o = task.options
+  if (!o.autoretryFor?.some((match) => matchesError(match, error))) return undefined
+  const options: RetryOptions = { ...o.retryKwargs, exc: error instanceof Error ? error : new Error(String(error)) }
+  const factor = o.retryBackoff === true ? 1 : Math.trunc(Number(o.retryBackoff ?? 0))
+  if (factor > 0) {
+    const countdown = Math.min(Math.trunc(o.retryBackoffMax ?? 600), factor * 2 ** retries)
+    options.countdown = Math.max(0, o.retryJitter === false ? countdown : Math.floor(random() * (countdown + 1)))
+  }
+  return options
+}
+
+/**
+ * An error class matches by instanceof; a string matches the name of the
+ * error's class or of any class it inherits from, its `name`, or its `code`
+ * (Node's system errors are plain Errors told apart by code: 'ECONNRESET').
+ */
+function matchesError(match: (new (...args: any[]) => unknown) | string, error: unknown): boolean {
+  if (typeof match === 'function') return error instanceof match
+  if (error === null || typeof error !== 'object') return false
+  for (let proto: unknown = error; proto !== null && proto !== undefined; proto = Object.getPrototypeOf(proto)) {
+    const name = (proto as { constructor?: { name?: unknown } }).constructor?.name
+    if (name === match) return true
+  }
+  const { name, code } = error as { name?: unknown; code?: unknown }
+  return name === match || code === match
+}
+
+export function executeJob(app: App, job: Job, sink?: StateSink): RunningJob {
   const task = app.tasks.get(job.task)
   if (!task) {
     const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
     return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined }
   }
-  return new JobExecution(task, job)
+  return new JobExecution(task, job, sink)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

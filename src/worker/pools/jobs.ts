@@ -22,6 +22,10 @@ export type Outcome =
   | { status: 'failure'; exc: EncodedException; traceback: string | null; runtime: number }
   | { status: 'retry'; countdown: number | null; eta: string | null; maxRetries: number | null; exc: EncodedException | null; runtime: number }
   | { status: 'killed'; reason: 'time-limit' | 'terminated' | 'worker-lost'; signal: string | null; runtime: number }
+  /** The task threw Ignore: acked, nothing stored. */
+  | { status: 'ignored'; runtime: number }
+  /** The task threw Reject: the message is rejected (or requeued), nothing stored. */
+  | { status: 'rejected'; requeue: boolean; reason: string | null; runtime: number }
 
 export type ToSlot = { type: 'run'; job: Job } | { type: 'abort'; id: string; reason: 'revoked' | 'soft-time-limit' } | { type: 'exit' }
 
@@ -31,3 +35,5 @@ export type FromSlot =
   /** rss: the slot's resident set in bytes after the task (--max-memory-per-child). */
   | { type: 'done'; id: string; outcome: Outcome; rss?: number }
   | { type: 'load-error'; message: string }
+  /** The running task called updateState(). */
+  | { type: 'state'; id: string; state: string; meta: unknown }

@@ -1,3 +1,4 @@
+import type { StateSink } from '../../app/task-context.js'
 import type { Job, Outcome } from './jobs.js'
 
 export type PoolKind = 'prefork' | 'threads' | 'solo'
@@ -21,9 +22,10 @@ export interface Pool {
   /**
    * How the job ended: at once when it ended within the call (the solo pool,
    * a task that returned without a promise), else a promise of it.
-   * `timeLimit` (seconds) kills the job where the pool can.
+   * `timeLimit` (seconds) kills the job where the pool can; `sink` receives
+   * the task's updateState() calls, before its outcome.
    */
-  run(job: Job, timeLimit: number | null): Outcome | Promise<Outcome>
+  run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome>
   /** Ends a running task; returns false if it is not running here. */
   terminate(taskId: string, signal: NodeJS.Signals | number): boolean
   /** Fires the task's AbortSignal (revoke without terminate while it runs). */

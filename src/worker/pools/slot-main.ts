@@ -32,12 +32,17 @@ trimMemoryWhenIdle()
 setupSlotLogging(data.logfile, data.nodename, data.index)
 const running = new Map<string, RunningJob>()
 
+/** updateState() from a task in this slot: the worker stores it before the task's outcome, which follows on the same channel. */
+function sendState(id: string, state: string, meta: unknown): void {
+  send({ type: 'state', id, state, meta })
+}
+
 try {
   const app = await loadApp(data.modulePath, data.includePaths)
   onMessage((message) => {
     switch (message.type) {
       case 'run': {
-        const job = executeJob(app, message.job)
+        const job = executeJob(app, message.job, sendState)
         running.set(message.job.id, job)
         send({ type: 'started', id: message.job.id })
         void job.outcome.then((outcome) => {

@@ -2,6 +2,7 @@
 // loads the user's module and runs one job at a time. A slot that is killed
 // (hard time limit, terminate) or dies is replaced under the same index, so
 // `%i` stays within 1..N.
+import type { StateSink } from '../../app/task-context.js'
 import type { Job, Outcome, FromSlot, ToSlot } from './jobs.js'
 import type { Pool, PoolKind, SlotInfo } from './pool.js'
 
@@ -17,7 +18,7 @@ interface Slot {
   index: number
   handle: SlotHandle
   ready: Promise<void>
-  job: { job: Job; since: number; settle: (o: Outcome) => void; timer?: NodeJS.Timeout; killReason?: 'time-limit' | 'terminated'; signal?: string | null } | null
+  job: { job: Job; since: number; settle: (o: Outcome) => void; sink?: StateSink; timer?: NodeJS.Timeout; killReason?: 'time-limit' | 'terminated'; signal?: string | null } | null
   tasksRun: number
   retiring: boolean
   /** Told to exit between tasks (to be replaced): no new job may be placed on it. */
@@ -71,6 +72,11 @@ export abstract class SlotPool implements Pool {
         case 'done':
           if (slot.job?.job.id === message.id) this.finish(slot, message.outcome, message.rss)
           break
+        case 'state':
+          // Sent before the slot's 'done' on the same channel, so it is handed on first.
+          // The sink logs its own failures; the task in the slot has already moved on.
+          if (slot.job?.job.id === message.id) void Promise.resolve(slot.job.sink?.(message.id, message.state, message.meta)).catch(() => undefined)
+          break
         case 'started':
           break
       }
@@ -114,11 +120,11 @@ export abstract class SlotPool implements Pool {
     slot.handle.send({ type: 'exit' })
   }
 
-  async run(job: Job, timeLimit: number | null): Promise<Outcome> {
+  async run(job: Job, timeLimit: number | null, sink?: StateSink): Promise<Outcome> {
     const slot = await this.idleSlot()
     this.claimed.delete(slot)
     return new Promise<Outcome>((settle) => {
-      slot.job = { job, since: Date.now(), settle }
+      slot.job = { job, since: Date.now(), settle, sink }
       if (timeLimit && timeLimit > 0) {
         slot.job.timer = setTimeout(() => {
           if (slot.job?.job.id !== job.id) return

@@ -1,6 +1,7 @@
 // The solo pool runs tasks on the worker's own event loop: -c async tasks at
 // once, no isolation, and no way to kill a task that does not cooperate.
 import type { App } from '../../app/app.js'
+import type { StateSink } from '../../app/task-context.js'
 import { executeJob, type RunningJob } from './executor.js'
 import type { Job, Outcome } from './jobs.js'
 import type { Pool, SlotInfo } from './pool.js'
@@ -16,8 +17,8 @@ export class SoloPool implements Pool {
 
   async start(): Promise<void> {}
 
-  run(job: Job, timeLimit: number | null): Outcome | Promise<Outcome> {
-    const running = executeJob(this.app, job)
+  run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome> {
+    const running = executeJob(this.app, job, sink)
     // Ended within the call: nothing left to time, abort or wait for.
     if (running.immediate) return running.immediate
     return new Promise<Outcome>((resolve) => {

@@ -22,6 +22,8 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
                                                         (-1: none); plain: no queue named
   worker_client.py builtins TIMEOUT                  -> {"map", "starmap", "chunks"}: collect.map([1, 2, 3]), add.starmap([(1, 1), (2, 3)]),
                                                         add.chunks(zip(range(7), range(7)), 3), Celery's built-in tasks
+  worker_client.py progress STEPS PAUSE TIMEOUT      -> {"result", "state", "progress": [info, ...]}: proj.progress's states as
+                                                        AsyncResult.state / .info show them while it runs
   worker_client.py direct NODE TIMEOUT               -> {"result"} of proj.whoami sent to NODE's worker_direct queue
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
@@ -194,6 +196,23 @@ def cmd_direct(node, timeout):
     out(outcome(res, float(timeout)))
 
 
+def cmd_progress(steps, pause, timeout):
+    res = app.send_task('proj.progress', args=[int(steps), float(pause)])
+    seen = []
+    deadline = time.time() + float(timeout)
+    while time.time() < deadline:
+        state, info = res.state, res.info
+        if state == 'PROGRESS' and info not in seen:
+            seen.append(info)
+        if res.ready():
+            break
+        time.sleep(0.05)
+    o = outcome(res, 5)
+    o['state'] = res.state
+    o['progress'] = seen
+    out(o)
+
+
 def cmd_revoke(task_id, signal):
     app.control.revoke(task_id, terminate=True, signal=signal)
     out({'ok': True})
@@ -246,7 +265,7 @@ def cmd_events(node, seconds):
 
 COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events,
-            'direct': cmd_direct, 'builtins': cmd_builtins}
+            'direct': cmd_direct, 'builtins': cmd_builtins, 'progress': cmd_progress}
 
 if __name__ == '__main__':
     COMMANDS[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,235 @@
+// What a task can decide about its own run, beyond returning or throwing:
+// states of its own (updateState), retrying by itself on chosen errors
+// (autoretryFor with backoff), and ending without a result (Ignore, Reject),
+// as Celery's Task.update_state, autoretry_for, Ignore and Reject do.
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { createApp, type App } from '../../../src/app/app.js'
+import type { ResultBackend } from '../../../src/app/backends/index.js'
+import { Logger } from '../../../src/app/logger.js'
+import { currentTask, Ignore, Reject } from '../../../src/app/task-context.js'
+import { encodeTaskV2 } from '../../../src/protocol/index.js'
+import type { Delivery } from '../../../src/transport/index.js'
+import type { EventDispatcher } from '../../../src/worker/events.js'
+import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { autoretryOptions, executeJob } from '../../../src/worker/pools/executor.js'
+import type { Job } from '../../../src/worker/pools/jobs.js'
+import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
+import { TaskRunner } from '../../../src/worker/task-runner.js'
+
+class RecordingLogger extends Logger {
+  readonly lines: string[] = []
+  override log(level: Parameters<Logger['log']>[0], message: string): void {
+    this.lines.push(`${level} ${message}`)
+  }
+}
+
+/** A backend that records each store, the first one held until `release()`. */
+function recordingBackend() {
+  const stored: Array<{ status: string; meta: Record<string, unknown> }> = []
+  let release!: () => void
+  const firstHeld = new Promise<void>((resolve) => (release = resolve))
+  const backend = {
+    displayUrl: 'test://',
+    store: async (_id: string, json: string, status: string) => {
+      if (stored.length === 0) await firstHeld
+      stored.push({ status, meta: JSON.parse(json) as Record<string, unknown> })
+    },
+  } as unknown as ResultBackend
+  return { backend, stored, release }
+}
+
+function delivery(taskName: string, args: unknown[] = []) {
+  const m = encodeTaskV2(taskName, { args, origin: 'gen@test' })
+  const settled: string[] = []
+  const d: Delivery & { settled: string[] } = {
+    body: Buffer.from(m.body),
+    properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Delivery['properties']['headers'], deliveryMode: 2 as const, priority: 0 },
+    exchange: '',
+    routingKey: 'celery',
+    queue: 'celery',
+    redelivered: false,
+    deliveryTag: m.properties.correlationId,
+    settled,
+    ack: async () => {
+      settled.push('ack')
+    },
+    reject: async ({ requeue }: { requeue: boolean }) => {
+      settled.push(requeue ? 'requeue' : 'reject')
+    },
+  }
+  return d
+}
+
+function runnerFor(app: App, backend: ResultBackend | null) {
+  const log = new RecordingLogger('INFO')
+  const events: Array<[string, Record<string, unknown>]> = []
+  const runner = new TaskRunner({
+    app,
+    transport: undefined as never,
+    pool: new SoloPool(app, 2),
+    backend,
+    events: { taskEvents: true, sendTask: (type: string, fields: Record<string, unknown>) => events.push([type, fields]) } as unknown as EventDispatcher,
+    revoked: new LimitedSet(),
+    log,
+    hostname: 'w@h',
+    acksLate: true,
+    timeLimit: null,
+    softTimeLimit: null,
+    onScheduledChange: () => undefined,
+  })
+  return { runner, log, events }
+}
+
+it('[outcomes] updateState stores the state and its meta, in order, and the end state after them', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.progress', async (total: number) => {
+    const ctx = currentTask()
+    for (let i = 1; i <= total; i++) await ctx.updateState('PROGRESS', { current: i, total })
+    return 'done'
+  })
+  const { backend, stored, release } = recordingBackend()
+  const { runner } = runnerFor(app, backend)
+  const d = delivery('proj.progress', [2])
+  await runner.onDelivery(d)
+  setTimeout(release, 20)
+  await runner.idle()
+  assert.deepEqual(
+    stored.map((s) => [s.status, s.meta.result]),
+    [
+      ['PROGRESS', { current: 1, total: 2 }],
+      ['PROGRESS', { current: 2, total: 2 }],
+      ['SUCCESS', 'done'],
+    ],
+  )
+  // A state that is not ready has no date_done, as Celery's _get_result_meta writes it.
+  assert.equal(stored[0]!.meta.date_done, null)
+  assert.deepEqual(d.settled, ['ack'])
+})
+
+it('[outcomes] a task that does not await updateState still has its end state stored last', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.fire', () => {
+    void currentTask().updateState('PROGRESS', { step: 1 })
+    return 7
+  })
+  const { backend, stored, release } = recordingBackend()
+  const { runner } = runnerFor(app, backend)
+  await runner.onDelivery(delivery('proj.fire'))
+  setTimeout(release, 20)
+  await runner.idle()
+  assert.deepEqual(stored.map((s) => s.status), ['PROGRESS', 'SUCCESS'])
+})
+
+it('[outcomes] updateState refuses an empty state, and a meta that cannot be encoded fails only that call', async () => {
+  const app = createApp({ name: 'proj' })
+  const seen: string[] = []
+  app.task('proj.bad', async () => {
+    const ctx = currentTask()
+    await ctx.updateState('').catch((e: Error) => seen.push(e.message))
+    await ctx.updateState('PROGRESS', { callback: () => 1 }).catch((e: Error) => seen.push(e.message))
+    return 'still fine'
+  })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, log } = runnerFor(app, backend)
+  await runner.onDelivery(delivery('proj.bad'))
+  await runner.idle()
+  assert.match(seen[0]!, /state must be a non-empty string/)
+  assert.match(seen[1]!, /not JSON serializable/)
+  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['SUCCESS', 'still fine']])
+  assert.ok(log.lines.some((l) => l.startsWith('ERROR Could not store the PROGRESS state of proj.bad[')))
+})
+
+it('[outcomes] Ignore acks the message and stores nothing', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.skip', () => {
+    throw new Ignore()
+  })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, log, events } = runnerFor(app, backend)
+  const d = delivery('proj.skip')
+  await runner.onDelivery(d)
+  await runner.idle()
+  assert.deepEqual(d.settled, ['ack'])
+  assert.deepEqual(stored, [])
+  assert.ok(log.lines.some((l) => /^INFO Task proj\.skip\[[0-9a-f-]+\] ignored$/.test(l)))
+  assert.deepEqual(events.map(([type]) => type), ['task-received', 'task-started'])
+})
+
+it('[outcomes] Reject drops or requeues the message, logs it as Celery does and sends task-rejected', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.drop', () => {
+    throw new Reject('bad input')
+  })
+  app.task('proj.again', async () => {
+    throw new Reject('later', { requeue: true })
+  })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, log, events } = runnerFor(app, backend)
+  const drop = delivery('proj.drop')
+  const again = delivery('proj.again')
+  await runner.onDelivery(drop)
+  await runner.onDelivery(again)
+  await runner.idle()
+  assert.deepEqual(drop.settled, ['reject'])
+  assert.deepEqual(again.settled, ['requeue'])
+  assert.deepEqual(stored, [])
+  assert.ok(log.lines.some((l) => /^WARNING Task proj\.drop\[[0-9a-f-]+\] reject requeue=False: bad input$/.test(l)))
+  assert.ok(log.lines.some((l) => /^WARNING Task proj\.again\[[0-9a-f-]+\] reject requeue=True: later$/.test(l)))
+  assert.deepEqual(events.filter(([type]) => type === 'task-rejected').map(([, f]) => f.requeue), [false, true])
+})
+
+// ---- autoretry -------------------------------------------------------------
+
+const job = (retries = 0): Job => ({ id: 'id-1', task: 't.run', args: [], kwargs: {}, retries, rootId: null, parentId: null, group: null, hostname: 'w@h', softTimeLimit: null })
+
+function appWith(fn: () => unknown, options: Record<string, unknown>): App {
+  const app = createApp({ name: 'proj' })
+  app.task('t.run', fn, options)
+  return app
+}
+
+class FetchError extends Error {
+  override name = 'FetchError'
+}
+class TimeoutFetchError extends FetchError {}
+
+it('[outcomes] an error listed in autoretryFor becomes a retry carrying it and retryKwargs; others fail', async () => {
+  const options = { autoretryFor: [TypeError, 'FetchError'], retryKwargs: { countdown: 7, maxRetries: 5 } }
+  const typeError = await executeJob(appWith(() => { throw new TypeError('bad') }, options), job()).outcome
+  assert.equal(typeError.status, 'retry')
+  assert.ok(typeError.status === 'retry')
+  assert.equal(typeError.countdown, 7)
+  assert.equal(typeError.maxRetries, 5)
+  assert.deepEqual(typeError.exc, { type: 'TypeError', args: ['bad'], module: 'builtins', message: 'bad' })
+  // By name: the error's own class or any class it inherits from.
+  const subclass = await executeJob(appWith(async () => { throw new TimeoutFetchError('slow') }, options), job()).outcome
+  assert.equal(subclass.status, 'retry')
+  const reset = await executeJob(appWith(() => { throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }, { autoretryFor: ['ECONNRESET'] }), job()).outcome
+  assert.equal(reset.status, 'retry')
+  const other = await executeJob(appWith(() => { throw new RangeError('no') }, options), job()).outcome
+  assert.equal(other.status, 'failure')
+  // Ignore is never retried, even when autoretryFor would match it (Celery re-raises Ignore and Retry first).
+  const ignored = await executeJob(appWith(() => { throw new Ignore() }, { autoretryFor: [Error] }), job()).outcome
+  assert.equal(ignored.status, 'ignored')
+})
+
+it('[outcomes] retryBackoff doubles per retry up to retryBackoffMax; retryJitter draws a whole number up to it', () => {
+  const task = (options: Record<string, unknown>) => appWith(() => undefined, { autoretryFor: [Error], ...options }).tasks.get('t.run')!
+  const error = new Error('x')
+  const noJitter = task({ retryBackoff: true, retryJitter: false })
+  assert.deepEqual([0, 1, 2, 3, 12].map((r) => autoretryOptions(noJitter, error, r)!.countdown), [1, 2, 4, 8, 600])
+  const factor = task({ retryBackoff: 3, retryBackoffMax: 20, retryJitter: false })
+  assert.deepEqual([0, 1, 2, 3].map((r) => autoretryOptions(factor, error, r)!.countdown), [3, 6, 12, 20])
+  // Jitter is on by default: random.randrange(countdown + 1).
+  const jitter = task({ retryBackoff: true })
+  assert.equal(autoretryOptions(jitter, error, 3, () => 0)!.countdown, 0)
+  assert.equal(autoretryOptions(jitter, error, 3, () => 0.999)!.countdown, 8)
+  // Without backoff the countdown is retryKwargs' (or the task's default delay, decided later).
+  assert.equal(autoretryOptions(task({}), error, 3)!.countdown, undefined)
+  // A thrown non-Error is not an instance of Error.
+  assert.equal(autoretryOptions(task({}), 'not an error', 0), undefined)
+})
