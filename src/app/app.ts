@@ -109,8 +109,8 @@ export interface AppOptions {
   beatSchedule?: Record<string, unknown>
   /**
    * Celery settings by their Python names, reported by `inspect conf`. The
-   * worker acts on `worker_direct`, `worker_enable_prefetch_count_reduction`
-   * and `worker_cancel_long_running_tasks_on_connection_loss`.
+   * worker acts on `worker_direct`, `worker_enable_prefetch_count_reduction`,
+   * `worker_cancel_long_running_tasks_on_connection_loss` and `result_extended`.
    */
   conf?: Record<string, unknown>
   /**

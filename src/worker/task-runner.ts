@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
@@ -77,7 +77,12 @@ export class TaskRunner {
     return write
   }
 
-  constructor(private readonly o: RunnerOptions) {}
+  /** Celery's result_extended: key-value results also carry the task's name, args, kwargs, worker, retries and queue. */
+  private readonly resultExtended: boolean
+
+  constructor(private readonly o: RunnerOptions) {
+    this.resultExtended = o.app.options.conf?.result_extended === true
+  }
 
   // ---- receiving -------------------------------------------------------
 
@@ -424,7 +429,7 @@ export class TaskRunner {
     const m = request.message
     const json = backend.shortForm
       ? encodeRpcResult({ taskId: m.id, status, result, traceback })
-      : encodeResultMeta({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId })
+      : encodeResultMeta({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId, extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined })
     try {
       await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
     } catch (error) {
@@ -504,6 +509,12 @@ function decompress(delivery: Delivery): Buffer {
     }
   }
   throw new Error(`unsupported compression ${JSON.stringify(codec)}`)
+}
+
+/** What result_extended adds, as Celery's _get_result_meta takes it from the request (queue: the delivery's routing key). */
+function extendedFields(request: Request, hostname: string): ExtendedResultFields {
+  const m = request.message
+  return { name: m.task, args: m.args, kwargs: m.kwargs, worker: hostname, retries: m.retries, queue: request.delivery.routingKey ?? null }
 }
 
 /** A chord's header task: its end counts towards running the chord's body. */

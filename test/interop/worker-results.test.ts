@@ -28,7 +28,8 @@ for (const c of cases) {
     let worker: TsqWorker | undefined
 
     before(async () => {
-      worker = await startTsqWorker({ env, pool: c.pool, concurrency: 2 })
+      // result_extended only changes key-value results; rpc:// carries no such fields in Celery either.
+      worker = await startTsqWorker({ env, pool: c.pool, concurrency: 2, resultExtended: c.backend.startsWith('redis') })
     })
 
     after(async () => {
@@ -106,6 +107,16 @@ for (const c of cases) {
       const out = await pyClient<{ callback: Outcome; errback: Outcome }>(env, ['links', '20'])
       assert.equal(out.callback.result, 40, withLog(JSON.stringify(out)))
       assert.equal(out.errback.result, 2, withLog(JSON.stringify(out)))
+    })
+
+    const extendedIt = c.backend.startsWith('redis') ? it : () => undefined
+    extendedIt('result_extended: Python\'s AsyncResult reads name, args, kwargs, worker, retries and queue from the tsq worker\'s result', async () => {
+      const out = await pyClient<Outcome & Record<string, unknown>>(env, ['extended', 'proj.autoflaky', '[1]', '20'])
+      assert.equal(out.result, 1, withLog(JSON.stringify(out)))
+      assert.deepEqual(
+        { name: out.name, args: out.args, kwargs: out.kwargs, worker: out.worker, retries: out.retries, queue: out.queue },
+        { name: 'proj.autoflaky', args: [1], kwargs: {}, worker: worker!.nodename, retries: 1, queue: env.queue },
+      )
     })
 
     // Celery's Redis backend counts a chord's header tasks (spec §2.3); rpc://

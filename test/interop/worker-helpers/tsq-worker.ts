@@ -68,6 +68,8 @@ export interface TsqWorkerOptions {
   queueFromApp?: boolean
   /** The app sets Celery's worker_direct (TSQ_WI_WORKER_DIRECT, read by interop-tasks.js). */
   workerDirect?: boolean
+  /** The app sets Celery's result_extended (TSQ_WI_RESULT_EXTENDED, read by interop-tasks.js). */
+  resultExtended?: boolean
 }
 
 export class TsqWorker extends GroupProcess {
@@ -104,7 +106,7 @@ export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
   ]
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1', ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}), ...(o.workerDirect ? { TSQ_WI_WORKER_DIRECT: '1' } : {}) },
+    env: { ...process.env, NO_COLOR: '1', ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}), ...(o.workerDirect ? { TSQ_WI_WORKER_DIRECT: '1' } : {}), ...(o.resultExtended ? { TSQ_WI_RESULT_EXTENDED: '1' } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })

@@ -141,6 +141,33 @@ it('[outcomes] updateState refuses an empty state, and a meta that cannot be enc
   assert.ok(log.lines.some((l) => l.startsWith('ERROR Could not store the PROGRESS state of proj.bad[')))
 })
 
+it('[outcomes] result_extended: each stored state also carries name, args, kwargs, worker, retries and queue, before task_id', async () => {
+  const app = createApp({ name: 'proj', conf: { result_extended: true } })
+  app.task('proj.add', async (x: number, y: number) => {
+    await currentTask().updateState('PROGRESS', { half: true })
+    return x + y
+  })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner } = runnerFor(app, backend)
+  await runner.onDelivery(delivery('proj.add', [2, 3]))
+  await runner.idle()
+  assert.deepEqual(stored.map((s) => s.status), ['PROGRESS', 'SUCCESS'])
+  for (const { meta } of stored) {
+    assert.deepEqual(Object.keys(meta), ['status', 'result', 'traceback', 'children', 'date_done', 'name', 'args', 'kwargs', 'worker', 'retries', 'queue', 'task_id'])
+    assert.deepEqual([meta.name, meta.args, meta.kwargs, meta.worker, meta.retries, meta.queue], ['proj.add', [2, 3], {}, 'w@h', 0, 'celery'])
+  }
+  // Off by default, as in Celery.
+  const plain = createApp({ name: 'proj' })
+  plain.task('proj.add', (x: number, y: number) => x + y)
+  const second = recordingBackend()
+  second.release()
+  const { runner: plainRunner } = runnerFor(plain, second.backend)
+  await plainRunner.onDelivery(delivery('proj.add', [2, 3]))
+  await plainRunner.idle()
+  assert.equal(second.stored[0]!.meta.name, undefined)
+})
+
 it('[outcomes] Ignore acks the message and stores nothing', async () => {
   const app = createApp({ name: 'proj' })
   app.task('proj.skip', () => {
