@@ -9,6 +9,7 @@ import { createResultBackend, UnsupportedBackendError, type ResultBackend } from
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
+import { TaskSignals, type TaskSignalName, type TaskSignalReceiver } from './task-signals.js'
 
 export interface TaskOptions {
   /** Hard time limit, seconds: the task is killed (prefork) or abandoned. */
@@ -125,6 +126,8 @@ export interface AppOptions {
 export class App {
   readonly name: string
   readonly tasks = new Map<string, Task>()
+  /** Receivers of Celery's task signals, registered with on(). */
+  readonly signals = new TaskSignals()
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
   private overrides: { broker?: string; resultBackend?: string } = {}
   private transportPromise: Promise<Transport> | undefined
@@ -154,6 +157,15 @@ export class App {
     const task = new Task(this, name, fn, options)
     this.tasks.set(name, task)
     return task
+  }
+
+  /**
+   * Runs `receiver` on one of Celery's task signals, in every process that
+   * runs tasks (`app.on('task_prerun', ({ sender, taskId }) => ...)`).
+   * Returns the function that disconnects it.
+   */
+  on<K extends TaskSignalName>(signal: K, receiver: TaskSignalReceiver<K>): () => void {
+    return this.signals.connect(signal, receiver)
   }
 
   controlCommand(name: string, handler: ControlCommandHandler, options: { kind?: ControlCommandKind } = {}): void {

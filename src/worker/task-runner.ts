@@ -11,6 +11,7 @@ import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
+import { DEFAULT_MAX_RETRIES } from './pools/executor.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
 import type { Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
@@ -20,7 +21,6 @@ import { inflateSync } from 'node:zlib'
 /** Bodies past this are rejected unread: no task needs 64 MiB of arguments. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024
 const DEFAULT_RETRY_DELAY = 180
-const DEFAULT_MAX_RETRIES = 3
 
 export interface RunnerOptions {
   app: App

@@ -1,7 +1,8 @@
 // Canvas on the embedded broker, no server at all: a worker on file:// runs a
 // group, a chord (counted in the file result store) and a chain whose last
 // step is a chord, sent from JavaScript; a task's own PROGRESS states reach
-// the JavaScript client.
+// the JavaScript client; the task signals a module connects run in the
+// worker-thread slots.
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import { hostname } from 'node:os'
@@ -18,7 +19,7 @@ describe('canvas on the embedded broker (file://)', () => {
 
   before(async () => {
     worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/interop-tasks.js'), '-b', brokerUrl, '--result-backend', brokerUrl, '-P', 'threads', '-c', '2', '-l', 'INFO'], {
-      env: embeddedBrokerEnv(home),
+      env: { ...embeddedBrokerEnv(home), TSQ_WI_SIGNALS: '1' },
       nodename: `canvas-${process.pid}@${hostname()}`,
     })
     app = createApp({ name: 'proj', broker: brokerUrl, resultBackend: brokerUrl })
@@ -50,6 +51,26 @@ describe('canvas on the embedded broker (file://)', () => {
     await app.chain(add(1, 2), chordStep as unknown as ReturnType<typeof signature>)
     // add(1, 2) = 3, then the header add(3, 1) and add(3, 2), then tsum([4, 5]).
     assert.equal(await app.asyncResult(bodyId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 9)
+  })
+
+  it('task signals: receivers the module connects run around each task in the slot, in Celery\'s order', async () => {
+    const ok = await app.sendTask('proj.add', [20, 22])
+    assert.equal(await ok.get({ timeout: 20 }), 42)
+    const failed = await app.sendTask('proj.fail', ['no'])
+    await assert.rejects(failed.get({ timeout: 20 }), /no/)
+    const deadline = Date.now() + 5000
+    const linesOf = (id: string) => (worker?.output() ?? '').split('\n').filter((l) => l.includes(`[${id}]`) && l.includes('signal '))
+    while (Date.now() < deadline && linesOf(failed.id).length < 3) await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.deepEqual(linesOf(ok.id).map((l) => l.slice(l.indexOf('signal '))), [
+      `signal task_prerun proj.add[${ok.id}] [20,22]`,
+      `signal task_success proj.add[${ok.id}] 42`,
+      `signal task_postrun proj.add[${ok.id}] SUCCESS`,
+    ], withLog(''))
+    assert.deepEqual(linesOf(failed.id).map((l) => l.slice(l.indexOf('signal '))), [
+      `signal task_prerun proj.fail[${failed.id}] ["no"]`,
+      `signal task_failure proj.fail[${failed.id}] TypeError`,
+      `signal task_postrun proj.fail[${failed.id}] FAILURE`,
+    ], withLog(''))
   })
 
   it('updateState: the client reads PROGRESS and its meta through state and info, then the result', async () => {

@@ -3,7 +3,11 @@
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App, Task } from '../../app/app.js'
 import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type RetryOptions, type StateSink, type TaskContext } from '../../app/task-context.js'
+import type { TaskSignals } from '../../app/task-signals.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
+
+/** Celery's Task.max_retries default; the worker applies the same. */
+export const DEFAULT_MAX_RETRIES = 3
 
 export function encodeError(error: unknown): EncodedException {
   if (error instanceof Error) {
@@ -107,9 +111,16 @@ class JobExecution implements RunningJob {
   private readonly started = performance.now()
   private softTimer: NodeJS.Timeout | undefined
 
-  constructor(private readonly task: Task, private readonly job: Job, sink: StateSink | undefined) {
+  constructor(
+    private readonly task: Task,
+    private readonly job: Job,
+    sink: StateSink | undefined,
+    /** Only when something listens: the common case skips every signal. */
+    private readonly signals: TaskSignals | undefined,
+  ) {
     this.context = new RunContext(job, sink)
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
+    signals?.send('task_prerun', { sender: job.task, taskId: job.id, args: job.args, kwargs: job.kwargs })
     let returned: unknown
     try {
       returned = task.options.bind ? runWithContext(this.context, task.fn, [this.context, ...job.args]) : runWithContext(this.context, task.fn, job.args)
@@ -143,11 +154,58 @@ class JobExecution implements RunningJob {
 
   private succeeded(value: unknown): Outcome {
     if (this.softTimer) clearTimeout(this.softTimer)
-    return { status: 'success', value: value === undefined ? null : value, runtime: this.runtime() }
+    const outcome: Outcome = { status: 'success', value: value === undefined ? null : value, runtime: this.runtime() }
+    if (this.signals) this.signalEnd(this.signals, outcome, null)
+    return outcome
   }
 
   private failed(error: unknown): Outcome {
     if (this.softTimer) clearTimeout(this.softTimer)
+    const outcome = this.outcomeOf(error)
+    if (this.signals) this.signalEnd(this.signals, outcome, error)
+    return outcome
+  }
+
+  /**
+   * task_success, task_failure or task_retry, then task_postrun, as Celery's
+   * trace sends them. A retry past the task's limit fails it (the worker
+   * stores the failure), so it is signalled as the failure it becomes.
+   */
+  private signalEnd(signals: TaskSignals, outcome: Outcome, error: unknown): void {
+    const { job } = this
+    const base = { sender: job.task, taskId: job.id }
+    let state: string
+    let retval: unknown = error
+    switch (outcome.status) {
+      case 'success':
+        state = 'SUCCESS'
+        retval = outcome.value
+        signals.send('task_success', { ...base, result: outcome.value })
+        break
+      case 'retry': {
+        const reason = error instanceof RetryRequest ? (error.options.exc ?? null) : error
+        const limit = outcome.maxRetries ?? this.task.options.maxRetries ?? DEFAULT_MAX_RETRIES
+        if (limit !== null && job.retries >= limit) {
+          state = 'FAILURE'
+          retval = reason
+          signals.send('task_failure', { ...base, exception: reason, args: job.args, kwargs: job.kwargs, traceback: traceback(reason) })
+        } else {
+          state = 'RETRY'
+          signals.send('task_retry', { ...base, retries: job.retries, reason })
+        }
+        break
+      }
+      case 'failure':
+        state = 'FAILURE'
+        signals.send('task_failure', { ...base, exception: error, args: job.args, kwargs: job.kwargs, traceback: outcome.traceback })
+        break
+      default:
+        state = outcome.status === 'ignored' ? 'IGNORED' : 'REJECTED'
+    }
+    signals.send('task_postrun', { ...base, args: job.args, kwargs: job.kwargs, retval, state })
+  }
+
+  private outcomeOf(error: unknown): Outcome {
     if (error instanceof RetryRequest) return this.retryOutcome(error.options)
     const predicate = taskPredicate(error)
     if (predicate?.kind === 'ignore') return { status: 'ignored', runtime: this.runtime() }
@@ -210,7 +268,7 @@ export function executeJob(app: App, job: Job, sink?: StateSink): RunningJob {
     const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
     return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined }
   }
-  return new JobExecution(task, job, sink)
+  return new JobExecution(task, job, sink, app.signals?.any ? app.signals : undefined)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -260,3 +260,81 @@ it('[outcomes] retryBackoff doubles per retry up to retryBackoffMax; retryJitter
   // A thrown non-Error is not an instance of Error.
   assert.equal(autoretryOptions(task({}), 'not an error', 0), undefined)
 })
+
+// ---- task signals ----------------------------------------------------------
+
+function signalled(fn: (...args: any[]) => unknown, options: Record<string, unknown> = {}) {
+  const app = createApp({ name: 'proj' })
+  app.task('t.run', fn, options)
+  const seen: Array<[string, Record<string, unknown>]> = []
+  for (const name of ['task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry'] as const) {
+    app.on(name, (payload) => {
+      seen.push([name, payload as Record<string, unknown>])
+    })
+  }
+  return { app, seen }
+}
+
+it('[signals] a success sends task_prerun, task_success, then task_postrun with the return value and SUCCESS', async () => {
+  const { app, seen } = signalled((x: number) => x * 2)
+  const outcome = await executeJob(app, { ...job(), args: [21] }).outcome
+  assert.equal(outcome.status, 'success')
+  assert.deepEqual(seen.map(([name]) => name), ['task_prerun', 'task_success', 'task_postrun'])
+  assert.deepEqual(seen[0]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {} })
+  assert.deepEqual(seen[1]![1], { sender: 't.run', taskId: 'id-1', result: 42 })
+  assert.deepEqual(seen[2]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {}, retval: 42, state: 'SUCCESS' })
+})
+
+it('[signals] a failure sends task_failure with the error itself; a retry sends task_retry, and past the limit task_failure', async () => {
+  const boom = new TypeError('boom')
+  const failing = signalled(async () => {
+    throw boom
+  })
+  await executeJob(failing.app, job()).outcome
+  assert.deepEqual(failing.seen.map(([name]) => name), ['task_prerun', 'task_failure', 'task_postrun'])
+  assert.equal(failing.seen[1]![1].exception, boom)
+  assert.match(String(failing.seen[1]![1].traceback), /TypeError: boom/)
+  assert.equal(failing.seen[2]![1].state, 'FAILURE')
+
+  const retrying = signalled(() => currentTask().retry({ exc: boom, maxRetries: 2 }))
+  await executeJob(retrying.app, job(1)).outcome
+  assert.deepEqual(retrying.seen.map(([name]) => name), ['task_prerun', 'task_retry', 'task_postrun'])
+  assert.deepEqual(retrying.seen[1]![1], { sender: 't.run', taskId: 'id-1', retries: 1, reason: boom })
+  assert.equal(retrying.seen[2]![1].state, 'RETRY')
+  retrying.seen.length = 0
+  await executeJob(retrying.app, job(2)).outcome
+  assert.deepEqual(retrying.seen.map(([name]) => name), ['task_prerun', 'task_failure', 'task_postrun'])
+  assert.equal(retrying.seen[2]![1].state, 'FAILURE')
+
+  const ignoring = signalled(() => {
+    throw new Ignore()
+  })
+  await executeJob(ignoring.app, job()).outcome
+  assert.deepEqual(ignoring.seen.map(([name, p]) => `${name}${p.state ? ` ${String(p.state)}` : ''}`), ['task_prerun', 'task_postrun IGNORED'])
+})
+
+it('[signals] a receiver that throws is reported and the task still succeeds; on() returns a disconnect; unknown names are refused', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('t.run', () => 'ok')
+  const calls: string[] = []
+  app.on('task_prerun', function brokenReceiver() {
+    throw new Error('receiver bug')
+  })
+  const off = app.on('task_success', () => {
+    calls.push('success')
+  })
+  const reported: string[] = []
+  const original = console.error
+  console.error = (message: string) => reported.push(message)
+  try {
+    const outcome = await executeJob(app, job()).outcome
+    assert.equal(outcome.status, 'success')
+    off()
+    await executeJob(app, job()).outcome
+  } finally {
+    console.error = original
+  }
+  assert.deepEqual(reported, ['Signal handler brokenReceiver for task_prerun raised: Error: receiver bug', 'Signal handler brokenReceiver for task_prerun raised: Error: receiver bug'])
+  assert.deepEqual(calls, ['success'])
+  assert.throws(() => app.on('task_nope' as 'task_prerun', () => undefined), /unknown signal "task_nope"/)
+})
