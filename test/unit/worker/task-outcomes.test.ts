@@ -8,7 +8,7 @@ import { createApp, type App } from '../../../src/app/app.js'
 import type { ResultBackend } from '../../../src/app/backends/index.js'
 import { Logger } from '../../../src/app/logger.js'
 import { currentTask, Ignore, Reject } from '../../../src/app/task-context.js'
-import { encodeTaskV2 } from '../../../src/protocol/index.js'
+import { taskDeliveryFields } from '../../helpers/deliveries.js'
 import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
@@ -40,16 +40,9 @@ function recordingBackend() {
 }
 
 function delivery(taskName: string, args: unknown[] = []) {
-  const m = encodeTaskV2(taskName, { args, origin: 'gen@test' })
   const settled: string[] = []
   const d: Delivery & { settled: string[] } = {
-    body: Buffer.from(m.body),
-    properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Delivery['properties']['headers'], deliveryMode: 2 as const, priority: 0 },
-    exchange: '',
-    routingKey: 'celery',
-    queue: 'celery',
-    redelivered: false,
-    deliveryTag: m.properties.correlationId,
+    ...taskDeliveryFields(taskName, args),
     settled,
     ack: async () => {
       settled.push('ack')

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { createApp } from '../../../src/app/app.js'
 import { Logger } from '../../../src/app/logger.js'
-import { encodeTaskV2 } from '../../../src/protocol/index.js'
+import { taskDeliveryFields } from '../../helpers/deliveries.js'
 import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
@@ -37,15 +37,8 @@ function gate(): Gate {
 
 /** A delivery whose ack settles when the test says so. */
 function delivery(taskName: string, args: unknown[], ack: Gate): Delivery & { acks: number; rejects: number } {
-  const m = encodeTaskV2(taskName, { args, origin: 'gen@test' })
   const d = {
-    body: Buffer.from(m.body),
-    properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Delivery['properties']['headers'], deliveryMode: 2 as const, priority: 0 },
-    exchange: '',
-    routingKey: 'celery',
-    queue: 'celery',
-    redelivered: false,
-    deliveryTag: m.properties.correlationId,
+    ...taskDeliveryFields(taskName, args),
     acks: 0,
     rejects: 0,
     ack: () => {
