@@ -43,6 +43,15 @@ export interface TaskOptions {
   retryBackoffMax?: number
   /** Draws each backoff at random from 0 up to its value, so retries spread out (Celery: true). */
   retryJitter?: boolean
+  // Celery's Task handler methods, called where the task runs, around it; what
+  // they throw is logged and changes nothing (the result is the task's).
+  /** Before the task's function (Celery's before_start). */
+  beforeStart?: (info: { taskId: string; args: unknown[]; kwargs: Record<string, unknown> }) => unknown
+  onSuccess?: (info: { retval: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown> }) => unknown
+  onFailure?: (info: { exc: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
+  onRetry?: (info: { exc: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
+  /** After a success or failure, not a retry, Ignore or Reject (Celery's after_return). */
+  afterReturn?: (info: { status: string; retval: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
 }
 
 export type TaskFunction = (...args: any[]) => unknown

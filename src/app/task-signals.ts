@@ -44,19 +44,24 @@ export class TaskSignals {
   send<K extends TaskSignalName>(name: K, payload: TaskSignalPayloads[K]): void {
     const list = this.receivers.get(name)
     if (!list) return
-    for (const receiver of [...list]) {
-      try {
-        const returned = receiver(payload)
-        if (returned instanceof Promise) returned.catch((error: unknown) => reportReceiverError(name, receiver, error))
-      } catch (error) {
-        reportReceiverError(name, receiver, error)
-      }
-    }
+    for (const receiver of [...list]) runReceiver(name, receiver, payload)
   }
 }
 
-function reportReceiverError(name: string, receiver: (...args: any[]) => unknown, error: unknown): void {
-  // Celery logs "Signal handler %r raised: %r" and carries on.
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  console.error(`Signal handler ${receiver.name || '<anonymous>'} for ${name} raised: ${message}`)
+/**
+ * Calls a signal receiver or a task's handler; what it throws (or its promise
+ * rejects with) is reported and goes no further, as Celery logs "Signal
+ * handler %r raised: %r" and carries on.
+ */
+export function runReceiver<T>(hook: string, receiver: (payload: T) => unknown, payload: T): void {
+  const report = (error: unknown): void => {
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+    console.error(`Signal handler ${receiver.name || '<anonymous>'} for ${hook} raised: ${message}`)
+  }
+  try {
+    const returned = receiver(payload)
+    if (returned instanceof Promise) returned.catch(report)
+  } catch (error) {
+    report(error)
+  }
 }

@@ -3,7 +3,7 @@
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App, Task } from '../../app/app.js'
 import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type RetryOptions, type StateSink, type TaskContext } from '../../app/task-context.js'
-import type { TaskSignals } from '../../app/task-signals.js'
+import { runReceiver, TaskSignals } from '../../app/task-signals.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 
 /** Celery's Task.max_retries default; the worker applies the same. */
@@ -115,12 +115,16 @@ class JobExecution implements RunningJob {
     private readonly task: Task,
     private readonly job: Job,
     sink: StateSink | undefined,
-    /** Only when something listens: the common case skips every signal. */
+    /** Only when a signal receiver or a task handler listens: the common case skips them all. */
     private readonly signals: TaskSignals | undefined,
   ) {
     this.context = new RunContext(job, sink)
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
-    signals?.send('task_prerun', { sender: job.task, taskId: job.id, args: job.args, kwargs: job.kwargs })
+    if (signals) {
+      const { beforeStart } = task.options
+      if (beforeStart) runReceiver(`${job.task} beforeStart`, beforeStart, { taskId: job.id, args: job.args, kwargs: job.kwargs })
+      signals.send('task_prerun', { sender: job.task, taskId: job.id, args: job.args, kwargs: job.kwargs })
+    }
     let returned: unknown
     try {
       returned = task.options.bind ? runWithContext(this.context, task.fn, [this.context, ...job.args]) : runWithContext(this.context, task.fn, job.args)
@@ -167,41 +171,54 @@ class JobExecution implements RunningJob {
   }
 
   /**
-   * task_success, task_failure or task_retry, then task_postrun, as Celery's
-   * trace sends them. A retry past the task's limit fails it (the worker
-   * stores the failure), so it is signalled as the failure it becomes.
+   * The task's handler and the signal for how it ended (onSuccess and
+   * task_success, onFailure and task_failure, onRetry and task_retry), then
+   * afterReturn and task_postrun, in the order of Celery's trace. A retry past
+   * the task's limit fails it (the worker stores the failure), so it is
+   * announced as the failure it becomes.
    */
   private signalEnd(signals: TaskSignals, outcome: Outcome, error: unknown): void {
     const { job } = this
+    const { onSuccess, onFailure, onRetry, afterReturn } = this.task.options
     const base = { sender: job.task, taskId: job.id }
+    const about = { taskId: job.id, args: job.args, kwargs: job.kwargs }
     let state: string
     let retval: unknown = error
+    let tb: string | null = null
     switch (outcome.status) {
       case 'success':
         state = 'SUCCESS'
         retval = outcome.value
+        if (onSuccess) runReceiver(`${job.task} onSuccess`, onSuccess, { retval, ...about })
         signals.send('task_success', { ...base, result: outcome.value })
         break
       case 'retry': {
         const reason = error instanceof RetryRequest ? (error.options.exc ?? null) : error
         const limit = outcome.maxRetries ?? this.task.options.maxRetries ?? DEFAULT_MAX_RETRIES
+        tb = traceback(reason)
         if (limit !== null && job.retries >= limit) {
           state = 'FAILURE'
           retval = reason
-          signals.send('task_failure', { ...base, exception: reason, args: job.args, kwargs: job.kwargs, traceback: traceback(reason) })
+          if (onFailure) runReceiver(`${job.task} onFailure`, onFailure, { exc: reason, ...about, traceback: tb })
+          signals.send('task_failure', { ...base, exception: reason, args: job.args, kwargs: job.kwargs, traceback: tb })
         } else {
           state = 'RETRY'
+          if (onRetry) runReceiver(`${job.task} onRetry`, onRetry, { exc: reason, ...about, traceback: tb })
           signals.send('task_retry', { ...base, retries: job.retries, reason })
         }
         break
       }
       case 'failure':
         state = 'FAILURE'
-        signals.send('task_failure', { ...base, exception: error, args: job.args, kwargs: job.kwargs, traceback: outcome.traceback })
+        tb = outcome.traceback
+        if (onFailure) runReceiver(`${job.task} onFailure`, onFailure, { exc: error, ...about, traceback: tb })
+        signals.send('task_failure', { ...base, exception: error, args: job.args, kwargs: job.kwargs, traceback: tb })
         break
       default:
         state = outcome.status === 'ignored' ? 'IGNORED' : 'REJECTED'
     }
+    // Celery skips after_return for its IGNORE_STATES: RETRY, IGNORED, REJECTED.
+    if (afterReturn && (state === 'SUCCESS' || state === 'FAILURE')) runReceiver(`${job.task} afterReturn`, afterReturn, { status: state, retval, ...about, traceback: tb })
     signals.send('task_postrun', { ...base, args: job.args, kwargs: job.kwargs, retval, state })
   }
 
@@ -262,13 +279,18 @@ function matchesError(match: (new (...args: any[]) => unknown) | string, error: 
   return name === match || code === match
 }
 
+/** For an app without signal receivers whose task has handlers. */
+const NO_RECEIVERS = new TaskSignals()
+
 export function executeJob(app: App, job: Job, sink?: StateSink): RunningJob {
   const task = app.tasks.get(job.task)
   if (!task) {
     const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
     return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined }
   }
-  return new JobExecution(task, job, sink, app.signals?.any ? app.signals : undefined)
+  const o = task.options
+  const observed = app.signals?.any || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
+  return new JobExecution(task, job, sink, observed ? (app.signals ?? NO_RECEIVERS) : undefined)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

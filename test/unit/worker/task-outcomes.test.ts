@@ -331,3 +331,51 @@ it('[signals] a receiver that throws is reported and the task still succeeds; on
   assert.deepEqual(calls, ['success'])
   assert.throws(() => app.on('task_nope' as 'task_prerun', () => undefined), /unknown signal "task_nope"/)
 })
+
+it('[handlers] beforeStart, onSuccess / onFailure / onRetry and afterReturn run around the task in Celery\'s trace order, between the signals', async () => {
+  const order: string[] = []
+  const handlers = {
+    beforeStart: ({ taskId }: { taskId: string }) => order.push(`beforeStart ${taskId}`),
+    onSuccess: ({ retval }: { retval: unknown }) => order.push(`onSuccess ${String(retval)}`),
+    onFailure: ({ exc }: { exc: unknown }) => order.push(`onFailure ${(exc as Error).message}`),
+    onRetry: ({ exc }: { exc: unknown }) => order.push(`onRetry ${(exc as Error).message}`),
+    afterReturn: ({ status }: { status: string }) => order.push(`afterReturn ${status}`),
+  }
+  const run = async (fn: (...args: any[]) => unknown, retries = 0): Promise<string[]> => {
+    order.length = 0
+    const app = createApp({ name: 'proj' })
+    app.task('t.run', fn, handlers)
+    for (const name of ['task_prerun', 'task_success', 'task_failure', 'task_retry', 'task_postrun'] as const) app.on(name, () => void order.push(name))
+    await executeJob(app, job(retries)).outcome
+    return [...order]
+  }
+  assert.deepEqual(await run(() => 5), ['beforeStart id-1', 'task_prerun', 'onSuccess 5', 'task_success', 'afterReturn SUCCESS', 'task_postrun'])
+  assert.deepEqual(await run(() => { throw new Error('bad') }), ['beforeStart id-1', 'task_prerun', 'onFailure bad', 'task_failure', 'afterReturn FAILURE', 'task_postrun'])
+  // A retry has no afterReturn, as Celery's IGNORE_STATES.
+  assert.deepEqual(await run(() => currentTask().retry({ exc: new Error('again') })), ['beforeStart id-1', 'task_prerun', 'onRetry again', 'task_retry', 'task_postrun'])
+  assert.deepEqual(await run(() => currentTask().retry({ exc: new Error('again') }), 3), ['beforeStart id-1', 'task_prerun', 'onFailure again', 'task_failure', 'afterReturn FAILURE', 'task_postrun'])
+})
+
+it('[handlers] a task with handlers and no signal receivers still gets them; a throwing handler changes nothing', async () => {
+  const app = createApp({ name: 'proj' })
+  const calls: string[] = []
+  app.task('t.run', () => 'fine', {
+    onSuccess: () => {
+      calls.push('onSuccess')
+      throw new Error('handler bug')
+    },
+    afterReturn: () => void calls.push('afterReturn'),
+  })
+  const reported: string[] = []
+  const original = console.error
+  console.error = (message: string) => reported.push(message)
+  let outcome
+  try {
+    outcome = await executeJob(app, job()).outcome
+  } finally {
+    console.error = original
+  }
+  assert.deepEqual(outcome, { ...outcome, status: 'success', value: 'fine' })
+  assert.deepEqual(calls, ['onSuccess', 'afterReturn'])
+  assert.deepEqual(reported, ['Signal handler onSuccess for t.run onSuccess raised: Error: handler bug'])
+})
