@@ -9,7 +9,7 @@ import { createResultBackend, UnsupportedBackendError, type ResultBackend } from
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
-import { TaskSignals, type TaskSignalName, type TaskSignalReceiver } from './task-signals.js'
+import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 
 export interface TaskOptions {
   /** Hard time limit, seconds: the task is killed (prefork) or abandoned. */
@@ -136,7 +136,7 @@ export class App {
   readonly name: string
   readonly tasks = new Map<string, Task>()
   /** Receivers of Celery's task signals, registered with on(). */
-  readonly signals = new TaskSignals()
+  readonly signals = new AppSignals()
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
   private overrides: { broker?: string; resultBackend?: string } = {}
   private transportPromise: Promise<Transport> | undefined
@@ -169,11 +169,12 @@ export class App {
   }
 
   /**
-   * Runs `receiver` on one of Celery's task signals, in every process that
-   * runs tasks (`app.on('task_prerun', ({ sender, taskId }) => ...)`).
-   * Returns the function that disconnects it.
+   * Runs `receiver` on one of Celery's signals (`app.on('task_prerun',
+   * ({ sender, taskId }) => ...)`, `app.on('worker_ready', ...)`), in the
+   * process that sends it (see app-signals.ts). Returns the function that
+   * disconnects it.
    */
-  on<K extends TaskSignalName>(signal: K, receiver: TaskSignalReceiver<K>): () => void {
+  on<K extends SignalName>(signal: K, receiver: SignalReceiver<K>): () => void {
     return this.signals.connect(signal, receiver)
   }
 

@@ -4,6 +4,6 @@ export type { AppOptions, ApplyOptions, ControlCommandHandler, ControlCommandKin
 export { AsyncResult, GroupResult, TaskError } from './async-result.js'
 export { currentTask, Ignore, Reject, RetryRequest, SoftTimeLimitExceeded } from './task-context.js'
 export type { RetryOptions, TaskContext } from './task-context.js'
-export type { TaskSignalName, TaskSignalPayloads, TaskSignalReceiver } from './task-signals.js'
+export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app-signals.js'
 export { loadConfig } from './config.js'
 export type { ResolvedConfig } from './config.js'

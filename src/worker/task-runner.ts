@@ -98,12 +98,14 @@ export class TaskRunner {
       message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
     } catch (error) {
       this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
+      if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: delivery.properties.headers, body: delivery.body }, exc: error as Error })
       return delivery.reject({ requeue: false }).catch(() => undefined)
     }
     const request = new Request(message, delivery, this.o.hostname)
     if (!this.o.app.tasks.has(message.task)) return this.unregistered(request)
     if (this.o.revoked.has(message.id)) return this.revokeOnArrival(request, 'revoked')
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
+    if (this.o.app.signals.has('task_received')) this.o.app.signals.send('task_received', { sender: this.o.hostname, request: request.info() })
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${message.task}[${message.id}] received`)
     if (this.o.events.taskEvents) {
       this.o.events.sendTask('task-received', {
@@ -137,6 +139,10 @@ export class TaskRunner {
   private async unregistered(request: Request): Promise<void> {
     const name = request.name
     this.o.log.error(`Received unregistered task of type '${name}'.\nThe message has been ignored and discarded.`)
+    if (this.o.app.signals.has('task_unknown')) {
+      const exc = Object.assign(new Error(`'${name}'`), { name: 'NotRegistered' })
+      this.o.app.signals.send('task_unknown', { sender: this.o.hostname, name, id: request.id, message: { headers: request.delivery.properties.headers, body: request.delivery.body }, exc })
+    }
     await request.reject(false).catch(() => undefined)
     await this.store(request, 'FAILURE', { exc_type: 'NotRegistered', exc_message: [name], exc_module: 'celery.exceptions' }, null)
     this.o.events.sendTask('task-failed', { uuid: request.id, exception: `NotRegistered('${name}')` })
@@ -147,6 +153,11 @@ export class TaskRunner {
     await request.ack().catch(() => undefined)
     await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null, true)
     this.o.events.sendTask('task-revoked', { uuid: request.id, terminated: false, signum: null, expired: reason === 'expired' })
+    this.signalRevoked(request, false, null, reason === 'expired')
+  }
+
+  private signalRevoked(request: Request, terminated: boolean, signum: number | null, expired: boolean): void {
+    if (this.o.app.signals.has('task_revoked')) this.o.app.signals.send('task_revoked', { sender: request.name, request: request.info(), terminated, signum, expired })
   }
 
   private reserve(request: Request): void {
@@ -369,6 +380,7 @@ export class TaskRunner {
           this.o.log.info(`Terminating ${m.id} (${outcome.signal ?? 'SIGTERM'})`)
           await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null, true)
           this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(outcome.signal), expired: false })
+          this.signalRevoked(request, true, signum(outcome.signal), false)
           this.settle(request, 'ack')
         } else {
           // reject_on_worker_lost: the message goes back for another try (at-least-once).

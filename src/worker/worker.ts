@@ -160,6 +160,7 @@ export class Worker {
     }
     this.transitionTo('RUNNING', 'started')
     this.o.log.info(`${this.o.hostname} ready.`)
+    this.o.app.signals.send('worker_ready', { sender: this.o.hostname })
   }
 
   private heartbeatState() {
@@ -301,6 +302,7 @@ export class Worker {
     const target: WorkerState = mode === 'warm' ? 'WARM_SHUTDOWN' : mode === 'soft' ? 'SOFT_SHUTDOWN' : 'COLD_SHUTDOWN'
     if (!TRANSITIONS[this.state].includes(target)) return this.stopping ?? this.stopped
     this.transitionTo(target, cause)
+    this.o.app.signals.send('worker_shutting_down', { sender: this.o.hostname, sig: cause.startsWith('SIG') ? cause : null, how: mode === 'warm' ? 'Warm' : mode === 'soft' ? 'Soft' : 'Cold' })
     if (mode === 'soft') {
       this.softDeadline = Date.now() + this.o.softShutdownTimeout * 1000
       this.o.log.console(`worker: Initiating Soft Shutdown, terminating in ${this.o.softShutdownTimeout} seconds`)
@@ -366,6 +368,7 @@ export class Worker {
   private async finalStop(): Promise<void> {
     if (this.finalized) return this.stopped
     this.finalized = true
+    this.o.app.signals.send('worker_shutdown', { sender: this.o.hostname })
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer)
     this.autoscaler?.stop()
     this.guard?.stop()

@@ -59,7 +59,7 @@ describe('canvas on the embedded broker (file://)', () => {
     const failed = await app.sendTask('proj.fail', ['no'])
     await assert.rejects(failed.get({ timeout: 20 }), /no/)
     const deadline = Date.now() + 5000
-    const linesOf = (id: string) => (worker?.output() ?? '').split('\n').filter((l) => l.includes(`[${id}]`) && l.includes('signal '))
+    const linesOf = (id: string) => (worker?.output() ?? '').split('\n').filter((l) => l.includes(`[${id}]`) && /signal task_(prerun|success|failure|postrun) /.test(l))
     while (Date.now() < deadline && linesOf(failed.id).length < 3) await new Promise((resolve) => setTimeout(resolve, 50))
     assert.deepEqual(linesOf(ok.id).map((l) => l.slice(l.indexOf('signal '))), [
       `signal task_prerun proj.add[${ok.id}] [20,22]`,
@@ -71,6 +71,16 @@ describe('canvas on the embedded broker (file://)', () => {
       `signal task_failure proj.fail[${failed.id}] TypeError`,
       `signal task_postrun proj.fail[${failed.id}] FAILURE`,
     ], withLog(''))
+  })
+
+  it('worker signals: the main process sends worker_ready, task_received and task_unknown; each slot worker_process_init', async () => {
+    const unknown = await app.sendTask('proj.nope', [])
+    await assert.rejects(unknown.get({ timeout: 20 }), /NotRegistered|proj\.nope/)
+    const out = worker?.output() ?? ''
+    assert.match(out, new RegExp(`signal worker_ready ${worker!.nodename.replace('.', '\\.')}`), withLog(''))
+    assert.deepEqual(out.match(/signal worker_process_init \d/g)?.sort(), ['signal worker_process_init 1', 'signal worker_process_init 2'], withLog(''))
+    assert.ok(out.includes(`signal task_unknown proj.nope[${unknown.id}] NotRegistered`), withLog(''))
+    assert.ok(/signal task_received proj\.add\[/.test(out), withLog(''))
   })
 
   it('updateState: the client reads PROGRESS and its meta through state and info, then the result', async () => {
@@ -86,5 +96,12 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.equal(await r.info, 3)
     assert.ok(seen.length >= 2, withLog(JSON.stringify(seen)))
     for (const info of seen) assert.deepEqual(Object.keys(info as object), ['current', 'total'])
+  })
+
+  it('worker signals at a warm shutdown (SIGTERM): worker_shutting_down, worker_shutdown, then each slot\'s worker_process_shutdown', async () => {
+    assert.equal(await worker!.stop('SIGTERM'), 0, withLog(''))
+    const lines = worker!.output().split('\n').filter((l) => /signal worker_(shutting_down|shutdown|process_shutdown)/.test(l)).map((l) => l.slice(l.indexOf('signal ')))
+    assert.deepEqual(lines.slice(0, 2), ['signal worker_shutting_down SIGTERM Warm', `signal worker_shutdown ${worker!.nodename}`], withLog(''))
+    assert.deepEqual(lines.slice(2).sort(), ['signal worker_process_shutdown 1', 'signal worker_process_shutdown 2'], withLog(''))
   })
 })

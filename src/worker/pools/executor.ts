@@ -3,7 +3,7 @@
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App, Task } from '../../app/app.js'
 import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type RetryOptions, type StateSink, type TaskContext } from '../../app/task-context.js'
-import { runReceiver, TaskSignals } from '../../app/task-signals.js'
+import { runReceiver, AppSignals } from '../../app/app-signals.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 
 /** Celery's Task.max_retries default; the worker applies the same. */
@@ -116,7 +116,7 @@ class JobExecution implements RunningJob {
     private readonly job: Job,
     sink: StateSink | undefined,
     /** Only when a signal receiver or a task handler listens: the common case skips them all. */
-    private readonly signals: TaskSignals | undefined,
+    private readonly signals: AppSignals | undefined,
   ) {
     this.context = new RunContext(job, sink)
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
@@ -177,7 +177,7 @@ class JobExecution implements RunningJob {
    * the task's limit fails it (the worker stores the failure), so it is
    * announced as the failure it becomes.
    */
-  private signalEnd(signals: TaskSignals, outcome: Outcome, error: unknown): void {
+  private signalEnd(signals: AppSignals, outcome: Outcome, error: unknown): void {
     const { job } = this
     const { onSuccess, onFailure, onRetry, afterReturn } = this.task.options
     const base = { sender: job.task, taskId: job.id }
@@ -280,7 +280,7 @@ function matchesError(match: (new (...args: any[]) => unknown) | string, error: 
 }
 
 /** For an app without signal receivers whose task has handlers. */
-const NO_RECEIVERS = new TaskSignals()
+const NO_RECEIVERS = new AppSignals()
 
 export function executeJob(app: App, job: Job, sink?: StateSink): RunningJob {
   const task = app.tasks.get(job.task)
@@ -289,7 +289,7 @@ export function executeJob(app: App, job: Job, sink?: StateSink): RunningJob {
     return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined }
   }
   const o = task.options
-  const observed = app.signals?.any || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
+  const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
   return new JobExecution(task, job, sink, observed ? (app.signals ?? NO_RECEIVERS) : undefined)
 }
 

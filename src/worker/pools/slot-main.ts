@@ -39,6 +39,11 @@ function sendState(id: string, state: string, meta: unknown): void {
 
 try {
   const app = await loadApp(data.modulePath, data.includePaths)
+  const slot = { sender: data.nodename, pid: process.pid, index: data.index }
+  const exit = (): never => {
+    app.signals.send('worker_process_shutdown', slot)
+    process.exit(0)
+  }
   onMessage((message) => {
     switch (message.type) {
       case 'run': {
@@ -55,11 +60,12 @@ try {
         running.get(message.id)?.abort(message.reason)
         break
       case 'exit':
-        process.exit(0)
+        exit()
     }
   })
   // A prefork child lives only as long as its worker: if the IPC channel goes, so does it.
-  if (isMainThread) process.on('disconnect', () => process.exit(0))
+  if (isMainThread) process.on('disconnect', exit)
+  app.signals.send('worker_process_init', slot)
   send({ type: 'ready', pid: process.pid })
 } catch (error) {
   send({ type: 'load-error', message: (error as Error).message })

@@ -379,3 +379,23 @@ it('[handlers] a task with handlers and no signal receivers still gets them; a t
   assert.deepEqual(calls, ['onSuccess', 'afterReturn'])
   assert.deepEqual(reported, ['Signal handler onSuccess for t.run onSuccess raised: Error: handler bug'])
 })
+
+it('[signals] the runner sends task_received for an accepted message, task_revoked for a revoked or expired one, task_rejected for an unreadable one', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.add', (x: number, y: number) => x + y)
+  const seen: string[] = []
+  app.on('task_received', ({ sender, request }) => void seen.push(`received ${sender} ${String(request.name)} ${JSON.stringify(request.args)}`))
+  app.on('task_revoked', ({ sender, terminated, expired }) => void seen.push(`revoked ${sender} terminated=${terminated} expired=${expired}`))
+  app.on('task_rejected', ({ exc, message }) => void seen.push(`rejected ${message.body.length > 0} ${exc.message.split(':')[0]}`))
+  const { runner } = runnerFor(app, null)
+  await runner.onDelivery(delivery('proj.add', [1, 2]))
+  const expiredFields = taskDeliveryFields('proj.add', [3, 4])
+  const headers = { ...(expiredFields.properties.headers as Record<string, unknown>), expires: new Date(Date.now() - 1000).toISOString() }
+  await runner.onDelivery({ ...expiredFields, properties: { ...expiredFields.properties, headers }, ack: async () => undefined, reject: async () => undefined })
+  await runner.onDelivery({ ...taskDeliveryFields('proj.add'), body: Buffer.from('{not json'), ack: async () => undefined, reject: async () => undefined })
+  await runner.idle()
+  assert.equal(seen.length, 3, JSON.stringify(seen))
+  assert.equal(seen[0], 'received w@h proj.add [1,2]')
+  assert.equal(seen[1], 'revoked proj.add terminated=false expired=true')
+  assert.match(seen[2]!, /^rejected true /)
+})

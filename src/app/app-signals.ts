@@ -1,0 +1,100 @@
+// Celery's signals (celery.signals): hooks a task module registers with
+// `app.on(...)`, for what cuts across tasks: metrics, log context, a
+// connection per process, a readiness file. The task signals run where the
+// task runs (the pool slot, as Celery's run in the pool process); the worker
+// signals and the task_received/revoked/unknown/rejected ones run in the
+// worker's main process, which loads the module too; worker_process_init and
+// worker_process_shutdown in each pool slot. Receivers run synchronously, and
+// one that throws is logged, never failing the task, as Celery's Signal.send.
+
+/** A request as the worker holds it: Celery's Request.info() fields. */
+export type RequestInfo = Record<string, unknown>
+
+export interface SignalPayloads {
+  /** Before the task's function is called. */
+  task_prerun: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown> }
+  /** After the run, whatever its outcome; `state` is SUCCESS, FAILURE, RETRY, IGNORED or REJECTED. */
+  task_postrun: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; retval: unknown; state: string }
+  task_success: { sender: string; taskId: string; result: unknown }
+  task_failure: { sender: string; taskId: string; exception: unknown; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }
+  /** The task asked to run again (retry(), or autoretryFor); `reason` is the error, if one was given. */
+  task_retry: { sender: string; taskId: string; retries: number; reason: unknown }
+  /** A task message was accepted: not revoked, not expired, its task known. */
+  task_received: { sender: string; request: RequestInfo }
+  task_revoked: { sender: string; request: RequestInfo; terminated: boolean; signum: number | null; expired: boolean }
+  /** A message for a task this worker does not have. */
+  task_unknown: { sender: string; name: string; id: string; message: { headers: unknown; body: Buffer }; exc: Error }
+  /** A message that could not be read as a task, rejected. */
+  task_rejected: { sender: string; message: { headers: unknown; body: Buffer }; exc: Error }
+  /** The worker consumes: it logged "ready.". */
+  worker_ready: { sender: string }
+  /** A shutdown began or escalated; `sig` is the signal that asked for it, if one did. */
+  worker_shutting_down: { sender: string; sig: string | null; how: 'Warm' | 'Soft' | 'Cold' }
+  /** The worker is about to stop its pool and close its connections. */
+  worker_shutdown: { sender: string }
+  /** A pool slot loaded the module and is about to take tasks. */
+  worker_process_init: { sender: string; pid: number; index: number }
+  /** A pool slot is about to exit. */
+  worker_process_shutdown: { sender: string; pid: number; index: number }
+}
+
+export type SignalName = keyof SignalPayloads
+export type SignalReceiver<K extends SignalName> = (payload: SignalPayloads[K]) => unknown
+
+export const SIGNAL_NAMES: readonly SignalName[] = [
+  'task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry',
+  'task_received', 'task_revoked', 'task_unknown', 'task_rejected',
+  'worker_ready', 'worker_shutting_down', 'worker_shutdown', 'worker_process_init', 'worker_process_shutdown',
+]
+
+/** The signals sent around a task's run, where it runs. */
+const RUN_SIGNALS: ReadonlySet<SignalName> = new Set(['task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry'])
+
+export class AppSignals {
+  private readonly receivers = new Map<SignalName, Array<SignalReceiver<any>>>()
+  /** Read on every task: the common case, no receiver of a run's signals, costs one check. */
+  observingRuns = false
+
+  connect<K extends SignalName>(name: K, receiver: SignalReceiver<K>): () => void {
+    if (!SIGNAL_NAMES.includes(name)) throw new TypeError(`unknown signal ${JSON.stringify(name)} (one of ${SIGNAL_NAMES.join(', ')})`)
+    if (typeof receiver !== 'function') throw new TypeError(`app.on('${name}', receiver): receiver must be a function`)
+    const list = this.receivers.get(name) ?? []
+    list.push(receiver)
+    this.receivers.set(name, list)
+    this.observingRuns ||= RUN_SIGNALS.has(name)
+    return () => {
+      const at = list.indexOf(receiver)
+      if (at !== -1) list.splice(at, 1)
+      this.observingRuns = [...RUN_SIGNALS].some((n) => (this.receivers.get(n)?.length ?? 0) > 0)
+    }
+  }
+
+  /** Whether anything listens, so a payload costing work is built only then. */
+  has(name: SignalName): boolean {
+    return (this.receivers.get(name)?.length ?? 0) > 0
+  }
+
+  send<K extends SignalName>(name: K, payload: SignalPayloads[K]): void {
+    const list = this.receivers.get(name)
+    if (!list || list.length === 0) return
+    for (const receiver of [...list]) runReceiver(name, receiver, payload)
+  }
+}
+
+/**
+ * Calls a signal receiver or a task's handler; what it throws (or its promise
+ * rejects with) is reported and goes no further, as Celery logs "Signal
+ * handler %r raised: %r" and carries on.
+ */
+export function runReceiver<T>(hook: string, receiver: (payload: T) => unknown, payload: T): void {
+  const report = (error: unknown): void => {
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+    console.error(`Signal handler ${receiver.name || '<anonymous>'} for ${hook} raised: ${message}`)
+  }
+  try {
+    const returned = receiver(payload)
+    if (returned instanceof Promise) returned.catch(report)
+  } catch (error) {
+    report(error)
+  }
+}
