@@ -8,6 +8,7 @@ import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
+import { AppControl } from './control.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 
@@ -135,8 +136,10 @@ export interface AppOptions {
 export class App {
   readonly name: string
   readonly tasks = new Map<string, Task>()
-  /** Receivers of Celery's task signals, registered with on(). */
+  /** Receivers of Celery's signals, registered with on(). */
   readonly signals = new AppSignals()
+  /** Remote control of the app's workers (Celery's `app.control`): revoke, ping, inspect, broadcast. */
+  readonly control = new AppControl(() => this.config.brokerUrl)
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
   private overrides: { broker?: string; resultBackend?: string } = {}
   private transportPromise: Promise<Transport> | undefined

@@ -43,6 +43,39 @@ export class AsyncResult {
     return this.meta().then((m) => m?.result ?? null)
   }
 
+  /** Celery's `successful()`: the task returned. */
+  async successful(): Promise<boolean> {
+    return (await this.state) === 'SUCCESS'
+  }
+
+  /** Celery's `failed()`: the task raised. */
+  async failed(): Promise<boolean> {
+    return (await this.state) === 'FAILURE'
+  }
+
+  /** The failed task's traceback as the worker stored it, or null. */
+  get traceback(): Promise<string | null> {
+    return this.meta().then((m) => m?.traceback ?? null)
+  }
+
+  /** When the task became ready (UTC), or null before. */
+  get dateDone(): Promise<Date | null> {
+    return this.meta().then((m) => (m?.date_done ? new Date(/[zZ]|[+-]\d\d:\d\d$/.test(m.date_done) ? m.date_done : `${m.date_done}Z`) : null))
+  }
+
+  /**
+   * Celery's `revoke()`: every worker drops the task if it has not started;
+   * with `terminate: true` a prefork worker also kills it while it runs.
+   */
+  async revoke(options: { terminate?: boolean; signal?: string } = {}): Promise<void> {
+    await this.app.control.revoke(this.id, options)
+  }
+
+  /** Celery's `forget()`: the backend drops the stored result; the task then reads as PENDING. */
+  async forget(): Promise<void> {
+    await (await this.app.backend()).forget(this.id)
+  }
+
   /** Waits for the result; a failure rejects with a TaskError named as the remote exception. */
   async get(options: { timeout?: number } = {}): Promise<unknown> {
     const backend = await this.app.backend()

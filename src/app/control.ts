@@ -12,6 +12,8 @@ export interface RemoteCallOptions {
   matcher?: 'glob' | 'pcre' | null
   timeout?: number
   limit?: number | null
+  /** false: send and return at once with no replies (Celery's reply=False, revoke's default). */
+  reply?: boolean
   onReply?: (reply: NodeReply) => void
 }
 
@@ -25,10 +27,44 @@ export async function broadcast(method: string, options: RemoteCallOptions): Pro
       matcher: options.matcher,
       timeout: options.timeout,
       limit: options.limit,
+      reply: options.reply,
       onReply: options.onReply,
     })
     return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
   })
+}
+
+export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments'>
+
+/**
+ * `app.control` of Celery, for code: the same broadcasts as `tsq control` and
+ * `tsq inspect`, on the app's broker. Each call opens and closes its own
+ * connection, as the CLI's do.
+ */
+export class AppControl {
+  constructor(private readonly brokerUrl: () => string) {}
+
+  broadcast(method: string, args: Record<string, unknown> = {}, options: AppControlOptions = {}): Promise<NodeReply[]> {
+    return broadcast(method, { ...options, arguments: args, brokerUrl: this.brokerUrl() })
+  }
+
+  /**
+   * Celery's `app.control.revoke(task_id, terminate=False, signal='SIGTERM')`:
+   * no reply is awaited unless `reply: true` is given.
+   */
+  revoke(taskId: string | string[], options: AppControlOptions & { terminate?: boolean; signal?: string } = {}): Promise<NodeReply[]> {
+    const { terminate = false, signal = 'SIGTERM', ...rest } = options
+    return this.broadcast('revoke', { task_id: taskId, terminate, signal }, { reply: false, ...rest })
+  }
+
+  ping(options: AppControlOptions = {}): Promise<NodeReply[]> {
+    return this.broadcast('ping', {}, options)
+  }
+
+  /** One `{node: reply}` object, as Celery's `app.control.inspect().<method>()`. */
+  async inspect(method: string, args: Record<string, unknown> = {}, options: AppControlOptions = {}): Promise<NodeReply> {
+    return flattenReplies(await this.broadcast(method, args, options))
+  }
 }
 
 /** Celery's Inspect filters replies by the pattern again on the client side. */

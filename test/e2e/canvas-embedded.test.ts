@@ -83,6 +83,32 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.ok(/signal task_received proj\.add\[/.test(out), withLog(''))
   })
 
+  it('AsyncResult: successful(), failed(), traceback, dateDone and forget(); revoke(), ping() and inspect() through app.control', async () => {
+    const ok = await app.sendTask('proj.add', [1, 1])
+    assert.equal(await ok.get({ timeout: 20 }), 2)
+    assert.equal(await ok.successful(), true)
+    assert.equal(await ok.failed(), false)
+    const done = await ok.dateDone
+    assert.ok(done && Math.abs(done.getTime() - Date.now()) < 60_000, String(done))
+    await ok.forget()
+    assert.equal(await ok.state, 'PENDING')
+    assert.equal(await ok.dateDone, null)
+
+    const bad = await app.sendTask('proj.fail', ['broken'])
+    await assert.rejects(bad.get({ timeout: 20 }))
+    assert.equal(await bad.failed(), true)
+    assert.match((await bad.traceback) ?? '', /TypeError: broken/)
+
+    // Held for its ETA, then revoked before it is due: the worker stores REVOKED instead of running it.
+    const later = await app.sendTask('proj.add', [5, 5], {}, { countdown: 1.5 })
+    await later.revoke()
+    await assert.rejects(later.get({ timeout: 20 }), (error: Error) => error.name === 'TaskRevokedError', withLog(later.id))
+
+    assert.deepEqual(await app.control.ping({ timeout: 2 }), [{ [worker!.nodename]: { ok: 'pong' } }])
+    const queues = await app.control.inspect('active_queues', {}, { timeout: 2 })
+    assert.deepEqual(Object.keys(queues), [worker!.nodename])
+  })
+
   it('updateState: the client reads PROGRESS and its meta through state and info, then the result', async () => {
     const r = await app.sendTask('proj.progress', [3, 0.3])
     const seen: unknown[] = []

@@ -19,6 +19,8 @@ export interface ResultBackend {
   chordPartReturn?(groupId: string, groupIndex: number | null, part: string, taskId?: string): Promise<string[] | null>
   /** How many header tasks a chord waits for (Celery's `set_chord_size`), set before they are sent. */
   setChordSize?(groupId: string, size: number): Promise<void>
+  /** Drops what is stored for the task (Celery's AsyncResult.forget()); afterwards it reads as PENDING. */
+  forget(taskId: string): Promise<void>
   /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */
   readonly shortForm?: boolean
   close(): Promise<void>

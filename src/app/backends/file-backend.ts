@@ -21,6 +21,10 @@ export class FileResultBackend implements ResultBackend {
     return join(this.dir, `${encodeURIComponent(taskId)}.json`)
   }
 
+  async forget(taskId: string): Promise<void> {
+    await rm(this.path(taskId), { force: true })
+  }
+
   async get(taskId: string): Promise<ResultMeta | null> {
     try {
       return decodeResultMeta(await readFile(this.path(taskId), 'utf8'))

@@ -29,6 +29,11 @@ export class RedisResultBackend implements ResultBackend {
     return text === null ? null : decodeResultMeta(text)
   }
 
+  async forget(taskId: string): Promise<void> {
+    await this.ready()
+    await this.client.del(KEY_PREFIX + taskId)
+  }
+
   async waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta> {
     await this.ready()
     const channel = KEY_PREFIX + taskId

@@ -41,6 +41,11 @@ export class RpcResultBackend implements ResultBackend {
     )
   }
 
+  /** Celery's rpc forget drops the client's copy: the result lived only in its reply queue. */
+  async forget(taskId: string): Promise<void> {
+    this.latest.delete(taskId)
+  }
+
   async get(taskId: string): Promise<ResultMeta | null> {
     return this.latest.get(taskId) ?? null
   }

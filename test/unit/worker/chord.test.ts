@@ -38,6 +38,7 @@ function chordBackend(size: number, withChords = true) {
     get: async () => null,
     waitReady: async () => { throw new Error('not used') },
     store: async (id, meta) => { stored.push({ id, meta }) },
+    forget: async () => undefined,
     close: async () => undefined,
   }
   if (withChords) {
