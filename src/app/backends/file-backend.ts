@@ -71,14 +71,23 @@ export class FileResultBackend implements ResultBackend {
 
   async chordPartReturn(groupId: string, groupIndex: number | null, part: string, taskId?: string): Promise<string[] | null> {
     const dir = this.chordDir(groupId)
-    await mkdir(dir, { recursive: true })
-    // A task that ends twice (redelivered after a lost worker) replaces its part, as a zset member would.
-    const index = String(groupIndex ?? Number.MAX_SAFE_INTEGER).padStart(16, '0')
-    await writeAtomically(join(dir, `${index}-${encodeURIComponent(taskId ?? randomUUID())}.part`), part)
+    // The size is set before any header task is sent, and the directory goes
+    // when the chord completes: without it, this part is a redelivered one of a
+    // chord already done (its body sent), and writing it would only leave a
+    // directory behind that nothing removes.
     let size: number
     try {
       size = Number(await readFile(join(dir, 'size'), 'utf8'))
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+      throw error
+    }
+    // A task that ends twice (redelivered after a lost worker) replaces its part, as a zset member would.
+    const index = String(groupIndex ?? Number.MAX_SAFE_INTEGER).padStart(16, '0')
+    try {
+      await writeAtomically(join(dir, `${index}-${encodeURIComponent(taskId ?? randomUUID())}.part`), part)
+    } catch (error) {
+      // Completed (and removed) between reading the size and writing this part.
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
       throw error
     }
@@ -93,7 +102,8 @@ export class FileResultBackend implements ResultBackend {
     try {
       return await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))
     } finally {
-      await rm(dir, { recursive: true, force: true })
+      // A late part written meanwhile can make removal fail; the body must still go.
+      await rm(dir, { recursive: true, force: true }).catch(() => undefined)
     }
   }
 

@@ -1,6 +1,7 @@
 // Chords on the embedded result store: the same contract as the Redis counts
 // (spec §2.3): only the part that completes the chord gets every part, in
-// group order; a part that ends twice counts once; no size, no completion.
+// group order; a part that ends twice counts once; no size, no completion,
+// and a part of a chord already completed leaves nothing behind.
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
@@ -44,5 +45,14 @@ describe('[file backend] chord counts', () => {
     assert.equal((await backend.chordPartReturn(gid, 1, part('b', 2), 'b'))?.length, 2)
     const sizeless = randomUUID()
     assert.equal(await backend.chordPartReturn(sizeless, 0, part('x', 1), 'x'), null)
+    assert.deepEqual(readdirSync(join(dir, 'results', 'chords')).filter((n) => n === sizeless), [], 'a part with no chord to count towards leaves nothing')
+  })
+
+  it('a part redelivered after its chord completed changes nothing and leaves no directory behind', async () => {
+    const gid = randomUUID()
+    await backend.setChordSize(gid, 1)
+    assert.equal((await backend.chordPartReturn(gid, 0, part('a', 1), 'a'))?.length, 1)
+    assert.equal(await backend.chordPartReturn(gid, 0, part('a', 1), 'a'), null, 'the body is not sent twice')
+    assert.deepEqual(readdirSync(join(dir, 'results', 'chords')).filter((n) => n === gid), [])
   })
 })
