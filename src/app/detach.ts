@@ -6,8 +6,12 @@ import { dirname } from 'node:path'
 
 const DETACH_FLAGS = new Set(['-D', '--detach'])
 
-/** `umask`: --umask, set before the log file is created so that it, and the detached process, get it. */
-export function detach(command: 'worker' | 'beat', argv: readonly string[], logfile: string | null, umask?: number): number {
+/**
+ * `umask`: --umask, set before the log file is created so that it, and the
+ * detached process, get it. `executable`: the node binary (--executable).
+ */
+export function detach(command: 'worker' | 'beat', argv: readonly string[], logfile: string | null, how: { umask?: number; executable?: string } = {}): number {
+  const { umask, executable = process.execPath } = how
   const args = argv.filter((a) => !DETACH_FLAGS.has(a))
   if (umask !== undefined) process.umask(umask)
   let out: number | 'ignore' = 'ignore'
@@ -15,7 +19,7 @@ export function detach(command: 'worker' | 'beat', argv: readonly string[], logf
     mkdirSync(dirname(logfile), { recursive: true })
     out = openSync(logfile, 'a')
   }
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, command, ...args], {
+  const child = spawn(executable, [...process.execArgv, process.argv[1]!, command, ...args], {
     detached: true,
     stdio: ['ignore', out, out],
     cwd: process.cwd(),

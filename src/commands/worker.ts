@@ -65,9 +65,9 @@ export default class WorkerCommand extends TsqCommand<void> {
     if (flags.workdir) process.chdir(flags.workdir)
     if (flags.detach) {
       const nodename = workerNodename(flags.hostname, osHostname())
-      const umask = checkPrivilegeFlags(flags)
+      const how = checkPrivilegeFlags(flags)
       if (flags.pidfile) checkPidfile(nodeFormat(flags.pidfile, nodename, 0))
-      const pid = detach('worker', this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null, umask)
+      const pid = detach('worker', this.argv, flags.logfile ? nodeFormat(flags.logfile, nodename, 0) : null, how)
       if (!flags.quiet) this.log(`${nodename}: detached as pid ${pid}`)
       return
     }

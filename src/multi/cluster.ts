@@ -74,8 +74,8 @@ export async function startNodes(plans: NodePlan[], deps: ClusterDeps, timeoutSe
       results.set(plan.name, { ...base, status: 'FAILED', pid: null, message: (error as Error).message })
       continue
     }
-    out.info(`  ${[deps.executable, ...plan.argv].join(' ')}`)
-    const spawned = await spawnDetached(deps.executable, plan.argv, plan.cwd, deps.env)
+    out.info(`  ${[plan.executable, ...plan.argv].join(' ')}`)
+    const spawned = await spawnDetached(plan.executable, plan.argv, plan.cwd, deps.env)
     if (spawned.code !== 0) {
       const why = spawned.error ?? (spawned.signal ? `terminated by signal ${spawned.signal}` : `exit code ${spawned.code}`)
       results.set(plan.name, { ...base, status: 'FAILED', pid: null, message: why })

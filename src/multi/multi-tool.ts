@@ -173,8 +173,8 @@ export async function runMulti(rawArgv: readonly string[], deps: MultiToolDeps):
     }
     case 'show': {
       const plans = plansFrom(specsFrom(rest, deps), deps, false)
-      if (plans.length) out.say(plans.map((p) => [deps.executable, ...p.argv].map(shellWord).join(' ')).join('\n'))
-      return { exitCode: 0, json: plans.map((p) => ({ node: p.name, argv: [deps.executable, ...p.argv], pidfile: p.pidfile, logfile: p.logfile })) }
+      if (plans.length) out.say(plans.map((p) => [p.executable, ...p.argv].map(shellWord).join(' ')).join('\n'))
+      return { exitCode: 0, json: plans.map((p) => ({ node: p.name, argv: [p.executable, ...p.argv], pidfile: p.pidfile, logfile: p.logfile })) }
     }
     case 'get': {
       const [wanted, ...more] = rest

@@ -23,6 +23,8 @@ export interface PlanContext {
 
 export interface NodePlan {
   name: string
+  /** The node binary that runs it: --executable (also passed on, as Celery passes it), else multi's own. */
+  executable: string
   /** The argv after the executable (what `get` prints). */
   argv: string[]
   /** Absolute pidfile path, as multi and the worker both see it. */
@@ -74,8 +76,10 @@ export function planNode(spec: NodeSpec, ctx: PlanContext): NodePlan {
   const argv = [...head, ...rest, ...spec.passthrough, ...append]
   const workdir = firstOf(all, ['--workdir'])
   const base = workdir ? resolve(ctx.cwd, expand(workdir)) : ctx.cwd
+  const executable = all.get('--executable')
   return {
     name: spec.name,
+    executable: executable ? resolve(ctx.cwd, expand(executable)) : ctx.executable,
     argv,
     pidfile: resolve(base, expand(all.get('--pidfile') ?? '')),
     logfile: resolve(base, expand((givenLog || all.get('--logfile')) ?? '')),

@@ -1,10 +1,11 @@
 // Celery's worker options around the process itself: -I/--include (more task
 // modules, loaded in every pool process), -P processes (Celery's other name
-// for prefork), --uid/--gid (drop root before anything is opened) and --umask
-// (the detached process's umask), for `tsq worker` and `tsq beat`.
+// for prefork), --uid/--gid (drop root before anything is opened), --umask
+// (the detached process's umask) and --executable (the node binary that runs
+// the detached process, and multi's nodes), for `tsq worker` and `tsq beat`.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { readFileSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { REDIS_URL, requireBroker, uniqueName, waitFor } from '../helpers/brokers.js'
@@ -100,6 +101,43 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     killPid(pid, 'SIGTERM')
   })
 
+  it('--executable with --detach: the detached worker runs under that binary (here a wrapper that execs node)', { timeout: 60_000 }, async () => {
+    const home = tempTsqHome()
+    const env = embeddedBrokerEnv(home)
+    const node = nodeName()
+    const pidfile = join(home, 'w.pid')
+    const marker = join(home, 'wrapper-ran')
+    const wrapper = join(home, 'node-wrapper.sh')
+    writeFileSync(wrapper, `#!/bin/sh\necho "$@" > '${marker}'\nexec '${process.execPath}' "$@"\n`)
+    chmodSync(wrapper, 0o755)
+    const r = await runTsq(['worker', '-D', '--executable', wrapper, '-A', APP, '-P', 'solo', '-c', '1', '-n', node, '--pidfile', pidfile, '--logfile', join(home, 'w.log')], { env })
+    assert.equal(r.code, 0, r.stderr)
+    const pid = await waitFor(() => {
+      try {
+        return Number.parseInt(readFileSync(pidfile, 'utf8'), 10) || null
+      } catch {
+        return null
+      }
+    }, { timeoutMs: 20_000, what: 'the detached worker\'s pidfile' })
+    detachedPids.push(pid)
+    assert.ok(existsSync(marker), 'the wrapper started the detached worker')
+    assert.match(readFileSync(marker, 'utf8'), / worker .*-n daemonopts/)
+    // exec: the wrapper's process became node, so the pidfile names the worker itself.
+    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /node/)
+    killPid(pid, 'SIGTERM')
+  })
+
+  it('multi: --executable is the binary each node runs under, and is passed on, as Celery\'s multi does', async () => {
+    const r = await runTsq(['multi', 'show', '2', '-A', APP, '--executable=/usr/local/bin/node-custom', '--json'], { env: embeddedBrokerEnv(tempTsqHome()) })
+    assert.equal(r.code, 0, r.stderr)
+    const plans = JSON.parse(r.stdout) as Array<{ argv: string[] }>
+    assert.equal(plans.length, 2)
+    for (const plan of plans) {
+      assert.equal(plan.argv[0], '/usr/local/bin/node-custom')
+      assert.ok(plan.argv.includes('--executable=/usr/local/bin/node-custom'), plan.argv.join(' '))
+    }
+  })
+
   it('a --umask that is not a mask, and a --uid or --gid that does not exist, are one line and exit 64 (worker and beat, detached or not)', async () => {
     const env = embeddedBrokerEnv(tempTsqHome())
     const cases: Array<[string[], RegExp]> = [
@@ -108,6 +146,8 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
       [['worker', '-A', APP, '-D', '--gid', 'no-such-group-tsq'], /--gid: group does not exist: no-such-group-tsq/],
       [['beat', '--uid', 'no-such-user-tsq'], /--uid: user does not exist/],
       [['beat', '-D', '--umask', 'x'], /--umask must be a mask/],
+      [['worker', '-A', APP, '-D', '--executable', '/no/such/node'], /--executable "\/no\/such\/node" is not an executable file/],
+      [['beat', '-D', '--executable', ROOT], /--executable ".*" is not an executable file/],
     ]
     for (const [args, message] of cases) {
       const r = await runTsq(args, { env })
