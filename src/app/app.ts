@@ -44,6 +44,18 @@ export interface TaskOptions {
   retryBackoffMax?: number
   /** Draws each backoff at random from 0 up to its value, so retries spread out (Celery: true). */
   retryJitter?: boolean
+  /**
+   * A late-ack message whose task failed or hit its time limit is acked
+   * (true, Celery's default) or rejected without requeue, so that a queue's
+   * dead-letter exchange gets it (Celery's acks_on_failure_or_timeout).
+   */
+  acksOnFailureOrTimeout?: boolean
+  /**
+   * A late-ack message whose pool process died goes back to the queue (true,
+   * tsq's default), or the task fails with WorkerLostError and the message is
+   * settled as a failure (false, Celery's default reject_on_worker_lost).
+   */
+  rejectOnWorkerLost?: boolean
   // Celery's Task handler methods, called where the task runs, around it; what
   // they throw is logged and changes nothing (the result is the task's).
   /** Before the task's function (Celery's before_start). */
@@ -74,6 +86,23 @@ export interface Signature {
 export function signature(task: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: { immutable?: boolean } & Record<string, unknown> = {}): Signature {
   const { immutable = false, ...rest } = options
   return { task, args, kwargs, options: rest, subtask_type: null, immutable }
+}
+
+/**
+ * Celery's task_* settings in `conf`, as defaults for every task's options
+ * (an option given to app.task() wins, as a Task attribute wins in Celery).
+ * Time limits and acks_late are the worker's (their flags win over them).
+ */
+function taskDefaultsFromConf(conf: Record<string, unknown>): TaskOptions {
+  const defaults: TaskOptions = {}
+  const rate = conf.task_default_rate_limit
+  if (typeof rate === 'string' || typeof rate === 'number') defaults.rateLimit = rate
+  if (typeof conf.task_ignore_result === 'boolean') defaults.ignoreResult = conf.task_ignore_result
+  if (typeof conf.task_track_started === 'boolean') defaults.trackStarted = conf.task_track_started
+  if (typeof conf.task_default_retry_delay === 'number') defaults.defaultRetryDelay = conf.task_default_retry_delay
+  if (typeof conf.task_acks_on_failure_or_timeout === 'boolean') defaults.acksOnFailureOrTimeout = conf.task_acks_on_failure_or_timeout
+  if (typeof conf.task_reject_on_worker_lost === 'boolean') defaults.rejectOnWorkerLost = conf.task_reject_on_worker_lost
+  return defaults
 }
 
 export class Task {
@@ -166,7 +195,7 @@ export class App {
 
   task(name: string, fn: TaskFunction, options: TaskOptions = {}): Task {
     if (typeof fn !== 'function') throw new TypeError(`task ${name}: expected a function`)
-    const task = new Task(this, name, fn, options)
+    const task = new Task(this, name, fn, { ...taskDefaultsFromConf(this.options.conf ?? {}), ...options })
     this.tasks.set(name, task)
     return task
   }

@@ -94,9 +94,10 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     mingle: o.mingle,
     gossip: o.gossip,
     purge: o.purge,
-    timeLimit: o.timeLimit,
-    softTimeLimit: o.softTimeLimit,
-    acksLate: o.acksLate,
+    // The flags win over the app's task_* settings, as Celery's flags set them.
+    timeLimit: o.timeLimit ?? positiveConf(conf.task_time_limit),
+    softTimeLimit: o.softTimeLimit ?? positiveConf(conf.task_soft_time_limit),
+    acksLate: o.acksLate && conf.task_acks_late !== false,
     logfile: o.logfileTemplate,
     maxTasksPerChild: o.maxTasksPerChild,
     softShutdownTimeout: o.softShutdownTimeout,
@@ -231,4 +232,9 @@ function restartInPlace(logfile: string | null): void {
   if (logfile) out = openSync(logfile, 'a')
   const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: ['ignore', out, out], env: process.env })
   child.unref()
+}
+
+/** A seconds setting from the app's conf, when it is one. */
+function positiveConf(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null
 }

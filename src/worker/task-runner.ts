@@ -355,7 +355,7 @@ export class TaskRunner {
       case 'failure': {
         this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}`)
         await this.fail(request, outcome.exc, outcome.traceback, ignoreResult)
-        this.settle(request, 'ack')
+        this.settle(request, this.afterFailure(m.task))
         return
       }
       case 'retry':
@@ -375,13 +375,20 @@ export class TaskRunner {
           const hard = this.limitsFor(request).hard ?? 0
           const exc: EncodedException = { type: 'TimeLimitExceeded', args: [hard], module: 'celery.exceptions', message: String(hard) }
           await this.fail(request, exc, null, ignoreResult)
-          this.settle(request, 'ack')
+          this.settle(request, this.afterFailure(m.task))
         } else if (outcome.reason === 'terminated') {
           this.o.log.info(`Terminating ${m.id} (${outcome.signal ?? 'SIGTERM'})`)
           await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null, true)
           this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(outcome.signal), expired: false })
           this.signalRevoked(request, true, signum(outcome.signal), false)
           this.settle(request, 'ack')
+        } else if (this.o.app.tasks.get(m.task)?.options.rejectOnWorkerLost === false) {
+          // Celery's own default: the task fails with WorkerLostError and its message is not tried again.
+          const sig = outcome.signal
+          const text = sig ? `Worker exited prematurely: signal ${signum(sig) ?? sig} (${sig}).` : 'Worker exited prematurely.'
+          this.o.log.error(`Task handler raised error: WorkerLostError('${text}')`)
+          await this.fail(request, { type: 'WorkerLostError', args: [text], module: 'billiard.exceptions', message: text }, null, ignoreResult)
+          this.settle(request, this.afterFailure(m.task))
         } else {
           // reject_on_worker_lost: the message goes back for another try (at-least-once).
           this.o.log.error(`Process running ${m.task}[${m.id}] was lost; the task is requeued`)
@@ -390,6 +397,11 @@ export class TaskRunner {
         return
       }
     }
+  }
+
+  /** Celery's task_acks_on_failure_or_timeout: false rejects a failed late-ack message (dead-lettered where the queue has a DLX). */
+  private afterFailure(taskName: string): 'ack' | 'reject' {
+    return this.o.app.tasks.get(taskName)?.options.acksOnFailureOrTimeout === false ? 'reject' : 'ack'
   }
 
   private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {

@@ -399,3 +399,77 @@ it('[signals] the runner sends task_received for an accepted message, task_revok
   assert.equal(seen[1], 'revoked proj.add terminated=false expired=true')
   assert.match(seen[2]!, /^rejected true /)
 })
+
+// ---- Celery's task_* settings ------------------------------------------------
+
+it('[conf] task_* settings are every task\'s defaults; an option given to app.task() wins', () => {
+  const app = createApp({ name: 'proj', conf: { task_default_rate_limit: '5/s', task_ignore_result: true, task_track_started: true, task_default_retry_delay: 30, task_acks_on_failure_or_timeout: false, task_reject_on_worker_lost: false } })
+  const plain = app.task('proj.plain', () => 1)
+  const own = app.task('proj.own', () => 1, { rateLimit: '1/m', ignoreResult: false })
+  assert.deepEqual(plain.options, { rateLimit: '5/s', ignoreResult: true, trackStarted: true, defaultRetryDelay: 30, acksOnFailureOrTimeout: false, rejectOnWorkerLost: false })
+  assert.equal(own.options.rateLimit, '1/m')
+  assert.equal(own.options.ignoreResult, false)
+  assert.equal(own.options.trackStarted, true)
+})
+
+it('[conf] acksOnFailureOrTimeout false rejects a failed late-ack message without requeue; by default it is acked', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.bad', () => {
+    throw new Error('no')
+  }, { acksOnFailureOrTimeout: false })
+  app.task('proj.badacked', () => {
+    throw new Error('no')
+  })
+  const { runner } = runnerFor(app, null)
+  const rejected = delivery('proj.bad')
+  const acked = delivery('proj.badacked')
+  await runner.onDelivery(rejected)
+  await runner.onDelivery(acked)
+  await runner.idle()
+  assert.deepEqual(rejected.settled, ['reject'])
+  assert.deepEqual(acked.settled, ['ack'])
+})
+
+it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with WorkerLostError and the message is not requeued', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.lost', () => 1, { rejectOnWorkerLost: false })
+  app.task('proj.requeued', () => 1)
+  const lostPool = {
+    kind: 'prefork',
+    size: 2,
+    start: async () => undefined,
+    run: async () => ({ status: 'killed', reason: 'worker-lost', signal: 'SIGKILL', runtime: 0.1 }),
+    terminate: () => false,
+    abort: () => undefined,
+    grow: async () => undefined,
+    shrink: async () => undefined,
+    slots: () => [],
+    close: async () => undefined,
+  }
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const log = new RecordingLogger('INFO')
+  const runner = new TaskRunner({
+    app,
+    transport: undefined as never,
+    pool: lostPool as never,
+    backend,
+    events: { taskEvents: false, sendTask: () => undefined } as unknown as EventDispatcher,
+    revoked: new LimitedSet(),
+    log,
+    hostname: 'w@h',
+    acksLate: true,
+    timeLimit: null,
+    softTimeLimit: null,
+    onScheduledChange: () => undefined,
+  })
+  const lost = delivery('proj.lost')
+  const requeued = delivery('proj.requeued')
+  await runner.onDelivery(lost)
+  await runner.onDelivery(requeued)
+  await runner.idle()
+  assert.deepEqual(lost.settled, ['ack'])
+  assert.deepEqual(requeued.settled, ['requeue'])
+  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['FAILURE', { exc_type: 'WorkerLostError', exc_message: ['Worker exited prematurely: signal 9 (SIGKILL).'], exc_module: 'billiard.exceptions' }]])
+  assert.ok(log.lines.includes("ERROR Task handler raised error: WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL).')"))
+})

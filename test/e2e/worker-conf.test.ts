@@ -1,0 +1,58 @@
+// Celery's task_* settings in the app's conf act as every task's defaults in
+// the worker: task_time_limit kills a task that overruns it,
+// task_reject_on_worker_lost=False fails a task whose pool process died
+// (WorkerLostError) instead of running it again, and task_default_rate_limit
+// shows in `inspect registered` beside a task's own limit.
+import assert from 'node:assert/strict'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { rmSync } from 'node:fs'
+import { createApp, type App } from '../../src/app/index.js'
+import { ROOT, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+
+describe('the app\'s task_* settings in a prefork worker (file://)', () => {
+  const home = tempTsqHome()
+  const brokerUrl = `file://${join(home, 'broker')}`
+  const env = embeddedBrokerEnv(home)
+  let worker: SpawnedWorker | undefined
+  let app: App
+
+  before(async () => {
+    worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/conf-tasks.js'), '-b', brokerUrl, '--result-backend', brokerUrl, '-P', 'prefork', '-c', '1', '-l', 'INFO'], {
+      env,
+      nodename: `conf-${process.pid}@${hostname()}`,
+    })
+    app = createApp({ name: 'proj', broker: brokerUrl, resultBackend: brokerUrl })
+  })
+
+  after(async () => {
+    await app?.close()
+    await worker?.stop()
+    rmSync(home, { recursive: true, force: true })
+  })
+
+  const withLog = (msg: string) => `${msg}\n--- worker ---\n${worker?.output().slice(-4000) ?? ''}`
+
+  it('task_time_limit: a task past 1 s is killed and fails with TimeLimitExceeded', async () => {
+    const r = await app.sendTask('proj.sleepy', [10])
+    await assert.rejects(r.get({ timeout: 20 }), (error: Error) => error.name === 'TimeLimitExceeded', withLog(r.id))
+  })
+
+  it('task_reject_on_worker_lost=False: a task whose process died fails with WorkerLostError and does not run again', async () => {
+    const r = await app.sendTask('proj.crash', [])
+    await assert.rejects(r.get({ timeout: 20 }), (error: Error) => error.name === 'WorkerLostError' && /signal 9 \(SIGKILL\)/.test(error.message), withLog(r.id))
+    // The pool process was replaced, and the message was not requeued into another crash.
+    const after = await app.sendTask('proj.sleepy', [0])
+    assert.equal(await after.get({ timeout: 20 }), 0, withLog(after.id))
+    assert.equal(worker!.output().split('\n').filter((l) => l.includes(`proj.crash[${r.id}] received`)).length, 1, withLog(''))
+  })
+
+  it('task_default_rate_limit: inspect registered shows it for tasks without their own', async () => {
+    const out = await runTsq(['inspect', 'registered', '-b', brokerUrl, '-d', worker!.nodename, '--json'], { env })
+    assert.equal(out.code, 0, out.stderr)
+    const tasks = (JSON.parse(out.stdout) as Record<string, string[]>)[worker!.nodename]!
+    assert.ok(tasks.includes('proj.sleepy [rate_limit=50/s]'), tasks.join('\n'))
+    assert.ok(tasks.includes('proj.quick [rate_limit=1/s]'), tasks.join('\n'))
+  })
+})
