@@ -34,6 +34,17 @@ function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
   }
 }
 
+/** The pid a detached worker writes to its pidfile, once it has. */
+function detachedPid(pidfile: string): Promise<number> {
+  return waitFor(() => {
+    try {
+      return Number.parseInt(readFileSync(pidfile, 'utf8'), 10) || null
+    } catch {
+      return null
+    }
+  }, { timeoutMs: 20_000, what: 'the detached worker\'s pidfile' })
+}
+
 type IncludedResult = { doubled: number; pid: number; uid: number; gid: number }
 
 /** `connection`: -b and --result-backend, for both commands; `queue`: where to send. */
@@ -88,13 +99,7 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     const logfile = join(home, 'w.log')
     const r = await runTsq(['worker', '-D', '--umask', '077', '-A', APP, '-P', 'solo', '-c', '1', '-l', 'INFO', '-n', node, '--pidfile', pidfile, '--logfile', logfile], { env })
     assert.equal(r.code, 0, r.stderr)
-    const pid = await waitFor(() => {
-      try {
-        return Number.parseInt(readFileSync(pidfile, 'utf8'), 10) || null
-      } catch {
-        return null
-      }
-    }, { timeoutMs: 20_000, what: 'the detached worker\'s pidfile' })
+    const pid = await detachedPid(pidfile)
     detachedPids.push(pid)
     assert.equal(statSync(pidfile).mode & 0o777, 0o600)
     assert.equal(statSync(logfile).mode & 0o777, 0o600)
@@ -112,13 +117,7 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     chmodSync(wrapper, 0o755)
     const r = await runTsq(['worker', '-D', '--executable', wrapper, '-A', APP, '-P', 'solo', '-c', '1', '-n', node, '--pidfile', pidfile, '--logfile', join(home, 'w.log')], { env })
     assert.equal(r.code, 0, r.stderr)
-    const pid = await waitFor(() => {
-      try {
-        return Number.parseInt(readFileSync(pidfile, 'utf8'), 10) || null
-      } catch {
-        return null
-      }
-    }, { timeoutMs: 20_000, what: 'the detached worker\'s pidfile' })
+    const pid = await detachedPid(pidfile)
     detachedPids.push(pid)
     assert.ok(existsSync(marker), 'the wrapper started the detached worker')
     assert.match(readFileSync(marker, 'utf8'), / worker .*-n daemonopts/)

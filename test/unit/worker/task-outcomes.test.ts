@@ -14,6 +14,7 @@ import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { autoretryOptions, executeJob } from '../../../src/worker/pools/executor.js'
 import type { Job } from '../../../src/worker/pools/jobs.js'
+import type { Pool } from '../../../src/worker/pools/pool.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
 import { TaskRunner } from '../../../src/worker/task-runner.js'
 
@@ -54,13 +55,13 @@ function delivery(taskName: string, args: unknown[] = []) {
   return d
 }
 
-function runnerFor(app: App, backend: ResultBackend | null) {
+function runnerFor(app: App, backend: ResultBackend | null, pool: Pool = new SoloPool(app, 2)) {
   const log = new RecordingLogger('INFO')
   const events: Array<[string, Record<string, unknown>]> = []
   const runner = new TaskRunner({
     app,
     transport: undefined as never,
-    pool: new SoloPool(app, 2),
+    pool,
     backend,
     events: { taskEvents: true, sendTask: (type: string, fields: Record<string, unknown>) => events.push([type, fields]) } as unknown as EventDispatcher,
     revoked: new LimitedSet(),
@@ -434,11 +435,11 @@ it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with Wor
   const app = createApp({ name: 'proj' })
   app.task('proj.lost', () => 1, { rejectOnWorkerLost: false })
   app.task('proj.requeued', () => 1)
-  const lostPool = {
+  const lostPool: Pool = {
     kind: 'prefork',
     size: 2,
     start: async () => undefined,
-    run: async () => ({ status: 'killed', reason: 'worker-lost', signal: 'SIGKILL', runtime: 0.1 }),
+    run: async () => ({ status: 'killed' as const, reason: 'worker-lost' as const, signal: 'SIGKILL', runtime: 0.1 }),
     terminate: () => false,
     abort: () => undefined,
     grow: async () => undefined,
@@ -448,21 +449,7 @@ it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with Wor
   }
   const { backend, stored, release } = recordingBackend()
   release()
-  const log = new RecordingLogger('INFO')
-  const runner = new TaskRunner({
-    app,
-    transport: undefined as never,
-    pool: lostPool as never,
-    backend,
-    events: { taskEvents: false, sendTask: () => undefined } as unknown as EventDispatcher,
-    revoked: new LimitedSet(),
-    log,
-    hostname: 'w@h',
-    acksLate: true,
-    timeLimit: null,
-    softTimeLimit: null,
-    onScheduledChange: () => undefined,
-  })
+  const { runner, log } = runnerFor(app, backend, lostPool)
   const lost = delivery('proj.lost')
   const requeued = delivery('proj.requeued')
   await runner.onDelivery(lost)
