@@ -9,6 +9,7 @@ import { createResultBackend, UnsupportedBackendError, type ResultBackend } from
 import { loadConfig, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
+import { routeTask, type Route } from './routes.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 
@@ -86,6 +87,20 @@ export interface Signature {
 export function signature(task: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: { immutable?: boolean } & Record<string, unknown> = {}): Signature {
   const { immutable = false, ...rest } = options
   return { task, args, kwargs, options: rest, subtask_type: null, immutable }
+}
+
+/** A chain step with its task id fixed now (Celery's freeze), and the id its result will be stored under. */
+function frozenStep(sig: Signature): { signature: Signature; resultId: string | undefined } {
+  const options = sig.options ?? {}
+  if (sig.task === 'celery.group') return { signature: sig, resultId: undefined }
+  if (sig.task === 'celery.chord') {
+    const body = (sig.kwargs as { body?: Signature }).body
+    if (!body || typeof body !== 'object') return { signature: sig, resultId: undefined }
+    const bodyId = typeof body.options?.task_id === 'string' ? body.options.task_id : randomUUID()
+    return { signature: { ...sig, kwargs: { ...sig.kwargs, body: { ...body, options: { ...body.options, task_id: bodyId } } } }, resultId: bodyId }
+  }
+  const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
+  return { signature: { ...sig, options: { ...options, task_id: id } }, resultId: id }
 }
 
 /**
@@ -184,6 +199,22 @@ export class App {
     return this.options.defaultQueue || DEFAULT_QUEUE
   }
 
+  /**
+   * Where a task goes when its sender names no queue: the app's task_routes
+   * (Celery's setting, in `conf`), else the default queue. Sends from here,
+   * beat's and a worker's links and chain steps all ask this.
+   */
+  routeFor(taskName: string): Route {
+    return routeTask(taskName, this.options.conf?.task_routes) ?? { queue: this.defaultQueue }
+  }
+
+  /** A send's queue, exchange and routing key: the ones given, else the task's route. */
+  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): Pick<SendTaskOptions, 'queue' | 'exchange' | 'routingKey'> {
+    if (typeof queue === 'string') return { queue, exchange: given.exchange, routingKey: given.routingKey }
+    const route = this.routeFor(taskName)
+    return { queue: route.queue, exchange: given.exchange ?? route.exchange, routingKey: given.routingKey ?? route.routingKey }
+  }
+
   /** The worker and CLI flags win over env, which wins over the module's own options. */
   configure(overrides: { broker?: string; resultBackend?: string }): void {
     this.overrides = { ...this.overrides, ...overrides }
@@ -252,24 +283,32 @@ export class App {
     if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
     // The rpc backend must be listening before the reply can arrive.
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const id = await sendTask(transport, name, { ...rest, queue: rest.queue ?? this.defaultQueue, args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() })
+    const id = await sendTask(transport, name, { ...rest, ...this.routed(name, rest.queue, rest), args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() })
     return new AsyncResult(id, this)
   }
 
-  /** `chain(a.s(1), b.s(), c.s())`: the first task carries the rest, reversed (spec §1.4). */
+  /**
+   * `chain(a.s(1), b.s(), c.s())`: the first task carries the rest, reversed
+   * (spec §1.4). As Celery's chain freezes its steps, each later step gets its
+   * task id now, so the result handed back is the last step's (a chord's
+   * body's); only a chain ending in a group, which has no single result,
+   * gives the first task's.
+   */
   async chain(...signatures: Signature[]): Promise<AsyncResult> {
     const [first, ...rest] = signatures
     if (!first) throw new Error('chain() needs at least one signature')
     const transport = await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
+    const steps = rest.map(frozenStep)
     const id = await sendTask(transport, first.task, {
+      id: typeof first.options?.task_id === 'string' ? first.options.task_id : undefined,
       args: first.args,
       kwargs: first.kwargs,
-      embed: { chain: rest.reverse() as TaskEmbed['chain'] },
-      queue: typeof first.options?.queue === 'string' ? first.options.queue : this.defaultQueue,
+      embed: { chain: steps.map((s) => s.signature).reverse() as TaskEmbed['chain'] },
+      ...this.routed(first.task, first.options?.queue),
       replyTo: this.replyTo(),
     })
-    return new AsyncResult(id, this)
+    return new AsyncResult(steps.at(-1)?.resultId ?? id, this)
   }
 
   /**
@@ -321,7 +360,7 @@ export class App {
       id: typeof id === 'string' ? id : undefined,
       args: sig.args,
       kwargs: sig.kwargs,
-      queue: typeof queue === 'string' ? queue : this.defaultQueue,
+      ...this.routed(sig.task, queue),
       replyTo: this.replyTo(),
     }
   }

@@ -7,6 +7,7 @@ import { dirname } from 'node:path'
 import { loadConfig } from '../app/config.js'
 import { createTransport, type Transport } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
+import type { Route } from '../app/routes.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { definitionFromConfig, type EntryDefinition } from './entry.js'
 import { RedisLease } from './lease.js'
@@ -83,11 +84,11 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   const log = o.log
   let definitions: EntryDefinition[] = []
   let appBroker: string | undefined
-  let defaultQueue: string | undefined
+  let routeFor: ((taskName: string) => Route) | undefined
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
     appBroker = app.options.broker
-    defaultQueue = app.defaultQueue
+    routeFor = (taskName) => app.routeFor(taskName)
     definitions = Object.entries(app.options.beatSchedule ?? {}).map(([name, raw]) => definitionFromConfig(name, raw))
   }
   const config = loadConfig({ broker: o.broker, appBroker })
@@ -112,7 +113,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     }
     const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : 'none (single beat)'
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
-    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, defaultQueue, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
+    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
     const unwatch = await store.watch(() => beat.poke())
     log.info('beat: Starting...')
     const done = (async () => {

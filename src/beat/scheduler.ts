@@ -5,6 +5,7 @@
 // AMQP mutex when several beats share one store.
 import { pyRepr } from '../protocol/index.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
+import type { Route } from '../app/routes.js'
 import type { Transport } from '../transport/index.js'
 import { scheduleOf, type Entry } from './entry.js'
 import type { RedisLease } from './lease.js'
@@ -24,8 +25,8 @@ export interface BeatOptions {
   store: BeatStore
   transport: Transport
   tz: string
-  /** The app's default queue, for entries that name none (Celery's task_default_queue). */
-  defaultQueue?: string
+  /** Where an entry that names no queue goes: the app's task_routes, else its task_default_queue. */
+  routeFor?: (taskName: string) => Route
   /** Seconds: the longest sleep, so changes are seen within it. */
   maxInterval: number
   ha: HaMode
@@ -42,14 +43,17 @@ function followerPoll(lockTimeoutMs: number): number {
   return Math.min(1, Math.max(0.1, lockTimeoutMs / 5000))
 }
 
-export function taskOptionsOf(entry: Entry, defaultQueue?: string): SendTaskOptions {
+export function taskOptionsOf(entry: Entry, routeFor?: (taskName: string) => Route): SendTaskOptions {
   const d = entry.definition
   const o = d.options
   const out: SendTaskOptions = { args: d.args, kwargs: d.kwargs, argsrepr: pyRepr(d.args) }
+  const route = typeof o.queue === 'string' ? undefined : routeFor?.(d.task)
   if (typeof o.queue === 'string') out.queue = o.queue
-  else if (defaultQueue) out.queue = defaultQueue
+  else if (route) out.queue = route.queue
   if (typeof o.exchange === 'string') out.exchange = o.exchange
+  else if (route?.exchange) out.exchange = route.exchange
   if (typeof o.routing_key === 'string') out.routingKey = o.routing_key
+  else if (route?.routingKey) out.routingKey = route.routingKey
   if (typeof o.priority === 'number') out.priority = o.priority
   if (typeof o.expires === 'number' || typeof o.expires === 'string') out.expires = o.expires
   if (o.headers && typeof o.headers === 'object') out.headers = o.headers as Record<string, unknown>
@@ -160,7 +164,7 @@ export class Beat {
   private async send(entry: Entry, runCount: number): Promise<void> {
     const d = entry.definition
     this.o.log.info(`Scheduler: Sending due task ${d.name} (${d.task})`)
-    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry, this.o.defaultQueue))
+    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry, this.o.routeFor))
     this.sent += 1
     this.o.onSent?.(d.name, id, runCount)
     this.o.log.debug(`beat: ${d.name} run ${runCount} sent as ${id}`)

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index.js'
 import type { Logger } from '../app/logger.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
+import type { Route } from '../app/routes.js'
 import { encodeChordPart, encodeResultMeta, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
@@ -14,8 +15,8 @@ export interface Sender {
   transport: Transport
   /** The worker's node name, sent as each message's origin. */
   hostname: string
-  /** Where a signature that names no queue goes: the app's, as Celery's worker routes it. */
-  app: { readonly defaultQueue: string }
+  /** Where a signature that names no queue goes: the app's task_routes, else its default queue, as Celery's worker routes it. */
+  app: { routeFor(taskName: string): Route }
   /** Chords count their header tasks here (spec §2.3). */
   backend: ResultBackend | null
   log: Logger
@@ -314,7 +315,7 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     id: typeof options.task_id === 'string' ? options.task_id : undefined,
     args,
     kwargs: sig.kwargs ?? {},
-    queue: typeof options.queue === 'string' ? options.queue : sender.app.defaultQueue,
+    ...routedTo(sender, sig.task, options.queue),
     rootId: parent.message.rootId ?? parent.id,
     parentId: parent.id,
     replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
@@ -324,6 +325,12 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     origin: sender.hostname,
     ...deliveryOptions(options),
   })
+}
+
+function routedTo(sender: Sender, taskName: string, queue: unknown): Pick<SendTaskOptions, 'queue' | 'exchange' | 'routingKey'> {
+  if (typeof queue === 'string') return { queue }
+  const route = sender.app.routeFor(taskName)
+  return { queue: route.queue, exchange: route.exchange, routingKey: route.routingKey }
 }
 
 /** The `.set(...)` / `apply_async` options a signature carries that shape its message, as Celery applies them. */

@@ -2,13 +2,14 @@
 // the worker: task_time_limit kills a task that overruns it,
 // task_reject_on_worker_lost=False fails a task whose pool process died
 // (WorkerLostError) instead of running it again, and task_default_rate_limit
-// shows in `inspect registered` beside a task's own limit.
+// shows in `inspect registered` beside a task's own limit; task_routes sends a
+// chain's next step to the queue its route names.
 import assert from 'node:assert/strict'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { rmSync } from 'node:fs'
-import { createApp, type App } from '../../src/app/index.js'
+import { createApp, signature, type App } from '../../src/app/index.js'
 import { ROOT, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 
 describe('the app\'s task_* settings in a prefork worker (file://)', () => {
@@ -54,5 +55,36 @@ describe('the app\'s task_* settings in a prefork worker (file://)', () => {
     const tasks = (JSON.parse(out.stdout) as Record<string, string[]>)[worker!.nodename]!
     assert.ok(tasks.includes('proj.sleepy [rate_limit=50/s]'), tasks.join('\n'))
     assert.ok(tasks.includes('proj.quick [rate_limit=1/s]'), tasks.join('\n'))
+  })
+})
+
+describe('task_routes: the client and the worker both route by the app\'s conf (file://)', () => {
+  const home = tempTsqHome()
+  const brokerUrl = `file://${join(home, 'broker')}`
+  const routes = { 'proj.add': 'math', 'proj.m*': { queue: 'math' } }
+  let worker: SpawnedWorker | undefined
+  let app: App
+
+  before(async () => {
+    // The worker consumes only `math`: a step routed anywhere else would never run.
+    worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/interop-tasks.js'), '-b', brokerUrl, '--result-backend', brokerUrl, '-P', 'solo', '-Q', 'math', '-l', 'INFO'], {
+      env: { ...embeddedBrokerEnv(home), TSQ_WI_TASK_ROUTES: JSON.stringify(routes) },
+      nodename: `routes-${process.pid}@${hostname()}`,
+    })
+    app = createApp({ name: 'proj', broker: brokerUrl, resultBackend: brokerUrl, conf: { task_routes: routes } })
+  })
+
+  after(async () => {
+    await app?.close()
+    await worker?.stop()
+    rmSync(home, { recursive: true, force: true })
+  })
+
+  it('sendTask of a routed task goes to its queue; a chain\'s next step, sent by the worker, follows the route too', async () => {
+    const sum = await app.sendTask('proj.add', [2, 3])
+    assert.equal(await sum.get({ timeout: 20 }), 5)
+    // chain() hands back the last step's result, as Celery's chain does.
+    const chained = await app.chain(signature('proj.add', [1, 2]), signature('proj.mul', [10]))
+    assert.equal(await chained.get({ timeout: 20 }), 30, worker?.output().slice(-3000))
   })
 })

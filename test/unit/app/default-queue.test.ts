@@ -39,8 +39,9 @@ describe('[default queue] Celery\'s task_default_queue', () => {
   it('beat sends an entry that names no queue there, and one that names a queue to it', () => {
     const plain = { definition: definitionFromConfig('e', { task: 'proj.add', schedule: 30 }), meta: { lastRunAt: null, totalRunCount: 0 } }
     const named = { definition: definitionFromConfig('n', { task: 'proj.add', schedule: 30, options: { queue: 'other' } }), meta: { lastRunAt: null, totalRunCount: 0 } }
-    assert.equal(taskOptionsOf(plain, 'jobs').queue, 'jobs')
-    assert.equal(taskOptionsOf(named, 'jobs').queue, 'other')
+    const jobs = () => ({ queue: 'jobs' })
+    assert.equal(taskOptionsOf(plain, jobs).queue, 'jobs')
+    assert.equal(taskOptionsOf(named, jobs).queue, 'other')
     assert.equal(taskOptionsOf(plain).queue, undefined, 'no app: send-task falls back to celery')
   })
 })
