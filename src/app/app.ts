@@ -2,7 +2,7 @@
 // and custom remote-control commands. Nothing here runs tasks; the worker does.
 import { randomUUID } from 'node:crypto'
 import type { TaskEmbed } from '../protocol/index.js'
-import { createTransport, type Transport } from '../transport/index.js'
+import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
@@ -199,6 +199,13 @@ export class App {
     return this.options.defaultQueue || DEFAULT_QUEUE
   }
 
+  /** Celery's broker_transport_options in `conf`, as far as tsq's transports take them (Redis's visibility_timeout). */
+  get transportSettings(): TransportSettings {
+    const options = this.options.conf?.broker_transport_options as { visibility_timeout?: unknown } | undefined
+    const vt = options?.visibility_timeout
+    return typeof vt === 'number' && Number.isFinite(vt) && vt > 0 ? { visibilityTimeout: vt } : {}
+  }
+
   /**
    * Where a task goes when its sender names no queue: the app's task_routes
    * (Celery's setting, in `conf`), else the default queue. Sends from here,
@@ -248,7 +255,7 @@ export class App {
   /** The producer connection, opened on first send. */
   async transport(): Promise<Transport> {
     this.transportPromise ??= (async () => {
-      const t = await createTransport(this.config.brokerUrl)
+      const t = await createTransport(this.config.brokerUrl, this.transportSettings)
       await t.connect()
       return t
     })()

@@ -19,6 +19,7 @@ export type {
 } from './transport.js'
 export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, TransportClosedError, TsqTransportError } from './errors.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
+export type { TransportSettings } from './registry.js'
 export { maskUrl, parseBrokerUrl } from './url.js'
 export type { ParsedBrokerUrl } from './url.js'
 export { LamportClock, MailboxClient, MailboxServer, NoReply, pidboxExchange, replyExchange } from './mailbox.js'

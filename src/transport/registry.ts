@@ -24,7 +24,13 @@ function didYouMean(scheme: string): string {
  * Builds a transport from a URL. Drivers are imported lazily so that commands
  * that never touch a broker (--help, --version) load none of them.
  */
-export async function createTransport(url: string): Promise<Transport> {
+/** What an app's conf adds to its broker URL (Celery's broker_transport_options). */
+export interface TransportSettings {
+  /** broker_transport_options.visibility_timeout, for Redis; the URL's own query wins. */
+  visibilityTimeout?: number
+}
+
+export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
   const parsed = parseBrokerUrl(url)
   switch (parsed.scheme) {
     case 'amqp':
@@ -36,7 +42,7 @@ export async function createTransport(url: string): Promise<Transport> {
     case 'redis':
     case 'rediss': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
-      return new RedisTransport(url)
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout })
     }
     case 'file':
     case 'filesystem': {

@@ -16,7 +16,8 @@ export function brokerInfo(o: WorkerOptions, kind: Transport['kind']): Record<st
     ssl: u.scheme === 'amqps' || u.scheme === 'rediss',
     transport: kind,
     connect_timeout: 4,
-    transport_options: {},
+    // Celery reports the app's broker_transport_options here as they were set.
+    transport_options: (o.app.options.conf?.broker_transport_options as Record<string, unknown> | undefined) ?? {},
     login_method: kind === 'amqp' ? 'PLAIN' : null,
     uri_prefix: null,
     heartbeat: 120.0,

@@ -101,7 +101,7 @@ export class Worker {
 
   async start(): Promise<void> {
     this.transitionTo('STARTING', 'start')
-    this.transport = await createTransport(this.o.brokerUrl)
+    this.transport = await createTransport(this.o.brokerUrl, this.o.app.transportSettings)
     this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
     await this.transport.connect()
     this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)

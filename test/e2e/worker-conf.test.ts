@@ -49,6 +49,13 @@ describe('the app\'s task_* settings in a prefork worker (file://)', () => {
     assert.equal(worker!.output().split('\n').filter((l) => l.includes(`proj.crash[${r.id}] received`)).length, 1, withLog(''))
   })
 
+  it('broker_transport_options: inspect stats reports them under broker.transport_options, as Celery does', async () => {
+    const out = await runTsq(['inspect', 'stats', '-b', brokerUrl, '-d', worker!.nodename, '--json'], { env })
+    assert.equal(out.code, 0, out.stderr)
+    const stats = (JSON.parse(out.stdout) as Record<string, { broker: { transport_options: unknown } }>)[worker!.nodename]!
+    assert.deepEqual(stats.broker.transport_options, { visibility_timeout: 7200 })
+  })
+
   it('task_default_rate_limit: inspect registered shows it for tasks without their own', async () => {
     const out = await runTsq(['inspect', 'registered', '-b', brokerUrl, '-d', worker!.nodename, '--json'], { env })
     assert.equal(out.code, 0, out.stderr)

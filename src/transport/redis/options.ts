@@ -6,6 +6,8 @@ import { maskUrl, parseBrokerUrl } from '../url.js'
 export interface RedisTransportOptions {
   /** Seconds an unacked message stays invisible before restore_visible returns it (kombu default 3600). */
   visibilityTimeout?: number
+  /** The same, when neither `visibilityTimeout` nor the URL's query gives one (the app's broker_transport_options). */
+  defaultVisibilityTimeout?: number
   /** How often this transport runs restore_visible while consuming; default min(10 s, visibility/2). */
   restoreIntervalMs?: number
   /** Give up on the first connect after this long. */
@@ -45,7 +47,7 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
   const query = new URL(url).searchParams
   const vtText = query.get('visibility_timeout')
   const visibilityTimeout =
-    options.visibilityTimeout ?? (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : 3600)
+    options.visibilityTimeout ?? (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : (options.defaultVisibilityTimeout ?? 3600))
   return {
     host: parsed.hostname,
     port: parsed.port ?? 6379,
