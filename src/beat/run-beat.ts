@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { loadConfig } from '../app/config.js'
-import { createTransport, type Transport } from '../transport/index.js'
+import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
 import type { Route } from '../app/routes.js'
 import { Logger, parseLevel } from '../app/logger.js'
@@ -85,10 +85,12 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   let definitions: EntryDefinition[] = []
   let appBroker: string | undefined
   let routeFor: ((taskName: string) => Route) | undefined
+  let transportSettings: TransportSettings = {}
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
     appBroker = app.options.broker
     routeFor = (taskName) => app.routeFor(taskName)
+    transportSettings = app.transportSettings
     definitions = Object.entries(app.options.beatSchedule ?? {}).map(([name, raw]) => definitionFromConfig(name, raw))
   }
   const config = loadConfig({ broker: o.broker, appBroker })
@@ -102,7 +104,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     await transport?.close().catch(() => undefined)
   }
   try {
-    transport = await createTransport(config.brokerUrl)
+    transport = await createTransport(config.brokerUrl, transportSettings)
     await transport.connect()
     transport.on('error', (e) => log.warning(`beat: broker: ${e.message}`))
     if (ha === 'mutex' && transport.kind !== 'amqp') throw new StoreConfigError('--ha mutex needs a RabbitMQ broker (amqp://): it uses exclusive queues')
