@@ -62,7 +62,7 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
     })
 
     it('in a terminal: the live view shows the worker and the task as Celery\'s monitor does; c revokes the selected task; q quits with exit 0', async () => {
-      const screen = spawn('script', ['-qfec', `stty cols 200 rows 30; '${process.execPath}' '${BIN}' events -b '${broker}'`, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
+      const screen = spawn('script', ['-qfec', `stty cols 600 rows 30; '${process.execPath}' '${BIN}' events -b '${broker}'`, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
       let output = ''
       screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
       screen.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')))
@@ -79,7 +79,7 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
         screen.stdin.write('j')
         await waitFor(() => text().includes('Selected: '), { what: 'the selection' })
         screen.stdin.write('c')
-        // Other workers on the broker may answer too; this one's reply must be among them.
+        // Other workers on the broker may answer too (the wide terminal keeps every reply on the line); this one's reply must be among them.
         const reply = new RegExp(`Revoke ${id}: (.*; )?${node.replace(/[.]/g, '\\.')}: tasks ${id} flagged as revoked`)
         await waitFor(() => reply.test(text()), { what: 'the revoke reply', timeoutMs: 10_000 })
         screen.stdin.write('q')
