@@ -36,6 +36,14 @@ export interface SignalPayloads {
   worker_process_init: { sender: string; pid: number; index: number }
   /** A pool slot is about to exit. */
   worker_process_shutdown: { sender: string; pid: number; index: number }
+  /**
+   * A task message is about to be published (from a client, beat, or a
+   * worker's retries, links and chain steps): `headers` may be changed and the
+   * message goes out with the change, as Celery's headers dict does. `body` is
+   * [args, kwargs, embed], for reading.
+   */
+  before_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown>; properties: Record<string, unknown> }
+  after_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown> }
 }
 
 export type SignalName = keyof SignalPayloads
@@ -45,6 +53,7 @@ export const SIGNAL_NAMES: readonly SignalName[] = [
   'task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry',
   'task_received', 'task_revoked', 'task_unknown', 'task_rejected',
   'worker_ready', 'worker_shutting_down', 'worker_shutdown', 'worker_process_init', 'worker_process_shutdown',
+  'before_task_publish', 'after_task_publish',
 ]
 
 /** The signals sent around a task's run, where it runs. */

@@ -290,7 +290,7 @@ export class App {
     if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
     // The rpc backend must be listening before the reply can arrive.
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const id = await sendTask(transport, name, { ...rest, ...this.routed(name, rest.queue, rest), args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() })
+    const id = await sendTask(transport, name, { ...rest, ...this.routed(name, rest.queue, rest), args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() }, this.signals)
     return new AsyncResult(id, this)
   }
 
@@ -314,7 +314,7 @@ export class App {
       embed: { chain: steps.map((s) => s.signature).reverse() as TaskEmbed['chain'] },
       ...this.routed(first.task, first.options?.queue),
       replyTo: this.replyTo(),
-    })
+    }, this.signals)
     return new AsyncResult(steps.at(-1)?.resultId ?? id, this)
   }
 
@@ -328,7 +328,7 @@ export class App {
     const groupId = randomUUID()
     const results: AsyncResult[] = []
     for (const [index, sig] of signatures.entries()) {
-      const id = await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index })
+      const id = await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index }, this.signals)
       results.push(new AsyncResult(id, this))
     }
     return new GroupResult(groupId, results)
@@ -348,14 +348,14 @@ export class App {
     const bodyId = randomUUID()
     const frozenBody = { ...body, options: { ...body.options, task_id: bodyId, reply_to: this.replyTo() } }
     if (header.length === 0) {
-      await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] })
+      await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] }, this.signals)
       return new AsyncResult(bodyId, this)
     }
     if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
     for (const [index, sig] of header.entries()) {
-      await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } })
+      await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } }, this.signals)
     }
     return new AsyncResult(bodyId, this)
   }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import { encodeTaskV2, type TaskSendOptions } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
+import type { AppSignals } from './app-signals.js'
 import { declareTaskQueue } from './queues.js'
 
 export const DEFAULT_QUEUE = 'celery'
@@ -21,8 +22,10 @@ export function clientOrigin(): string {
 /**
  * `app.send_task`: protocol v2 to the default exchange with the queue name as
  * routing key (spec §1.2 rule 2), after declaring the queue as Celery would.
+ * `signals`: the sending app's, for before_task_publish (whose receivers may
+ * change the headers that go out, as Celery's may) and after_task_publish.
  */
-export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}): Promise<string> {
+export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals): Promise<string> {
   const queue = options.queue ?? DEFAULT_QUEUE
   const message = encodeTaskV2(name, { ...options, origin: options.origin ?? clientOrigin() })
   let exchange = ''
@@ -33,6 +36,9 @@ export async function sendTask(transport: Transport, name: string, options: Send
   } else {
     await declareTaskQueue(transport, queue)
   }
+  const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
+  const body = announce ? (JSON.parse(message.body) as unknown[]) : undefined
+  if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
   await transport.publish(exchange, routingKey, {
     body: Buffer.from(message.body, 'utf8'),
     properties: {
@@ -46,5 +52,6 @@ export async function sendTask(transport: Transport, name: string, options: Send
       ...(message.properties.expiration !== undefined ? { expiration: message.properties.expiration } : {}),
     },
   })
+  if (announce) signals.send('after_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown> })
   return message.properties.correlationId
 }

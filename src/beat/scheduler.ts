@@ -6,6 +6,7 @@
 import { pyRepr } from '../protocol/index.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
 import type { Route } from '../app/routes.js'
+import type { AppSignals } from '../app/app-signals.js'
 import type { Transport } from '../transport/index.js'
 import { scheduleOf, type Entry } from './entry.js'
 import type { RedisLease } from './lease.js'
@@ -27,6 +28,8 @@ export interface BeatOptions {
   tz: string
   /** Where an entry that names no queue goes: the app's task_routes, else its task_default_queue. */
   routeFor?: (taskName: string) => Route
+  /** The app's signals: before/after_task_publish around each send. */
+  signals?: AppSignals
   /** Seconds: the longest sleep, so changes are seen within it. */
   maxInterval: number
   ha: HaMode
@@ -164,7 +167,7 @@ export class Beat {
   private async send(entry: Entry, runCount: number): Promise<void> {
     const d = entry.definition
     this.o.log.info(`Scheduler: Sending due task ${d.name} (${d.task})`)
-    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry, this.o.routeFor))
+    const id = await sendTask(this.o.transport, d.task, taskOptionsOf(entry, this.o.routeFor), this.o.signals)
     this.sent += 1
     this.o.onSent?.(d.name, id, runCount)
     this.o.log.debug(`beat: ${d.name} run ${runCount} sent as ${id}`)

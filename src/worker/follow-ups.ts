@@ -7,6 +7,7 @@ import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index
 import type { Logger } from '../app/logger.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
 import type { Route } from '../app/routes.js'
+import type { AppSignals } from '../app/app-signals.js'
 import { encodeChordPart, encodeResultMeta, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
@@ -16,7 +17,7 @@ export interface Sender {
   /** The worker's node name, sent as each message's origin. */
   hostname: string
   /** Where a signature that names no queue goes: the app's task_routes, else its default queue, as Celery's worker routes it. */
-  app: { routeFor(taskName: string): Route }
+  app: { routeFor(taskName: string): Route; readonly signals?: AppSignals }
   /** Chords count their header tasks here (spec §2.3). */
   backend: ResultBackend | null
   log: Logger
@@ -44,7 +45,7 @@ export async function republishForRetry(sender: Sender, request: Request, eta: s
     embed: m.embed,
     origin: sender.hostname,
     queue: request.delivery.exchange === '' ? request.delivery.routingKey : request.delivery.queue,
-  })
+  }, sender.app.signals)
 }
 
 /** Callbacks and the next link of a chain get the result prepended (unless immutable). */
@@ -324,7 +325,7 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     embed,
     origin: sender.hostname,
     ...deliveryOptions(options),
-  })
+  }, sender.app.signals)
 }
 
 function routedTo(sender: Sender, taskName: string, queue: unknown): Pick<SendTaskOptions, 'queue' | 'exchange' | 'routingKey'> {

@@ -83,6 +83,12 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.ok(/signal task_received proj\.add\[/.test(out), withLog(''))
   })
 
+  it('before_task_publish in the worker: a chain step the worker sends is announced with its queue and arguments', async () => {
+    const r = await app.chain(signature('proj.add', [2, 3]), signature('proj.mul', [7]))
+    assert.equal(await r.get({ timeout: 20 }), 35)
+    assert.match(worker?.output() ?? '', /signal before_task_publish proj\.mul celery \[5,7\]/, withLog(''))
+  })
+
   it('AsyncResult: successful(), failed(), traceback, dateDone and forget(); revoke(), ping() and inspect() through app.control', async () => {
     const ok = await app.sendTask('proj.add', [1, 1])
     assert.equal(await ok.get({ timeout: 20 }), 2)

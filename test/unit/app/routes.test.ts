@@ -1,7 +1,8 @@
 // Celery's task_routes (MapRoute): exact names first, then glob keys in order
 // (Python's fnmatch: `*` crosses dots), a queue name or a destination object;
 // a list of maps is tried in order. The app's routeFor falls back to its
-// default queue; chain() hands back the last step's result.
+// default queue; chain() hands back the last step's result; the publish
+// signals wrap every send.
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -54,6 +55,32 @@ it('[routes] the app routes by conf.task_routes, else its default queue; chain()
     assert.deepEqual(sent[1]!.chain.map((s) => s.task), ['proj.mul'])
     assert.equal(result.id, sent[1]!.chain[0]!.options.task_id, 'the mul step\'s frozen id')
     assert.notEqual(result.id, sent[1]!.id)
+  } finally {
+    await app.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+it('[signals] before_task_publish may add headers, which go out with the message; after_task_publish follows with the routing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tsq-publish-'))
+  const app = createApp({ name: 'proj', broker: `file://${dir}`, resultBackend: 'disabled://', conf: { task_routes: { 'proj.mul': 'math' } } })
+  try {
+    const seen: string[] = []
+    app.on('before_task_publish', ({ sender, headers, body }) => {
+      headers.traceparent = '00-trace-span-01'
+      seen.push(`before ${sender} ${JSON.stringify(body[0])}`)
+    })
+    app.on('after_task_publish', ({ sender, routingKey, headers }) => void seen.push(`after ${sender} ${routingKey} ${String(headers.traceparent)}`))
+    const transport = await app.transport()
+    const published: Array<Record<string, unknown>> = []
+    const publish = transport.publish.bind(transport)
+    transport.publish = (async (exchange: string, routingKey: string, message: { properties: { headers?: Record<string, unknown> } }, ...rest: unknown[]) => {
+      published.push({ ...message.properties.headers })
+      return (publish as (...a: unknown[]) => Promise<void>)(exchange, routingKey, message, ...rest)
+    }) as typeof transport.publish
+    await app.sendTask('proj.mul', [6, 7])
+    assert.deepEqual(seen, ['before proj.mul [6,7]', 'after proj.mul math 00-trace-span-01'])
+    assert.equal(published[0]!.traceparent, '00-trace-span-01')
   } finally {
     await app.close()
     rmSync(dir, { recursive: true, force: true })
