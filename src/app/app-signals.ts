@@ -12,7 +12,7 @@ export type RequestInfo = Record<string, unknown>
 
 export interface SignalPayloads {
   /** Before the task's function is called. */
-  task_prerun: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown> }
+  task_prerun: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; headers: Record<string, unknown> }
   /** After the run, whatever its outcome; `state` is SUCCESS, FAILURE, RETRY, IGNORED or REJECTED. */
   task_postrun: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; retval: unknown; state: string }
   task_success: { sender: string; taskId: string; result: unknown }

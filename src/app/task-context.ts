@@ -22,6 +22,12 @@ export interface TaskRun {
   parentId: string | null
   group: string | null
   hostname: string
+  /**
+   * The message's headers beyond Celery's own (a trace context a sender's
+   * before_task_publish added, say), as Celery puts them on `self.request`;
+   * absent when there are none.
+   */
+  headers?: Record<string, unknown>
 }
 
 export interface TaskContext extends TaskRun {

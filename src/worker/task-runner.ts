@@ -259,6 +259,7 @@ export class TaskRunner {
       parentId: m.parentId,
       group: m.group,
       hostname: this.o.hostname,
+      headers: customHeaders(request.delivery.properties.headers),
       softTimeLimit: limits.soft,
     }
     let running: Outcome | Promise<Outcome>
@@ -539,6 +540,19 @@ function decompress(delivery: Delivery): Buffer {
 function extendedFields(request: Request, hostname: string): ExtendedResultFields {
   const m = request.message
   return { name: m.task, args: m.args, kwargs: m.kwargs, worker: hostname, retries: m.retries, queue: request.delivery.routingKey ?? null }
+}
+
+/** The task-message headers protocol v2 defines (and kombu's compression); the rest are a sender's own. */
+const CELERY_HEADERS = new Set(['lang', 'task', 'id', 'shadow', 'eta', 'expires', 'group', 'group_index', 'retries', 'timelimit', 'root_id', 'parent_id', 'argsrepr', 'kwargsrepr', 'origin', 'ignore_result', 'replaced_task_nesting', 'stamped_headers', 'stamps', 'compression'])
+
+/** A sender's own headers, or undefined when there are none (the usual case, kept free of an object per task). */
+function customHeaders(headers: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  let custom: Record<string, unknown> | undefined
+  for (const key in headers) {
+    if (CELERY_HEADERS.has(key)) continue
+    ;(custom ??= {})[key] = headers[key]
+  }
+  return custom
 }
 
 /** A chord's header task: its end counts towards running the chord's body. */

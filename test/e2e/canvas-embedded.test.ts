@@ -89,6 +89,20 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.match(worker?.output() ?? '', /signal before_task_publish proj\.mul celery \[5,7\]/, withLog(''))
   })
 
+  it('a header the client\'s before_task_publish adds reaches the task as currentTask().headers', async () => {
+    const off = app.on('before_task_publish', ({ headers }) => {
+      headers.traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+    })
+    try {
+      const r = await app.sendTask('proj.headers', [])
+      assert.deepEqual(await r.get({ timeout: 20 }), { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })
+    } finally {
+      off()
+    }
+    const plain = await app.sendTask('proj.headers', [])
+    assert.equal(await plain.get({ timeout: 20 }), null)
+  })
+
   it('AsyncResult: successful(), failed(), traceback, dateDone and forget(); revoke(), ping() and inspect() through app.control', async () => {
     const ok = await app.sendTask('proj.add', [1, 1])
     assert.equal(await ok.get({ timeout: 20 }), 2)

@@ -103,6 +103,11 @@ for (const c of cases) {
       assert.equal(exhausted.exc_message, 'attempt 3')
     })
 
+    it('a Python client\'s own message headers reach the JS task as currentTask().headers', async () => {
+      const out = await pyClient<Outcome>(env, ['headers', '10'])
+      assert.deepEqual(out.result, { traceparent: 'py-trace' }, withLog(JSON.stringify(out)))
+    })
+
     it('spec §1.4: a link runs with the result prepended, a link_error runs after a failure', async () => {
       const out = await pyClient<{ callback: Outcome; errback: Outcome }>(env, ['links', '20'])
       assert.equal(out.callback.result, 40, withLog(JSON.stringify(out)))

@@ -53,6 +53,7 @@ class RunContext implements TaskContext {
   readonly parentId: string | null
   readonly group: string | null
   readonly hostname: string
+  readonly headers: Record<string, unknown> | undefined
   // Made on first use of `signal`: most tasks never read it, and an
   // AbortController per task was a measurable share of a noop task's cost.
   #controller: AbortController | undefined
@@ -70,6 +71,7 @@ class RunContext implements TaskContext {
     this.parentId = job.parentId
     this.group = job.group
     this.hostname = job.hostname
+    this.headers = job.headers
   }
 
   get signal(): AbortSignal {
@@ -123,7 +125,7 @@ class JobExecution implements RunningJob {
     if (signals) {
       const { beforeStart } = task.options
       if (beforeStart) runReceiver(`${job.task} beforeStart`, beforeStart, { taskId: job.id, args: job.args, kwargs: job.kwargs })
-      signals.send('task_prerun', { sender: job.task, taskId: job.id, args: job.args, kwargs: job.kwargs })
+      signals.send('task_prerun', { sender: job.task, taskId: job.id, args: job.args, kwargs: job.kwargs, headers: job.headers ?? {} })
     }
     let returned: unknown
     try {

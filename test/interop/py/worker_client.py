@@ -26,6 +26,7 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
                                                         AsyncResult.state / .info show them while it runs
   worker_client.py extended NAME ARGS_JSON TIMEOUT   -> {"result", "name", "args", "kwargs", "worker", "retries", "queue"}: what
                                                         AsyncResult reads from a result_extended meta
+  worker_client.py headers TIMEOUT                   -> {"result"} of proj.headers sent with headers={'traceparent': 'py-trace'}
   worker_client.py direct NODE TIMEOUT               -> {"result"} of proj.whoami sent to NODE's worker_direct queue
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
@@ -222,6 +223,10 @@ def cmd_extended(name, args_json, timeout):
     out(o)
 
 
+def cmd_headers(timeout):
+    out(outcome(app.send_task('proj.headers', headers={'traceparent': 'py-trace'}), float(timeout)))
+
+
 def cmd_revoke(task_id, signal):
     app.control.revoke(task_id, terminate=True, signal=signal)
     out({'ok': True})
@@ -274,7 +279,7 @@ def cmd_events(node, seconds):
 
 COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events,
-            'direct': cmd_direct, 'builtins': cmd_builtins, 'progress': cmd_progress, 'extended': cmd_extended}
+            'direct': cmd_direct, 'builtins': cmd_builtins, 'progress': cmd_progress, 'extended': cmd_extended, 'headers': cmd_headers}
 
 if __name__ == '__main__':
     COMMANDS[sys.argv[1]](*sys.argv[2:])

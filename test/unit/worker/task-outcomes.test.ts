@@ -274,7 +274,7 @@ it('[signals] a success sends task_prerun, task_success, then task_postrun with 
   const outcome = await executeJob(app, { ...job(), args: [21] }).outcome
   assert.equal(outcome.status, 'success')
   assert.deepEqual(seen.map(([name]) => name), ['task_prerun', 'task_success', 'task_postrun'])
-  assert.deepEqual(seen[0]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {} })
+  assert.deepEqual(seen[0]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {}, headers: {} })
   assert.deepEqual(seen[1]![1], { sender: 't.run', taskId: 'id-1', result: 42 })
   assert.deepEqual(seen[2]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {}, retval: 42, state: 'SUCCESS' })
 })
