@@ -151,6 +151,33 @@ export class Task {
   si(...args: unknown[]): Signature {
     return signature(this.name, args, {}, { immutable: true })
   }
+
+  /**
+   * Celery's `task.map(it)`: one `celery.map` task that calls this task on
+   * each item, in order, in the worker that takes it; its result is the list.
+   * Send it as any signature: `await app.chain(add.map([1, 2, 3]))`.
+   */
+  map(it: Iterable<unknown>): Signature {
+    return signature('celery.map', [], { task: this.s(), it: [...it] }, { immutable: true })
+  }
+
+  /** Celery's `task.starmap(it)`: as map, each item being the arguments of one call. */
+  starmap(it: Iterable<unknown[]>): Signature {
+    return signature('celery.starmap', [], { task: this.s(), it: [...it] }, { immutable: true })
+  }
+
+  /**
+   * Celery's `task.chunks(it, n)`: the argument lists cut into chunks of `n`,
+   * each one `celery.starmap` task; `await app.group(...add.chunks(pairs, 10))`
+   * runs them in parallel, and its result is one list per chunk.
+   */
+  chunks(it: Iterable<unknown[]>, n: number): Signature[] {
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`chunks(it, n): n must be a whole number of at least 1, got ${n}`)
+    const items = [...it]
+    const parts: Signature[] = []
+    for (let i = 0; i < items.length; i += n) parts.push(this.starmap(items.slice(i, i + n)))
+    return parts
+  }
 }
 
 export type ControlCommandKind = 'inspect' | 'control'

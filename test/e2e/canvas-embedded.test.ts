@@ -39,6 +39,19 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.deepEqual(await g.get({ timeout: 20 }), [2, 4, 6], withLog(g.id))
   })
 
+  it('task.map, task.starmap and task.chunks run as Celery\'s built-in celery.map and celery.starmap tasks', async () => {
+    // Handles for sending: the client names the worker's tasks.
+    const tsum = app.task('proj.tsum', () => undefined)
+    const add = app.task('proj.add', () => undefined)
+    const mapped = await app.chain(tsum.map([[1, 2], [3, 4, 5]]))
+    assert.deepEqual(await mapped.get({ timeout: 20 }), [3, 12], withLog(mapped.id))
+    const starred = await app.chain(add.starmap([[1, 1], [2, 3]]))
+    assert.deepEqual(await starred.get({ timeout: 20 }), [2, 5], withLog(starred.id))
+    const chunked = await app.group(...add.chunks([[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]], 2))
+    assert.deepEqual(await chunked.get({ timeout: 20 }), [[0, 2], [4, 6], [8]], withLog(chunked.id))
+    assert.throws(() => add.chunks([[1, 1]], 0), /n must be a whole number of at least 1/)
+  })
+
   it('a chord runs its body with the header results, counted in the file store', async () => {
     const r = await app.chord([add(1, 1), add(2, 2), add(3, 3), add(4, 4)], signature('proj.tsum'))
     assert.equal(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 20)

@@ -53,6 +53,17 @@ for (const w of workers) {
       assert.equal(await g.ready(), true)
     })
 
+    it('app.chain returns the last step\'s result; task.map, task.starmap and task.chunks are Celery\'s celery.map / celery.starmap', async () => {
+      const chained = await app.chain(add(1, 2), add(3), signature('proj.mul', [10]))
+      assert.equal(await chained.get({ timeout: 20 }), 60, withLog(chained.id))
+      const tsum = app.task('proj.tsum', () => undefined)
+      const sum = app.task('proj.add', () => undefined)
+      const mapped = await app.chain(tsum.map([[1, 2], [3, 4]]))
+      assert.deepEqual(await mapped.get({ timeout: 20 }), [3, 7], withLog(mapped.id))
+      const chunked = await app.group(...sum.chunks([[1, 1], [2, 2], [3, 3]], 2))
+      assert.deepEqual(await chunked.get({ timeout: 20 }), [[2, 4], [6]], withLog(chunked.id))
+    })
+
     it('app.chord: the body gets the header results in group order', async () => {
       const r = await app.chord([add(0, 0), add(1, 1), add(2, 2), add(3, 3)], signature('proj.tsum'))
       assert.equal(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 12)
