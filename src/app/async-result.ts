@@ -76,14 +76,20 @@ export class AsyncResult {
     await (await this.app.backend()).forget(this.id)
   }
 
-  /** Waits for the result; a failure rejects with a TaskError named as the remote exception. */
-  async get(options: { timeout?: number } = {}): Promise<unknown> {
+  /**
+   * Waits for the result; a failure rejects with a TaskError named as the
+   * remote exception, or, with `propagate: false`, is returned as that
+   * TaskError (Celery's `get(propagate=False)`).
+   */
+  async get(options: { timeout?: number; propagate?: boolean } = {}): Promise<unknown> {
     const backend = await this.app.backend()
     const meta = await backend.waitReady(this.id, options.timeout === undefined ? undefined : options.timeout * 1000)
     if (meta.status === 'SUCCESS') return meta.result
     const exc = (meta.result ?? {}) as { exc_type?: string; exc_message?: unknown; exc_module?: string }
     const args = Array.isArray(exc.exc_message) ? exc.exc_message : [exc.exc_message]
-    throw new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null)
+    const error = new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null)
+    if (options.propagate === false) return error
+    throw error
   }
 }
 

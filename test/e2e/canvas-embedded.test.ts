@@ -131,6 +131,8 @@ describe('canvas on the embedded broker (file://)', () => {
     await assert.rejects(bad.get({ timeout: 20 }))
     assert.equal(await bad.failed(), true)
     assert.match((await bad.traceback) ?? '', /TypeError: broken/)
+    const returned = await bad.get({ timeout: 5, propagate: false })
+    assert.ok(returned instanceof Error && returned.name === 'TypeError' && returned.message === 'broken', String(returned))
 
     // Held for its ETA, then revoked before it is due: the worker stores REVOKED instead of running it.
     const later = await app.sendTask('proj.add', [5, 5], {}, { countdown: 1.5 })
