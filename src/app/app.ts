@@ -6,10 +6,10 @@ import { createTransport, type Transport, type TransportSettings } from '../tran
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
-import { loadConfig, type ResolvedConfig } from './config.js'
+import { loadConfig, positiveSetting, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
-import { routeTask, type Route } from './routes.js'
+import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 
@@ -229,8 +229,8 @@ export class App {
   /** Celery's broker_transport_options in `conf`, as far as tsq's transports take them (Redis's visibility_timeout). */
   get transportSettings(): TransportSettings {
     const options = this.options.conf?.broker_transport_options as { visibility_timeout?: unknown } | undefined
-    const vt = options?.visibility_timeout
-    return typeof vt === 'number' && Number.isFinite(vt) && vt > 0 ? { visibilityTimeout: vt } : {}
+    const vt = positiveSetting(options?.visibility_timeout)
+    return vt === null ? {} : { visibilityTimeout: vt }
   }
 
   /**
@@ -243,10 +243,8 @@ export class App {
   }
 
   /** A send's queue, exchange and routing key: the ones given, else the task's route. */
-  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): Pick<SendTaskOptions, 'queue' | 'exchange' | 'routingKey'> {
-    if (typeof queue === 'string') return { queue, exchange: given.exchange, routingKey: given.routingKey }
-    const route = this.routeFor(taskName)
-    return { queue: route.queue, exchange: given.exchange ?? route.exchange, routingKey: given.routingKey ?? route.routingKey }
+  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination {
+    return routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName))
   }
 
   /** The worker and CLI flags win over env, which wins over the module's own options. */

@@ -1,4 +1,4 @@
-import type { ResultMeta } from '../protocol/index.js'
+import { parseIsoDate, type ResultMeta } from '../protocol/index.js'
 import type { App } from './app.js'
 import { READY } from './backends/index.js'
 
@@ -60,7 +60,8 @@ export class AsyncResult {
 
   /** When the task became ready (UTC), or null before. */
   get dateDone(): Promise<Date | null> {
-    return this.meta().then((m) => (m?.date_done ? new Date(/[zZ]|[+-]\d\d:\d\d$/.test(m.date_done) ? m.date_done : `${m.date_done}Z`) : null))
+    // Celery writes utcnow().isoformat(), naive; parseIsoDate reads naive as UTC, as Celery's parse_iso8601 does.
+    return this.meta().then((m) => (m?.date_done ? parseIsoDate(m.date_done) : null))
   }
 
   /**

@@ -51,3 +51,8 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
   const timezone = firstSet(input.timezone, env.TSQ_TIMEZONE) ?? 'UTC'
   return { brokerUrl, brokerSource, resultBackend, timezone }
 }
+
+/** A Celery setting from the app's conf that must be a positive number (seconds): the number, or null when it is not one. */
+export function positiveSetting(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null
+}

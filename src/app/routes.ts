@@ -22,6 +22,23 @@ export function routeTask(taskName: string, routes: unknown): Route | undefined 
   return undefined
 }
 
+export interface SendDestination {
+  queue?: string
+  exchange?: string
+  routingKey?: string
+}
+
+/**
+ * Where one send goes: what the sender named wins; when it named no queue,
+ * the task's route fills in what it left out (Celery's Router merges the
+ * route under the send's options). `routeOf` is asked only then.
+ */
+export function routedSend(given: SendDestination, routeOf: () => Route | undefined): SendDestination {
+  if (given.queue !== undefined) return given
+  const route = routeOf()
+  return { queue: route?.queue, exchange: given.exchange ?? route?.exchange, routingKey: given.routingKey ?? route?.routingKey }
+}
+
 /** A route's value: a queue name, or `{ queue, exchange, routing_key }` as Celery writes it. */
 function destination(value: unknown): Route | undefined {
   if (typeof value === 'string' && value) return { queue: value }

@@ -5,7 +5,7 @@
 // AMQP mutex when several beats share one store.
 import { pyRepr } from '../protocol/index.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
-import type { Route } from '../app/routes.js'
+import { routedSend, type Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
 import type { Transport } from '../transport/index.js'
 import { scheduleOf, type Entry } from './entry.js'
@@ -46,17 +46,19 @@ function followerPoll(lockTimeoutMs: number): number {
   return Math.min(1, Math.max(0.1, lockTimeoutMs / 5000))
 }
 
+function stringOr(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined
+}
+
 export function taskOptionsOf(entry: Entry, routeFor?: (taskName: string) => Route): SendTaskOptions {
   const d = entry.definition
   const o = d.options
   const out: SendTaskOptions = { args: d.args, kwargs: d.kwargs, argsrepr: pyRepr(d.args) }
-  const route = typeof o.queue === 'string' ? undefined : routeFor?.(d.task)
-  if (typeof o.queue === 'string') out.queue = o.queue
-  else if (route) out.queue = route.queue
-  if (typeof o.exchange === 'string') out.exchange = o.exchange
-  else if (route?.exchange) out.exchange = route.exchange
-  if (typeof o.routing_key === 'string') out.routingKey = o.routing_key
-  else if (route?.routingKey) out.routingKey = route.routingKey
+  const given = { queue: stringOr(o.queue), exchange: stringOr(o.exchange), routingKey: stringOr(o.routing_key) }
+  const { queue, exchange, routingKey } = routedSend(given, () => routeFor?.(d.task))
+  if (queue !== undefined) out.queue = queue
+  if (exchange !== undefined) out.exchange = exchange
+  if (routingKey !== undefined) out.routingKey = routingKey
   if (typeof o.priority === 'number') out.priority = o.priority
   if (typeof o.expires === 'number' || typeof o.expires === 'string') out.expires = o.expires
   if (o.headers && typeof o.headers === 'object') out.headers = o.headers as Record<string, unknown>

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index.js'
 import type { Logger } from '../app/logger.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
-import type { Route } from '../app/routes.js'
+import { routedSend, type Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
 import { encodeChordPart, encodeResultMeta, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
@@ -316,7 +316,7 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     id: typeof options.task_id === 'string' ? options.task_id : undefined,
     args,
     kwargs: sig.kwargs ?? {},
-    ...routedTo(sender, sig.task, options.queue),
+    ...routedSend({ queue: typeof options.queue === 'string' ? options.queue : undefined }, () => sender.app.routeFor(sig.task)),
     rootId: parent.message.rootId ?? parent.id,
     parentId: parent.id,
     replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
@@ -326,12 +326,6 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     origin: sender.hostname,
     ...deliveryOptions(options),
   }, sender.app.signals)
-}
-
-function routedTo(sender: Sender, taskName: string, queue: unknown): Pick<SendTaskOptions, 'queue' | 'exchange' | 'routingKey'> {
-  if (typeof queue === 'string') return { queue }
-  const route = sender.app.routeFor(taskName)
-  return { queue: route.queue, exchange: route.exchange, routingKey: route.routingKey }
 }
 
 /** The `.set(...)` / `apply_async` options a signature carries that shape its message, as Celery applies them. */

@@ -7,6 +7,7 @@ import { banner } from './banner.js'
 import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
+import { positiveSetting } from '../app/config.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
@@ -95,8 +96,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     gossip: o.gossip,
     purge: o.purge,
     // The flags win over the app's task_* settings, as Celery's flags set them.
-    timeLimit: o.timeLimit ?? positiveConf(conf.task_time_limit),
-    softTimeLimit: o.softTimeLimit ?? positiveConf(conf.task_soft_time_limit),
+    timeLimit: o.timeLimit ?? positiveSetting(conf.task_time_limit),
+    softTimeLimit: o.softTimeLimit ?? positiveSetting(conf.task_soft_time_limit),
     acksLate: o.acksLate && conf.task_acks_late !== false,
     logfile: o.logfileTemplate,
     maxTasksPerChild: o.maxTasksPerChild,
@@ -232,9 +233,4 @@ function restartInPlace(logfile: string | null): void {
   if (logfile) out = openSync(logfile, 'a')
   const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: ['ignore', out, out], env: process.env })
   child.unref()
-}
-
-/** A seconds setting from the app's conf, when it is one. */
-function positiveConf(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null
 }

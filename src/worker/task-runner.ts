@@ -11,7 +11,7 @@ import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
-import { DEFAULT_MAX_RETRIES } from './pools/executor.js'
+import { retriesExhausted } from './pools/executor.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
 import type { Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
@@ -415,8 +415,7 @@ export class TaskRunner {
   private async retry(request: Request, outcome: Extract<Outcome, { status: 'retry' }>, ignoreResult: boolean): Promise<void> {
     const m = request.message
     const task = this.o.app.tasks.get(m.task)
-    const maxRetries = outcome.maxRetries ?? task?.options.maxRetries ?? DEFAULT_MAX_RETRIES
-    if (maxRetries !== null && m.retries >= maxRetries) {
+    if (retriesExhausted(m.retries, outcome.maxRetries, task?.options.maxRetries)) {
       const exc = outcome.exc ?? { type: 'MaxRetriesExceededError', args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`], module: 'celery.exceptions', message: '' }
       await this.fail(request, exc, null, ignoreResult)
       this.settle(request, 'ack')

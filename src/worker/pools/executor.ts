@@ -6,8 +6,19 @@ import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, typ
 import { runReceiver, AppSignals } from '../../app/app-signals.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 
-/** Celery's Task.max_retries default; the worker applies the same. */
-export const DEFAULT_MAX_RETRIES = 3
+/** Celery's Task.max_retries default. */
+const DEFAULT_MAX_RETRIES = 3
+
+/**
+ * Whether a retry asked for at `retries` is past the limit, so the task fails
+ * instead (Celery's Task.retry): the limit retry() named, else the task's,
+ * else 3; a limit of null means no limit. The slot's signals and the worker's
+ * retry both decide by this.
+ */
+export function retriesExhausted(retries: number, askedLimit: number | null, taskLimit: number | null | undefined): boolean {
+  const limit = askedLimit ?? taskLimit ?? DEFAULT_MAX_RETRIES
+  return limit !== null && retries >= limit
+}
 
 export function encodeError(error: unknown): EncodedException {
   if (error instanceof Error) {
@@ -196,9 +207,8 @@ class JobExecution implements RunningJob {
         break
       case 'retry': {
         const reason = error instanceof RetryRequest ? (error.options.exc ?? null) : error
-        const limit = outcome.maxRetries ?? this.task.options.maxRetries ?? DEFAULT_MAX_RETRIES
         tb = traceback(reason)
-        if (limit !== null && job.retries >= limit) {
+        if (retriesExhausted(job.retries, outcome.maxRetries, this.task.options.maxRetries)) {
           state = 'FAILURE'
           retval = reason
           if (onFailure) runReceiver(`${job.task} onFailure`, onFailure, { exc: reason, ...about, traceback: tb })
