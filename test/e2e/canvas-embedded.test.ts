@@ -149,8 +149,11 @@ describe('canvas on the embedded broker (file://)', () => {
     const seen: unknown[] = []
     const deadline = Date.now() + 20_000
     while (Date.now() < deadline && !(await r.ready())) {
-      const [state, info] = [await r.state, await r.info]
-      if (state === 'PROGRESS' && !seen.some((s) => JSON.stringify(s) === JSON.stringify(info))) seen.push(info)
+      // state and info are two reads: info counts when the state was PROGRESS on both sides of it.
+      const before = await r.state
+      const info = await r.info
+      const state = await r.state
+      if (before === 'PROGRESS' && state === 'PROGRESS' && !seen.some((s) => JSON.stringify(s) === JSON.stringify(info))) seen.push(info)
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     assert.equal(await r.get({ timeout: 5 }), 3, withLog(JSON.stringify(seen)))

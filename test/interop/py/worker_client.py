@@ -204,7 +204,9 @@ def cmd_progress(steps, pause, timeout):
     seen = []
     deadline = time.time() + float(timeout)
     while time.time() < deadline:
-        state, info = res.state, res.info
+        # One read for both: state then info are two reads, and the task may end between them.
+        meta = res._get_task_meta()
+        state, info = meta['status'], meta['result']
         if state == 'PROGRESS' and info not in seen:
             seen.append(info)
         if res.ready():
