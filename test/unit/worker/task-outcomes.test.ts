@@ -55,6 +55,14 @@ function delivery(taskName: string, args: unknown[] = []) {
   return d
 }
 
+/** Delivers one message per task name, in order, then waits until the runner is idle; returns the deliveries. */
+async function deliverAll(runner: TaskRunner, ...taskNames: string[]): Promise<Array<ReturnType<typeof delivery>>> {
+  const deliveries = taskNames.map((name) => delivery(name))
+  for (const d of deliveries) await runner.onDelivery(d)
+  await runner.idle()
+  return deliveries
+}
+
 function runnerFor(app: App, backend: ResultBackend | null, pool: Pool = new SoloPool(app, 2)) {
   const log = new RecordingLogger('INFO')
   const events: Array<[string, Record<string, unknown>]> = []
@@ -190,11 +198,7 @@ it('[outcomes] Reject drops or requeues the message, logs it as Celery does and 
   const { backend, stored, release } = recordingBackend()
   release()
   const { runner, log, events } = runnerFor(app, backend)
-  const drop = delivery('proj.drop')
-  const again = delivery('proj.again')
-  await runner.onDelivery(drop)
-  await runner.onDelivery(again)
-  await runner.idle()
+  const [drop, again] = await deliverAll(runner, 'proj.drop', 'proj.again')
   assert.deepEqual(drop.settled, ['reject'])
   assert.deepEqual(again.settled, ['requeue'])
   assert.deepEqual(stored, [])
@@ -422,11 +426,7 @@ it('[conf] acksOnFailureOrTimeout false rejects a failed late-ack message withou
     throw new Error('no')
   })
   const { runner } = runnerFor(app, null)
-  const rejected = delivery('proj.bad')
-  const acked = delivery('proj.badacked')
-  await runner.onDelivery(rejected)
-  await runner.onDelivery(acked)
-  await runner.idle()
+  const [rejected, acked] = await deliverAll(runner, 'proj.bad', 'proj.badacked')
   assert.deepEqual(rejected.settled, ['reject'])
   assert.deepEqual(acked.settled, ['ack'])
 })
@@ -450,11 +450,7 @@ it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with Wor
   const { backend, stored, release } = recordingBackend()
   release()
   const { runner, log } = runnerFor(app, backend, lostPool)
-  const lost = delivery('proj.lost')
-  const requeued = delivery('proj.requeued')
-  await runner.onDelivery(lost)
-  await runner.onDelivery(requeued)
-  await runner.idle()
+  const [lost, requeued] = await deliverAll(runner, 'proj.lost', 'proj.requeued')
   assert.deepEqual(lost.settled, ['ack'])
   assert.deepEqual(requeued.settled, ['requeue'])
   assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['FAILURE', { exc_type: 'WorkerLostError', exc_message: ['Worker exited prematurely: signal 9 (SIGKILL).'], exc_module: 'billiard.exceptions' }]])
