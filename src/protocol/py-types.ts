@@ -8,6 +8,10 @@ export class PyFloat {
   toJSON(): number {
     return this.value
   }
+  /** Arithmetic and Number() see the number: a whole-second timestamp read as 2.0 is still a time. */
+  valueOf(): number {
+    return this.value
+  }
 }
 
 /** A Python tuple: repr'd with parentheses, `(1,)` for one item; JSON writes it as a list. */

@@ -65,6 +65,8 @@ describe("celery events --dump lines (celery/events/dumper.py)", () => {
     assert.equal(line, 'w1@h [2026-11-23 21:57:31.500000] heartbeat: active=0, clock=3, freq=2.0, loadavg=[0.44, 0.4, 0.45], sw_ident=py-celery, utcoffset=0')
     assert.equal(dumpEventLine({ hostname: 'w1@h', type: 'worker-online', timestamp: 1795471051 }, names), 'w1@h [2026-11-23 21:57:31] started ')
     assert.equal(dumpEventLine({ hostname: 'w1@h', type: 'worker-offline', timestamp: 1795471051 }, names), 'w1@h [2026-11-23 21:57:31] shutdown ')
+    // --dump reads floats as PyFloat, so an event sent on a whole second has a PyFloat timestamp (once NaN-NaN-NaN).
+    assert.equal(dumpEventLine({ hostname: 'w1@h', type: 'worker-offline', timestamp: new PyFloat(1795471051) }, names), 'w1@h [2026-11-23 21:57:31] shutdown ')
   })
 
   it('task events: named as their task-received introduced them', () => {
