@@ -14,7 +14,8 @@ import { ROOT, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type Spawned
 
 describe('the app\'s task_* settings in a prefork worker (file://)', () => {
   const home = tempTsqHome()
-  const brokerUrl = `file://${join(home, 'broker')}`
+  // Not the default embedded broker (TSQ_HOME/broker): what a pool process sends must follow -b.
+  const brokerUrl = `file://${join(home, 'flag-broker')}`
   const env = embeddedBrokerEnv(home)
   let worker: SpawnedWorker | undefined
   let app: App
@@ -47,6 +48,12 @@ describe('the app\'s task_* settings in a prefork worker (file://)', () => {
     const after = await app.sendTask('proj.sleepy', [0])
     assert.equal(await after.get({ timeout: 20 }), 0, withLog(after.id))
     assert.equal(worker!.output().split('\n').filter((l) => l.includes(`proj.crash[${r.id}] received`)).length, 1, withLog(''))
+  })
+
+  it('a task that sends a task from its pool process sends it to the worker\'s -b broker and --result-backend', async () => {
+    const parent = await app.sendTask('proj.spawnquick', [])
+    const childId = (await parent.get({ timeout: 20 }).catch((e: Error) => withLog(e.message))) as string
+    assert.equal(await app.asyncResult(childId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 'ok')
   })
 
   it('broker_transport_options: inspect stats reports them under broker.transport_options, as Celery does', async () => {

@@ -2,7 +2,7 @@
 // limits and revoke --terminate really stop the code.
 import { fork } from 'node:child_process'
 import type { FromSlot } from './jobs.js'
-import { slotEntryPath, slotExecArgv } from './slot-entry.js'
+import { slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
 import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
 
 export interface SlotSpawnOptions extends SlotPoolOptions {
@@ -10,6 +10,12 @@ export interface SlotSpawnOptions extends SlotPoolOptions {
   includePaths: string[]
   nodename: string
   logfile: string | null
+  broker: string
+  resultBackend: string | null
+}
+
+export function slotData(o: SlotSpawnOptions, index: number): SlotData {
+  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend }
 }
 
 export class PreforkPool extends SlotPool {
@@ -20,10 +26,10 @@ export class PreforkPool extends SlotPool {
   }
 
   protected spawn(index: number): SlotHandle {
-    const { modulePath, includePaths, nodename, logfile } = this.spawnOptions
+    const { modulePath, includePaths } = this.spawnOptions
     const child = fork(slotEntryPath(), [], {
       execArgv: slotExecArgv([modulePath, ...includePaths]),
-      env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify({ modulePath, includePaths, nodename, logfile, index }), TSQ_POOL_INDEX: String(index) },
+      env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify(slotData(this.spawnOptions, index)), TSQ_POOL_INDEX: String(index) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     // A child that dies while a message is on its way (EPIPE) is reported by its

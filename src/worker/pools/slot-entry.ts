@@ -19,3 +19,19 @@ export function slotEntryPath(): string {
 export function slotExecArgv(modulePaths: readonly string[]): string[] {
   return modulePaths.some(isTypeScript) || slotEntryPath().endsWith('.ts') ? ['--import', tsxImportUrl()] : []
 }
+
+/**
+ * What a slot is told when it starts. The worker's -b and --result-backend
+ * travel with it: a slot's app loads the module on its own, and without them
+ * a task that sends a task (`add.delay()`) would publish to the embedded
+ * default broker, not the worker's.
+ */
+export interface SlotData {
+  modulePath: string
+  includePaths: string[]
+  logfile: string | null
+  nodename: string
+  index: number
+  broker: string
+  resultBackend: string | null
+}

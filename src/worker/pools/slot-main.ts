@@ -5,15 +5,8 @@ import { loadApp } from '../../app/load-app.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprint.js'
 import { executeJob, type RunningJob } from './executor.js'
 import type { FromSlot, ToSlot } from './jobs.js'
+import type { SlotData } from './slot-entry.js'
 import { setupSlotLogging } from './slot-logging.js'
-
-interface SlotData {
-  modulePath: string
-  includePaths: string[]
-  logfile: string | null
-  nodename: string
-  index: number
-}
 
 const data: SlotData = isMainThread ? (JSON.parse(process.env.TSQ_SLOT_DATA ?? '{}') as SlotData) : (workerData as SlotData)
 
@@ -39,6 +32,7 @@ function sendState(id: string, state: string, meta: unknown): void {
 
 try {
   const app = await loadApp(data.modulePath, data.includePaths)
+  app.configure({ broker: data.broker, resultBackend: data.resultBackend ?? undefined })
   const slot = { sender: data.nodename, pid: process.pid, index: data.index }
   const exit = (): never => {
     app.signals.send('worker_process_shutdown', slot)

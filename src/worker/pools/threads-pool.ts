@@ -2,7 +2,7 @@
 // running task can be ended (the thread is terminated and replaced).
 import { Worker } from 'node:worker_threads'
 import type { FromSlot } from './jobs.js'
-import type { SlotSpawnOptions } from './prefork-pool.js'
+import { slotData, type SlotSpawnOptions } from './prefork-pool.js'
 import { slotEntryPath, slotExecArgv } from './slot-entry.js'
 import { SlotPool, type SlotHandle } from './slot-pool.js'
 
@@ -14,10 +14,10 @@ export class ThreadsPool extends SlotPool {
   }
 
   protected spawn(index: number): SlotHandle {
-    const { modulePath, includePaths, nodename, logfile } = this.spawnOptions
+    const { modulePath, includePaths } = this.spawnOptions
     const worker = new Worker(slotEntryPath(), {
       execArgv: slotExecArgv([modulePath, ...includePaths]),
-      workerData: { modulePath, includePaths, nodename, logfile, index },
+      workerData: slotData(this.spawnOptions, index),
       env: { ...process.env, TSQ_POOL_INDEX: String(index) },
     })
     let exited = false
