@@ -89,18 +89,45 @@ export function signature(task: string, args: unknown[] = [], kwargs: Record<str
   return { task, args, kwargs, options: rest, subtask_type: null, immutable }
 }
 
-/** A chain step with its task id fixed now (Celery's freeze), and the id its result will be stored under. */
-function frozenStep(sig: Signature): { signature: Signature; resultId: string | undefined } {
+/** Where a frozen step's result will be: one task's id, or a group's id and its members' ids. */
+type FrozenResult = { kind: 'task'; id: string } | { kind: 'group'; id: string; members: string[] }
+
+/**
+ * A chain step with its task ids fixed now (Celery's freeze), and where its
+ * result will be stored: a task's own id, a chord's body's, a chain's last
+ * step's, or for a group its id and each member's (nested groups' members
+ * joining it, as the worker applies them).
+ */
+function frozenStep(sig: Signature): { signature: Signature; result: FrozenResult | undefined } {
   const options = sig.options ?? {}
-  if (sig.task === 'celery.group') return { signature: sig, resultId: undefined }
-  if (sig.task === 'celery.chord') {
-    const body = (sig.kwargs as { body?: Signature }).body
-    if (!body || typeof body !== 'object') return { signature: sig, resultId: undefined }
-    const bodyId = typeof body.options?.task_id === 'string' ? body.options.task_id : randomUUID()
-    return { signature: { ...sig, kwargs: { ...sig.kwargs, body: { ...body, options: { ...body.options, task_id: bodyId } } } }, resultId: bodyId }
+  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  const kind = (sig as { subtask_type?: unknown }).subtask_type ?? (sig.task.startsWith('celery.') ? sig.task.slice('celery.'.length) : 'plain')
+  if (kind === 'group') {
+    const groupId = typeof options.task_id === 'string' ? options.task_id : randomUUID()
+    const members: string[] = []
+    const tasks = (Array.isArray(kwargs.tasks) ? (kwargs.tasks as Signature[]) : []).map((member) => {
+      const frozen = frozenStep(member)
+      if (frozen.result?.kind === 'task') members.push(frozen.result.id)
+      else if (frozen.result?.kind === 'group') members.push(...frozen.result.members)
+      return frozen.signature
+    })
+    return { signature: { ...sig, kwargs: { ...kwargs, tasks }, options: { ...options, task_id: groupId } }, result: { kind: 'group', id: groupId, members } }
+  }
+  if (kind === 'chain') {
+    const tasks = Array.isArray(kwargs.tasks) ? (kwargs.tasks as Signature[]) : []
+    const last = tasks.at(-1)
+    if (!last) return { signature: sig, result: undefined }
+    const frozen = frozenStep(last)
+    return { signature: { ...sig, kwargs: { ...kwargs, tasks: [...tasks.slice(0, -1), frozen.signature] } }, result: frozen.result }
+  }
+  if (kind === 'chord') {
+    const body = kwargs.body as Signature | undefined
+    if (!body || typeof body !== 'object') return { signature: sig, result: undefined }
+    const frozen = frozenStep(body)
+    return { signature: { ...sig, kwargs: { ...kwargs, body: frozen.signature } }, result: frozen.result }
   }
   const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
-  return { signature: { ...sig, options: { ...options, task_id: id } }, resultId: id }
+  return { signature: { ...sig, options: { ...options, task_id: id } }, result: { kind: 'task', id } }
 }
 
 /**
@@ -323,10 +350,9 @@ export class App {
    * `chain(a.s(1), b.s(), c.s())`: the first task carries the rest, reversed
    * (spec §1.4). As Celery's chain freezes its steps, each later step gets its
    * task id now, so the result handed back is the last step's (a chord's
-   * body's); only a chain ending in a group, which has no single result,
-   * gives the first task's.
+   * body's), and for a chain ending in a group, that group's GroupResult.
    */
-  async chain(...signatures: Signature[]): Promise<AsyncResult> {
+  async chain(...signatures: Signature[]): Promise<AsyncResult | GroupResult> {
     const [first, ...rest] = signatures
     if (!first) throw new Error('chain() needs at least one signature')
     const transport = await this.transport()
@@ -340,7 +366,9 @@ export class App {
       ...this.routed(first.task, first.options?.queue),
       replyTo: this.replyTo(),
     }, this.signals)
-    return new AsyncResult(steps.at(-1)?.resultId ?? id, this)
+    const last = steps.length ? steps.at(-1)!.result : { kind: 'task' as const, id }
+    if (last?.kind === 'group') return new GroupResult(last.id, last.members.map((member) => new AsyncResult(member, this)))
+    return new AsyncResult(last?.id ?? id, this)
   }
 
   /**

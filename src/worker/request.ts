@@ -15,6 +15,8 @@ export class Request {
   restored = false
   /** The task's updateState() stores, in order; its end state is stored after them. */
   stateWrites: Promise<void> | null = null
+  /** The pool holds the task's end hooks until the worker has stored its outcome. */
+  endHooksHeld = false
 
   constructor(
     readonly message: TaskRequest,

@@ -284,6 +284,7 @@ export class TaskRunner {
   }
 
   private complete(request: Request, outcome: Outcome): void | Promise<void> {
+    if (outcome.endHooks) request.endHooksHeld = true
     // The end state must land after every updateState() store, or a late PROGRESS would hide it.
     if (request.stateWrites) return this.completeLater(request, request.stateWrites.then(() => this.finish(request, outcome)))
     let finishing: void | Promise<void>
@@ -314,6 +315,8 @@ export class TaskRunner {
     this.total[m.task] = (this.total[m.task] ?? 0) + 1
     this.processed += 1
     this.o.onTaskDone?.()
+    // Before pump(): the slot runs the held hooks before any task sent to it next.
+    if (request.endHooksHeld) this.o.pool.afterStored(m.id)
     this.wakeIdleWaiters()
     this.pump()
   }

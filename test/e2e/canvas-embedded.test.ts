@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { createApp, signature, type App } from '../../src/app/index.js'
+import { createApp, GroupResult, signature, type App } from '../../src/app/index.js'
 import { ROOT, embeddedBrokerEnv, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 
 describe('canvas on the embedded broker (file://)', () => {
@@ -66,7 +66,15 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.equal(await app.asyncResult(bodyId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 9)
   })
 
-  it('task signals: receivers the module connects run around each task in the slot, in Celery\'s order', async () => {
+  it('a chain ending in a group hands back the group\'s GroupResult, its ids frozen by the client', async () => {
+    const groupStep = { task: 'celery.group', args: [], kwargs: { tasks: [add(10), add(20), { task: 'celery.group', args: [], kwargs: { tasks: [add(30)] }, options: {}, subtask_type: 'group', immutable: false }] }, options: {}, subtask_type: 'group', immutable: false }
+    const r = await app.chain(add(1, 2), groupStep as unknown as ReturnType<typeof signature>)
+    assert.ok(r instanceof GroupResult, `a ${r.constructor.name}`)
+    // add(1, 2) = 3, then each member with 3 prepended; the nested group's member joins the outer group.
+    assert.deepEqual(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), [13, 23, 33])
+  })
+
+  it('task signals: receivers the module connects run around each task in the slot, in Celery\'s order, the end ones after the result is stored', async () => {
     const ok = await app.sendTask('proj.add', [20, 22])
     assert.equal(await ok.get({ timeout: 20 }), 42)
     const failed = await app.sendTask('proj.fail', ['no'])
@@ -84,6 +92,11 @@ describe('canvas on the embedded broker (file://)', () => {
       `signal task_failure proj.fail[${failed.id}] TypeError`,
       `signal task_postrun proj.fail[${failed.id}] FAILURE`,
     ], withLog(''))
+    // The slot held task_postrun until the worker had stored the result.
+    const storedAtPostrun = (id: string) => (worker?.output() ?? '').split('\n').find((l) => l.includes(`stored at postrun `) && l.includes(`[${id}]`))?.replace(/.*\] /, '')
+    while (Date.now() < deadline && !storedAtPostrun(failed.id)) await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.equal(storedAtPostrun(ok.id), 'SUCCESS', withLog(''))
+    assert.equal(storedAtPostrun(failed.id), 'FAILURE', withLog(''))
   })
 
   it('worker signals: the main process sends worker_ready, task_received and task_unknown; each slot worker_process_init', async () => {

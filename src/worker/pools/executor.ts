@@ -46,6 +46,8 @@ export interface RunningJob {
   readonly immediate: Outcome | undefined
   readonly outcome: Promise<Outcome>
   abort(reason: 'revoked' | 'soft-time-limit'): void
+  /** Runs the end handlers and signals an outcome marked `endHooks` held back; once. */
+  releaseEndHooks(): void
 }
 
 /**
@@ -123,6 +125,7 @@ class JobExecution implements RunningJob {
   private readonly context: RunContext
   private readonly started = performance.now()
   private softTimer: NodeJS.Timeout | undefined
+  private heldEndHooks: (() => void) | undefined
 
   constructor(
     private readonly task: Task,
@@ -130,6 +133,8 @@ class JobExecution implements RunningJob {
     sink: StateSink | undefined,
     /** Only when a signal receiver or a task handler listens: the common case skips them all. */
     private readonly signals: AppSignals | undefined,
+    /** Hold the end handlers and signals until the worker has stored the result (releaseEndHooks). */
+    private readonly holdEndHooks: boolean,
   ) {
     this.context = new RunContext(job, sink)
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
@@ -172,15 +177,33 @@ class JobExecution implements RunningJob {
   private succeeded(value: unknown): Outcome {
     if (this.softTimer) clearTimeout(this.softTimer)
     const outcome: Outcome = { status: 'success', value: value === undefined ? null : value, runtime: this.runtime() }
-    if (this.signals) this.signalEnd(this.signals, outcome, null)
+    if (this.signals) this.endHooks(this.signals, outcome, null)
     return outcome
   }
 
   private failed(error: unknown): Outcome {
     if (this.softTimer) clearTimeout(this.softTimer)
     const outcome = this.outcomeOf(error)
-    if (this.signals) this.signalEnd(this.signals, outcome, error)
+    if (this.signals) this.endHooks(this.signals, outcome, error)
     return outcome
+  }
+
+  /**
+   * Celery's trace stores the result before it calls on_success/on_failure,
+   * task_success/task_failure, after_return and task_postrun, so a handler
+   * that reads the task's own result finds it. Here the worker stores it, so
+   * a pool holds the hooks until the worker says the result is stored.
+   */
+  private endHooks(signals: AppSignals, outcome: Outcome, error: unknown): void {
+    if (!this.holdEndHooks) return this.signalEnd(signals, outcome, error)
+    outcome.endHooks = true
+    this.heldEndHooks = () => this.signalEnd(signals, outcome, error)
+  }
+
+  releaseEndHooks(): void {
+    const hooks = this.heldEndHooks
+    this.heldEndHooks = undefined
+    hooks?.()
   }
 
   /**
@@ -294,15 +317,19 @@ function matchesError(match: (new (...args: any[]) => unknown) | string, error: 
 /** For an app without signal receivers whose task has handlers. */
 const NO_RECEIVERS = new AppSignals()
 
-export function executeJob(app: App, job: Job, sink?: StateSink): RunningJob {
+/**
+ * `holdEndHooks`: a pool's run, whose worker stores the result after the run;
+ * an outcome that then carries `endHooks` waits for releaseEndHooks().
+ */
+export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks = false }: { holdEndHooks?: boolean } = {}): RunningJob {
   const task = app.tasks.get(job.task)
   if (!task) {
     const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
-    return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined }
+    return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined, releaseEndHooks: () => undefined }
   }
   const o = task.options
   const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
-  return new JobExecution(task, job, sink, observed ? (app.signals ?? NO_RECEIVERS) : undefined)
+  return new JobExecution(task, job, sink, observed ? (app.signals ?? NO_RECEIVERS) : undefined, holdEndHooks)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

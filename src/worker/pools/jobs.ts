@@ -17,7 +17,7 @@ export interface EncodedException {
   message: string
 }
 
-export type Outcome =
+export type Outcome = (
   | { status: 'success'; value: unknown; runtime: number }
   | { status: 'failure'; exc: EncodedException; traceback: string | null; runtime: number }
   | { status: 'retry'; countdown: number | null; eta: string | null; maxRetries: number | null; exc: EncodedException | null; runtime: number }
@@ -26,8 +26,17 @@ export type Outcome =
   | { status: 'ignored'; runtime: number }
   /** The task threw Reject: the message is rejected (or requeued), nothing stored. */
   | { status: 'rejected'; requeue: boolean; reason: string | null; runtime: number }
+) & {
+  /** The slot holds the task's end handlers and signals until the worker calls the pool's afterStored(). */
+  endHooks?: true
+}
 
-export type ToSlot = { type: 'run'; job: Job } | { type: 'abort'; id: string; reason: 'revoked' | 'soft-time-limit' } | { type: 'exit' }
+export type ToSlot =
+  | { type: 'run'; job: Job }
+  | { type: 'abort'; id: string; reason: 'revoked' | 'soft-time-limit' }
+  /** The worker stored the task's end state: run the end hooks its outcome held. */
+  | { type: 'stored'; id: string }
+  | { type: 'exit' }
 
 export type FromSlot =
   | { type: 'ready'; pid: number }

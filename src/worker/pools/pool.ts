@@ -26,6 +26,12 @@ export interface Pool {
    * the task's updateState() calls, before its outcome.
    */
   run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome>
+  /**
+   * The worker has stored the end state of a task whose outcome carried
+   * `endHooks`: its handlers and signals run now. Until then the slot takes
+   * no other task.
+   */
+  afterStored(taskId: string): void
   /** Ends a running task; returns false if it is not running here. */
   terminate(taskId: string, signal: NodeJS.Signals | number): boolean
   /** Fires the task's AbortSignal (revoke without terminate while it runs). */

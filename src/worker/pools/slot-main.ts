@@ -24,6 +24,8 @@ keepYoungGenerationSmall()
 trimMemoryWhenIdle()
 setupSlotLogging(data.logfile, data.nodename, data.index)
 const running = new Map<string, RunningJob>()
+/** Ended tasks whose end hooks wait for the worker's 'stored'. */
+const holding = new Map<string, RunningJob>()
 
 /** updateState() from a task in this slot: the worker stores it before the task's outcome, which follows on the same channel. */
 function sendState(id: string, state: string, meta: unknown): void {
@@ -35,21 +37,28 @@ try {
   app.configure({ broker: data.broker, resultBackend: data.resultBackend ?? undefined })
   const slot = { sender: data.nodename, pid: process.pid, index: data.index }
   const exit = (): never => {
+    // Hooks still held at exit (a cold shutdown) run late rather than never.
+    for (const job of holding.values()) job.releaseEndHooks()
     app.signals.send('worker_process_shutdown', slot)
     process.exit(0)
   }
   onMessage((message) => {
     switch (message.type) {
       case 'run': {
-        const job = executeJob(app, message.job, sendState)
+        const job = executeJob(app, message.job, sendState, { holdEndHooks: true })
         running.set(message.job.id, job)
         send({ type: 'started', id: message.job.id })
         void job.outcome.then((outcome) => {
           running.delete(message.job.id)
+          if (outcome.endHooks) holding.set(message.job.id, job)
           send({ type: 'done', id: message.job.id, outcome, rss: process.memoryUsage().rss })
         })
         break
       }
+      case 'stored':
+        holding.get(message.id)?.releaseEndHooks()
+        holding.delete(message.id)
+        break
       case 'abort':
         running.get(message.id)?.abort(message.reason)
         break

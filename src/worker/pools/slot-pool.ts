@@ -23,6 +23,10 @@ interface Slot {
   retiring: boolean
   /** Told to exit between tasks (to be replaced): no new job may be placed on it. */
   exiting?: boolean
+  /** The task whose end hooks the slot holds until the worker has stored its result (afterStored). */
+  holding?: string
+  /** Replace the slot once it has run the end hooks it holds. */
+  retireWhenReleased?: boolean
 }
 
 export interface SlotPoolOptions {
@@ -83,6 +87,7 @@ export abstract class SlotPool implements Pool {
     })
     handle.onExit((code, signal) => {
       rejectReady(new Error(`pool process exited (${signal ?? code}) before it was ready`))
+      slot.holding = undefined
       const hadJob = slot.job !== null
       // Settled even when a newer slot took the index (autoscale grew while this one retired).
       if (slot.job) {
@@ -105,13 +110,27 @@ export abstract class SlotPool implements Pool {
     slot.job = null
     if (entry.timer) clearTimeout(entry.timer)
     slot.tasksRun += 1
+    if (outcome.endHooks) slot.holding = entry.job.id
     entry.settle(outcome)
     const max = this.options.maxTasksPerChild
     if (outcome.status === 'killed') return
     const maxKiB = this.options.maxMemoryPerChild
     const overMemory = maxKiB !== undefined && rss !== undefined && rss / 1024 > maxKiB
     if (overMemory) this.options.log?.('warning', `Pool process ${slot.handle.pid} (index ${slot.index}) uses ${Math.round(rss / 1024)} KiB, over --max-memory-per-child ${maxKiB} KiB; replacing it`)
-    if (slot.retiring || overMemory || (max && slot.tasksRun >= max)) this.retire(slot)
+    if (!(slot.retiring || overMemory || (max && slot.tasksRun >= max))) return
+    // Its 'exit' must come after the 'stored' that runs the held hooks.
+    if (slot.holding) slot.retireWhenReleased = true
+    else this.retire(slot)
+  }
+
+  afterStored(taskId: string): void {
+    for (const slot of this.slots_.values()) {
+      if (slot.holding !== taskId) continue
+      slot.holding = undefined
+      slot.handle.send({ type: 'stored', id: taskId })
+      if (slot.retireWhenReleased) this.retire(slot)
+      return
+    }
   }
 
   /** Replaces a slot between tasks (max-tasks-per-child): the exit handler starts the new one. */
@@ -141,13 +160,13 @@ export abstract class SlotPool implements Pool {
   private async idleSlot(): Promise<Slot> {
     for (let attempt = 0; ; attempt++) {
       for (const slot of this.slots_.values()) {
-        if (slot.job || slot.retiring || slot.exiting || this.claimed.has(slot)) continue
+        if (slot.job || slot.holding || slot.retiring || slot.exiting || this.claimed.has(slot)) continue
         try {
           await slot.ready
         } catch {
           continue
         }
-        if (!slot.job && !slot.exiting && !this.claimed.has(slot) && this.slots_.get(slot.index) === slot) {
+        if (!slot.job && !slot.holding && !slot.exiting && !this.claimed.has(slot) && this.slots_.get(slot.index) === slot) {
           this.claimed.add(slot)
           return slot
         }
@@ -186,8 +205,10 @@ export abstract class SlotPool implements Pool {
       const slot = this.slots_.get(index)
       if (!slot) continue
       slot.retiring = true
-      // A busy slot exits when its task is done (finish() sees the flag).
-      if (!slot.job) slot.handle.send({ type: 'exit' })
+      // A busy slot exits when its task is done (finish() sees the flag), after the hooks it holds.
+      if (slot.job) continue
+      if (slot.holding) slot.retireWhenReleased = true
+      else slot.handle.send({ type: 'exit' })
     }
     this.size = target
   }

@@ -9,6 +9,8 @@ import type { Pool, SlotInfo } from './pool.js'
 export class SoloPool implements Pool {
   readonly kind = 'solo' as const
   private readonly running = new Map<string, { job: RunningJob; since: number; settle: (o: Outcome) => void }>()
+  /** Ended tasks whose end hooks wait for the worker to store their results. */
+  private readonly holding = new Map<string, RunningJob>()
 
   constructor(
     private readonly app: App,
@@ -18,9 +20,12 @@ export class SoloPool implements Pool {
   async start(): Promise<void> {}
 
   run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome> {
-    const running = executeJob(this.app, job, sink)
+    const running = executeJob(this.app, job, sink, { holdEndHooks: true })
     // Ended within the call: nothing left to time, abort or wait for.
-    if (running.immediate) return running.immediate
+    if (running.immediate) {
+      if (running.immediate.endHooks) this.holding.set(job.id, running)
+      return running.immediate
+    }
     return new Promise<Outcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined
       const settle = (outcome: Outcome) => {
@@ -37,8 +42,19 @@ export class SoloPool implements Pool {
           settle({ status: 'killed', reason: 'time-limit', signal: null, runtime: timeLimit })
         }, timeLimit * 1000)
       }
-      void running.outcome.then(settle)
+      void running.outcome.then((outcome) => {
+        // A task already timed out or terminated has had its outcome; its late hooks are dropped.
+        if (outcome.endHooks && this.running.has(job.id)) this.holding.set(job.id, running)
+        settle(outcome)
+      })
     })
+  }
+
+  afterStored(taskId: string): void {
+    const held = this.holding.get(taskId)
+    if (!held) return
+    this.holding.delete(taskId)
+    held.releaseEndHooks()
   }
 
   terminate(taskId: string): boolean {

@@ -311,6 +311,30 @@ it('[signals] a failure sends task_failure with the error itself; a retry sends 
   assert.deepEqual(ignoring.seen.map(([name, p]) => `${name}${p.state ? ` ${String(p.state)}` : ''}`), ['task_prerun', 'task_postrun IGNORED'])
 })
 
+it('[signals] in the worker the end handlers and signals run after the result is stored, as Celery\'s trace stores it first', async () => {
+  const app = createApp({ name: 'proj' })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const seen: string[] = []
+  const sawStored = (what: string) => () => void seen.push(`${what} saw ${stored.map((s) => s.status).join(',') || 'nothing'}`)
+  const handlers = { onSuccess: sawStored('onSuccess'), onFailure: sawStored('onFailure'), afterReturn: sawStored('afterReturn') }
+  app.task('proj.ok', () => 1, handlers)
+  app.task('proj.later', async () => 2, handlers)
+  app.task('proj.bad', () => {
+    throw new Error('no')
+  }, handlers)
+  app.on('task_success', sawStored('task_success'))
+  app.on('task_failure', sawStored('task_failure'))
+  app.on('task_postrun', sawStored('task_postrun'))
+  const { runner } = runnerFor(app, backend)
+  await deliverAll(runner, 'proj.ok')
+  assert.deepEqual(seen.splice(0), ['onSuccess saw SUCCESS', 'task_success saw SUCCESS', 'afterReturn saw SUCCESS', 'task_postrun saw SUCCESS'])
+  await deliverAll(runner, 'proj.later')
+  assert.deepEqual(seen.splice(0), ['onSuccess saw SUCCESS,SUCCESS', 'task_success saw SUCCESS,SUCCESS', 'afterReturn saw SUCCESS,SUCCESS', 'task_postrun saw SUCCESS,SUCCESS'])
+  await deliverAll(runner, 'proj.bad')
+  assert.deepEqual(seen.splice(0), ['onFailure saw SUCCESS,SUCCESS,FAILURE', 'task_failure saw SUCCESS,SUCCESS,FAILURE', 'afterReturn saw SUCCESS,SUCCESS,FAILURE', 'task_postrun saw SUCCESS,SUCCESS,FAILURE'])
+})
+
 it('[signals] a receiver that throws is reported and the task still succeeds; on() returns a disconnect; unknown names are refused', async () => {
   const app = createApp({ name: 'proj' })
   app.task('t.run', () => 'ok')
@@ -440,6 +464,7 @@ it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with Wor
     size: 2,
     start: async () => undefined,
     run: async () => ({ status: 'killed' as const, reason: 'worker-lost' as const, signal: 'SIGKILL', runtime: 0.1 }),
+    afterStored: () => undefined,
     terminate: () => false,
     abort: () => undefined,
     grow: async () => undefined,
