@@ -12,6 +12,7 @@ function countingPool(size: number): Pool {
     size,
     start: async () => undefined,
     run: async () => ({ status: 'success' as const, value: null, runtime: 0 }),
+    afterStored: () => undefined,
     terminate: () => false,
     abort: () => undefined,
     grow: async (n: number) => void (pool.size += n),
