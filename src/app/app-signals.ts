@@ -26,6 +26,22 @@ export interface SignalPayloads {
   task_unknown: { sender: string; name: string; id: string; message: { headers: unknown; body: Buffer }; exc: Error }
   /** A message that could not be read as a task, rejected. */
   task_rejected: { sender: string; message: { headers: unknown; body: Buffer }; exc: Error }
+  /**
+   * The worker's first signal, in its main process, before anything starts:
+   * `options` are the worker's settings from its flags (Celery's celeryd_init,
+   * for configuring a worker by its name).
+   */
+  celeryd_init: { sender: string; conf: Record<string, unknown>; options: { hostname: string; concurrency: number; pool: string; queues: string[]; loglevel: string } }
+  /** The worker is set up, nothing started yet. */
+  worker_init: { sender: string }
+  /**
+   * After -Q was applied, before the banner and before consuming: a queue
+   * pushed onto `queues` is consumed too (Celery's documented use, a queue
+   * per worker: `instance.app.amqp.queues.select_add(name)`).
+   */
+  celeryd_after_setup: { sender: string; conf: Record<string, unknown>; queues: string[] }
+  /** Each worker-online, worker-heartbeat and worker-offline event the worker sends. */
+  heartbeat_sent: { sender: string }
   /** The worker consumes: it logged "ready.". */
   worker_ready: { sender: string }
   /** A shutdown began or escalated; `sig` is the signal that asked for it, if one did. */
@@ -52,6 +68,7 @@ export type SignalReceiver<K extends SignalName> = (payload: SignalPayloads[K]) 
 export const SIGNAL_NAMES: readonly SignalName[] = [
   'task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry',
   'task_received', 'task_revoked', 'task_unknown', 'task_rejected',
+  'celeryd_init', 'worker_init', 'celeryd_after_setup', 'heartbeat_sent',
   'worker_ready', 'worker_shutting_down', 'worker_shutdown', 'worker_process_init', 'worker_process_shutdown',
   'before_task_publish', 'after_task_publish',
 ]

@@ -73,7 +73,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const config = app.config
   const conf = app.options.conf ?? {}
   // Without -Q a worker consumes the app's default queue, as Celery's does.
-  const queues = o.queues.length ? o.queues : [app.defaultQueue]
+  const queues = o.queues.length ? [...o.queues] : [app.defaultQueue]
+  app.signals.send('celeryd_init', { sender: o.nodename, conf, options: { hostname: o.nodename, concurrency: o.concurrency, pool: o.pool, queues: [...queues], loglevel: o.loglevel } })
   const workerDirect = conf.worker_direct === true
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
@@ -111,6 +112,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     workerDirect,
     log,
   })
+  app.signals.send('worker_init', { sender: o.nodename })
+  // The worker reads `queues` when it starts consuming, so a receiver's push is consumed too.
+  app.signals.send('celeryd_after_setup', { sender: o.nodename, conf, queues })
   if (!o.quiet) {
     process.stdout.write(
       banner({

@@ -155,12 +155,18 @@ export class Worker {
     for (const queue of consumedQueues(this.o)) await this.addConsumer(queue)
     this.autoscaler?.start()
     if (this.o.heartbeat) {
-      await this.events.sendWorker('worker-online', this.heartbeatState())
-      this.heartbeatTimer = setInterval(() => void this.events.sendWorker('worker-heartbeat', this.heartbeatState()), this.o.heartbeatInterval * 1000)
+      await this.sendHeartbeat('worker-online')
+      this.heartbeatTimer = setInterval(() => void this.sendHeartbeat('worker-heartbeat'), this.o.heartbeatInterval * 1000)
     }
     this.transitionTo('RUNNING', 'started')
     this.o.log.info(`${this.o.hostname} ready.`)
     this.o.app.signals.send('worker_ready', { sender: this.o.hostname })
+  }
+
+  /** Celery's Heart sends heartbeat_sent with each of its events. */
+  private sendHeartbeat(type: 'worker-online' | 'worker-heartbeat' | 'worker-offline'): Promise<void> {
+    this.o.app.signals.send('heartbeat_sent', { sender: this.o.hostname })
+    return this.events.sendWorker(type, this.heartbeatState())
   }
 
   private heartbeatState() {
@@ -373,7 +379,7 @@ export class Worker {
     this.autoscaler?.stop()
     this.guard?.stop()
     this.statedb?.close()
-    if (this.o.heartbeat && this.events) await this.events.sendWorker('worker-offline', this.heartbeatState()).catch(() => undefined)
+    if (this.o.heartbeat && this.events) await this.sendHeartbeat('worker-offline').catch(() => undefined)
     await this.events?.flush().catch(() => undefined)
     await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)
     await this.gossip?.stop()

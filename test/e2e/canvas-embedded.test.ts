@@ -109,6 +109,18 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.ok(/signal task_received proj\.add\[/.test(out), withLog(''))
   })
 
+  it('start-up signals: celeryd_init, worker_init, celeryd_after_setup (a queue it adds is consumed), then worker_ready; heartbeat_sent with each heartbeat', async () => {
+    const own = `own-${worker!.nodename.split('@')[0]}`
+    const r = await app.sendTask('proj.add', [40, 2], {}, { queue: own })
+    assert.equal(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 42)
+    const out = worker?.output() ?? ''
+    const at = (line: string) => out.indexOf(`signal ${line} ${worker!.nodename}`)
+    assert.ok(out.includes(`signal celeryd_init ${worker!.nodename} threads -c 2`), withLog(''))
+    assert.ok(at('celeryd_init') < at('worker_init') && at('worker_init') < at('celeryd_after_setup') && at('celeryd_after_setup') < at('worker_ready'), withLog(''))
+    assert.match(out, new RegExp(`queues\\][\\s\\S]*${own}`), 'the banner lists the added queue')
+    assert.ok(at('heartbeat_sent') > at('worker_init'), withLog(''))
+  })
+
   it('before_task_publish in the worker: a chain step the worker sends is announced with its queue and arguments', async () => {
     const r = await app.chain(signature('proj.add', [2, 3]), signature('proj.mul', [7]))
     assert.equal(await r.get({ timeout: 20 }), 35)
