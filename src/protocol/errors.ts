@@ -37,3 +37,24 @@ export class NodeTemplateError extends ProtocolError {
     super('NODE_TEMPLATE', message)
   }
 }
+
+/**
+ * A value kombu's JSON cannot carry (a function, a circular structure, bytes):
+ * kombu.exceptions.EncodeError. `reason` is the cause as Python shows it,
+ * `TypeError('Object of type function is not JSON serializable')`, which is
+ * what Celery stores as the EncodeError's argument.
+ */
+export class EncodeError extends ProtocolError {
+  readonly reason: string
+  constructor(cause: unknown) {
+    const message = cause instanceof Error ? cause.message : String(cause)
+    super('ENCODE', message, { cause })
+    this.reason = pythonReason(cause, message)
+  }
+}
+
+function pythonReason(cause: unknown, message: string): string {
+  if (cause instanceof RangeError) return "RecursionError('maximum recursion depth exceeded while encoding a JSON object')"
+  const type = message === 'Circular reference detected' ? 'ValueError' : 'TypeError'
+  return `${type}(${JSON.stringify(message).replace(/^"|"$/g, "'")})`
+}

@@ -1,6 +1,6 @@
 // Public names of the protocol layer (pure: no I/O, nothing from node:).
 
-export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError } from './errors.js'
+export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
 export { PyFloat, PyTuple, comparePyStr, formatPyFloat, formatPyNumber } from './py-types.js'
 export { dumps, loads, quoteJsonString, isoformatUtc } from './kombu-json.js'
 export type { LoadsOptions } from './kombu-json.js'

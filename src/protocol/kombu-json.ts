@@ -4,6 +4,7 @@
 // compare some of these bytes (the Redis envelope, reply bodies), so the
 // layout matters, not just the values.
 
+import { EncodeError } from './errors.js'
 import { PyFloat, PyTuple, formatPyFloat, formatPyNumber } from './py-types.js'
 
 export { PyFloat } from './py-types.js'
@@ -102,9 +103,16 @@ function writeList(items: readonly unknown[], seen: Set<object>): string {
   return `[${parts.join(', ')}]`
 }
 
-/** `kombu.utils.json.dumps`: the exact text a Celery 5.2 peer would write for the same value. */
+/**
+ * `kombu.utils.json.dumps`: the exact text a Celery 5.2 peer would write for
+ * the same value. What it cannot write throws EncodeError, as kombu's does.
+ */
 export function dumps(value: unknown): string {
-  return write(value, new Set())
+  try {
+    return write(value, new Set())
+  } catch (error) {
+    throw new EncodeError(error)
+  }
 }
 
 export interface LoadsOptions {

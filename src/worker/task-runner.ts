@@ -5,13 +5,13 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { decodeTaskMessage, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { decodeTaskMessage, dumps, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
-import { retriesExhausted } from './pools/executor.js'
+import { encodeFailure, retriesExhausted } from './pools/executor.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
 import type { Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
@@ -340,11 +340,25 @@ export class TaskRunner {
     this.settle(request, 'ack')
   }
 
-  /** The stored result first, then the event, then callbacks, then the ack, as Celery orders them. */
+  /**
+   * The stored result first, then the event, then callbacks, then the ack, as
+   * Celery orders them. A return value JSON cannot carry fails the task with
+   * kombu's EncodeError, as Celery's trace does; requeued, it would fail the
+   * same way for ever.
+   */
   private async succeedLater(request: Request, outcome: Extract<Outcome, { status: 'success' }>, keepResult: boolean, following: boolean): Promise<void> {
-    await this.storeEnd(request, 'SUCCESS', outcome.value, null, keepResult)
-    this.sendSucceededEvent(request, outcome)
-    if (following) await sendCallbacks(this.o, request, outcome.value)
+    try {
+      await this.storeEnd(request, 'SUCCESS', outcome.value, null, keepResult)
+      this.sendSucceededEvent(request, outcome)
+      if (following) await sendCallbacks(this.o, request, outcome.value)
+    } catch (error) {
+      if (!(error instanceof EncodeError)) throw error
+      const m = request.message
+      this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: EncodeError(${error.reason})`)
+      await this.fail(request, encodeFailure(error), null, !keepResult)
+      this.settle(request, this.afterFailure(m.task))
+      return
+    }
     this.settle(request, 'ack')
   }
 
@@ -410,7 +424,7 @@ export class TaskRunner {
 
   private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {
     const m = request.message
-    await this.storeEnd(request, 'FAILURE', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, traceback, !ignoreResult)
+    await this.storeEnd(request, 'FAILURE', { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
     await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${task} not sent: ${e.message}`))
   }
@@ -429,7 +443,7 @@ export class TaskRunner {
     await republishForRetry(this.o, request, eta)
     const exc = outcome.exc ?? { type: 'Retry', args: [`Retry in ${countdown}s`], module: 'celery.exceptions', message: `Retry in ${countdown}s` }
     this.o.log.info(`Task ${m.task}[${m.id}] retry: Retry in ${countdown}s`)
-    if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }, null)
+    if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }, null)
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
     this.settle(request, 'ack')
   }
@@ -555,6 +569,18 @@ function customHeaders(headers: Record<string, unknown> | undefined): Record<str
     ;(custom ??= {})[key] = headers[key]
   }
   return custom
+}
+
+/** Celery's ensure_serializable: an exception argument JSON cannot carry is stored as its repr. */
+function serializableArgs(args: unknown[]): unknown[] {
+  return args.map((arg) => {
+    try {
+      dumps(arg)
+      return arg
+    } catch {
+      return saferepr(arg)
+    }
+  })
 }
 
 /** A chord's header task: its end counts towards running the chord's body. */

@@ -74,6 +74,11 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.deepEqual(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), [13, 23, 33])
   })
 
+  it('a result a worker thread cannot hand over fails the task with EncodeError, as in the solo pool', async () => {
+    const bad = await app.sendTask('proj.unencodable', [])
+    await assert.rejects(bad.get({ timeout: 20 }), (error: Error) => error.name === 'EncodeError' && /function is not JSON serializable/.test(error.message), withLog(bad.id))
+  })
+
   it('task signals: receivers the module connects run around each task in the slot, in Celery\'s order, the end ones after the result is stored', async () => {
     const ok = await app.sendTask('proj.add', [20, 22])
     assert.equal(await ok.get({ timeout: 20 }), 42)

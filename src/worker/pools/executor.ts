@@ -4,6 +4,7 @@
 import type { App, Task } from '../../app/app.js'
 import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type RetryOptions, type StateSink, type TaskContext } from '../../app/task-context.js'
 import { runReceiver, AppSignals } from '../../app/app-signals.js'
+import { dumps, EncodeError, saferepr } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 
 /** Celery's Task.max_retries default. */
@@ -32,6 +33,32 @@ export function encodeError(error: unknown): EncodedException {
     return { type, args, module, message: error.message }
   }
   return { type: 'Exception', args: [String(error)], module: 'builtins', message: String(error) }
+}
+
+/** kombu's EncodeError as Celery stores it: its cause, in Python's words, as the one argument. */
+export function encodeFailure(error: EncodeError): EncodedException {
+  return { type: 'EncodeError', args: [error.reason], module: 'kombu.exceptions', message: error.reason }
+}
+
+/**
+ * What a slot sends instead of an outcome it cannot hand over (a result with
+ * a function in it): the failure the solo pool's worker would record when it
+ * encodes the same value, so every pool fails such a task alike.
+ */
+export function unsendableOutcome(outcome: Outcome, sendError: unknown): Outcome {
+  // An error's own arguments go as their reprs, as Celery stores arguments it cannot encode.
+  if ((outcome.status === 'failure' || outcome.status === 'retry') && outcome.exc) {
+    return { ...outcome, exc: { ...outcome.exc, args: outcome.exc.args.map((arg) => (typeof arg === 'string' ? arg : saferepr(arg))) } }
+  }
+  const value = outcome.status === 'success' ? outcome.value : outcome
+  let reason: EncodeError
+  try {
+    dumps(value)
+    reason = new EncodeError(sendError)
+  } catch (error) {
+    reason = error instanceof EncodeError ? error : new EncodeError(error)
+  }
+  return { status: 'failure', exc: encodeFailure(reason), traceback: null, runtime: outcome.runtime }
 }
 
 function traceback(error: unknown): string | null {

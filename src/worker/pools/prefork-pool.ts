@@ -31,6 +31,9 @@ export class PreforkPool extends SlotPool {
       execArgv: slotExecArgv([modulePath, ...includePaths]),
       env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify(slotData(this.spawnOptions, index)), TSQ_POOL_INDEX: String(index) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // Structured clone, as worker threads use: a result with a Map, a Set or a
+      // BigInt reaches the worker as it does from a thread, not as JSON's {}.
+      serialization: 'advanced',
     })
     // A child that dies while a message is on its way (EPIPE) is reported by its
     // exit; the error must not take the worker down with it.

@@ -3,7 +3,7 @@
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
 import { loadApp } from '../../app/load-app.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprint.js'
-import { executeJob, type RunningJob } from './executor.js'
+import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
 import type { FromSlot, ToSlot } from './jobs.js'
 import type { SlotData } from './slot-entry.js'
 import { setupSlotLogging } from './slot-logging.js'
@@ -51,7 +51,13 @@ try {
         void job.outcome.then((outcome) => {
           running.delete(message.job.id)
           if (outcome.endHooks) holding.set(message.job.id, job)
-          send({ type: 'done', id: message.job.id, outcome, rss: process.memoryUsage().rss })
+          const rss = process.memoryUsage().rss
+          try {
+            send({ type: 'done', id: message.job.id, outcome, rss })
+          } catch (error) {
+            // Nothing went out: the worker still waits for this task's outcome.
+            send({ type: 'done', id: message.job.id, outcome: unsendableOutcome(outcome, error), rss })
+          }
         })
         break
       }

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { PyFloat, PyTuple, comparePyStr, dumps, loads, pyRepr, saferepr, argsRepr, kwargsRepr } from '../../../src/protocol/index.js'
+import { EncodeError, PyFloat, PyTuple, comparePyStr, dumps, loads, pyRepr, saferepr, argsRepr, kwargsRepr } from '../../../src/protocol/index.js'
 import { loadFixture, revive } from './fixtures.js'
 
 interface Case { input: unknown; repr: string; saferepr: string; saferepr30: string; saferepr_nolimit: string; kombu_json?: string }
@@ -31,11 +31,12 @@ describe('kombu JSON', () => {
     assert.equal(dumps(new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 123))), '"2024-01-02T03:04:05.123000Z"')
     assert.equal(dumps(new Date(Date.UTC(2024, 0, 2, 3, 4, 5))), '"2024-01-02T03:04:05Z"')
   })
-  it('dumps refuses bytes and cycles like kombu does', () => {
-    assert.throws(() => dumps(new Uint8Array([1])), TypeError)
+  it('dumps refuses bytes, functions and cycles with kombu\'s EncodeError, its cause as Python names it', () => {
+    assert.throws(() => dumps(new Uint8Array([1])), (e: EncodeError) => e instanceof EncodeError && e.reason === "TypeError('Object of type bytes is not JSON serializable')")
+    assert.throws(() => dumps({ f: () => 1 }), (e: EncodeError) => e.reason === "TypeError('Object of type function is not JSON serializable')")
     const a: unknown[] = []
     a.push(a)
-    assert.throws(() => dumps(a), /Circular/)
+    assert.throws(() => dumps(a), (e: EncodeError) => e.name === 'EncodeError' && e.reason === "ValueError('Circular reference detected')")
   })
   it('loads accepts the bare NaN/Infinity tokens but not inside strings', () => {
     const v = loads('[NaN, Infinity, -Infinity, "NaN", {"x": -1.5e3}]') as unknown[]

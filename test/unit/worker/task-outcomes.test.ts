@@ -12,7 +12,7 @@ import { taskDeliveryFields } from '../../helpers/deliveries.js'
 import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
-import { autoretryOptions, executeJob } from '../../../src/worker/pools/executor.js'
+import { autoretryOptions, executeJob, unsendableOutcome } from '../../../src/worker/pools/executor.js'
 import type { Job } from '../../../src/worker/pools/jobs.js'
 import type { Pool } from '../../../src/worker/pools/pool.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
@@ -168,6 +168,37 @@ it('[outcomes] result_extended: each stored state also carries name, args, kwarg
   await plainRunner.onDelivery(delivery('proj.add', [2, 3]))
   await plainRunner.idle()
   assert.equal(second.stored[0]!.meta.name, undefined)
+})
+
+it('[outcomes] a result JSON cannot carry fails the task with kombu\'s EncodeError, acked once, as Celery\'s trace does; an error\'s unencodable argument is stored as its repr', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.fn', () => ({ f: () => 1 }))
+  app.task('proj.cycle', () => {
+    const o: Record<string, unknown> = {}
+    o.self = o
+    return o
+  })
+  app.task('proj.badexc', () => {
+    throw Object.assign(new Error('bad'), { args: ['bad', () => 2] })
+  })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, log } = runnerFor(app, backend)
+  const deliveries = await deliverAll(runner, 'proj.fn', 'proj.cycle', 'proj.badexc')
+  assert.deepEqual(deliveries.map((d) => d.settled), [['ack'], ['ack'], ['ack']], 'acked, not requeued into the same failure')
+  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [
+    ['FAILURE', { exc_type: 'EncodeError', exc_message: ["TypeError('Object of type function is not JSON serializable')"], exc_module: 'kombu.exceptions' }],
+    ['FAILURE', { exc_type: 'EncodeError', exc_message: ["ValueError('Circular reference detected')"], exc_module: 'kombu.exceptions' }],
+    ['FAILURE', { exc_type: 'Exception', exc_message: ['bad', '<function>'], exc_module: 'builtins' }],
+  ])
+  assert.ok(log.lines.some((l) => /ERROR Task proj\.fn\[.*\] raised unexpected: EncodeError\(TypeError\('Object of type function is not JSON serializable'\)\)/.test(l)), log.lines.join('\n'))
+})
+
+it('[outcomes] a slot that cannot hand over its outcome sends the failure the worker would record', () => {
+  const unsendable = unsendableOutcome({ status: 'success', value: { f: () => 1 }, runtime: 0.5 }, new Error('() => 1 could not be cloned.'))
+  assert.deepEqual(unsendable, { status: 'failure', exc: { type: 'EncodeError', args: ["TypeError('Object of type function is not JSON serializable')"], module: 'kombu.exceptions', message: "TypeError('Object of type function is not JSON serializable')" }, traceback: null, runtime: 0.5 })
+  const failure = unsendableOutcome({ status: 'failure', exc: { type: 'Exception', args: ['bad', () => 2], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 }, new Error('could not be cloned'))
+  assert.deepEqual(failure, { status: 'failure', exc: { type: 'Exception', args: ['bad', '<function>'], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 })
 })
 
 it('[outcomes] Ignore acks the message and stores nothing', async () => {
