@@ -10,6 +10,7 @@ import { acquirePidfile } from '../app/pidfile.js'
 import { positiveSetting } from '../app/config.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
+import { surviveStrayErrors } from './stray-errors.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { Worker } from './worker.js'
 import { consumedQueues } from './worker-options.js'
@@ -66,6 +67,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   keepYoungGenerationSmall()
   if (o.logfile) mkdirSync(dirname(o.logfile), { recursive: true })
   const log = new Logger(parseLevel(o.loglevel), o.logfile)
+  // Before the module loads: its top level may start timers of its own.
+  surviveStrayErrors((message) => log.error(message))
   const modulePath = resolveAppModule(o.appSpec)
   const includePaths = resolveIncludes(o.includes)
   const app = await loadApp(modulePath, includePaths)

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createApp, GroupResult, signature, type App } from '../../src/app/index.js'
 import { ROOT, embeddedBrokerEnv, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { strayErrorsAreSurvived } from '../helpers/stray-errors.js'
 
 describe('canvas on the embedded broker (file://)', () => {
   const home = tempTsqHome()
@@ -77,6 +78,10 @@ describe('canvas on the embedded broker (file://)', () => {
   it('a result a worker thread cannot hand over fails the task with EncodeError, as in the solo pool', async () => {
     const bad = await app.sendTask('proj.unencodable', [])
     await assert.rejects(bad.get({ timeout: 20 }), (error: Error) => error.name === 'EncodeError' && /function is not JSON serializable/.test(error.message), withLog(bad.id))
+  })
+
+  it('a stray rejected promise or a throw from a task\'s timer is logged in the worker thread, which goes on', async () => {
+    await strayErrorsAreSurvived(app, () => worker!, 'celery')
   })
 
   it('task signals: receivers the module connects run around each task in the slot, in Celery\'s order, the end ones after the result is stored', async () => {

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test'
 import { rmSync } from 'node:fs'
 import { createApp, signature, type App } from '../../src/app/index.js'
 import { ROOT, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { strayErrorsAreSurvived } from '../helpers/stray-errors.js'
 
 describe('the app\'s task_* settings in a prefork worker (file://)', () => {
   const home = tempTsqHome()
@@ -65,6 +66,10 @@ describe('the app\'s task_* settings in a prefork worker (file://)', () => {
     assert.equal(worker!.output().split('\n').filter((l) => l.includes(`proj.unencodable[${bad.id}] received`)).length, 1, withLog('received again'))
   })
 
+  it('a stray rejected promise or a throw from a task\'s timer is logged in the pool process, which goes on', async () => {
+    await strayErrorsAreSurvived(app, () => worker!, 'celery')
+  })
+
   it('broker_transport_options: inspect stats reports them under broker.transport_options, as Celery does', async () => {
     const out = await runTsq(['inspect', 'stats', '-b', brokerUrl, '-d', worker!.nodename, '--json'], { env })
     assert.equal(out.code, 0, out.stderr)
@@ -109,5 +114,9 @@ describe('task_routes: the client and the worker both route by the app\'s conf (
     // chain() hands back the last step's result, as Celery's chain does.
     const chained = await app.chain(signature('proj.add', [1, 2]), signature('proj.mul', [10]))
     assert.equal(await chained.get({ timeout: 20 }), 30, worker?.output().slice(-3000))
+  })
+
+  it('a stray rejected promise or a throw from a task\'s timer is logged, and the solo worker goes on', async () => {
+    await strayErrorsAreSurvived(app, () => worker!, 'math')
   })
 })

@@ -7,6 +7,7 @@ import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
 import type { FromSlot, ToSlot } from './jobs.js'
 import type { SlotData } from './slot-entry.js'
 import { setupSlotLogging } from './slot-logging.js'
+import { surviveStrayErrors } from '../stray-errors.js'
 
 const data: SlotData = isMainThread ? (JSON.parse(process.env.TSQ_SLOT_DATA ?? '{}') as SlotData) : (workerData as SlotData)
 
@@ -23,6 +24,7 @@ function onMessage(listener: (message: ToSlot) => void): void {
 keepYoungGenerationSmall()
 trimMemoryWhenIdle()
 setupSlotLogging(data.logfile, data.nodename, data.index)
+surviveStrayErrors((message) => console.error(message))
 const running = new Map<string, RunningJob>()
 /** Ended tasks whose end hooks wait for the worker's 'stored'. */
 const holding = new Map<string, RunningJob>()

@@ -24,6 +24,8 @@ export class ThreadsPool extends SlotPool {
     worker.once('exit', () => {
       exited = true
     })
+    // What escapes the thread ends it (its exit replaces it); unheard, it would end the worker too.
+    worker.on('error', (error) => this.spawnOptions.log?.('error', `pool thread ${index}: ${error.stack ?? error.message}`))
     return {
       // Threads share the worker's pid; Celery reports the process either way.
       pid: process.pid,
