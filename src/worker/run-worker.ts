@@ -11,6 +11,7 @@ import { positiveSetting } from '../app/config.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { surviveStrayErrors } from './stray-errors.js'
+import { redirectConsole, redirectLevel } from './redirect-stdouts.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { Worker } from './worker.js'
 import { consumedQueues } from './worker-options.js'
@@ -75,6 +76,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
   const conf = app.options.conf ?? {}
+  const redirectStdouts = redirectLevel(conf)
+  if (redirectStdouts) redirectConsole(log, redirectStdouts)
   // Without -Q a worker consumes the app's default queue, as Celery's does.
   const queues = o.queues.length ? [...o.queues] : [app.defaultQueue]
   app.signals.send('celeryd_init', { sender: o.nodename, conf, options: { hostname: o.nodename, concurrency: o.concurrency, pool: o.pool, queues: [...queues], loglevel: o.loglevel } })
@@ -104,6 +107,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     softTimeLimit: o.softTimeLimit ?? positiveSetting(conf.task_soft_time_limit),
     acksLate: o.acksLate && conf.task_acks_late !== false,
     logfile: o.logfileTemplate,
+    loglevel: parseLevel(o.loglevel),
+    redirectStdouts,
     maxTasksPerChild: o.maxTasksPerChild,
     softShutdownTimeout: o.softShutdownTimeout,
     softShutdownOnIdle: o.softShutdownOnIdle,

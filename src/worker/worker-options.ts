@@ -1,6 +1,6 @@
 // The worker's settings, resolved from flags, environment and the app's conf.
 import type { App } from '../app/app.js'
-import type { Logger } from '../app/logger.js'
+import type { LevelName, Logger } from '../app/logger.js'
 import { taskQueue, workerDirectQueue } from '../app/queues.js'
 import type { QueueDeclaration } from './control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
@@ -29,6 +29,10 @@ export interface WorkerOptions {
   softTimeLimit: number | null
   acksLate: boolean
   logfile: string | null
+  /** The worker's -l, for the pool slots' own logs. */
+  loglevel: LevelName
+  /** worker_redirect_stdouts_level, or null: what task code prints, logged at this level. */
+  redirectStdouts: LevelName | null
   maxTasksPerChild: number | undefined
   /** worker_soft_shutdown_timeout, seconds; 0 disables the soft phase. */
   softShutdownTimeout: number

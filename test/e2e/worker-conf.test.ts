@@ -70,6 +70,10 @@ describe('the app\'s task_* settings in a prefork worker (file://)', () => {
     await strayErrorsAreSurvived(app, () => worker!, 'celery')
   })
 
+  it('what a task prints is logged by its pool process, as Celery\'s worker_redirect_stdouts logs it', async () => {
+    await printsAreLogged(app, () => worker!, 'celery', 'ForkPoolWorker-1')
+  })
+
   it('broker_transport_options: inspect stats reports them under broker.transport_options, as Celery does', async () => {
     const out = await runTsq(['inspect', 'stats', '-b', brokerUrl, '-d', worker!.nodename, '--json'], { env })
     assert.equal(out.code, 0, out.stderr)
@@ -119,4 +123,19 @@ describe('task_routes: the client and the worker both route by the app\'s conf (
   it('a stray rejected promise or a throw from a task\'s timer is logged, and the solo worker goes on', async () => {
     await strayErrorsAreSurvived(app, () => worker!, 'math')
   })
+
+  it('what a task prints is logged by the worker, as Celery\'s worker_redirect_stdouts logs it', async () => {
+    await printsAreLogged(app, () => worker!, 'math', 'MainProcess')
+  })
 })
+
+/** console.log at WARNING and console.error at ERROR, on Celery's log line, from the process that ran the task. */
+async function printsAreLogged(app: App, worker: () => SpawnedWorker, queue: string, processName: string): Promise<void> {
+  const text = `hello-${queue}`
+  const r = await app.sendTask('proj.say', [text], {}, { queue })
+  assert.equal(await r.get({ timeout: 20 }), text)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const out = worker().output()
+  assert.match(out, new RegExp(`^\\[[\\d-]+ [\\d:,]+: WARNING/${processName}\\] said ${text}$`, 'm'), out.slice(-3000))
+  assert.match(out, new RegExp(`^\\[[\\d-]+ [\\d:,]+: ERROR/${processName}\\] complained ${text}$`, 'm'), out.slice(-3000))
+}

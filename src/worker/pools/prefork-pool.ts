@@ -1,6 +1,7 @@
 // Child processes: the only pool that can kill a running task, so hard time
 // limits and revoke --terminate really stop the code.
 import { fork } from 'node:child_process'
+import type { LevelName } from '../../app/logger.js'
 import type { FromSlot } from './jobs.js'
 import { slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
 import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
@@ -12,10 +13,12 @@ export interface SlotSpawnOptions extends SlotPoolOptions {
   logfile: string | null
   broker: string
   resultBackend: string | null
+  loglevel: LevelName
+  redirectStdouts: LevelName | null
 }
 
 export function slotData(o: SlotSpawnOptions, index: number): SlotData {
-  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend }
+  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts }
 }
 
 export class PreforkPool extends SlotPool {

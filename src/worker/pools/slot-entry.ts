@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isTypeScript, nearestPackageDir, tsxImportUrl } from '../../app/load-app.js'
+import type { LevelName } from '../../app/logger.js'
 
 /** The package root: the nearest folder above this file with package.json (works from src/, dist/ and dist/bundle/). */
 function packageRoot(): string {
@@ -34,4 +35,8 @@ export interface SlotData {
   index: number
   broker: string
   resultBackend: string | null
+  /** The worker's -l. */
+  loglevel: LevelName
+  /** worker_redirect_stdouts_level, or null when prints are not redirected. */
+  redirectStdouts: LevelName | null
 }

@@ -6,7 +6,9 @@ import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprin
 import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
 import type { FromSlot, ToSlot } from './jobs.js'
 import type { SlotData } from './slot-entry.js'
-import { setupSlotLogging } from './slot-logging.js'
+import { Logger } from '../../app/logger.js'
+import { nodeFormat } from '../../protocol/index.js'
+import { redirectConsole } from '../redirect-stdouts.js'
 import { surviveStrayErrors } from '../stray-errors.js'
 
 const data: SlotData = isMainThread ? (JSON.parse(process.env.TSQ_SLOT_DATA ?? '{}') as SlotData) : (workerData as SlotData)
@@ -23,8 +25,10 @@ function onMessage(listener: (message: ToSlot) => void): void {
 
 keepYoungGenerationSmall()
 trimMemoryWhenIdle()
-setupSlotLogging(data.logfile, data.nodename, data.index)
-surviveStrayErrors((message) => console.error(message))
+// Celery's log lines name a prefork child ForkPoolWorker-N; its threads pool runs in MainProcess.
+const slotLog = new Logger(data.loglevel, data.logfile ? nodeFormat(data.logfile, data.nodename, data.index) : null, isMainThread ? `ForkPoolWorker-${data.index}` : 'MainProcess')
+if (data.redirectStdouts) redirectConsole(slotLog, data.redirectStdouts)
+surviveStrayErrors((message) => slotLog.error(message))
 const running = new Map<string, RunningJob>()
 /** Ended tasks whose end hooks wait for the worker's 'stored'. */
 const holding = new Map<string, RunningJob>()
