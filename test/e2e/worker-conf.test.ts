@@ -57,9 +57,9 @@ describe('the app\'s task_* settings in a prefork worker (file://)', () => {
     assert.equal(await app.asyncResult(childId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 'ok')
   })
 
-  it('a result with a Map, a Set, a BigInt and a Date comes out of a pool process as from the solo pool; one with a function fails with EncodeError once', async () => {
+  it('a result with a Map, a Set, a BigInt, a Date and a toJSON() comes out of a pool process as from the solo pool; one with a function fails with EncodeError once', async () => {
     const shapes = await app.sendTask('proj.shapes', [])
-    assert.deepEqual(await shapes.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), { map: { a: 1 }, set: [1, 2], big: 18446744073709552000, when: '1970-01-01T00:00:00Z' })
+    assert.deepEqual(await shapes.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), { map: { a: 1 }, set: [1, 2], big: 18446744073709552000, when: '1970-01-01T00:00:00Z', price: '19.99 EUR' })
     const bad = await app.sendTask('proj.unencodable', [])
     await assert.rejects(bad.get({ timeout: 20 }), (error: Error) => error.name === 'EncodeError' && error.message === "TypeError('Object of type function is not JSON serializable')", withLog(bad.id))
     await new Promise((resolve) => setTimeout(resolve, 300))

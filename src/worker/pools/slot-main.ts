@@ -1,9 +1,11 @@
 // The entry point of a pool slot (a prefork child or a worker thread): load the
 // user's module once, then run the jobs the worker sends, one at a time.
+import { closeSync, openSync } from 'node:fs'
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
 import { loadApp } from '../../app/load-app.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprint.js'
 import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
+import { withToJSONApplied } from './wire-value.js'
 import type { FromSlot, ToSlot } from './jobs.js'
 import type { SlotData } from './slot-entry.js'
 import { Logger } from '../../app/logger.js'
@@ -26,7 +28,10 @@ function onMessage(listener: (message: ToSlot) => void): void {
 keepYoungGenerationSmall()
 trimMemoryWhenIdle()
 // Celery's log lines name a prefork child ForkPoolWorker-N; its threads pool runs in MainProcess.
-const slotLog = new Logger(data.loglevel, data.logfile ? nodeFormat(data.logfile, data.nodename, data.index) : null, isMainThread ? `ForkPoolWorker-${data.index}` : 'MainProcess')
+const slotLogfile = data.logfile ? nodeFormat(data.logfile, data.nodename, data.index) : null
+// Created at start, as each Celery child opens its own (%i/%I) log file then, not at its first line.
+if (slotLogfile) closeSync(openSync(slotLogfile, 'a'))
+const slotLog = new Logger(data.loglevel, slotLogfile, isMainThread ? `ForkPoolWorker-${data.index}` : 'MainProcess')
 if (data.redirectStdouts) redirectConsole(slotLog, data.redirectStdouts)
 surviveStrayErrors((message) => slotLog.error(message))
 const running = new Map<string, RunningJob>()
@@ -35,7 +40,7 @@ const holding = new Map<string, RunningJob>()
 
 /** updateState() from a task in this slot: the worker stores it before the task's outcome, which follows on the same channel. */
 function sendState(id: string, state: string, meta: unknown): void {
-  send({ type: 'state', id, state, meta })
+  send({ type: 'state', id, state, meta: withToJSONApplied(meta) })
 }
 
 try {
@@ -58,11 +63,13 @@ try {
           running.delete(message.job.id)
           if (outcome.endHooks) holding.set(message.job.id, job)
           const rss = process.memoryUsage().rss
+          const value = outcome.status === 'success' ? withToJSONApplied(outcome.value) : undefined
+          const handedOver = outcome.status === 'success' && value !== outcome.value ? { ...outcome, value } : outcome
           try {
-            send({ type: 'done', id: message.job.id, outcome, rss })
+            send({ type: 'done', id: message.job.id, outcome: handedOver, rss })
           } catch (error) {
             // Nothing went out: the worker still waits for this task's outcome.
-            send({ type: 'done', id: message.job.id, outcome: unsendableOutcome(outcome, error), rss })
+            send({ type: 'done', id: message.job.id, outcome: unsendableOutcome(handedOver, error), rss })
           }
         })
         break
