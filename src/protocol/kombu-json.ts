@@ -121,14 +121,23 @@ export interface LoadsOptions {
    * re-encode and repr as Python would; default 'number' gives plain numbers.
    */
   floats?: 'number' | 'pyfloat'
+  /**
+   * 'exact' gives an integer past Number.MAX_SAFE_INTEGER as a BigInt, as
+   * Python's int keeps it (a 64-bit id); default 'number' rounds it.
+   */
+  integers?: 'number' | 'exact'
 }
+
+/** Sixteen digits in a row: the shortest integer a double can round. Text without them has none. */
+const LONG_DIGIT_RUN = /\d{16}/
 
 /**
  * `json.loads` as Python does it: standard JSON plus the bare NaN, Infinity
  * and -Infinity tokens. Throws SyntaxError on invalid input.
  */
 export function loads(text: string, options: LoadsOptions = {}): unknown {
-  if (options.floats !== 'pyfloat') {
+  const exactIntegers = options.integers === 'exact' && LONG_DIGIT_RUN.test(text)
+  if (options.floats !== 'pyfloat' && !exactIntegers) {
     try {
       return JSON.parse(text)
     } catch {
@@ -136,14 +145,18 @@ export function loads(text: string, options: LoadsOptions = {}): unknown {
       // gives a precise error otherwise.
     }
   }
-  return new Parser(text, options.floats === 'pyfloat').parseDocument()
+  return new Parser(text, options.floats === 'pyfloat', exactIntegers).parseDocument()
 }
 
 const NUMBER_RE = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
 
 class Parser {
   private i = 0
-  constructor(private readonly s: string, private readonly keepFloats: boolean) {}
+  constructor(
+    private readonly s: string,
+    private readonly keepFloats: boolean,
+    private readonly exactIntegers = false,
+  ) {}
 
   parseDocument(): unknown {
     const v = this.value()
@@ -202,6 +215,7 @@ class Parser {
     const n = Number(m[0])
     const isFloat = m[1] !== undefined || m[2] !== undefined
     if (this.keepFloats && isFloat && Number.isInteger(n)) return new PyFloat(n)
+    if (this.exactIntegers && !isFloat && !Number.isSafeInteger(n)) return BigInt(m[0])
     return n
   }
 

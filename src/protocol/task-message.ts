@@ -199,7 +199,8 @@ function bodyText(input: TaskMessageInput): string {
 function parseBody(input: TaskMessageInput): unknown {
   const text = bodyText(input)
   try {
-    return loads(text)
+    // A Python client's int past 2**53 (a 64-bit id) reaches the task as a BigInt, not rounded.
+    return loads(text, { integers: 'exact' })
   } catch (cause) {
     throw new MalformedMessageError(`task body is not valid JSON: ${(cause as Error).message}`, { cause })
   }

@@ -45,6 +45,11 @@ for (const c of cases) {
       assert.equal(out.state, 'SUCCESS')
     })
 
+    it('integers past 2**53 from Python (64-bit ids) reach the JS task exactly, as BigInt, and come back digit for digit', async () => {
+      const out = await pyClient<{ same: boolean; got: string[] }>(env, ['exact', '10'])
+      assert.deepEqual(out, { same: true, got: ['18446744073709551617', '-10000000000000000000007', '9007199254740993', '12345', '1.5'] }, withLog(JSON.stringify(out)))
+    })
+
     it('task_compression gzip (kombu zlib): the body is inflated before decoding', async () => {
       const out = await pyClient<Outcome>(env, ['delay', 'proj.add', '[20, 22]', '10', 'gzip'])
       assert.equal(out.result, 42, withLog(JSON.stringify(out)))

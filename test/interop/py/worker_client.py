@@ -279,9 +279,16 @@ def cmd_events(node, seconds):
     out({'task_id': sent.get('id'), 'events': seen})
 
 
+def cmd_exact(timeout):
+    """Integers past 2**53, as 64-bit ids are: a tsq task must hand them back digit for digit."""
+    values = [2**64 + 1, -(10**22) - 7, 9007199254740993, 12345, 1.5]
+    got = app.send_task('proj.collect', args=[values]).get(timeout=float(timeout))
+    out({'same': got == values, 'got': [repr(v) for v in got]})
+
+
 COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events,
-            'direct': cmd_direct, 'builtins': cmd_builtins, 'progress': cmd_progress, 'extended': cmd_extended, 'headers': cmd_headers}
+            'direct': cmd_direct, 'builtins': cmd_builtins, 'progress': cmd_progress, 'extended': cmd_extended, 'headers': cmd_headers, 'exact': cmd_exact}
 
 if __name__ == '__main__':
     COMMANDS[sys.argv[1]](*sys.argv[2:])
