@@ -122,7 +122,7 @@ export interface LoadsOptions {
    */
   floats?: 'number' | 'pyfloat'
   /**
-   * 'exact' gives an integer past Number.MAX_SAFE_INTEGER as a BigInt, as
+   * 'exact' gives an integer a double cannot hold exactly as a BigInt, as
    * Python's int keeps it (a 64-bit id); default 'number' rounds it.
    */
   integers?: 'number' | 'exact'
@@ -215,7 +215,8 @@ class Parser {
     const n = Number(m[0])
     const isFloat = m[1] !== undefined || m[2] !== undefined
     if (this.keepFloats && isFloat && Number.isInteger(n)) return new PyFloat(n)
-    if (this.exactIntegers && !isFloat && !Number.isSafeInteger(n)) return BigInt(m[0])
+    // Only where a double would change it: what a JS sender wrote from a number reads back as that number.
+    if (this.exactIntegers && !isFloat && !Number.isSafeInteger(n) && BigInt(n) !== BigInt(m[0])) return BigInt(m[0])
     return n
   }
 
