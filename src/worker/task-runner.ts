@@ -232,7 +232,10 @@ export class TaskRunner {
 
   private execute(request: Request): void | Promise<void> {
     const m = request.message
-    if (this.o.revoked.has(m.id)) return this.revokeOnArrival(request, 'revoked').then(() => this.pump())
+    if (this.o.revoked.has(m.id)) return this.discardAtStart(request, 'revoked')
+    // Checked again when it would start, as Celery's Request.revoked() does: a task that waited
+    // behind a busy pool, a rate limit or its ETA may have expired meanwhile.
+    if (m.expires && Date.parse(m.expires) <= Date.now()) return this.discardAtStart(request, 'expired')
     const task = this.o.app.tasks.get(m.task)!
     const acksLate = task.options.acksLate ?? this.o.acksLate
     this.active.set(m.id, request)
@@ -244,6 +247,13 @@ export class TaskRunner {
       return this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null).then(() => this.run(request))
     }
     return this.run(request)
+  }
+
+  /** A reserved task revoked or expired by the time it would start: it never runs, and may be the last one a shutdown waits for. */
+  private async discardAtStart(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
+    await this.revokeOnArrival(request, reason)
+    this.wakeIdleWaiters()
+    this.pump()
   }
 
   private run(request: Request): void | Promise<void> {

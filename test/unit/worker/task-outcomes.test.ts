@@ -40,10 +40,10 @@ function recordingBackend() {
   return { backend, stored, release }
 }
 
-function delivery(taskName: string, args: unknown[] = []) {
+function delivery(taskName: string, args: unknown[] = [], options: { expires?: string } = {}) {
   const settled: string[] = []
   const d: Delivery & { settled: string[] } = {
-    ...taskDeliveryFields(taskName, args),
+    ...taskDeliveryFields(taskName, args, options),
     settled,
     ack: async () => {
       settled.push('ack')
@@ -199,6 +199,30 @@ it('[outcomes] a slot that cannot hand over its outcome sends the failure the wo
   assert.deepEqual(unsendable, { status: 'failure', exc: { type: 'EncodeError', args: ["TypeError('Object of type function is not JSON serializable')"], module: 'kombu.exceptions', message: "TypeError('Object of type function is not JSON serializable')" }, traceback: null, runtime: 0.5 })
   const failure = unsendableOutcome({ status: 'failure', exc: { type: 'Exception', args: ['bad', () => 2], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 }, new Error('could not be cloned'))
   assert.deepEqual(failure, { status: 'failure', exc: { type: 'Exception', args: ['bad', '<function>'], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 })
+})
+
+it('[outcomes] a task that expires while it waits behind a busy pool is revoked as expired when it would start, not run', async () => {
+  const app = createApp({ name: 'proj' })
+  let unblock!: () => void
+  app.task('proj.block', () => new Promise<void>((resolve) => (unblock = resolve)))
+  let ran = false
+  app.task('proj.late', () => {
+    ran = true
+  })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, events } = runnerFor(app, backend, new SoloPool(app, 1))
+  // Not awaited: each call's promise is its task's whole run.
+  void runner.onDelivery(delivery('proj.block'))
+  const late = delivery('proj.late', [], { expires: new Date(Date.now() + 100).toISOString() })
+  void runner.onDelivery(late)
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  unblock()
+  await runner.idle()
+  assert.equal(ran, false)
+  assert.deepEqual(late.settled, ['ack'])
+  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['SUCCESS', null], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['expired'], exc_module: 'celery.exceptions' }]])
+  assert.ok(events.some(([type, fields]) => type === 'task-revoked' && fields.expired === true), JSON.stringify(events))
 })
 
 it('[outcomes] Ignore acks the message and stores nothing', async () => {
