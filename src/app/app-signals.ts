@@ -105,6 +105,29 @@ export class AppSignals {
     if (!list || list.length === 0) return
     for (const receiver of [...list]) runReceiver(name, receiver, payload)
   }
+
+  /**
+   * send(), then waits for the promises async receivers return, at most
+   * `limitMs`; resolves false when the limit cut the wait short. For the
+   * signals at a process's start and end: an `await db.connect()` in
+   * worker_process_init finishes before the slot takes a task, a flush in
+   * worker_shutdown before the connections close.
+   */
+  async sendAndWait<K extends SignalName>(name: K, payload: SignalPayloads[K], limitMs: number): Promise<boolean> {
+    const list = this.receivers.get(name)
+    if (!list || list.length === 0) return true
+    const pending = [...list].map((receiver) => runReceiver(name, receiver, payload)).filter((p): p is Promise<void> => p !== undefined)
+    if (pending.length === 0) return true
+    let timer: NodeJS.Timeout | undefined
+    const limit = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), limitMs)
+    })
+    try {
+      return await Promise.race([Promise.all(pending).then(() => true as const), limit])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
 }
 
 /**
@@ -112,15 +135,17 @@ export class AppSignals {
  * rejects with) is reported and goes no further, as Celery logs "Signal
  * handler %r raised: %r" and carries on.
  */
-export function runReceiver<T>(hook: string, receiver: (payload: T) => unknown, payload: T): void {
+export function runReceiver<T>(hook: string, receiver: (payload: T) => unknown, payload: T): Promise<void> | undefined {
   const report = (error: unknown): void => {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
     console.error(`Signal handler ${receiver.name || '<anonymous>'} for ${hook} raised: ${message}`)
   }
   try {
     const returned = receiver(payload)
-    if (returned instanceof Promise) returned.catch(report)
+    // Handed back settled either way, for a caller that waits for it (sendAndWait).
+    if (returned instanceof Promise) return returned.then(() => undefined, report)
   } catch (error) {
     report(error)
   }
+  return undefined
 }

@@ -41,6 +41,9 @@ const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
 
 export type { WorkerOptions } from './worker-options.js'
 
+/** How long an async worker_shutdown receiver may hold up the stop. */
+const WORKER_SHUTDOWN_RECEIVERS_MS = 4000
+
 export class Worker {
   state: WorkerState = 'CREATED'
   readonly clock = new LamportClock()
@@ -374,8 +377,9 @@ export class Worker {
   private async finalStop(): Promise<void> {
     if (this.finalized) return this.stopped
     this.finalized = true
-    this.o.app.signals.send('worker_shutdown', { sender: this.o.hostname })
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer)
+    // An async receiver (a metrics flush) finishes while the pool and connections are still up.
+    await this.o.app.signals.sendAndWait('worker_shutdown', { sender: this.o.hostname }, WORKER_SHUTDOWN_RECEIVERS_MS)
     this.autoscaler?.stop()
     this.guard?.stop()
     this.statedb?.close()

@@ -34,6 +34,8 @@ if (slotLogfile) closeSync(openSync(slotLogfile, 'a'))
 const slotLog = new Logger(data.loglevel, slotLogfile, isMainThread ? `ForkPoolWorker-${data.index}` : 'MainProcess')
 if (data.redirectStdouts) redirectConsole(slotLog, data.redirectStdouts)
 surviveStrayErrors((message) => slotLog.error(message))
+/** What a slot gives async worker_process_shutdown receivers: the pool kills a slot 3 s after asking it to exit. */
+const SHUTDOWN_RECEIVERS_MS = 2500
 const running = new Map<string, RunningJob>()
 /** Ended tasks whose end hooks wait for the worker's 'stored'. */
 const holding = new Map<string, RunningJob>()
@@ -47,10 +49,14 @@ try {
   const app = await loadApp(data.modulePath, data.includePaths)
   app.configure({ broker: data.broker, resultBackend: data.resultBackend ?? undefined })
   const slot = { sender: data.nodename, pid: process.pid, index: data.index }
-  const exit = (): never => {
+  let exiting = false
+  const exit = async (): Promise<void> => {
+    if (exiting) return
+    exiting = true
     // Hooks still held at exit (a cold shutdown) run late rather than never.
     for (const job of holding.values()) job.releaseEndHooks()
-    app.signals.send('worker_process_shutdown', slot)
+    // Inside the 3 s the pool gives a slot to exit before it is killed.
+    await app.signals.sendAndWait('worker_process_shutdown', slot, SHUTDOWN_RECEIVERS_MS)
     process.exit(0)
   }
   onMessage((message) => {
@@ -82,12 +88,17 @@ try {
         running.get(message.id)?.abort(message.reason)
         break
       case 'exit':
-        exit()
+        void exit()
     }
   })
   // A prefork child lives only as long as its worker: if the IPC channel goes, so does it.
-  if (isMainThread) process.on('disconnect', exit)
-  app.signals.send('worker_process_init', slot)
+  if (isMainThread) process.on('disconnect', () => void exit())
+  // Celery's worker_proc_alive_timeout bounds how long a new process may take to come up.
+  const aliveTimeout = Number(app.options.conf?.worker_proc_alive_timeout ?? 4)
+  const initLimitMs = Number.isFinite(aliveTimeout) && aliveTimeout > 0 ? aliveTimeout * 1000 : 4000
+  if (!(await app.signals.sendAndWait('worker_process_init', slot, initLimitMs))) {
+    slotLog.warning(`worker_process_init receivers still running after ${initLimitMs / 1000} s (worker_proc_alive_timeout); taking tasks`)
+  }
   send({ type: 'ready', pid: process.pid })
 } catch (error) {
   send({ type: 'load-error', message: (error as Error).message })
