@@ -130,6 +130,12 @@ export class AppSignals {
   }
 }
 
+/** How long worker_process_init receivers may take: Celery's worker_proc_alive_timeout (4 s), in ms. */
+export function processInitLimitMs(conf: Record<string, unknown> | undefined): number {
+  const seconds = Number(conf?.worker_proc_alive_timeout ?? 4)
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 4000
+}
+
 /**
  * Calls a signal receiver or a task's handler; what it throws (or its promise
  * rejects with) is reported and goes no further, as Celery logs "Signal

@@ -98,7 +98,7 @@ export class Worker {
       case 'threads':
         return new ThreadsPool(slotOptions)
       case 'solo':
-        return new SoloPool(this.o.app, size)
+        return new SoloPool(this.o.app, size, this.o.hostname, (message) => this.o.log.warning(message))
     }
   }
 

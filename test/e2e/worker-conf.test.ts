@@ -100,7 +100,7 @@ describe('task_routes: the client and the worker both route by the app\'s conf (
   before(async () => {
     // The worker consumes only `math`: a step routed anywhere else would never run.
     worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/interop-tasks.js'), '-b', brokerUrl, '--result-backend', brokerUrl, '-P', 'solo', '-Q', 'math', '-l', 'INFO'], {
-      env: { ...embeddedBrokerEnv(home), TSQ_WI_TASK_ROUTES: JSON.stringify(routes) },
+      env: { ...embeddedBrokerEnv(home), TSQ_WI_TASK_ROUTES: JSON.stringify(routes), TSQ_WI_SIGNALS: '1' },
       nodename: `routes-${process.pid}@${hostname()}`,
     })
     app = createApp({ name: 'proj', broker: brokerUrl, resultBackend: brokerUrl, conf: { task_routes: routes } })
@@ -110,6 +110,13 @@ describe('task_routes: the client and the worker both route by the app\'s conf (
     await app?.close()
     await worker?.stop()
     rmSync(home, { recursive: true, force: true })
+  })
+
+  // First, while the worker is new: without the wait a task would run mid-init.
+  it('the solo pool sends worker_process_init in the worker\'s process, as Celery\'s does, and waits for its async receiver', async () => {
+    const r = await app.sendTask('proj.initdone', [], {}, { queue: 'math' })
+    assert.equal(await r.get({ timeout: 20 }), true, worker?.output().slice(-3000))
+    assert.match(worker!.output(), /signal worker_process_init 0/)
   })
 
   it('sendTask of a routed task goes to its queue; a chain\'s next step, sent by the worker, follows the route too', async () => {
