@@ -14,17 +14,37 @@ export interface StrayErrorHandlers {
  * Installed where user code runs: the worker's main process (the solo pool,
  * and every module's top level) and each prefork or threads slot.
  */
-export function surviveStrayErrors(report: (message: string) => void): StrayErrorHandlers {
+/** What each stray error becomes: a report, or, for a broken pipe under the log itself, nothing. */
+export function strayErrorListeners(report: (message: string) => void) {
   const onRejection = (reason: unknown): void => report(`Unhandled promise rejection in task code (the worker goes on): ${describe(reason)}`)
-  const onException = (error: unknown): void => report(`Uncaught exception in task code (the worker goes on): ${describe(error)}`)
+  const onException = (error: unknown): void => {
+    // The log's own pipe is gone (`tsq worker | head`): reporting it would write to it again, for ever.
+    if (isBrokenPipe(error)) return
+    report(`Uncaught exception in task code (the worker goes on): ${describe(error)}`)
+  }
+  return { onRejection, onException }
+}
+
+export function surviveStrayErrors(report: (message: string) => void): StrayErrorHandlers {
+  const { onRejection, onException } = strayErrorListeners(report)
   process.on('unhandledRejection', onRejection)
   process.on('uncaughtException', onException)
+  // A closed stdout or stderr has nowhere to be reported; Python's worker ignores SIGPIPE alike.
+  process.stdout.on('error', onException)
+  process.stderr.on('error', onException)
   return {
     remove() {
       process.off('unhandledRejection', onRejection)
       process.off('uncaughtException', onException)
+      process.stdout.off('error', onException)
+      process.stderr.off('error', onException)
     },
   }
+}
+
+function isBrokenPipe(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED'
 }
 
 function describe(error: unknown): string {

@@ -272,3 +272,20 @@ describe('[-D --pidfile] detached worker and its pidfile', () => {
     assert.equal(existsSync(pidfile), false, 'the pidfile is removed at exit')
   })
 })
+
+describe('[broken pipe] a worker whose console pipe closes (`tsq worker | head`) keeps working and stops on SIGTERM', () => {
+  it('ignores EPIPE instead of reporting it into the same pipe for ever, and still exits on SIGTERM', async () => {
+    const home = tempTsqHome()
+    const env = embeddedBrokerEnv(home)
+    const node = nodeName()
+    const worker = await startWorker(['-A', APP, '-P', 'solo', '-l', 'INFO'], { env, nodename: node })
+    cleanups.push(() => killPid(worker.child.pid))
+    // What `head` does once it has its lines: the read ends go, and the next log line gets EPIPE.
+    worker.child.stdout!.destroy()
+    worker.child.stderr!.destroy()
+    const r = await result(env, await call(env, 'extra.pid', []))
+    assert.equal(r.status, 'SUCCESS', 'it still runs tasks, logging into the closed pipe')
+    assert.equal(await ping(env, node), true)
+    assert.equal(await worker.stop('SIGTERM'), 0, 'it stops on SIGTERM')
+  })
+})
