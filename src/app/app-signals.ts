@@ -130,10 +130,16 @@ export class AppSignals {
   }
 }
 
-/** How long worker_process_init receivers may take: Celery's worker_proc_alive_timeout (4 s), in ms. */
-export function processInitLimitMs(conf: Record<string, unknown> | undefined): number {
+/**
+ * worker_process_init in a process about to take tasks (a pool slot, or the
+ * solo pool's worker), waiting for async receivers at most Celery's
+ * worker_proc_alive_timeout (4 s); past it, `warn` says so and tasks start.
+ */
+export async function announceProcessInit(signals: AppSignals, conf: Record<string, unknown> | undefined, payload: SignalPayloads['worker_process_init'], warn: (message: string) => void): Promise<void> {
   const seconds = Number(conf?.worker_proc_alive_timeout ?? 4)
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 4000
+  const limitMs = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 4000
+  if (await signals.sendAndWait('worker_process_init', payload, limitMs)) return
+  warn(`worker_process_init receivers still running after ${limitMs / 1000} s (worker_proc_alive_timeout); taking tasks`)
 }
 
 /**

@@ -10,10 +10,6 @@ export interface StrayErrorHandlers {
   remove(): void
 }
 
-/**
- * Installed where user code runs: the worker's main process (the solo pool,
- * and every module's top level) and each prefork or threads slot.
- */
 /** What each stray error becomes: a report, or, for a broken pipe under the log itself, nothing. */
 export function strayErrorListeners(report: (message: string) => void) {
   const onRejection = (reason: unknown): void => report(`Unhandled promise rejection in task code (the worker goes on): ${describe(reason)}`)
@@ -25,6 +21,10 @@ export function strayErrorListeners(report: (message: string) => void) {
   return { onRejection, onException }
 }
 
+/**
+ * Installed where user code runs: the worker's main process (the solo pool,
+ * and every module's top level) and each prefork or threads slot.
+ */
 export function surviveStrayErrors(report: (message: string) => void): StrayErrorHandlers {
   const { onRejection, onException } = strayErrorListeners(report)
   process.on('unhandledRejection', onRejection)

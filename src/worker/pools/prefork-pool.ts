@@ -1,25 +1,12 @@
 // Child processes: the only pool that can kill a running task, so hard time
 // limits and revoke --terminate really stop the code.
 import { fork } from 'node:child_process'
-import type { LevelName } from '../../app/logger.js'
 import type { FromSlot } from './jobs.js'
-import { slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
+import { slotData, slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
 import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
 
-export interface SlotSpawnOptions extends SlotPoolOptions {
-  modulePath: string
-  includePaths: string[]
-  nodename: string
-  logfile: string | null
-  broker: string
-  resultBackend: string | null
-  loglevel: LevelName
-  redirectStdouts: LevelName | null
-}
-
-export function slotData(o: SlotSpawnOptions, index: number): SlotData {
-  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts }
-}
+/** The pool's own options, and what every slot it starts is told. */
+export interface SlotSpawnOptions extends SlotPoolOptions, Omit<SlotData, 'index'> {}
 
 export class PreforkPool extends SlotPool {
   readonly kind = 'prefork' as const

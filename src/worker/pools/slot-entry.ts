@@ -40,3 +40,8 @@ export interface SlotData {
   /** worker_redirect_stdouts_level, or null when prints are not redirected. */
   redirectStdouts: LevelName | null
 }
+
+/** Slot `index`'s data, out of its pool's options (which carry the pool's own settings too). */
+export function slotData(o: Omit<SlotData, 'index'>, index: number): SlotData {
+  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts }
+}

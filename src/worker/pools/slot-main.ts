@@ -2,7 +2,7 @@
 // user's module once, then run the jobs the worker sends, one at a time.
 import { closeSync, openSync } from 'node:fs'
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
-import { processInitLimitMs } from '../../app/app-signals.js'
+import { announceProcessInit } from '../../app/app-signals.js'
 import { loadApp } from '../../app/load-app.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprint.js'
 import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
@@ -94,11 +94,7 @@ try {
   })
   // A prefork child lives only as long as its worker: if the IPC channel goes, so does it.
   if (isMainThread) process.on('disconnect', () => void exit())
-  // Celery's worker_proc_alive_timeout bounds how long a new process may take to come up.
-  const initLimitMs = processInitLimitMs(app.options.conf)
-  if (!(await app.signals.sendAndWait('worker_process_init', slot, initLimitMs))) {
-    slotLog.warning(`worker_process_init receivers still running after ${initLimitMs / 1000} s (worker_proc_alive_timeout); taking tasks`)
-  }
+  await announceProcessInit(app.signals, app.options.conf, slot, (message) => slotLog.warning(message))
   send({ type: 'ready', pid: process.pid })
 } catch (error) {
   send({ type: 'load-error', message: (error as Error).message })

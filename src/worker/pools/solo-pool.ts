@@ -1,7 +1,7 @@
 // The solo pool runs tasks on the worker's own event loop: -c async tasks at
 // once, no isolation, and no way to kill a task that does not cooperate.
 import type { App } from '../../app/app.js'
-import { processInitLimitMs } from '../../app/app-signals.js'
+import { announceProcessInit } from '../../app/app-signals.js'
 import type { StateSink } from '../../app/task-context.js'
 import { executeJob, type RunningJob } from './executor.js'
 import type { Job, Outcome } from './jobs.js'
@@ -22,10 +22,7 @@ export class SoloPool implements Pool {
 
   /** Celery's solo pool sends worker_process_init too: its one process is the worker's. */
   async start(): Promise<void> {
-    const limitMs = processInitLimitMs(this.app.options.conf)
-    if (!(await this.app.signals.sendAndWait('worker_process_init', { sender: this.hostname, pid: process.pid, index: 0 }, limitMs))) {
-      this.log?.(`worker_process_init receivers still running after ${limitMs / 1000} s (worker_proc_alive_timeout); taking tasks`)
-    }
+    await announceProcessInit(this.app.signals, this.app.options.conf, { sender: this.hostname, pid: process.pid, index: 0 }, (message) => this.log?.(message))
   }
 
   run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome> {

@@ -2,8 +2,8 @@
 // running task can be ended (the thread is terminated and replaced).
 import { Worker } from 'node:worker_threads'
 import type { FromSlot } from './jobs.js'
-import { slotData, type SlotSpawnOptions } from './prefork-pool.js'
-import { slotEntryPath, slotExecArgv } from './slot-entry.js'
+import type { SlotSpawnOptions } from './prefork-pool.js'
+import { slotData, slotEntryPath, slotExecArgv } from './slot-entry.js'
 import { SlotPool, type SlotHandle } from './slot-pool.js'
 
 export class ThreadsPool extends SlotPool {
