@@ -58,7 +58,10 @@ export function unsendableOutcome(outcome: Outcome, sendError: unknown): Outcome
   } catch (error) {
     reason = error instanceof EncodeError ? error : new EncodeError(error)
   }
-  return { status: 'failure', exc: encodeFailure(reason), traceback: null, runtime: outcome.runtime }
+  const failure: Outcome = { status: 'failure', exc: encodeFailure(reason), traceback: null, runtime: outcome.runtime }
+  // The slot still holds the task's end hooks: the worker must release them.
+  if (outcome.endHooks) failure.endHooks = true
+  return failure
 }
 
 function traceback(error: unknown): string | null {

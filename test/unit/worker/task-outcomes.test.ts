@@ -197,6 +197,8 @@ it('[outcomes] a result JSON cannot carry fails the task with kombu\'s EncodeErr
 it('[outcomes] a slot that cannot hand over its outcome sends the failure the worker would record', () => {
   const unsendable = unsendableOutcome({ status: 'success', value: { f: () => 1 }, runtime: 0.5 }, new Error('() => 1 could not be cloned.'))
   assert.deepEqual(unsendable, { status: 'failure', exc: { type: 'EncodeError', args: ["TypeError('Object of type function is not JSON serializable')"], module: 'kombu.exceptions', message: "TypeError('Object of type function is not JSON serializable')" }, traceback: null, runtime: 0.5 })
+  // Hooks the slot holds stay marked, so the worker still releases them.
+  assert.equal(unsendableOutcome({ status: 'success', value: { f: () => 1 }, runtime: 0.5, endHooks: true }, new Error('could not be cloned')).endHooks, true)
   const failure = unsendableOutcome({ status: 'failure', exc: { type: 'Exception', args: ['bad', () => 2], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 }, new Error('could not be cloned'))
   assert.deepEqual(failure, { status: 'failure', exc: { type: 'Exception', args: ['bad', '<function>'], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 })
 })
