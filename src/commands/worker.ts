@@ -41,6 +41,8 @@ export default class WorkerCommand extends TsqCommand<void> {
     autoscale: Flags.string({ description: 'MAX,MIN: grow the pool up to MAX processes while tasks wait, shrink to MIN when idle.' }),
     statedb: Flags.string({ char: 'S', description: 'Keep revoked ids and the logical clock in this file across restarts (%n etc. expand).' }),
     'cancel-long-running-tasks-on-connection-loss': Flags.boolean({ description: 'On broker connection loss, cancel running late-ack tasks (their messages are redelivered).' }),
+    'eta-broker-delay-after': Flags.string({ description: "Seconds: an ETA or countdown further away than this is handed to the broker's delayed delivery (RabbitMQ) instead of held unacknowledged past the broker's consumer_timeout. Default 1500 (worker_eta_broker_delay_after)." }),
+    'without-eta-broker-delay': Flags.boolean({ description: 'Hold every ETA task in the worker, as Celery 5.2 does (worker_eta_broker_delay = False); a far one is logged with a warning.' }),
     'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
     'soft-shutdown-timeout': Flags.string({ description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).', default: '0' }),
     'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
@@ -119,6 +121,8 @@ export default class WorkerCommand extends TsqCommand<void> {
       maxMemoryPerChild: flags['max-memory-per-child'],
       statedb: flags.statedb ? nodeFormat(flags.statedb, nodename, 0) : null,
       cancelLongRunningOnLoss: flags['cancel-long-running-tasks-on-connection-loss'],
+      etaBrokerDelay: flags['without-eta-broker-delay'] ? false : undefined,
+      etaBrokerDelayAfter: seconds('eta-broker-delay-after', flags['eta-broker-delay-after']),
       quiet: flags.quiet,
       version: this.config.version,
       startCompanion: flags.beat

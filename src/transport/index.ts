@@ -16,6 +16,7 @@ export type {
   Transport,
   TransportCapabilities,
   TransportEvents,
+  DeliveriesLost,
 } from './transport.js'
 export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, TransportClosedError, TsqTransportError } from './errors.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'

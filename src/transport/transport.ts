@@ -27,11 +27,19 @@ export interface QueueSpec {
   arguments?: QueueArguments
 }
 
-/** Header values as they travel in AMQP tables and in kombu's Redis JSON envelope. */
-export type HeaderValue = string | number | boolean | null | HeaderValue[] | { [key: string]: HeaderValue }
+/**
+ * Header values as they travel in AMQP tables and in kombu's Redis JSON envelope.
+ * A bigint is an integer a double cannot hold exactly (a Python sender's 64-bit value).
+ */
+export type HeaderValue = string | number | bigint | boolean | null | HeaderValue[] | { [key: string]: HeaderValue }
 export type Headers = Record<string, HeaderValue>
 
 export interface MessageProperties {
+  /**
+   * Set on a delivery whose header table could not be read (a type no client
+   * writes): `headers` is then empty, and the message should be rejected.
+   */
+  unreadableHeaders?: string
   contentType: string
   contentEncoding: string
   headers: Headers
@@ -69,6 +77,13 @@ export interface Delivery {
    * the broker needs no such help.
    */
   deferVisibility?(untilUnixSeconds: number): Promise<void>
+  /**
+   * False once the broker has taken the delivery back: its channel or
+   * connection closed (AMQP), or the visibility timeout restored it (Redis).
+   * The broker delivers it again, so a copy held in memory must not run.
+   * Absent where a delivery cannot be taken back while its consumer lives.
+   */
+  isLive?(): boolean
 }
 
 export interface PublishOptions {
@@ -111,9 +126,24 @@ export interface TransportCapabilities {
   autoDeleteOnCancel: boolean
 }
 
+/** Why deliveries of one consumer were taken back by the broker. */
+export interface DeliveriesLost {
+  queue: string
+  /** The broker's reason, where it gave one (a channel closed by an error). */
+  reason: Error | null
+  /**
+   * The broker closed the channel because a delivery stayed unacknowledged
+   * past its consumer timeout (RabbitMQ's `consumer_timeout`), in ms as the
+   * broker reported it (0 when it did not say).
+   */
+  ackTimeoutMs?: number
+}
+
 export interface TransportEvents {
   'connection:lost': (error: Error) => void
   'connection:restored': () => void
+  /** Deliveries still unsettled on `queue` are no longer live (see Delivery.isLive). */
+  'deliveries:lost': (lost: DeliveriesLost) => void
   error: (error: Error) => void
 }
 
@@ -137,6 +167,12 @@ export interface Transport {
   deleteQueue(queue: string): Promise<void>
   /** Exchange '' is the default exchange: routingKey names the queue. */
   publish(exchange: string, routingKey: string, message: OutgoingMessage, options?: PublishOptions): Promise<void>
+  /**
+   * Has the broker hold `message` for `delaySeconds` (whole seconds) and then
+   * put it in `queue`, confirmed before it resolves: a worker need not hold an
+   * ETA task past the broker's consumer timeout. Absent where the broker cannot.
+   */
+  publishDelayed?(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void>
   consume(queue: string, handler: DeliveryHandler, options?: ConsumeOptions): Promise<Consumer>
   /** Removes ready messages; returns how many. */
   purge(queue: string): Promise<number>

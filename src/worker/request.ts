@@ -17,6 +17,13 @@ export class Request {
   stateWrites: Promise<void> | null = null
   /** The pool holds the task's end hooks until the worker has stored its outcome. */
   endHooksHeld = false
+  /** When the worker received it (ms), to name the delivery a broker timed out. */
+  readonly receivedAt = Date.now()
+  /**
+   * The broker's new copy of this running task, delivered after the channel of
+   * this one closed: it is settled as this one ends, instead of being run again.
+   */
+  successor: Delivery | null = null
 
   constructor(
     readonly message: TaskRequest,

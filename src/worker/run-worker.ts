@@ -13,6 +13,7 @@ import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint
 import { surviveStrayErrors } from './stray-errors.js'
 import { redirectConsole, redirectLevel } from './redirect-stdouts.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
+import { DEFAULT_ETA_DELAY_AFTER_S } from './task-runner.js'
 import { Worker } from './worker.js'
 import { consumedQueues } from './worker-options.js'
 
@@ -49,6 +50,10 @@ export interface RunWorkerOptions {
   maxMemoryPerChild: number | undefined
   statedb: string | null
   cancelLongRunningOnLoss: boolean
+  /** --without-eta-broker-delay gives false; undefined leaves it to the app's conf. */
+  etaBrokerDelay?: boolean
+  /** --eta-broker-delay-after, seconds; null or undefined leaves it to the app's conf. */
+  etaBrokerDelayAfter?: number | null
   quiet: boolean
   version: string
   /**
@@ -117,6 +122,10 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     statedb: o.statedb,
     cancelLongRunningOnLoss: o.cancelLongRunningOnLoss || conf.worker_cancel_long_running_tasks_on_connection_loss === true,
     prefetchReduction: conf.worker_enable_prefetch_count_reduction !== false,
+    etaDelay: {
+      enabled: o.etaBrokerDelay ?? conf.worker_eta_broker_delay !== false,
+      afterSeconds: o.etaBrokerDelayAfter ?? positiveSetting(conf.worker_eta_broker_delay_after) ?? DEFAULT_ETA_DELAY_AFTER_S,
+    },
     workerDirect,
     log,
   })

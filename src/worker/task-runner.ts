@@ -38,7 +38,28 @@ export interface RunnerOptions {
   onScheduledChange: (count: number) => void
   /** Called after each task ends (the worker gives back prefetch held back after a reconnect). */
   onTaskDone?: () => void
+  /** Where an ETA task waits when it is far away; the worker lowers `afterSeconds` when the broker shows a shorter timeout. */
+  etaDelay?: EtaDelayPolicy
 }
+
+/**
+ * RabbitMQ closes a channel that holds a delivery unacknowledged longer than
+ * its consumer_timeout (30 min by default), and a worker holds an ETA task
+ * unacknowledged until its time. So an ETA further away than `afterSeconds`
+ * goes to the broker's delayed delivery, which gives it back to its queue at
+ * its time, for any worker.
+ */
+export interface EtaDelayPolicy {
+  enabled: boolean
+  afterSeconds: number
+}
+
+/** worker_eta_broker_delay_after's default: below RabbitMQ's default consumer_timeout of 30 minutes. */
+export const DEFAULT_ETA_DELAY_AFTER_S = 25 * 60
+
+/** How long, and how many, tasks settled on a lost channel are remembered, so their redelivered copies are not run again. */
+const SETTLED_ON_LOST_MAX = 10_000
+const SETTLED_ON_LOST_TTL_MS = 60 * 60 * 1000
 
 export class TaskRunner {
   readonly active = new Map<string, Request>()
@@ -79,9 +100,17 @@ export class TaskRunner {
 
   /** Celery's result_extended: key-value results also carry the task's name, args, kwargs, worker, retries and queue. */
   private readonly resultExtended: boolean
+  /**
+   * Tasks that ended while the channel that delivered them was gone, so their
+   * ack never reached the broker: id → how they were settled. The broker's
+   * redelivered copy is settled the same way instead of running twice.
+   */
+  private readonly settledOnLost = new Map<string, { retries: number; how: 'ack' | 'reject'; at: number }>()
+  private readonly etaDelay: EtaDelayPolicy
 
   constructor(private readonly o: RunnerOptions) {
     this.resultExtended = o.app.options.conf?.result_extended === true
+    this.etaDelay = o.etaDelay ?? { enabled: false, afterSeconds: DEFAULT_ETA_DELAY_AFTER_S }
   }
 
   // ---- receiving -------------------------------------------------------
@@ -95,16 +124,34 @@ export class TaskRunner {
     let message: TaskRequest
     try {
       if (delivery.body.length > MAX_BODY_BYTES) throw new Error(`body of ${delivery.body.length} bytes exceeds ${MAX_BODY_BYTES}`)
+      if (delivery.properties.unreadableHeaders !== undefined) throw new Error(`unreadable header table: ${delivery.properties.unreadableHeaders}`)
       message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
     } catch (error) {
       this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
       if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: delivery.properties.headers, body: delivery.body }, exc: error as Error })
       return delivery.reject({ requeue: false }).catch(() => undefined)
     }
+    if (delivery.redelivered && this.takenOver(message, delivery)) return
     const request = new Request(message, delivery, this.o.hostname)
     if (!this.o.app.tasks.has(message.task)) return this.unregistered(request)
     if (this.o.revoked.has(message.id)) return this.revokeOnArrival(request, 'revoked')
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
+    const eta = request.etaDate
+    const wait = eta ? eta.getTime() - Date.now() : 0
+    if (wait > this.etaDelay.afterSeconds * 1000) {
+      if (this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
+      this.o.log.warning(
+        `Task ${message.task}[${message.id}] has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer timeout (about ${this.etaDelay.afterSeconds} s known here): ` +
+          `the broker will take it back from this worker before then and deliver it again. Raise the broker's consumer_timeout` +
+          (this.o.transport.publishDelayed ? ' or turn on worker_eta_broker_delay.' : '.'),
+      )
+    }
+    return this.accept(request)
+  }
+
+  /** Received here: signalled, logged, then held until its ETA or reserved. */
+  private accept(request: Request): void | Promise<void> {
+    const { message, delivery } = request
     if (this.o.app.signals.has('task_received')) this.o.app.signals.send('task_received', { sender: this.o.hostname, request: request.info() })
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${message.task}[${message.id}] received`)
     if (this.o.events.taskEvents) {
@@ -121,13 +168,14 @@ export class TaskRunner {
       })
     }
     const eta = request.etaDate
-    if (eta && eta.getTime() > Date.now()) {
+    const wait = eta ? eta.getTime() - Date.now() : 0
+    if (eta && wait > 0) {
       // Held unacked until due; the consumer widens its window by one (spec §1.6 step 4).
       const timer = setTimeout(() => {
         this.scheduled.delete(request.id)
         this.o.onScheduledChange(this.scheduled.size)
         this.reserve(request)
-      }, Math.min(eta.getTime() - Date.now(), 2 ** 31 - 1))
+      }, Math.min(wait, 2 ** 31 - 1))
       this.scheduled.set(request.id, { request, timer })
       this.o.onScheduledChange(this.scheduled.size)
       // On Redis the visibility timeout then runs from the ETA, not from now.
@@ -161,8 +209,86 @@ export class TaskRunner {
   }
 
   private reserve(request: Request): void {
+    if (this.lostDelivery(request)) return
     this.reserved.push(request)
     this.pump()
+  }
+
+  /**
+   * True (and logged) when the broker has taken the request's delivery back:
+   * its channel closed, so the broker delivers it again, to this worker or
+   * another, and this copy must not run (Celery's consumer drops its reserved
+   * requests on close for the same reason).
+   */
+  private lostDelivery(request: Request): boolean {
+    if (request.delivery.isLive?.() !== false) return false
+    this.o.log.debug(`Dropped ${request.name}[${request.id}]: the broker took its delivery back and delivers it again`)
+    return true
+  }
+
+  /**
+   * Drops every held request (waiting for its ETA, a rate-limit token or a pool
+   * slot) whose delivery the broker took back, at once and with its timer.
+   * Running tasks finish; their acks are dropped by the transport. Returns the
+   * dropped requests.
+   */
+  dropLost(): Request[] {
+    const dropped: Request[] = []
+    for (const [id, entry] of this.scheduled) {
+      if (entry.request.delivery.isLive?.() !== false) continue
+      clearTimeout(entry.timer)
+      this.scheduled.delete(id)
+      dropped.push(entry.request)
+    }
+    const scheduledDropped = dropped.length
+    for (let i = this.reserved.length - 1; i >= 0; i -= 1) {
+      const request = this.reserved[i]!
+      if (request.delivery.isLive?.() !== false) continue
+      this.reserved.splice(i, 1)
+      dropped.push(request)
+    }
+    if (scheduledDropped > 0) this.o.onScheduledChange(this.scheduled.size)
+    if (dropped.length > 0) this.wakeIdleWaiters()
+    return dropped
+  }
+
+  /**
+   * The broker's new copy of a task this worker ran, or still runs, from a
+   * channel that has since closed: it takes that run's outcome instead of
+   * running again. True when the delivery was taken over.
+   */
+  private takenOver(message: TaskRequest, delivery: Delivery): boolean {
+    const running = this.active.get(message.id)
+    if (running && running.successor === null && running.message.retries === message.retries && running.delivery.isLive?.() === false) {
+      running.successor = delivery
+      this.o.log.info(`Task ${message.task}[${message.id}] delivered again while it still runs from a closed channel: this copy takes that run's outcome`)
+      return true
+    }
+    const settled = this.settledOnLost.get(message.id)
+    if (!settled || settled.retries !== message.retries) return false
+    this.settledOnLost.delete(message.id)
+    this.o.log.info(`Task ${message.task}[${message.id}] delivered again after it ended on a closed channel: settled (${settled.how}), not run again`)
+    this.track(settled.how === 'ack' ? delivery.ack() : delivery.reject({ requeue: false }))
+    return true
+  }
+
+  /**
+   * Moves a far ETA task to the broker's delayed delivery: published there
+   * (confirmed), then acked, so it is never lost; it comes back to its queue
+   * a second before its ETA and is held for the rest as any near ETA is.
+   */
+  private async delayOnBroker(request: Request, waitMs: number): Promise<void> {
+    const m = request.message
+    const d = request.delivery
+    const delaySeconds = Math.max(0, Math.floor(waitMs / 1000) - 1)
+    try {
+      await this.o.transport.publishDelayed!(d.queue, { body: d.body, properties: withoutDeathRecord(d.properties) }, delaySeconds)
+    } catch (error) {
+      this.o.log.warning(`Task ${m.task}[${m.id}]: could not hand its ETA to the broker's delayed delivery (${(error as Error).message}); holding it here`)
+      return this.accept(request)
+    }
+    this.track(request.ack())
+    this.o.log.info(`Task ${m.task}[${m.id}] has an ETA ${Math.round(waitMs / 1000)} s away: handed to the broker's delayed delivery, back in ${d.queue} at ${m.eta}`)
   }
 
   // ---- dispatching -----------------------------------------------------
@@ -232,6 +358,10 @@ export class TaskRunner {
 
   private execute(request: Request): void | Promise<void> {
     const m = request.message
+    if (this.lostDelivery(request)) {
+      this.wakeIdleWaiters()
+      return
+    }
     if (this.o.revoked.has(m.id)) return this.discardAtStart(request, 'revoked')
     // Checked again when it would start, as Celery's Request.revoked() does: a task that waited
     // behind a busy pool, a rate limit or its ETA may have expired meanwhile.
@@ -531,10 +661,27 @@ export class TaskRunner {
    */
   private settle(request: Request, how: 'ack' | 'requeue' | 'reject'): void {
     const m = request.message
+    const successor = request.successor
+    if (successor) {
+      // The running copy's delivery is gone; its outcome settles the broker's new copy.
+      request.settled = true
+      this.track(how === 'ack' ? successor.ack() : successor.reject({ requeue: how === 'requeue' }))
+      return
+    }
+    if (how !== 'requeue' && !request.settled && request.delivery.isLive?.() === false) this.rememberSettledOnLost(m, how)
     this.track(how === 'ack' ? request.ack() : request.reject(how === 'requeue'), (error) => {
       this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)
       this.settled()
     })
+  }
+
+  private rememberSettledOnLost(m: TaskRequest, how: 'ack' | 'reject'): void {
+    const now = Date.now()
+    for (const [id, entry] of this.settledOnLost) {
+      if (this.settledOnLost.size < SETTLED_ON_LOST_MAX && now - entry.at < SETTLED_ON_LOST_TTL_MS) break
+      this.settledOnLost.delete(id)
+    }
+    this.settledOnLost.set(m.id, { retries: m.retries, how, at: now })
   }
 
   /** Counts `sent` until it settles; a failure goes to `onFailure` (silent by default, as an early ack's). */
@@ -566,6 +713,21 @@ function decompress(delivery: Delivery): Buffer {
 function extendedFields(request: Request, hostname: string): ExtendedResultFields {
   const m = request.message
   return { name: m.task, args: m.args, kwargs: m.kwargs, worker: hostname, retries: m.retries, queue: request.delivery.routingKey ?? null }
+}
+
+/**
+ * The record RabbitMQ adds when it dead-letters a message (x-death and the
+ * x-first-death-* headers) is the broker's, not the sender's: a message moved
+ * to the delayed delivery again leaves it behind, so the broker writes its own.
+ */
+function withoutDeathRecord(properties: Delivery['properties']): Delivery['properties'] {
+  const headers = properties.headers
+  if (!headers || !Object.keys(headers).some(isDeathHeader)) return properties
+  return { ...properties, headers: Object.fromEntries(Object.entries(headers).filter(([key]) => !isDeathHeader(key))) }
+}
+
+function isDeathHeader(key: string): boolean {
+  return key === 'x-death' || key.startsWith('x-first-death-') || key.startsWith('x-last-death-')
 }
 
 /** The task-message headers protocol v2 defines (and kombu's compression); the rest are a sender's own. */

@@ -4,6 +4,7 @@ import type { LevelName, Logger } from '../app/logger.js'
 import { taskQueue, workerDirectQueue } from '../app/queues.js'
 import type { QueueDeclaration } from './control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
+import type { EtaDelayPolicy } from './task-runner.js'
 
 export interface WorkerOptions {
   app: App
@@ -48,6 +49,8 @@ export interface WorkerOptions {
   cancelLongRunningOnLoss: boolean
   /** worker_enable_prefetch_count_reduction (Celery's default: on). */
   prefetchReduction: boolean
+  /** worker_eta_broker_delay and worker_eta_broker_delay_after (see EtaDelayPolicy). The worker lowers `afterSeconds` when the broker shows a shorter timeout. */
+  etaDelay: EtaDelayPolicy
   /** worker_direct: also consume `<hostname>.dq2`, bound to the `C.dq2` exchange by the node name. */
   workerDirect: boolean
   log: Logger

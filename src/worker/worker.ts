@@ -2,7 +2,7 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
-import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type Transport } from '../transport/index.js'
+import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Transport } from '../transport/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
@@ -131,7 +131,9 @@ export class Worker {
       softTimeLimit: this.o.softTimeLimit,
       onScheduledChange: () => void this.applyPrefetch(),
       onTaskDone: () => this.guard?.taskDone(),
+      etaDelay: this.o.etaDelay,
     })
+    this.transport.on('deliveries:lost', (lost) => this.onDeliveriesLost(lost))
     this.guard = this.makeGuard()
     this.guard.start()
     if (this.o.statedb) {
@@ -242,6 +244,31 @@ export class Worker {
       basePrefetch: () => this.basePrefetch,
       applyPrefetch: () => this.applyPrefetch(),
     })
+  }
+
+  /**
+   * The broker took back what one consumer's channel held: the held copies go
+   * at once (it delivers them again). An ack timeout (RabbitMQ's
+   * consumer_timeout) is one warning naming the task held longest, and from
+   * then on ETAs that far away go to the broker's delayed delivery.
+   */
+  private onDeliveriesLost(lost: DeliveriesLost): void {
+    const dropped = this.runner.dropLost()
+    if (dropped.length > 0) {
+      this.o.log.info(`Dropped ${dropped.length} held task(s) of ${lost.queue} (waiting for an ETA, a rate limit or a pool slot): the broker took them back with their channel and delivers them again`)
+      void this.applyPrefetch()
+    }
+    if (lost.ackTimeoutMs === undefined) return
+    const held = [...dropped, ...[...this.runner.active.values()].filter((r) => r.delivery.queue === lost.queue && r.delivery.isLive?.() === false)]
+    const oldest = held.sort((a, b) => a.receivedAt - b.receivedAt)[0]
+    const timeout = lost.ackTimeoutMs > 0 ? `${lost.ackTimeoutMs / 1000} s` : 'its length not given'
+    const policy = this.o.etaDelay
+    if (lost.ackTimeoutMs > 0) policy.afterSeconds = Math.min(policy.afterSeconds, Math.max(1, Math.floor((lost.ackTimeoutMs / 1000) * 0.8)))
+    const what = oldest ? `Task ${oldest.name}[${oldest.id}]` : `A delivery of ${lost.queue}`
+    const advice = policy.enabled && this.transport.publishDelayed
+      ? `ETAs more than ${policy.afterSeconds} s away now wait in the broker's delayed delivery instead of in this worker.`
+      : `Raise RabbitMQ's consumer_timeout above the longest countdown, or turn on worker_eta_broker_delay.`
+    this.o.log.warning(`${what} was held unacknowledged past RabbitMQ's consumer_timeout (${timeout}): the broker closed its channel and delivers it again; the worker goes on. ${advice}`)
   }
 
   async cancelConsumer(queue: string): Promise<void> {

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
-import amqplib from 'amqplib'
+import amqplib from '../../src/transport/amqp/amqplib.js'
 import { Redis } from 'ioredis'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'

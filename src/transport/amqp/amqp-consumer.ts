@@ -22,6 +22,8 @@ export interface ConsumerHost {
   redeclareQueue(channel: Channel, queue: string): Promise<boolean>
   /** True while the connection is open (not closing, not reconnecting). */
   connectionUsable(conn: ChannelModel): boolean
+  /** The channel holding this consumer's unsettled deliveries is gone; `reason` is the broker's, if any. */
+  deliveriesLost(consumer: AmqpConsumer, reason: Error | null): void
 }
 
 let consumerSeq = 0
@@ -71,12 +73,14 @@ export class AmqpConsumer implements Consumer {
     this.conn = conn
     const channel = await conn.createChannel()
     const batcher = new AckBatcher(channel)
-    channel.on('error', () => undefined)
+    // The broker's reason comes as 'error' just before 'close' (an ack timeout, a deleted queue).
+    let closeReason: Error | null = null
+    channel.on('error', (err: Error) => (closeReason = err))
     // Only a channel that was consuming is restarted when it fails; a failed
     // start is the caller's error to handle.
     let established = false
     channel.on('close', () => {
-      if (established) this.onChannelClosed(conn, channel, generation)
+      if (established) this.onChannelClosed(conn, channel, generation, closeReason)
     })
     this.channel = channel
     this.batcher = batcher
@@ -111,9 +115,11 @@ export class AmqpConsumer implements Consumer {
 
   /** The connection died: deliveries in flight will be redelivered by the broker. */
   detach(): void {
+    const held = this.channel !== null && !this.noAck
     this.channel = null
     this.batcher?.close()
     this.batcher = null
+    if (held) this.host.deliveriesLost(this, null)
   }
 
   async cancel(): Promise<void> {
@@ -155,11 +161,12 @@ export class AmqpConsumer implements Consumer {
     }
   }
 
-  private onChannelClosed(conn: ChannelModel, channel: Channel, generation: number): void {
+  private onChannelClosed(conn: ChannelModel, channel: Channel, generation: number, reason: Error | null): void {
     if (this.channel === channel) {
       this.channel = null
       this.batcher?.close()
       this.batcher = null
+      if (!this.noAck) this.host.deliveriesLost(this, reason)
     }
     // A closing connection takes every channel with it; the transport restarts
     // consumers after the reconnect. Here only a lone channel failure is handled.
@@ -214,6 +221,7 @@ export class AmqpConsumer implements Consumer {
       deliveryTag: `${this.tag}.${generation}.${msg.fields.deliveryTag}`,
       ack: () => settle((b) => b.ack(msg.fields.deliveryTag)),
       reject: ({ requeue }) => settle((b) => b.reject(msg, requeue)),
+      isLive: () => this.channel === channel && generation === this.generation,
     }
     try {
       const result = this.handler(delivery)

@@ -20,8 +20,9 @@ import type {
 } from '../transport.js'
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
 import { reconnectDelayMs, sleep } from './backoff.js'
-import { classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
+import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
 import { amqpConnectSettings, type AmqpConnectSettings } from './connect-options.js'
+import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
 import { toPublishOptions } from './properties.js'
 import { assertExchange, assertQueue, TopologyRegistry } from './topology.js'
@@ -62,6 +63,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private stateWaiters: Array<() => void> = []
   private readonly stopReconnect = new AbortController()
   private readonly consumerHost: ConsumerHost
+  /** kombu 5.5's delayed-delivery ladder, declared on the first delayed publish. */
+  private delayedLadder: Promise<void> | null = null
+  /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
+  private readonly delayedQueues = new Map<string, Promise<void>>()
 
   constructor(url: string) {
     super()
@@ -74,6 +79,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
       forget: (consumer) => this.consumers.delete(consumer),
       redeclareQueue: (channel, queue) => this.redeclareQueue(channel, queue),
       connectionUsable: (conn) => this.state === 'open' && this.conn === conn,
+      deliveriesLost: (consumer, reason) => this.emitSafely('deliveries:lost', { queue: consumer.queue, reason, ...ackTimeoutOf(reason) }),
     }
   }
 
@@ -169,6 +175,50 @@ export class AmqpTransport extends EventEmitter implements Transport {
         }
       })
     })
+  }
+
+  /**
+   * Through kombu 5.5's native delayed delivery (delayed-delivery.ts): the
+   * ladder of TTL queues holds the message for `delaySeconds`, then its exit
+   * exchange routes it back by `#.<queue>`, which binds `queue` itself:
+   * Celery binds the queue's exchange instead, which cannot work for the
+   * direct exchanges Celery's own queues use.
+   */
+  async publishDelayed(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void> {
+    this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
+      this.delayedLadder = null
+      throw err
+    })
+    await this.delayedLadder
+    let bound = this.delayedQueues.get(queue)
+    if (!bound) {
+      bound = this.bindQueue(queue, DELAYED_DELIVERY_EXCHANGE, delayedDeliveryBindingKey(queue)).catch((err: unknown) => {
+        this.delayedQueues.delete(queue)
+        throw err
+      })
+      this.delayedQueues.set(queue, bound)
+    }
+    await bound
+    const target = delayedPublishTarget(Math.min(Math.max(0, Math.floor(delaySeconds)), MAX_DELAY_SECONDS), queue)
+    // Without the expiration property: RabbitMQ drops it on dead-lettering anyway,
+    // and a shorter one would let the message out of the ladder early.
+    const { expiration: _expiration, ...properties } = message.properties
+    await this.publish(target.exchange, target.routingKey, { body: message.body, properties })
+  }
+
+  /**
+   * Celery 5.5 declares the ladder's queues as quorum queues by default, kombu
+   * as classic ones where asked: whichever came first stays, so the other
+   * type is tried when RabbitMQ says the first is not equivalent.
+   */
+  private async declareDelayedLadder(): Promise<void> {
+    const attempt = (type: DelayedQueueType) => this.withControl('declare the delayed-delivery queues (celery_delayed_*)', (ch) => declareDelayedDelivery(ch, type))
+    try {
+      await attempt('classic')
+    } catch (err) {
+      if (!(err instanceof BrokerRequestError) || !/x-queue-type/.test(err.message)) throw err
+      await attempt('quorum')
+    }
   }
 
   async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {

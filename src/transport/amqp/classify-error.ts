@@ -62,3 +62,16 @@ export function describeConnectFailure(err: unknown): string {
   if (/NOT[-_]ALLOWED|530/.test(message)) return 'not allowed (check that the vhost exists and the user may use it)'
   return serverText(message)
 }
+
+/**
+ * RabbitMQ (3.8.15 and later) closes a channel whose delivery stayed
+ * unacknowledged past `consumer_timeout` with `PRECONDITION_FAILED - delivery
+ * acknowledgement on channel 1 timed out. Timeout value used: 1800000 ms`.
+ * The broker's timeout is not readable any other way by a client, so the
+ * worker learns it from here.
+ */
+export function ackTimeoutOf(reason: Error | null): { ackTimeoutMs?: number } {
+  if (!reason || !/delivery acknowledgement on channel \d+ timed out/i.test(reason.message)) return {}
+  const used = /Timeout value used: (\d+) ms/i.exec(reason.message)
+  return { ackTimeoutMs: used ? Number(used[1]) : 0 }
+}

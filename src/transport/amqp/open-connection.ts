@@ -1,4 +1,4 @@
-import amqp from 'amqplib'
+import amqp from './amqplib.js'
 import type { ChannelModel } from 'amqplib'
 import { BrokerConnectionError } from '../errors.js'
 import { describeConnectFailure } from './classify-error.js'

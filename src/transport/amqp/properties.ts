@@ -1,6 +1,7 @@
 // MessageProperties <-> amqplib's publish options and message properties.
 import type { MessageProperties as AmqplibProperties, Options } from 'amqplib'
 import type { HeaderValue, Headers, MessageProperties, QueueArguments } from '../transport.js'
+import { unreadableReason } from './field-table.js'
 
 export function toPublishOptions(props: MessageProperties): Options.Publish {
   const options: Options.Publish = {
@@ -17,13 +18,15 @@ export function toPublishOptions(props: MessageProperties): Options.Publish {
 }
 
 /**
- * amqplib decodes some AMQP field types into tagged objects (`{'!': 'timestamp',
- * value}`) or Buffers; the contract's HeaderValue is plain JSON-like data.
+ * The field-table codec (field-table.ts) gives plain values but for byte
+ * strings (`x`), which the contract's HeaderValue carries as text; tagged
+ * objects are amqplib's form, kept for tables it decoded itself.
  */
 function plainHeaderValue(value: unknown): HeaderValue {
   if (value === null || value === undefined) return null
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value
-  if (typeof value === 'bigint') return Number(value)
+  // Exact only where a double would change it, as the codec and the body's integers do.
+  if (typeof value === 'bigint') return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value
   if (Buffer.isBuffer(value)) return value.toString('utf8')
   if (Array.isArray(value)) return value.map(plainHeaderValue)
   if (typeof value === 'object') {
@@ -54,7 +57,9 @@ function plainHeaders(table: Record<string, unknown> | undefined): Headers {
 }
 
 export function fromAmqplibProperties(props: AmqplibProperties): MessageProperties {
+  const unreadable = unreadableReason(props.headers)
   const result: MessageProperties = {
+    ...(unreadable !== undefined ? { unreadableHeaders: unreadable } : {}),
     contentType: typeof props.contentType === 'string' ? props.contentType : '',
     contentEncoding: typeof props.contentEncoding === 'string' ? props.contentEncoding : '',
     headers: plainHeaders(props.headers as Record<string, unknown> | undefined),

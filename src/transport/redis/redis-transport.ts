@@ -361,22 +361,27 @@ export class RedisTransport implements Transport {
     }
     const tag = envelope.properties.delivery_tag
     const info = envelope.properties.delivery_info
-    let settler
+    let tracked
     try {
-      settler = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
+      tracked = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
     } catch (error) {
       await cmd.rpush(key, raw).catch(() => undefined)
       this.emitError(error)
       return
     }
     const unacked = this.unacked!
-    this.dispatch(consumer.handler, makeDelivery(envelope, queue, settler, (until) => unacked.defer(tag, until)))
+    const delivery = makeDelivery(envelope, queue, tracked.settler, (until) => {
+      tracked.deferred(until)
+      return unacked.defer(tag, until)
+    })
+    delivery.isLive = tracked.isLive
+    this.dispatch(consumer.handler, delivery)
   }
 
   private startRestoreTimer(): void {
     if (this.restoreTimer) return
     void this.restoreVisible()
-    this.restoreTimer = setInterval(() => void this.restoreVisible(), this.options.restoreIntervalMs)
+    this.restoreTimer = setInterval(() => void this.restoreVisible().then(() => this.checkHeld()), this.options.restoreIntervalMs)
     this.restoreTimer.unref()
   }
 
@@ -394,6 +399,22 @@ export class RedisTransport implements Transport {
     } finally {
       this.restoring = false
     }
+  }
+
+  /**
+   * Held deliveries that a visibility-timeout pass (this process's or another
+   * worker's) gave back to their queues are no longer this worker's to run:
+   * the same rule as a closed AMQP channel.
+   */
+  private async checkHeld(): Promise<void> {
+    if (this.state !== 'open' || !this.acks) return
+    let lost: Array<{ queue: string }>
+    try {
+      lost = await this.acks.findLost(this.options.visibilityTimeout)
+    } catch {
+      return
+    }
+    for (const queue of new Set(lost.map((l) => l.queue))) this.events.emit('deliveries:lost', { queue, reason: null })
   }
 
   close(options: CloseOptions = {}): Promise<void> {

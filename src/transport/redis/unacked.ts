@@ -93,6 +93,14 @@ export class UnackedStore {
     return recovered
   }
 
+  /** Each tag's `unacked_index` score, null where it is no longer unacked. */
+  async scores(tags: readonly string[]): Promise<Array<number | null>> {
+    const batch = this.conn.pipeline()
+    for (const tag of tags) batch.zscore(UNACKED_INDEX_KEY, tag)
+    const replies = (await batch.exec()) ?? []
+    return replies.map(([error, score]) => (error || score === null || score === undefined ? null : Number(score)))
+  }
+
   /** Moves a held message's index score forward (ZADD XX: only while it is still unacked). */
   async defer(tag: string, untilUnixSeconds: number): Promise<void> {
     await this.conn.zadd(UNACKED_INDEX_KEY, 'XX', untilUnixSeconds, tag)

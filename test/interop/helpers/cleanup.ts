@@ -1,7 +1,7 @@
 // Removes what a Celery worker declares for the test-only queues, so that no
 // durable queue or binding outlives the run. Talks to the broker directly,
 // independent of tsq's transports (which are under test elsewhere).
-import amqplib from 'amqplib'
+import amqplib from '../../../src/transport/amqp/amqplib.js'
 import { Redis } from 'ioredis'
 
 export type InteropBroker = 'amqp' | 'redis'

@@ -1,0 +1,385 @@
+// AMQP field tables (message headers, queue and consumer arguments) written as
+// py-amqp, the client under Python Celery, reads them, and read as every
+// client we meet writes them.
+//
+// Why not amqplib's own codec: it writes each integer with the narrowest tag,
+// `b` for -128..127 and `s` for 16 bits. py-amqp reads `b` as unsigned and `s`
+// as a short *string*, so a 16-bit header (a time limit of 300, a clock of
+// 288) reached a Python worker as a one-character string, or put the rest of
+// the table out of step and killed its connection on every redelivery. And
+// amqplib cannot read `L`, which py-amqp writes for every integer past 32 bits
+// (a millisecond timestamp in a user's header): a message from Python killed
+// the tsq worker's connection the same way. amqplib has no hook for table
+// types, so this module replaces its two table functions (install-codec.ts).
+//
+// What py-amqp 5.1 writes: S (str and bytes), t, d (float), I (int within
+// ±2**31-1), L (signed 64-bit beyond), D, T (seconds), F, A, V. What it reads
+// differently from RabbitMQ and the errata: b unsigned, B signed, s short
+// string, U signed 16-bit, l unsigned 64-bit, D with signed digits. So tsq
+// writes only tags both sides read alike: S t d I L D T F A V x.
+
+/** Property of a decoded table that could not be read (a tag no client writes); the table holds nothing else. */
+export const UNREADABLE_TABLE: unique symbol = Symbol.for('tsq.amqp.unreadableTable')
+
+const INT32_MAX = 2_147_483_647
+/** py-amqp writes -2**31 as `L` too (its range check is symmetric), so tsq does the same. */
+const INT32_MIN = -2_147_483_647
+const INT64_MAX = 2n ** 63n - 1n
+const INT64_MIN = -(2n ** 63n)
+const TWO_POW_63 = 2 ** 63
+
+/** amqplib's escape hatch for a typed value, `{ '!': 'timestamp', value: 1700000000 }`, still honoured. */
+interface TypedValue {
+  '!': string
+  value: unknown
+}
+
+function isTyped(value: object): value is TypedValue {
+  return Object.prototype.hasOwnProperty.call(value, '!')
+}
+
+export class FieldTableError extends Error {
+  override name = 'FieldTableError'
+}
+
+// ---- encoding ----------------------------------------------------------
+
+/**
+ * Writes `table` at `offset` as a 4-byte length and its fields; returns the
+ * bytes written (amqplib's encodeTable contract). Undefined values are left
+ * out, as amqplib does.
+ */
+export function encodeTable(buffer: Buffer, table: Record<string, unknown>, offset: number): number {
+  const start = offset
+  offset += 4
+  for (const key in table) {
+    const value = table[key]
+    if (value === undefined) continue
+    const len = buffer.write(key, offset + 1, 'utf8')
+    if (len > 255) throw new FieldTableError(`field name longer than 255 bytes: ${key.slice(0, 40)}...`)
+    buffer.writeUInt8(len, offset)
+    offset += 1 + len
+    offset += encodeValue(buffer, value, offset)
+  }
+  buffer.writeUInt32BE(offset - start - 4, start)
+  return offset - start
+}
+
+function encodeArray(buffer: Buffer, items: readonly unknown[], offset: number): number {
+  const start = offset
+  offset += 4
+  for (const item of items) offset += encodeValue(buffer, item, offset)
+  buffer.writeUInt32BE(offset - start - 4, start)
+  return offset - start
+}
+
+function encodeValue(buffer: Buffer, value: unknown, offset: number): number {
+  const start = offset
+  switch (typeof value) {
+    case 'string': {
+      buffer[offset] = 0x53 // S
+      const len = buffer.write(value, offset + 5, 'utf8')
+      if (len !== Buffer.byteLength(value, 'utf8')) throw new RangeError('field table does not fit the frame buffer')
+      buffer.writeUInt32BE(len, offset + 1)
+      return 5 + len
+    }
+    case 'boolean':
+      buffer[offset] = 0x74 // t
+      buffer[offset + 1] = value ? 1 : 0
+      return 2
+    case 'number':
+      return encodeNumber(buffer, value, offset)
+    case 'bigint':
+      return encodeBigInt(buffer, value, offset)
+    case 'undefined':
+      buffer[offset] = 0x56 // V: an array's hole, as py-amqp writes None
+      return 1
+    case 'object':
+      break
+    default:
+      throw new FieldTableError(`cannot write a ${typeof value} in an AMQP field table`)
+  }
+  if (value === null) {
+    buffer[offset] = 0x56 // V
+    return 1
+  }
+  if (Array.isArray(value)) {
+    buffer[offset] = 0x41 // A
+    return 1 + encodeArray(buffer, value, offset + 1)
+  }
+  if (Buffer.isBuffer(value)) {
+    buffer[offset] = 0x78 // x: py-amqp and RabbitMQ read it as bytes
+    buffer.writeUInt32BE(value.length, offset + 1)
+    value.copy(buffer, offset + 5)
+    return 5 + value.length
+  }
+  if (value instanceof Date) {
+    offset += writeTag(buffer, 'T', offset)
+    buffer.writeBigUInt64BE(BigInt(Math.max(0, Math.floor(value.getTime() / 1000))), offset)
+    return offset + 8 - start
+  }
+  if (isTyped(value)) return encodeTyped(buffer, value, offset)
+  buffer[offset] = 0x46 // F
+  return 1 + encodeTable(buffer, value as Record<string, unknown>, offset + 1)
+}
+
+function writeTag(buffer: Buffer, tag: string, offset: number): number {
+  buffer[offset] = tag.charCodeAt(0)
+  return 1
+}
+
+/** An integer as py-amqp writes one: I within ±(2**31-1), L within 64 bits; anything else is a double. */
+function encodeNumber(buffer: Buffer, n: number, offset: number): number {
+  if (Number.isInteger(n)) {
+    if (n >= INT32_MIN && n <= INT32_MAX) {
+      buffer[offset] = 0x49 // I
+      buffer.writeInt32BE(n, offset + 1)
+      return 5
+    }
+    if (n >= -TWO_POW_63 && n < TWO_POW_63) {
+      buffer[offset] = 0x4c // L
+      buffer.writeBigInt64BE(BigInt(n), offset + 1)
+      return 9
+    }
+  }
+  buffer[offset] = 0x64 // d
+  buffer.writeDoubleBE(n, offset + 1)
+  return 9
+}
+
+function encodeBigInt(buffer: Buffer, n: bigint, offset: number): number {
+  if (n >= INT64_MIN && n <= INT64_MAX) {
+    if (n >= BigInt(INT32_MIN) && n <= BigInt(INT32_MAX)) return encodeNumber(buffer, Number(n), offset)
+    buffer[offset] = 0x4c // L
+    buffer.writeBigInt64BE(n, offset + 1)
+    return 9
+  }
+  // Past 64 bits no AMQP type holds it (py-amqp fails to write one): its digits, exactly.
+  return encodeValue(buffer, n.toString(), offset)
+}
+
+/** amqplib's `{ '!': type, value }` form, for the few types a plain value cannot say. */
+function encodeTyped(buffer: Buffer, typed: TypedValue, offset: number): number {
+  const { value } = typed
+  switch (typed['!']) {
+    case 'timestamp':
+      buffer[offset] = 0x54 // T
+      buffer.writeBigUInt64BE(BigInt(Math.floor(Number(value))), offset + 1)
+      return 9
+    case 'decimal': {
+      const d = value as { places?: unknown; digits?: unknown }
+      if (typeof d?.places !== 'number' || typeof d.digits !== 'number' || d.places < 0 || d.places > 255) {
+        throw new FieldTableError(`decimal must be { places: 0..255, digits: int32 }, got ${JSON.stringify(value)}`)
+      }
+      buffer[offset] = 0x44 // D
+      buffer[offset + 1] = d.places
+      buffer.writeInt32BE(d.digits, offset + 2)
+      return 6
+    }
+    case 'float':
+      buffer[offset] = 0x66 // f
+      buffer.writeFloatBE(Number(value), offset + 1)
+      return 5
+    case 'double':
+    case 'float64':
+      buffer[offset] = 0x64 // d
+      buffer.writeDoubleBE(Number(value), offset + 1)
+      return 9
+    // Every integer width is written as py-amqp would write the number: the
+    // narrow tags are what Python misreads.
+    case 'byte':
+    case 'int8':
+    case 'unsignedbyte':
+    case 'uint8':
+    case 'short':
+    case 'int16':
+    case 'unsignedshort':
+    case 'uint16':
+    case 'int':
+    case 'int32':
+    case 'unsignedint':
+    case 'uint32':
+    case 'long':
+    case 'int64':
+      return typeof value === 'bigint' ? encodeBigInt(buffer, value, offset) : encodeNumber(buffer, Number(value), offset)
+    default:
+      return encodeValue(buffer, value, offset)
+  }
+}
+
+// ---- decoding ----------------------------------------------------------
+
+/** An integer read from 64 bits: a number where a double holds it exactly, else an exact BigInt. */
+function int64Value(n: bigint): number | bigint {
+  return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n
+}
+
+class Reader {
+  offset = 0
+  constructor(private readonly slice: Buffer) {}
+
+  need(bytes: number): void {
+    if (this.offset + bytes > this.slice.length) throw new FieldTableError(`field table ends inside a value (byte ${this.offset} of ${this.slice.length})`)
+  }
+
+  table(end: number): Record<string, unknown> {
+    const fields: Record<string, unknown> = {}
+    const s = this.slice
+    while (this.offset < end) {
+      this.need(1)
+      const len = s[this.offset]!
+      this.offset += 1
+      this.need(len)
+      const key = s.toString('utf8', this.offset, this.offset + len)
+      this.offset += len
+      fields[key] = this.value()
+    }
+    return fields
+  }
+
+  value(): unknown {
+    const s = this.slice
+    this.need(1)
+    const tagByte = s[this.offset]!
+    const at = this.offset
+    this.offset += 1
+    let v: unknown
+    switch (tagByte) {
+      case 0x53: {
+        // S
+        this.need(4)
+        const len = s.readUInt32BE(this.offset)
+        this.offset += 4
+        this.need(len)
+        v = s.toString('utf8', this.offset, this.offset + len)
+        this.offset += len
+        return v
+      }
+      case 0x49: // I
+        this.need(4)
+        v = s.readInt32BE(this.offset)
+        this.offset += 4
+        return v
+      case 0x74: // t
+        this.need(1)
+        v = s[this.offset] !== 0
+        this.offset += 1
+        return v
+      case 0x56: // V
+        return null
+      case 0x46: {
+        // F
+        this.need(4)
+        const len = s.readUInt32BE(this.offset)
+        this.offset += 4
+        this.need(len)
+        return this.table(this.offset + len)
+      }
+      case 0x41: {
+        // A
+        this.need(4)
+        const len = s.readUInt32BE(this.offset)
+        this.offset += 4
+        this.need(len)
+        const end = this.offset + len
+        const items: unknown[] = []
+        while (this.offset < end) items.push(this.value())
+        return items
+      }
+      case 0x4c: // L: py-amqp writes signed 64-bit under it
+      case 0x6c: // l: signed 64-bit for RabbitMQ (x-death's count) and amqplib
+        this.need(8)
+        v = int64Value(s.readBigInt64BE(this.offset))
+        this.offset += 8
+        return v
+      case 0x64: // d
+        this.need(8)
+        v = s.readDoubleBE(this.offset)
+        this.offset += 8
+        return v
+      case 0x66: // f
+        this.need(4)
+        v = s.readFloatBE(this.offset)
+        this.offset += 4
+        return v
+      case 0x62: // b: signed, as RabbitMQ and the errata say (py-amqp never writes it)
+        this.need(1)
+        v = s.readInt8(this.offset)
+        this.offset += 1
+        return v
+      case 0x42: // B
+        this.need(1)
+        v = s.readUInt8(this.offset)
+        this.offset += 1
+        return v
+      case 0x73: // s: a signed short for RabbitMQ, amqplib and Java; py-amqp's short string is never written
+      case 0x55: // U: the 0-9 spec's signed short, which py-amqp reads
+        this.need(2)
+        v = s.readInt16BE(this.offset)
+        this.offset += 2
+        return v
+      case 0x75: // u
+        this.need(2)
+        v = s.readUInt16BE(this.offset)
+        this.offset += 2
+        return v
+      case 0x69: // i
+        this.need(4)
+        v = s.readUInt32BE(this.offset)
+        this.offset += 4
+        return v
+      case 0x44: {
+        // D: digits signed, as py-amqp writes a negative Decimal
+        this.need(5)
+        const places = s[this.offset]!
+        const digits = s.readInt32BE(this.offset + 1)
+        this.offset += 5
+        return digits / 10 ** places
+      }
+      case 0x54: // T: seconds since the epoch
+        this.need(8)
+        v = int64Value(s.readBigUInt64BE(this.offset))
+        this.offset += 8
+        return v
+      case 0x78: {
+        // x
+        this.need(4)
+        const len = s.readUInt32BE(this.offset)
+        this.offset += 4
+        this.need(len)
+        v = s.subarray(this.offset, this.offset + len)
+        this.offset += len
+        return v
+      }
+      default:
+        throw new FieldTableError(`unknown field type tag ${JSON.stringify(String.fromCharCode(tagByte))} (0x${tagByte.toString(16).padStart(2, '0')}) at byte ${at}`)
+    }
+  }
+}
+
+/**
+ * Reads a table's fields (amqplib's decodeFields contract: the slice holds
+ * just the fields). A table that cannot be read does not throw: amqplib would
+ * take the whole connection down, and the broker would deliver the same
+ * message again, for ever. The frame around it is still read in step (its
+ * length is known), and the table comes back empty but for UNREADABLE_TABLE,
+ * the reason, for the consumer to reject the message with.
+ */
+export function decodeFields(slice: Buffer): Record<string, unknown> {
+  const reader = new Reader(slice)
+  try {
+    return reader.table(slice.length)
+  } catch (error) {
+    if (!(error instanceof FieldTableError) && !(error instanceof RangeError)) throw error
+    const table: Record<string | symbol, unknown> = {}
+    Object.defineProperty(table, UNREADABLE_TABLE, { value: error.message, enumerable: false })
+    return table as Record<string, unknown>
+  }
+}
+
+/** The reason a decoded table could not be read, or undefined. */
+export function unreadableReason(table: object | undefined | null): string | undefined {
+  if (!table) return undefined
+  const reason = (table as Record<symbol, unknown>)[UNREADABLE_TABLE]
+  return typeof reason === 'string' ? reason : undefined
+}
