@@ -141,7 +141,7 @@ export class TaskRunner {
     if (wait > this.etaDelay.afterSeconds * 1000) {
       if (this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
       this.o.log.warning(
-        `Task ${message.task}[${message.id}] has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer timeout (about ${this.etaDelay.afterSeconds} s known here): ` +
+        `Task ${message.task}[${message.id}] has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer_timeout (RabbitMQ's default is 1800 s; this worker counts ${this.etaDelay.afterSeconds} s as safe): ` +
           `the broker will take it back from this worker before then and deliver it again. Raise the broker's consumer_timeout` +
           (this.o.transport.publishDelayed ? ' or turn on worker_eta_broker_delay.' : '.'),
       )
