@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'
-import { celery, celeryJson, pyClient, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
+import { celery, celeryJson, pushWorkerClock, pyClient, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
 
 const BACKEND = 'redis://127.0.0.1:6379/1'
 const skip = await brokerSkipReason('amqp')
@@ -22,6 +22,17 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
   before(async () => {
     worker = await startTsqWorker({ env, pool: 'prefork', concurrency: 2 })
     node = worker.nodename
+    // Without mingle and gossip (startTsqWorker's default) the worker's clock
+    // counts from 0, and this file's requests alone would keep it below 128,
+    // where an 8-bit header was read alike by both sides. Push it into the
+    // 16-bit range (128..32767), where tsq once wrote the reply's `clock`
+    // header with a tag py-amqp misread (issue 28), so every reply below
+    // carries a clock there and the suite cannot pass by luck.
+    const pushed = await pushWorkerClock(env, node, 296)
+    assert.deepEqual(pushed.ping, { [node]: { ok: 'pong' } }, `clock push: ${JSON.stringify(pushed)}`)
+    const clock = pushed.clock
+    assert.ok(typeof clock === 'number' && clock >= 128 && clock <= 32767, `worker clock ${String(clock)} must lie in 128..32767`)
+    assert.ok(pushed.header_clocks.every(([type]) => type === 'int'), `reply clock headers as py-amqp read them: ${JSON.stringify(pushed.header_clocks)}`)
   })
 
   after(async () => {

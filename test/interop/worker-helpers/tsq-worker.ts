@@ -47,6 +47,26 @@ export async function pyClient<T = Record<string, unknown>>(env: WiEnv, args: re
   return parseJsonOut(res, `worker_client.py ${args[0]}`) as T
 }
 
+/** What clock_push.py saw: the ping replies, each reply's `clock` header as py-amqp read it ([type, value]), the clock in `inspect clock`'s reply. */
+export interface ClockPush {
+  ping: Record<string, unknown> | null
+  header_clocks: [string, unknown][]
+  clock: number | null
+}
+
+/**
+ * Drives `node`'s Lamport clock past `target` the way Celery's clients move it:
+ * a control request whose `clock` header is target + 2 (test/interop/py/clock_push.py),
+ * then `inspect ping` and `inspect clock`. A worker started without mingle and
+ * gossip counts from 0, so a suite that must meet 16-bit clocks (128..32767,
+ * where tsq once wrote a header Python misread) pushes it there first.
+ */
+export async function pushWorkerClock(env: WiEnv, node: string, target: number, timeoutMs = 30_000): Promise<ClockPush> {
+  const res = await run(PYTHON, [resolve(PY_DIR, 'clock_push.py'), node, String(target)], { cwd: PY_DIR, env: pyEnv(env), timeoutMs })
+  if (res.code !== 0) throw new Error(`clock_push.py ${node} ${target} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
+  return parseJsonOut(res, 'clock_push.py') as ClockPush
+}
+
 export interface TsqWorkerOptions {
   env: WiEnv
   pool?: 'prefork' | 'threads' | 'solo'
