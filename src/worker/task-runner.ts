@@ -3,7 +3,7 @@
 // reject what cannot be read, report unknown tasks, honour revokes, expiry,
 // ETA and rate limits, run in the pool, store the outcome, send the events,
 // follow callbacks and chains, and ack or requeue as the outcome decides.
-import type { App } from '../app/app.js'
+import type { App, Task } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
 import { decodeTaskMessage, dumps, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
@@ -13,8 +13,9 @@ import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import { encodeFailure, retriesExhausted } from './pools/executor.js'
 import type { EncodedException, Job, Outcome } from './pools/jobs.js'
-import type { Pool } from './pools/pool.js'
+import type { Placement, Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
+import { setLongTimeout, type LongTimeout } from './long-timeout.js'
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
 
@@ -64,13 +65,21 @@ const SETTLED_ON_LOST_TTL_MS = 60 * 60 * 1000
 export class TaskRunner {
   readonly active = new Map<string, Request>()
   readonly reserved: Request[] = []
-  readonly scheduled = new Map<string, { request: Request; timer: NodeJS.Timeout }>()
+  readonly scheduled = new Map<string, { request: Request; timer: LongTimeout }>()
   readonly total: Record<string, number> = {}
   readonly rateLimits = new Map<string, { rate: string | number | null; bucket: TokenBucket | null }>()
   readonly timeLimits = new Map<string, { soft: number | null; hard: number | null }>()
   processed = 0
   private paused = false
   private pumping = false
+  /**
+   * Reserved requests handed to a pool that keeps its slots fed (Pool.place),
+   * not started yet: they stay in `reserved` (inspect reserved lists them)
+   * until the pool says they started, or gave them back.
+   */
+  private readonly staged = new Set<Request>()
+  /** While staged requests are being taken back at shutdown: nothing more goes to the pool. */
+  private releasing = false
   private readonly idleWaiters: Array<() => void> = []
   /**
    * Acks and requeues on their way to the broker. A task's slot is free once
@@ -171,11 +180,11 @@ export class TaskRunner {
     const wait = eta ? eta.getTime() - Date.now() : 0
     if (eta && wait > 0) {
       // Held unacked until due; the consumer widens its window by one (spec §1.6 step 4).
-      const timer = setTimeout(() => {
+      const timer = setLongTimeout(() => {
         this.scheduled.delete(request.id)
         this.o.onScheduledChange(this.scheduled.size)
         this.reserve(request)
-      }, Math.min(wait, 2 ** 31 - 1))
+      }, wait)
       this.scheduled.set(request.id, { request, timer })
       this.o.onScheduledChange(this.scheduled.size)
       // On Redis the visibility timeout then runs from the ETA, not from now.
@@ -236,14 +245,17 @@ export class TaskRunner {
     const dropped: Request[] = []
     for (const [id, entry] of this.scheduled) {
       if (entry.request.delivery.isLive?.() !== false) continue
-      clearTimeout(entry.timer)
+      entry.timer.clear()
       this.scheduled.delete(id)
       dropped.push(entry.request)
     }
     const scheduledDropped = dropped.length
+    // Staged in the pool: taken back first (placement.returned() then drops them), unless they start meanwhile.
+    const lostStaged = [...this.staged].filter((r) => r.delivery.isLive?.() === false)
+    if (lostStaged.length > 0) void this.o.pool.unstage?.(lostStaged.map((r) => r.id))
     for (let i = this.reserved.length - 1; i >= 0; i -= 1) {
       const request = this.reserved[i]!
-      if (request.delivery.isLive?.() !== false) continue
+      if (request.delivery.isLive?.() !== false || this.staged.has(request)) continue
       this.reserved.splice(i, 1)
       dropped.push(request)
     }
@@ -304,22 +316,45 @@ export class TaskRunner {
 
   /** Starts reserved requests while the pool has room and their rate limits allow. */
   pump(): void {
-    if (this.pumping) return
+    if (this.pumping || this.releasing) return
     this.pumping = true
     try {
-      while (!this.paused && this.reserved.length > 0 && this.active.size < this.o.pool.size) {
-        const index = this.reserved.findIndex((r) => this.rateWait(r.name) === 0)
+      const pool = this.o.pool
+      while (!this.paused && this.reserved.length > this.staged.size) {
+        // Past its free slots, a pool that keeps its slots fed takes a few more (staged behind short tasks).
+        const free = this.active.size + this.staged.size < pool.size
+        if (!free && !pool.canPlace?.()) break
+        const index = this.reserved.findIndex((r) => !this.staged.has(r) && (free || !this.tracksStarted(r)) && this.rateWait(r.name) === 0)
         if (index === -1) {
-          const wait = Math.min(...this.reserved.map((r) => this.peekRateWait(r.name)))
-          setTimeout(() => this.pump(), Math.max(5, wait * 1000)).unref()
+          const wait = Math.min(...this.reserved.filter((r) => !this.staged.has(r)).map((r) => this.peekRateWait(r.name)))
+          // Not free: what waits may be a tracked task waiting for a slot, which the next task's end pumps.
+          if (free || wait > 0) setTimeout(() => this.pump(), Math.max(5, wait * 1000)).unref()
           break
         }
-        const [request] = this.reserved.splice(index, 1)
-        void this.execute(request!)
+        const request = this.reserved[index]!
+        if (pool.place && !this.tracksStarted(request)) {
+          // Stays in `reserved` until the pool starts it.
+          void this.execute(request, true)
+        } else {
+          this.reserved.splice(index, 1)
+          void this.execute(request)
+        }
       }
     } finally {
       this.pumping = false
     }
+  }
+
+  /** track_started: STARTED is stored before the task runs, so such a task only goes to a free slot. */
+  private tracksStarted(request: Request): boolean {
+    return this.o.app.tasks.get(request.name)?.options.trackStarted === true
+  }
+
+  /** A staged request leaves `reserved`: it started, or will not run here. */
+  private unreserve(request: Request): void {
+    this.staged.delete(request)
+    const index = this.reserved.indexOf(request)
+    if (index !== -1) this.reserved.splice(index, 1)
   }
 
   private bucketFor(name: string): TokenBucket | null {
@@ -356,27 +391,66 @@ export class TaskRunner {
     }
   }
 
-  private execute(request: Request): void | Promise<void> {
+  /** `placing`: the request is still in `reserved`, and goes to Pool.place (it is active once the pool starts it). */
+  private execute(request: Request, placing = false): void | Promise<void> {
     const m = request.message
     if (this.lostDelivery(request)) {
+      if (placing) this.unreserve(request)
       this.wakeIdleWaiters()
       return
     }
-    if (this.o.revoked.has(m.id)) return this.discardAtStart(request, 'revoked')
+    if (this.o.revoked.has(m.id)) {
+      if (placing) this.unreserve(request)
+      return this.discardAtStart(request, 'revoked')
+    }
     // Checked again when it would start, as Celery's Request.revoked() does: a task that waited
     // behind a busy pool, a rate limit or its ETA may have expired meanwhile.
-    if (m.expires && Date.parse(m.expires) <= Date.now()) return this.discardAtStart(request, 'expired')
+    if (m.expires && Date.parse(m.expires) <= Date.now()) {
+      if (placing) this.unreserve(request)
+      return this.discardAtStart(request, 'expired')
+    }
+    if (placing) {
+      this.staged.add(request)
+      return this.run(request, this.placementOf(request))
+    }
+    const task = this.begin(request)
+    if (task.options.trackStarted) {
+      request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
+      return this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null).then(() => this.run(request))
+    }
+    return this.run(request)
+  }
+
+  /** The request starts: active from now, acked now unless late, task-started sent. */
+  private begin(request: Request): Task {
+    const m = request.message
     const task = this.o.app.tasks.get(m.task)!
     const acksLate = task.options.acksLate ?? this.o.acksLate
     this.active.set(m.id, request)
     request.timeStart = Date.now() / 1000
     if (!acksLate) this.track(request.ack())
     if (this.o.events.taskEvents) this.o.events.sendTask('task-started', { uuid: m.id })
-    if (task.options.trackStarted) {
-      request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
-      return this.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null).then(() => this.run(request))
+    return task
+  }
+
+  /** What the pool tells about a staged request. */
+  private placementOf(request: Request): Placement {
+    return {
+      started: () => {
+        this.unreserve(request)
+        this.begin(request)
+      },
+      returned: () => {
+        // Back where it waited in `reserved`, to go out again (or back to the broker at shutdown).
+        this.staged.delete(request)
+        if (this.lostDelivery(request)) {
+          this.unreserve(request)
+          this.wakeIdleWaiters()
+          return
+        }
+        queueMicrotask(() => this.pump())
+      },
     }
-    return this.run(request)
   }
 
   /** A reserved task revoked or expired by the time it would start: it never runs, and may be the last one a shutdown waits for. */
@@ -386,7 +460,7 @@ export class TaskRunner {
     this.pump()
   }
 
-  private run(request: Request): void | Promise<void> {
+  private run(request: Request, placement?: Placement): void | Promise<void> {
     const m = request.message
     const limits = this.limitsFor(request)
     const job: Job = {
@@ -404,10 +478,18 @@ export class TaskRunner {
     }
     let running: Outcome | Promise<Outcome>
     try {
-      running = this.o.pool.run(job, limits.hard, this.stateOfTask)
+      running = placement ? this.o.pool.place!(job, limits.hard, this.stateOfTask, placement) : this.o.pool.run(job, limits.hard, this.stateOfTask)
       request.pidProbe = this.pidOfTask
     } catch (error) {
+      if (placement) this.unreserve(request)
       running = this.lost(request, error)
+    }
+    if (placement && running instanceof Promise) {
+      // A pool that could not place it (closing) gives it back unstarted.
+      return running.then(
+        (outcome) => this.complete(request, outcome),
+        (error: unknown) => (this.staged.has(request) ? placement.returned() : this.complete(request, this.lost(request, error))),
+      )
     }
     if (running instanceof Promise) {
       return running.then(
@@ -630,10 +712,19 @@ export class TaskRunner {
   /** Hands back what was fetched but not started: scheduled (ETA) and reserved. */
   async releaseUnstarted(): Promise<number> {
     const held = [...this.scheduled.values()].map((s) => {
-      clearTimeout(s.timer)
+      s.timer.clear()
       return s.request
     })
     this.scheduled.clear()
+    // Staged in the pool: taken back (or started) first, so none runs here after going back to the broker.
+    if (this.staged.size > 0) {
+      this.releasing = true
+      try {
+        await this.o.pool.unstage?.()
+      } finally {
+        this.releasing = false
+      }
+    }
     const waiting = this.reserved.splice(0)
     const all = [...held, ...waiting]
     await Promise.all(all.map((r) => r.reject(true).catch(() => undefined)))
