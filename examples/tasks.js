@@ -1,17 +1,18 @@
-// An example task module: `tsq worker -A examples/tasks.js`.
+// An example task module: `tsq worker -A examples/tasks.js`; its tests,
+// which need no broker, are examples/tasks.test.mjs.
 import { createApp, currentTask } from 'tsq'
 
 export const app = createApp({ name: 'proj' })
 
-app.task('proj.add', (x, y) => x + y)
+export const add = app.task('proj.add', (x, y) => x + y)
 
-app.task('proj.mul', (x, y) => x * y)
+export const mul = app.task('proj.mul', (x, y) => x * y)
 
-app.task('proj.fail', (message) => {
+export const fail = app.task('proj.fail', (message) => {
   throw new TypeError(message)
 })
 
-app.task('proj.sleep', async (seconds) => {
+export const sleep = app.task('proj.sleep', async (seconds) => {
   const { signal } = currentTask()
   await new Promise((resolve, reject) => {
     const timer = setTimeout(resolve, seconds * 1000)

@@ -1,5 +1,6 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
-// and custom remote-control commands. Nothing here runs tasks; the worker does.
+// and custom remote-control commands. Nothing here runs tasks, the worker does,
+// but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
 import { randomUUID } from 'node:crypto'
 import type { TaskEmbed } from '../protocol/index.js'
 import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
@@ -12,6 +13,7 @@ import { AppControl } from './control.js'
 import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
+import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyEagerly, applyGroupEagerly, isAlwaysEager, EagerResult, type EagerApplyOptions } from './eager.js'
 
 export interface TaskOptions {
   /** Hard time limit, seconds: the task is killed (prefork) or abandoned. */
@@ -160,6 +162,8 @@ export class Task {
   }
 
   applyAsync(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+    // Celery's task_always_eager: run here, no broker; the result is an EagerResult.
+    if (isAlwaysEager(this.app)) return applyAsyncEagerly(this.app, this, args, kwargs, options)
     return this.app.sendTask(this.name, args, kwargs, {
       queue: this.options.queue,
       timeLimit: this.options.timeLimit ?? null,
@@ -167,6 +171,17 @@ export class Task {
       ignoreResult: this.options.ignoreResult,
       ...options,
     })
+  }
+
+  /**
+   * Celery's `task.apply()`: runs the task here and now, with no broker, as a
+   * worker would (currentTask(), retries at once, signals, handlers, links),
+   * and gives its EagerResult. A failure is the result's FAILURE state, or,
+   * with `{ throw: true }` (default: the app's `task_eager_propagates`), the
+   * promise rejects with the task's error.
+   */
+  apply(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: EagerApplyOptions = {}): Promise<EagerResult> {
+    return applyEagerly(this.app, this, args, kwargs, options)
   }
 
   /** A signature for chains and callbacks: `add.s(2, 2)`. */
@@ -247,6 +262,14 @@ export class App {
   constructor(readonly options: AppOptions = {}) {
     this.name = options.name ?? 'tsq'
     registerBuiltinTasks(this)
+  }
+
+  /**
+   * The Celery settings given as `conf`, to read or change (Celery's
+   * `app.conf`): `app.conf.task_always_eager = true` in a test's set-up.
+   */
+  get conf(): Record<string, unknown> {
+    return (this.options.conf ??= {})
   }
 
   get defaultQueue(): string {
@@ -335,6 +358,10 @@ export class App {
   }
 
   async sendTask(name: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+    // Under task_always_eager a task this app has runs here (Celery's send_task
+    // would still publish it); a name it does not have is sent as always.
+    const eagerTask = isAlwaysEager(this) ? this.tasks.get(name) : undefined
+    if (eagerTask) return applyAsyncEagerly(this, eagerTask, args, kwargs, options)
     const transport = await this.transport()
     const { link, linkError, ...rest } = options
     const embed: Partial<TaskEmbed> = {}
@@ -355,6 +382,7 @@ export class App {
   async chain(...signatures: Signature[]): Promise<AsyncResult | GroupResult> {
     const [first, ...rest] = signatures
     if (!first) throw new Error('chain() needs at least one signature')
+    if (isAlwaysEager(this)) return applyChainEagerly(this, signatures)
     const transport = await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
     const steps = rest.map(frozenStep)
@@ -376,6 +404,7 @@ export class App {
    * (headers `group`, `group_index`), each to its own queue or the default.
    */
   async group(...signatures: Signature[]): Promise<GroupResult> {
+    if (isAlwaysEager(this)) return applyGroupEagerly(this, signatures)
     const transport = await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
     const groupId = randomUUID()
@@ -396,6 +425,11 @@ export class App {
    * file:// store).
    */
   async chord(header: Signature[], body: Signature): Promise<AsyncResult> {
+    if (isAlwaysEager(this)) {
+      const result = await applyChordEagerly(this, header, body)
+      // A group body: one result whose get() is its list, under the group's id.
+      return result instanceof GroupResult ? new EagerResult(result.id, this, 'SUCCESS', await result.get()) : result
+    }
     const transport = await this.transport()
     const backend = await this.backend()
     const bodyId = randomUUID()

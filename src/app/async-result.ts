@@ -101,12 +101,15 @@ export class GroupResult {
     readonly results: readonly AsyncResult[],
   ) {}
 
-  /** Every result, in order; rejects with the first failure's TaskError, as Celery's `join()` raises. */
-  async get(options: { timeout?: number } = {}): Promise<unknown[]> {
+  /**
+   * Every result, in order; rejects with the first failure's TaskError, as
+   * Celery's `join()` raises, or with `propagate: false` lists it in its place.
+   */
+  async get(options: { timeout?: number; propagate?: boolean } = {}): Promise<unknown[]> {
     const deadline = options.timeout === undefined ? undefined : Date.now() + options.timeout * 1000
     const values: unknown[] = []
     for (const r of this.results) {
-      values.push(await r.get({ timeout: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) / 1000 }))
+      values.push(await r.get({ timeout: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) / 1000, propagate: options.propagate }))
     }
     return values
   }
