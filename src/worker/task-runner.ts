@@ -8,11 +8,11 @@ import type { ResultBackend } from '../app/backends/index.js'
 import { decodeTaskMessage, dumps, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
-import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks } from './follow-ups.js'
+import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
-import { encodeFailure, retriesExhausted } from './pools/executor.js'
-import type { EncodedException, Job, Outcome } from './pools/jobs.js'
+import { encodeError, encodeFailure, retriesExhausted } from './pools/executor.js'
+import { setRequestFields, type EncodedException, type Job, type Outcome } from './pools/jobs.js'
 import type { Placement, Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
 import { setLongTimeout, type LongTimeout } from './long-timeout.js'
@@ -141,6 +141,7 @@ export class TaskRunner {
       return delivery.reject({ requeue: false }).catch(() => undefined)
     }
     if (delivery.redelivered && this.takenOver(message, delivery)) return
+    if (this.duplicateOfHeld(message, delivery)) return
     const request = new Request(message, delivery, this.o.hostname)
     if (!this.o.app.tasks.has(message.task)) return this.unregistered(request)
     if (this.o.revoked.has(message.id)) return this.revokeOnArrival(request, 'revoked')
@@ -281,6 +282,22 @@ export class TaskRunner {
     this.settledOnLost.delete(message.id)
     this.o.log.info(`Task ${message.task}[${message.id}] delivered again after it ended on a closed channel: settled (${settled.how}), not run again`)
     this.track(settled.how === 'ack' ? delivery.ack() : delivery.reject({ requeue: false }))
+    return true
+  }
+
+  /**
+   * A second live copy of a task this worker already holds, waiting for its
+   * ETA or running (same id, same retries), is acked, not run again. Two
+   * copies come back from the broker's delayed delivery when a worker dies
+   * between the delayed copy's confirm and the original's ack: the original is
+   * delivered again and moved again. Only the ETA and running maps are
+   * looked at: each is a map lookup, so the common path pays nothing.
+   */
+  private duplicateOfHeld(message: TaskRequest, delivery: Delivery): boolean {
+    const held = this.scheduled.get(message.id)?.request ?? this.active.get(message.id)
+    if (!held || held.delivery === delivery || held.message.retries !== message.retries || held.delivery.isLive?.() === false) return false
+    this.o.log.warning(`Task ${message.task}[${message.id}] delivered twice (this worker holds it already): the second copy is acked, not run`)
+    this.track(delivery.ack())
     return true
   }
 
@@ -476,6 +493,7 @@ export class TaskRunner {
       headers: customHeaders(request.delivery.properties.headers),
       softTimeLimit: limits.soft,
     }
+    setRequestFields(job, request, this.o.transport?.kind)
     let running: Outcome | Promise<Outcome>
     try {
       running = placement ? this.o.pool.place!(job, limits.hard, this.stateOfTask, placement) : this.o.pool.run(job, limits.hard, this.stateOfTask)
@@ -601,6 +619,18 @@ export class TaskRunner {
       case 'retry':
         return this.retry(request, outcome, ignoreResult)
       case 'ignored':
+        if (outcome.replacedBy) {
+          // replace(sig): the replacement goes out in the task's place, as Celery's sig.delay() before its Ignore.
+          try {
+            await sendReplacement(this.o, request, outcome.replacedBy as Parameters<typeof sendReplacement>[2])
+          } catch (error) {
+            const exc = encodeError(error)
+            this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(exc)}`)
+            await this.fail(request, exc, (error as Error).stack ?? null, ignoreResult)
+            this.settle(request, this.afterFailure(m.task))
+            return
+          }
+        }
         if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] ignored`)
         this.settle(request, 'ack')
         return
@@ -697,6 +727,9 @@ export class TaskRunner {
       await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
     } catch (error) {
       this.o.log.error(`Could not store the ${status} result of ${m.task}[${m.id}]: ${(error as Error).message}`)
+      // Raised outside the task's body, as Celery's trace sends it when mark_as_done/failure raise.
+      const signals = this.o.app.signals
+      if (signals.has('task_internal_error')) signals.send('task_internal_error', { sender: m.task, taskId: m.id, args: m.args, kwargs: m.kwargs, request: request.info(), exception: error, traceback: (error as Error).stack ?? null })
     }
   }
 
@@ -853,6 +886,8 @@ function isChordPart(m: TaskRequest): boolean {
 
 /** `ValueError('boom')`, as Celery's events and logs show an exception. */
 function excRepr(exc: EncodedException): string {
+  // kombu's EncodeError holds its cause, stored as the cause's repr: `EncodeError(TypeError('...'))`.
+  if (exc.type === 'EncodeError' && exc.module === 'kombu.exceptions' && typeof exc.args[0] === 'string') return `EncodeError(${exc.args[0]})`
   return exceptionRepr({ exc_type: exc.type, exc_message: exc.args, exc_module: exc.module })
 }
 
