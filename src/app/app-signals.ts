@@ -19,6 +19,16 @@ export interface SignalPayloads {
   task_failure: { sender: string; taskId: string; exception: unknown; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }
   /** The task asked to run again (retry(), or autoretryFor); `reason` is the error, if one was given. */
   task_retry: { sender: string; taskId: string; retries: number; reason: unknown }
+  /**
+   * An error raised outside the task's body, where Celery's trace sends this
+   * signal: a task handler (onSuccess, onFailure, onRetry, afterReturn) threw,
+   * in the process that ran the task; or the worker could not store the
+   * task's result, in the worker's main process. `request` is the task's
+   * context (currentTask()) where the task ran, and the request as
+   * `inspect active` shows it in the worker's main process. The task's
+   * outcome stands.
+   */
+  task_internal_error: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; request: unknown; exception: unknown; traceback: string | null }
   /** A task message was accepted: not revoked, not expired, its task known. */
   task_received: { sender: string; request: RequestInfo }
   task_revoked: { sender: string; request: RequestInfo; terminated: boolean; signum: number | null; expired: boolean }
@@ -34,6 +44,15 @@ export interface SignalPayloads {
   celeryd_init: { sender: string; conf: Record<string, unknown>; options: { hostname: string; concurrency: number; pool: string; queues: string[]; loglevel: string } }
   /** The worker is set up, nothing started yet. */
   worker_init: { sender: string }
+  /**
+   * The worker is about to set up its logging, after worker_init (Celery's
+   * setup_logging; `sender` is null, as Celery's). Connecting a receiver says
+   * the app sets up logging itself: the worker then leaves the console alone
+   * (no worker_redirect_stdouts, in the worker or its pool), as Celery then
+   * leaves its logging config alone. `loglevel` is Python's number for -l
+   * (INFO is 20); `format` is the worker's log line; tsq never colours it.
+   */
+  setup_logging: { sender: null; loglevel: number; logfile: string | null; format: string; colorize: boolean }
   /**
    * After -Q was applied, before the banner and before consuming: a queue
    * pushed onto `queues` is consumed too (Celery's documented use, a queue
@@ -67,8 +86,8 @@ export type SignalReceiver<K extends SignalName> = (payload: SignalPayloads[K]) 
 
 export const SIGNAL_NAMES: readonly SignalName[] = [
   'task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry',
-  'task_received', 'task_revoked', 'task_unknown', 'task_rejected',
-  'celeryd_init', 'worker_init', 'celeryd_after_setup', 'heartbeat_sent',
+  'task_received', 'task_revoked', 'task_unknown', 'task_rejected', 'task_internal_error',
+  'celeryd_init', 'worker_init', 'setup_logging', 'celeryd_after_setup', 'heartbeat_sent',
   'worker_ready', 'worker_shutting_down', 'worker_shutdown', 'worker_process_init', 'worker_process_shutdown',
   'before_task_publish', 'after_task_publish',
 ]

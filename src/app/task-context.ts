@@ -12,6 +12,33 @@ export interface RetryOptions {
   maxRetries?: number
 }
 
+/**
+ * A signature as it travels in a task message (a callback, a chain step, a
+ * chord's body): what `add.s(2, 2)` makes, and what Python's signatures are
+ * as JSON (`subtask_type` names a group, chain or chord).
+ */
+export interface SignatureData {
+  task: string
+  args: unknown[]
+  kwargs: Record<string, unknown>
+  options: Record<string, unknown>
+  subtask_type: string | null
+  immutable: boolean
+}
+
+/**
+ * How the message reached the worker: Celery's `request.delivery_info`
+ * (`exchange`, `routing_key`, `priority`, `redelivered`), with JavaScript's
+ * key names. `redelivered` is null where the broker does not say (Redis,
+ * unless the message was restored after a visibility timeout), as in Celery.
+ */
+export interface DeliveryInfo {
+  exchange: string
+  routingKey: string
+  priority: number | null
+  redelivered: boolean | null
+}
+
 /** What a task run is, as the worker hands it to a pool slot and the slot to the task. */
 export interface TaskRun {
   id: string
@@ -28,14 +55,55 @@ export interface TaskRun {
    * absent when there are none.
    */
   headers?: Record<string, unknown>
+  // The rest of Celery's task.request, each absent (null in the context) when
+  // the message has none, so a plain task's run carries nothing more.
+  deliveryInfo?: DeliveryInfo
+  /** The message's `eta` header, an ISO 8601 string, as Celery's request.eta. */
+  eta?: string | null
+  /** The message's `expires` header, an ISO 8601 string, as Celery's request.expires. */
+  expires?: string | null
+  /** The reply_to property: where an rpc:// result goes (the sending client's queue). */
+  replyTo?: string | null
+  groupIndex?: number | null
+  /** The signatures applied with the result when the task succeeds (Celery's request.callbacks: `link`). */
+  callbacks?: SignatureData[] | null
+  /** The signatures applied with the task's id when it fails (request.errbacks: `link_error`). */
+  errbacks?: SignatureData[] | null
+  /** The chain's remaining steps, the next one last (request.chain). */
+  chain?: SignatureData[] | null
+  /** The body of the chord this task is a header part of (request.chord). */
+  chord?: SignatureData | null
 }
 
 export interface TaskContext extends TaskRun {
   name: string
+  /** The lock this run holds (task option `lock`): its id and fencing token, for a store that refuses a deposed holder; null without one. */
+  readonly lock?: { readonly id: string; readonly token: number } | null
   /** Aborts on soft time limit or revoke; pass it to fetch(), timers and child work. */
   signal: AbortSignal
+  /** The group this task is a member of, as Celery's `request.group` (the same as `group`). */
+  readonly groupId: string | null
+  deliveryInfo: DeliveryInfo
+  eta: string | null
+  expires: string | null
+  replyTo: string | null
+  groupIndex: number | null
+  callbacks: SignatureData[] | null
+  errbacks: SignatureData[] | null
+  chain: SignatureData[] | null
+  chord: SignatureData | null
   /** Stops this run and schedules the task again with the same id (Celery's `self.retry()`). */
   retry(options?: RetryOptions): never
+  /**
+   * Ends this run and puts `sig` in its place, as Celery's `self.replace(sig)`:
+   * the replacement takes this task's id (a chain's last step, a chord's
+   * body), so whoever waits for this task's result gets the replacement's;
+   * it inherits this task's callbacks, errbacks, group, chord and the rest of
+   * its chain. A group is replaced by a chord whose body gathers the
+   * group's results into a list. This run ends as Ignore ends it (nothing
+   * stored for it, the message acked); the worker sends the replacement.
+   */
+  replace(sig: SignatureData): never
   /**
    * Stores a state of the task's own choosing, such as `PROGRESS` with
    * `{ current, total }` as its meta, where clients polling the result see it
@@ -63,10 +131,11 @@ export class RetryRequest extends Error {
 const PREDICATE = Symbol.for('tsq.taskPredicate')
 
 /** What a thrown Ignore or Reject asks of the worker; undefined for any other error. */
-export function taskPredicate(error: unknown): { kind: 'ignore' } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
+export function taskPredicate(error: unknown): { kind: 'ignore' } | { kind: 'replace'; signature: SignatureData } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
   if (typeof error !== 'object' || error === null) return undefined
   const kind = (error as Record<symbol, unknown>)[PREDICATE]
   if (kind === 'ignore') return { kind }
+  if (kind === 'replace') return { kind, signature: (error as { signature: SignatureData }).signature }
   if (kind === 'reject') {
     const { requeue, reason } = error as { requeue?: unknown; reason?: unknown }
     return { kind, requeue: requeue === true, reason: typeof reason === 'string' ? reason : null }
@@ -84,6 +153,18 @@ export class Ignore extends Error {
     super(message)
     this.name = 'Ignore'
     Object.defineProperty(this, PREDICATE, { value: 'ignore' })
+  }
+}
+
+/**
+ * Thrown by `replace()` (Celery raises Ignore('Replaced by new task')): the
+ * run ends as ignored, and the worker sends `signature` in its place.
+ */
+export class ReplaceRequest extends Error {
+  constructor(readonly signature: SignatureData) {
+    super('Replaced by new task')
+    this.name = 'Ignore'
+    Object.defineProperty(this, PREDICATE, { value: 'replace' })
   }
 }
 

@@ -62,15 +62,21 @@ export function planNode(spec: NodeSpec, ctx: PlanContext): NodePlan {
   if (!givenPid) all.set('--pidfile', join(ctx.runDir, '%n.pid'))
   if (!givenLog) all.set('--logfile', join(ctx.logDir, '%n%I.log'))
   // --cmd (Celery's, default `-m celery worker --detach` after python) replaces
-  // `<tsq's bin/run.js> worker --detach` after node: another tsq install, say.
+  // `<tsq's bin/run.js> worker --detach` after node: another tsq install, say,
+  // or with --executable a Python Celery's `-m celery worker --detach`.
   const cmd = all.get('--cmd')
   all.delete('--cmd')
   const head: string[] = cmd ? expand(cmd).split(' ').filter(Boolean) : [ctx.script, 'worker', '--detach']
+  // A command that runs Celery's program takes the global options right after
+  // `celery`, each put in front of the last, as Celery's Node._prepare_argv
+  // does (Celery 5 refuses -A after `worker`); tsq's take them after the command.
+  const celeryAt = cmd ? head.indexOf('celery') : -1
   const rest: string[] = []
   for (const [name, value] of all) {
     const words = formatOption(name, value === null ? null : expand(value))
-    if (GLOBAL_OPTIONS.has(name)) head.push(...words)
-    else rest.push(...words)
+    if (!GLOBAL_OPTIONS.has(name)) rest.push(...words)
+    else if (celeryAt >= 0) head.splice(celeryAt + 1, 0, ...words)
+    else head.push(...words)
   }
   const append = spec.append ? spec.append.split(' ').filter(Boolean).map(expand) : []
   const argv = [...head, ...rest, ...spec.passthrough, ...append]

@@ -22,10 +22,14 @@ export function processArgv(pid: number): string[] | null {
   }
 }
 
-/** The node name a tsq worker argv runs as, or null when the argv is not a tsq worker's. */
+/**
+ * The node name a worker argv runs as, or null when the argv is not a
+ * worker's: tsq's, or Celery's (`python -m celery ... worker`, which a node
+ * started with `--cmd "-m celery worker --detach"` runs).
+ */
 export function workerNodeOf(argv: readonly string[], hostname: string): string | null {
   const w = argv.indexOf('worker')
-  if (w < 1 || !argv.slice(0, w).some((a) => /(^|\/)(tsq|run\.js|dev\.js)$/.test(a))) return null
+  if (w < 1 || !argv.slice(0, w).some((a) => /(^|\/)(tsq|run\.js|dev\.js|celery)$/.test(a))) return null
   let value: string | undefined
   const rest = argv.slice(w + 1)
   for (let i = 0; i < rest.length; i++) {

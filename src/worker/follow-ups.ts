@@ -79,6 +79,57 @@ export async function sendErrbacks(sender: Sender, request: Request, onSendError
 }
 
 /**
+ * Celery's `Task.replace(sig)` (celery/app/task.py), once the task has ended
+ * by calling it: `sig` is sent in the task's place. The task whose result is
+ * sig's (sig itself, a chain's last step, a chord's body) takes the task's id
+ * (unless it has one), its callbacks, and its group, group index and chord;
+ * the errbacks go where Celery's link_error puts them (the task, every step of
+ * a chain, a chord's body); the rest of the task's chain follows. A group
+ * becomes a chord whose body, celery.accumulate, gives the list of its
+ * results, as Celery's `sig |= accumulate.s(index=0)`. Unlike Celery 5.2.6, a
+ * chain's callbacks are linked once, not twice.
+ */
+export async function sendReplacement(sender: Sender, request: Request, sig: Signature): Promise<void> {
+  const m = request.message
+  let replacement = structuredClone(sig)
+  if (canvasKind(replacement) === 'group') {
+    const accumulate: Signature = { task: 'celery.accumulate', args: [], kwargs: { index: 0 }, options: {}, subtask_type: null, immutable: false }
+    replacement = { task: 'celery.chord', args: [], kwargs: { header: replacement, body: accumulate, kwargs: {} }, options: {}, subtask_type: 'chord', immutable: false }
+  }
+  const callbacks = (m.embed.callbacks ?? []) as Signature[]
+  const patched = withResultTask(replacement, (options) => {
+    const out: Record<string, unknown> = { ...options, task_id: typeof options.task_id === 'string' ? options.task_id : m.id }
+    if (callbacks.length) out.link = [...signatures(options.link), ...callbacks]
+    if (m.group) {
+      out.group_id = m.group
+      out.group_index = m.groupIndex
+    }
+    if (m.embed.chord) out.chord = m.embed.chord
+    return out
+  })
+  if (!patched) throw new Error(`cannot replace ${m.task}[${m.id}] with ${sig.task}: its result is not one task's`)
+  const errbacks = (m.embed.errbacks ?? []) as Signature[]
+  const chain = m.embed.chain?.length ? (m.embed.chain as Signature[]) : undefined
+  await applySignature(sender, errbacks.length ? withErrbacks(patched, errbacks) : patched, [], request, chain)
+}
+
+/** `sig.link_error(e)` for each errback, as Celery's canvas places it: a chain's on every step, a group's on every member, a chord's on its body. */
+function withErrbacks(sig: Signature, errbacks: Signature[]): Signature {
+  const kwargs = kwargsOf(sig)
+  switch (canvasKind(sig)) {
+    case 'plain':
+      return { ...sig, options: { ...sig.options, link_error: [...signatures((sig.options ?? {}).link_error), ...errbacks] } }
+    case 'chain':
+    case 'group':
+      return { ...sig, kwargs: { ...kwargs, tasks: signatures(kwargs.tasks).map((task) => withErrbacks(task, errbacks)) } }
+    case 'chord': {
+      const body = kwargs.body as Signature | undefined
+      return body ? { ...sig, kwargs: { ...kwargs, body: withErrbacks(body, errbacks) } } : sig
+    }
+  }
+}
+
+/**
  * Celery's `on_chord_part_return` for a header task that ended (SUCCESS,
  * FAILURE or REVOKED; a retry is not an end). The part that completes the
  * chord sends the body with every header result, in group order, prepended

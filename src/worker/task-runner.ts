@@ -61,6 +61,13 @@ export const DEFAULT_ETA_DELAY_AFTER_S = 25 * 60
 /** How long, and how many, tasks settled on a lost channel are remembered, so their redelivered copies are not run again. */
 const SETTLED_ON_LOST_MAX = 10_000
 const SETTLED_ON_LOST_TTL_MS = 60 * 60 * 1000
+/**
+ * How far back, from the moment the worker hears of a lost channel, a
+ * settlement may not have reached the broker (the close was seen 35-200 ms
+ * late under load), and how many settlements are kept for that.
+ */
+const RECENTLY_SETTLED_MS = 2_000
+const RECENTLY_SETTLED_RING = 512
 
 export class TaskRunner {
   readonly active = new Map<string, Request>()
@@ -115,6 +122,10 @@ export class TaskRunner {
    * redelivered copy is settled the same way instead of running twice.
    */
   private readonly settledOnLost = new Map<string, { retries: number; how: 'ack' | 'reject'; at: number }>()
+  private readonly recentlySettled: Array<{ id: string; retries: number; how: 'ack' | 'reject'; at: number } | undefined> = new Array(RECENTLY_SETTLED_RING)
+  private recentlySettledNext = 0
+  /** Runs that ended by replace(sig): their replacement, under the same id, is a new task, not a second copy. */
+  private readonly replaced = new WeakSet<Request>()
   private readonly etaDelay: EtaDelayPolicy
 
   constructor(private readonly o: RunnerOptions) {
@@ -243,6 +254,7 @@ export class TaskRunner {
    * dropped requests.
    */
   dropLost(): Request[] {
+    this.rememberRecentlySettled()
     const dropped: Request[] = []
     for (const [id, entry] of this.scheduled) {
       if (entry.request.delivery.isLive?.() !== false) continue
@@ -295,10 +307,30 @@ export class TaskRunner {
    */
   private duplicateOfHeld(message: TaskRequest, delivery: Delivery): boolean {
     const held = this.scheduled.get(message.id)?.request ?? this.active.get(message.id)
-    if (!held || held.delivery === delivery || held.message.retries !== message.retries || held.delivery.isLive?.() === false) return false
+    if (!held || held.delivery === delivery || held.message.retries !== message.retries || held.delivery.isLive?.() === false || this.replaced.has(held)) return false
+    if (this.active.get(message.id) === held && held.successor === null) {
+      // Running: the second copy is settled as the run ends, as the first is, so
+      // a requeue still leaves one copy (on Redis both carry the same tag).
+      held.successor = delivery
+      this.o.log.warning(`Task ${message.task}[${message.id}] delivered twice while it runs here: the second copy takes this run's outcome`)
+      return true
+    }
     this.o.log.warning(`Task ${message.task}[${message.id}] delivered twice (this worker holds it already): the second copy is acked, not run`)
     this.track(delivery.ack())
     return true
+  }
+
+  /**
+   * The broker closed a channel: an ack sent on it just before may not have
+   * reached the broker, which then delivers the task again. What this worker
+   * settled in the moments before it noticed counts as settled on the lost
+   * channel, so the redelivered copies take that outcome instead of running.
+   */
+  private rememberRecentlySettled(): void {
+    const since = Date.now() - RECENTLY_SETTLED_MS
+    for (const entry of this.recentlySettled) {
+      if (entry && entry.at >= since && !this.settledOnLost.has(entry.id)) this.settledOnLost.set(entry.id, { retries: entry.retries, how: entry.how, at: entry.at })
+    }
   }
 
   /**
@@ -621,6 +653,13 @@ export class TaskRunner {
       case 'ignored':
         if (outcome.replacedBy) {
           // replace(sig): the replacement goes out in the task's place, as Celery's sig.delay() before its Ignore.
+          // It has this task's id and may reach this worker at once: the held hooks (nothing is stored for
+          // an ignored run) are released first, and the copy is not taken for a duplicate of this one.
+          if (request.endHooksHeld) {
+            request.endHooksHeld = false
+            this.o.pool.afterStored(m.id)
+          }
+          this.replaced.add(request)
           try {
             await sendReplacement(this.o, request, outcome.replacedBy as Parameters<typeof sendReplacement>[2])
           } catch (error) {
@@ -787,16 +826,28 @@ export class TaskRunner {
     const m = request.message
     const successor = request.successor
     if (successor) {
-      // The running copy's delivery is gone; its outcome settles the broker's new copy.
-      request.settled = true
+      // The broker's other copy of this run takes its outcome; the run's own
+      // delivery is settled too while it is still live (a duplicate), not once it is gone.
       this.track(how === 'ack' ? successor.ack() : successor.reject({ requeue: how === 'requeue' }))
-      return
+      if (request.delivery.isLive?.() === false) {
+        request.settled = true
+        return
+      }
     }
-    if (how !== 'requeue' && !request.settled && request.delivery.isLive?.() === false) this.rememberSettledOnLost(m, how)
+    if (how !== 'requeue' && !request.settled) {
+      if (request.delivery.isLive?.() === false) this.rememberSettledOnLost(m, how)
+      else this.noteSettled(m, how)
+    }
     this.track(how === 'ack' ? request.ack() : request.reject(how === 'requeue'), (error) => {
       this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)
       this.settled()
     })
+  }
+
+  /** A ring of the last settlements, for rememberRecentlySettled: a slot written per task, no allocation beyond it. */
+  private noteSettled(m: TaskRequest, how: 'ack' | 'reject'): void {
+    this.recentlySettled[this.recentlySettledNext] = { id: m.id, retries: m.retries, how, at: Date.now() }
+    this.recentlySettledNext = (this.recentlySettledNext + 1) % RECENTLY_SETTLED_RING
   }
 
   private rememberSettledOnLost(m: TaskRequest, how: 'ack' | 'reject'): void {

@@ -1,7 +1,7 @@
 // The messages between a worker and its pool slots. One discriminated union per
 // direction, shared by the prefork (IPC) and threads (MessagePort) pools.
 
-import type { TaskRun } from '../../app/task-context.js'
+import type { SignatureData, TaskRun } from '../../app/task-context.js'
 
 export interface Job extends TaskRun {
   task: string
@@ -22,8 +22,12 @@ export type Outcome = (
   | { status: 'failure'; exc: EncodedException; traceback: string | null; runtime: number }
   | { status: 'retry'; countdown: number | null; eta: string | null; maxRetries: number | null; exc: EncodedException | null; runtime: number }
   | { status: 'killed'; reason: 'time-limit' | 'terminated' | 'worker-lost'; signal: string | null; runtime: number }
-  /** The task threw Ignore: acked, nothing stored. */
-  | { status: 'ignored'; runtime: number }
+  /**
+   * The task threw Ignore: acked, nothing stored. `replacedBy`: it called
+   * replace(sig), and the worker sends this signature in its place, given
+   * the task's id, links, group, chord and chain (follow-ups.ts).
+   */
+  | { status: 'ignored'; runtime: number; replacedBy?: SignatureData }
   /** The task threw Reject: the message is rejected (or requeued), nothing stored. */
   | { status: 'rejected'; requeue: boolean; reason: string | null; runtime: number }
 ) & {
@@ -46,3 +50,30 @@ export type FromSlot =
   | { type: 'load-error'; message: string }
   /** The running task called updateState(). */
   | { type: 'state'; id: string; state: string; meta: unknown }
+
+/** The parts of a delivery and its message the rest of Celery's task.request is made of. */
+export interface RequestSource {
+  message: { eta: string | null; expires: string | null; groupIndex: number | null; embed: { callbacks: SignatureData[] | null; errbacks: SignatureData[] | null; chain: SignatureData[] | null; chord: SignatureData | null } }
+  delivery: { exchange: string; routingKey: string; redelivered: boolean; properties: { priority: number; replyTo?: string } }
+}
+
+/**
+ * Sets on `job` the request fields a task may read from currentTask()
+ * (deliveryInfo, eta, expires, replyTo, groupIndex, callbacks, errbacks,
+ * chain, chord), each only when the message has it: a plain task's job, which
+ * every pool slot receives, grows by its delivery info alone. On Redis a
+ * delivery that was not restored says nothing of redelivery: null, as kombu.
+ */
+export function setRequestFields(job: Job, { message: m, delivery: d }: RequestSource, transportKind: string | undefined): Job {
+  job.deliveryInfo = { exchange: d.exchange, routingKey: d.routingKey, priority: d.properties.priority ?? null, redelivered: d.redelivered ? true : transportKind === 'redis' ? null : false }
+  if (m.eta) job.eta = m.eta
+  if (m.expires) job.expires = m.expires
+  if (d.properties.replyTo) job.replyTo = d.properties.replyTo
+  if (m.groupIndex !== null && m.groupIndex !== undefined) job.groupIndex = m.groupIndex
+  const { callbacks, errbacks, chain, chord } = m.embed
+  if (callbacks?.length) job.callbacks = callbacks
+  if (errbacks?.length) job.errbacks = errbacks
+  if (chain?.length) job.chain = chain
+  if (chord) job.chord = chord
+  return job
+}

@@ -132,6 +132,36 @@ describe('[task-runner] held deliveries and the broker taking them back', () => 
     assert.equal(again.acks, 1)
   })
 
+  it('settles, without running, the redelivery of a task acked just before its channel was lost', async () => {
+    const { runner, ran } = setUp()
+    const first = delivery('t1')
+    await runner.onDelivery(first)
+    await runner.idle()
+    assert.equal(first.acks, 1)
+    // The ack left, but the broker closed the channel before it arrived.
+    first.live = false
+    runner.dropLost()
+    const again = delivery('t1', { redelivered: true })
+    await runner.onDelivery(again)
+    await runner.idle()
+    assert.deepEqual(ran, ['t1'])
+    assert.equal(again.acks, 1)
+  })
+
+  it('settles a second live copy of a running task with that run, keeping one on a requeue', async () => {
+    const { runner, ran, holdTasks, release } = setUp()
+    holdTasks()
+    const first = delivery('t1')
+    void runner.onDelivery(first)
+    await turn()
+    const again = delivery('t1', { redelivered: true })
+    await runner.onDelivery(again)
+    release()
+    await runner.idle()
+    assert.deepEqual(ran, ['t1'])
+    assert.deepEqual([first.acks, again.acks], [1, 1])
+  })
+
   it('acks a second live copy of a task held for its ETA, and runs it once', async () => {
     const { runner, ran } = setUp()
     const eta = inSeconds(0.2)
