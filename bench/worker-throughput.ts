@@ -535,6 +535,11 @@ for (const kind of kinds) {
   if (t && p) {
     const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
     say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
+    // The pools that isolate tasks (prefork is the default), each against Celery's best pool of the same run.
+    for (const name of ['tsq-prefork', 'tsq-threads']) {
+      const pool = mine.find((r) => r.name === name)
+      if (pool) say(`worker-throughput-${name.slice(4)}-${kind}  tsq=${pool.perSecond.toFixed(0)}/s (${pool.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label}, Celery's best)  ratio=${(pool.perSecond / p.perSecond).toFixed(2)} (target >= 1.5)`)
+    }
     const rssOf = (side: Result['side']) => mine.filter((r) => r.side === side && r.rssAfterMb !== null)
     const maxRss = (rs: Result[]) => Math.max(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
     const minRss = (rs: Result[]) => Math.min(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))

@@ -2,4 +2,13 @@
 // Runs the TypeScript sources directly, for development (oclif maps the bundle
 // target to src/bundle/tsq.ts).
 'use strict'
-import('@oclif/core').then(({ execute }) => execute({ development: true, dir: require('node:path').join(__dirname, '..', 'package.json') }))
+// Global options before the command name move behind it, as bin/run.js moves them.
+Promise.all([import('@oclif/core'), import('../src/cli/global-options.ts'), import('../src/cli/report-error.ts')]).then(([{ execute }, { hoistGlobalOptions }, { reportCliError }]) => {
+  let args
+  try {
+    args = hoistGlobalOptions(process.argv.slice(2))
+  } catch (error) {
+    return reportCliError(error, { json: false, debug: false })
+  }
+  return execute({ args, development: true, dir: require('node:path').join(__dirname, '..', 'package.json') })
+})

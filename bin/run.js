@@ -5,7 +5,7 @@
 'use strict'
 const path = require('node:path')
 
-const argv = process.argv.slice(2)
+let argv = process.argv.slice(2)
 
 /** A bug in tsq (exit 70): the stack, since no command caught it. */
 function reportCrash(error) {
@@ -16,7 +16,7 @@ function reportCrash(error) {
 function runOclif() {
   // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
   import('../dist/bundle/tsq.js')
-    .then(({ execute }) => execute({ dir: path.join(__dirname, '..', 'package.json') }))
+    .then(({ execute }) => execute({ args: argv, dir: path.join(__dirname, '..', 'package.json') }))
     .catch(reportCrash)
 }
 
@@ -27,11 +27,32 @@ function exitWhenFlushed() {
   for (const stream of pending) stream.once('drain', () => --left === 0 && process.exit())
 }
 
+/**
+ * -A and --config load a module with import(), which a script compiled through
+ * bin/code-cache.js cannot run on Node 20 (vm's loader for it is experimental
+ * and warns); those runs load the fast bundle with a plain require.
+ */
+const importsModules = Boolean(process.env.TSQ_CONFIG_MODULE) || argv.some((arg) => /^(-A|--app(=|$)|--config(=|$))/.test(arg))
+
+let fastBundle
+/** The fast path's bundle (src/cli/fast-path.ts): one file, no oclif, through V8's code cache. */
+function fastModule() {
+  if (!fastBundle) {
+    const file = path.join(__dirname, '..', 'dist', 'bundle', 'fast.cjs')
+    if (importsModules) {
+      fastBundle = require(file)
+    } else {
+      const { requireWithCodeCache } = require('./code-cache.js')
+      fastBundle = requireWithCodeCache(file, (exports) => exports.codeCacheKey())
+    }
+  }
+  return fastBundle
+}
+
 /** inspect/control/status without oclif when the command line allows (src/cli/fast-path.ts). */
 function tryFastPath() {
   if (argv[0] !== 'inspect' && argv[0] !== 'control' && argv[0] !== 'status') return false
-  const { requireWithCodeCache } = require('./code-cache.js')
-  const fast = requireWithCodeCache(path.join(__dirname, '..', 'dist', 'bundle', 'fast.cjs'), (exports) => exports.codeCacheKey())
+  const fast = fastModule()
   const plan = fast.planFastRun(argv)
   if (!plan) return false
   fast
@@ -44,7 +65,28 @@ function tryFastPath() {
   return true
 }
 
-if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
+/**
+ * Celery's global options before the command name (`tsq -A ./tasks.js worker`,
+ * `tsq -b URL inspect ping`) move behind it, where every command takes them
+ * (src/cli/global-options.ts); a line that starts with the command is left
+ * alone. False when the line cannot be read (one line, exit 64, as Celery's).
+ */
+function hoistGlobalOptions() {
+  // `tsq --version` answers without loading anything (scripts probe for tsq with it).
+  if (argv.length === 0 || !argv[0].startsWith('-') || ['--version', '-v', '--help', '-h'].includes(argv[0])) return true
+  const fast = fastModule()
+  try {
+    argv = fast.hoistGlobalOptions(argv)
+    return true
+  } catch (error) {
+    fast.reportCliError(error, { json: argv.includes('-j') || argv.includes('--json'), debug: argv.includes('--debug') })
+    return false
+  }
+}
+
+if (!hoistGlobalOptions()) {
+  // reported
+} else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
   const { version } = require('../package.json')
   process.stdout.write(`tsq/${version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else if (process.env.TSQ_NO_FAST_PATH || !tryFastPath()) {

@@ -84,6 +84,11 @@ await build({
   minifyWhitespace: true,
   minifySyntax: true,
   plugins: [fastCommandPrototype],
+  // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
+  external: ['tsx', 'tsx/*'],
+  // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes
+  // along with loadApp but never runs here: nothing in the fast path starts a pool.
+  logOverride: { 'empty-import-meta': 'silent' },
   bundle: true,
   format: 'cjs',
   platform: 'node',

@@ -3,7 +3,9 @@
 // run it: start a worker, send tasks, read their results, ask the worker
 // about itself, then stop it with a warm shutdown.
 import { spawn, spawnSync } from 'node:child_process'
+import { accessSync, constants } from 'node:fs'
 import { hostname } from 'node:os'
+import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -22,8 +24,35 @@ function show(title, r) {
   console.log()
 }
 
+/** The `tsq` the shell would run, if any. */
+function tsqOnPath() {
+  for (const dir of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    try {
+      accessSync(join(dir, 'tsq'), constants.X_OK)
+      return join(dir, 'tsq')
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+/** The README's "tsq on your PATH", for whoever types the examples next. */
+function pathHint() {
+  const found = tsqOnPath()
+  if (found) return `tsq is on your PATH (${found}).`
+  return [
+    'tsq is not on your PATH yet. Any of these gives you one (see the README, "tsq on your PATH"):',
+    '  npm link                     # in this folder: tsq in npm\'s global bin, linked to this checkout',
+    '  npx tsq ...                  # from inside this folder, nothing installed',
+    '  npm pack && npm install -g ./tsq-0.1.0.tgz   # a copy of its own',
+  ].join('\n')
+}
+
+// Celery's order: the app before the command, as `celery -A proj worker`.
+console.log(`$ tsq -A examples/tasks.js worker -c 2 -n ${node} -l INFO`)
 console.log(`Starting worker ${node} on the embedded broker...\n`)
-const worker = spawn(process.execPath, [bin, 'worker', '-A', 'examples/tasks.js', '-c', '2', '-n', node, '-l', 'INFO'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] })
+const worker = spawn(process.execPath, [bin, '-A', 'examples/tasks.js', 'worker', '-c', '2', '-n', node, '-l', 'INFO'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] })
 let up = false
 for (let i = 0; i < 60 && !up; i++) up = tsq('inspect', 'ping', '-d', node, '-t', '1', '--json').code === 0
 if (!up) {
@@ -49,4 +78,5 @@ show(`inspect stats -d ${node}`, tsq('inspect', 'stats', '-d', node))
 worker.kill('SIGTERM')
 const code = await new Promise((resolve) => worker.once('exit', (c) => resolve(c)))
 console.log(`\nworker exited with ${code}`)
+console.log(`\n${pathHint()}`)
 process.exit(code === 0 ? 0 : 1)

@@ -1,6 +1,7 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
 // and custom remote-control commands. Nothing here runs tasks, the worker does,
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
+import type { TaskLockOptions } from '../locks/lock-id.js'
 import { randomUUID } from 'node:crypto'
 import type { TaskEmbed } from '../protocol/index.js'
 import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
@@ -59,6 +60,11 @@ export interface TaskOptions {
    * settled as a failure (false, Celery's default reject_on_worker_lost).
    */
   rejectOnWorkerLost?: boolean
+  /**
+   * One run at a time per key (README "One task at a time: locks"): `{ key, timeout, onLocked, retryDelay }`.
+   * The worker takes the lock before the task runs, renews it every third of `timeout`, frees it when the run ends.
+   */
+  lock?: TaskLockOptions
   // Celery's Task handler methods, called where the task runs, around it; what
   // they throw is logged and changes nothing (the result is the task's).
   /** Before the task's function (Celery's before_start). */

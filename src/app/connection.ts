@@ -1,8 +1,8 @@
-import { createTransport, maskUrl, parseBrokerUrl, type Transport } from '../transport/index.js'
+import { createTransport, maskUrl, parseBrokerUrl, type Transport, type TransportSettings } from '../transport/index.js'
 
-/** Connects a transport for one CLI operation and always closes it afterwards. */
-export async function withTransport<T>(brokerUrl: string, work: (transport: Transport) => Promise<T>): Promise<T> {
-  const transport = await createTransport(brokerUrl)
+/** Connects a transport for one CLI operation and always closes it afterwards. `settings`: the app's broker_transport_options. */
+export async function withTransport<T>(brokerUrl: string, work: (transport: Transport) => Promise<T>, settings: TransportSettings = {}): Promise<T> {
+  const transport = await createTransport(brokerUrl, settings)
   try {
     await transport.connect()
   } catch (error) {

@@ -9,3 +9,6 @@ export type { RetryOptions, TaskContext } from './task-context.js'
 export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app-signals.js'
 export { loadConfig } from './config.js'
 export type { ResolvedConfig } from './config.js'
+// The events bus between services (celery-amqp-events' design): src/bus.
+export { createEventsApp, EventsApp } from '../bus/index.js'
+export type { EventFunction, EventsAppOptions, HandlerOptions } from '../bus/index.js'

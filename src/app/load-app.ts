@@ -92,6 +92,78 @@ export async function loadApp(modulePath: string, includePaths: readonly string[
   const mod = await importModule(modulePath)
   const app = looksLikeApp(mod.app) ? mod.app : looksLikeApp(mod.default) ? mod.default : undefined
   if (!app) throw new AppLoadError(`${modulePath} exports no app: export it as \`app\` (or default) from createApp()`)
+  applyConfigModule(app, await loadConfigModule())
   for (const includePath of includePaths) await importModule(includePath)
   return app
+}
+
+/**
+ * Where `--config` leaves its module for every process of the run (pool
+ * processes load the app again), as Celery's --config sets
+ * CELERY_CONFIG_MODULE: an absolute path once the CLI has resolved it.
+ */
+export const CONFIG_MODULE_ENV = 'TSQ_CONFIG_MODULE'
+
+export type ConfigSettings = Record<string, unknown>
+
+const configModules = new Map<string, Promise<ConfigSettings>>()
+
+/**
+ * The settings of the config module `$TSQ_CONFIG_MODULE` names (`--config`),
+ * or {} when none is set: Celery's settings by their Python names (broker_url,
+ * result_backend, task_routes, task_default_queue, broker_transport_options,
+ * ...), as the module's default export or its named exports (a .json file: its
+ * object). The path resolves as -A does.
+ */
+export function loadConfigModule(env: NodeJS.ProcessEnv = process.env): Promise<ConfigSettings> {
+  const spec = env[CONFIG_MODULE_ENV]
+  if (!spec) return Promise.resolve({})
+  const path = resolveAppModule(spec, process.cwd(), 'the config module')
+  let settings = configModules.get(path)
+  if (!settings) configModules.set(path, (settings = readConfigModule(path)))
+  return settings
+}
+
+async function readConfigModule(path: string): Promise<ConfigSettings> {
+  let value: unknown
+  if (path.endsWith('.json')) {
+    try {
+      value = JSON.parse(readFileSync(path, 'utf8'))
+    } catch (error) {
+      throw new AppLoadError(`cannot load the config module ${path}: ${(error as Error).message}`, { cause: error })
+    }
+  } else {
+    const mod = await importModule(path)
+    const { default: byDefault, ...named } = mod
+    value = byDefault !== undefined && Object.keys(named).length === 0 ? byDefault : named
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new AppLoadError(`the config module ${path} holds no settings object`)
+  return value as ConfigSettings
+}
+
+function stringSetting(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined
+}
+
+/** The config module's broker and result backend, as loadConfig's app layer takes them. */
+export function configModuleUrls(settings: ConfigSettings): { appBroker?: string; appResultBackend?: string } {
+  return { appBroker: stringSetting(settings.broker_url), appResultBackend: stringSetting(settings.result_backend) }
+}
+
+/**
+ * The config module under what the app says itself, as Celery's config
+ * module sits under the app's own settings: createApp's broker, resultBackend,
+ * defaultQueue and conf win; the module fills in what they leave out. Tasks
+ * take their task_* defaults when they are registered, before this runs: put
+ * those in the app's conf.
+ */
+function applyConfigModule(app: App, settings: ConfigSettings): void {
+  if (Object.keys(settings).length === 0) return
+  const options = app.options
+  const urls = configModuleUrls(settings)
+  options.broker ??= urls.appBroker
+  options.resultBackend ??= urls.appResultBackend
+  options.defaultQueue ||= stringSetting(settings.task_default_queue)
+  options.beatSchedule ??= settings.beat_schedule as Record<string, unknown> | undefined
+  options.conf = { ...settings, ...options.conf }
 }

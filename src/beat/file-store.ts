@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { comparePyStr } from '../protocol/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
-import type { BeatStore, DueBatch, ReserveOutcome, ReserveRequest } from './store.js'
+import type { BeatStore, DueBatch, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 export const DEFAULT_SCHEDULE_FILE = 'tsq-beat-schedule.json'
 
@@ -117,15 +117,40 @@ export class FileStore implements BeatStore {
   }
 
   async reserve(r: ReserveRequest): Promise<ReserveOutcome> {
+    const [outcome] = await this.reserveAll([r])
+    return outcome!
+  }
+
+  /** One lock and one write for the whole batch. There is no lease over a file, so no fence. */
+  async reserveAll(runs: ReserveRun[]): Promise<ReserveOutcome[]> {
+    if (runs.length === 0) return []
     return this.locked((data) => {
-      const raw = data.entries[r.name]
-      if (!raw) return 'gone'
-      const e = this.entryOf(raw)
-      if (!e.definition.enabled) return 'gone'
-      if (e.meta.totalRunCount !== r.expectedCount) return 'stale'
-      raw.meta = JSON.parse(encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }))
-      this.write(data)
-      return 'ok'
+      const outcomes = runs.map((r): ReserveOutcome => {
+        const raw = data.entries[r.name]
+        if (!raw) return 'gone'
+        const e = this.entryOf(raw)
+        if (!e.definition.enabled) return 'gone'
+        if (e.meta.totalRunCount !== r.expectedCount) return 'stale'
+        raw.meta = JSON.parse(encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }))
+        return 'ok'
+      })
+      if (outcomes.includes('ok')) this.write(data)
+      return outcomes
+    })
+  }
+
+  async release(runs: ReleaseRun[]): Promise<number> {
+    if (runs.length === 0) return 0
+    return this.locked((data) => {
+      let n = 0
+      for (const r of runs) {
+        const raw = data.entries[r.name]
+        if (!raw || JSON.stringify(raw.meta) !== encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 })) continue
+        raw.meta = JSON.parse(encodeMeta(r.previous))
+        n += 1
+      }
+      if (n) this.write(data)
+      return n
     })
   }
 

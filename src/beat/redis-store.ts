@@ -1,31 +1,75 @@
 // The Redis store in RedBeat's key layout (spec §8.6): `<prefix><name>` hashes
 // with `definition` and `meta`, the `<prefix>:schedule` zset of integer due
-// seconds, the `<prefix>:statics` set. Reservation is one Lua script, so the
-// run-count check, the lease (fencing) check and the update are atomic.
+// seconds, the `<prefix>:statics` set. Reservation is one Lua script per tick
+// (per 500 runs), so the lease (fencing) check and every run's run-count check
+// and update are one atomic step.
 import type { Redis } from 'ioredis'
 import { comparePyStr } from '../protocol/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
-import type { BeatStore, DueBatch, ReserveOutcome, ReserveRequest } from './store.js'
+import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 export const DEFAULT_KEY_PREFIX = 'redbeat:'
 
-const RESERVE_LUA = `
-if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 'fenced' end
-local def = redis.call('HGET', KEYS[1], 'definition')
-if not def then return 'gone' end
-local ok, d = pcall(cjson.decode, def)
-if ok and d['enabled'] == false then return 'gone' end
-local count = 0
-local meta = redis.call('HGET', KEYS[1], 'meta')
-if meta then
-  local okm, m = pcall(cjson.decode, meta)
-  if okm and type(m['total_run_count']) == 'number' then count = m['total_run_count'] end
+// Reserves every run of a tick in one call. KEYS: the schedule zset, the lock
+// key, then one entry hash per run. ARGV[1]: the fencing token ('' for none),
+// then per run its expected count, the meta to write and the next due score.
+// The fence is checked once, before anything is written: the script runs
+// atomically, so the lease cannot change hands between that check and the
+// last write. Each run then gets the same check-and-set as one at a time.
+const RESERVE_ALL_LUA = `
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'fenced' end
+local out = {}
+for i = 3, #KEYS do
+  local key = KEYS[i]
+  local a = (i - 3) * 3 + 2
+  local outcome = 'ok'
+  local def = redis.call('HGET', key, 'definition')
+  if not def then
+    outcome = 'gone'
+  else
+    local ok, d = pcall(cjson.decode, def)
+    if ok and type(d) == 'table' and d['enabled'] == false then outcome = 'gone' end
+  end
+  if outcome == 'ok' then
+    local count = 0
+    local meta = redis.call('HGET', key, 'meta')
+    if meta then
+      local okm, m = pcall(cjson.decode, meta)
+      if okm and type(m) == 'table' and type(m['total_run_count']) == 'number' then count = m['total_run_count'] end
+    end
+    if count ~= tonumber(ARGV[a]) then outcome = 'stale' end
+  end
+  if outcome == 'ok' then
+    redis.call('HSET', key, 'meta', ARGV[a + 1])
+    redis.call('ZADD', KEYS[1], ARGV[a + 2], key)
+  end
+  out[#out + 1] = outcome
 end
-if count ~= tonumber(ARGV[1]) then return 'stale' end
-redis.call('HSET', KEYS[1], 'meta', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
-return 'ok'
+return out
 `
+
+// Gives back reservations that were never sent. KEYS: the schedule zset, then
+// one entry hash per run. ARGV per run: the meta its reservation wrote, the
+// meta from before, the score to restore. Only an entry whose meta is still
+// exactly what the reservation wrote is touched, so nothing another beat (or
+// a later run) recorded is undone.
+const RELEASE_LUA = `
+local n = 0
+for i = 2, #KEYS do
+  local a = (i - 2) * 3 + 1
+  if redis.call('HGET', KEYS[i], 'meta') == ARGV[a] then
+    redis.call('HSET', KEYS[i], 'meta', ARGV[a + 1])
+    redis.call('ZADD', KEYS[1], ARGV[a + 2], KEYS[i])
+    n = n + 1
+  end
+end
+return n
+`
+
+/** Runs per reservation script: bounds how long one call holds Redis. */
+const RESERVE_CHUNK = 500
+
+type EvalCommand = (...a: Array<string | number>) => Promise<unknown>
 
 /** RedBeat's score: whole UTC seconds (calendar.timegm). */
 export function score(ms: number): number {
@@ -63,7 +107,9 @@ export class RedisStore implements BeatStore {
     this.tz = options.tz ?? 'UTC'
     this.batch = options.batch ?? 1000
     this.location = `${options.url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:**@')} (prefix ${this.prefix})`
-    this.redis.defineCommand('tsqBeatReserve', { numberOfKeys: 3, lua: RESERVE_LUA })
+    // numberOfKeys varies with the batch: it is passed first on each call.
+    this.redis.defineCommand('tsqBeatReserveAll', { lua: RESERVE_ALL_LUA })
+    this.redis.defineCommand('tsqBeatRelease', { lua: RELEASE_LUA })
   }
 
   static async open(options: RedisStoreOptions): Promise<RedisStore> {
@@ -87,8 +133,15 @@ export class RedisStore implements BeatStore {
 
 
   async due(now: number): Promise<DueBatch> {
-    const keys = await this.redis.zrangebyscore(this.scheduleKey, 0, score(now), 'LIMIT', 0, this.batch)
-    const peek = await this.redis.zrangebyscore(this.scheduleKey, `(${score(now)}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    // One round trip for both, as RedBeat's MULTI (spec §8.6 tick step 2).
+    const [[keysErr, keysOut], [peekErr, peekOut]] = (await this.redis
+      .pipeline()
+      .zrangebyscore(this.scheduleKey, 0, score(now), 'LIMIT', 0, this.batch)
+      .zrangebyscore(this.scheduleKey, `(${score(now)}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      .exec()) as Array<[Error | null, unknown]> as [[Error | null, unknown], [Error | null, unknown]]
+    if (keysErr || peekErr) throw (keysErr ?? peekErr)!
+    const keys = keysOut as string[]
+    const peek = peekOut as string[]
     const entries = await this.load(keys)
     const nextDueAt = keys.length >= this.batch ? now : peek.length === 2 ? Number(peek[1]) * 1000 : null
     return { entries, nextDueAt }
@@ -118,11 +171,44 @@ export class RedisStore implements BeatStore {
     return entries
   }
 
+  private command(name: 'tsqBeatReserveAll' | 'tsqBeatRelease'): EvalCommand {
+    const run = (this.redis as unknown as Record<string, EvalCommand>)[name]!
+    return (...a) => run.call(this.redis, ...a)
+  }
+
   async reserve(r: ReserveRequest): Promise<ReserveOutcome> {
-    const meta = encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 })
-    const run = (this.redis as unknown as { tsqBeatReserve: (...a: Array<string | number>) => Promise<string> }).tsqBeatReserve
-    const out = await run.call(this.redis, this.keyOf(r.name), this.scheduleKey, r.fence?.key ?? this.lockKey, r.expectedCount, meta, score(r.nextDueAt), r.fence?.token ?? '')
-    return out as ReserveOutcome
+    const { fence, ...run } = r
+    const [outcome] = await this.reserveAll([run], fence)
+    return outcome!
+  }
+
+  async reserveAll(runs: ReserveRun[], fence?: Fence): Promise<ReserveOutcome[]> {
+    const outcomes: ReserveOutcome[] = []
+    const reserve = this.command('tsqBeatReserveAll')
+    for (let i = 0; i < runs.length; i += RESERVE_CHUNK) {
+      const chunk = runs.slice(i, i + RESERVE_CHUNK)
+      const keys = [this.scheduleKey, fence?.key ?? this.lockKey, ...chunk.map((r) => this.keyOf(r.name))]
+      const argv = [fence?.token ?? '', ...chunk.flatMap((r) => [r.expectedCount, encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }), score(r.nextDueAt)])]
+      const out = await reserve(keys.length, ...keys, ...argv)
+      if (out === 'fenced') {
+        // Later chunks would be refused too; earlier ones (if any) were ours.
+        return [...outcomes, ...runs.slice(i).map((): ReserveOutcome => 'fenced')]
+      }
+      outcomes.push(...(out as ReserveOutcome[]))
+    }
+    return outcomes
+  }
+
+  async release(runs: ReleaseRun[]): Promise<number> {
+    let n = 0
+    const release = this.command('tsqBeatRelease')
+    for (let i = 0; i < runs.length; i += RESERVE_CHUNK) {
+      const chunk = runs.slice(i, i + RESERVE_CHUNK)
+      const keys = [this.scheduleKey, ...chunk.map((r) => this.keyOf(r.name))]
+      const argv = chunk.flatMap((r) => [encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }), encodeMeta(r.previous), score(r.ranAt)])
+      n += Number(await release(keys.length, ...keys, ...argv))
+    }
+    return n
   }
 
   async reschedule(name: string, dueAt: number): Promise<void> {

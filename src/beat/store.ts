@@ -17,6 +17,12 @@ export interface DueBatch {
   nextDueAt: number | null
 }
 
+/** Lease fencing: a reservation fails unless this token still holds the lease at `key`. */
+export interface Fence {
+  key: string
+  token: string
+}
+
 export interface ReserveRequest {
   name: string
   /** The run count the caller read; the reservation fails unless it is still current. */
@@ -25,7 +31,16 @@ export interface ReserveRequest {
   /** When the run after this one is due, for the store's index. */
   nextDueAt: number
   /** Lease fencing: the reservation fails unless this token still holds the lease. */
-  fence?: { key: string; token: string }
+  fence?: Fence
+}
+
+/** One run of a batch reservation (the fence is the batch's). */
+export type ReserveRun = Omit<ReserveRequest, 'fence'>
+
+/** A reserved run that was never sent, to be given back. */
+export interface ReleaseRun extends ReserveRun {
+  /** The history the entry had before the reservation. */
+  previous: EntryMeta
 }
 
 export interface BeatStore {
@@ -35,6 +50,18 @@ export interface BeatStore {
   /** Entries that may be due at `now` (the scheduler checks each with its schedule). */
   due(now: number): Promise<DueBatch>
   reserve(request: ReserveRequest): Promise<ReserveOutcome>
+  /**
+   * Reserves many runs at once, atomically: the fence is checked once, and
+   * if it no longer holds every outcome is 'fenced' and nothing is written;
+   * otherwise each run gets the outcome `reserve` would have given it.
+   */
+  reserveAll(runs: ReserveRun[], fence?: Fence): Promise<ReserveOutcome[]>
+  /**
+   * Gives back reservations whose task was never sent: each entry whose
+   * history is still exactly what its reservation wrote gets `previous` back
+   * and is due again at once. Returns how many were given back.
+   */
+  release(runs: ReleaseRun[]): Promise<number>
   /** Move an entry in the due index (after a change, or a not-yet-due check). */
   reschedule(name: string, dueAt: number): Promise<void>
   get(name: string): Promise<Entry | null>

@@ -2,10 +2,17 @@
 // finds them here instead of scanning and importing one file per command.
 // `npm run build` bundles this file and its imports with esbuild
 // (scripts/bundle.mjs) into dist/bundle; bin/dev.js runs it from the sources.
+import ArchiveLs from '../commands/archive/ls.js'
+import ArchivePurge from '../commands/archive/purge.js'
+import ArchiveReplay from '../commands/archive/replay.js'
+import ArchiveShow from '../commands/archive/show.js'
 import Beat from '../commands/beat.js'
+import BusDeclare from '../commands/bus/declare.js'
+import BusLs from '../commands/bus/ls.js'
 import Call from '../commands/call.js'
 import Control from '../commands/control.js'
 import Events from '../commands/events.js'
+import Fire from '../commands/fire.js'
 import Inspect from '../commands/inspect.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
@@ -21,10 +28,17 @@ import Status from '../commands/status.js'
 import Worker from '../commands/worker.js'
 
 export const COMMANDS = {
+  'archive:ls': ArchiveLs,
+  'archive:purge': ArchivePurge,
+  'archive:replay': ArchiveReplay,
+  'archive:show': ArchiveShow,
   beat: Beat,
+  'bus:declare': BusDeclare,
+  'bus:ls': BusLs,
   call: Call,
   control: Control,
   events: Events,
+  fire: Fire,
   inspect: Inspect,
   multi: Multi,
   purge: Purge,

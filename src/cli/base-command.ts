@@ -1,15 +1,20 @@
 import { Command, type Interfaces } from '@oclif/core'
 import type { ChalkInstance } from 'chalk'
-import { loadConfig, type ResolvedConfig } from '../app/config.js'
+import { applyGlobalOptions, clientConfig, type ClientConfig, type GlobalFlagValues } from './client-config.js'
 import { makeChalk } from './color.js'
 import { globalFlags } from './oclif-flags.js'
 import { reportCliError } from './report-error.js'
 
+// oclif's FlagOutput and ArgOutput, which its public interfaces do not export.
+type FlagOutput = { [name: string]: any }
+type ArgOutput = { [name: string]: any }
+
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof TsqCommand)['baseFlags'] & T['flags']>
 
 /**
- * Owns what every tsq command shares: the global flags, configuration,
- * one-line errors with exit codes by error class, and single-line JSON.
+ * Owns what every tsq command shares: the global flags (Celery's, which
+ * bin/run.js also takes before the command name), configuration, one-line
+ * errors with exit codes by error class, and single-line JSON.
  */
 export abstract class TsqCommand<T> extends Command {
   static enableJsonFlag = true
@@ -24,19 +29,35 @@ export abstract class TsqCommand<T> extends Command {
   /** oclif scans argv only for --json; -j means the same here. */
   override jsonEnabled(): boolean {
     if (super.jsonEnabled()) return true
+    return this.flagWords().includes('-j')
+  }
+
+  /** The command line up to `--`, where flags can be. */
+  private flagWords(): string[] {
     const dashdash = this.argv.indexOf('--')
-    const argv = dashdash === -1 ? this.argv : this.argv.slice(0, dashdash)
-    return argv.includes('-j')
+    return dashdash === -1 ? this.argv : this.argv.slice(0, dashdash)
   }
 
   override async init(): Promise<void> {
     await super.init()
-    this.debugErrors = this.argv.includes('--debug')
-    this.color = makeChalk(this.argv.includes('--no-color'))
+    const words = this.flagWords()
+    this.debugErrors = words.includes('--debug')
+    this.color = makeChalk(words.includes('--no-color') || words.includes('-C'))
   }
 
-  protected config_(flags: { broker?: string; 'result-backend'?: string }): ResolvedConfig {
-    return loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'] })
+  /** oclif's parse, then --workdir and --config, before the command reads any path. */
+  protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv)
+    applyGlobalOptions(parsed.flags as GlobalFlagValues)
+    return parsed
+  }
+
+  /** The broker, result backend and app settings the global flags select (client-config.ts). */
+  protected clientConfig(flags: GlobalFlagValues): Promise<ClientConfig> {
+    return clientConfig(flags)
   }
 
   protected override logJson(json: unknown): void {

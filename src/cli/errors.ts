@@ -20,10 +20,23 @@ export class UsageError extends CliError {
   }
 }
 
-/** A `--name SECONDS` flag's value: undefined when absent, else a positive number or one usage line. */
-export function positiveSeconds(name: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined
-  const n = Number(raw)
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`)
-  return n
+/** How click names an option in its messages: `'-c' / '--concurrency'`, or `'--time-limit'`. */
+export function optionLabel(name: string, char?: string): string {
+  return char ? `'-${char}' / '--${name}'` : `'--${name}'`
+}
+
+/**
+ * A flag's value that is not what the flag takes, in click's words, as Celery
+ * prints it: `Invalid value for '-c' / '--concurrency': 'abc' is not a valid
+ * integer.` (exit 64). oclif rewrites the message of an error thrown while it
+ * parses a flag ("Parsing --concurrency ..."); `line` keeps the sentence, and
+ * report-error.ts prints that.
+ */
+export class InvalidValueError extends CliError {
+  readonly line: string
+  constructor(label: string, problem: string) {
+    const line = `Invalid value for ${label}: ${problem}`
+    super('USAGE', line)
+    this.line = line
+  }
 }

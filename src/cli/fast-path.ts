@@ -7,13 +7,18 @@
 // help and for usage errors. The flags come from the same specs as oclif's
 // (flag-specs.ts), and the work from the same functions the oclif commands call.
 import { parseArgs } from 'node:util'
-import { loadConfig } from '../app/config.js'
 import { parseBrokerUrl } from '../transport/index.js'
+import { applyGlobalOptions, clientConfig, type GlobalFlagValues } from './client-config.js'
 import { makeChalk } from './color.js'
 import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from './flag-specs.js'
 import { controlExtraArguments, runRemote, runStatus } from './remote-command.js'
 import type { RemoteFlagValues } from './remote-flags.js'
 import { reportCliError } from './report-error.js'
+
+// bin/run.js moves Celery's global options behind the command name with this,
+// taken from this bundle so that a line without them loads nothing more.
+export { hoistGlobalOptions } from './global-options.js'
+export { reportCliError } from './report-error.js'
 
 type FastCommand = 'inspect' | 'control' | 'status'
 
@@ -101,7 +106,9 @@ export async function runFast(plan: FastPlan): Promise<void> {
   const print = (line: string) => process.stdout.write(`${line}\n`)
   const color = makeChalk(flags['no-color'] === true)
   try {
-    const config = loadConfig({ broker: flags.broker as string | undefined, resultBackend: flags['result-backend'] as string | undefined })
+    const globals = flags as GlobalFlagValues
+    applyGlobalOptions(globals)
+    const config = await clientConfig(globals)
     usedScheme = schemeOf(config.brokerUrl)
     const remoteFlags = flags as unknown as RemoteFlagValues & { quiet?: boolean; broker?: string }
     let result: unknown

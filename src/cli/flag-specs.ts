@@ -14,12 +14,19 @@ export interface FlagSpec {
   dependsOn?: readonly string[]
 }
 
+/**
+ * Every command's flags: Celery's global options (which may also come before
+ * the command name, see global-options.ts) and tsq's --json and --debug.
+ */
 export const GLOBAL_FLAG_SPECS = {
-  json: { kind: 'boolean', char: 'j', description: 'Print one JSON document (for scripts).', helpGroup: 'GLOBAL' },
-  broker: { kind: 'string', char: 'b', description: 'Broker URL (default: $TSQ_BROKER_URL, $CELERY_BROKER_URL, else the embedded file:// broker).', helpGroup: 'GLOBAL' },
-  'result-backend': { kind: 'string', description: 'Result backend URL (default: $TSQ_RESULT_BACKEND, $CELERY_RESULT_BACKEND).', helpGroup: 'GLOBAL' },
-  'no-color': { kind: 'boolean', description: 'Plain output (also NO_COLOR, or when not a terminal).', helpGroup: 'GLOBAL' },
+  app: { kind: 'string', char: 'A', description: "The task module (exports the app as `app` or default): the broker, the result backend and the settings (routes, default queue) come from it unless a flag or the environment names them.", helpGroup: 'GLOBAL' },
+  broker: { kind: 'string', char: 'b', description: "Broker URL (default: $TSQ_BROKER_URL, $CELERY_BROKER_URL, the app's, else the embedded file:// broker).", helpGroup: 'GLOBAL' },
+  'result-backend': { kind: 'string', description: "Result backend URL (default: $TSQ_RESULT_BACKEND, $CELERY_RESULT_BACKEND, the app's).", helpGroup: 'GLOBAL' },
+  config: { kind: 'string', description: "A module of Celery settings by their Python names (broker_url, result_backend, task_routes, task_default_queue, ...), below the app's own (also $TSQ_CONFIG_MODULE).", helpGroup: 'GLOBAL' },
+  workdir: { kind: 'string', description: 'Change to this directory first (-A and --config are found from there).', helpGroup: 'GLOBAL' },
+  'no-color': { kind: 'boolean', char: 'C', description: 'Plain output (also NO_COLOR, or when not a terminal).', helpGroup: 'GLOBAL' },
   quiet: { kind: 'boolean', char: 'q', description: 'Print less.', helpGroup: 'GLOBAL' },
+  json: { kind: 'boolean', char: 'j', description: 'Print one JSON document (for scripts).', helpGroup: 'GLOBAL' },
   debug: { kind: 'boolean', description: 'Show stack traces on errors.', helpGroup: 'GLOBAL' },
 } as const satisfies Record<string, FlagSpec>
 

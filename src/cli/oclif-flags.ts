@@ -1,5 +1,36 @@
 import { Flags } from '@oclif/core'
+import { optionLabel } from './errors.js'
 import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from './flag-specs.js'
+import { choiceValue, floatValue, integerValue, type NumberRange } from './flag-values.js'
+
+// oclif's flag types with click's sentence for a bad value (flag-values.ts):
+// `Invalid value for '-c' / '--concurrency': 'abc' is not a valid integer.`,
+// where oclif's own integer and options say "Parsing --concurrency" or
+// "Expected --pool=x to be one of: ...".
+
+const labelOf = (flag: { name: string; char?: string }) => optionLabel(flag.name, flag.char)
+
+/** Flags.integer, with click's messages. */
+export const integerFlag = Flags.custom<number, NumberRange>({
+  parse: async (input, _context, flag) => integerValue(labelOf(flag), input, flag),
+})
+
+/** A number (seconds, mostly), as click.FLOAT and click.FloatRange read it. */
+export const floatFlag = Flags.custom<number, NumberRange>({
+  parse: async (input, _context, flag) => floatValue(labelOf(flag), input, flag),
+})
+
+const choiceDefinition = Flags.custom<string, { choices: readonly string[] }>({
+  parse: async (input, _context, flag) => choiceValue(labelOf(flag), input, flag.choices),
+})
+
+/**
+ * Flags.string's `options`, as `choices`, with click's message for a value
+ * that is not one of them (oclif checks `options` before any parse, in its own
+ * words); help shows them as the flag's value.
+ */
+export const choiceFlag = ((options: { choices: readonly string[]; helpValue?: string }) =>
+  choiceDefinition({ helpValue: options.choices.join('|'), ...options } as Parameters<typeof choiceDefinition>[0])) as unknown as typeof choiceDefinition
 
 type OclifFlagFor<S> = S extends { kind: 'boolean' }
   ? ReturnType<typeof booleanFlag>
@@ -10,8 +41,8 @@ type OclifFlagFor<S> = S extends { kind: 'boolean' }
 const booleanFlag = () => Flags.boolean()
 const stringWithDefault = () => Flags.string({ default: '' })
 const stringOptional = () => Flags.string()
-const integerWithDefault = () => Flags.integer({ default: 0 })
-const integerOptional = () => Flags.integer()
+const integerWithDefault = () => integerFlag({ default: 0 })
+const integerOptional = () => integerFlag()
 
 function oclifFlag(spec: FlagSpec) {
   const common = {
@@ -24,9 +55,10 @@ function oclifFlag(spec: FlagSpec) {
     case 'boolean':
       return Flags.boolean(common)
     case 'integer':
-      return Flags.integer({ ...common, ...(spec.min !== undefined ? { min: spec.min } : {}), ...(spec.default !== undefined ? { default: Number(spec.default) } : {}) })
+      return integerFlag({ ...common, ...(spec.min !== undefined ? { min: spec.min } : {}), ...(spec.default !== undefined ? { default: Number(spec.default) } : {}) })
     case 'string':
-      return Flags.string({ ...common, ...(spec.options ? { options: [...spec.options] } : {}), ...(spec.default !== undefined ? { default: spec.default } : {}) })
+      if (spec.options) return choiceFlag({ ...common, choices: spec.options, ...(spec.default !== undefined ? { default: spec.default } : {}) })
+      return Flags.string({ ...common, ...(spec.default !== undefined ? { default: spec.default } : {}) })
   }
 }
 

@@ -1,5 +1,8 @@
 // What the remote-control flags mean, shared by the oclif commands and the
 // fast path (no oclif here: the fast path loads this).
+import { optionLabel } from './errors.js'
+import { floatValue } from './flag-values.js'
+
 export interface RemoteFlagValues {
   timeout: string
   destination?: string
@@ -8,12 +11,9 @@ export interface RemoteFlagValues {
   limit?: number
 }
 
+/** `-t/--timeout`: seconds above 0 (a string flag, so that its default prints as Celery's 1.0). */
 export function parseTimeout(raw: string): number {
-  const seconds = Number(raw)
-  if (raw.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
-    throw Object.assign(new Error(`--timeout must be a number of seconds greater than 0, got ${JSON.stringify(raw)}`), { code: 'USAGE' })
-  }
-  return seconds
+  return floatValue(optionLabel('timeout', 't'), raw, { min: 0, minOpen: true })
 }
 
 export function parseDestination(raw: string | undefined): string[] | null {

@@ -1,4 +1,24 @@
+import { InvalidValueError } from './errors.js'
 import { exitCodeFor } from './exit-codes.js'
+
+/**
+ * oclif's usage errors whose first line only announces what follows ("The
+ * following error occurred:", "Missing 1 required arg:"), as the one line:
+ * which argument is missing, or the reasons oclif lists (by error class).
+ */
+function oclifDetail(err: Error): string | undefined {
+  const kind = (err as { constructor?: { name?: string } }).constructor?.name
+  if (kind === 'RequiredArgsError') {
+    const names = ((err as { args?: Array<{ name?: string }> }).args ?? []).map((arg) => arg.name).filter(Boolean)
+    if (names.length) return `Missing required argument${names.length === 1 ? '' : 's'}: ${names.join(', ')}`
+  }
+  if (kind === 'FailedFlagValidationError' || kind === 'ViolatedFlagConstraintError') {
+    // oclif dims the reasons on a terminal.
+    const reasons = (err.message ?? '').split('\n').slice(1).map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').trim()).filter((line) => line && !line.startsWith('See more help'))
+    if (reasons.length) return reasons.join('; ')
+  }
+  return undefined
+}
 
 /**
  * How every tsq command ends on an error: one line on stderr (and a JSON
@@ -8,7 +28,9 @@ import { exitCodeFor } from './exit-codes.js'
 export function reportCliError(err: Error & { code?: string }, mode: { json: boolean; debug: boolean }): void {
   const exitCode = exitCodeFor(err)
   process.exitCode = exitCode
-  const message = (err.message ?? String(err)).split('\n')[0]!.replace(/^Error: /, '')
+  // A flag's bad value keeps click's sentence, whatever oclif did to the message.
+  const text = err instanceof InvalidValueError ? err.line : (oclifDetail(err) ?? err.message ?? String(err))
+  const message = text.split('\n')[0]!.replace(/^Error: /, '')
   if (mode.json) process.stdout.write(`${JSON.stringify({ error: { code: err.code ?? err.name ?? 'ERROR', message, exitCode } })}\n`)
   if (mode.debug && err.stack) process.stderr.write(`${err.stack}\n`)
   process.stderr.write(`Error: ${message}\n`)

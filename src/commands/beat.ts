@@ -4,12 +4,13 @@ import { detach } from '../app/detach.js'
 import { dropPrivileges } from '../app/privileges.js'
 import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { positiveSeconds } from '../cli/errors.js'
+import { clientConfig, type GlobalFlagValues } from '../cli/client-config.js'
+import { choiceFlag, floatFlag } from '../cli/oclif-flags.js'
 import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode, type StoreKind } from '../beat/index.js'
 
 /** The store flags beat and every `tsq schedule` command share. */
 export const storeFlags = {
-  scheduler: Flags.string({ char: 'S', description: 'Where entries live: file (embedded) or redis (RedBeat key layout).', options: ['file', 'redis'], default: 'file' }),
+  scheduler: choiceFlag({ char: 'S', description: 'Where entries live: file (embedded) or redis (RedBeat key layout).', choices: ['file', 'redis'], default: 'file' }),
   schedule: Flags.string({ char: 's', description: 'The file store\'s path (default ./tsq-beat-schedule.json).' }),
   'redis-url': Flags.string({ description: 'Redis for --scheduler redis (default: the broker URL when it is Redis).' }),
   'key-prefix': Flags.string({ description: 'RedBeat key prefix (redbeat_key_prefix).', default: 'redbeat:' }),
@@ -39,9 +40,9 @@ export default class BeatCommand extends TsqCommand<void> {
   static flags = {
     ...storeFlags,
     app: Flags.string({ char: 'A', description: 'Module whose app holds beatSchedule entries.' }),
-    ha: Flags.string({ description: 'Several beats on one store: lease (default with redis), mutex (needs RabbitMQ), none (default with file).', options: ['lease', 'mutex', 'none'] }),
-    'lock-timeout': Flags.string({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: String(DEFAULT_LOCK_TIMEOUT) }),
-    'max-interval': Flags.string({ description: 'Longest sleep between checks, seconds (Celery: 300).' }),
+    ha: choiceFlag({ description: 'Several beats on one store: lease (default with redis), mutex (needs RabbitMQ), none (default with file).', choices: ['lease', 'mutex', 'none'] }),
+    'lock-timeout': floatFlag({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: DEFAULT_LOCK_TIMEOUT, min: 0, minOpen: true }),
+    'max-interval': floatFlag({ description: 'Longest sleep between checks, seconds (Celery: 300).', min: 0, minOpen: true }),
     loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
     logfile: Flags.string({ char: 'f', description: 'Log file (default stderr).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live beat holds it.' }),
@@ -56,8 +57,6 @@ export default class BeatCommand extends TsqCommand<void> {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(BeatCommand)
-    const lockTimeout = positiveSeconds('lock-timeout', flags['lock-timeout'])!
-    const maxInterval = positiveSeconds('max-interval', flags['max-interval'])
     if (flags.detach) {
       const pid = detach('beat', this.argv, flags.logfile ?? null, checkPrivilegeFlags(flags))
       if (!flags.quiet) this.log(`beat: detached as pid ${pid}`)
@@ -69,8 +68,8 @@ export default class BeatCommand extends TsqCommand<void> {
       broker: flags.broker,
       ...storeOptionsOf(flags),
       ha: flags.ha as HaMode | undefined,
-      lockTimeout,
-      maxInterval,
+      lockTimeout: flags['lock-timeout'],
+      maxInterval: flags['max-interval'],
       loglevel: flags.debug ? 'DEBUG' : flags.loglevel,
       logfile: flags.logfile ?? null,
       pidfile: flags.pidfile ?? null,
@@ -81,15 +80,16 @@ export default class BeatCommand extends TsqCommand<void> {
   }
 }
 
-export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string; broker?: string }) {
+export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string } & GlobalFlagValues) {
   const { openStore } = await import('../beat/index.js')
-  const config = loadConfig({ broker: flags.broker, timezone: flags.timezone })
+  // The broker as the other client commands take it (-b, the environment, -A's app, --config).
+  const config = await clientConfig(flags)
   return openStore({
     scheduler: flags.scheduler as StoreKind,
     schedulePath: flags.schedule,
     redisUrl: flags['redis-url'],
     keyPrefix: flags['key-prefix'],
-    tz: config.timezone,
+    tz: zoneOf(flags),
     brokerUrl: config.brokerUrl,
   })
 }

@@ -21,7 +21,7 @@ export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
 
   async run(): Promise<NodeReply | NodeReply[]> {
     const { args, argv, flags } = await this.parse(Control)
-    const config = this.config_(flags)
+    const config = await this.clientConfig(flags)
     return runRemote({
       kind: 'control',
       method: args.method,

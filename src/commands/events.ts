@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
-import { positiveSeconds, UsageError } from '../cli/errors.js'
+import { floatFlag, integerFlag } from '../cli/oclif-flags.js'
+import { UsageError } from '../cli/errors.js'
 import { runEventDump } from '../cli/event-dump.js'
 import { runEventMonitor } from '../cli/event-monitor.js'
 
@@ -12,8 +13,8 @@ export default class Events extends TsqCommand<void> {
     'Task events come from workers started with -E (or after `tsq control enable_events`).'
   static flags = {
     dump: Flags.boolean({ description: 'Print each event as a line (Celery\'s --dump).' }),
-    count: Flags.integer({ description: 'Exit (0) after this many events.', min: 1 }),
-    timeout: Flags.string({ description: 'Exit (0) after this many seconds.' }),
+    count: integerFlag({ description: 'Exit (0) after this many events.', min: 1 }),
+    timeout: floatFlag({ description: 'Exit (0) after this many seconds.', min: 0, minOpen: true }),
   }
   static examples = [
     '<%= config.bin %> events -b redis://127.0.0.1:6379/0   # the live view',
@@ -24,10 +25,11 @@ export default class Events extends TsqCommand<void> {
   async run(): Promise<void> {
     const { flags } = await this.parse(Events)
     const json = this.jsonEnabled()
+    const { brokerUrl } = await this.clientConfig(flags)
     if (!flags.dump && !json) {
       if (!process.stdin.isTTY || !process.stdout.isTTY) throw new UsageError('tsq events shows its live view in a terminal only; in scripts, print events with --dump (lines) or --json (one object per line)')
       await runEventMonitor({
-        brokerUrl: this.config_(flags).brokerUrl,
+        brokerUrl,
         version: this.config.version,
         input: process.stdin,
         output: process.stdout,
@@ -35,12 +37,11 @@ export default class Events extends TsqCommand<void> {
       })
       return
     }
-    const timeoutSeconds = positiveSeconds('timeout', flags.timeout)
     await runEventDump({
-      brokerUrl: this.config_(flags).brokerUrl,
+      brokerUrl,
       json,
       count: flags.count,
-      timeoutSeconds,
+      timeoutSeconds: flags.timeout,
       write: (line) => process.stdout.write(`${line}\n`),
       warn: (line) => process.stderr.write(`${line}\n`),
     })

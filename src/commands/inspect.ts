@@ -20,7 +20,7 @@ export default class Inspect extends TsqCommand<NodeReply | NodeReply[]> {
 
   async run(): Promise<NodeReply | NodeReply[]> {
     const { args, argv, flags } = await this.parse(Inspect)
-    const config = this.config_(flags)
+    const config = await this.clientConfig(flags)
     return runRemote({
       kind: 'inspect',
       method: args.method,

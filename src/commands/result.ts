@@ -1,7 +1,8 @@
 import { Args, Flags } from '@oclif/core'
 import { createResultBackend, READY } from '../app/backends/index.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { CliError, UsageError } from '../cli/errors.js'
+import { CliError } from '../cli/errors.js'
+import { floatFlag } from '../cli/oclif-flags.js'
 import { exceptionText, isExceptionInfo, pyRepr, type ResultMeta } from '../protocol/index.js'
 
 class TaskFailedError extends CliError {
@@ -14,20 +15,15 @@ export default class Result extends TsqCommand<ResultMeta> {
   static summary = 'Print the stored result of a task (waits until it is ready).'
   static args = { id: Args.string({ required: true, description: 'task id' }) }
   static flags = {
-    timeout: Flags.string({ char: 't', description: 'Give up after this many seconds (default: wait as long as it takes, like Celery).' }),
+    timeout: floatFlag({ char: 't', description: 'Give up after this many seconds (default: wait as long as it takes, like Celery).', min: 0 }),
     traceback: Flags.boolean({ description: 'Print the traceback of a failed task instead of its result.' }),
   }
   static examples = ['<%= config.bin %> result 1b1c... --result-backend redis://127.0.0.1:6379/1', '<%= config.bin %> result 1b1c... -t 10 --json']
 
   async run(): Promise<ResultMeta> {
     const { args, flags } = await this.parse(Result)
-    const config = this.config_(flags)
-    let timeoutMs: number | undefined
-    if (flags.timeout !== undefined) {
-      const seconds = Number(flags.timeout)
-      if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError(`--timeout must be seconds, got ${JSON.stringify(flags.timeout)}`)
-      timeoutMs = seconds * 1000
-    }
+    const config = await this.clientConfig(flags)
+    const timeoutMs = flags.timeout === undefined ? undefined : flags.timeout * 1000
     const backend = await createResultBackend(config.resultBackend)
     let meta: ResultMeta
     try {

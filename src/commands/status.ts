@@ -10,7 +10,7 @@ export default class Status extends TsqCommand<NodeReply> {
 
   async run(): Promise<NodeReply> {
     const { flags } = await this.parse(Status)
-    const config = this.config_(flags)
+    const config = await this.clientConfig(flags)
     return runStatus({ flags, brokerUrl: config.brokerUrl, json: this.jsonEnabled(), color: this.color, print: (line) => this.log(line) })
   }
 }

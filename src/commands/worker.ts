@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core'
 import { availableParallelism, hostname as osHostname } from 'node:os'
 import { TsqCommand } from '../cli/base-command.js'
-import { UsageError } from '../cli/errors.js'
-import { nodeFormat, workerNodename } from '../protocol/index.js'
+import { choiceFlag, floatFlag, integerFlag } from '../cli/oclif-flags.js'
+import { InvalidValueError, optionLabel } from '../cli/errors.js'
+import { nodeFormat, pyRepr, workerNodename } from '../protocol/index.js'
 import { detach } from '../app/detach.js'
 import { checkPidfile } from '../app/pidfile.js'
 import { dropPrivileges } from '../app/privileges.js'
@@ -18,8 +19,8 @@ export default class WorkerCommand extends TsqCommand<void> {
   static flags = {
     app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default).', required: true }),
     hostname: Flags.string({ char: 'n', description: 'Node name (%h host, %n short host, %d domain). Default celery@%h.' }),
-    concurrency: Flags.integer({ char: 'c', description: 'Pool size (default: CPU count).', min: 1 }),
-    pool: Flags.string({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery).', options: ['prefork', 'threads', 'solo', 'processes'], default: 'prefork' }),
+    concurrency: integerFlag({ char: 'c', description: 'Pool size (default: CPU count).', min: 1 }),
+    pool: choiceFlag({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery).', choices: ['prefork', 'threads', 'solo', 'processes'], default: 'prefork' }),
     queues: Flags.string({ char: 'Q', description: "Comma-separated queues to consume (default: the app's defaultQueue, celery unless set)." }),
     'exclude-queues': Flags.string({ char: 'X', description: 'Comma-separated queues not to consume.' }),
     include: Flags.string({ char: 'I', description: 'Comma-separated modules to import after the app module, in every pool process too (paths, resolved as -A is); they register tasks on the app they import.' }),
@@ -27,33 +28,32 @@ export default class WorkerCommand extends TsqCommand<void> {
     logfile: Flags.string({ char: 'f', description: 'Log file (%n %h %d %p %i %I expand; %i/%I give one file per pool process).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live worker holds it.' }),
     'task-events': Flags.boolean({ char: 'E', aliases: ['events'], description: 'Send task events (for monitors such as `celery events` and Flower). Also --events, as in Celery.' }),
-    'prefetch-multiplier': Flags.integer({ description: 'Messages to prefetch per pool slot.', default: 4, min: 0 }),
-    optimization: Flags.string({ char: 'O', description: 'Scheduling optimization (fair is the only one and the behaviour here).', options: ['fair', 'default'] }),
+    'prefetch-multiplier': integerFlag({ description: 'Messages to prefetch per pool slot.', default: 4, min: 0 }),
+    optimization: choiceFlag({ char: 'O', description: 'Scheduling optimization (fair is the only one and the behaviour here).', choices: ['fair', 'default'] }),
     'without-heartbeat': Flags.boolean({ description: 'Send no worker-online/heartbeat/offline events.' }),
     'without-mingle': Flags.boolean({ description: 'Do not sync revoked ids with other workers at start-up.' }),
     'without-gossip': Flags.boolean({ description: 'Do not follow other workers\' events (gossip: the clock, and "missed heartbeat from" when a peer stops).' }),
-    'heartbeat-interval': Flags.string({ description: 'Seconds between worker-heartbeat events.', default: '2.0' }),
+    'heartbeat-interval': floatFlag({ description: 'Seconds between worker-heartbeat events.', default: 2, min: 0 }),
     purge: Flags.boolean({ aliases: ['discard'], description: 'Purge the task queues before consuming. Also --discard, as in Celery.' }),
-    'time-limit': Flags.string({ description: 'Hard time limit in seconds: the task is killed.' }),
-    'soft-time-limit': Flags.string({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.' }),
-    'max-tasks-per-child': Flags.integer({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
-    'max-memory-per-child': Flags.integer({ description: 'Replace a pool process, after its task, once its resident memory exceeds this many KiB.', min: 1 }),
+    'time-limit': floatFlag({ description: 'Hard time limit in seconds: the task is killed.', min: 0 }),
+    'soft-time-limit': floatFlag({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.', min: 0 }),
+    'max-tasks-per-child': integerFlag({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
+    'max-memory-per-child': integerFlag({ description: 'Replace a pool process, after its task, once its resident memory exceeds this many KiB.', min: 1 }),
     autoscale: Flags.string({ description: 'MAX,MIN: grow the pool up to MAX processes while tasks wait, shrink to MIN when idle.' }),
     statedb: Flags.string({ char: 'S', description: 'Keep revoked ids and the logical clock in this file across restarts (%n etc. expand).' }),
     'cancel-long-running-tasks-on-connection-loss': Flags.boolean({ description: 'On broker connection loss, cancel running late-ack tasks (their messages are redelivered).' }),
-    'eta-broker-delay-after': Flags.string({ description: "Seconds: an ETA or countdown further away than this is handed to the broker's delayed delivery (RabbitMQ) instead of held unacknowledged past the broker's consumer_timeout. Default 1500 (worker_eta_broker_delay_after)." }),
+    'eta-broker-delay-after': floatFlag({ min: 0, description: "Seconds: an ETA or countdown further away than this is handed to the broker's delayed delivery (RabbitMQ) instead of held unacknowledged past the broker's consumer_timeout. Default 1500 (worker_eta_broker_delay_after)." }),
     'without-eta-broker-delay': Flags.boolean({ description: 'Hold every ETA task in the worker, as Celery 5.2 does (worker_eta_broker_delay = False); a far one is logged with a warning.' }),
     'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
-    'soft-shutdown-timeout': Flags.string({ description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).', default: '0' }),
+    'soft-shutdown-timeout': floatFlag({ description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).', default: 0, min: 0 }),
     'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
-    workdir: Flags.string({ description: 'Change to this directory before starting.' }),
     ...privilegeFlags,
     beat: Flags.boolean({ char: 'B', description: 'Also run beat in this process (Celery\'s embedded beat): the app\'s beatSchedule and the store\'s entries. With --scheduler redis, several workers with -B elect one sender (lease).' }),
     ...storeFlags,
     schedule: Flags.string({ char: 's', aliases: ['schedule-filename'], description: 'With -B and --scheduler file, the store\'s path (default ./tsq-beat-schedule.json). Also --schedule-filename, as in Celery.' }),
     // -S is --statedb here, as in Celery's worker.
-    scheduler: Flags.string({ description: 'With -B, where entries live: file (embedded) or redis (RedBeat key layout).', options: ['file', 'redis'], default: 'file' }),
+    scheduler: choiceFlag({ description: 'With -B, where entries live: file (embedded) or redis (RedBeat key layout).', choices: ['file', 'redis'], default: 'file' }),
   }
   static examples = [
     '<%= config.bin %> worker -A ./tasks.js -l INFO',
@@ -63,8 +63,8 @@ export default class WorkerCommand extends TsqCommand<void> {
   ]
 
   async run(): Promise<void> {
+    // --workdir (a global flag) is applied by the parse.
     const { flags } = await this.parse(WorkerCommand)
-    if (flags.workdir) process.chdir(flags.workdir)
     if (flags.detach) {
       const nodename = workerNodename(flags.hostname, osHostname())
       const how = checkPrivilegeFlags(flags)
@@ -74,12 +74,6 @@ export default class WorkerCommand extends TsqCommand<void> {
       return
     }
     dropPrivileges(flags.uid, flags.gid)
-    const seconds = (name: string, raw: string | undefined): number | null => {
-      if (raw === undefined) return null
-      const n = Number(raw)
-      if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be seconds, got ${JSON.stringify(raw)}`)
-      return n
-    }
     const nodename = workerNodename(flags.hostname, osHostname())
     const split = (raw: string | undefined) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
     let autoscale: { max: number; min: number } | null = null
@@ -87,7 +81,7 @@ export default class WorkerCommand extends TsqCommand<void> {
       const [maxText, minText] = flags.autoscale.split(',')
       const max = Number(maxText)
       const min = minText === undefined || minText.trim() === '' ? 0 : Number(minText)
-      if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max) throw new UsageError(`--autoscale must be MAX,MIN with 0 <= MIN <= MAX, got ${JSON.stringify(flags.autoscale)}`)
+      if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max) throw new InvalidValueError(optionLabel('autoscale'), `${pyRepr(flags.autoscale)} is not MAX,MIN with 0 <= MIN <= MAX.`)
       autoscale = { max, min }
     }
     const code = await runWorker({
@@ -107,14 +101,14 @@ export default class WorkerCommand extends TsqCommand<void> {
       taskEvents: flags['task-events'],
       prefetchMultiplier: flags['prefetch-multiplier'],
       heartbeat: !flags['without-heartbeat'],
-      heartbeatInterval: seconds('heartbeat-interval', flags['heartbeat-interval']) ?? 2,
+      heartbeatInterval: flags['heartbeat-interval'],
       mingle: !flags['without-mingle'],
       gossip: !flags['without-gossip'],
       purge: flags.purge,
-      timeLimit: seconds('time-limit', flags['time-limit']),
-      softTimeLimit: seconds('soft-time-limit', flags['soft-time-limit']),
+      timeLimit: flags['time-limit'] ?? null,
+      softTimeLimit: flags['soft-time-limit'] ?? null,
       maxTasksPerChild: flags['max-tasks-per-child'],
-      softShutdownTimeout: seconds('soft-shutdown-timeout', flags['soft-shutdown-timeout']) ?? 0,
+      softShutdownTimeout: flags['soft-shutdown-timeout'],
       softShutdownOnIdle: flags['enable-soft-shutdown-on-idle'],
       acksLate: !flags['early-ack'],
       autoscale,
@@ -122,7 +116,7 @@ export default class WorkerCommand extends TsqCommand<void> {
       statedb: flags.statedb ? nodeFormat(flags.statedb, nodename, 0) : null,
       cancelLongRunningOnLoss: flags['cancel-long-running-tasks-on-connection-loss'],
       etaBrokerDelay: flags['without-eta-broker-delay'] ? false : undefined,
-      etaBrokerDelayAfter: seconds('eta-broker-delay-after', flags['eta-broker-delay-after']),
+      etaBrokerDelayAfter: flags['eta-broker-delay-after'] ?? null,
       quiet: flags.quiet,
       version: this.config.version,
       startCompanion: flags.beat

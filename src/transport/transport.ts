@@ -17,6 +17,13 @@ export interface QueueArguments {
   /** Milliseconds a message may wait in the queue before it is dropped. */
   'x-message-ttl'?: number
   'x-max-priority'?: number
+  /** Most ready messages the queue keeps; the oldest go first (RabbitMQ's drop-head). */
+  'x-max-length'?: number
+  /** Where the broker sends a message it rejects or expires (RabbitMQ's dead-lettering). */
+  'x-dead-letter-exchange'?: string
+  'x-dead-letter-routing-key'?: string
+  /** `lazy`: RabbitMQ keeps the queue on disk (celery-amqp-events' archive). */
+  'x-queue-mode'?: string
 }
 
 export interface QueueSpec {
@@ -139,6 +146,52 @@ export interface DeliveriesLost {
   ackTimeoutMs?: number
 }
 
+/** What a passive check of a queue finds (`checkQueue`). */
+export interface QueueStatus {
+  messageCount: number
+  /** null where the broker does not track consumers (Redis). */
+  consumerCount: number | null
+}
+
+/** A message the broker keeps outside any queue until its time, or until it is taken out (Parking). */
+export interface ParkedMessage {
+  /** Unique within its lot. */
+  id: string
+  /** The queue it goes to when released. */
+  queue: string
+  /** Its time, ms since the epoch: when it is due (a retry), or when it was parked (an archive). */
+  at: number
+  message: OutgoingMessage
+  /** The delivery info it carries once released. */
+  exchange: string
+  routingKey: string
+}
+
+export interface ParkOptions {
+  /** Keep at most this many messages in the lot; the oldest (by time) go first. */
+  maxLength?: number
+  /** Drop the messages whose time is older than this many ms. */
+  maxAgeMs?: number
+}
+
+/**
+ * Named lots of messages that a broker without dead-lettering (Redis, file)
+ * keeps outside any queue: retries waiting for their time, and archives. A
+ * message moves from a lot into its queue in one atomic step, so a process
+ * that dies mid-move loses nothing. Absent on RabbitMQ, whose TTL queues and
+ * dead-letter exchanges do the same.
+ */
+export interface Parking {
+  park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options?: ParkOptions): Promise<void>
+  /** Moves every message of `lots` that is due (time <= now) into its queue; returns how many, and the time of the next one due (null: none). */
+  releaseDue(lots: readonly string[]): Promise<{ moved: number; nextAt: number | null }>
+  /** Oldest first. */
+  list(lot: string, options?: { limit?: number }): Promise<ParkedMessage[]>
+  /** Removes these messages; returns how many were there. */
+  drop(lot: string, ids: readonly string[]): Promise<number>
+  count(lot: string): Promise<number>
+}
+
 export interface TransportEvents {
   'connection:lost': (error: Error) => void
   'connection:restored': () => void
@@ -176,6 +229,10 @@ export interface Transport {
   consume(queue: string, handler: DeliveryHandler, options?: ConsumeOptions): Promise<Consumer>
   /** Removes ready messages; returns how many. */
   purge(queue: string): Promise<number>
+  /** A passive look at a queue: its depth and consumers, or null when it does not exist. Declares nothing. */
+  checkQueue?(queue: string): Promise<QueueStatus | null>
+  /** Lots of parked messages, where the broker has no dead-lettering (Redis, file). */
+  readonly parking?: Parking
   close(options?: CloseOptions): Promise<void>
 
   on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this

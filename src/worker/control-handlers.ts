@@ -109,8 +109,9 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       for (const id of taskIds) if (w.pool.terminate(id, sig)) hit.push(id)
       return ok(hit.length ? `terminate: ${hit.join(', ')}` : 'terminate: tasks unknown')
     }
-    // A running task is told through its AbortSignal, as Celery's revoke leaves it running.
-    for (const id of taskIds) if (w.runner.active.has(id)) w.pool.abort(id)
+    // A running task is told through its AbortSignal, as Celery's revoke leaves it running; one
+    // staged in a pool slot (not started) is taken back, and the worker then discards it as revoked.
+    for (const id of taskIds) w.pool.abort(id)
     return ok(`tasks ${taskIds.join(', ')} flagged as revoked`)
   }
 

@@ -5,7 +5,7 @@ import { mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { banner } from './banner.js'
 import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
-import { Logger, parseLevel } from '../app/logger.js'
+import { LEVELS, Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
 import { positiveSetting } from '../app/config.js'
 import type { PoolKind } from './pools/pool.js'
@@ -15,6 +15,8 @@ import { redirectConsole, redirectLevel } from './redirect-stdouts.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { DEFAULT_ETA_DELAY_AFTER_S } from './task-runner.js'
 import { Worker } from './worker.js'
+import { BusWorker } from '../bus/bus-worker.js'
+import { busDescriptorOf } from '../bus/events-app.js'
 import { consumedQueues } from './worker-options.js'
 
 export interface RunWorkerOptions {
@@ -68,6 +70,9 @@ export interface WorkerCompanion {
   stop(): Promise<void>
 }
 
+/** Celery's worker_log_format, the line tsq's logger writes (setup_logging's `format`). */
+const CELERY_LOG_FORMAT = '[%(asctime)s: %(levelname)s/%(processName)s] %(message)s'
+
 /** Resolves with the exit code. */
 export async function runWorker(o: RunWorkerOptions): Promise<number> {
   keepYoungGenerationSmall()
@@ -78,13 +83,21 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const modulePath = resolveAppModule(o.appSpec)
   const includePaths = resolveIncludes(o.includes)
   const app = await loadApp(modulePath, includePaths)
+  // An events app's `imports` (its handler modules) load as -I modules do: here, and in every pool process.
+  const busImports = busDescriptorOf(app)?.imports() ?? []
+  if (busImports.length) {
+    includePaths.push(...busImports)
+    await loadApp(modulePath, includePaths)
+  }
+  // An events app's handler queues (`<service>.<event>`, bound to `events`), as the library's worker consumes them.
+  const busQueues = BusWorker.defaultQueues(app)
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
   const conf = app.options.conf ?? {}
-  const redirectStdouts = redirectLevel(conf)
-  if (redirectStdouts) redirectConsole(log, redirectStdouts)
+  // An app with a setup_logging receiver sets up its own logging: the console is left alone, in the pool too (Celery's).
+  const redirectStdouts = app.signals.has('setup_logging') ? null : redirectLevel(conf)
   // Without -Q a worker consumes the app's default queue, as Celery's does.
-  const queues = o.queues.length ? [...o.queues] : [app.defaultQueue]
+  const queues = o.queues.length ? [...o.queues] : busQueues?.length ? busQueues.map((q) => q.name) : [app.defaultQueue]
   app.signals.send('celeryd_init', { sender: o.nodename, conf, options: { hostname: o.nodename, concurrency: o.concurrency, pool: o.pool, queues: [...queues], loglevel: o.loglevel } })
   const workerDirect = conf.worker_direct === true
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
@@ -127,9 +140,11 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
       afterSeconds: o.etaBrokerDelayAfter ?? positiveSetting(conf.worker_eta_broker_delay_after) ?? DEFAULT_ETA_DELAY_AFTER_S,
     },
     workerDirect,
+    declaredQueues: busQueues,
     log,
   })
   app.signals.send('worker_init', { sender: o.nodename })
+  app.signals.send('setup_logging', { sender: null, loglevel: LEVELS[parseLevel(o.loglevel)], logfile: o.logfile, format: CELERY_LOG_FORMAT, colorize: false })
   // The worker reads `queues` when it starts consuming, so a receiver's push is consumed too.
   app.signals.send('celeryd_after_setup', { sender: o.nodename, conf, queues })
   if (!o.quiet) {
@@ -143,12 +158,14 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
         pool: o.pool,
         taskEvents: o.taskEvents,
-        queues: consumedQueues({ queues, excludeQueues: o.excludeQueues, workerDirect, hostname: o.nodename }),
+        queues: consumedQueues({ queues, excludeQueues: o.excludeQueues, workerDirect, hostname: o.nodename, declaredQueues: busQueues }),
         // Celery lists its own celery.* tasks only at DEBUG.
         tasks: [...app.tasks.keys()].filter((name) => log.enabled('DEBUG') || !name.startsWith('celery.')),
       }) + '\n',
     )
   }
+  // Where Celery redirects them: after the banner, unless the app set up its own logging.
+  if (redirectStdouts) redirectConsole(log, redirectStdouts)
   const signals = installSignals(worker, log, o)
   let companion: WorkerCompanion | undefined
   try {

@@ -53,6 +53,8 @@ export interface WorkerOptions {
   etaDelay: EtaDelayPolicy
   /** worker_direct: also consume `<hostname>.dq2`, bound to the `C.dq2` exchange by the node name. */
   workerDirect: boolean
+  /** Queues that are not Celery's automatic `Queue(q, Exchange(q), q)` (an events app's handler queues), as they are declared. */
+  declaredQueues?: readonly QueueDeclaration[]
   log: Logger
 }
 
@@ -61,10 +63,12 @@ export interface WorkerOptions {
  * Celery's automatic queue, then the worker_direct queue, which Celery adds
  * after -X so that excluding queues never drops it.
  */
-export function consumedQueues(o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname'>): QueueDeclaration[] {
+export function consumedQueues(o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname' | 'declaredQueues'>): QueueDeclaration[] {
   const declared: QueueDeclaration[] = o.queues
     .filter((q) => !o.excludeQueues.includes(q))
     .map((name) => {
+      const own = o.declaredQueues?.find((d) => d.name === name)
+      if (own) return { ...own }
       const { exchange, routingKey } = taskQueue(name)
       return { name, exchange: exchange.name, exchangeType: exchange.type, routingKey }
     })

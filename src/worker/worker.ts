@@ -1,8 +1,10 @@
 // The worker: connects, starts the pool, consumes the task queues, answers the
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
+import { releaseLostSlotLocks } from './pools/locked-run.js'
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
-import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Transport } from '../transport/index.js'
+import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
+import { BusWorker } from '../bus/bus-worker.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
@@ -60,6 +62,8 @@ export class Worker {
   private guard: ConnectionGuard | null = null
   private statedb: StateDb | null = null
   private gossip: Gossip | null = null
+  /** An events app's side of the worker (src/bus): its topology, handler queues and due retries. */
+  private bus: BusWorker | undefined
   private heartbeatTimer: NodeJS.Timeout | undefined
   private stopping: Promise<void> | undefined
   private resolveStopped!: () => void
@@ -91,7 +95,7 @@ export class Worker {
   private makePool(): Pool {
     const log = (level: 'info' | 'warning' | 'error', message: string) => this.o.log[level](message)
     const size = this.o.autoscale ? Math.max(1, this.o.autoscale.min) : this.o.concurrency
-    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log }
+    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log, onLost: (pid: number) => releaseLostSlotLocks(this.o.app, { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null }, this.o.hostname, pid, (m) => this.o.log.warning(m)) }
     switch (this.o.pool) {
       case 'prefork':
         return new PreforkPool(slotOptions)
@@ -108,6 +112,9 @@ export class Worker {
     this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
     await this.transport.connect()
     this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
+    // Before anything else starts: a topology the broker refuses stops the worker with one line.
+    this.bus = BusWorker.for(this.o.app, this.transport, this.o.log, this.o.hostname)
+    await this.bus?.declare()
     if (this.o.resultBackend?.startsWith('rpc://')) {
       const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
       this.backend = new RpcResultBackend(this.transport)
@@ -158,6 +165,7 @@ export class Worker {
       await this.gossip.start()
     }
     for (const queue of consumedQueues(this.o)) await this.addConsumer(queue)
+    this.bus?.start()
     this.autoscaler?.start()
     if (this.o.heartbeat) {
       await this.sendHeartbeat('worker-online')
@@ -201,18 +209,23 @@ export class Worker {
 
   async addConsumer(decl: QueueDeclaration): Promise<void> {
     if (this.consumers.has(decl.name)) return
-    await this.transport.declareExchange({ name: decl.exchange, type: decl.exchangeType as 'direct' | 'topic' | 'fanout', durable: true, autoDelete: false })
-    await this.transport.declareQueue({ name: decl.name, durable: true, exclusive: false, autoDelete: false })
-    await this.transport.bindQueue(decl.name, decl.exchange, decl.routingKey)
+    const bus = this.bus?.owns(decl.name) ? this.bus : undefined
+    if (bus) await bus.declareHandlerQueue(decl.name)
+    else {
+      await this.transport.declareExchange({ name: decl.exchange, type: decl.exchangeType as 'direct' | 'topic' | 'fanout', durable: true, autoDelete: false })
+      await this.transport.declareQueue({ name: decl.name, durable: true, exclusive: false, autoDelete: false })
+      await this.transport.bindQueue(decl.name, decl.exchange, decl.routingKey)
+    }
     if (this.o.purge) {
       const n = await this.transport.purge(decl.name)
       if (n) this.o.log.warning(`Purged ${n} messages from ${decl.name}`)
     }
     const entry = { decl, consumer: undefined as unknown as Consumer, received: 0 }
-    entry.consumer = await this.transport.consume(decl.name, (d) => {
+    const deliver = (d: Delivery) => {
       entry.received += 1
       return this.runner.onDelivery(d)
-    }, { prefetch: this.prefetchCount() })
+    }
+    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, { prefetch: this.prefetchCount() })
     this.consumers.set(decl.name, entry)
   }
 
@@ -414,6 +427,7 @@ export class Worker {
     await this.events?.flush().catch(() => undefined)
     await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)
     await this.gossip?.stop()
+    await this.bus?.stop()
     // The mailbox goes last, so `inspect active` answers while the worker drains.
     await this.mailbox?.stop().catch(() => undefined)
     await this.backend?.close().catch(() => undefined)

@@ -124,7 +124,7 @@ describe('tsq CLI contract (embedded broker)', () => {
   it('malformed --args is a one-line usage error (64)', async () => {
     const r = await runTsq(['call', 'proj.add', '--args', '[2,'], { env })
     assert.equal(r.code, 64)
-    assert.match(r.stderr, /^Error: --args is not valid JSON/)
+    assert.match(r.stderr, /^Error: Invalid value for '-a' \/ '--args': '\[2,' is not valid JSON: /)
     assert.equal(r.stderr.trim().split('\n').length, 1)
   })
 
@@ -200,9 +200,14 @@ describe('tsq CLI contract (embedded broker)', () => {
       new Promise<string>((resolve) => {
         const child = spawn('/usr/bin/script', ['-qfc', `node bin/run.js purge -Q ${queue}`, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env } })
         let out = ''
+        let answered = false
+        // Once: a second write after the command ended is an EPIPE.
+        child.stdin.on('error', () => {})
         child.stdout.on('data', (d) => {
           out += d
-          if (out.includes('Are you sure')) child.stdin.write(key)
+          if (answered || !out.includes('Are you sure')) return
+          answered = true
+          child.stdin.write(key)
         })
         child.on('exit', () => resolve(out.replace(/\u001b\[[0-9;?]*[a-zA-Z]/g, '')))
       })

@@ -9,7 +9,8 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { REDIS_URL, requireBroker, uniqueName, waitFor } from '../helpers/brokers.js'
-import { BIN, embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { worldReadableInstall, type WorldReadableInstall } from '../helpers/world-readable.js'
 import { deleteCeleryQueues, deleteResults } from '../interop/helpers/cleanup.js'
 
 const APP = 'test/fixtures/tasks/noop-tasks.js'
@@ -159,6 +160,13 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
   const notRoot = process.getuid?.() !== 0 ? 'changing the user needs root: skipping the --uid/--gid tests' : false
   if (notRoot) process.stderr.write(`SKIP: ${notRoot}\n`)
 
+  // A process that has become nobody runs tsq and the task modules from a copy
+  // it can read: the repo may be in a folder only root can enter (a clone in
+  // root's home or in `mktemp -d`).
+  let install: WorldReadableInstall | undefined
+  const asNobody = () => (install ??= worldReadableInstall([APP, INCLUDE]))
+  after(() => install?.remove())
+
   it('--uid nobody: the worker and its pool processes run as nobody with nobody\'s groups, and serve tasks', { timeout: 60_000, skip: notRoot }, async (t) => {
     if (!(await requireBroker(t, 'redis'))) return
     const queue = uniqueName('tsq-uid')
@@ -166,7 +174,8 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     const backend = REDIS_URL.replace(/\/0$/, '/1')
     const ids: string[] = []
     try {
-      const worker = await startWorker(['-A', APP, '-I', INCLUDE, '-b', REDIS_URL, '--result-backend', backend, '-Q', queue, '-P', 'prefork', '-c', '1', '--uid', 'nobody', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: nodeName() })
+      const copy = asNobody()
+      const worker = await startWorker(['-A', copy.path(APP), '-I', copy.path(INCLUDE), '-b', REDIS_URL, '--result-backend', backend, '-Q', queue, '-P', 'prefork', '-c', '1', '--uid', 'nobody', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: nodeName(), bin: copy.bin, cwd: copy.root })
       running.push(worker)
       assert.deepEqual(procIds(worker.child.pid!, 'Uid'), [65534, 65534, 65534, 65534])
       assert.deepEqual(procIds(worker.child.pid!, 'Gid'), [65534, 65534, 65534, 65534], 'the user\'s primary group')
@@ -191,10 +200,11 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
 
     // As nobody (spawned with its ids), asking to become root fails as Celery's SecurityError does.
-    const asNobody = spawn(process.execPath, [BIN, 'worker', '-A', APP, '-P', 'solo', '--uid', 'root'], { cwd: ROOT, env: { ...process.env, ...env, HOME: '/' }, uid: 65534, gid: 65534, stdio: ['ignore', 'pipe', 'pipe'] })
+    const copy = asNobody()
+    const nobody = spawn(process.execPath, [copy.bin, 'worker', '-A', copy.path(APP), '-P', 'solo', '--uid', 'root'], { cwd: copy.root, env: { ...process.env, ...env, HOME: '/' }, uid: 65534, gid: 65534, stdio: ['ignore', 'pipe', 'pipe'] })
     let stderr = ''
-    asNobody.stderr.on('data', (d) => (stderr += d))
-    const code = await new Promise<number | null>((resolve) => asNobody.once('exit', resolve))
+    nobody.stderr.on('data', (d) => (stderr += d))
+    const code = await new Promise<number | null>((resolve) => nobody.once('exit', resolve))
     assert.equal(code, 1, stderr)
     assert.equal(stderr.trim().split('\n').length, 1, stderr)
     assert.match(stderr, /cannot run as user root: only root can change it/)

@@ -68,8 +68,9 @@ export interface SpawnedWorker {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-export async function startWorker(args: string[], options: { env?: NodeJS.ProcessEnv; nodename: string; readyTimeoutMs?: number }): Promise<SpawnedWorker> {
-  const child = spawn(process.execPath, [BIN, 'worker', '-n', options.nodename, ...args], { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+/** `bin` and `cwd`: another copy of tsq to run, and where (a world-readable install, see world-readable.ts). */
+export async function startWorker(args: string[], options: { env?: NodeJS.ProcessEnv; nodename: string; readyTimeoutMs?: number; bin?: string; cwd?: string }): Promise<SpawnedWorker> {
+  const child = spawn(process.execPath, [options.bin ?? BIN, 'worker', '-n', options.nodename, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => (output += d))
   child.stderr!.on('data', (d) => (output += d))

@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
+import { integerFlag } from '../../cli/oclif-flags.js'
 import { UsageError } from '../../cli/errors.js'
 import { definitionFromFlags, rowOf, type EntryFlags, type EntryRow } from '../../beat/index.js'
 import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
@@ -12,7 +13,7 @@ export const entryFlags = {
   args: Flags.string({ description: 'Positional arguments, a JSON array.' }),
   kwargs: Flags.string({ description: 'Keyword arguments, a JSON object.' }),
   queue: Flags.string({ char: 'Q', description: 'Queue to send to (default celery).' }),
-  priority: Flags.integer({ description: 'Message priority.' }),
+  priority: integerFlag({ description: 'Message priority.' }),
   expires: Flags.string({ description: 'Seconds after sending when the task expires.' }),
 }
 

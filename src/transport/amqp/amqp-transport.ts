@@ -14,6 +14,7 @@ import type {
   OutgoingMessage,
   PublishOptions,
   QueueSpec,
+  QueueStatus,
   Transport,
   TransportCapabilities,
   TransportEvents,
@@ -150,6 +151,17 @@ export class AmqpTransport extends EventEmitter implements Transport {
   async purge(queue: string): Promise<number> {
     const reply = await this.withControl(`purge queue '${queue}'`, (ch) => ch.purgeQueue(queue))
     return reply.messageCount
+  }
+
+  /** A passive queue.declare: 404 (the queue does not exist) closes only the control channel, which is reopened. */
+  async checkQueue(queue: string): Promise<QueueStatus | null> {
+    try {
+      const reply = await this.withControl(`check queue '${queue}'`, (ch) => ch.checkQueue(queue))
+      return { messageCount: reply.messageCount, consumerCount: reply.consumerCount }
+    } catch (err) {
+      if (err instanceof BrokerRequestError && err.code === 'NOT_FOUND') return null
+      throw err
+    }
   }
 
   async publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions: PublishOptions = {}): Promise<void> {

@@ -73,13 +73,18 @@ export function fromAmqplibProperties(props: AmqplibProperties): MessageProperti
 }
 
 /**
- * Queue arguments typed as py-amqp writes them (signed 32-bit `I` when it fits),
- * so the table RabbitMQ stores matches the one Celery declares.
+ * Queue arguments typed as py-amqp writes them (signed 32-bit `I` when it fits,
+ * strings as long strings `S`), so the table RabbitMQ stores matches the one
+ * Celery declares.
  */
 export function toQueueArguments(args: QueueArguments | undefined): Record<string, unknown> | undefined {
   if (!args) return undefined
   const table: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(args)) {
+    if (typeof value === 'string') {
+      table[key] = value
+      continue
+    }
     if (typeof value !== 'number') continue
     const fitsInt32 = Number.isInteger(value) && value >= -2_147_483_647 && value <= 2_147_483_647
     table[key] = Number.isInteger(value) ? { '!': fitsInt32 ? 'int' : 'long', value } : value

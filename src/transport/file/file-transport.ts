@@ -13,7 +13,9 @@ import type {
   DeliveryHandler,
   ExchangeSpec,
   OutgoingMessage,
+  Parking,
   QueueSpec,
+  QueueStatus,
   Transport,
   TransportCapabilities,
   TransportEvents,
@@ -25,6 +27,7 @@ import { FileLayout, ignoreMissing, listDir } from './layout.js'
 import { escapeName, newMessageBase } from './names.js'
 import { OwnerLease, OwnerLiveness } from './owners.js'
 import { QueueStore } from './queues.js'
+import { FileParking } from './parking.js'
 import { ExchangeTable } from './routing.js'
 import { CONSUMER_SEP, Sweeper } from './sweeper.js'
 
@@ -60,6 +63,9 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   private ticks = 0
   private sweeping = false
   private consumerSeq = 0
+  /** Parking lots (parking.ts): the events bus's retries and archives. */
+  readonly parking: Parking
+
 
   constructor(readonly dir: string) {
     super()
@@ -70,6 +76,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     this.lease = new OwnerLease(this.layout)
     this.claims = new ClaimBook(this.layout, this.lease.id)
     this.sweeper = new Sweeper(this.layout, this.queues, this.lease.id)
+    this.parking = new FileParking(this.layout, () => this.assertOpen())
   }
 
   /** This transport's owner id: the name of its claim folders (pid first). */
@@ -165,6 +172,12 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
       this.consumers.delete(c)
     }
     await this.queues.delete(queue)
+  }
+
+  async checkQueue(queue: string): Promise<QueueStatus | null> {
+    this.assertOpen()
+    if (!(await this.queues.exists(queue))) return null
+    return { messageCount: await this.queues.count(queue), consumerCount: (await listDir(this.layout.queuePaths(queue).consumers)).length }
   }
 
   async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {

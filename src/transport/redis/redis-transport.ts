@@ -11,7 +11,9 @@ import type {
   DeliveryHandler,
   ExchangeSpec,
   OutgoingMessage,
+  Parking,
   QueueSpec,
+  QueueStatus,
   Transport,
   TransportCapabilities,
   TransportEvents,
@@ -30,6 +32,7 @@ import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
 import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
+import { RedisParking } from './parking.js'
 
 /**
  * Most messages one claim takes at once. Taking what the prefetch window has
@@ -78,6 +81,11 @@ export class RedisTransport implements Transport {
   private restoreTimer: NodeJS.Timeout | undefined
   private restoring = false
   private readonly down = new Set<ConnectionRole>()
+  /** Parking lots (parking.ts): the events bus's retries and archives. */
+  readonly parking: Parking = new RedisParking(
+    async () => (await this.ready()).cmd,
+    (where, run) => this.guard(where, run),
+  )
 
   constructor(url: string, options: RedisTransportOptions = {}) {
     instances += 1
@@ -215,6 +223,11 @@ export class RedisTransport implements Transport {
       const results = (await execChecked(batch)) as number[]
       return results.filter((_, i) => i % 2 === 0).reduce((a, b) => a + b, 0)
     })
+  }
+
+  /** kombu's declare without the queue: the priority lists' lengths. Redis keeps no consumer count. */
+  async checkQueue(queue: string): Promise<QueueStatus> {
+    return { messageCount: (await this.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })).messageCount, consumerCount: null }
   }
 
   async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {

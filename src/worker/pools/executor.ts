@@ -2,10 +2,11 @@
 // event loop (solo), a worker thread, or a child process. Turns whatever the
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App, Task } from '../../app/app.js'
-import { RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type RetryOptions, type StateSink, type TaskContext } from '../../app/task-context.js'
+import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type SignatureData, type StateSink, type TaskContext } from '../../app/task-context.js'
 import { runReceiver, AppSignals } from '../../app/app-signals.js'
 import { dumps, EncodeError, saferepr } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
+import { runLocked } from './locked-run.js'
 
 /** Celery's Task.max_retries default. */
 const DEFAULT_MAX_RETRIES = 3
@@ -59,9 +60,31 @@ export function unsendableOutcome(outcome: Outcome, sendError: unknown): Outcome
     reason = error instanceof EncodeError ? error : new EncodeError(error)
   }
   const failure: Outcome = { status: 'failure', exc: encodeFailure(reason), traceback: null, runtime: outcome.runtime }
-  // The slot still holds the task's end hooks: the worker must release them.
-  if (outcome.endHooks) failure.endHooks = true
+  // The slot still holds the task's end hooks: the worker must release them,
+  // and they announce the failure the task became, as Celery's trace does.
+  if (outcome.endHooks) {
+    failure.endHooks = true
+    ;(outcome as HoldingOutcome)[HELD_BY]?.failInstead(failure, reason)
+  }
   return failure
+}
+
+/** An outcome whose end hooks a JobExecution holds, marked with it (a mark that does not cross to the worker). */
+const HELD_BY = Symbol('tsq.heldBy')
+type HoldingOutcome = Outcome & { [HELD_BY]?: JobExecution }
+
+/**
+ * Why kombu's JSON cannot carry `value`, or undefined when it can: what the
+ * worker would find when it stores the result, found where the task's end
+ * hooks run, so they can announce a failure instead of a success.
+ */
+function encodeProblem(value: unknown): EncodeError | undefined {
+  try {
+    dumps(value)
+    return undefined
+  } catch (error) {
+    return error instanceof EncodeError ? error : new EncodeError(error)
+  }
 }
 
 function traceback(error: unknown): string | null {
@@ -97,6 +120,17 @@ class RunContext implements TaskContext {
   readonly group: string | null
   readonly hostname: string
   readonly headers: Record<string, unknown> | undefined
+  readonly deliveryInfo: DeliveryInfo
+  readonly eta: string | null
+  readonly expires: string | null
+  readonly replyTo: string | null
+  readonly groupIndex: number | null
+  readonly callbacks: SignatureData[] | null
+  readonly errbacks: SignatureData[] | null
+  readonly chain: SignatureData[] | null
+  readonly chord: SignatureData | null
+  /** The task lock this run holds (task option `lock`), set before the task starts. */
+  lock: { readonly id: string; readonly token: number } | null = null
   // Made on first use of `signal`: most tasks never read it, and an
   // AbortController per task was a measurable share of a noop task's cost.
   #controller: AbortController | undefined
@@ -115,6 +149,20 @@ class RunContext implements TaskContext {
     this.group = job.group
     this.hostname = job.hostname
     this.headers = job.headers
+    this.deliveryInfo = job.deliveryInfo ?? NO_DELIVERY_INFO
+    this.eta = job.eta ?? null
+    this.expires = job.expires ?? null
+    this.replyTo = job.replyTo ?? null
+    this.groupIndex = job.groupIndex ?? null
+    this.callbacks = job.callbacks ?? null
+    this.errbacks = job.errbacks ?? null
+    this.chain = job.chain ?? null
+    this.chord = job.chord ?? null
+  }
+
+  /** Celery's `request.group`, by the name its execution options give it (`group_id`). */
+  get groupId(): string | null {
+    return this.group
   }
 
   get signal(): AbortSignal {
@@ -128,6 +176,19 @@ class RunContext implements TaskContext {
   /** Needs no `this`, so `const { retry } = currentTask()` works too. */
   retry(options: RetryOptions = {}): never {
     throw new RetryRequest(options)
+  }
+
+  /** Checked here, in the task, as Celery's replace() checks before it raises Ignore; needs no `this` either. */
+  replace(sig: SignatureData): never {
+    if (typeof sig !== 'object' || sig === null || typeof sig.task !== 'string') throw new TypeError('replace(sig): sig must be a signature, such as add.s(2, 2)')
+    // `'chord' in sig.options`, as Celery tests it: the replacement gets this task's chord instead.
+    if (sig.options && 'chord' in sig.options) throw improperlyConfigured('A signature replacing a task must not be part of a chord')
+    const kind = canvasKindOf(sig)
+    if (kind === 'chain' && !listOf((sig.kwargs ?? {}).tasks).length) throw improperlyConfigured('Cannot replace with an empty chain')
+    if (kind !== 'group' && resultTaskKind(sig) === 'group') {
+      throw improperlyConfigured(`tsq replaces a task with a signature whose result is one task's (a task, or a chain or chord ending in one), or with a group; ${sig.task} ends in a group`)
+    }
+    throw new ReplaceRequest(sig)
   }
 
   updateState(state: string, meta: unknown = null): Promise<void> {
@@ -149,7 +210,7 @@ class RunContext implements TaskContext {
   }
 }
 
-class JobExecution implements RunningJob {
+export class JobExecution implements RunningJob {
   immediate: Outcome | undefined
   private pending: Promise<Outcome> | undefined
   private readonly context: RunContext
@@ -165,8 +226,11 @@ class JobExecution implements RunningJob {
     private readonly signals: AppSignals | undefined,
     /** Hold the end handlers and signals until the worker has stored the result (releaseEndHooks). */
     private readonly holdEndHooks: boolean,
+    /** The task lock held for this run (locked-run.ts), shown to the task as currentTask().lock. */
+    lock?: { id: string; token: number },
   ) {
     this.context = new RunContext(job, sink)
+    if (lock) this.context.lock = { id: lock.id, token: lock.token }
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
     if (signals) {
       const { beforeStart } = task.options
@@ -196,6 +260,11 @@ class JobExecution implements RunningJob {
     return (this.pending ??= Promise.resolve(this.immediate!))
   }
 
+  /** The run's lock was lost (taken over after its lease ran out, or removed): the task's AbortSignal says so. */
+  lockLost(reason: Error): void {
+    this.context.abortWith(reason)
+  }
+
   abort(reason: 'revoked' | 'soft-time-limit'): void {
     this.context.abortWith(reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(this.job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' }))
   }
@@ -207,7 +276,18 @@ class JobExecution implements RunningJob {
   private succeeded(value: unknown): Outcome {
     if (this.softTimer) clearTimeout(this.softTimer)
     const outcome: Outcome = { status: 'success', value: value === undefined ? null : value, runtime: this.runtime() }
-    if (this.signals) this.endHooks(this.signals, outcome, null)
+    if (this.signals) {
+      // A result the worker cannot store fails the task with EncodeError; as
+      // in Celery's trace, the hooks then announce that failure, not a
+      // success. Checked only where hooks listen: otherwise the worker finds it.
+      const problem = encodeProblem(outcome.value)
+      if (problem) {
+        const failure: Outcome = { status: 'failure', exc: encodeFailure(problem), traceback: null, runtime: outcome.runtime }
+        this.endHooks(this.signals, failure, problem)
+        return failure
+      }
+      this.endHooks(this.signals, outcome, null)
+    }
     return outcome
   }
 
@@ -228,6 +308,15 @@ class JobExecution implements RunningJob {
     if (!this.holdEndHooks) return this.signalEnd(signals, outcome, error)
     outcome.endHooks = true
     this.heldEndHooks = () => this.signalEnd(signals, outcome, error)
+    // A symbol key: copies made with spread keep it; structured clone, v8's serializer and JSON drop it.
+    ;(outcome as HoldingOutcome)[HELD_BY] = this
+  }
+
+  /** The held hooks announce `failure` instead (the slot could not hand the outcome over: unsendableOutcome). */
+  failInstead(failure: Outcome, error: unknown): void {
+    if (!this.heldEndHooks || !this.signals) return
+    const signals = this.signals
+    this.heldEndHooks = () => this.signalEnd(signals, failure, error)
   }
 
   releaseEndHooks(): void {
@@ -251,11 +340,12 @@ class JobExecution implements RunningJob {
     let state: string
     let retval: unknown = error
     let tb: string | null = null
+    const handler = <T>(name: string, fn: (info: T) => unknown, info: T) => this.runHandler(signals, name, fn, info)
     switch (outcome.status) {
       case 'success':
         state = 'SUCCESS'
         retval = outcome.value
-        if (onSuccess) runReceiver(`${job.task} onSuccess`, onSuccess, { retval, ...about })
+        if (onSuccess) handler('onSuccess', onSuccess, { retval, ...about })
         signals.send('task_success', { ...base, result: outcome.value })
         break
       case 'retry': {
@@ -264,11 +354,11 @@ class JobExecution implements RunningJob {
         if (retriesExhausted(job.retries, outcome.maxRetries, this.task.options.maxRetries)) {
           state = 'FAILURE'
           retval = reason
-          if (onFailure) runReceiver(`${job.task} onFailure`, onFailure, { exc: reason, ...about, traceback: tb })
+          if (onFailure) handler('onFailure', onFailure, { exc: reason, ...about, traceback: tb })
           signals.send('task_failure', { ...base, exception: reason, args: job.args, kwargs: job.kwargs, traceback: tb })
         } else {
           state = 'RETRY'
-          if (onRetry) runReceiver(`${job.task} onRetry`, onRetry, { exc: reason, ...about, traceback: tb })
+          if (onRetry) handler('onRetry', onRetry, { exc: reason, ...about, traceback: tb })
           signals.send('task_retry', { ...base, retries: job.retries, reason })
         }
         break
@@ -276,21 +366,42 @@ class JobExecution implements RunningJob {
       case 'failure':
         state = 'FAILURE'
         tb = outcome.traceback
-        if (onFailure) runReceiver(`${job.task} onFailure`, onFailure, { exc: error, ...about, traceback: tb })
+        if (onFailure) handler('onFailure', onFailure, { exc: error, ...about, traceback: tb })
         signals.send('task_failure', { ...base, exception: error, args: job.args, kwargs: job.kwargs, traceback: tb })
         break
       default:
         state = outcome.status === 'ignored' ? 'IGNORED' : 'REJECTED'
     }
     // Celery skips after_return for its IGNORE_STATES: RETRY, IGNORED, REJECTED.
-    if (afterReturn && (state === 'SUCCESS' || state === 'FAILURE')) runReceiver(`${job.task} afterReturn`, afterReturn, { status: state, retval, ...about, traceback: tb })
+    if (afterReturn && (state === 'SUCCESS' || state === 'FAILURE')) handler('afterReturn', afterReturn, { status: state, retval, ...about, traceback: tb })
     signals.send('task_postrun', { ...base, args: job.args, kwargs: job.kwargs, retval, state })
+  }
+
+  /**
+   * A task handler (onSuccess, onFailure, onRetry, afterReturn). What it
+   * throws, or its promise rejects with, was raised outside the task's body:
+   * logged, and sent as task_internal_error (Celery's signal for it); the
+   * task's outcome stands.
+   */
+  private runHandler<T>(signals: AppSignals, name: string, fn: (info: T) => unknown, info: T): void {
+    const report = (error: unknown): void => {
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      console.error(`Signal handler ${fn.name || '<anonymous>'} for ${this.job.task} ${name} raised: ${message}`)
+      signals.send('task_internal_error', { sender: this.job.task, taskId: this.job.id, args: this.job.args, kwargs: this.job.kwargs, request: this.context, exception: error, traceback: traceback(error) })
+    }
+    try {
+      const returned = fn(info)
+      if (isThenable(returned)) Promise.resolve(returned).catch(report)
+    } catch (error) {
+      report(error)
+    }
   }
 
   private outcomeOf(error: unknown): Outcome {
     if (error instanceof RetryRequest) return this.retryOutcome(error.options)
     const predicate = taskPredicate(error)
     if (predicate?.kind === 'ignore') return { status: 'ignored', runtime: this.runtime() }
+    if (predicate?.kind === 'replace') return { status: 'ignored', runtime: this.runtime(), replacedBy: predicate.signature }
     if (predicate?.kind === 'reject') return { status: 'rejected', requeue: predicate.requeue, reason: predicate.reason, runtime: this.runtime() }
     const autoretry = autoretryOptions(this.task, error, this.job.retries)
     if (autoretry) return this.retryOutcome(autoretry)
@@ -344,6 +455,43 @@ function matchesError(match: (new (...args: any[]) => unknown) | string, error: 
   return name === match || code === match
 }
 
+/** A run handed no delivery (an eager call): the default exchange, no key. */
+const NO_DELIVERY_INFO: DeliveryInfo = Object.freeze({ exchange: '', routingKey: '', priority: null, redelivered: null }) as DeliveryInfo
+
+/** Celery's celery.exceptions.ImproperlyConfigured, raised in the task. */
+function improperlyConfigured(message: string): Error {
+  return Object.assign(new Error(message), { name: 'ImproperlyConfigured', module: 'celery.exceptions' })
+}
+
+function listOf(value: unknown): SignatureData[] {
+  return Array.isArray(value) ? (value as SignatureData[]) : []
+}
+
+function canvasKindOf(sig: SignatureData): 'plain' | 'group' | 'chain' | 'chord' {
+  const type = sig.subtask_type
+  if (type === 'group' || type === 'chain' || type === 'chord') return type
+  if (sig.task === 'celery.group' || sig.task === 'celery.chain' || sig.task === 'celery.chord') return sig.task.slice('celery.'.length) as 'group' | 'chain' | 'chord'
+  return 'plain'
+}
+
+/** What gives `sig` its result: one task ('plain'), or a group (a chain's last step, a chord's body, looked through). */
+function resultTaskKind(sig: SignatureData): 'plain' | 'group' | 'none' {
+  switch (canvasKindOf(sig)) {
+    case 'plain':
+      return 'plain'
+    case 'group':
+      return 'group'
+    case 'chain': {
+      const last = listOf((sig.kwargs ?? {}).tasks).at(-1)
+      return last ? resultTaskKind(last) : 'none'
+    }
+    case 'chord': {
+      const body = (sig.kwargs ?? {}).body as SignatureData | undefined
+      return body && typeof body === 'object' ? resultTaskKind(body) : 'none'
+    }
+  }
+}
+
 /** For an app without signal receivers whose task has handlers. */
 const NO_RECEIVERS = new AppSignals()
 
@@ -359,7 +507,10 @@ export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks 
   }
   const o = task.options
   const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
-  return new JobExecution(task, job, sink, observed ? (app.signals ?? NO_RECEIVERS) : undefined, holdEndHooks)
+  const signals = observed ? (app.signals ?? NO_RECEIVERS) : undefined
+  // A locked task: the lock is taken first, renewed while the task runs, freed when it ends (locked-run.ts).
+  if (o.lock) return runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
+  return new JobExecution(task, job, sink, signals, holdEndHooks)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

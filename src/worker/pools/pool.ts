@@ -3,6 +3,23 @@ import type { Job, Outcome } from './jobs.js'
 
 export type PoolKind = 'prefork' | 'threads' | 'solo'
 
+/**
+ * How a pool that keeps its slots fed tells the worker about a job it took
+ * beyond its free slots (staged: waiting in a slot behind the job running
+ * there, so the slot goes on to it without a round trip to the worker).
+ */
+export interface Placement {
+  /** The job started in its slot: at once on an idle slot, else when the job before it there ended (or its end hooks were released). */
+  started(): void
+  /**
+   * The job is given back unstarted (its slot is busy for long, retires or
+   * died, or the worker asked for it back); its outcome never comes. The pool
+   * gives several back last first, so putting each back at the head of a
+   * queue keeps their order.
+   */
+  returned(): void
+}
+
 export interface SlotInfo {
   index: number
   pid: number
@@ -26,6 +43,20 @@ export interface Pool {
    * the task's updateState() calls, before its outcome.
    */
   run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome>
+  /**
+   * Pools that keep their slots fed (prefork, threads): whether a job given
+   * to place() now would be taken (started on an idle slot, or staged behind
+   * a short running job), so the worker may hand over more jobs than `size`.
+   */
+  canPlace?(): boolean
+  /**
+   * run() for a job the worker has not started yet: the pool calls
+   * `placement.started()` when it starts (the worker counts it active from
+   * then) or `placement.returned()` if it gives it back unstarted.
+   */
+  place?(job: Job, timeLimit: number | null, sink: StateSink | undefined, placement: Placement): Promise<Outcome>
+  /** Gives back the staged jobs with these ids (every staged job without ids); resolves once each has started or been returned. */
+  unstage?(ids?: readonly string[]): Promise<void>
   /**
    * The worker has stored the end state of a task whose outcome carried
    * `endHooks`: its handlers and signals run now. Until then the slot takes

@@ -1,7 +1,7 @@
 // Child processes: the only pool that can kill a running task, so hard time
 // limits and revoke --terminate really stop the code.
 import { fork } from 'node:child_process'
-import type { FromSlot } from './jobs.js'
+import type { FromSlot } from './slot-messages.js'
 import { slotData, slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
 import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
 
@@ -18,7 +18,7 @@ export class PreforkPool extends SlotPool {
   protected spawn(index: number): SlotHandle {
     const { modulePath, includePaths } = this.spawnOptions
     const child = fork(slotEntryPath(), [], {
-      execArgv: slotExecArgv([modulePath, ...includePaths]),
+      execArgv: [...slotExecArgv([modulePath, ...includePaths]), ...profilingArgv()],
       env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify(slotData(this.spawnOptions, index)), TSQ_POOL_INDEX: String(index) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // Structured clone, as worker threads use: a result with a Map, a Set or a
@@ -30,14 +30,28 @@ export class PreforkPool extends SlotPool {
     child.on('error', (error) => this.spawnOptions.log?.('warning', `pool process ${child.pid ?? '?'} (index ${index}): ${error.message}`))
     return {
       pid: child.pid ?? -1,
-      send: (message) => {
-        if (child.connected) child.send(message, (error) => void error)
+      send: (batch) => {
+        if (child.connected) child.send(batch, (error) => void error)
       },
       kill: (signal) => {
         child.kill(signal)
       },
-      onMessage: (listener) => child.on('message', (m) => listener(m as FromSlot)),
+      onMessage: (listener) => child.on('message', (m) => listener(m as FromSlot[])),
       onExit: (listener) => child.once('exit', (code, signal) => listener(code, signal)),
     }
   }
+}
+
+/** The worker's own profiling options (`node --cpu-prof bin/run.js worker ...`), so its children are profiled too. */
+function profilingArgv(): string[] {
+  const argv = process.execArgv
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (!/^--(cpu|heap)-prof/.test(arg)) continue
+    out.push(arg)
+    // --cpu-prof-dir DIR: the value as its own argument.
+    if (/^--(cpu|heap)-prof-(dir|name|interval)$/.test(arg) && i + 1 < argv.length) out.push(argv[++i]!)
+  }
+  return out
 }

@@ -39,9 +39,11 @@ export interface SlotData {
   loglevel: LevelName
   /** worker_redirect_stdouts_level, or null when prints are not redirected. */
   redirectStdouts: LevelName | null
+  /** --max-memory-per-child (KiB): the slot reads its resident set after each task only when this is set, and stops taking jobs past it. */
+  maxMemoryPerChild?: number
 }
 
 /** Slot `index`'s data, out of its pool's options (which carry the pool's own settings too). */
 export function slotData(o: Omit<SlotData, 'index'>, index: number): SlotData {
-  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts }
+  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts, maxMemoryPerChild: o.maxMemoryPerChild }
 }

@@ -2,31 +2,80 @@
 // loads the user's module and runs one job at a time. A slot that is killed
 // (hard time limit, terminate) or dies is replaced under the same index, so
 // `%i` stays within 1..N.
+//
+// Keeping slots fed. A round trip to the worker per task (send the job, wait
+// for its outcome, send the next) left each slot idle for most of a short
+// task's life and cost three IPC messages per task. So a slot may hold a few
+// jobs staged behind the one it runs, and goes on to the next as soon as one
+// ends; what crosses is batched both ways (slot-messages.ts). The worker still
+// sees each job start: the pool knows the order a slot runs its jobs in, so a
+// staged job starts when the outcome before it arrives (or when the end hooks
+// that outcome held are released), and Placement.started() says so then.
+// Staging stays short: only behind a job that started less than SLOW_MS ago,
+// only as deep as the slot's recent tasks finish in STAGE_BUDGET_S, never past
+// --max-tasks-per-child, and the jobs staged behind a job that turns out slow
+// are taken back and handed to the worker again (Placement.returned()), so a
+// long task never holds up short ones that another slot could run.
 import type { StateSink } from '../../app/task-context.js'
-import type { Job, Outcome, FromSlot, ToSlot } from './jobs.js'
-import type { Pool, PoolKind, SlotInfo } from './pool.js'
+import type { Job, Outcome } from './jobs.js'
+import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
+import type { FromSlot, ToSlot } from './slot-messages.js'
 
 export interface SlotHandle {
   readonly pid: number
-  send(message: ToSlot): void
+  /** One crossing: the messages in order. */
+  send(batch: ToSlot[]): void
   kill(signal: NodeJS.Signals | number): void
-  onMessage(listener: (message: FromSlot) => void): void
+  onMessage(listener: (batch: FromSlot[]) => void): void
   onExit(listener: (code: number | null, signal: string | null) => void): void
 }
+
+/** A job sent to a slot and not ended (a class: one shape for every entry, on a path taken per task). */
+class Entry {
+  settle: (o: Outcome) => void = noop
+  /** When it started, as the worker sees it; undefined while staged. */
+  since: number | undefined = undefined
+  timer: NodeJS.Timeout | undefined = undefined
+  killReason: 'time-limit' | 'terminated' | undefined = undefined
+  signal: string | null | undefined = undefined
+  /** Asked back with 'unstage' and not answered yet: its start is not inferred meanwhile. */
+  unstaging = false
+
+  constructor(
+    readonly job: Job,
+    readonly timeLimit: number | null,
+    readonly sink: StateSink | undefined,
+    /** Absent for run(): such a job is only ever given to an idle slot. */
+    readonly placement: Placement | undefined,
+  ) {}
+}
+
+const noop = (): void => undefined
 
 interface Slot {
   index: number
   handle: SlotHandle
   ready: Promise<void>
-  job: { job: Job; since: number; settle: (o: Outcome) => void; sink?: StateSink; timer?: NodeJS.Timeout; killReason?: 'time-limit' | 'terminated'; signal?: string | null } | null
+  isReady: boolean
+  /** Sent and not ended, in the order the slot runs them: queue[0] runs once started (since set), the rest are staged. */
+  queue: Entry[]
+  /** What goes to the slot at the next crossing. */
+  outbox: ToSlot[]
   tasksRun: number
+  /** Autoscale shrank the pool past this slot: it is not replaced when it exits. */
   retiring: boolean
-  /** Told to exit between tasks (to be replaced): no new job may be placed on it. */
-  exiting?: boolean
-  /** The task whose end hooks the slot holds until the worker has stored its result (afterStored). */
+  /** Takes no more jobs, and exits once its queue is empty and its held hooks released (to be replaced unless retiring). */
+  draining: boolean
+  /** Told to exit. */
+  exiting: boolean
+  /** The slot stopped taking jobs itself (over --max-memory-per-child): every job it has not started comes back, so none is inferred to start. */
+  stopped: boolean
+  /** The task whose end hooks the slot holds until the worker has stored its result (afterStored): its next job waits. */
   holding?: string
-  /** Replace the slot once it has run the end hooks it holds. */
-  retireWhenReleased?: boolean
+  /** Answers still due to this slot's 'unstage' requests, oldest first. */
+  unstageWaiters: Array<() => void>
+  /** Recent tasks' run time in seconds (moving average): how deep the slot may be staged. */
+  avgRuntime: number
 }
 
 export interface SlotPoolOptions {
@@ -35,14 +84,31 @@ export interface SlotPoolOptions {
   /** KiB of resident memory after which a slot is replaced between tasks. */
   maxMemoryPerChild?: number
   log?: (level: 'info' | 'warning' | 'error', message: string) => void
+  /**
+   * A pool process exited (killed by a time limit or terminate, died, or a
+   * cold shutdown): frees what it held outside itself (its task locks, see
+   * locked-run.ts) before its task's outcome is reported.
+   */
+  onLost?: (pid: number) => Promise<void>
 }
+
+/** A slot whose running job started longer ago than this takes no staged jobs, and gives back those it holds. */
+export const SLOW_MS = 20
+/** Staged no deeper than the slot's recent tasks would run in this long (seconds). */
+const STAGE_BUDGET_S = 0.005
+/** At most this many jobs staged behind a slot's running one. */
+const MAX_STAGED = 32
 
 export abstract class SlotPool implements Pool {
   abstract readonly kind: PoolKind
   private readonly slots_ = new Map<number, Slot>()
-  /** Slots promised to a run() that has not set slot.job yet: without this two concurrent runs can pick the same slot, and one task is never run. */
-  private readonly claimed = new Set<Slot>()
   private closing = false
+  /** Lost pool processes' locks being freed (onLost): a close waits for them. */
+  private readonly lostReleases = new Set<Promise<void>>()
+  /** Slots with messages waiting for the next crossing. */
+  private readonly toFlush = new Set<Slot>()
+  private flushQueued = false
+  private sweepTimer: NodeJS.Timeout | undefined
   size: number
 
   constructor(protected readonly options: SlotPoolOptions) {
@@ -63,133 +129,371 @@ export abstract class SlotPool implements Pool {
       resolveReady = resolve
       rejectReady = reject
     })
-    const slot: Slot = { index, handle, ready, job: null, tasksRun: 0, retiring: false }
+    const slot: Slot = { index, handle, ready, isReady: false, queue: [], outbox: [], tasksRun: 0, retiring: false, draining: false, exiting: false, stopped: false, unstageWaiters: [], avgRuntime: 0 }
     this.slots_.set(index, slot)
-    handle.onMessage((message) => {
-      switch (message.type) {
-        case 'ready':
-          resolveReady()
-          break
-        case 'load-error':
-          rejectReady(new Error(message.message))
-          break
-        case 'done':
-          if (slot.job?.job.id === message.id) this.finish(slot, message.outcome, message.rss)
-          break
-        case 'state':
-          // Sent before the slot's 'done' on the same channel, so it is handed on first.
-          // The sink logs its own failures; the task in the slot has already moved on.
-          if (slot.job?.job.id === message.id) void Promise.resolve(slot.job.sink?.(message.id, message.state, message.meta)).catch(() => undefined)
-          break
-        case 'started':
-          break
-      }
+    handle.onMessage((batch) => {
+      for (const message of batch) this.onSlotMessage(slot, message, resolveReady, rejectReady)
     })
     handle.onExit((code, signal) => {
       rejectReady(new Error(`pool process exited (${signal ?? code}) before it was ready`))
+      slot.isReady = false
       slot.holding = undefined
-      const hadJob = slot.job !== null
+      this.toFlush.delete(slot)
+      const entries = slot.queue.splice(0)
+      const head = entries[0]?.since !== undefined ? entries.shift() : undefined
       // Settled even when a newer slot took the index (autoscale grew while this one retired).
-      if (slot.job) {
-        const reason = slot.job.killReason ?? 'worker-lost'
-        this.finish(slot, { status: 'killed', reason, signal: slot.job.signal ?? signal ?? null, runtime: (Date.now() - slot.job.since) / 1000 })
+      if (head) {
+        if (head.timer) clearTimeout(head.timer)
+        const killed: Outcome = { status: 'killed', reason: head.killReason ?? 'worker-lost', signal: head.signal ?? signal ?? null, runtime: (Date.now() - head.since!) / 1000 }
+        // Its locks are freed first, so the run its message's retry (or the next of its key) finds them free.
+        const freeing = this.options.onLost?.(handle.pid)
+        if (freeing) {
+          const settled = freeing.catch(() => undefined).then(() => head.settle(killed))
+          this.lostReleases.add(settled)
+          void settled.finally(() => this.lostReleases.delete(settled))
+        } else head.settle(killed)
       }
+      // The jobs staged behind it never started: the worker places them again.
+      this.giveBack(entries)
+      for (const wake of slot.unstageWaiters.splice(0)) wake()
       if (this.slots_.get(index) !== slot) return
       this.slots_.delete(index)
       if (!this.closing && !slot.retiring && index <= this.size) {
-        if (!hadJob && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
+        if (!head && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
         void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))
       }
     })
     return ready
   }
 
-  private finish(slot: Slot, outcome: Outcome, rss?: number): void {
-    const entry = slot.job
-    if (!entry) return
-    slot.job = null
+  private onSlotMessage(slot: Slot, message: FromSlot, resolveReady: () => void, rejectReady: (e: Error) => void): void {
+    switch (message.type) {
+      case 'done':
+        this.finish(slot, message.id, message.outcome, message.rss)
+        break
+      case 'state': {
+        // Sent before the slot's 'done' on the same channel, so it is handed on first.
+        // The sink logs its own failures; the task in the slot has already moved on.
+        const entry = slot.queue.find((e) => e.job.id === message.id)
+        // Its start was held back (asked back, see startNext): it runs.
+        if (entry && entry.since === undefined && entry === slot.queue[0]) this.begin(slot, entry)
+        if (entry) void Promise.resolve(entry.sink?.(message.id, message.state, message.meta)).catch(() => undefined)
+        break
+      }
+      case 'unstaged':
+        this.unstaged(slot, message.ids, message.reply)
+        if (message.reply) slot.unstageWaiters.shift()?.()
+        break
+      case 'ready':
+        slot.isReady = true
+        resolveReady()
+        break
+      case 'load-error':
+        rejectReady(new Error(message.message))
+        break
+    }
+  }
+
+  // ---- crossings -------------------------------------------------------
+
+  private sendJob(slot: Slot, job: Job): void {
+    const last = slot.outbox[slot.outbox.length - 1]
+    if (last?.type === 'jobs') last.jobs.push(job)
+    else slot.outbox.push({ type: 'jobs', jobs: [job] })
+    this.flushSoon(slot)
+  }
+
+  private sendSoon(slot: Slot, message: ToSlot): void {
+    slot.outbox.push(message)
+    this.flushSoon(slot)
+  }
+
+  private flushSoon(slot: Slot): void {
+    // The first message of this turn for the slot (the set would be asked once per job otherwise).
+    if (slot.outbox.length === 1) this.toFlush.add(slot)
+    if (!this.flushQueued) {
+      this.flushQueued = true
+      // After this turn's I/O: every job placed by the deliveries of one read crosses at once.
+      setImmediate(this.flushAll)
+    }
+  }
+
+  private readonly flushAll = (): void => {
+    this.flushQueued = false
+    for (const slot of this.toFlush) this.flush(slot)
+    this.toFlush.clear()
+  }
+
+  private flush(slot: Slot): void {
+    if (slot.outbox.length === 0) return
+    const batch = slot.outbox
+    slot.outbox = []
+    slot.handle.send(batch)
+  }
+
+  // ---- ends ------------------------------------------------------------
+
+  private finish(slot: Slot, id: string, outcome: Outcome, rss?: number): void {
+    const entry = slot.queue[0]
+    if (entry?.job.id !== id) return
+    // Its start was held back (asked back, see startNext): its outcome says it started.
+    if (entry.since === undefined) this.begin(slot, entry)
+    slot.queue.shift()
     if (entry.timer) clearTimeout(entry.timer)
     slot.tasksRun += 1
-    if (outcome.endHooks) slot.holding = entry.job.id
+    slot.avgRuntime = slot.avgRuntime === 0 ? outcome.runtime : slot.avgRuntime * 0.8 + outcome.runtime * 0.2
+    if (outcome.endHooks) slot.holding = id
     entry.settle(outcome)
-    const max = this.options.maxTasksPerChild
-    if (outcome.status === 'killed') return
     const maxKiB = this.options.maxMemoryPerChild
     const overMemory = maxKiB !== undefined && rss !== undefined && rss / 1024 > maxKiB
-    if (overMemory) this.options.log?.('warning', `Pool process ${slot.handle.pid} (index ${slot.index}) uses ${Math.round(rss / 1024)} KiB, over --max-memory-per-child ${maxKiB} KiB; replacing it`)
-    if (!(slot.retiring || overMemory || (max && slot.tasksRun >= max))) return
-    // Its 'exit' must come after the 'stored' that runs the held hooks.
-    if (slot.holding) slot.retireWhenReleased = true
-    else this.retire(slot)
+    if (overMemory) {
+      this.options.log?.('warning', `Pool process ${slot.handle.pid} (index ${slot.index}) uses ${Math.round(rss / 1024)} KiB, over --max-memory-per-child ${maxKiB} KiB; replacing it`)
+      // The slot gave back what it held before this outcome, and gives back whatever reaches it now.
+      slot.stopped = true
+      slot.draining = true
+    }
+    const max = this.options.maxTasksPerChild
+    if (slot.retiring || (max && slot.tasksRun >= max)) this.drain(slot)
+    this.startNext(slot)
+    this.exitIfDrained(slot)
+  }
+
+  /**
+   * The slot's next job starts now: the slot goes on to it as soon as the one
+   * before it ended (or its held hooks were released), or as soon as it
+   * arrives. Not a job asked back (`unstaging`): the slot may read the
+   * 'unstage' first and give it back; its answer (or the job's own outcome)
+   * tells. Nor on a slot that stopped taking jobs: all it has not started
+   * comes back.
+   */
+  private startNext(slot: Slot): void {
+    const next = slot.queue[0]
+    if (!next || next.since !== undefined || next.unstaging || slot.holding || slot.stopped) return
+    this.begin(slot, next)
+  }
+
+  private begin(slot: Slot, entry: Entry): void {
+    entry.since = Date.now()
+    const { timeLimit, job } = entry
+    if (timeLimit && timeLimit > 0) {
+      entry.timer = setTimeout(() => {
+        if (slot.queue[0] !== entry) return
+        this.options.log?.('error', `Hard time limit (${timeLimit}s) exceeded for ${job.task}[${job.id}]`)
+        entry.killReason = 'time-limit'
+        entry.signal = 'SIGKILL'
+        slot.handle.kill('SIGKILL')
+      }, timeLimit * 1000)
+    }
+    entry.placement?.started()
   }
 
   afterStored(taskId: string): void {
     for (const slot of this.slots_.values()) {
       if (slot.holding !== taskId) continue
       slot.holding = undefined
-      slot.handle.send({ type: 'stored', id: taskId })
-      if (slot.retireWhenReleased) this.retire(slot)
+      this.sendSoon(slot, { type: 'stored', id: taskId })
+      this.startNext(slot)
+      // Its 'exit' goes after the 'stored' that runs the held hooks.
+      this.exitIfDrained(slot)
       return
     }
   }
 
-  /** Replaces a slot between tasks (max-tasks-per-child): the exit handler starts the new one. */
-  private retire(slot: Slot): void {
-    slot.exiting = true
-    slot.handle.send({ type: 'exit' })
+  /** No more jobs for this slot: the staged ones go back, and it exits (to be replaced unless retiring) once empty. */
+  private drain(slot: Slot): void {
+    if (slot.draining) return
+    slot.draining = true
+    void this.unstageFrom(slot)
   }
 
-  async run(job: Job, timeLimit: number | null, sink?: StateSink): Promise<Outcome> {
-    const slot = await this.idleSlot()
-    this.claimed.delete(slot)
-    return new Promise<Outcome>((settle) => {
-      slot.job = { job, since: Date.now(), settle, sink }
-      if (timeLimit && timeLimit > 0) {
-        slot.job.timer = setTimeout(() => {
-          if (slot.job?.job.id !== job.id) return
-          this.options.log?.('error', `Hard time limit (${timeLimit}s) exceeded for ${job.task}[${job.id}]`)
-          slot.job.killReason = 'time-limit'
-          slot.job.signal = 'SIGKILL'
-          slot.handle.kill('SIGKILL')
-        }, timeLimit * 1000)
-      }
-      slot.handle.send({ type: 'run', job })
+  private exitIfDrained(slot: Slot): void {
+    if (!slot.draining || slot.exiting || slot.queue.length > 0 || slot.holding) return
+    slot.exiting = true
+    this.sendSoon(slot, { type: 'exit' })
+  }
+
+  // ---- staging and giving back -----------------------------------------
+
+  /**
+   * Asks the slot for the jobs it has not started (of `ids`, else all): by
+   * id, so a job the worker counts as started is never among them. Resolves
+   * with its answer (or its exit).
+   */
+  private unstageFrom(slot: Slot, ids?: ReadonlySet<string>): Promise<void> {
+    const asked = slot.queue.filter((e) => e.since === undefined && !e.unstaging && (!ids || ids.has(e.job.id)))
+    if (asked.length === 0) return Promise.resolve()
+    for (const e of asked) e.unstaging = true
+    return new Promise<void>((resolve) => {
+      slot.unstageWaiters.push(resolve)
+      this.sendSoon(slot, { type: 'unstage', ids: asked.map((e) => e.job.id) })
     })
   }
 
-  private async idleSlot(): Promise<Slot> {
+  /** The slot gave these back unstarted; `reply`: the answer to an 'unstage'. */
+  private unstaged(slot: Slot, ids: string[], reply: boolean): void {
+    const back = new Set(ids)
+    const entries = back.size > 0 ? slot.queue.filter((e) => back.has(e.job.id) && e.since === undefined) : []
+    if (entries.length > 0) slot.queue = slot.queue.filter((e) => !back.has(e.job.id) || e.since !== undefined)
+    // The last answer due covers every job asked back: one not given back had started.
+    const last = reply && slot.unstageWaiters.length === 1
+    if (last) for (const e of slot.queue) e.unstaging = false
+    this.giveBack(entries)
+    // One asked back and not given back had started (its start was held back, see startNext).
+    if (last) this.startNext(slot)
+    this.exitIfDrained(slot)
+  }
+
+  /** Unstarted jobs go back to the worker, last first. */
+  private giveBack(entries: Entry[]): void {
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const e = entries[i]!
+      if (e.placement) e.placement.returned()
+      // run() only ever places on an idle slot, so its jobs start at once; should one not, it is reported lost.
+      else e.settle({ status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 })
+    }
+  }
+
+  /** How many jobs the slot may hold (running and staged) now. */
+  private depth(slot: Slot): number {
+    const staged = slot.avgRuntime > 0 ? Math.floor(STAGE_BUDGET_S / slot.avgRuntime) : MAX_STAGED
+    return 1 + Math.max(1, Math.min(MAX_STAGED, staged))
+  }
+
+  /**
+   * A slot that takes a job now: idle first, else (stage) the least staged
+   * one that is running a short job; `anySpeed`: or a long one (its staged
+   * jobs come back if it stays slow).
+   */
+  private pick(stage: boolean, anySpeed = false): Slot | undefined {
+    let best: Slot | undefined
+    const now = Date.now()
+    const max = this.options.maxTasksPerChild
+    for (const slot of this.slots_.values()) {
+      if (!slot.isReady || slot.draining || slot.exiting || slot.retiring) continue
+      const n = slot.queue.length
+      if (n === 0 && !slot.holding) return slot
+      if (!stage || slot.unstageWaiters.length > 0) continue
+      const head = slot.queue[0]
+      if (head && (head.killReason || (!anySpeed && head.since !== undefined && now - head.since > SLOW_MS))) continue
+      if (n >= this.depth(slot) || (max && slot.tasksRun + n >= max)) continue
+      if (!best || n < best.queue.length) best = slot
+    }
+    return best
+  }
+
+  canPlace(): boolean {
+    return this.pick(true) !== undefined
+  }
+
+  place(job: Job, timeLimit: number | null, sink: StateSink | undefined, placement: Placement): Promise<Outcome> {
+    // canPlace() said yes a moment ago; a slot that turned slow since still takes it, in order.
+    const slot = this.pick(true) ?? this.pick(true, true)
+    const entry = new Entry(job, timeLimit, sink, placement)
+    if (slot) return this.assign(slot, entry)
+    return this.waitForSlot(true).then((s) => this.assign(s, entry))
+  }
+
+  async run(job: Job, timeLimit: number | null, sink?: StateSink): Promise<Outcome> {
+    const slot = this.pick(false) ?? (await this.waitForSlot(false))
+    return this.assign(slot, new Entry(job, timeLimit, sink, undefined))
+  }
+
+  private assign(slot: Slot, entry: Entry): Promise<Outcome> {
+    return new Promise<Outcome>((settle) => {
+      entry.settle = settle
+      slot.queue.push(entry)
+      this.sendJob(slot, entry.job)
+      if (slot.queue.length === 1 && !slot.holding) this.begin(slot, entry)
+      else this.sweepSoon()
+    })
+  }
+
+  private async waitForSlot(stage: boolean): Promise<Slot> {
     for (let attempt = 0; ; attempt++) {
-      for (const slot of this.slots_.values()) {
-        if (slot.job || slot.holding || slot.retiring || slot.exiting || this.claimed.has(slot)) continue
-        try {
-          await slot.ready
-        } catch {
-          continue
-        }
-        if (!slot.job && !slot.holding && !slot.exiting && !this.claimed.has(slot) && this.slots_.get(slot.index) === slot) {
-          this.claimed.add(slot)
-          return slot
-        }
-      }
+      const slot = this.pick(stage)
+      if (slot) return slot
       if (this.closing) throw new Error('pool is closing')
       // A slot being replaced (after a kill) comes back within moments.
       await new Promise((r) => setTimeout(r, Math.min(200, 10 * (attempt + 1))))
     }
   }
 
-  terminate(taskId: string, signal: NodeJS.Signals | number): boolean {
+  /** Checks now and then, while jobs are staged, for a slot whose running job turned slow: its staged jobs go back. */
+  private sweepSoon(): void {
+    if (this.sweepTimer) return
+    this.sweepTimer = setTimeout(this.sweep, SLOW_MS / 2)
+    this.sweepTimer.unref()
+  }
+
+  private readonly sweep = (): void => {
+    this.sweepTimer = undefined
+    const now = Date.now()
+    let staged = false
     for (const slot of this.slots_.values()) {
-      if (slot.job?.job.id !== taskId) continue
-      slot.job.killReason = 'terminated'
-      slot.job.signal = typeof signal === 'number' ? String(signal) : signal
-      slot.handle.kill(signal)
-      return true
+      const head = slot.queue[0]
+      if (!head || slot.queue.length === (head.since === undefined ? 0 : 1)) continue
+      if (slot.unstageWaiters.length === 0 && head.since !== undefined && now - head.since > SLOW_MS) void this.unstageFrom(slot)
+      else staged = true
     }
-    return false
+    if (staged) this.sweepSoon()
+  }
+
+  async unstage(ids?: readonly string[]): Promise<void> {
+    const wanted = ids ? new Set(ids) : null
+    const answers: Promise<void>[] = []
+    for (const slot of this.slots_.values()) {
+      if (!slot.queue.some((e) => e.since === undefined && (!wanted || wanted.has(e.job.id)))) continue
+      // Those asked back already are not asked again: their answers are waited for too.
+      void this.unstageFrom(slot, wanted ?? undefined)
+      answers.push(this.answered(slot))
+    }
+    await Promise.all(answers)
+  }
+
+  /** Resolves once every answer now due from the slot has come (or it exited). */
+  private answered(slot: Slot): Promise<void> {
+    const n = slot.unstageWaiters.length
+    if (n === 0) return Promise.resolve()
+    const last = slot.unstageWaiters[n - 1]!
+    return new Promise<void>((resolve) => {
+      slot.unstageWaiters[n - 1] = () => {
+        last()
+        resolve()
+      }
+    })
+  }
+
+  /** The slot and position of a job sent and not ended. */
+  private locate(taskId: string): { slot: Slot; entry: Entry } | undefined {
+    for (const slot of this.slots_.values()) {
+      const entry = slot.queue.find((e) => e.job.id === taskId)
+      if (entry) return { slot, entry }
+    }
+    return undefined
+  }
+
+  terminate(taskId: string, signal: NodeJS.Signals | number): boolean {
+    const found = this.locate(taskId)
+    if (!found) return false
+    const { slot, entry } = found
+    // Not started: it goes back to the worker, which discards it as revoked.
+    if (entry.since === undefined) {
+      void this.unstageFrom(slot, new Set([taskId]))
+      return false
+    }
+    entry.killReason = 'terminated'
+    entry.signal = typeof signal === 'number' ? String(signal) : signal
+    slot.handle.kill(signal)
+    return true
   }
 
   abort(taskId: string): void {
-    for (const slot of this.slots_.values()) if (slot.job?.job.id === taskId) slot.handle.send({ type: 'abort', id: taskId, reason: 'revoked' })
+    const found = this.locate(taskId)
+    if (!found) return
+    const { slot, entry } = found
+    if (entry.since === undefined) {
+      void this.unstageFrom(slot, new Set([taskId]))
+    } else this.sendSoon(slot, { type: 'abort', id: taskId, reason: 'revoked' })
   }
 
   async grow(n: number): Promise<void> {
@@ -205,10 +509,9 @@ export abstract class SlotPool implements Pool {
       const slot = this.slots_.get(index)
       if (!slot) continue
       slot.retiring = true
-      // A busy slot exits when its task is done (finish() sees the flag), after the hooks it holds.
-      if (slot.job) continue
-      if (slot.holding) slot.retireWhenReleased = true
-      else slot.handle.send({ type: 'exit' })
+      // A busy slot exits when its task is done, after the hooks it holds.
+      this.drain(slot)
+      this.exitIfDrained(slot)
     }
     this.size = target
   }
@@ -216,7 +519,10 @@ export abstract class SlotPool implements Pool {
   slots(): SlotInfo[] {
     return [...this.slots_.values()]
       .sort((a, b) => a.index - b.index)
-      .map((s) => ({ index: s.index, pid: s.handle.pid, taskId: s.job?.job.id ?? null, since: s.job?.since ?? null }))
+      .map((s) => {
+        const head = s.queue[0]?.since !== undefined ? s.queue[0] : undefined
+        return { index: s.index, pid: s.handle.pid, taskId: head?.job.id ?? null, since: head?.since ?? null }
+      })
   }
 
   processes(): number[] {
@@ -225,14 +531,20 @@ export abstract class SlotPool implements Pool {
 
   async close({ cold }: { cold: boolean }): Promise<void> {
     this.closing = true
+    if (this.sweepTimer) clearTimeout(this.sweepTimer)
     const exits = [...this.slots_.values()].map(
       (slot) =>
         new Promise<void>((resolve) => {
           slot.handle.onExit(() => resolve())
-          if (cold && slot.job) {
-            slot.job.killReason = 'terminated'
+          const head = slot.queue[0]
+          if (cold && head?.since !== undefined) {
+            head.killReason = 'terminated'
             slot.handle.kill('SIGKILL')
-          } else slot.handle.send({ type: 'exit' })
+          } else {
+            slot.exiting = true
+            slot.outbox.push({ type: 'exit' })
+            this.flush(slot)
+          }
           setTimeout(() => {
             slot.handle.kill('SIGKILL')
             resolve()
@@ -240,5 +552,6 @@ export abstract class SlotPool implements Pool {
         }),
     )
     await Promise.all(exits)
+    await Promise.all([...this.lostReleases])
   }
 }

@@ -1,7 +1,7 @@
 // worker_threads: cheaper than processes, isolated from the main loop, and a
 // running task can be ended (the thread is terminated and replaced).
 import { Worker } from 'node:worker_threads'
-import type { FromSlot } from './jobs.js'
+import type { FromSlot } from './slot-messages.js'
 import type { SlotSpawnOptions } from './prefork-pool.js'
 import { slotData, slotEntryPath, slotExecArgv } from './slot-entry.js'
 import { SlotPool, type SlotHandle } from './slot-pool.js'
@@ -29,13 +29,13 @@ export class ThreadsPool extends SlotPool {
     return {
       // Threads share the worker's pid; Celery reports the process either way.
       pid: process.pid,
-      send: (message) => {
-        if (!exited) worker.postMessage(message)
+      send: (batch) => {
+        if (!exited) worker.postMessage(batch)
       },
       kill: () => {
         void worker.terminate()
       },
-      onMessage: (listener) => worker.on('message', (m) => listener(m as FromSlot)),
+      onMessage: (listener) => worker.on('message', (m) => listener(m as FromSlot[])),
       onExit: (listener) => worker.once('exit', (code) => listener(code, null)),
     }
   }

@@ -6,7 +6,7 @@ import Control from '../../../src/commands/control.js'
 import Inspect from '../../../src/commands/inspect.js'
 import Status from '../../../src/commands/status.js'
 import { TsqCommand } from '../../../src/cli/base-command.js'
-import { planFastRun } from '../../../src/cli/fast-path.js'
+import { hoistGlobalOptions, planFastRun } from '../../../src/cli/fast-path.js'
 import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from '../../../src/cli/flag-specs.js'
 
 describe('fast path: planFastRun', () => {
@@ -25,6 +25,15 @@ describe('fast path: planFastRun', () => {
   it('keeps argument words of the method in order, flags among them', () => {
     const plan = planFastRun(['inspect', 'query_task', 'id1', '-t', '2', 'id2'])
     assert.deepEqual(plan?.positionals, ['query_task', 'id1', 'id2'])
+  })
+
+  it('takes Celery\'s global options, also when bin/run.js moved them from before the command', () => {
+    const plan = planFastRun(hoistGlobalOptions(['-A', './tasks.js', '-b', 'amqp://h//', '--workdir', '/srv', '-C', '-q', 'inspect', 'ping', '-t', '2']))
+    assert.ok(plan)
+    assert.equal(plan.command, 'inspect')
+    assert.deepEqual(plan.positionals, ['ping'])
+    assert.deepEqual([plan.flags.app, plan.flags.broker, plan.flags.workdir, plan.flags['no-color'], plan.flags.quiet, plan.flags.timeout], ['./tasks.js', 'amqp://h//', '/srv', true, true, '2'])
+    assert.equal(planFastRun(hoistGlobalOptions(['--config', 'celeryconfig.json', 'status']))?.flags.config, 'celeryconfig.json')
   })
 
   it('accepts control revoke --terminate --signal', () => {
@@ -59,7 +68,7 @@ describe('fast path: planFastRun', () => {
 })
 
 describe('fast path: one flag definition', () => {
-  const cases: Array<[string, Record<string, { char?: string; default?: unknown; options?: readonly string[] }>, Record<string, FlagSpec>]> = [
+  const cases: Array<[string, Record<string, { char?: string; default?: unknown; choices?: readonly string[] }>, Record<string, FlagSpec>]> = [
     ['inspect', { ...TsqCommand.baseFlags, ...Inspect.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
     ['control', { ...TsqCommand.baseFlags, ...Control.flags }, { ...GLOBAL_FLAG_SPECS, ...CONTROL_FLAG_SPECS }],
     ['status', { ...TsqCommand.baseFlags, ...Status.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
@@ -71,7 +80,8 @@ describe('fast path: one flag definition', () => {
         assert.equal(oclif[flag]!.char, spec.char, `${name} --${flag} char`)
         const oclifDefault = oclif[flag]!.default
         assert.equal(oclifDefault === undefined ? undefined : String(oclifDefault), spec.default, `${name} --${flag} default`)
-        assert.deepEqual(oclif[flag]!.options, spec.options ? [...spec.options] : undefined, `${name} --${flag} options`)
+        // oclif-flags.ts turns a spec's options into click-worded choices.
+        assert.deepEqual(oclif[flag]!.choices, spec.options, `${name} --${flag} options`)
       }
     })
   }

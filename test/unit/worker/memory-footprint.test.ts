@@ -1,23 +1,34 @@
-// The worker's memory habits: one full GC when the loop goes quiet after work
-// that grew the heap (never while busy, never twice for one burst), V8's gc()
-// reached without --expose-gc leaking a global, and an operator's own
-// young-generation size left alone.
+// The worker's memory habits: one compacting GC at the first quiet moment
+// after start-up, then one when the loop goes quiet after work that grew the
+// heap (never while busy, never twice for one burst); the collection compacts
+// the old generation; V8's gc() reached without --expose-gc leaking a global,
+// from threads starting together too; and an operator's own young-generation
+// size left alone.
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
+import { getHeapSpaceStatistics } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { fullGc, keepYoungGenerationSmall, trimMemoryWhenIdle } from '../../../src/worker/memory-footprint.js'
+import { Worker } from 'node:worker_threads'
+import { compactingGc, fullGc, keepYoungGenerationSmall, trimMemoryWhenIdle } from '../../../src/worker/memory-footprint.js'
 
 const MB = 1024 * 1024
 const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
 
-/** A trimmer on a scripted event loop: each interval reads the next utilisation. */
-function scripted(shares: number[], heap: { bytes: number }) {
+/**
+ * A trimmer on a scripted event loop: each interval reads the next
+ * utilisation; `onShare` runs before each (to grow the heap mid-script).
+ */
+function scripted(shares: number[], heap: { bytes: number }, onShare: (share: number) => void = () => undefined) {
   const collected: number[] = []
   let i = 0
   const stop = trimMemoryWhenIdle({
     intervalMs: 2,
     growthBytes: 8 * MB,
-    utilization: () => shares[Math.min(i++, shares.length - 1)]!,
+    utilization: () => {
+      const share = shares[Math.min(i++, shares.length - 1)]!
+      onShare(share)
+      return share
+    },
     heapBytes: () => heap.bytes,
     collect: () => {
       collected.push(heap.bytes)
@@ -32,57 +43,75 @@ async function untilDone(run: { done: () => boolean; stop: () => void }): Promis
   run.stop()
 }
 
+it('[memory] the first quiet moment after start-up collects once, whatever the heap; a quiet loop then collects nothing', async () => {
+  const heap = { bytes: 12 * MB }
+  const run = scripted([0.9, 0.3, 0, 0, 0, 0.03, 0, 0], heap)
+  await untilDone(run)
+  assert.deepEqual(run.collected, [12 * MB])
+
+  const quietFromTheStart = scripted([0, 0, 0, 0], { bytes: 9 * MB })
+  await untilDone(quietFromTheStart)
+  assert.deepEqual(quietFromTheStart.collected, [9 * MB])
+})
+
 it('[memory] collects once when the loop goes quiet after a burst that grew the heap', async () => {
   const heap = { bytes: 20 * MB }
-  const run = scripted([0.9, 0.8, 0.9, 0, 0, 0, 0], heap)
-  heap.bytes = 60 * MB
+  // Start-up's collection, then a burst that grows the heap to 60 MB.
+  const run = scripted([0, 0.9, 0.8, 0.9, 0, 0, 0, 0], heap, (share) => {
+    if (share > 0.5) heap.bytes = 60 * MB
+  })
   await untilDone(run)
-  assert.deepEqual(run.collected, [60 * MB])
+  assert.deepEqual(run.collected, [20 * MB, 60 * MB])
 })
 
 it('[memory] leaves a heap alone that grew less than the threshold, and never collects while busy', async () => {
   const small = { bytes: 20 * MB }
-  const quietAfterSmallBurst = scripted([0.9, 0, 0], small)
-  small.bytes = 25 * MB
+  const quietAfterSmallBurst = scripted([0, 0.9, 0, 0], small, (share) => {
+    if (share > 0.5) small.bytes = 25 * MB
+  })
   await untilDone(quietAfterSmallBurst)
-  assert.deepEqual(quietAfterSmallBurst.collected, [])
+  assert.deepEqual(quietAfterSmallBurst.collected, [20 * MB])
 
   const big = { bytes: 20 * MB }
-  const alwaysBusy = scripted([0.9, 0.5, 0.2, 0.9, 0.06], big)
-  big.bytes = 90 * MB
+  const alwaysBusy = scripted([0.9, 0.5, 0.2, 0.9, 0.06], big, () => (big.bytes += 30 * MB))
   await untilDone(alwaysBusy)
   assert.deepEqual(alwaysBusy.collected, [])
 })
 
-it('[memory] a half-busy interval is not quiet, and a quiet start (no burst yet) collects nothing', async () => {
+it('[memory] a half-busy interval is not quiet', async () => {
   const heap = { bytes: 20 * MB }
-  const run = scripted([0, 0, 0.9, 0.03, 0.03, 0.03], heap)
-  heap.bytes = 60 * MB
+  const run = scripted([0, 0.9, 0.03, 0.03, 0.03], heap, (share) => {
+    if (share > 0.5) heap.bytes = 60 * MB
+  })
   await untilDone(run)
-  assert.deepEqual(run.collected, [])
+  assert.deepEqual(run.collected, [20 * MB])
 })
 
 it('[memory] a second burst after a collection is trimmed again', async () => {
   const heap = { bytes: 20 * MB }
-  const shares = [0.9, 0, 0.9, 0.9, 0, 0]
-  let i = 0
-  const collected: number[] = []
-  const stop = trimMemoryWhenIdle({
-    intervalMs: 2,
-    utilization: () => {
-      const share = shares[Math.min(i++, shares.length - 1)]!
-      if (share > 0.5) heap.bytes += 30 * MB
-      return share
-    },
-    heapBytes: () => heap.bytes,
-    collect: () => {
-      collected.push(heap.bytes)
-      heap.bytes = 20 * MB
-    },
+  const run = scripted([0, 0.9, 0, 0.9, 0.9, 0, 0], heap, (share) => {
+    if (share > 0.5) heap.bytes += 30 * MB
   })
-  while (i < shares.length) await tick()
-  stop()
-  assert.deepEqual(collected, [50 * MB, 80 * MB])
+  await untilDone(run)
+  assert.deepEqual(run.collected, [20 * MB, 50 * MB, 80 * MB])
+})
+
+it('[memory] the collection compacts the old generation: pages left with few survivors are given back', () => {
+  const collect = compactingGc()
+  assert.equal(typeof collect, 'function')
+  const gc = fullGc()!
+  const oldSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.physical_space_size
+  let all: { a: number; b: string; c: number[] }[] | null = []
+  for (let i = 0; i < 200_000; i += 1) all.push({ a: i, b: `x${i}`, c: [i, i] })
+  gc()
+  gc() // all of them in old space now
+  const grown = oldSpace()
+  const keep = all.filter((_, i) => i % 25 === 0)
+  all = null
+  collect!()
+  const after = oldSpace()
+  assert.equal(keep.length, 8000)
+  assert.ok(after < grown - 10 * MB, `old space ${(grown / MB).toFixed(1)} -> ${(after / MB).toFixed(1)} MB`)
 })
 
 it('[memory] V8 gc() is reached without --expose-gc, and no context gets a global gc', () => {
@@ -90,6 +119,22 @@ it('[memory] V8 gc() is reached without --expose-gc, and no context gets a globa
   assert.equal(typeof gc, 'function')
   gc!()
   assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined')
+  assert.equal(runInNewContext('typeof gc'), 'undefined')
+})
+
+it('[memory] threads starting together each get gc(), and the flag ends up off', async () => {
+  const url = new URL('../../../src/worker/memory-footprint.ts', import.meta.url).href
+  const code = `
+    const { parentPort } = require('node:worker_threads')
+    import(${JSON.stringify(url)}).then(({ fullGc }) => {
+      let missed = 0
+      for (let i = 0; i < 200; i += 1) if (typeof fullGc() !== 'function') missed += 1
+      parentPort.postMessage(missed)
+    })`
+  const threads = Array.from({ length: 4 }, () => new Worker(code, { eval: true, execArgv: ['--import', import.meta.resolve('tsx')] }))
+  const missed = await Promise.all(threads.map((t) => new Promise<number>((resolve, reject) => (t.once('message', resolve), t.once('error', reject)))))
+  await Promise.all(threads.map((t) => t.terminate()))
+  assert.deepEqual(missed, [0, 0, 0, 0])
   assert.equal(runInNewContext('typeof gc'), 'undefined')
 })
 

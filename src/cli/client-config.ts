@@ -1,0 +1,66 @@
+// What a client command (inspect, control, status, call, result, purge, events,
+// schedule) talks to, from the global options: the broker, the result backend,
+// and with -A the app's settings (task routes, default queue, transport
+// options), as `celery -A proj inspect ping` takes them from the app. The
+// precedence is the worker's (app/config.ts): a flag, then TSQ_* and CELERY_*
+// variables, then the app's own options, then the --config module, then the
+// defaults. No oclif here: the fast path uses it too.
+import { loadConfig, positiveSetting, type ResolvedConfig } from '../app/config.js'
+import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
+import { routeTask, type Route } from '../app/routes.js'
+import { DEFAULT_QUEUE } from '../app/send-task.js'
+import type { TransportSettings } from '../transport/index.js'
+
+export interface GlobalFlagValues {
+  app?: string
+  broker?: string
+  'result-backend'?: string
+  config?: string
+  workdir?: string
+}
+
+export interface ClientConfig extends ResolvedConfig {
+  /** Where a task goes when nothing names a queue (task_default_queue). */
+  defaultQueue: string
+  /** broker_transport_options, as far as tsq's transports take them. */
+  transportSettings: TransportSettings
+  /** The task's route (task_routes), else the default queue. */
+  routeFor(taskName: string): Route
+}
+
+/**
+ * `--workdir` and `--config`, before anything reads a path: change directory
+ * (Celery's --workdir), then leave the config module's absolute path in the
+ * environment for every process of the run (Celery's --config sets
+ * CELERY_CONFIG_MODULE). A process that `--detach` started is already in the
+ * directory: its relative --workdir would take it one level further.
+ */
+export function applyGlobalOptions(flags: Pick<GlobalFlagValues, 'config' | 'workdir'>): void {
+  if (flags.workdir && !process.env.TSQ_DETACHED) {
+    try {
+      process.chdir(flags.workdir)
+    } catch (error) {
+      throw Object.assign(new Error(`--workdir ${JSON.stringify(flags.workdir)}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`), { code: 'USAGE' })
+    }
+  }
+  if (flags.config) process.env[CONFIG_MODULE_ENV] = resolveAppModule(flags.config, process.cwd(), 'the config module')
+}
+
+export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfig> {
+  if (flags.app) {
+    const app = await loadApp(resolveAppModule(flags.app))
+    app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
+    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, routeFor: (name) => app.routeFor(name) }
+  }
+  const settings = await loadConfigModule()
+  const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })
+  const queue = settings.task_default_queue
+  const defaultQueue = typeof queue === 'string' && queue ? queue : DEFAULT_QUEUE
+  const visibilityTimeout = positiveSetting((settings.broker_transport_options as { visibility_timeout?: unknown } | undefined)?.visibility_timeout)
+  return {
+    ...config,
+    defaultQueue,
+    transportSettings: visibilityTimeout === null ? {} : { visibilityTimeout },
+    routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
+  }
+}

@@ -1,0 +1,59 @@
+// The id of a task's lock: the task's name plus an MD5 of its key, as the
+// Celery cookbook's `<task>-lock-<md5>`.
+import { createHash } from 'node:crypto'
+
+export type LockKey = ((...args: any[]) => unknown) | readonly string[]
+
+/** The task option `lock`. */
+export interface TaskLockOptions {
+  /**
+   * A function of the task's positional arguments (the kwargs object last), or
+   * a list of argument names (kwargs first, then positions by the function's
+   * parameter names). Absent: one run of the task at a time.
+   */
+  key?: LockKey
+  /** Seconds of lease; renewed every third of it while the task runs. Default 60. */
+  timeout?: number
+  /** What a run that finds the lock held does. Default 'skip'. */
+  onLocked?: 'skip' | 'retry' | 'fail'
+  /** Seconds before the retry with `onLocked: 'retry'` (up to 1 s of jitter added). Default 1. */
+  retryDelay?: number
+}
+
+export const DEFAULT_LOCK_TIMEOUT_S = 60
+
+export function lockIdFor(taskName: string, options: TaskLockOptions, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[] = []): string {
+  if (options.key === undefined) return `${taskName}-lock`
+  let key: unknown
+  if (typeof options.key === 'function') {
+    key = options.key(...args, kwargs)
+  } else {
+    key = options.key.map((name) => {
+      if (Object.prototype.hasOwnProperty.call(kwargs, name)) return kwargs[name]
+      const at = paramNames.indexOf(name)
+      return at >= 0 ? args[at] : undefined
+    })
+  }
+  return `${taskName}-lock-${createHash('md5').update(stableText(key)).digest('hex')}`
+}
+
+/** The parameter names of a task function, for a `key` given as names. */
+export function parameterNames(fn: (...args: any[]) => unknown): string[] {
+  const text = Function.prototype.toString.call(fn)
+  const m = /^[^(]*\(([^)]*)\)/.exec(text) ?? /^\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(text)
+  if (!m) return []
+  return m[1]!
+    .split(',')
+    .map((p) => p.replace(/=.*$/s, '').replace(/^\s*\.\.\./, '').trim())
+    .filter((p) => /^[A-Za-z_$][\w$]*$/.test(p))
+}
+
+/** A string is hashed as it is (a Python client's `md5(url)` matches); anything else as sorted-key JSON. */
+function stableText(value: unknown): string {
+  if (typeof value === 'string') return value
+  return JSON.stringify(value, (_k, v: unknown) => {
+    if (typeof v === 'bigint') return v.toString()
+    if (v && typeof v === 'object' && !Array.isArray(v)) return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+    return v
+  }) ?? 'null'
+}

@@ -1,0 +1,91 @@
+// The Lock contract: what a store must do for the worker (around a task's run)
+// and for app.lock() (around user code). Stores: redis-store.ts, file-store.ts.
+// This layer imports nothing above protocol/: app/ and worker/ call it.
+
+/** Who holds a lock, and since when. Stored beside the lock, shown by `tsq locks`. */
+export interface LockRecord {
+  /** The lock's id: `<task>-lock-<md5>` for a task lock, the name given for app.lock(). */
+  id: string
+  /** The fencing token: grows with every acquisition of this lock id. */
+  token: number
+  /** `<node>:<pid>`: the process that holds it (a pool process for a task). */
+  holder: string
+  node: string
+  pid: number
+  /** The task's name and id, null for app.lock(). */
+  task: string | null
+  taskId: string | null
+  /** Unix ms of the acquisition. */
+  acquiredAt: number
+  /** The lease, ms: renewed every third of it while the holder lives. */
+  leaseMs: number
+}
+
+/** A record as a store lists it: with the lease left, ms. */
+export interface LockListing extends LockRecord {
+  leftMs: number
+}
+
+export interface HolderInfo {
+  node: string
+  pid: number
+  task: string | null
+  taskId: string | null
+}
+
+export type AcquireResult = { acquired: true; record: LockRecord } | { acquired: false; remainingMs: number }
+
+export interface LockStore {
+  readonly kind: 'redis' | 'file'
+  /** Takes the lock if free (or its lease ran out), with a new token. */
+  acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult>
+  /** Extends the lease to a full one if `record` still holds it; false: it was lost (expired and taken, or removed). */
+  renew(record: LockRecord): Promise<boolean>
+  /** Frees the lock if `record` still holds it; false when it no longer did. */
+  release(record: LockRecord): Promise<boolean>
+  /** Frees every lock `holder` (`<node>:<pid>`) still holds: a pool process died. Returns their ids. */
+  releaseHolder(holder: string): Promise<string[]>
+  list(): Promise<LockListing[]>
+  get(id: string): Promise<LockListing | null>
+  /** Frees the lock whoever holds it (an operator's `tsq locks rm`). */
+  remove(id: string): Promise<boolean>
+  close(): Promise<void>
+}
+
+/** The task's lock is held by another run (`onLocked: 'fail'`). */
+export class LockedError extends Error {
+  override name = 'LockedError'
+  readonly module = 'tsq.locks'
+  constructor(
+    readonly lockId: string,
+    readonly remainingMs: number,
+  ) {
+    super(`lock ${lockId} is held by another run (${Math.ceil(remainingMs / 1000)} s of its lease left)`)
+  }
+  get args(): unknown[] {
+    return [this.message]
+  }
+}
+
+/** The lock store could not be reached: the task is not run unlocked, its message goes back. */
+export class LockStoreUnavailableError extends Error {
+  override name = 'LockStoreUnavailable'
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`lock store ${url} unavailable: ${cause instanceof Error ? cause.message : String(cause)}`)
+  }
+}
+
+/** The holder's lease was lost (taken over after it expired, or removed by an operator): told through the task's AbortSignal. */
+export class LockLostError extends Error {
+  override name = 'LockLostError'
+  constructor(readonly lockId: string) {
+    super(`lock ${lockId} was lost: its lease was taken over or removed`)
+  }
+}
+
+export function holderOf(who: { node: string; pid: number }): string {
+  return `${who.node}:${who.pid}`
+}

@@ -1,0 +1,144 @@
+// Locks in Redis. Keys (documented in the README, so Python code can take the
+// same lock with redis-py):
+//   tsq:lock:<id>              the lock: a JSON record {"token", "holder", ...}, set
+//                              with SET NX PX <lease>; the lease is its TTL
+//   tsq:lock-token:<id>        the fencing counter: INCR at every acquisition
+//   tsq:lock-holder:<node:pid> the ids a process holds, so a worker can free a dead
+//                              pool process's locks at once
+// Renewal and release compare the whole value (holder and token) in a script,
+// so a deposed holder can neither extend nor free its successor's lock.
+import { Redis } from 'ioredis'
+import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore } from './lock.js'
+
+export const LOCK_PREFIX = 'tsq:lock:'
+export const TOKEN_PREFIX = 'tsq:lock-token:'
+export const HOLDER_PREFIX = 'tsq:lock-holder:'
+/** A holder set outlives a worker killed with -9 by at most this (its locks' leases ran out long before). */
+const HOLDER_SET_TTL_MS = 24 * 3600 * 1000
+
+const ACQUIRE_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('PTTL', KEYS[1])} end
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], '{"token":' .. token .. ',' .. ARGV[2], 'NX', 'PX', ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return {1, token}
+`
+
+const RENEW_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`
+
+const RELEASE_LUA = `
+redis.call('SREM', KEYS[2], ARGV[2])
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`
+
+const RELEASE_HOLDER_LUA = `
+local freed = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local key = ARGV[2] .. id
+  local value = redis.call('GET', key)
+  if value then
+    local ok, record = pcall(cjson.decode, value)
+    if ok and record.holder == ARGV[1] then
+      redis.call('DEL', key)
+      table.insert(freed, id)
+    end
+  end
+end
+redis.call('DEL', KEYS[1])
+return freed
+`
+
+interface LockCommands {
+  tsqLockAcquire(lock: string, token: string, holderSet: string, leaseMs: number, rest: string, id: string, setTtl: number): Promise<[number, number]>
+  tsqLockRenew(lock: string, value: string, leaseMs: number): Promise<number>
+  tsqLockRelease(lock: string, holderSet: string, value: string, id: string): Promise<number>
+  tsqLockReleaseHolder(holderSet: string, holder: string, prefix: string): Promise<string[]>
+}
+
+/** The stored value: the token first, then the rest in a fixed order, so renew/release can rebuild it exactly. */
+export function encodeRecord(r: LockRecord): string {
+  return `{"token":${r.token},${restOf(r)}`
+}
+
+function restOf(r: Omit<LockRecord, 'token'>): string {
+  return JSON.stringify({ id: r.id, holder: r.holder, node: r.node, pid: r.pid, task: r.task, taskId: r.taskId, acquiredAt: r.acquiredAt, leaseMs: r.leaseMs }).slice(1)
+}
+
+export class RedisLockStore implements LockStore {
+  readonly kind = 'redis' as const
+  private readonly redis: Redis & LockCommands
+
+  constructor(readonly url: string) {
+    const redis = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      commandTimeout: 5000,
+      connectionName: `tsq-locks-${process.pid}`,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 1000),
+    })
+    redis.on('error', () => undefined)
+    redis.defineCommand('tsqLockAcquire', { numberOfKeys: 3, lua: ACQUIRE_LUA })
+    redis.defineCommand('tsqLockRenew', { numberOfKeys: 1, lua: RENEW_LUA })
+    redis.defineCommand('tsqLockRelease', { numberOfKeys: 2, lua: RELEASE_LUA })
+    redis.defineCommand('tsqLockReleaseHolder', { numberOfKeys: 1, lua: RELEASE_HOLDER_LUA })
+    this.redis = redis as Redis & LockCommands
+  }
+
+  async acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult> {
+    const holder = holderOf(who)
+    const base = { id, holder, node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt: Date.now(), leaseMs }
+    const [ok, n] = await this.redis.tsqLockAcquire(LOCK_PREFIX + id, TOKEN_PREFIX + id, HOLDER_PREFIX + holder, leaseMs, restOf(base), id, HOLDER_SET_TTL_MS)
+    if (Number(ok) !== 1) return { acquired: false, remainingMs: Math.max(0, Number(n)) }
+    return { acquired: true, record: { ...base, token: Number(n) } }
+  }
+
+  async renew(record: LockRecord): Promise<boolean> {
+    return Number(await this.redis.tsqLockRenew(LOCK_PREFIX + record.id, encodeRecord(record), record.leaseMs)) === 1
+  }
+
+  async release(record: LockRecord): Promise<boolean> {
+    return Number(await this.redis.tsqLockRelease(LOCK_PREFIX + record.id, HOLDER_PREFIX + record.holder, encodeRecord(record), record.id)) === 1
+  }
+
+  async releaseHolder(holder: string): Promise<string[]> {
+    const freed = await this.redis.tsqLockReleaseHolder(HOLDER_PREFIX + holder, holder, LOCK_PREFIX)
+    return Array.isArray(freed) ? freed.map(String) : []
+  }
+
+  async list(): Promise<LockListing[]> {
+    const keys: string[] = []
+    let cursor = '0'
+    do {
+      const [next, batch] = await this.redis.scan(cursor, 'MATCH', `${LOCK_PREFIX}*`, 'COUNT', 500)
+      cursor = next
+      keys.push(...batch)
+    } while (cursor !== '0')
+    const found = await Promise.all(keys.map((k) => this.get(k.slice(LOCK_PREFIX.length))))
+    return found.filter((r): r is LockListing => r !== null).sort((a, b) => a.id.localeCompare(b.id))
+  }
+
+  async get(id: string): Promise<LockListing | null> {
+    const [[, value], [, pttl]] = (await this.redis.multi().get(LOCK_PREFIX + id).pttl(LOCK_PREFIX + id).exec()) as [[unknown, string | null], [unknown, number]]
+    if (value === null) return null
+    try {
+      const record = JSON.parse(value) as LockRecord
+      return { ...record, id, leftMs: Math.max(0, Number(pttl)) }
+    } catch {
+      return null
+    }
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return (await this.redis.del(LOCK_PREFIX + id)) === 1
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect()
+  }
+}

@@ -1,0 +1,156 @@
+// Parking lots on Redis (tsq-only keys; Python never reads them): one sorted
+// set per lot, `_tsq.parked.<lot>`, scored by the message's time in ms, each
+// member a JSON object {i: id, q: queue, l: the queue's list key for its
+// priority, e: the kombu envelope it goes back as}. A member moves into its
+// list in one Lua script (LPUSH then ZREM), so a process that dies mid-move
+// loses nothing and moves nothing twice.
+import { randomUUID } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import { buildEnvelope, envelopeBody, envelopeProperties, parseEnvelope, serializeEnvelope } from '../kombu-envelope.js'
+import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
+import { listKey, priorityStep } from './keys.js'
+
+export const PARKED_PREFIX = '_tsq.parked.'
+
+export function parkedKey(lot: string): string {
+  return `${PARKED_PREFIX}${lot}`
+}
+
+/** Adds a member, then trims the lot by age (score) and length, oldest first. */
+const PARK_SCRIPT = `
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+if ARGV[4] ~= '' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4]) end
+local max = tonumber(ARGV[3])
+if max >= 0 then
+  local n = redis.call('ZCARD', KEYS[1])
+  if n > max then redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - max - 1) end
+end
+return 1
+`
+
+/**
+ * Moves every due member (score <= now, at most ARGV[2] per lot) into its
+ * list, then reports how many moved and the lowest score left, as Redis
+ * wrote it (a string, so ms survive exactly).
+ */
+const RELEASE_SCRIPT = `
+local moved = 0
+local nextAt = nil
+local nextText = ''
+for _, key in ipairs(KEYS) do
+  local due = redis.call('ZRANGEBYSCORE', key, '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+  for _, member in ipairs(due) do
+    local ok, m = pcall(cjson.decode, member)
+    if ok and type(m) == 'table' and type(m.l) == 'string' and type(m.e) == 'string' then
+      redis.call('LPUSH', m.l, m.e)
+    end
+    redis.call('ZREM', key, member)
+    moved = moved + 1
+  end
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first[2] then
+    local s = tonumber(first[2])
+    if nextAt == nil or s < nextAt then
+      nextAt = s
+      nextText = first[2]
+    end
+  end
+end
+return {moved, nextText}
+`
+
+/** Most members one release moves per lot; the rest go in the next pass, at once. */
+const RELEASE_BATCH = 500
+
+interface Member {
+  i: string
+  q: string
+  l: string
+  e: string
+}
+
+type RedisWithScripts = Redis & {
+  tsqPark?: (numKeys: number, ...keysAndArgs: string[]) => Promise<number>
+  tsqRelease?: (numKeys: number, ...keysAndArgs: string[]) => Promise<[number, string]>
+}
+
+export class RedisParking implements Parking {
+  constructor(
+    private readonly conn: () => Promise<Redis>,
+    private readonly guard: <T>(where: string, run: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  private async scripts(): Promise<Required<Pick<RedisWithScripts, 'tsqPark' | 'tsqRelease'>>> {
+    const conn = (await this.conn()) as RedisWithScripts
+    if (!conn.tsqPark) conn.defineCommand('tsqPark', { lua: PARK_SCRIPT })
+    if (!conn.tsqRelease) conn.defineCommand('tsqRelease', { lua: RELEASE_SCRIPT })
+    return conn as Required<Pick<RedisWithScripts, 'tsqPark' | 'tsqRelease'>>
+  }
+
+  async park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options: ParkOptions = {}): Promise<void> {
+    const envelope = serializeEnvelope(buildEnvelope(target.exchange, target.routingKey, message))
+    const member: Member = { i: randomUUID(), q: target.queue, l: listKey(target.queue, priorityStep(message.properties.priority)), e: envelope }
+    const minScore = options.maxAgeMs !== undefined ? String(Date.now() - options.maxAgeMs) : ''
+    const scripts = await this.scripts()
+    await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, parkedKey(lot), String(Math.round(at)), JSON.stringify(member), String(options.maxLength ?? -1), minScore))
+  }
+
+  async releaseDue(lots: readonly string[]): Promise<{ moved: number; nextAt: number | null }> {
+    if (lots.length === 0) return { moved: 0, nextAt: null }
+    const scripts = await this.scripts()
+    const [moved, next] = await this.guard('release due parked messages', () => scripts.tsqRelease(lots.length, ...lots.map(parkedKey), String(Date.now()), String(RELEASE_BATCH)))
+    return { moved: Number(moved), nextAt: next === '' ? null : Number(next) }
+  }
+
+  async list(lot: string, options: { limit?: number } = {}): Promise<ParkedMessage[]> {
+    const conn = await this.conn()
+    const stop = options.limit !== undefined ? Math.max(0, options.limit) - 1 : -1
+    if (stop < -1 || (options.limit !== undefined && options.limit <= 0)) return []
+    const flat = await this.guard(`list ${lot}`, () => conn.zrange(parkedKey(lot), 0, stop, 'WITHSCORES'))
+    const out: ParkedMessage[] = []
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const parked = toParked(flat[i]!, Number(flat[i + 1]))
+      if (parked) out.push(parked)
+    }
+    return out
+  }
+
+  async drop(lot: string, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0
+    const conn = await this.conn()
+    const wanted = new Set(ids)
+    const members = await this.guard(`list ${lot}`, () => conn.zrange(parkedKey(lot), 0, -1))
+    const doomed = members.filter((m) => {
+      try {
+        return wanted.has((JSON.parse(m) as Member).i)
+      } catch {
+        return false
+      }
+    })
+    if (doomed.length === 0) return 0
+    return this.guard(`drop from ${lot}`, () => conn.zrem(parkedKey(lot), ...doomed))
+  }
+
+  async count(lot: string): Promise<number> {
+    const conn = await this.conn()
+    return this.guard(`count ${lot}`, () => conn.zcard(parkedKey(lot)))
+  }
+}
+
+function toParked(raw: string, at: number): ParkedMessage | undefined {
+  try {
+    const m = JSON.parse(raw) as Member
+    const envelope = parseEnvelope(m.e)
+    const info = envelope.properties.delivery_info
+    return {
+      id: m.i,
+      queue: m.q,
+      at,
+      message: { body: envelopeBody(envelope), properties: envelopeProperties(envelope) },
+      exchange: typeof info.exchange === 'string' ? info.exchange : '',
+      routingKey: typeof info.routing_key === 'string' ? info.routing_key : '',
+    }
+  } catch {
+    return undefined
+  }
+}

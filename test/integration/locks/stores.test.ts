@@ -1,0 +1,109 @@
+// The Lock contract against each store: exclusion, tokens, compare-and-set
+// renewal and release, a dead holder's locks freed, expiry.
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { FileLockStore, RedisLockStore, type LockStore } from '../../../src/locks/index.js'
+import { brokerSkipReason, REDIS_URL, uniqueName } from '../../helpers/brokers.js'
+import { tryHold } from '../../../src/locks/hold.js'
+
+const redisSkip = await brokerSkipReason('redis')
+const stores: LockStore[] = []
+after(async () => {
+  for (const s of stores) await s.close()
+})
+
+const who = (pid: number, taskId = 't1') => ({ node: 'n1', pid, task: 'x.y', taskId })
+
+for (const [kind, make, skip] of [
+  ['redis', () => new RedisLockStore(REDIS_URL), redisSkip],
+  ['file', () => new FileLockStore(`file://${mkdtempSync(join(tmpdir(), 'tsq-locks-'))}`), false],
+] as const) {
+  describe(`${kind} lock store`, { skip }, () => {
+    const store = skip ? (undefined as unknown as LockStore) : make()
+    if (!skip) stores.push(store)
+
+    it('excludes a second holder and grows the token', async () => {
+      const id = uniqueName('lock')
+      const a = await store.acquire(id, 5000, who(1))
+      assert.ok(a.acquired)
+      const b = await store.acquire(id, 5000, who(2))
+      assert.equal(b.acquired, false)
+      if (!b.acquired) assert.ok(b.remainingMs > 0 && b.remainingMs <= 5000)
+      assert.equal(await store.release(a.record), true)
+      const c = await store.acquire(id, 5000, who(2))
+      assert.ok(c.acquired && c.record.token === a.record.token + 1)
+      const listed = await store.get(id)
+      assert.equal(listed?.holder, 'n1:2')
+      assert.equal(listed?.taskId, 't1')
+      if (c.acquired) await store.release(c.record)
+    })
+
+    it('refuses a deposed holder: its renewal and release fail once another took the lock', async () => {
+      const id = uniqueName('lock')
+      const a = await store.acquire(id, 150, who(1))
+      assert.ok(a.acquired)
+      await new Promise((r) => setTimeout(r, 250))
+      const b = await store.acquire(id, 5000, who(2))
+      assert.ok(b.acquired)
+      assert.equal(await store.renew(a.record), false)
+      assert.equal(await store.release(a.record), false)
+      assert.equal((await store.get(id))?.token, b.record.token)
+      assert.equal(await store.renew(b.record), true)
+      await store.release(b.record)
+    })
+
+    it('frees every lock of a dead holder, and only those', async () => {
+      const ids = [uniqueName('lock'), uniqueName('lock')]
+      const other = uniqueName('lock')
+      for (const id of ids) assert.ok((await store.acquire(id, 60_000, who(4242))).acquired)
+      const keep = await store.acquire(other, 60_000, who(4343))
+      const freed = await store.releaseHolder('n1:4242')
+      assert.deepEqual(freed.sort(), ids.sort())
+      for (const id of ids) assert.equal(await store.get(id), null)
+      assert.ok(await store.get(other))
+      if (keep.acquired) await store.release(keep.record)
+    })
+
+    it('keeps a lock held past its lease by renewing every third of it', async () => {
+      const id = uniqueName('lock')
+      const got = await tryHold(store, id, 300, who(5))
+      assert.ok(got.held)
+      await new Promise((r) => setTimeout(r, 1000))
+      assert.equal((await store.acquire(id, 300, who(6))).acquired, false)
+      assert.equal(got.held.lost.aborted, false)
+      await got.held.release()
+      assert.equal(await store.get(id), null)
+    })
+
+    it('tells the holder through its signal when an operator removes the lock', async () => {
+      const id = uniqueName('lock')
+      const got = await tryHold(store, id, 300, who(7))
+      assert.ok(got.held)
+      assert.equal(await store.remove(id), true)
+      await new Promise((r) => setTimeout(r, 400))
+      assert.equal(got.held.lost.aborted, true)
+      assert.equal((got.held.lost.reason as Error).name, 'LockLostError')
+      await got.held.release()
+    })
+
+    it('lists locks with their lease left', async () => {
+      const id = uniqueName('lock')
+      const a = await store.acquire(id, 10_000, who(8))
+      const all = await store.list()
+      const mine = all.find((l) => l.id === id)
+      assert.ok(mine && mine.leftMs > 0 && mine.leftMs <= 10_000)
+      if (a.acquired) await store.release(a.record)
+    })
+  })
+}
+
+describe('a lock store that is down', () => {
+  it('fails acquisition with a clear error instead of granting the lock', async () => {
+    const store = new RedisLockStore('redis://127.0.0.1:1/0')
+    stores.push(store)
+    await assert.rejects(store.acquire('x', 1000, who(1)))
+  })
+})
