@@ -3,19 +3,20 @@
 // heap that grew once and stays (warm-up).
 //
 //   npm run build && node --import tsx bench/soak.ts [--tasks 1000000] [--broker file|redis|amqp] [--pool solo] [-c 8]
-//     [--samples 20] [--depth 2000] [--node-arg=...] [--tsq-arg=...] [--tsq-root DIR] [--json]
+//     [--samples 40] [--depth 2000] [--results] [--node-arg=...] [--tsq-arg=...] [--tsq-root DIR] [--json]
 //
 // The producer keeps the queue between --depth and twice that (a queue of a
 // million waiting files would measure the broker's directory listing, not the
 // worker), publishing protocol-v2 `proj.noop` tasks through tsq's own
-// transport. The worker runs with -l WARNING, no mingle, gossip or events,
-// no result backend. Every tasks/--samples tasks it prints the worker tree's
+// transport. The worker runs with -l WARNING, no mingle, gossip or events; the
+// task's result is not stored unless --results (on file:// the embedded
+// result store is the default backend). Every tasks/--samples tasks it prints the worker tree's
 // Pss_Anon and RSS (bench/lib/proc-memory.ts), and at the end, the same after
 // 10 s idle. The verdict fits a line to the samples after warm-up (the first
 // fifth of the tasks) and gives its slope in MB per 100,000 tasks: a leak of
 // 50 bytes per task shows as ~5 MB per 100,000.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -23,7 +24,7 @@ import { declareTaskQueue } from '../src/app/queues.js'
 import { encodeTaskV2 } from '../src/protocol/index.js'
 import { createTransport, type Transport } from '../src/transport/index.js'
 import { benchEnv, formatEnv } from './lib/env.js'
-import { treeMemory } from './lib/proc-memory.js'
+import { processTree, treeMemory } from './lib/proc-memory.js'
 import { BROKER_URLS, openTaskQueueBroker } from './lib/task-queue.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
@@ -33,17 +34,19 @@ const { values } = parseArgs({
     broker: { type: 'string', default: 'file' },
     pool: { type: 'string', default: 'solo' },
     concurrency: { type: 'string', short: 'c', default: '8' },
-    samples: { type: 'string', default: '20' },
+    samples: { type: 'string', default: '40' },
     depth: { type: 'string', default: '2000' },
     'node-arg': { type: 'string', multiple: true },
     'tsq-arg': { type: 'string', multiple: true },
     'tsq-root': { type: 'string', default: ROOT },
+    results: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
   },
 })
 const TSQ_ROOT = resolve(values['tsq-root'] as string)
 const TSQ_BIN = resolve(TSQ_ROOT, 'bin/run.js')
-const NOOP_MODULE = resolve(TSQ_ROOT, 'test/fixtures/tasks/noop-tasks.js')
+/** Results stored only with --results: on file:// that is one file per task in the broker's folder (~4 GB per million on ext4). */
+const TASK_MODULE = resolve(TSQ_ROOT, values.results ? 'test/fixtures/tasks/noop-tasks.js' : 'bench/fixtures/soak-tasks.js')
 const total = Number(values.tasks)
 const sampleCount = Number(values.samples)
 const lowWater = Number(values.depth)
@@ -83,9 +86,36 @@ async function publish(transport: Transport, n: number): Promise<void> {
 interface Sample {
   tasks: number
   seconds: number
+  /** Tasks per second since the previous checkpoint, pauses included. */
   perSecond: number
-  anonMb: number
-  rssMb: number
+  /** While it works: taken as the last task of this stretch is published. */
+  busy: { anonMb: number; rssMb: number }
+  /** Once the queue is empty and the worker has been quiet for a moment (its idle trim has run). */
+  idle: { anonMb: number; rssMb: number }
+}
+
+/** CPU seconds (user + system) of the process (USER_HZ = 100). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return 0
+  }
+}
+
+/** Waits (bounded) until the worker tree has used under 5% of a core for two 250 ms intervals. */
+async function quiet(pid: number, maxMs = 15_000): Promise<void> {
+  const cpu = () => processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0)
+  const deadline = Date.now() + maxMs
+  let calm = 0
+  let before = cpu()
+  while (calm < 2 && Date.now() < deadline) {
+    await sleep(250)
+    const now = cpu()
+    calm = now - before <= 0.0125 ? calm + 1 : 0
+    before = now
+  }
 }
 
 /** Least-squares slope of y over x. */
@@ -109,9 +139,10 @@ await declareTaskQueue(transport, queue)
 const depth = await depthOf()
 const nodeArgs = (values['node-arg'] as string[] | undefined) ?? []
 const tsqArgs = (values['tsq-arg'] as string[] | undefined) ?? []
-await publish(transport, 2 * lowWater)
-let published = 2 * lowWater
-const child = spawn(process.execPath, [...nodeArgs, TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', url, '-n', node, '-P', values.pool as string, '-c', values.concurrency as string, '-Q', queue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs], {
+const every = Math.max(1, Math.floor(total / sampleCount))
+let published = Math.min(2 * lowWater, every)
+await publish(transport, published)
+const child = spawn(process.execPath, [...nodeArgs, TSQ_BIN, 'worker', '-A', TASK_MODULE, '-b', url, '-n', node, '-P', values.pool as string, '-c', values.concurrency as string, '-Q', queue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs], {
   cwd: TSQ_ROOT,
   env: { ...process.env, NO_COLOR: '1' },
   stdio: ['ignore', 'ignore', 'pipe'],
@@ -122,39 +153,44 @@ child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + 
 const pid = child.pid as number
 const samples: Sample[] = []
 try {
-  const every = Math.max(1, Math.floor(total / sampleCount))
   const start = performance.now()
   let last = { tasks: 0, at: start }
-  let nextSample = every
-  say(`${'tasks'.padStart(9)}  ${'seconds'.padStart(7)}  ${'tasks/s'.padStart(7)}  ${'anon MB'.padStart(7)}  ${'rss MB'.padStart(7)}`)
-  const record = (tasks: number) => {
+  const mb = (v: number) => v.toFixed(1).padStart(7)
+  say(`${'tasks'.padStart(9)}  ${'seconds'.padStart(7)}  ${'tasks/s'.padStart(7)}  ${'busy: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}  ${'idle: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}`)
+  for (let target = Math.min(every, total); ; target = Math.min(target + every, total)) {
+    // Publish up to this checkpoint, keeping the queue between lowWater and twice that.
+    while (published < target) {
+      if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}): ${stderr}`)
+      if ((await depth()) < lowWater) {
+        const n = Math.min(lowWater, target - published)
+        await publish(transport, n)
+        published += n
+      } else {
+        await sleep(20)
+      }
+    }
+    const busyNow = treeMemory(pid)
+    while ((await depth()) > 0) {
+      if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}): ${stderr}`)
+      await sleep(50)
+    }
+    // The last claimed tasks finish, then the loop goes quiet and the idle trim runs.
+    await quiet(pid)
+    await sleep(1500)
+    const idleNow = treeMemory(pid)
     const now = performance.now()
-    const m = treeMemory(pid)
-    const s: Sample = { tasks, seconds: (now - start) / 1000, perSecond: ((tasks - last.tasks) * 1000) / Math.max(1, now - last.at), anonMb: m.anonMb, rssMb: m.rssMb }
-    last = { tasks, at: now }
+    const s: Sample = {
+      tasks: target,
+      seconds: (now - start) / 1000,
+      perSecond: ((target - last.tasks) * 1000) / Math.max(1, now - last.at),
+      busy: { anonMb: busyNow.anonMb, rssMb: busyNow.rssMb },
+      idle: { anonMb: idleNow.anonMb, rssMb: idleNow.rssMb },
+    }
+    last = { tasks: target, at: now }
     samples.push(s)
-    say(`${String(s.tasks).padStart(9)}  ${s.seconds.toFixed(0).padStart(7)}  ${s.perSecond.toFixed(0).padStart(7)}  ${s.anonMb.toFixed(1).padStart(7)}  ${s.rssMb.toFixed(1).padStart(7)}`)
+    say(`${String(s.tasks).padStart(9)}  ${s.seconds.toFixed(0).padStart(7)}  ${s.perSecond.toFixed(0).padStart(7)}  ${mb(s.busy.anonMb).padStart(13)}  ${mb(s.busy.rssMb)}  ${mb(s.idle.anonMb).padStart(13)}  ${mb(s.idle.rssMb)}`)
+    if (target >= total) break
   }
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}): ${stderr}`)
-    const waiting = await depth()
-    const done = published - waiting
-    if (done >= nextSample) {
-      record(done)
-      nextSample = (Math.floor(done / every) + 1) * every
-    }
-    if (done >= total) break
-    if (waiting < lowWater && published < total) {
-      const n = Math.min(lowWater, total - published)
-      await publish(transport, n)
-      published += n
-    } else {
-      await sleep(20)
-    }
-  }
-  say(`# drained; idle for 10 s`)
-  await sleep(10_000)
-  record(total)
 } finally {
   try {
     process.kill(pid, 'SIGTERM')
@@ -172,12 +208,12 @@ try {
   if (fileDir) rmSync(fileDir, { recursive: true, force: true })
 }
 
-const warm = samples.filter((s, i) => i < samples.length - 1 && s.tasks >= total / 5)
+const warm = samples.filter((s) => s.tasks > total / 5)
 if (warm.length >= 3) {
   const xs = warm.map((s) => s.tasks / 100_000)
-  const anon = warm.map((s) => s.anonMb)
-  const rss = warm.map((s) => s.rssMb)
-  const fmt = (ys: number[]) => `slope=${slope(xs, ys).toFixed(2)} MB/100k tasks  range ${Math.min(...ys).toFixed(1)}-${Math.max(...ys).toFixed(1)} MB`
-  say(`soak-${kind}  after warm-up (${warm.length} samples from ${warm[0]!.tasks} tasks): anon ${fmt(anon)}; rss ${fmt(rss)}; idle at the end: anon=${samples.at(-1)!.anonMb.toFixed(1)} rss=${samples.at(-1)!.rssMb.toFixed(1)} MB`)
+  const fmt = (ys: number[]) => `slope=${slope(xs, ys).toFixed(2)} MB/100k tasks, range ${Math.min(...ys).toFixed(1)}-${Math.max(...ys).toFixed(1)} MB`
+  say(`soak-${kind}  ${values.pool} -c ${values.concurrency}, ${warm.length} checkpoints after warm-up (from ${warm[0]!.tasks} tasks):`)
+  say(`  idle anon ${fmt(warm.map((s) => s.idle.anonMb))}; idle rss ${fmt(warm.map((s) => s.idle.rssMb))}`)
+  say(`  busy anon ${fmt(warm.map((s) => s.busy.anonMb))}; busy rss ${fmt(warm.map((s) => s.busy.rssMb))}`)
 }
 if (values.json) process.stdout.write(`${JSON.stringify({ broker: kind, pool: values.pool, concurrency: Number(values.concurrency), tasks: total, samples })}\n`)

@@ -78,5 +78,49 @@ show(`inspect stats -d ${node}`, tsq('inspect', 'stats', '-d', node))
 worker.kill('SIGTERM')
 const code = await new Promise((resolve) => worker.once('exit', (c) => resolve(c)))
 console.log(`\nworker exited with ${code}`)
+const eventsCode = await eventsDemo()
 console.log(`\n${pathHint()}`)
-process.exit(code === 0 ? 0 : 1)
+process.exit(code === 0 && eventsCode === 0 ? 0 : 1)
+
+/**
+ * Events between services (README, "Events between services"): billing and
+ * shipping both handle billing.invoice.paid; shipping's handler fails once for
+ * invoice 1 (retried after 1 s) and always for invoice 13 (archived after its
+ * retries at 1 s and 2 s). Returns 0 when both workers stopped cleanly.
+ */
+async function eventsDemo() {
+  console.log('\n--- Events between services ---\n')
+  const started = []
+  for (const service of ['billing', 'shipping']) {
+    const name = `${service}-${process.pid}@${hostname()}`
+    const args = ['-A', `examples/events/${service}.js`, 'worker', '-P', 'solo', '-n', name, '--without-mingle', '--without-gossip', '--without-heartbeat', '-l', 'INFO']
+    console.log(`$ tsq ${args.join(' ')}`)
+    const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] })
+    started.push({ name, child })
+  }
+  for (const { name } of started) {
+    let ready = false
+    for (let i = 0; i < 60 && !ready; i++) ready = tsq('inspect', 'ping', '-d', name, '-t', '1', '--json').code === 0
+    if (!ready) {
+      for (const w of started) w.child.kill('SIGKILL')
+      console.error(`${name} did not answer within 60 s`)
+      return 1
+    }
+  }
+  console.log()
+  for (const invoice of [{ id: 7, total: 9.5 }, { id: 1, total: 20 }, { id: 13, total: 13 }]) {
+    const args = JSON.stringify([invoice])
+    show(`fire billing.invoice.paid --args '${args}'`, tsq('fire', 'billing.invoice.paid', '--args', args))
+  }
+  // Invoice 13's retries wait 1 s, then 2 s, at shipping's retry steps; then it is archived.
+  await new Promise((resolve) => setTimeout(resolve, 5000))
+  show('bus ls --service shipping', tsq('bus', 'ls', '--service', 'shipping'))
+  show('archive ls --service shipping', tsq('archive', 'ls', '--service', 'shipping'))
+  show('archive purge --service shipping -f', tsq('archive', 'purge', '--service', 'shipping', '-f'))
+  let codes = 0
+  for (const { child } of started) {
+    child.kill('SIGTERM')
+    codes += await new Promise((resolve) => child.once('exit', (c) => resolve(c ?? 1)))
+  }
+  return codes
+}

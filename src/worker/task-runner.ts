@@ -302,11 +302,11 @@ export class TaskRunner {
    * ETA or running (same id, same retries), is acked, not run again. Two
    * copies come back from the broker's delayed delivery when a worker dies
    * between the delayed copy's confirm and the original's ack: the original is
-   * delivered again and moved again. Only the ETA and running maps are
-   * looked at: each is a map lookup, so the common path pays nothing.
+   * delivered again and moved again; and a sender whose publish was retried
+   * across a broker restart may have published it twice.
    */
   private duplicateOfHeld(message: TaskRequest, delivery: Delivery): boolean {
-    const held = this.scheduled.get(message.id)?.request ?? this.active.get(message.id)
+    const held = this.scheduled.get(message.id)?.request ?? this.active.get(message.id) ?? this.reservedCopy(message.id)
     if (!held || held.delivery === delivery || held.message.retries !== message.retries || held.delivery.isLive?.() === false || this.replaced.has(held)) return false
     if (this.active.get(message.id) === held && held.successor === null) {
       // Running: the second copy is settled as the run ends, as the first is, so
@@ -318,6 +318,12 @@ export class TaskRunner {
     this.o.log.warning(`Task ${message.task}[${message.id}] delivered twice (this worker holds it already): the second copy is acked, not run`)
     this.track(delivery.ack())
     return true
+  }
+
+  /** A reserved request of that id: a scan, but the list is at most the prefetch window. */
+  private reservedCopy(id: string): Request | undefined {
+    for (const r of this.reserved) if (r.id === id) return r
+    return undefined
   }
 
   /**

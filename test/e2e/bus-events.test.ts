@@ -57,7 +57,7 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       const steady = uniqueName('steady')
       cleanups.push(() => cleanupService(broker, flaky, [event]), () => cleanupService(broker, steady, [event]))
       const log = join(dir, `${kind}-retries.jsonl`)
-      const wf = await start(broker, { service: flaky, events: [event], log, nodename: `${flaky}@h`, env: { BUS_FAIL_TIMES: '3' } })
+      const wf = await start(broker, { service: flaky, events: [event], log, nodename: `${flaky}@h`, env: { BUS_FAIL_TIMES: '3' }, pool: 'prefork', concurrency: 2 })
       const ws = await start(broker, { service: steady, events: [event], log, nodename: `${steady}@h` })
       const [id] = await fire(broker, event, [[{ parcel: 7 }]])
       const runsOf = (service: string) => readRuns(log).filter((r) => r.service === service && r.id === id)

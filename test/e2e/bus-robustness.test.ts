@@ -91,6 +91,22 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       await w.stop()
     })
 
+    it('[time limit] a handler killed by its hard time limit goes to its next retry step, then to the archive, never round the steps for ever', async () => {
+      const event = `${uniqueName('ev')}.stuck`
+      const service = uniqueName('stuck')
+      const env = { AMQP_EVENTS_MAX_RETRIES: '1' }
+      cleanups.push(() => cleanupService(broker, service, [event], 1))
+      const log = join(dir, `${kind}-stuck.jsonl`)
+      const startLog = join(dir, `${kind}-stuck-start.jsonl`)
+      const w = await start(broker, { service, events: [event], log, nodename: `${service}@h`, pool: 'prefork', concurrency: 1, env: { ...env, BUS_SLEEP_MS: '5000', BUS_TIME_LIMIT: '1', BUS_START_LOG: startLog } })
+      const [id] = await fire(broker, event, [['stuck']])
+      await waitUntil(() => w.output().includes(`rejected: sent to ${archivedExchangeName(service)}`), 30_000, 'the archive', () => w.output().slice(-2000))
+      assert.deepEqual(readRuns(startLog).map((r) => r.retries), [0, 1], 'the first run and its one retry')
+      const listed = jsonOf<ArchivedEvent[]>(await tsq(broker, ['archive', 'ls', '--service', service, '--json'], env), 'tsq archive ls')
+      assert.deepEqual(listed.map((e) => [e.id, e.retries]), [[id, 2]])
+      await w.stop()
+    })
+
     it('[bad command lines] malformed --args and an unknown archive id exit 64 with one line', async () => {
       const bad = await tsq(broker, ['fire', 'a.b', '--args', '{"not": "a list"}'])
       assert.equal(bad.code, 64)

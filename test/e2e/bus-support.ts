@@ -20,6 +20,18 @@ export interface BusBroker {
   env: NodeJS.ProcessEnv
 }
 
+/**
+ * The bus tests' own Redis database (TSQ_TEST_BUS_REDIS_DB, default 7): kombu's
+ * `unacked_mutex` is one per database, and another suite's worker killed with -9
+ * in the middle of a restore pass holds it for 300 s, which would stall ours.
+ */
+export function busRedisUrl(): string {
+  const u = new URL(REDIS_URL)
+  u.pathname = `/${process.env.TSQ_TEST_BUS_REDIS_DB ?? '7'}`
+  u.search = ''
+  return u.toString()
+}
+
 /** Redis restores a dead worker's unacked events after its visibility timeout: short here, so kill -9 tests end soon. */
 export function busBroker(kind: BrokerKind): BusBroker {
   if (kind === 'file') {
@@ -27,7 +39,7 @@ export function busBroker(kind: BrokerKind): BusBroker {
     const url = `file://${join(home, 'broker')}`
     return { kind, url, env: embeddedBrokerEnv(home, { TSQ_BROKER_URL: url }) }
   }
-  const url = kind === 'amqp' ? AMQP_URL : `${REDIS_URL}${REDIS_URL.includes('?') ? '&' : '?'}visibility_timeout=6`
+  const url = kind === 'amqp' ? AMQP_URL : `${busRedisUrl()}?visibility_timeout=6`
   return { kind, url, env: { TSQ_BROKER_URL: url, CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '' } }
 }
 
@@ -133,12 +145,15 @@ export async function cleanupService(broker: BusBroker, service: string, events:
     return
   }
   const { Redis } = await import('ioredis')
-  const redis = new Redis(REDIS_URL)
+  const redis = new Redis(broker.url.split('?')[0]!)
   try {
     const members = await redis.smembers('_kombu.binding.events')
     const ours = members.filter((m) => events.some((e) => m.endsWith(`\x06\x16${handlerQueueName(service, e)}`)))
     if (ours.length) await redis.srem('_kombu.binding.events', ...ours)
-    await redis.del(...queues.map(parkedKey), ...events.map((e) => handlerQueueName(service, e)), `_kombu.binding.${recoverExchangeName(service)}`)
+    const stepsAndArchive = queues.slice(events.length)
+    await redis.del(...queues.map(parkedKey), ...queues, ...[recoverExchangeName(service), ...stepsAndArchive].map((x) => `_kombu.binding.${x}`))
+    // What a Python worker of the library declares on Redis besides: Celery's default queue `events`.
+    await redis.srem('_kombu.binding.events', 'events\x06\x16^events$\x06\x16events')
   } finally {
     redis.disconnect()
   }

@@ -64,6 +64,9 @@ interface Sent {
   ms: number
   /** For countdown tasks: no earlier than this (ms since the epoch) may it start. */
   notBefore?: number
+  /** When its publish began and was confirmed: one that spans a loss may have been published twice by the sender's retry. */
+  sentAt: number
+  confirmedAt: number
 }
 
 const children: ChildProcess[] = []
@@ -151,8 +154,9 @@ class Feed {
     const task = kind === 'limited' ? 'closs.limited' : 'closs.work'
     const ms = kind === 'long' ? LONG_MS : SHORT_MS
     const notBefore = kind === 'eta' ? Date.now() + this.countdown * 1000 : undefined
+    const sentAt = Date.now()
     const sending = sendTask(this.transport, task, { id, args: [w.key, ms], queue: w.queue, exchange: w.queue, routingKey: w.queue, ...(kind === 'eta' ? { countdown: this.countdown } : {}) }).then(
-      () => void this.sent.push({ id, task, ms, ...(notBefore ? { notBefore } : {}) }),
+      () => void this.sent.push({ id, task, ms, sentAt, confirmedAt: Date.now(), ...(notBefore ? { notBefore } : {}) }),
       () => undefined, // Not confirmed (the broker went down under it): not counted.
     )
     this.pending.add(sending)
@@ -316,6 +320,14 @@ describe('connection loss while a worker holds tasks (issue 32)', { skip: amqpSk
       return near ? `its first run ended ${near.before} ms before the worker noticed the ${near.event}` : 'not running at any loss'
     }
     const events: string[] = []
+    /**
+     * From each loss's trigger to the last worker noticing it. A publish that
+     * spans one was retried by the sender's transport after its reconnect, and
+     * the broker may hold it twice (at-least-once publishing): two messages,
+     * which no worker can tell from a task sent twice, so such ids may run twice.
+     */
+    const lossWindows: Array<{ start: number; end: number }> = []
+    const publishedTwice = (s: Sent): boolean => lossWindows.some((l) => s.sentAt <= l.end && s.confirmedAt >= l.start)
 
     const phase = async (label: string, countdown: number, event: string, trigger: () => Promise<void>, prepare?: () => Promise<void>) => {
       await prepare?.()
@@ -334,6 +346,7 @@ describe('connection loss while a worker holds tasks (issue 32)', { skip: amqpSk
       } finally {
         await Promise.all([...feeds.values()].map((feed) => feed.close()))
       }
+      lossWindows.push({ start: t0, end: Math.max(Date.now(), ...notices.map((n) => n.at)) })
       for (const [w, feed] of feeds) sentBy.set(w, [...(sentBy.get(w) ?? []), ...feed.sent])
       note(event, running)
       const short = (w: Worker, id: string) => id.slice(w.key.length + 1)
@@ -363,7 +376,7 @@ describe('connection loss while a worker holds tasks (issue 32)', { skip: amqpSk
       if (never.length) failures.push(`${w.pool}: never ran: ${never.map((s) => s.id).join(', ')}`)
       const twice = sent.filter((s) => Number(runs[s.id] ?? 0) > 1)
       const allowed = runningAtLoss.get(w)!
-      const forbidden = twice.filter((s) => !allowed.has(s.id))
+      const forbidden = twice.filter((s) => !allowed.has(s.id) && !publishedTwice(s))
       if (forbidden.length) {
         const reasons = await Promise.all(forbidden.map((s) => why(w, s)))
         failures.push(
@@ -375,7 +388,7 @@ describe('connection loss while a worker holds tasks (issue 32)', { skip: amqpSk
       }
       for (const s of sent.filter((x) => x.notBefore !== undefined)) {
         const ends = (await redis.lrange(`${w.key}:at:${s.id}`, 0, -1)).map(Number)
-        if (ends.length !== 1) failures.push(`${w.pool}: countdown task ${s.id} ran ${ends.length} times\n  ${linesAbout(w, [s.id])}`)
+        if (ends.length !== 1 && !(ends.length === 2 && publishedTwice(s))) failures.push(`${w.pool}: countdown task ${s.id} ran ${ends.length} times\n  ${linesAbout(w, [s.id])}`)
         // Its start is its end less its sleep; a few ms of slack for the clocks of two processes.
         const early = ends.filter((end) => end - s.ms < s.notBefore! - 20)
         if (early.length) failures.push(`${w.pool}: countdown task ${s.id} ran ${s.notBefore! - (early[0]! - s.ms)} ms before its ETA`)

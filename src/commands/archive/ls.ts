@@ -52,7 +52,7 @@ export default class ArchiveLs extends TsqCommand<ArchivedEvent[]> {
         return events
       }
       const { default: Table } = await import('cli-table3')
-      const table = new Table({ head: ['id', 'service', 'event', 'first failure', 'retries', 'last error'].map((h) => this.color.bold(h)), style: { head: [], border: [] } })
+      const table = new Table({ head: ['id', 'service', 'event', 'first failure', 'retries', 'last error'].map((h) => this.color.bold(h)), style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } })
       for (const e of events) table.push([e.id, e.service, e.event, e.firstFailure ?? '-', e.retries === null ? '-' : String(e.retries), short(e.lastError ?? e.reason)])
       this.log(table.toString())
     }

@@ -45,7 +45,7 @@ export default class BusLs extends TsqCommand<{ services: ServiceStatus[] }> {
         return { services }
       }
       const { default: Table } = await import('cli-table3')
-      const table = new Table({ head: ['service', 'queue', 'waits', 'ready', 'consumers'].map((h) => this.color.bold(h)), style: { head: [], border: [] } })
+      const table = new Table({ head: ['service', 'queue', 'waits', 'ready', 'consumers'].map((h) => this.color.bold(h)), style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } })
       for (const s of services) {
         let first = true
         const row = (cells: string[]) => {

@@ -10,8 +10,15 @@ export const MAX_PRIORITY = 9
 export const UNACKED_KEY = 'unacked'
 export const UNACKED_INDEX_KEY = 'unacked_index'
 export const UNACKED_MUTEX_KEY = 'unacked_mutex'
-/** Seconds (kombu `unacked_mutex_expire`). */
-export const UNACKED_MUTEX_EXPIRE = 300
+/**
+ * Seconds a tsq restorer holds `unacked_mutex` at most. kombu's
+ * `unacked_mutex_expire` is 300: a worker killed with -9 mid-pass then stops
+ * every restore, its own workers' and Python's, for five minutes, and what the
+ * dead worker held waits that long. A pass takes milliseconds, and each restore
+ * in it is an atomic compare-and-set (RESTORE_SCRIPT), so two passes meeting
+ * after an expiry cannot restore one message twice.
+ */
+export const UNACKED_MUTEX_EXPIRE = 20
 
 /**
  * tsq-only keys for the blocking claim: a consumer loop moves a message

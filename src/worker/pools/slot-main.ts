@@ -48,6 +48,13 @@ function post(message: FromSlot): void {
   }
 }
 
+/** A success joins the 'succeeded' run at the end of the outbox, or starts one. */
+function postSucceeded(id: string, value: unknown, runtime: number): void {
+  const last = outbox[outbox.length - 1]
+  if (last?.type === 'succeeded') last.items.push(id, value, runtime)
+  else post({ type: 'succeeded', items: [id, value, runtime] })
+}
+
 function flush(): void {
   flushQueued = false
   if (outbox.length === 0) return
@@ -58,13 +65,25 @@ function flush(): void {
   } catch (error) {
     // One outcome that cannot be cloned (a result holding a function) must not take the others with it.
     for (const message of batch) {
+      if (message.type === 'succeeded') {
+        for (let i = 0; i < message.items.length; i += 3) sendOutcome(message.items[i] as string, { status: 'success', value: message.items[i + 1], runtime: message.items[i + 2] as number }, error)
+        continue
+      }
       try {
         send([message])
       } catch (itemError) {
-        // Nothing went out: the worker still waits for this task's outcome.
-        if (message.type === 'done') send([{ ...message, outcome: unsendableOutcome(message.outcome, itemError ?? error) }])
+        if (message.type === 'done') sendOutcome(message.id, message.outcome, itemError, message.rss)
       }
     }
+  }
+}
+
+/** One outcome on its own; in its place, when it cannot be cloned, the failure the worker would record for it (nothing went out: the worker still waits for it). */
+function sendOutcome(id: string, outcome: Outcome, error: unknown, rss?: number): void {
+  try {
+    send([{ type: 'done', id, outcome, rss }])
+  } catch (itemError) {
+    send([{ type: 'done', id, outcome: unsendableOutcome(outcome, itemError ?? error), rss }])
   }
 }
 
@@ -110,13 +129,16 @@ try {
       waitingFor = id
     }
     const value = outcome.status === 'success' ? withToJSONApplied(outcome.value) : undefined
-    const handedOver = outcome.status === 'success' && value !== outcome.value ? { ...outcome, value } : outcome
-    const done: FromSlot = { type: 'done', id, outcome: handedOver }
-    if (maxKiB !== undefined) {
-      done.rss = process.memoryUsage.rss()
-      if (done.rss / 1024 > maxKiB) stopTaking()
+    if (outcome.status === 'success' && !outcome.endHooks && maxKiB === undefined) postSucceeded(id, value, outcome.runtime)
+    else {
+      const handedOver = outcome.status === 'success' && value !== outcome.value ? { ...outcome, value } : outcome
+      const done: FromSlot = { type: 'done', id, outcome: handedOver }
+      if (maxKiB !== undefined) {
+        done.rss = process.memoryUsage.rss()
+        if (done.rss / 1024 > maxKiB) stopTaking()
+      }
+      post(done)
     }
-    post(done)
     if (performance.now() - outboxSince > FLUSH_AFTER_MS) flush()
   }
 

@@ -19,6 +19,12 @@ export type FromSlot =
   | { type: 'ready'; pid: number }
   /** rss: the slot's resident set in bytes after the task, when the worker has a --max-memory-per-child. */
   | { type: 'done'; id: string; outcome: Outcome; rss?: number }
+  /**
+   * Tasks that succeeded (end hooks not held, no rss), flat: id, value,
+   * runtime, id, value, runtime, ... The common outcome, without the keys
+   * that structured clone writes and reads again for every object.
+   */
+  | { type: 'succeeded'; items: unknown[] }
   | { type: 'load-error'; message: string }
   /** The running task called updateState(). */
   | { type: 'state'; id: string; state: string; meta: unknown }

@@ -51,6 +51,8 @@ class Entry {
 }
 
 const noop = (): void => undefined
+const DEBUGSTATS = { out: 0, jobs: 0, in: 0, dones: 0 }
+if (process.env.TSQ_IPC_STATS) process.on('exit', () => process.stderr.write(`IPCSTATS ${JSON.stringify(DEBUGSTATS)}\n`))
 
 interface Slot {
   index: number
@@ -132,6 +134,7 @@ export abstract class SlotPool implements Pool {
     const slot: Slot = { index, handle, ready, isReady: false, queue: [], outbox: [], tasksRun: 0, retiring: false, draining: false, exiting: false, stopped: false, unstageWaiters: [], avgRuntime: 0 }
     this.slots_.set(index, slot)
     handle.onMessage((batch) => {
+      DEBUGSTATS.in += 1; DEBUGSTATS.dones += batch.length
       for (const message of batch) this.onSlotMessage(slot, message, resolveReady, rejectReady)
     })
     handle.onExit((code, signal) => {
@@ -171,6 +174,11 @@ export abstract class SlotPool implements Pool {
       case 'done':
         this.finish(slot, message.id, message.outcome, message.rss)
         break
+      case 'succeeded': {
+        const items = message.items
+        for (let i = 0; i < items.length; i += 3) this.finish(slot, items[i] as string, { status: 'success', value: items[i + 1], runtime: items[i + 2] as number })
+        break
+      }
       case 'state': {
         // Sent before the slot's 'done' on the same channel, so it is handed on first.
         // The sink logs its own failures; the task in the slot has already moved on.
@@ -228,6 +236,7 @@ export abstract class SlotPool implements Pool {
     if (slot.outbox.length === 0) return
     const batch = slot.outbox
     slot.outbox = []
+    DEBUGSTATS.out += 1; for (const m of batch) if (m.type === 'jobs') DEBUGSTATS.jobs += m.jobs.length
     slot.handle.send(batch)
   }
 

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { getHeapSpaceStatistics } from 'node:v8'
+import { fileURLToPath } from 'node:url'
 import { runInNewContext } from 'node:vm'
 import { Worker } from 'node:worker_threads'
 import { compactingGc, fullGc, keepYoungGenerationSmall, trimMemoryWhenIdle } from '../../../src/worker/memory-footprint.js'
@@ -123,15 +124,14 @@ it('[memory] V8 gc() is reached without --expose-gc, and no context gets a globa
 })
 
 it('[memory] threads starting together each get gc(), and the flag ends up off', async () => {
-  const url = new URL('../../../src/worker/memory-footprint.ts', import.meta.url).href
+  const path = fileURLToPath(new URL('../../../src/worker/memory-footprint.ts', import.meta.url))
   const code = `
     const { parentPort } = require('node:worker_threads')
-    import(${JSON.stringify(url)}).then(({ fullGc }) => {
-      let missed = 0
-      for (let i = 0; i < 200; i += 1) if (typeof fullGc() !== 'function') missed += 1
-      parentPort.postMessage(missed)
-    })`
-  const threads = Array.from({ length: 4 }, () => new Worker(code, { eval: true, execArgv: ['--import', import.meta.resolve('tsx')] }))
+    const { fullGc } = require('tsx/cjs/api').require(${JSON.stringify(path)}, ${JSON.stringify(fileURLToPath(import.meta.url))})
+    let missed = 0
+    for (let i = 0; i < 200; i += 1) if (typeof fullGc() !== 'function') missed += 1
+    parentPort.postMessage(missed)`
+  const threads = Array.from({ length: 4 }, () => new Worker(code, { eval: true }))
   const missed = await Promise.all(threads.map((t) => new Promise<number>((resolve, reject) => (t.once('message', resolve), t.once('error', reject)))))
   await Promise.all(threads.map((t) => t.terminate()))
   assert.deepEqual(missed, [0, 0, 0, 0])

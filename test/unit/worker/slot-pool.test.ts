@@ -138,6 +138,18 @@ describe('[slot-pool] keeping slots fed', () => {
     for (const ns of bySlot.values()) assert.deepEqual(ns, [...ns].sort((a, b) => a - b))
   })
 
+  it('outcomes cross in batches as they were: a result that cannot be cloned fails alone (EncodeError); Maps, Sets, BigInts arrive whole', async () => {
+    const jobs = [job('sp.where', [1]), job('sp.fn'), job('sp.rich'), job('sp.where', [2]), job('sp.hooked', ['x'])]
+    const outcomes = await feed(p, jobs)
+    assert.equal(outcomes[0]!.status, 'success')
+    assert.equal(outcomes[1]!.status, 'failure')
+    assert.equal(outcomes[1]!.status === 'failure' && outcomes[1]!.exc.type, 'EncodeError')
+    assert.deepEqual(outcomes[2]!.status === 'success' && outcomes[2]!.value, { m: new Map([['a', 1]]), s: new Set([2]), b: 3n })
+    assert.equal(outcomes[3]!.status, 'success')
+    assert.equal(outcomes[4]!.endHooks, true)
+    p.afterStored(jobs[4]!.id)
+  })
+
   it('gives back the jobs staged behind a job that turns slow, and takes no more there', async () => {
     const log: string[] = []
     const slow = job('sp.sleep', [3000])
