@@ -3,7 +3,7 @@
 // their exact arguments, screens what arrives on them, settles rejected runs,
 // and, where the broker has no dead-lettering (Redis, file), releases the
 // retries that are due back into their handler queues.
-import { decodeTaskMessage } from '../protocol/index.js'
+import { decodeTaskMessage, formatIsoDate } from '../protocol/index.js'
 import type { Delivery, DeliveryHandler, OutgoingMessage, Transport } from '../transport/index.js'
 import { declareQueueExactly, declareTopology } from './declare.js'
 import { busDescriptorOf, type BusDescriptor } from './events-app.js'
@@ -13,7 +13,6 @@ import { EVENTS_EXCHANGE, handlerQueueName, retryExchangeName } from './names.js
 import { recordService } from './registry.js'
 import { archiveEnabled } from './settings.js'
 import { busTopology, handlerQueueTopology } from './topology.js'
-import { formatIsoDate } from '../protocol/index.js'
 
 export interface BusLog {
   debug(message: string): void

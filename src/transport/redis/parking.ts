@@ -103,9 +103,9 @@ export class RedisParking implements Parking {
   }
 
   async list(lot: string, options: { limit?: number } = {}): Promise<ParkedMessage[]> {
+    if (options.limit !== undefined && options.limit <= 0) return []
     const conn = await this.conn()
-    const stop = options.limit !== undefined ? Math.max(0, options.limit) - 1 : -1
-    if (stop < -1 || (options.limit !== undefined && options.limit <= 0)) return []
+    const stop = options.limit !== undefined ? options.limit - 1 : -1
     const flat = await this.guard(`list ${lot}`, () => conn.zrange(parkedKey(lot), 0, stop, 'WITHSCORES'))
     const out: ParkedMessage[] = []
     for (let i = 0; i + 1 < flat.length; i += 2) {
