@@ -18,7 +18,7 @@ const PY = '/usr/bin/python3'
 const pyKombu = existsSync(PY) && spawnSync(PY, ['-c', 'import kombu, celery'], { timeout: 20_000 }).status === 0
 const pySkip = pyKombu ? false : 'system Python with kombu/celery not found (/usr/bin/python3)'
 /** The restore case uses its own database: a 1 s visibility timeout restores every stale unacked entry of a db. */
-const RESTORE_DB_URL = REDIS_URL.replace(/\/\d*$/, '/12')
+const RESTORE_DB_URL = REDIS_URL.replace(/\/\d*$/, '/15')
 
 function msg(body: string, properties: Partial<MessageProperties> = {}): OutgoingMessage {
   return {

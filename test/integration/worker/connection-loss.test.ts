@@ -1,3 +1,4 @@
+// tsq-test: exclusive (the prefetch test needs a task still running when rabbitmqctl acts, which a loaded machine misses)
 // A spawned `tsq worker` losing its broker connection for real (RabbitMQ:
 // rabbitmqctl close_connection on the worker's own connections; Redis: CLIENT
 // KILL by the worker's client names): it says so, reconnects, consumes its

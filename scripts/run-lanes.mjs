@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// Runs test files in parallel lanes, each file in its own `node --test`
+// process, so the broker tiers take the time of their longest lane rather than
+// their sum (most of their time is spent waiting on workers and brokers).
+//
+// Lanes are isolated where tests could see each other: each lane has its own
+// RabbitMQ vhost and its own Redis databases (broker and events bus), so one
+// lane's `inspect ping` or `status` never hears another lane's workers, and
+// kombu's per-database `unacked_mutex` is not shared. Files in one lane run one
+// after another, as the whole suite did before. A file that changes the broker
+// for everyone (restarts it, lowers a global timeout, or needs the machine
+// quiet to hit its window) says so with a line `// tsq-test: exclusive`, and
+// runs alone after the parallel phase.
+//
+// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 3)
+import { spawn, execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+
+const BASE_AMQP = process.env.TSQ_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672//'
+const BASE_REDIS = process.env.TSQ_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
+// Redis databases per lane: [broker, events bus]. Lane 0 keeps the defaults the
+// tests use when run by hand; 8-13 and 15 are left to test files that pick their own.
+const LANE_REDIS_DBS = [[0, 7], [2, 6], [4, 5]]
+const FILE_TIMEOUT_MS = Number(process.env.TSQ_TEST_FILE_TIMEOUT_MS ?? 20 * 60_000)
+
+function testFiles(paths) {
+  const out = []
+  const walk = (p) => {
+    if (statSync(p).isDirectory()) for (const name of readdirSync(p).sort()) walk(join(p, name))
+    else if (p.endsWith('.test.ts')) out.push(p)
+  }
+  for (const p of paths) walk(p)
+  return out
+}
+
+function rabbitmqctl() {
+  return ['/usr/sbin/rabbitmqctl', '/usr/lib/rabbitmq/bin/rabbitmqctl'].find((p) => existsSync(p))
+}
+
+/** The lane's vhost on the local RabbitMQ, made if missing; null when lanes cannot have their own (no local rabbitmqctl). */
+function laneVhost(lane) {
+  if (lane === 0) return '/'
+  const tool = rabbitmqctl()
+  const base = new URL(BASE_AMQP)
+  if (!tool || !['127.0.0.1', 'localhost'].includes(base.hostname)) return null
+  const vhost = `tsq-test-lane-${lane}`
+  const user = decodeURIComponent(base.username || 'guest')
+  try {
+    execFileSync(tool, ['-q', 'add_vhost', vhost], { stdio: 'ignore' })
+  } catch {
+    // Already there (or it fails below as well).
+  }
+  try {
+    execFileSync(tool, ['-q', 'set_permissions', '-p', vhost, user, '.*', '.*', '.*'], { stdio: 'ignore' })
+  } catch {
+    return null
+  }
+  return vhost
+}
+
+function laneEnv(lane, vhost) {
+  const amqp = new URL(BASE_AMQP)
+  amqp.pathname = `/${encodeURIComponent(vhost)}`
+  const redis = new URL(BASE_REDIS)
+  const [brokerDb, busDb] = LANE_REDIS_DBS[lane]
+  redis.pathname = `/${brokerDb}`
+  return {
+    ...process.env,
+    TSQ_TEST_AMQP_URL: lane === 0 ? BASE_AMQP : amqp.toString().replace(/\/%2F$/, '//'),
+    TSQ_TEST_REDIS_URL: lane === 0 ? BASE_REDIS : redis.toString(),
+    TSQ_TEST_BUS_REDIS_DB: String(busDb),
+    TSQ_TEST_LANE: String(lane),
+  }
+}
+
+function runFile(file, env, label) {
+  return new Promise((resolve) => {
+    const started = Date.now()
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', file], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const chunks = []
+    child.stdout.on('data', (d) => chunks.push(d))
+    child.stderr.on('data', (d) => chunks.push(d))
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      try {
+        process.kill(-child.pid, 'SIGKILL')
+      } catch {
+        // Gone already.
+      }
+    }, FILE_TIMEOUT_MS)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      const seconds = (Date.now() - started) / 1000
+      const ok = code === 0 && !timedOut
+      const why = timedOut ? ` (killed after ${FILE_TIMEOUT_MS / 1000} s)` : signal ? ` (${signal})` : ''
+      process.stdout.write(`\n=== ${file} [${label}] ${ok ? 'ok' : 'FAILED'} in ${seconds.toFixed(1)} s${why}\n`)
+      process.stdout.write(Buffer.concat(chunks))
+      resolve({ file, ok, seconds, label })
+    })
+  })
+}
+
+const files = testFiles(process.argv.slice(2))
+const exclusive = files.filter((f) => /^\/\/ tsq-test: exclusive\b/m.test(readFileSync(f, 'utf8')))
+const shared = files.filter((f) => !exclusive.includes(f))
+let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 3), LANE_REDIS_DBS.length))
+const vhosts = []
+for (let lane = 0; lane < lanes; lane += 1) {
+  const vhost = laneVhost(lane)
+  if (vhost === null) {
+    process.stdout.write(`[lanes] no vhost of its own for lane ${lane} (no local rabbitmqctl): running ${lane} lane(s)\n`)
+    lanes = lane
+    break
+  }
+  vhosts.push(vhost)
+}
+process.stdout.write(`[lanes] ${shared.length} files in ${lanes} lanes, then ${exclusive.length} alone\n`)
+
+const results = []
+const queue = [...shared]
+const started = Date.now()
+await Promise.all(
+  vhosts.map(async (vhost, lane) => {
+    const env = laneEnv(lane, vhost)
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) results.push(await runFile(file, env, `lane ${lane}`))
+  }),
+)
+for (const file of exclusive) results.push(await runFile(file, laneEnv(0, '/'), 'alone'))
+
+const failed = results.filter((r) => !r.ok)
+process.stdout.write(`\n[lanes] ${results.length} files in ${((Date.now() - started) / 1000).toFixed(0)} s; slowest:\n`)
+for (const r of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 12)) process.stdout.write(`  ${r.seconds.toFixed(1).padStart(7)} s  ${r.file} [${r.label}]\n`)
+if (failed.length) process.stdout.write(`[lanes] FAILED: ${failed.map((r) => r.file).join(' ')}\n`)
+process.exit(failed.length ? 1 : 0)
