@@ -1,37 +1,11 @@
 import { Flags } from '@oclif/core'
-import { loadConfig } from '../app/config.js'
 import { detach } from '../app/detach.js'
 import { dropPrivileges } from '../app/privileges.js'
 import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { clientConfig, type GlobalFlagValues } from '../cli/client-config.js'
+import { storeFlags, storeOptionsOf } from '../cli/beat-store-flags.js'
 import { choiceFlag, floatFlag } from '../cli/oclif-flags.js'
-import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode, type StoreKind } from '../beat/index.js'
-
-/** The store flags beat and every `tsq schedule` command share. */
-export const storeFlags = {
-  scheduler: choiceFlag({ char: 'S', description: 'Where entries live: file (embedded) or redis (RedBeat key layout).', choices: ['file', 'redis'], default: 'file' }),
-  schedule: Flags.string({ char: 's', description: 'The file store\'s path (default ./tsq-beat-schedule.json).' }),
-  'redis-url': Flags.string({ description: 'Redis for --scheduler redis (default: the broker URL when it is Redis).' }),
-  'key-prefix': Flags.string({ description: 'RedBeat key prefix (redbeat_key_prefix).', default: 'redbeat:' }),
-  timezone: Flags.string({ description: 'Timezone crontab entries are read in (IANA name; default TSQ_TIMEZONE, then UTC).' }),
-}
-
-/** --timezone, else TSQ_TIMEZONE, else UTC (the precedence lives in loadConfig). */
-export function zoneOf(flags: { timezone?: string }): string {
-  return loadConfig({ timezone: flags.timezone }).timezone
-}
-
-/** The store flags as beat's options take them (`tsq beat` and `tsq worker -B`). */
-export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string }) {
-  return {
-    scheduler: flags.scheduler as StoreKind,
-    schedulePath: flags.schedule,
-    redisUrl: flags['redis-url'],
-    keyPrefix: flags['key-prefix'],
-    timezone: zoneOf(flags),
-  }
-}
+import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode } from '../beat/index.js'
 
 export default class BeatCommand extends TsqCommand<void> {
   static summary = 'Send periodic tasks on schedule (Celery beat; RedBeat-compatible Redis store).'
@@ -78,18 +52,4 @@ export default class BeatCommand extends TsqCommand<void> {
     })
     process.exit(code)
   }
-}
-
-export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string } & GlobalFlagValues) {
-  const { openStore } = await import('../beat/index.js')
-  // The broker as the other client commands take it (-b, the environment, -A's app, --config).
-  const config = await clientConfig(flags)
-  return openStore({
-    scheduler: flags.scheduler as StoreKind,
-    schedulePath: flags.schedule,
-    redisUrl: flags['redis-url'],
-    keyPrefix: flags['key-prefix'],
-    tz: zoneOf(flags),
-    brokerUrl: config.brokerUrl,
-  })
 }

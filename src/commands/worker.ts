@@ -10,7 +10,7 @@ import { dropPrivileges } from '../app/privileges.js'
 import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { runWorker } from '../worker/run-worker.js'
 import { DEFAULT_LOCK_TIMEOUT, startBeat } from '../beat/index.js'
-import { storeFlags, storeOptionsOf } from './beat.js'
+import { storeFlags, storeOptionsOf } from '../cli/beat-store-flags.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
   static summary = 'Start a worker that runs the tasks of a JavaScript/TypeScript module.'

@@ -3,7 +3,7 @@ import { TsqCommand } from '../../cli/base-command.js'
 import { integerFlag } from '../../cli/oclif-flags.js'
 import { UsageError } from '../../cli/errors.js'
 import { definitionFromFlags, rowOf, type EntryFlags, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags, zoneOf } from '../beat.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../../cli/beat-store-flags.js'
 
 export const entryFlags = {
   task: Flags.string({ char: 't', description: 'Task name, e.g. proj.add.' }),

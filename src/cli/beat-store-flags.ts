@@ -1,0 +1,45 @@
+// The schedule store's flags, shared by `tsq beat`, `tsq worker -B` and every
+// `tsq schedule` command, and the store they open.
+import { Flags } from '@oclif/core'
+import { loadConfig } from '../app/config.js'
+import { openStore, type BeatStore, type StoreKind } from '../beat/index.js'
+import { clientConfig, type GlobalFlagValues } from './client-config.js'
+import { choiceFlag } from './oclif-flags.js'
+
+/** The store flags beat and every `tsq schedule` command share. */
+export const storeFlags = {
+  scheduler: choiceFlag({ char: 'S', description: 'Where entries live: file (embedded) or redis (RedBeat key layout).', choices: ['file', 'redis'], default: 'file' }),
+  schedule: Flags.string({ char: 's', description: 'The file store\'s path (default ./tsq-beat-schedule.json).' }),
+  'redis-url': Flags.string({ description: 'Redis for --scheduler redis (default: the broker URL when it is Redis).' }),
+  'key-prefix': Flags.string({ description: 'RedBeat key prefix (redbeat_key_prefix).', default: 'redbeat:' }),
+  timezone: Flags.string({ description: 'Timezone crontab entries are read in (IANA name; default TSQ_TIMEZONE, then UTC).' }),
+}
+
+/** --timezone, else TSQ_TIMEZONE, else UTC (the precedence lives in loadConfig). */
+export function zoneOf(flags: { timezone?: string }): string {
+  return loadConfig({ timezone: flags.timezone }).timezone
+}
+
+/** The store flags as beat's options take them (`tsq beat` and `tsq worker -B`). */
+export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string }) {
+  return {
+    scheduler: flags.scheduler as StoreKind,
+    schedulePath: flags.schedule,
+    redisUrl: flags['redis-url'],
+    keyPrefix: flags['key-prefix'],
+    timezone: zoneOf(flags),
+  }
+}
+
+export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string } & GlobalFlagValues): Promise<BeatStore> {
+  // The broker as the other client commands take it (-b, the environment, -A's app, --config).
+  const config = await clientConfig(flags)
+  return openStore({
+    scheduler: flags.scheduler as StoreKind,
+    schedulePath: flags.schedule,
+    redisUrl: flags['redis-url'],
+    keyPrefix: flags['key-prefix'],
+    tz: zoneOf(flags),
+    brokerUrl: config.brokerUrl,
+  })
+}
