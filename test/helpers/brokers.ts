@@ -13,7 +13,8 @@ function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
       socket.destroy()
       resolve(ok)
     }
-    socket.setTimeout(1000, () => done(false))
+    // Generous: a loaded machine (the suite runs in parallel lanes) can take seconds to accept.
+    socket.setTimeout(5000, () => done(false))
     socket.once('connect', () => done(true))
     socket.once('error', () => done(false))
   })
