@@ -4,11 +4,11 @@
 import type { TaskLockOptions } from '../locks/lock-id.js'
 import { randomUUID } from 'node:crypto'
 import type { TaskEmbed } from '../protocol/index.js'
-import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
-import { loadConfig, positiveSetting, type ResolvedConfig } from './config.js'
+import { backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
 import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
@@ -258,7 +258,7 @@ export class App {
   /** Receivers of Celery's signals, registered with on(). */
   readonly signals = new AppSignals()
   /** Remote control of the app's workers (Celery's `app.control`): revoke, ping, inspect, broadcast. */
-  readonly control = new AppControl(() => this.config.brokerUrl)
+  readonly control = new AppControl(() => this.config.brokerUrl, () => this.transportSettings)
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
   private overrides: { broker?: string; resultBackend?: string } = {}
   private transportPromise: Promise<Transport> | undefined
@@ -282,11 +282,14 @@ export class App {
     return this.options.defaultQueue || DEFAULT_QUEUE
   }
 
-  /** Celery's broker_transport_options in `conf`, as far as tsq's transports take them (Redis's visibility_timeout). */
+  /** Celery's broker settings in `conf`, as far as tsq's transports take them (see transportSettingsFromConf). */
   get transportSettings(): TransportSettings {
-    const options = this.options.conf?.broker_transport_options as { visibility_timeout?: unknown } | undefined
-    const vt = positiveSetting(options?.visibility_timeout)
-    return vt === null ? {} : { visibilityTimeout: vt }
+    return transportSettingsFromConf(this.options.conf ?? {})
+  }
+
+  /** Celery's redis_backend_use_ssl in `conf`. */
+  get backendSsl(): SslSettings | boolean | null {
+    return backendSslFromConf(this.options.conf ?? {})
   }
 
   /**
@@ -352,7 +355,7 @@ export class App {
         await backend.start()
         return backend
       }
-      return createResultBackend(url)
+      return createResultBackend(url, this.backendSsl)
     })()
     return this.backendPromise
   }

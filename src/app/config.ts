@@ -1,6 +1,6 @@
 // Configuration precedence lives here and only here: flags > TSQ_* env >
 // CELERY_* env > defaults. Flags never read the environment themselves.
-import { defaultFileBrokerUrl } from '../transport/index.js'
+import { defaultFileBrokerUrl, type SslSettings, type TransportSettings } from '../transport/index.js'
 
 export interface ConfigInput {
   broker?: string
@@ -55,4 +55,32 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
 /** A Celery setting from the app's conf that must be a positive number (seconds): the number, or null when it is not one. */
 export function positiveSetting(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null
+}
+
+/** broker_use_ssl / redis_backend_use_ssl: true, or Celery's dict of ca_certs, certfile, keyfile, cert_reqs. */
+function sslSetting(value: unknown, name: string): SslSettings | boolean | null {
+  if (value === undefined || value === null || value === false) return null
+  if (value === true) return true
+  if (typeof value === 'object' && !Array.isArray(value)) return value as SslSettings
+  throw Object.assign(new Error(`${name} must be true or an object of ca_certs, certfile, keyfile, cert_reqs`), { code: 'CONFIG' })
+}
+
+/** What a transport takes from Celery's conf: broker_transport_options.visibility_timeout, broker_use_ssl, broker_login_method. */
+export function transportSettingsFromConf(conf: Record<string, unknown>): TransportSettings {
+  const settings: TransportSettings = {}
+  const vt = positiveSetting((conf.broker_transport_options as { visibility_timeout?: unknown } | undefined)?.visibility_timeout)
+  if (vt !== null) settings.visibilityTimeout = vt
+  const ssl = sslSetting(conf.broker_use_ssl, 'broker_use_ssl')
+  if (ssl !== null) settings.ssl = ssl
+  if (typeof conf.broker_login_method === 'string' && conf.broker_login_method) settings.loginMethod = conf.broker_login_method
+  return settings
+}
+
+/** RedBeat's order: redbeat_redis_use_ssl, else broker_use_ssl. */
+export function beatStoreSslFromConf(conf: Record<string, unknown>): SslSettings | boolean | null {
+  return sslSetting(conf.redbeat_redis_use_ssl, 'redbeat_redis_use_ssl') ?? sslSetting(conf.broker_use_ssl, 'broker_use_ssl')
+}
+
+export function backendSslFromConf(conf: Record<string, unknown>): SslSettings | boolean | null {
+  return sslSetting(conf.redis_backend_use_ssl, 'redis_backend_use_ssl')
 }

@@ -8,7 +8,11 @@ export async function withTransport<T>(brokerUrl: string, work: (transport: Tran
   } catch (error) {
     await transport.close({ requeueUnacked: true }).catch(() => undefined)
     const err = error as Error & { code?: string }
-    if (err.code === 'BROKER_UNREACHABLE') err.message = `cannot connect to ${maskUrl(brokerUrl)}: ${scrubPassword(err.message, brokerUrl)}`
+    if (err.code === 'BROKER_UNREACHABLE') {
+      // The transports already name the (masked) URL; say it once.
+      const scrubbed = scrubPassword(err.message, brokerUrl)
+      err.message = scrubbed.startsWith(`cannot connect to ${maskUrl(brokerUrl)}`) ? scrubbed : `cannot connect to ${maskUrl(brokerUrl)}: ${scrubbed}`
+    }
     throw err
   }
   try {
@@ -21,7 +25,12 @@ export async function withTransport<T>(brokerUrl: string, work: (transport: Tran
 /** Drivers sometimes echo the URL they were given; a password never reaches a line we print. */
 export function scrubPassword(text: string, url: string): string {
   const { password } = parseBrokerUrl(url)
-  let out = text.split(url).join(maskUrl(url))
-  if (password) out = out.split(password).join('**')
-  return out
+  const masked = maskUrl(url)
+  // The masked URL is kept whole: a password equal to the user name (guest:guest) must not mask the user too.
+  return text
+    .split(url)
+    .join(masked)
+    .split(masked)
+    .map((part) => (password ? part.split(password).join('**') : part))
+    .join(masked)
 }

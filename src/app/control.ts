@@ -1,11 +1,13 @@
 // `app.control` of Celery: broadcast a remote-control command and collect the
 // replies. The CLI commands stay thin by calling only this.
 import { CONTROL_COMMANDS, matchPattern } from '../protocol/index.js'
-import { MailboxClient, type NodeReply } from '../transport/index.js'
+import { MailboxClient, type NodeReply, type TransportSettings } from '../transport/index.js'
 import { withTransport } from './connection.js'
 
 export interface RemoteCallOptions {
   brokerUrl: string
+  /** The app's broker settings (broker_use_ssl, broker_login_method, ...). */
+  transportSettings?: TransportSettings
   arguments?: Record<string, unknown>
   destination?: string[] | null
   pattern?: string | null
@@ -31,10 +33,10 @@ export async function broadcast(method: string, options: RemoteCallOptions): Pro
       onReply: options.onReply,
     })
     return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
-  })
+  }, options.transportSettings)
 }
 
-export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments'>
+export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments' | 'transportSettings'>
 
 /**
  * `app.control` of Celery, for code: the same broadcasts as `tsq control` and
@@ -42,10 +44,13 @@ export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments
  * connection, as the CLI's do.
  */
 export class AppControl {
-  constructor(private readonly brokerUrl: () => string) {}
+  constructor(
+    private readonly brokerUrl: () => string,
+    private readonly transportSettings: () => TransportSettings = () => ({}),
+  ) {}
 
   broadcast(method: string, args: Record<string, unknown> = {}, options: AppControlOptions = {}): Promise<NodeReply[]> {
-    return broadcast(method, { ...options, arguments: args, brokerUrl: this.brokerUrl() })
+    return broadcast(method, { ...options, arguments: args, brokerUrl: this.brokerUrl(), transportSettings: this.transportSettings() })
   }
 
   /**

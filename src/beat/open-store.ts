@@ -2,6 +2,7 @@
 import { DEFAULT_SCHEDULE_FILE, FileStore } from './file-store.js'
 import { DEFAULT_KEY_PREFIX, RedisStore } from './redis-store.js'
 import type { BeatStore } from './store.js'
+import type { SslSettings } from '../transport/index.js'
 
 export type StoreKind = 'file' | 'redis'
 
@@ -13,6 +14,8 @@ export interface StoreOptions {
   brokerUrl: string
   keyPrefix?: string
   tz: string
+  /** The app's redbeat_redis_use_ssl, else its broker_use_ssl (RedBeat's order). */
+  ssl?: SslSettings | boolean | null
 }
 
 export class StoreConfigError extends Error {
@@ -26,6 +29,6 @@ export function redisUrlFor(o: StoreOptions): string {
 }
 
 export async function openStore(o: StoreOptions): Promise<BeatStore> {
-  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
+  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), ssl: o.ssl, keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
   return new FileStore(o.schedulePath ?? DEFAULT_SCHEDULE_FILE, o.tz)
 }

@@ -5,6 +5,7 @@
 // and update are one atomic step.
 import type { Redis } from 'ioredis'
 import { comparePyStr } from '../protocol/index.js'
+import { explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type SslSettings } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
@@ -78,6 +79,8 @@ export function score(ms: number): number {
 
 export interface RedisStoreOptions {
   url: string
+  /** RedBeat's redbeat_redis_use_ssl, else broker_use_ssl; the URL's ssl_* parameters win. */
+  ssl?: SslSettings | boolean | null
   keyPrefix?: string
   tz?: string
   /** Keys fetched per round trip when many entries are due at once. */
@@ -116,13 +119,18 @@ export class RedisStore implements BeatStore {
     // The bundled CLI hands CommonJS ioredis over as its default export; plain Node names it.
     const ioredis = await import('ioredis')
     const Redis = ioredis.Redis ?? (ioredis as unknown as { default: typeof ioredis.Redis }).default
-    const redis = new Redis(options.url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
-    redis.on('error', () => undefined)
+    const clientOptions = redisUrlClientOptions(options.url, options.ssl)
+    const redis = new Redis({ ...clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
+    let lastError: Error | undefined
+    redis.on('error', (error: Error) => {
+      lastError = error
+    })
     try {
       await redis.connect()
     } catch (error) {
       redis.disconnect()
-      throw Object.assign(new Error(`cannot reach the Redis schedule store at ${options.url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:**@')}: ${(error as Error).message}`), { code: 'BROKER_UNREACHABLE' })
+      const cause = lastError ?? (error as Error)
+      throw Object.assign(new Error(`cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions)}`), { code: 'BROKER_UNREACHABLE' })
     }
     return new RedisStore(redis, options)
   }

@@ -4,8 +4,8 @@
 // over at once rather than after the lock timeout).
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { loadConfig } from '../app/config.js'
-import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
+import { beatStoreSslFromConf, loadConfig } from '../app/config.js'
+import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
 import type { Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
@@ -87,12 +87,14 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   let appBroker: string | undefined
   let routeFor: ((taskName: string) => Route) | undefined
   let transportSettings: TransportSettings = {}
+  let storeSsl: SslSettings | boolean | null = null
   let signals: AppSignals | undefined
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
     appBroker = app.options.broker
     routeFor = (taskName) => app.routeFor(taskName)
     transportSettings = app.transportSettings
+    storeSsl = beatStoreSslFromConf(app.conf)
     signals = app.signals
     definitions = Object.entries(app.options.beatSchedule ?? {}).map(([name, raw]) => definitionFromConfig(name, raw))
   }
@@ -101,7 +103,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   if (ha === 'lease' && o.scheduler !== 'redis') throw new StoreConfigError('--ha lease needs --scheduler redis (the lease lives in Redis)')
   const maxInterval = o.maxInterval ?? DEFAULT_MAX_INTERVAL
   let transport: Transport | undefined
-  const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone })
+  const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl })
   const release = async () => {
     await store.close().catch(() => undefined)
     await transport?.close().catch(() => undefined)

@@ -41,5 +41,6 @@ export async function storeFromFlags(flags: { scheduler: string; schedule?: stri
     keyPrefix: flags['key-prefix'],
     tz: zoneOf(flags),
     brokerUrl: config.brokerUrl,
+    ssl: config.beatStoreSsl,
   })
 }

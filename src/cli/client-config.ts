@@ -5,11 +5,11 @@
 // precedence is the worker's (app/config.ts): a flag, then TSQ_* and CELERY_*
 // variables, then the app's own options, then the --config module, then the
 // defaults. No oclif here: the fast path uses it too.
-import { loadConfig, positiveSetting, type ResolvedConfig } from '../app/config.js'
+import { backendSslFromConf, beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
 import { routeTask, type Route } from '../app/routes.js'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
-import type { TransportSettings } from '../transport/index.js'
+import type { SslSettings, TransportSettings } from '../transport/index.js'
 
 export interface GlobalFlagValues {
   app?: string
@@ -24,6 +24,10 @@ export interface ClientConfig extends ResolvedConfig {
   defaultQueue: string
   /** broker_transport_options, as far as tsq's transports take them. */
   transportSettings: TransportSettings
+  /** redis_backend_use_ssl, for the result backend. */
+  backendSsl: SslSettings | boolean | null
+  /** redbeat_redis_use_ssl, else broker_use_ssl, for beat's Redis store. */
+  beatStoreSsl: SslSettings | boolean | null
   /** The task's route (task_routes), else the default queue. */
   routeFor(taskName: string): Route
 }
@@ -50,17 +54,18 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
   if (flags.app) {
     const app = await loadApp(resolveAppModule(flags.app))
     app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
-    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, routeFor: (name) => app.routeFor(name) }
+    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name) }
   }
   const settings = await loadConfigModule()
   const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })
   const queue = settings.task_default_queue
   const defaultQueue = typeof queue === 'string' && queue ? queue : DEFAULT_QUEUE
-  const visibilityTimeout = positiveSetting((settings.broker_transport_options as { visibility_timeout?: unknown } | undefined)?.visibility_timeout)
   return {
     ...config,
     defaultQueue,
-    transportSettings: visibilityTimeout === null ? {} : { visibilityTimeout },
+    transportSettings: transportSettingsFromConf(settings),
+    backendSsl: backendSslFromConf(settings),
+    beatStoreSsl: beatStoreSslFromConf(settings),
     routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
   }
 }

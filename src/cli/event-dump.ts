@@ -3,10 +3,12 @@
 // line with --json, until interrupted, --count events or --timeout seconds.
 import { withTransport } from '../app/connection.js'
 import { EventReceiver } from '../app/event-receiver.js'
+import type { TransportSettings } from '../transport/index.js'
 import { dumpEventLine } from '../protocol/index.js'
 
 export interface EventDumpOptions {
   brokerUrl: string
+  transportSettings?: TransportSettings
   json: boolean
   /** Stop after this many events. */
   count?: number
@@ -49,5 +51,5 @@ export async function runEventDump(o: EventDumpOptions): Promise<number> {
       await receiver.stop()
     }
     return shown
-  })
+  }, o.transportSettings)
 }

@@ -10,7 +10,7 @@
 import { withTransport } from '../app/connection.js'
 import { EventReceiver } from '../app/event-receiver.js'
 import { heartbeatExpires } from '../protocol/index.js'
-import { MailboxClient, type NodeReply } from '../transport/index.js'
+import { MailboxClient, type NodeReply, type TransportSettings } from '../transport/index.js'
 
 const UUID_WIDTH = 36
 const STATE_WIDTH = 8
@@ -190,6 +190,7 @@ export function renderScreen(view: ClusterView, o: ScreenOptions): string[] {
 
 export interface EventMonitorOptions {
   brokerUrl: string
+  transportSettings?: TransportSettings
   version: string
   input: NodeJS.ReadStream
   output: NodeJS.WriteStream
@@ -294,5 +295,5 @@ export async function runEventMonitor(o: EventMonitorOptions): Promise<void> {
       o.output.write(LEAVE_SCREEN)
       await receiver.stop()
     }
-  })
+  }, o.transportSettings)
 }

@@ -113,7 +113,7 @@ export async function runFast(plan: FastPlan): Promise<void> {
     const remoteFlags = flags as unknown as RemoteFlagValues & { quiet?: boolean; broker?: string }
     let result: unknown
     if (plan.command === 'status') {
-      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, json, color, print })
+      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, transportSettings: config.transportSettings, json, color, print })
     } else {
       const [method, ...words] = plan.positionals as [string, ...string[]]
       result = await runRemote({
@@ -123,6 +123,7 @@ export async function runFast(plan: FastPlan): Promise<void> {
         extraArguments: plan.command === 'control' ? controlExtraArguments(method, flags as { terminate?: boolean; signal?: string }) : undefined,
         flags: remoteFlags,
         brokerUrl: config.brokerUrl,
+        transportSettings: config.transportSettings,
         json,
         color,
         print,

@@ -2,7 +2,7 @@
 // arguments as Celery's CLI does, broadcast, render as Celery renders.
 import { broadcast, flattenReplies } from '../app/control.js'
 import { CONTROL_COMMANDS, compileArguments, visibleCommands, type ControlKind } from '../protocol/index.js'
-import type { NodeReply } from '../transport/index.js'
+import type { NodeReply, TransportSettings } from '../transport/index.js'
 import type { ChalkInstance } from 'chalk'
 import { NoRepliesError, UsageError } from './errors.js'
 import { remoteOptions, type RemoteFlagValues } from './remote-flags.js'
@@ -19,6 +19,7 @@ export interface RemoteRun {
   extraArguments?: Record<string, unknown>
   flags: RemoteFlagValues & { broker?: string; quiet?: boolean }
   brokerUrl: string
+  transportSettings?: TransportSettings
   json: boolean
   color: ChalkInstance
   print: (line: string) => void
@@ -65,6 +66,7 @@ export async function runRemote(run: RemoteRun): Promise<NodeReply | NodeReply[]
   const streamed = !run.json && !table
   const replies = await broadcast(run.method, {
     brokerUrl: run.brokerUrl,
+    transportSettings: run.transportSettings,
     arguments: args,
     ...options,
     onReply: streamed ? (reply) => run.print(renderReply(reply, run.color, true)) : undefined,
@@ -97,6 +99,7 @@ function normalizeSignal(raw: string): string | number {
 export interface StatusRun {
   flags: RemoteFlagValues & { quiet?: boolean }
   brokerUrl: string
+  transportSettings?: TransportSettings
   json: boolean
   color: ChalkInstance
   print: (line: string) => void
@@ -104,7 +107,7 @@ export interface StatusRun {
 
 /** `tsq status`: ping everyone, a table of who answered, then the count. */
 export async function runStatus(run: StatusRun): Promise<NodeReply> {
-  const replies = await broadcast('ping', { brokerUrl: run.brokerUrl, ...remoteOptions(run.flags) })
+  const replies = await broadcast('ping', { brokerUrl: run.brokerUrl, transportSettings: run.transportSettings, ...remoteOptions(run.flags) })
   if (replies.length === 0) throw new NoRepliesError()
   const merged = flattenReplies(replies)
   const count = renderNodeCount(Object.keys(merged).length)

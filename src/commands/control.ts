@@ -29,6 +29,7 @@ export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
       extraArguments: controlExtraArguments(args.method, flags),
       flags,
       brokerUrl: config.brokerUrl,
+      transportSettings: config.transportSettings,
       json: this.jsonEnabled(),
       color: this.color,
       print: (line) => this.log(line),

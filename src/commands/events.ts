@@ -25,11 +25,12 @@ export default class Events extends TsqCommand<void> {
   async run(): Promise<void> {
     const { flags } = await this.parse(Events)
     const json = this.jsonEnabled()
-    const { brokerUrl } = await this.clientConfig(flags)
+    const { brokerUrl, transportSettings } = await this.clientConfig(flags)
     if (!flags.dump && !json) {
       if (!process.stdin.isTTY || !process.stdout.isTTY) throw new UsageError('tsq events shows its live view in a terminal only; in scripts, print events with --dump (lines) or --json (one object per line)')
       await runEventMonitor({
         brokerUrl,
+        transportSettings,
         version: this.config.version,
         input: process.stdin,
         output: process.stdout,
@@ -39,6 +40,7 @@ export default class Events extends TsqCommand<void> {
     }
     await runEventDump({
       brokerUrl,
+      transportSettings,
       json,
       count: flags.count,
       timeoutSeconds: flags.timeout,

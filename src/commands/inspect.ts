@@ -27,6 +27,7 @@ export default class Inspect extends TsqCommand<NodeReply | NodeReply[]> {
       words: (argv as string[]).slice(1),
       flags,
       brokerUrl: config.brokerUrl,
+      transportSettings: config.transportSettings,
       json: this.jsonEnabled(),
       color: this.color,
       print: (line) => this.log(line),

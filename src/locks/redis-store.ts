@@ -8,6 +8,7 @@
 // Renewal and release compare the whole value (holder and token) in a script,
 // so a deposed holder can neither extend nor free its successor's lock.
 import { Redis } from 'ioredis'
+import { redisUrlClientOptions } from '../transport/index.js'
 import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore } from './lock.js'
 
 export const LOCK_PREFIX = 'tsq:lock:'
@@ -74,7 +75,8 @@ export class RedisLockStore implements LockStore {
   private readonly redis: Redis & LockCommands
 
   constructor(readonly url: string) {
-    const redis = new Redis(url, {
+    const redis = new Redis({
+      ...redisUrlClientOptions(url),
       lazyConnect: true,
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,

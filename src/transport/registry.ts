@@ -1,6 +1,7 @@
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadBrokerUrlError } from './errors.js'
+import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
 import { maskUrl, parseBrokerUrl } from './url.js'
 
@@ -28,6 +29,10 @@ function didYouMean(scheme: string): string {
 export interface TransportSettings {
   /** broker_transport_options.visibility_timeout, for Redis; the URL's own query wins. */
   visibilityTimeout?: number
+  /** broker_use_ssl: true, or Celery's dict (ca_certs, certfile, keyfile, cert_reqs); the URL's ssl_* parameters win. */
+  ssl?: SslSettings | boolean | null
+  /** broker_login_method (AMQP): EXTERNAL logs in with the client certificate; the URL's login_method wins. */
+  loginMethod?: string
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
@@ -37,12 +42,12 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'amqps':
     case 'pyamqp': {
       const { AmqpTransport } = await import('./amqp/amqp-transport.js')
-      return new AmqpTransport(url)
+      return new AmqpTransport(url, { ssl: settings.ssl, loginMethod: settings.loginMethod })
     }
     case 'redis':
     case 'rediss': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout })
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl })
     }
     case 'file':
     case 'filesystem': {

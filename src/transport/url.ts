@@ -4,8 +4,8 @@ import { BadBrokerUrlError } from './errors.js'
  * kombu's `as_uri(include_password=False)`: the password becomes `**`, so
  * `amqp://guest:guest@host//` prints as `amqp://guest:**@host//`.
  */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z0-9+.-]+:\/\/)([^:@/]*):([^@/]*)@/i, (_m, scheme: string, user: string) => `${scheme}${user}:**@`)
+export function maskUrl(url: string, mask = '**'): string {
+  return url.replace(/^([a-z0-9+.-]+:\/\/)([^:@/]*):([^@/]*)@/i, (_m, scheme: string, user: string) => `${scheme}${user}:${mask}@`)
 }
 
 export interface ParsedBrokerUrl {

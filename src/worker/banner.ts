@@ -10,6 +10,9 @@ export interface BannerInfo {
   app: string
   brokerUrl: string
   resultBackend: string | undefined
+  /** How the broker and backend connections are secured (describeTlsPlan), shown after their URLs. */
+  brokerTls?: string | null
+  backendTls?: string | null
   concurrency: number | string
   pool: string
   taskEvents: boolean
@@ -26,8 +29,8 @@ export function banner(b: BannerInfo): string {
     '',
     '[config]',
     `.> app:         ${b.app}`,
-    `.> transport:   ${maskUrl(b.brokerUrl)}`,
-    `.> results:     ${b.resultBackend ? maskUrl(b.resultBackend) : 'disabled://'}`,
+    `.> transport:   ${maskUrl(b.brokerUrl)}${b.brokerTls ? ` (${b.brokerTls})` : ''}`,
+    `.> results:     ${b.resultBackend ? maskUrl(b.resultBackend) : 'disabled://'}${b.resultBackend && b.backendTls ? ` (${b.backendTls})` : ''}`,
     `.> concurrency: ${b.concurrency} (${b.pool})`,
     `.> task events: ${b.taskEvents ? 'ON' : 'OFF (enable -E to monitor tasks in this worker)'}`,
     '',

@@ -8,6 +8,7 @@ import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
 import { LEVELS, Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
 import { positiveSetting } from '../app/config.js'
+import { describeTlsPlan, tlsPlan } from '../transport/index.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { surviveStrayErrors } from './stray-errors.js'
@@ -147,6 +148,12 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   app.signals.send('setup_logging', { sender: null, loglevel: LEVELS[parseLevel(o.loglevel)], logfile: o.logfile, format: CELERY_LOG_FORMAT, colorize: false })
   // The worker reads `queues` when it starts consuming, so a receiver's push is consumed too.
   app.signals.send('celeryd_after_setup', { sender: o.nodename, conf, queues })
+  // Read before the banner, so a bad cert_reqs stops the worker with one line; cert_reqs=none is said aloud.
+  const brokerTls = /^(amqps?|pyamqp|rediss?):/i.test(config.brokerUrl) ? tlsPlan(config.brokerUrl, app.transportSettings.ssl) : null
+  const backendTls = config.resultBackend && /^rediss?:/i.test(config.resultBackend) ? tlsPlan(config.resultBackend, app.backendSsl) : null
+  for (const [what, plan] of [['broker', brokerTls], ['result backend', backendTls]] as const) {
+    if (plan?.certReqs === 'none') log.warning(`${what}: TLS certificate verification is OFF (cert_reqs=none): the connection is encrypted but the server is not authenticated`)
+  }
   if (!o.quiet) {
     process.stdout.write(
       banner({
@@ -155,6 +162,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         app: app.name,
         brokerUrl: config.brokerUrl,
         resultBackend: config.resultBackend,
+        brokerTls: describeTlsPlan(brokerTls),
+        backendTls: describeTlsPlan(backendTls),
         concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
         pool: o.pool,
         taskEvents: o.taskEvents,

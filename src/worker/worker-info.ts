@@ -2,6 +2,7 @@
 // a worker: Celery's shapes, built from the worker's options.
 import { hostname as osHostname } from 'node:os'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
+import { filterHiddenSettings } from '../app/hidden-settings.js'
 import { maskUrl, parseBrokerUrl, type Transport } from '../transport/index.js'
 import type { WorkerOptions } from './worker-options.js'
 
@@ -13,17 +14,27 @@ export function brokerInfo(o: WorkerOptions, kind: Transport['kind']): Record<st
     virtual_host: kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0',
     port: u.port ?? (kind === 'amqp' ? 5672 : kind === 'redis' ? 6379 : null),
     insist: false,
-    ssl: u.scheme === 'amqps' || u.scheme === 'rediss',
+    ssl: u.scheme === 'amqps' || u.scheme === 'rediss' || Boolean(o.app.transportSettings.ssl),
     transport: kind,
     connect_timeout: 4,
     // Celery reports the app's broker_transport_options here as they were set.
-    transport_options: (o.app.options.conf?.broker_transport_options as Record<string, unknown> | undefined) ?? {},
-    login_method: kind === 'amqp' ? 'PLAIN' : null,
+    transport_options: filterHiddenSettings((o.app.options.conf?.broker_transport_options as Record<string, unknown> | undefined) ?? {}),
+    login_method: kind === 'amqp' ? loginMethodOf(o) : null,
     uri_prefix: null,
     heartbeat: 120.0,
     failover_strategy: 'round-robin',
     alternates: [],
   }
+}
+
+function loginMethodOf(o: WorkerOptions): string {
+  let fromUrl: string | null = null
+  try {
+    fromUrl = new URL(o.brokerUrl).searchParams.get('login_method')
+  } catch {
+    // The broker URL was read already; an odd one just reports the default.
+  }
+  return (fromUrl ?? o.app.transportSettings.loginMethod ?? 'PLAIN').toUpperCase()
 }
 
 export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: boolean): Record<string, unknown> {
@@ -41,8 +52,10 @@ export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: 
     ...(o.app.defaultQueue !== DEFAULT_QUEUE ? { task_default_queue: o.app.defaultQueue } : {}),
     ...(o.app.options.conf ?? {}),
   }
-  if (!withDefaults) return Object.fromEntries(Object.entries(changed).filter(([, v]) => v !== null))
-  return { task_default_queue: DEFAULT_QUEUE, task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...changed }
+  // The app's own conf may repeat broker_url with its password, or hold keys: both are masked as Celery masks them.
+  const shown = filterHiddenSettings(changed)
+  if (!withDefaults) return Object.fromEntries(Object.entries(shown).filter(([, v]) => v !== null))
+  return { task_default_queue: DEFAULT_QUEUE, task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...shown }
 }
 
 export function workerReport(o: WorkerOptions, kind: Transport['kind']): string {

@@ -1,6 +1,7 @@
 // The worker: connects, starts the pool, consumes the task queues, answers the
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
+import { setTimeout as sleepFor } from 'node:timers/promises'
 import { releaseLostSlotLocks } from './pools/locked-run.js'
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
@@ -30,6 +31,11 @@ export const WorkerStates = {
   STOPPED: 'STOPPED',
 } as const
 export type WorkerState = keyof typeof WorkerStates
+
+/** kombu's ensure_connection defaults, which Celery's consumer uses at start-up. */
+const CONNECT_RETRIES = 100
+const CONNECT_RETRY_STEP_S = 2
+const CONNECT_RETRY_MAX_S = 30
 
 const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
   CREATED: ['STARTING', 'STOPPED'],
@@ -108,9 +114,7 @@ export class Worker {
 
   async start(): Promise<void> {
     this.transitionTo('STARTING', 'start')
-    this.transport = await createTransport(this.o.brokerUrl, this.o.app.transportSettings)
-    this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
-    await this.transport.connect()
+    if (!(await this.connectBroker())) return
     this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
     // Before anything else starts: a topology the broker refuses stops the worker with one line.
     this.bus = BusWorker.for(this.o.app, this.transport, this.o.log, this.o.hostname)
@@ -119,7 +123,7 @@ export class Worker {
       const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
       this.backend = new RpcResultBackend(this.transport)
     } else if (this.o.resultBackend) {
-      this.backend = await createResultBackend(this.o.resultBackend)
+      this.backend = await createResultBackend(this.o.resultBackend, this.o.app.backendSsl)
     }
     this.pool = this.makePool()
     await this.pool.start()
@@ -174,6 +178,41 @@ export class Worker {
     this.transitionTo('RUNNING', 'started')
     this.o.log.info(`${this.o.hostname} ready.`)
     this.o.app.signals.send('worker_ready', { sender: this.o.hostname })
+  }
+
+  private readonly startAborted = new AbortController()
+
+  /**
+   * The first connection, retried as Celery's consumer retries it at start-up
+   * (kombu's ensure_connection: 2 s, then 2 s more each time up to 30 s, 100
+   * attempts), one line per attempt saying why, so a TLS or credentials
+   * mistake is visible without flooding the log. A request error (a bad URL,
+   * an unreadable certificate file) is not retried. False when a shutdown
+   * came first.
+   */
+  private async connectBroker(): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      const transport = await createTransport(this.o.brokerUrl, this.o.app.transportSettings)
+      try {
+        await transport.connect()
+      } catch (error) {
+        await transport.close({ requeueUnacked: true }).catch(() => undefined)
+        const err = error as Error & { code?: string }
+        if (err.code !== 'BROKER_UNREACHABLE' || attempt >= CONNECT_RETRIES || this.state !== 'STARTING') throw err
+        const delayS = Math.min(CONNECT_RETRY_MAX_S, CONNECT_RETRY_STEP_S * attempt)
+        this.o.log.error(`consumer: ${err.message}. Trying again in ${delayS.toFixed(2)} seconds... (${attempt}/${CONNECT_RETRIES})`)
+        await sleepFor(delayS * 1000, undefined, { signal: this.startAborted.signal }).catch(() => undefined)
+        if (this.state !== 'STARTING') return false
+        continue
+      }
+      if (this.state !== 'STARTING') {
+        await transport.close({ requeueUnacked: true }).catch(() => undefined)
+        return false
+      }
+      this.transport = transport
+      this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
+      return true
+    }
   }
 
   /** Celery's Heart sends heartbeat_sent with each of its events. */
@@ -338,6 +377,7 @@ export class Worker {
    * running tasks and restore their messages. Each call may only escalate.
    */
   shutdown(mode: 'warm' | 'soft' | 'cold', cause: string): Promise<void> {
+    this.startAborted.abort()
     if (this.state === 'STOPPED') return this.stopped
     if (this.state === 'CREATED') {
       this.transitionTo('STOPPED', cause)

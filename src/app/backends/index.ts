@@ -1,18 +1,19 @@
 import { resolve } from 'node:path'
-import { defaultFileBrokerDir, parseBrokerUrl } from '../../transport/index.js'
+import { defaultFileBrokerDir, parseBrokerUrl, type SslSettings } from '../../transport/index.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
 export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
 
-export async function createResultBackend(url: string | undefined): Promise<ResultBackend> {
+/** `ssl`: Celery's redis_backend_use_ssl (true or its dict), for a Redis backend. */
+export async function createResultBackend(url: string | undefined, ssl?: SslSettings | boolean | null): Promise<ResultBackend> {
   if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
   const parsed = parseBrokerUrl(url)
   switch (parsed.scheme) {
     case 'redis':
     case 'rediss': {
       const { RedisResultBackend } = await import('./redis-backend.js')
-      return new RedisResultBackend(url)
+      return new RedisResultBackend(url, ssl)
     }
     case 'file':
     case 'filesystem': {

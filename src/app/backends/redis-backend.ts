@@ -2,7 +2,7 @@
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
 import { decodeResultMeta, type ResultMeta } from '../../protocol/index.js'
-import { maskUrl } from '../../transport/index.js'
+import { BrokerConnectionError, explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 
 const KEY_PREFIX = 'celery-task-meta-'
@@ -14,13 +14,27 @@ export class RedisResultBackend implements ResultBackend {
   readonly displayUrl: string
   private readonly client: Redis
 
-  constructor(private readonly url: string) {
+  /** `ssl`: Celery's redis_backend_use_ssl; a `rediss://` URL's ssl_* parameters win. */
+  constructor(private readonly url: string, ssl?: SslSettings | boolean | null) {
     this.displayUrl = maskUrl(url)
-    this.client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
+    this.clientOptions = redisUrlClientOptions(url, ssl)
+    this.client = new Redis({ ...this.clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
+    this.client.on('error', (error: Error) => {
+      this.lastError = error
+    })
   }
 
+  private lastError: Error | undefined
+  private readonly clientOptions: RedisClientOptions
+
   private async ready(): Promise<void> {
-    if (this.client.status === 'wait') await this.client.connect()
+    if (this.client.status !== 'wait') return
+    try {
+      await this.client.connect()
+    } catch (error) {
+      const cause = this.lastError ?? error
+      throw new BrokerConnectionError(`cannot connect to result backend ${this.displayUrl}: ${await explainRedisConnectFailure(cause, this.clientOptions)}`, { cause })
+    }
   }
 
   async get(taskId: string): Promise<ResultMeta | null> {

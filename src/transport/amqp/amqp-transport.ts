@@ -22,7 +22,7 @@ import type {
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
 import { reconnectDelayMs, sleep } from './backoff.js'
 import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
-import { amqpConnectSettings, type AmqpConnectSettings } from './connect-options.js'
+import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
 import { toPublishOptions } from './properties.js'
@@ -69,9 +69,9 @@ export class AmqpTransport extends EventEmitter implements Transport {
   /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
   private readonly delayedQueues = new Map<string, Promise<void>>()
 
-  constructor(url: string) {
+  constructor(url: string, urlSettings: AmqpUrlSettings = {}) {
     super()
-    this.settings = amqpConnectSettings(url)
+    this.settings = amqpConnectSettings(url, urlSettings)
     this.displayUrl = this.settings.displayUrl
     connectionSeq += 1
     this.connectionName = `tsq-${process.pid}-${connectionSeq}`

@@ -3,7 +3,7 @@
 // after that ioredis reconnects by itself with backoff.
 import { Redis } from 'ioredis'
 import { BrokerConnectionError } from '../errors.js'
-import type { ResolvedRedisOptions } from './options.js'
+import { explainRedisConnectFailure, redisClientOptions, type ResolvedRedisOptions } from './options.js'
 
 export type ConnectionRole = 'cmd' | 'brpop' | 'sub'
 
@@ -20,13 +20,9 @@ export function createConnection(
   let everReady = false
   let lastError: Error | undefined
   let closing = false
+  const clientOptions = redisClientOptions(options)
   const conn = new Redis({
-    host: options.host,
-    port: options.port,
-    db: options.db,
-    username: options.username,
-    password: options.password,
-    ...(options.tls ? { tls: {} } : {}),
+    ...clientOptions,
     connectionName: `${options.connectionName}-${role}`,
     lazyConnect: true,
     connectTimeout: options.connectTimeoutMs,
@@ -62,8 +58,8 @@ export function createConnection(
     } catch (error) {
       closing = true
       conn.disconnect()
-      const reason = lastError?.message ?? (error instanceof Error ? error.message : String(error))
-      throw new BrokerConnectionError(`cannot connect to redis broker at ${options.host}:${options.port}: ${reason}`, {
+      const reason = await explainRedisConnectFailure(lastError ?? error, clientOptions)
+      throw new BrokerConnectionError(`cannot connect to ${options.displayUrl}: ${reason}`, {
         cause: lastError ?? error,
       })
     } finally {

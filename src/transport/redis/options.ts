@@ -1,7 +1,9 @@
 // `redis://[user:pass@]host[:port][/db][?visibility_timeout=N]` → connection and
 // kombu transport options. The db also names the pub/sub prefix `/{db}.`.
 import { BadBrokerUrlError } from '../errors.js'
+import { describeTlsFailure, isTlsReset, probeTlsRefusal, tlsConnectOptions, tlsPlan, type SslSettings, type TlsPlan } from '../tls.js'
 import { maskUrl, parseBrokerUrl } from '../url.js'
+import type { ConnectionOptions } from 'node:tls'
 
 export interface RedisTransportOptions {
   /** Seconds an unacked message stays invisible before restore_visible returns it (kombu default 3600). */
@@ -14,6 +16,8 @@ export interface RedisTransportOptions {
   connectTimeoutMs?: number
   /** Prefix of the CLIENT SETNAME names of this transport's connections. */
   connectionName?: string
+  /** broker_use_ssl (or redis_backend_use_ssl): true or Celery's dict; the URL's ssl_* parameters win. */
+  ssl?: SslSettings | boolean | null
 }
 
 export interface ResolvedRedisOptions {
@@ -22,7 +26,10 @@ export interface ResolvedRedisOptions {
   db: number
   username: string | undefined
   password: string | undefined
-  tls: boolean
+  /** TLS, from a `rediss://` URL or the setting; null for a plain connection. */
+  tls: TlsPlan | null
+  /** The URL without its password, for messages. */
+  displayUrl: string
   visibilityTimeout: number
   restoreIntervalMs: number
   connectTimeoutMs: number
@@ -54,10 +61,50 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
     db: dbText === '' ? 0 : Number(dbText),
     username: parsed.username,
     password: parsed.password,
-    tls: parsed.scheme === 'rediss',
+    tls: tlsPlan(url, options.ssl),
+    displayUrl: maskUrl(url),
     visibilityTimeout,
     restoreIntervalMs: options.restoreIntervalMs ?? Math.min(10_000, Math.max(250, (visibilityTimeout * 1000) / 2)),
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connectionName: options.connectionName ?? `tsq-${process.pid}`,
   }
+}
+
+/** What any ioredis client of tsq's is given for `url`: host, port, db, credentials, TLS (key files read now). */
+export interface RedisClientOptions {
+  host: string
+  port: number
+  db: number
+  username: string | undefined
+  password: string | undefined
+  tls?: ConnectionOptions
+}
+
+export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' | 'port' | 'db' | 'username' | 'password' | 'tls' | 'displayUrl'>): RedisClientOptions {
+  const { host, port, db, username, password } = resolved
+  return { host, port, db, username, password, ...(resolved.tls ? { tls: tlsConnectOptions(resolved.tls, host, resolved.displayUrl) } : {}) }
+}
+
+/**
+ * The same for a result backend, beat's store or the lock store: `url` with
+ * its setting (redis_backend_use_ssl, or broker_use_ssl for the broker's own
+ * Redis), in one place so every Redis URL reads TLS alike.
+ */
+export function redisUrlClientOptions(url: string, ssl?: SslSettings | boolean | null): RedisClientOptions {
+  return redisClientOptions(resolveRedisOptions(url, { ssl }))
+}
+
+/**
+ * The one-line reason an ioredis client could not connect: a TLS verdict
+ * when there is one (probing again after a bare reset, see probeTlsRefusal),
+ * else the driver's message.
+ */
+export async function explainRedisConnectFailure(error: unknown, client: RedisClientOptions): Promise<string> {
+  const tls = describeTlsFailure(error)
+  if (tls) return tls
+  if (client.tls && isTlsReset(error)) {
+    const refusal = await probeTlsRefusal(client.host, client.port, client.tls)
+    if (refusal) return refusal
+  }
+  return error instanceof Error ? error.message : String(error)
 }
