@@ -75,14 +75,15 @@ export interface QueueSettings {
  * own `exchange_type`, `exchange_durable`, `exchange_auto_delete` as
  * Queue.from_dict reads them.
  */
-function exchangeOf(entry: Record<string, unknown>, s: Pick<QueueSettings, 'defaultExchange' | 'defaultExchangeType'>, where: string): { spec: ExchangeSpec; deliveryMode?: 1 | 2 } {
+function exchangeOf(entry: Record<string, unknown>, s: Pick<QueueSettings, 'defaultExchange' | 'defaultExchangeType'>, where: string, mapForm: boolean): { spec: ExchangeSpec; deliveryMode?: 1 | 2 } {
   const raw = entry.exchange
   const obj = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
   const name = typeof raw === 'string' ? raw : typeof obj.name === 'string' ? obj.name : ''
   // kombu's Queues._add: a queue with no exchange (or '') takes the default exchange.
   if (name === '') return { spec: { name: s.defaultExchange, type: s.defaultExchangeType, durable: true, autoDelete: false } }
-  const durable = obj.durable ?? entry.exchange_durable ?? entry.durable
-  const autoDelete = obj.auto_delete ?? entry.exchange_auto_delete ?? entry.auto_delete
+  // Only Queue.from_dict (the map form) gives the queue's durable and auto_delete to its exchange too.
+  const durable = obj.durable ?? entry.exchange_durable ?? (mapForm ? entry.durable : undefined)
+  const autoDelete = obj.auto_delete ?? entry.exchange_auto_delete ?? (mapForm ? entry.auto_delete : undefined)
   const dm = deliveryMode(obj.delivery_mode ?? entry.delivery_mode)
   return {
     spec: { name, type: exchangeType(obj.type ?? entry.exchange_type, where), durable: durable !== false, autoDelete: autoDelete === true },
@@ -93,7 +94,7 @@ function exchangeOf(entry: Record<string, unknown>, s: Pick<QueueSettings, 'defa
 /** One task_queues entry as kombu's Queue (or Queue.from_dict for the map form) makes it. */
 function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<QueueSettings, 'defined'>, mapForm = false): QueueDefinition {
   const where = `task_queues[${JSON.stringify(name)}]`
-  const { spec: exchange, deliveryMode: dm } = exchangeOf(entry, s, where)
+  const { spec: exchange, deliveryMode: dm } = exchangeOf(entry, s, where, mapForm)
   const rk = entry.routing_key ?? entry.binding_key
   // Queue.from_dict (the map form) keys by the name; a Queue object without a
   // key takes task_default_routing_key, which Celery defaults to the default queue's name.
@@ -115,7 +116,7 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
       if (!b || typeof b !== 'object') throw new QueueSettingError(`${where}.bindings[${i}]: expected { exchange, routing_key }`)
       const binding = b as Record<string, unknown>
       const brk = binding.routing_key
-      return { exchange: exchangeOf(binding, s, `${where}.bindings[${i}]`).spec, routingKey: typeof brk === 'string' ? brk : '' }
+      return { exchange: exchangeOf(binding, s, `${where}.bindings[${i}]`, false).spec, routingKey: typeof brk === 'string' ? brk : '' }
     })
   }
   const consumerArguments = numberArgs(entry.consumer_arguments, `${where}.consumer_arguments`)

@@ -193,6 +193,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_track_started: honoured(false, 'per task default (app/app.ts)'),
   worker_agent: na(null, 'cell actors (Python)'),
   worker_autoscaler: refused('celery.worker.autoscale:Autoscaler', 'a Python class path; tsq\'s autoscaler is built in (--autoscale)'),
+  worker_cancel_long_running_tasks_on_connection_loss: honoured(false, 'cancel running late-ack tasks when the broker connection is lost (worker/run-worker.ts), or --cancel-long-running-tasks-on-connection-loss', { flag: '--cancel-long-running-tasks-on-connection-loss' }),
   worker_concurrency: honoured(null, 'pool size (worker/worker-settings.ts): -c > CELERY_WORKER_CONCURRENCY > conf > CPU count', { env: 'CELERY_WORKER_CONCURRENCY', flag: '-c/--concurrency', refuse: POSITIVE_INT }),
   worker_consumer: refused('celery.worker.consumer:Consumer', 'a Python class path; tsq\'s consumer is built in'),
   worker_direct: honoured(false, 'also consume <node>.dq2 (worker/run-worker.ts)'),
