@@ -15,7 +15,7 @@ export interface QueueBinding {
  */
 export interface QueueDefinition {
   queue: QueueSpec
-  /** The first binding's exchange, the one sends go to (kombu's `queue.exchange`). */
+  /** The exchange sends go to (kombu's `queue.exchange`); '' for a queue given as bindings. */
   exchange: ExchangeSpec
   routingKey: string
   bindings: QueueBinding[]
@@ -120,10 +120,13 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
     })
   }
   const consumerArguments = numberArgs(entry.consumer_arguments, `${where}.consumer_arguments`)
+  // kombu: a Queue given bindings has no exchange of its own, so Celery sends to
+  // it through the default exchange by its name.
+  const own = Array.isArray(entry.bindings) && entry.bindings.length ? { exchange: { name: '', type: 'direct' as const, durable: true, autoDelete: false }, routingKey: name } : bindings[0]!
   return {
     queue: { name, durable, exclusive, autoDelete, ...(Object.keys(args).length ? { arguments: args } : {}) },
-    exchange: bindings[0]!.exchange,
-    routingKey: bindings[0]!.routingKey,
+    exchange: own.exchange,
+    routingKey: own.routingKey,
     bindings,
     ...(consumerArguments ? { consumerArguments } : {}),
     noDeclare: entry.no_declare === true,

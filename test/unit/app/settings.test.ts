@@ -168,3 +168,10 @@ describe('[task_annotations] as resolve_all applies them', () => {
     assert.equal(add.options.rateLimit, '2/m')
   })
 })
+
+describe('[task_queues] bindings', () => {
+  it('a queue given as bindings is sent to through the default exchange, by its name, as Celery does', () => {
+    const d = queueDefinition(queueSettings({ task_queues: [{ name: 'both', bindings: [{ exchange: { name: 't', type: 'topic' }, routing_key: 'a.*' }] }] }, 'celery'), 'both')
+    assert.deepEqual([d.exchange.name, d.exchange.type, d.routingKey], ['', 'direct', 'both'])
+  })
+})
