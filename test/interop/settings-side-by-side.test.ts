@@ -55,6 +55,7 @@ for (const c of CASES) {
     const RUNS = `cfg-runs-${id}`
     const env = { ...process.env, CFG_ID: id, CFG_BROKER: c.broker, CFG_REDIS: REDIS_DB11, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', NO_COLOR: '1' }
     let app: App
+    let py: PythonWorker | undefined
     let redis: Redis
     const workers: Array<TsqWorker | PythonWorker> = []
 
@@ -93,10 +94,15 @@ for (const c of CASES) {
     }
 
     async function runs(n: number): Promise<string[]> {
-      return waitFor(async () => {
-        const got = await redis.lrange(RUNS, 0, -1)
-        return got.length >= n ? got : null
-      }, { timeoutMs: 90_000, intervalMs: 200, what: `${n} runs in ${RUNS}` })
+      try {
+        return await waitFor(async () => {
+          const got = await redis.lrange(RUNS, 0, -1)
+          return got.length >= n ? got : null
+        }, { timeoutMs: 90_000, intervalMs: 200, what: `${n} runs in ${RUNS}` })
+      } catch (error) {
+        const logs = workers.filter((w) => !w.hasExited).map((w) => `--- ${w.nodename} ---\n${w.logTail()}`).join('\n')
+        throw new Error(`${(error as Error).message}; ran: ${(await redis.lrange(RUNS, 0, -1)).join(' ')}\n${logs}`)
+      }
     }
 
     before(async () => {
@@ -128,31 +134,31 @@ for (const c of CASES) {
     })
 
     it('a lone Python worker runs Python\'s and tsq\'s sends in the same order', async () => {
-      const sent: Array<[string, number]> = [['p2', 2], ['t9', 9], ['pd', 3], ['t1', 1], ['td', 3], ['p7', 7]]
-      await pySend(['send', 'p2:2'])
+      const sent: Array<[string, number]> = [['p2', 2], ['pd', 3], ['p7', 7], ['t9', 9], ['t1', 1], ['td', 3]]
+      await pySend(['send', 'p2:2', 'pd:-', 'p7:7'])
       await tsqSend('t9', 9)
-      await pySend(['send', 'pd:-'])
       await tsqSend('t1', 1)
       await tsqSend('td', null)
-      await pySend(['send', 'p7:7'])
-      const worker = await startPy()
+      // Kept running for the side-by-side case.
+      py = await startPy()
       const got = await runs(sent.length)
-      await worker.stop()
       assert.deepEqual(got, c.order(sent).map((t) => `${t}:python`))
-      assert.doesNotMatch(worker.log, /PRECONDITION_FAILED|inequivalent/)
+      assert.doesNotMatch(py.log, /PRECONDITION_FAILED|inequivalent/)
       await redis.del(RUNS)
     })
 
     it('side by side: both workers consume both queues; the topic exchange\'s two routing keys reach the bound queue from both apps; each task runs once', async () => {
-      const [py, tsq] = await Promise.all([startPy(), startTsq(2)])
+      py ??= await startPy()
+      const tsq = await startTsq(2)
       const tags: string[] = []
+      const pyItems: string[] = []
       for (let i = 0; i < 4; i++) {
-        await pySend(['topic', i % 2 ? 'a.py' : 'b.py', `pt${i}`])
+        pyItems.push(`pt${i}@${i % 2 ? 'a.py' : 'b.py'}`, `pq${i}:${i}`)
         await app.tasks.get('cfg.record')!.applyAsync([`tt${i}`], {}, { exchange: TOPIC, routingKey: i % 2 ? 'b.tsq' : 'a.tsq' })
         await tsqSend(`tq${i}`, i)
-        await pySend(['send', `pq${i}:${i}`])
         tags.push(`pt${i}`, `tt${i}`, `tq${i}`, `pq${i}`)
       }
+      await pySend(['send', ...pyItems])
       const got = await runs(tags.length)
       // Nothing more arrives: each ran once.
       await new Promise((r) => setTimeout(r, 1500))
@@ -161,13 +167,13 @@ for (const c of CASES) {
       assert.equal(all.length, got.length)
       assert.ok(all.every((r) => /:(tsq|python)$/.test(r)))
       // task_annotations' rate limit, as each worker reports it to Python's inspect.
-      for (const node of [py.nodename, tsq.nodename]) {
+      for (const node of [py!.nodename, tsq.nodename]) {
         const res = await run(PYTHON, ['-m', 'celery', '-A', 'cfg_settings_app', 'inspect', 'registered', 'rate_limit', '-d', node, '-t', '10', '--json'], { cwd: PY_DIR, env, timeoutMs: 60_000 })
         assert.equal(res.code, 0, res.stderr)
         const replies = JSON.parse(res.stdout.trim().split('\n')[0]!) as Record<string, string[]>
         assert.ok(replies[node]?.includes('cfg.record [rate_limit=600/m]'), `${node}: ${res.stdout}`)
       }
-      for (const w of [py, tsq]) assert.doesNotMatch(w.log, /PRECONDITION_FAILED|inequivalent/)
+      for (const w of [py!, tsq]) assert.doesNotMatch(w.log, /PRECONDITION_FAILED|inequivalent/)
     })
   })
 }

@@ -3,11 +3,11 @@ same settings, as a Python shop writes them. Names carry CFG_ID.
 
 cfg.record(tag) appends "<tag>:python" to the Redis list cfg-runs-<CFG_ID>.
 
-Also a client: python3 cfg_settings_app.py send <tag>:<priority|-> ... sends
-cfg.record to the default queue with that priority (- for none: then
-task_default_priority applies, through Task.apply_async), and
-python3 cfg_settings_app.py topic <routing_key> <tag> sends it to the topic
-exchange with that routing key. Prints {"sent": n}.
+Also a client: python3 cfg_settings_app.py send ITEM... sends cfg.record for
+each, in order: <tag>:<priority> to the default queue with that priority
+(<tag>:- for none: task_default_priority then applies, through
+Task.apply_async), <tag>@<routing key> to the topic exchange with that key.
+Prints {"sent": n}.
 """
 import json
 import os
@@ -47,14 +47,19 @@ def record(tag):
 
 
 if __name__ == '__main__':
-    if sys.argv[1] == 'send':
-        for item in sys.argv[2:]:
+    # send <tag>:<priority|-> (the default queue) or <tag>@<routing key> (the topic exchange), in order.
+    for item in sys.argv[2:]:
+        if '@' in item:
+            tag, _, key = item.partition('@')
+            # declare: kombu's Redis transport routes by the exchange type its own
+            # client declared (an undeclared exchange counts as direct, and a topic
+            # key then matches no binding), so the sender declares the queue, with
+            # its bindings, as a Python shop sending there on Redis must.
+            record.apply_async((tag,), exchange=TOPIC, routing_key=key, declare=[app.amqp.queues[TOPIC]])
+        else:
             tag, _, prio = item.partition(':')
             if prio == '-':
                 record.apply_async((tag,))
             else:
                 record.apply_async((tag,), priority=int(prio))
-        print(json.dumps({'sent': len(sys.argv) - 2}))
-    elif sys.argv[1] == 'topic':
-        record.apply_async((sys.argv[3],), exchange=TOPIC, routing_key=sys.argv[2])
-        print(json.dumps({'sent': 1}))
+    print(json.dumps({'sent': len(sys.argv) - 2}))
