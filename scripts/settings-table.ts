@@ -33,7 +33,7 @@ export function renderSettingsTable(): string {
     '- **honoured**: read as Celery reads it. Where a flag or an environment variable also sets it, the flag wins over the',
     '  environment, which wins over `conf`, which wins over the default.',
     '- **refused**: a value other than Celery\'s default stops `tsq worker` and `tsq beat` at start-up (exit 64) with one',
-    '  line naming the setting and why. Restating the default is accepted.',
+    '  line naming each refused setting and why. Restating the default is accepted.',
     '- **not applicable**: Python-only; nothing on the wire or in what tsq does depends on it.',
     '',
     '| Setting | Celery default | Status | Flag | Environment | Notes |',

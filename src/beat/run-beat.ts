@@ -96,7 +96,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     const app = await loadApp(resolveAppModule(o.appSpec))
     const conf = app.options.conf ?? {}
     const refusals = settingsRefusals(conf, app.defaultQueue)
-    if (refusals.length) throw Object.assign(new Error(refusals.join('\n')), { code: 'CONFIG' })
+    if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
     const queues = app.queueSettings
     sendDefaults = { resolveQueue: (name) => queueDefinition(queues, name), deliveryMode: queues.defaultDeliveryMode }
     confMaxInterval = positiveSetting(conf.beat_max_loop_interval)

@@ -105,7 +105,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const conf = app.options.conf ?? {}
   // A setting tsq cannot honour stops the start, one line each, before anything is declared.
   const refusals = settingsRefusals(conf, app.defaultQueue)
-  if (refusals.length) throw Object.assign(new Error(refusals.join('\n')), { code: 'CONFIG' })
+  if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
   const queueSettings = app.queueSettings
   const settings = resolveWorkerSettings(
     { concurrency: o.concurrency, pool: o.pool, prefetchMultiplier: o.prefetchMultiplier, maxTasksPerChild: o.maxTasksPerChild, maxMemoryPerChild: o.maxMemoryPerChild, taskEvents: o.taskEvents, statedb: o.statedb },
