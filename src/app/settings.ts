@@ -64,7 +64,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   broker_read_url: refused(null, 'tsq reads and writes through one broker_url; a separate read URL would split consumers from publishers'),
   broker_write_url: refused(null, 'tsq reads and writes through one broker_url; a separate write URL would split consumers from publishers'),
   broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
-  broker_transport_options: honoured({}, 'Redis: visibility_timeout (transport/redis); kombu\'s defaults of sep, priority_steps, queue_order_strategy, fanout_prefix, fanout_patterns and global_keyprefix are what tsq does; other values of those are refused, and the Python client\'s socket and pool options are not applicable (app/transport-options.ts)', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_transport_options: honoured({}, 'Redis: visibility_timeout (transport/redis); kombu\'s defaults of sep, priority_steps, queue_order_strategy, fanout_prefix, fanout_patterns and global_keyprefix are what tsq does; other values of those are refused, and the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ (app/transport-options.ts)', { check: (v) => checkTransportOptions(v).refusals }),
   broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
   broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
   broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),

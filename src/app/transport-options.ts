@@ -19,6 +19,9 @@ const KOMBU_REDIS_DEFAULTS: Record<string, unknown> = {
   body_encoding: 'base64',
 }
 
+/** What tsq always does: RabbitMQ publishes wait for the broker's confirm (an events app sets it, as celery-amqp-events does). */
+const ALWAYS = new Set(['confirm_publish'])
+
 /** Options kombu reads that only tune the Python client's sockets and pools: nothing another process sees. */
 const CLIENT_ONLY = new Set(['socket_timeout', 'socket_connect_timeout', 'socket_keepalive', 'socket_keepalive_options', 'max_connections', 'health_check_interval', 'retry_on_timeout', 'unacked_restore_limit', 'unacked_mutex_expire'])
 
@@ -41,7 +44,7 @@ export function checkTransportOptions(value: unknown): CheckedTransportOptions {
       if (JSON.stringify(v) !== JSON.stringify(KOMBU_REDIS_DEFAULTS[key])) {
         refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: tsq keeps kombu's default (${JSON.stringify(KOMBU_REDIS_DEFAULTS[key])}), so another value would split its Redis layout from the Python workers'`)
       }
-    } else if (!CLIENT_ONLY.has(key)) {
+    } else if (!CLIENT_ONLY.has(key) && !ALWAYS.has(key)) {
       refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: not an option tsq's transports read`)
     }
   }

@@ -91,9 +91,11 @@ describe('refusal lines', () => {
   })
   it('[broker_transport_options] kombu\'s defaults accepted, another layout refused by key', () => {
     assert.deepEqual(checkTransportOptions({ visibility_timeout: 60, sep: '\x06\x16', priority_steps: [0, 3, 6, 9], queue_order_strategy: 'round_robin', socket_timeout: 5 }), { visibilityTimeout: 60, refusals: [] })
-    assert.deepEqual(refusals({ broker_transport_options: { priority_steps: [0, 1, 2], confirm_publish: true } }), [
+    // confirm_publish: tsq's RabbitMQ publishes always wait for the confirm (an events app sets it).
+    assert.deepEqual(refusals({ broker_transport_options: { confirm_publish: true } }), [])
+    assert.deepEqual(refusals({ broker_transport_options: { priority_steps: [0, 1, 2], max_retries: 3 } }), [
       'broker_transport_options.priority_steps = [0,1,2]: tsq keeps kombu\'s default ([0,3,6,9]), so another value would split its Redis layout from the Python workers\'',
-      'broker_transport_options.confirm_publish = true: not an option tsq\'s transports read',
+      'broker_transport_options.max_retries = 3: not an option tsq\'s transports read',
     ])
     assert.deepEqual(refusals({ broker_transport_options: { visibility_timeout: -1 } }), ['broker_transport_options.visibility_timeout = -1: expected seconds > 0'])
   })
