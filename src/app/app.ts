@@ -12,6 +12,9 @@ import { backendSslFromConf, loadConfig, transportSettingsFromConf, type Resolve
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
 import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
+import { queueDefinition, queueSettings, type QueueSettings } from './queues.js'
+import { checkTransportOptions } from './transport-options.js'
+import { annotationsFor } from './annotations.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyEagerly, applyGroupEagerly, isAlwaysEager, EagerResult, type EagerApplyOptions } from './eager.js'
@@ -170,8 +173,11 @@ export class Task {
   applyAsync(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
     // Celery's task_always_eager: run here, no broker; the result is an EagerResult.
     if (isAlwaysEager(this.app)) return applyAsyncEagerly(this.app, this, args, kwargs, options)
+    // Celery's Task.priority, from task_default_priority: the priority of a send that gives none.
+    const priority = this.app.options.conf?.task_default_priority
     return this.app.sendTask(this.name, args, kwargs, {
       queue: this.options.queue,
+      ...(typeof priority === 'number' ? { priority } : {}),
       timeLimit: this.options.timeLimit ?? null,
       softTimeLimit: this.options.softTimeLimit ?? null,
       ignoreResult: this.options.ignoreResult,
@@ -260,7 +266,7 @@ export class App {
   /** Remote control of the app's workers (Celery's `app.control`): revoke, ping, inspect, broadcast. */
   readonly control = new AppControl(() => this.config.brokerUrl, () => this.transportSettings)
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
-  private overrides: { broker?: string; resultBackend?: string } = {}
+  private overrides: { broker?: string; resultBackend?: string; timezone?: string } = {}
   private transportPromise: Promise<Transport> | undefined
   private backendPromise: Promise<ResultBackend> | undefined
   private rpcReplyTo: string | undefined
@@ -279,12 +285,16 @@ export class App {
   }
 
   get defaultQueue(): string {
-    return this.options.defaultQueue || DEFAULT_QUEUE
+    const fromConf = this.options.conf?.task_default_queue
+    return this.options.defaultQueue || (typeof fromConf === 'string' && fromConf ? fromConf : DEFAULT_QUEUE)
   }
 
-  /** Celery's broker settings in `conf`, as far as tsq's transports take them (see transportSettingsFromConf). */
+  /** Celery's broker settings in `conf`, as far as tsq's transports take them (TLS, login method, Redis's visibility_timeout); the other transport options are checked at start-up (settings.ts). */
   get transportSettings(): TransportSettings {
-    return transportSettingsFromConf(this.options.conf ?? {})
+    const { visibilityTimeout } = checkTransportOptions(this.options.conf?.broker_transport_options)
+    const settings = transportSettingsFromConf(this.options.conf ?? {})
+    if (visibilityTimeout !== undefined) settings.visibilityTimeout = visibilityTimeout
+    return settings
   }
 
   /** Celery's redis_backend_use_ssl in `conf`. */
@@ -301,9 +311,23 @@ export class App {
     return routeTask(taskName, this.options.conf?.task_routes) ?? { queue: this.defaultQueue }
   }
 
-  /** A send's queue, exchange and routing key: the ones given, else the task's route. */
-  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination {
-    return routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName))
+  /**
+   * A send's queue, exchange and routing key: the ones given, else the task's
+   * route; with the app's queue definitions, so the queue is declared as
+   * task_queues says.
+   */
+  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode'> {
+    const settings = this.queueSettings
+    return {
+      ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName)),
+      resolveQueue: (name) => queueDefinition(settings, name),
+      deliveryMode: settings.defaultDeliveryMode,
+    }
+  }
+
+  /** task_queues and the task_default_* settings that shape queues (app/queues.ts), as the conf says now. */
+  get queueSettings(): QueueSettings {
+    return queueSettings(this.options.conf ?? {}, this.defaultQueue)
   }
 
   /** The worker and CLI flags win over env, which wins over the module's own options. */
@@ -312,12 +336,21 @@ export class App {
   }
 
   get config(): ResolvedConfig {
-    return loadConfig({ ...this.overrides, appBroker: this.options.broker, appResultBackend: this.options.resultBackend })
+    const conf = this.options.conf ?? {}
+    const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined)
+    return loadConfig({
+      ...this.overrides,
+      appBroker: this.options.broker ?? str(conf.broker_url),
+      appResultBackend: this.options.resultBackend ?? str(conf.result_backend),
+      timezone: this.overrides.timezone ?? str(conf.timezone),
+    })
   }
 
   task(name: string, fn: TaskFunction, options: TaskOptions = {}): Task {
     if (typeof fn !== 'function') throw new TypeError(`task ${name}: expected a function`)
-    const task = new Task(this, name, fn, { ...taskDefaultsFromConf(this.options.conf ?? {}), ...options })
+    const conf = this.options.conf ?? {}
+    // task_annotations win over the task's own options, as Celery's do over a Task's attributes.
+    const task = new Task(this, name, fn, { ...taskDefaultsFromConf(conf), ...options, ...annotationsFor(conf.task_annotations, name) })
     this.tasks.set(name, task)
     return task
   }

@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import { encodeTaskV2, type TaskSendOptions } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { AppSignals } from './app-signals.js'
-import { declareTaskQueue } from './queues.js'
+import { declareTaskQueue, type QueueDefinition } from './queues.js'
 
 export const DEFAULT_QUEUE = 'celery'
 
@@ -12,6 +12,10 @@ export interface SendTaskOptions extends Omit<TaskSendOptions, 'origin'> {
   exchange?: string
   routingKey?: string
   origin?: string
+  /** The app's definition of a queue (task_queues, task_create_missing_queues); without it, Celery's automatic queue. */
+  resolveQueue?: (name: string) => QueueDefinition
+  /** task_default_delivery_mode, when the queue's exchange names none: 1 transient, 2 persistent. */
+  deliveryMode?: 1 | 2
 }
 
 /** `gen<pid>@<host>`: the origin Celery stamps on tasks sent from outside a worker. */
@@ -27,14 +31,27 @@ export function clientOrigin(): string {
  */
 export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals): Promise<string> {
   const queue = options.queue ?? DEFAULT_QUEUE
-  const message = encodeTaskV2(name, { ...options, origin: options.origin ?? clientOrigin() })
+  const { resolveQueue, deliveryMode: defaultDeliveryMode, ...encodeOptions } = options
+  const message = encodeTaskV2(name, { ...encodeOptions, origin: options.origin ?? clientOrigin() })
   let exchange = ''
   let routingKey = queue
+  let deliveryMode: 1 | 2 = defaultDeliveryMode ?? message.properties.deliveryMode
   if (options.exchange) {
     exchange = options.exchange
     routingKey = options.routingKey ?? queue
   } else {
-    await declareTaskQueue(transport, queue)
+    const definition = resolveQueue?.(queue)
+    await declareTaskQueue(transport, queue, definition)
+    if (definition) {
+      deliveryMode = definition.deliveryMode ?? deliveryMode
+      // Celery's send_task_message: a direct exchange becomes the default
+      // exchange with the queue's name as key; any other goes to the queue's
+      // exchange with its routing key.
+      if (definition.exchange.type !== 'direct') {
+        exchange = definition.exchange.name
+        routingKey = options.routingKey ?? definition.routingKey
+      }
+    }
   }
   const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   const body = announce ? (JSON.parse(message.body) as unknown[]) : undefined
@@ -45,7 +62,7 @@ export async function sendTask(transport: Transport, name: string, options: Send
       contentType: message.contentType,
       contentEncoding: message.contentEncoding,
       headers: message.headers as Record<string, never>,
-      deliveryMode: message.properties.deliveryMode,
+      deliveryMode,
       priority: message.properties.priority,
       correlationId: message.properties.correlationId,
       replyTo: message.properties.replyTo,

@@ -4,7 +4,9 @@
 // over at once rather than after the lock timeout).
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { beatStoreSslFromConf, loadConfig } from '../app/config.js'
+import { beatStoreSslFromConf, loadConfig, positiveSetting } from '../app/config.js'
+import { queueDefinition } from '../app/queues.js'
+import { settingsRefusals } from '../app/settings.js'
 import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
 import type { Route } from '../app/routes.js'
@@ -16,7 +18,7 @@ import { AmqpMutex } from './mutex.js'
 import { openStore, StoreConfigError, type StoreKind } from './open-store.js'
 import { acquireBeatPidfile } from './pidfile.js'
 import { RedisStore } from './redis-store.js'
-import { Beat, type HaMode } from './scheduler.js'
+import { Beat, type BeatOptions, type HaMode } from './scheduler.js'
 import { assertTimezone } from './timezone.js'
 
 /** `tsq beat`: a beat (StartBeatOptions, below) as a process of its own. */
@@ -89,8 +91,16 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   let transportSettings: TransportSettings = {}
   let storeSsl: SslSettings | boolean | null = null
   let signals: AppSignals | undefined
+  let sendDefaults: BeatOptions['sendDefaults']
+  let confMaxInterval: number | null = null
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
+    const conf = app.options.conf ?? {}
+    const refusals = settingsRefusals(conf, app.defaultQueue)
+    if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
+    const queues = app.queueSettings
+    sendDefaults = { resolveQueue: (name) => queueDefinition(queues, name), deliveryMode: queues.defaultDeliveryMode }
+    confMaxInterval = positiveSetting(conf.beat_max_loop_interval)
     appBroker = app.options.broker
     routeFor = (taskName) => app.routeFor(taskName)
     transportSettings = app.transportSettings
@@ -101,7 +111,8 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   const config = loadConfig({ broker: o.broker, appBroker })
   const ha: HaMode = o.ha ?? (o.scheduler === 'redis' ? 'lease' : 'none')
   if (ha === 'lease' && o.scheduler !== 'redis') throw new StoreConfigError('--ha lease needs --scheduler redis (the lease lives in Redis)')
-  const maxInterval = o.maxInterval ?? DEFAULT_MAX_INTERVAL
+  // beat_max_loop_interval: 0 (Celery's default) leaves tsq's.
+  const maxInterval = o.maxInterval ?? confMaxInterval ?? DEFAULT_MAX_INTERVAL
   let transport: Transport | undefined
   const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl })
   const release = async () => {
@@ -120,7 +131,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     }
     const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : 'none (single beat)'
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
-    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
+    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, sendDefaults, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
     const unwatch = await store.watch(() => beat.poke())
     log.info('beat: Starting...')
     const done = (async () => {

@@ -30,6 +30,8 @@ export interface BeatOptions {
   tz: string
   /** Where an entry that names no queue goes: the app's task_routes, else its task_default_queue. */
   routeFor?: (taskName: string) => Route
+  /** The app's queue definitions and delivery mode (task_queues, task_default_delivery_mode), so a send declares its queue as the workers do. */
+  sendDefaults?: Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode'>
   /** The app's signals: before/after_task_publish around each send. */
   signals?: AppSignals
   /** Seconds: the longest sleep, so changes are seen within it. */
@@ -101,7 +103,7 @@ export class Beat {
 
   /** What a send of this entry carries; the origin is worked out once, not per send. */
   private optionsOf(entry: Entry): SendTaskOptions {
-    return { ...taskOptionsOf(entry, this.o.routeFor), origin: this.origin }
+    return { ...this.o.sendDefaults, ...taskOptionsOf(entry, this.o.routeFor), origin: this.origin }
   }
 
   stop(): void {

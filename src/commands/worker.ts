@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core'
-import { availableParallelism, hostname as osHostname } from 'node:os'
+import { hostname as osHostname } from 'node:os'
 import { TsqCommand } from '../cli/base-command.js'
 import { choiceFlag, floatFlag, integerFlag } from '../cli/oclif-flags.js'
 import { InvalidValueError, optionLabel } from '../cli/errors.js'
@@ -19,8 +19,8 @@ export default class WorkerCommand extends TsqCommand<void> {
   static flags = {
     app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default).', required: true }),
     hostname: Flags.string({ char: 'n', description: 'Node name (%h host, %n short host, %d domain). Default celery@%h.' }),
-    concurrency: integerFlag({ char: 'c', description: 'Pool size (default: CPU count).', min: 1 }),
-    pool: choiceFlag({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery).', choices: ['prefork', 'threads', 'solo', 'processes'], default: 'prefork' }),
+    concurrency: integerFlag({ char: 'c', description: 'Pool size (default: CELERY_WORKER_CONCURRENCY, the app\'s worker_concurrency, else the CPU count).', min: 1 }),
+    pool: choiceFlag({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery); default: CELERY_WORKER_POOL, the app\'s worker_pool, else prefork.', choices: ['prefork', 'threads', 'solo', 'processes'] }),
     queues: Flags.string({ char: 'Q', description: "Comma-separated queues to consume (default: the app's defaultQueue, celery unless set)." }),
     'exclude-queues': Flags.string({ char: 'X', description: 'Comma-separated queues not to consume.' }),
     include: Flags.string({ char: 'I', description: 'Comma-separated modules to import after the app module, in every pool process too (paths, resolved as -A is); they register tasks on the app they import.' }),
@@ -28,7 +28,7 @@ export default class WorkerCommand extends TsqCommand<void> {
     logfile: Flags.string({ char: 'f', description: 'Log file (%n %h %d %p %i %I expand; %i/%I give one file per pool process).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live worker holds it.' }),
     'task-events': Flags.boolean({ char: 'E', aliases: ['events'], description: 'Send task events (for monitors such as `celery events` and Flower). Also --events, as in Celery.' }),
-    'prefetch-multiplier': integerFlag({ description: 'Messages to prefetch per pool slot.', default: 4, min: 0 }),
+    'prefetch-multiplier': integerFlag({ description: 'Messages to prefetch per pool slot (default: the app\'s worker_prefetch_multiplier, else 4).', min: 0 }),
     optimization: choiceFlag({ char: 'O', description: 'Scheduling optimization (fair is the only one and the behaviour here).', choices: ['fair', 'default'] }),
     'without-heartbeat': Flags.boolean({ description: 'Send no worker-online/heartbeat/offline events.' }),
     'without-mingle': Flags.boolean({ description: 'Do not sync revoked ids with other workers at start-up.' }),
@@ -90,8 +90,8 @@ export default class WorkerCommand extends TsqCommand<void> {
       broker: flags.broker,
       resultBackend: flags['result-backend'],
       nodename,
-      concurrency: flags.concurrency ?? availableParallelism(),
-      pool: flags.pool === 'processes' ? 'prefork' : (flags.pool as 'prefork' | 'threads' | 'solo'),
+      concurrency: flags.concurrency,
+      pool: flags.pool === 'processes' ? 'prefork' : (flags.pool as 'prefork' | 'threads' | 'solo' | undefined),
       queues: split(flags.queues),
       excludeQueues: split(flags['exclude-queues']),
       loglevel: flags.loglevel,

@@ -24,6 +24,8 @@ export interface QueueArguments {
   'x-dead-letter-routing-key'?: string
   /** `lazy`: RabbitMQ keeps the queue on disk (celery-amqp-events' archive). */
   'x-queue-mode'?: string
+  /** Any other argument an app's task_queues gives (queue_arguments), passed as it is. */
+  [key: string]: string | number | undefined
 }
 
 export interface QueueSpec {
@@ -108,6 +110,8 @@ export interface ConsumeOptions {
   prefetch?: number
   /** Deliveries need no ack (pidbox, events, replies). */
   noAck?: boolean
+  /** AMQP basic.consume arguments (task_queues' consumer_arguments, e.g. x-priority); brokers without them ignore them, as kombu's virtual transports do. */
+  arguments?: Record<string, string | number>
 }
 
 export type DeliveryHandler = (delivery: Delivery) => void | Promise<void>

@@ -3,6 +3,7 @@
 import { cpuUsage, memoryUsage, resourceUsage } from 'node:process'
 import { NoReply, type ControlHandler, type LamportClock } from '../transport/index.js'
 import type { App } from '../app/app.js'
+import type { QueueDefinition } from '../app/queues.js'
 import type { EventDispatcher } from './events.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Pool } from './pools/pool.js'
@@ -14,6 +15,8 @@ export interface QueueDeclaration {
   exchange: string
   exchangeType: string
   routingKey: string
+  /** How the app's task_queues declares it, when it does (flags, arguments, bindings). */
+  definition?: QueueDefinition
 }
 
 export interface ControlTarget {
@@ -40,16 +43,17 @@ const ok = (value: unknown) => ({ ok: value })
 const nok = (value: unknown) => ({ error: value })
 
 function queueInfo(q: QueueDeclaration): Record<string, unknown> {
+  const d = q.definition
   return {
     name: q.name,
-    exchange: { name: q.exchange, type: q.exchangeType, arguments: null, durable: true, passive: false, auto_delete: false, delivery_mode: null, no_declare: false },
+    exchange: { name: q.exchange, type: q.exchangeType, arguments: null, durable: d?.exchange.durable ?? true, passive: false, auto_delete: d?.exchange.autoDelete ?? false, delivery_mode: d?.deliveryMode ?? null, no_declare: false },
     routing_key: q.routingKey,
-    queue_arguments: null,
+    queue_arguments: d?.queue.arguments ?? null,
     binding_arguments: null,
-    consumer_arguments: null,
-    durable: true,
-    exclusive: false,
-    auto_delete: false,
+    consumer_arguments: d?.consumerArguments ?? null,
+    durable: d?.queue.durable ?? true,
+    exclusive: d?.queue.exclusive ?? false,
+    auto_delete: d?.queue.autoDelete ?? false,
     no_ack: false,
     alias: null,
     bindings: [],

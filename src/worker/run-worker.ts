@@ -19,6 +19,12 @@ import { Worker } from './worker.js'
 import { BusWorker } from '../bus/bus-worker.js'
 import { busDescriptorOf } from '../bus/events-app.js'
 import { consumedQueues } from './worker-options.js'
+import { availableParallelism } from 'node:os'
+import { nodeFormat } from '../protocol/index.js'
+import { annotationsFor } from '../app/annotations.js'
+import { queueDefinition } from '../app/queues.js'
+import { settingsRefusals } from '../app/settings.js'
+import { resolveWorkerSettings } from './worker-settings.js'
 
 export interface RunWorkerOptions {
   appSpec: string
@@ -27,8 +33,10 @@ export interface RunWorkerOptions {
   broker: string | undefined
   resultBackend: string | undefined
   nodename: string
-  concurrency: number
-  pool: PoolKind
+  /** -c; undefined: CELERY_WORKER_CONCURRENCY, worker_concurrency, the CPU count (worker-settings.ts). */
+  concurrency?: number
+  /** -P; undefined: CELERY_WORKER_POOL, worker_pool, prefork. */
+  pool?: PoolKind
   /** `-Q`; empty: the app's default queue. */
   queues: string[]
   excludeQueues: string[]
@@ -37,7 +45,8 @@ export interface RunWorkerOptions {
   logfileTemplate: string | null
   pidfile: string | null
   taskEvents: boolean
-  prefetchMultiplier: number
+  /** undefined: CELERY_WORKER_PREFETCH_MULTIPLIER, worker_prefetch_multiplier, 4. */
+  prefetchMultiplier?: number
   heartbeat: boolean
   heartbeatInterval: number
   mingle: boolean
@@ -95,11 +104,39 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
   const conf = app.options.conf ?? {}
+  // A setting tsq cannot honour stops the start, one line each, before anything is declared.
+  const refusals = settingsRefusals(conf, app.defaultQueue)
+  if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
+  const queueSettings = app.queueSettings
+  const settings = resolveWorkerSettings(
+    { concurrency: o.concurrency, pool: o.pool, prefetchMultiplier: o.prefetchMultiplier, maxTasksPerChild: o.maxTasksPerChild, maxMemoryPerChild: o.maxMemoryPerChild, taskEvents: o.taskEvents, statedb: o.statedb },
+    conf,
+    process.env,
+    availableParallelism(),
+  )
+  // Tasks registered before a config module added task_annotations get them now, as Celery annotates lazily.
+  for (const task of app.tasks.values()) {
+    Object.assign(task.options, annotationsFor(conf.task_annotations, task.name))
+    if (settings.disableRateLimits) delete task.options.rateLimit
+  }
+  o = {
+    ...o,
+    concurrency: settings.concurrency.value,
+    pool: settings.pool.value,
+    prefetchMultiplier: settings.prefetchMultiplier.value,
+    maxTasksPerChild: settings.maxTasksPerChild.value,
+    maxMemoryPerChild: settings.maxMemoryPerChild.value,
+    taskEvents: settings.taskEvents.value,
+    // A conf or env path expands as the flag's does.
+    statedb: settings.statedb.source === 'flag' || settings.statedb.value === null ? settings.statedb.value : nodeFormat(settings.statedb.value, o.nodename, 0),
+  }
+  const concurrency = settings.concurrency.value
+  const pool = settings.pool.value
   // An app with a setup_logging receiver sets up its own logging: the console is left alone, in the pool too (Celery's).
   const redirectStdouts = app.signals.has('setup_logging') ? null : redirectLevel(conf)
   // Without -Q a worker consumes the app's default queue, as Celery's does.
   const queues = o.queues.length ? [...o.queues] : busQueues?.length ? busQueues.map((q) => q.name) : [app.defaultQueue]
-  app.signals.send('celeryd_init', { sender: o.nodename, conf, options: { hostname: o.nodename, concurrency: o.concurrency, pool: o.pool, queues: [...queues], loglevel: o.loglevel } })
+  app.signals.send('celeryd_init', { sender: o.nodename, conf, options: { hostname: o.nodename, concurrency, pool, queues: [...queues], loglevel: o.loglevel } })
   const workerDirect = conf.worker_direct === true
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
@@ -110,11 +147,11 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     brokerUrl: config.brokerUrl,
     resultBackend: config.resultBackend,
     hostname: o.nodename,
-    concurrency: o.concurrency,
-    pool: o.pool,
+    concurrency,
+    pool,
     queues,
     excludeQueues: o.excludeQueues,
-    prefetchMultiplier: o.prefetchMultiplier,
+    prefetchMultiplier: settings.prefetchMultiplier.value,
     taskEvents: o.taskEvents,
     heartbeat: o.heartbeat,
     heartbeatInterval: o.heartbeatInterval,
@@ -142,6 +179,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     },
     workerDirect,
     declaredQueues: busQueues,
+    resolveQueue: (name) => queueDefinition(queueSettings, name),
     log,
   })
   app.signals.send('worker_init', { sender: o.nodename })
@@ -164,10 +202,10 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         resultBackend: config.resultBackend,
         brokerTls: describeTlsPlan(brokerTls),
         backendTls: describeTlsPlan(backendTls),
-        concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : o.concurrency,
-        pool: o.pool,
+        concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : concurrency,
+        pool,
         taskEvents: o.taskEvents,
-        queues: consumedQueues({ queues, excludeQueues: o.excludeQueues, workerDirect, hostname: o.nodename, declaredQueues: busQueues }),
+        queues: consumedQueues({ queues, excludeQueues: o.excludeQueues, workerDirect, hostname: o.nodename, declaredQueues: busQueues, resolveQueue: (name) => queueDefinition(queueSettings, name) }),
         // Celery lists its own celery.* tasks only at DEBUG.
         tasks: [...app.tasks.keys()].filter((name) => log.enabled('DEBUG') || !name.startsWith('celery.')),
       }) + '\n',

@@ -1,7 +1,7 @@
 // The worker's settings, resolved from flags, environment and the app's conf.
 import type { App } from '../app/app.js'
 import type { LevelName, Logger } from '../app/logger.js'
-import { taskQueue, workerDirectQueue } from '../app/queues.js'
+import { taskQueue, workerDirectQueue, type QueueDefinition } from '../app/queues.js'
 import type { QueueDeclaration } from './control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
 import type { EtaDelayPolicy } from './task-runner.js'
@@ -55,6 +55,8 @@ export interface WorkerOptions {
   workerDirect: boolean
   /** Queues that are not Celery's automatic `Queue(q, Exchange(q), q)` (an events app's handler queues), as they are declared. */
   declaredQueues?: readonly QueueDeclaration[]
+  /** The app's definition of a queue (task_queues, task_queue_max_priority, task_create_missing_queues). */
+  resolveQueue?: (name: string) => QueueDefinition
   log: Logger
 }
 
@@ -63,12 +65,14 @@ export interface WorkerOptions {
  * Celery's automatic queue, then the worker_direct queue, which Celery adds
  * after -X so that excluding queues never drops it.
  */
-export function consumedQueues(o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname' | 'declaredQueues'>): QueueDeclaration[] {
+export function consumedQueues(o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname' | 'declaredQueues' | 'resolveQueue'>): QueueDeclaration[] {
   const declared: QueueDeclaration[] = o.queues
     .filter((q) => !o.excludeQueues.includes(q))
     .map((name) => {
       const own = o.declaredQueues?.find((d) => d.name === name)
       if (own) return { ...own }
+      const definition = o.resolveQueue?.(name)
+      if (definition) return { name, exchange: definition.exchange.name, exchangeType: definition.exchange.type, routingKey: definition.routingKey, definition }
       const { exchange, routingKey } = taskQueue(name)
       return { name, exchange: exchange.name, exchangeType: exchange.type, routingKey }
     })

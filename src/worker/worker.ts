@@ -20,6 +20,7 @@ import { StateDb } from './state-db.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
+import { declareDefinition } from '../app/queues.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -249,7 +250,10 @@ export class Worker {
   async addConsumer(decl: QueueDeclaration): Promise<void> {
     if (this.consumers.has(decl.name)) return
     const bus = this.bus?.owns(decl.name) ? this.bus : undefined
+    // Celery's add_task_queue: a queue task_queues defines is declared as defined, whatever add_consumer said.
+    const definition = decl.definition ?? (this.o.app.queueSettings.defined.has(decl.name) ? this.o.resolveQueue?.(decl.name) : undefined)
     if (bus) await bus.declareHandlerQueue(decl.name)
+    else if (definition) await declareDefinition(this.transport, definition)
     else {
       await this.transport.declareExchange({ name: decl.exchange, type: decl.exchangeType as 'direct' | 'topic' | 'fanout', durable: true, autoDelete: false })
       await this.transport.declareQueue({ name: decl.name, durable: true, exclusive: false, autoDelete: false })
@@ -264,7 +268,7 @@ export class Worker {
       entry.received += 1
       return this.runner.onDelivery(d)
     }
-    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, { prefetch: this.prefetchCount() })
+    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, { prefetch: this.prefetchCount(), ...(definition?.consumerArguments ? { arguments: definition.consumerArguments } : {}) })
     this.consumers.set(decl.name, entry)
   }
 

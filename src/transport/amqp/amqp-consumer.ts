@@ -4,7 +4,7 @@ import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib'
 import type { ConsumeOptions, Consumer, Delivery, DeliveryHandler } from '../transport.js'
 import { AckBatcher } from './ack-batcher.js'
 import { classifyAmqpError } from './classify-error.js'
-import { fromAmqplibProperties } from './properties.js'
+import { fromAmqplibProperties, toQueueArguments } from './properties.js'
 
 /**
  * What ack and reject return: the frame is queued on the channel at once, so
@@ -33,6 +33,7 @@ export class AmqpConsumer implements Consumer {
   readonly tag: string
   private prefetch: number
   private readonly noAck: boolean
+  private readonly consumeArguments: Record<string, unknown> | undefined
   private channel: Channel | null = null
   private batcher: AckBatcher | null = null
   private conn: ChannelModel | null = null
@@ -53,6 +54,7 @@ export class AmqpConsumer implements Consumer {
     this.tag = `tsq-${process.pid}-${consumerSeq}`
     this.prefetch = options.prefetch ?? 0
     this.noAck = options.noAck ?? false
+    this.consumeArguments = toQueueArguments(options.arguments)
   }
 
   /**
@@ -91,6 +93,7 @@ export class AmqpConsumer implements Consumer {
       await channel.consume(this.queue, (msg) => this.onMessage(channel, generation, msg), {
         noAck: this.noAck,
         consumerTag: this.tag,
+        ...(this.consumeArguments ? { arguments: this.consumeArguments } : {}),
       })
       established = true
     } catch (err) {
@@ -244,6 +247,7 @@ export class AmqpConsumer implements Consumer {
         await channel.consume(this.queue, (msg) => this.onMessage(channel, generation, msg), {
           noAck: this.noAck,
           consumerTag: this.tag,
+          ...(this.consumeArguments ? { arguments: this.consumeArguments } : {}),
         })
         return
       }

@@ -1,0 +1,266 @@
+// Every setting of Celery 5.2.6 (celery/app/defaults.py), by its name, with
+// what tsq does with it. The one place that lists what tsq reads: the docs
+// table (docs/settings.md) is generated from it, and a test compares it with
+// the installed Celery's list so that it cannot fall behind.
+//
+// honoured:        read from an app's conf (and the env Celery reads), as Celery does.
+// refused:         a value tsq cannot honour stops the worker or beat at start-up
+//                  with one line naming the setting and why. Celery's default
+//                  value is always accepted, so a config that only restates
+//                  defaults starts.
+// not-applicable:  Python-only (a class path, a logging hook, billiard's
+//                  internals); nothing on the wire or in behaviour depends on it.
+
+import { annotationRefusals } from './annotations.js'
+import { checkTransportOptions } from './transport-options.js'
+import { queueSettings } from './queues.js'
+
+export type SettingStatus = 'honoured' | 'refused' | 'not-applicable'
+
+export interface Setting {
+  status: SettingStatus
+  /** Celery 5.2.6's default, as JSON (a timedelta in seconds). */
+  default: unknown
+  /** honoured: where and how far; refused / not-applicable: why. */
+  note: string
+  /** The environment variable Celery itself reads for it (above conf, below the flag). */
+  env?: string
+  /** The command-line flag that sets it (above env). */
+  flag?: string
+  /** For an honoured setting some values of which tsq cannot take: why this value is refused, or null. */
+  refuse?: (value: unknown) => string | null
+  /** As refuse, for a setting made of parts: whole lines, each naming its part. */
+  check?: (value: unknown) => string[]
+}
+
+const honoured = (dflt: unknown, note: string, extra: Partial<Setting> = {}): Setting => ({ status: 'honoured', default: dflt, note, ...extra })
+const refused = (dflt: unknown, note: string): Setting => ({ status: 'refused', default: dflt, note })
+const na = (dflt: unknown, note: string): Setting => ({ status: 'not-applicable', default: dflt, note })
+
+const JSON_ONLY = (value: unknown): string | null => {
+  const list = typeof value === 'string' ? [value] : Array.isArray(value) ? value : null
+  if (value === null || value === undefined) return null
+  if (!list) return 'expected a list of content types'
+  const other = list.filter((c) => c !== 'json' && c !== 'application/json')
+  return other.length ? `tsq encodes and accepts json only (not ${other.join(', ')})` : null
+}
+const JSON_SERIALIZER = (value: unknown): string | null => (value === 'json' || value === undefined ? null : `tsq encodes json only (not ${String(value)})`)
+const noBackend = (kind: string) => `tsq has no ${kind} result backend (it has redis://, rpc:// and file://)`
+const POSITIVE_INT = (value: unknown): string | null => (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 0) ? null : 'expected a whole number >= 0')
+
+export const SETTINGS: Readonly<Record<string, Setting>> = {
+  accept_content: honoured(['json'], 'the worker decodes json; other content types are refused here, as the worker would reject their messages', { refuse: JSON_ONLY }),
+  result_accept_content: honoured(null, 'results are json; other content types are refused here', { refuse: JSON_ONLY }),
+  enable_utc: refused(true, 'tsq keeps every timestamp (ETA, expires, events) in UTC, as Celery does with enable_utc on'),
+  imports: na([], 'Python module names; tsq loads the modules given by -A and -I (and an events app\'s imports)'),
+  include: na([], 'Python module names; tsq loads the modules given by -A and -I'),
+  timezone: honoured(null, 'the zone crontab entries are read in (app/config.ts), under --timezone and TSQ_TIMEZONE'),
+  beat_max_loop_interval: honoured(0, 'beat\'s longest sleep (beat/run-beat.ts) under --max-interval; 0 keeps tsq\'s default'),
+  beat_schedule: honoured({}, 'the app\'s periodic tasks (app/load-app.ts, beat)'),
+  beat_scheduler: refused('celery.beat:PersistentScheduler', 'a Python class path; tsq\'s stores are chosen by --scheduler file|redis'),
+  beat_schedule_filename: refused('celerybeat-schedule', 'Celery\'s shelve file; tsq\'s file store is JSON, given by -s/--schedule'),
+  beat_sync_every: na(0, 'tsq\'s stores write each entry\'s run when it happens, so there is nothing to batch'),
+  broker_url: honoured(null, 'the broker (app/config.ts): -b > TSQ_BROKER_URL > CELERY_BROKER_URL > conf', { env: 'CELERY_BROKER_URL', flag: '-b/--broker' }),
+  broker_read_url: refused(null, 'tsq reads and writes through one broker_url; a separate read URL would split consumers from publishers'),
+  broker_write_url: refused(null, 'tsq reads and writes through one broker_url; a separate write URL would split consumers from publishers'),
+  broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
+  broker_transport_options: honoured({}, 'Redis: visibility_timeout (transport/redis); kombu\'s defaults of sep, priority_steps, queue_order_strategy, fanout_prefix, fanout_patterns and global_keyprefix are what tsq does; other values of those are refused, and the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ (app/transport-options.ts)', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
+  broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
+  broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),
+  broker_failover_strategy: refused(null, 'tsq takes one broker URL, not a failover list'),
+  broker_heartbeat: refused(120, 'give the AMQP heartbeat as the URL\'s ?heartbeat= (default 120 s, as kombu\'s)'),
+  broker_heartbeat_checkrate: na(3, 'py-amqp\'s polling rate for heartbeats; amqplib checks on its own timer'),
+  broker_login_method: honoured(null, 'PLAIN by default; EXTERNAL logs in with the TLS client certificate (also login_method= in an amqps:// URL)', { refuse: (v) => (v === null || v === undefined || v === 'PLAIN' || v === 'AMQPLAIN' || v === 'EXTERNAL' ? null : 'tsq logs in with PLAIN or EXTERNAL') }),
+  broker_pool_limit: na(10, 'kombu\'s producer pool; a tsq process publishes through one connection'),
+  broker_use_ssl: honoured(false, 'ca_certs, certfile, keyfile, cert_reqs for the broker (and beat\'s Redis store); an amqps:// or rediss:// URL\'s ssl_* parameters win (src/transport/tls.ts)'),
+  broker_host: refused(null, 'give the broker as broker_url'),
+  broker_port: refused(null, 'give the broker as broker_url'),
+  broker_user: refused(null, 'give the broker as broker_url'),
+  broker_password: refused(null, 'give the broker as broker_url'),
+  broker_vhost: refused(null, 'give the broker as broker_url'),
+  cache_backend: refused(null, noBackend('cache')),
+  cache_backend_options: refused({}, noBackend('cache')),
+  cassandra_entry_ttl: refused(null, noBackend('Cassandra')),
+  cassandra_keyspace: refused(null, noBackend('Cassandra')),
+  cassandra_port: refused(null, noBackend('Cassandra')),
+  cassandra_read_consistency: refused(null, noBackend('Cassandra')),
+  cassandra_servers: refused(null, noBackend('Cassandra')),
+  cassandra_table: refused(null, noBackend('Cassandra')),
+  cassandra_write_consistency: refused(null, noBackend('Cassandra')),
+  cassandra_auth_provider: refused(null, noBackend('Cassandra')),
+  cassandra_auth_kwargs: refused(null, noBackend('Cassandra')),
+  cassandra_options: refused({}, noBackend('Cassandra')),
+  s3_access_key_id: refused(null, noBackend('S3')),
+  s3_secret_access_key: refused(null, noBackend('S3')),
+  s3_bucket: refused(null, noBackend('S3')),
+  s3_base_path: refused(null, noBackend('S3')),
+  s3_endpoint_url: refused(null, noBackend('S3')),
+  s3_region: refused(null, noBackend('S3')),
+  azureblockblob_container_name: refused('celery', noBackend('Azure Block Blob')),
+  azureblockblob_retry_initial_backoff_sec: refused(2, noBackend('Azure Block Blob')),
+  azureblockblob_retry_increment_base: refused(2, noBackend('Azure Block Blob')),
+  azureblockblob_retry_max_attempts: refused(3, noBackend('Azure Block Blob')),
+  azureblockblob_base_path: refused('', noBackend('Azure Block Blob')),
+  azureblockblob_connection_timeout: refused(20, noBackend('Azure Block Blob')),
+  azureblockblob_read_timeout: refused(120, noBackend('Azure Block Blob')),
+  control_queue_ttl: refused(300, 'tsq\'s pidbox queues use Celery\'s default message TTL (300 s)'),
+  control_queue_expires: refused(10, 'tsq\'s pidbox queues use Celery\'s default expiry (10 s)'),
+  control_exchange: refused('celery', 'tsq\'s mailbox is celery.pidbox, the default control_exchange'),
+  couchbase_backend_settings: refused(null, noBackend('Couchbase')),
+  arangodb_backend_settings: refused(null, noBackend('ArangoDB')),
+  mongodb_backend_settings: refused(null, noBackend('MongoDB')),
+  cosmosdbsql_database_name: refused('celerydb', noBackend('Cosmos DB')),
+  cosmosdbsql_collection_name: refused('celerycol', noBackend('Cosmos DB')),
+  cosmosdbsql_consistency_level: refused('Session', noBackend('Cosmos DB')),
+  cosmosdbsql_max_retry_attempts: refused(9, noBackend('Cosmos DB')),
+  cosmosdbsql_max_retry_wait_time: refused(30, noBackend('Cosmos DB')),
+  event_queue_expires: refused(60, 'tsq\'s event receivers use Celery\'s default expiry (60 s)'),
+  event_queue_ttl: refused(5, 'tsq\'s event receivers use Celery\'s default message TTL (5 s)'),
+  event_queue_prefix: refused('celeryev', 'tsq\'s event receiver queues are named celeryev.<uuid>'),
+  event_serializer: refused('json', 'tsq sends and reads events as json'),
+  event_exchange: refused('celeryev', 'tsq sends events to celeryev, the default event_exchange'),
+  redis_backend_use_ssl: honoured(null, 'ca_certs, certfile, keyfile, cert_reqs for a redis:// or rediss:// result backend; the URL\'s ssl_* parameters win'),
+  redis_db: refused(null, 'give the result backend as a redis:// URL'),
+  redis_host: refused(null, 'give the result backend as a redis:// URL'),
+  redis_max_connections: refused(null, 'tsq\'s Redis backend holds one connection per process'),
+  redis_username: refused(null, 'give the result backend as a redis:// URL'),
+  redis_password: refused(null, 'give the result backend as a redis:// URL'),
+  redis_port: refused(null, 'give the result backend as a redis:// URL'),
+  redis_retry_on_timeout: refused(false, 'tsq\'s Redis backend does not retry a command that timed out'),
+  redis_socket_connect_timeout: refused(null, 'tsq\'s Redis connect timeout is fixed (5 s)'),
+  redis_socket_timeout: refused(120, 'tsq\'s Redis backend sets no socket timeout of its own'),
+  redis_socket_keepalive: refused(false, 'tsq\'s Redis connections use ioredis\'s keepalive'),
+  result_backend: honoured(null, 'the result store (app/config.ts): --result-backend > TSQ_RESULT_BACKEND > CELERY_RESULT_BACKEND > conf', { env: 'CELERY_RESULT_BACKEND', flag: '--result-backend' }),
+  result_backend_always_retry: refused(false, 'tsq\'s backends do not retry failed writes'),
+  result_backend_max_retries: refused(Infinity, 'tsq\'s backends do not retry failed writes'),
+  result_backend_base_sleep_between_retries_ms: refused(10, 'tsq\'s backends do not retry failed writes'),
+  result_backend_max_sleep_between_retries_ms: refused(10000, 'tsq\'s backends do not retry failed writes'),
+  result_backend_transport_options: refused({}, 'tsq\'s Redis result backend takes no transport options'),
+  result_cache_max: na(-1, 'the Python client\'s cache of fetched results; tsq\'s AsyncResult keeps none'),
+  result_compression: refused(null, 'tsq stores results uncompressed'),
+  result_exchange: na('celeryresults', 'used by Celery\'s old amqp result backend; rpc:// replies go through the default exchange'),
+  result_exchange_type: na('direct', 'used by Celery\'s old amqp result backend; rpc:// replies go through the default exchange'),
+  result_expires: refused(86400, 'tsq keeps results for Celery\'s default of one day'),
+  result_persistent: refused(null, 'tsq\'s rpc:// replies are sent transient, as with Celery\'s default'),
+  result_extended: honoured(false, 'the worker stores name, args, kwargs, worker, retries and queue with each result (worker/task-runner.ts)'),
+  result_serializer: honoured('json', 'results are stored as json', { refuse: JSON_SERIALIZER }),
+  result_chord_join_timeout: refused(3, 'tsq\'s chord counter does not join with a timeout'),
+  result_chord_retry_interval: refused(1, 'tsq\'s chord counter does not poll'),
+  database_engine_options: refused(null, noBackend('SQL database')),
+  database_short_lived_sessions: refused(false, noBackend('SQL database')),
+  database_table_schemas: refused(null, noBackend('SQL database')),
+  database_table_names: refused(null, noBackend('SQL database')),
+  database_url: refused(null, noBackend('SQL database')),
+  elasticsearch_retry_on_timeout: refused(null, noBackend('Elasticsearch')),
+  elasticsearch_max_retries: refused(null, noBackend('Elasticsearch')),
+  elasticsearch_timeout: refused(null, noBackend('Elasticsearch')),
+  elasticsearch_save_meta_as_text: refused(true, noBackend('Elasticsearch')),
+  security_certificate: refused(null, 'message signing (the auth serializer) is not in this build'),
+  security_cert_store: refused(null, 'message signing (the auth serializer) is not in this build'),
+  security_key: refused(null, 'message signing (the auth serializer) is not in this build'),
+  security_digest: refused('sha256', 'message signing (the auth serializer) is not in this build'),
+  task_acks_late: honoured(false, 'ack after the task (worker/run-worker.ts); tsq\'s worker acks late unless --early-ack or task_acks_late = False'),
+  task_acks_on_failure_or_timeout: honoured(true, 'per task default (app/app.ts)'),
+  task_always_eager: honoured(false, 'sends run in-process (app/eager.ts)'),
+  task_annotations: honoured(null, 'a map or list of maps of task name (or *) to task options, applied when a task is registered and again when the worker starts (app/annotations.ts): rate_limit, time_limit, soft_time_limit, acks_late, ignore_result, track_started, max_retries, default_retry_delay, reject_on_worker_lost, acks_on_failure_or_timeout', { check: annotationRefusals }),
+  task_compression: refused(null, 'tsq sends task bodies uncompressed (its worker does read gzip and zlib bodies)'),
+  task_create_missing_queues: honoured(true, 'False: a send or -Q to a queue task_queues does not define is refused (app/queues.ts)'),
+  task_inherit_parent_priority: refused(false, 'tsq does not pass a task\'s priority down to the tasks it sends'),
+  task_default_delivery_mode: honoured(2, 'persistent (2) or transient (1, "transient") task messages (app/queues.ts)'),
+  task_default_queue: honoured('celery', 'the queue of a send that names none, and a worker\'s without -Q (app/app.ts)'),
+  task_default_exchange: honoured(null, 'the exchange of the default queue and of queues created on demand (app/queues.ts); default: the queue\'s name'),
+  task_default_exchange_type: honoured('direct', 'the type of that exchange (app/queues.ts)'),
+  task_default_routing_key: honoured(null, 'the routing key of the default queue (app/queues.ts); default: the queue\'s name'),
+  task_default_rate_limit: honoured(null, 'per task default (app/app.ts)'),
+  task_default_priority: honoured(null, 'the priority of a send that gives none (app/send-task.ts)'),
+  task_eager_propagates: honoured(false, 'eager failures throw (app/eager.ts)'),
+  task_ignore_result: honoured(false, 'per task default (app/app.ts)'),
+  task_store_eager_result: refused(false, 'eager runs in tsq do not write to the result backend'),
+  task_protocol: honoured(2, 'tsq sends protocol 2', { refuse: (v) => (v === 2 ? null : 'tsq sends task protocol 2 only') }),
+  task_publish_retry: refused(true, 'tsq\'s senders retry a publish across a reconnect without a policy of their own'),
+  task_publish_retry_policy: refused({ max_retries: 3, interval_start: 0, interval_max: 1, interval_step: 0.2 }, 'tsq\'s senders retry a publish across a reconnect without a policy of their own'),
+  task_queues: honoured(null, 'queues as kombu declares them: exchange and type, routing key, bindings, queue_arguments (x-max-priority...), consumer_arguments, durable, auto_delete, exclusive, no_declare; used by sends, -Q and add_consumer (app/queues.ts)'),
+  task_queue_max_priority: honoured(null, 'x-max-priority of every queue task_queues declares without one (app/queues.ts)'),
+  task_reject_on_worker_lost: honoured(null, 'per task default (app/app.ts)'),
+  task_remote_tracebacks: na(false, 'tblib\'s rendering of Python tracebacks in the client'),
+  task_routes: honoured(null, 'maps of task name or glob to queue (app/routes.ts)'),
+  task_send_sent_event: refused(false, 'tsq\'s senders send no task-sent event'),
+  task_serializer: honoured('json', 'task bodies are json', { refuse: JSON_SERIALIZER }),
+  task_soft_time_limit: honoured(null, 'under --soft-time-limit (worker/run-worker.ts)'),
+  task_time_limit: honoured(null, 'under --time-limit (worker/run-worker.ts)'),
+  task_store_errors_even_if_ignored: refused(false, 'tsq stores no result for a task whose result is ignored'),
+  task_track_started: honoured(false, 'per task default (app/app.ts)'),
+  worker_agent: na(null, 'cell actors (Python)'),
+  worker_autoscaler: refused('celery.worker.autoscale:Autoscaler', 'a Python class path; tsq\'s autoscaler is built in (--autoscale)'),
+  worker_cancel_long_running_tasks_on_connection_loss: honoured(false, 'cancel running late-ack tasks when the broker connection is lost (worker/run-worker.ts), or --cancel-long-running-tasks-on-connection-loss', { flag: '--cancel-long-running-tasks-on-connection-loss' }),
+  worker_concurrency: honoured(null, 'pool size (worker/worker-settings.ts): -c > CELERY_WORKER_CONCURRENCY > conf > CPU count', { env: 'CELERY_WORKER_CONCURRENCY', flag: '-c/--concurrency', refuse: POSITIVE_INT }),
+  worker_consumer: refused('celery.worker.consumer:Consumer', 'a Python class path; tsq\'s consumer is built in'),
+  worker_direct: honoured(false, 'also consume <node>.dq2 (worker/run-worker.ts)'),
+  worker_disable_rate_limits: honoured(false, 'True: no task rate limit applies in the worker (worker/run-worker.ts)'),
+  worker_deduplicate_successful_tasks: refused(false, 'tsq does not keep a list of succeeded ids to skip redelivered copies by'),
+  worker_enable_remote_control: refused(true, 'tsq\'s worker always answers the mailbox'),
+  worker_hijack_root_logger: na(true, 'Python\'s root logger'),
+  worker_log_color: na(null, 'colour of Python\'s log handler; tsq\'s worker log is plain, as Celery\'s is off a terminal'),
+  worker_log_format: refused('[%(asctime)s: %(levelname)s/%(processName)s] %(message)s', 'tsq writes Celery\'s default log line'),
+  worker_lost_wait: na(10, 'billiard\'s wait for a lost child\'s result'),
+  worker_max_memory_per_child: honoured(null, 'KiB (worker/worker-settings.ts): --max-memory-per-child > env > conf', { env: 'CELERY_WORKER_MAX_MEMORY_PER_CHILD', flag: '--max-memory-per-child', refuse: POSITIVE_INT }),
+  worker_max_tasks_per_child: honoured(null, 'worker/worker-settings.ts: --max-tasks-per-child > env > conf', { env: 'CELERY_WORKER_MAX_TASKS_PER_CHILD', flag: '--max-tasks-per-child', refuse: POSITIVE_INT }),
+  worker_pool: honoured('prefork', 'prefork, processes, threads or solo (worker/worker-settings.ts): -P > CELERY_WORKER_POOL > conf', {
+    env: 'CELERY_WORKER_POOL',
+    flag: '-P/--pool',
+    refuse: (v) => (typeof v === 'string' && ['prefork', 'processes', 'threads', 'solo'].includes(v) ? null : `tsq's pools are prefork, threads and solo (not ${String(v)})`),
+  }),
+  worker_pool_putlocks: na(true, 'billiard\'s pool locks'),
+  worker_pool_restarts: refused(false, 'tsq\'s pool does not reload modules (pool_restart)'),
+  worker_proc_alive_timeout: honoured(4, 'how long worker_process_init receivers may take (app/app-signals.ts)'),
+  worker_prefetch_multiplier: honoured(4, 'worker/worker-settings.ts: --prefetch-multiplier > env > conf', { env: 'CELERY_WORKER_PREFETCH_MULTIPLIER', flag: '--prefetch-multiplier', refuse: POSITIVE_INT }),
+  worker_redirect_stdouts: honoured(true, 'prints in tasks go to the log (worker/redirect-stdouts.ts)'),
+  worker_redirect_stdouts_level: honoured('WARNING', 'their level (worker/redirect-stdouts.ts)'),
+  worker_send_task_events: honoured(false, 'task events (worker/worker-settings.ts): -E > CELERY_WORKER_TASK_EVENTS > conf', { env: 'CELERY_WORKER_TASK_EVENTS', flag: '-E/--task-events' }),
+  worker_state_db: honoured(null, 'revoked ids and clock across restarts (worker/worker-settings.ts): -S > env > conf', { env: 'CELERY_WORKER_STATEDB', flag: '-S/--statedb' }),
+  worker_task_log_format: refused('[%(asctime)s: %(levelname)s/%(processName)s] %(task_name)s[%(task_id)s]: %(message)s', 'tsq writes Celery\'s default task log line'),
+  worker_timer: refused(null, 'a Python class path; tsq\'s timer is the event loop\'s'),
+  worker_timer_precision: na(1, 'Python\'s timer thread\'s precision; tsq\'s timers are the event loop\'s'),
+}
+
+/** Python's equality for JSON-like values, enough to tell a restated default. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const ka = Object.keys(a as object)
+  const kb = Object.keys(b as object)
+  return ka.length === kb.length && ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
+
+/**
+ * The lines that stop a start-up: one per setting of `conf` tsq cannot honour,
+ * `<name> = <value>: <why>`. Unknown names are left alone (an app may keep its
+ * own keys in conf, as Celery allows).
+ */
+export function refusals(conf: Record<string, unknown>): string[] {
+  const lines: string[] = []
+  for (const [name, value] of Object.entries(conf)) {
+    const setting = SETTINGS[name]
+    if (!setting || value === undefined) continue
+    if (sameValue(value, setting.default)) continue
+    let why: string | null = null
+    if (setting.status === 'refused') why = setting.note
+    else if (setting.refuse) why = setting.refuse(value)
+    if (why) lines.push(`${name} = ${JSON.stringify(value)}: ${why}`)
+    if (setting.check) lines.push(...setting.check(value))
+  }
+  return lines
+}
+
+/** Every refusal a start-up makes: the settings' own, then what task_queues and its siblings cannot be read as. */
+export function settingsRefusals(conf: Record<string, unknown>, defaultQueue: string): string[] {
+  const lines = refusals(conf)
+  try {
+    queueSettings(conf, defaultQueue)
+  } catch (error) {
+    lines.push((error as Error).message)
+  }
+  return lines
+}
