@@ -150,7 +150,12 @@ export function decodeResultMeta(text: string): ResultMeta {
   } catch (cause) {
     throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new MalformedMessageError('result meta must be a JSON object')
+  return resultMetaFrom(v)
+}
+
+/** A decoded meta (from any serializer) checked and filled in as decodeResultMeta does. */
+export function resultMetaFrom(v: unknown): ResultMeta {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new MalformedMessageError('result meta must be a mapping')
   const o = v as Record<string, unknown>
   if (typeof o.status !== 'string') throw new MalformedMessageError('result meta has no status')
   if (o.task_id !== undefined && typeof o.task_id !== 'string') throw new MalformedMessageError('result meta task_id must be a string')

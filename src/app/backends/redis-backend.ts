@@ -1,9 +1,10 @@
 // Celery's Redis result backend (spec §2.3): `celery-task-meta-<id>` written
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
-import { decodeResultMeta, type ResultMeta } from '../../protocol/index.js'
+import type { ResultMeta } from '../../protocol/index.js'
 import { maskUrl } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
 const KEY_PREFIX = 'celery-task-meta-'
 const GROUP_PREFIX = 'celery-taskset-meta-'
@@ -14,7 +15,10 @@ export class RedisResultBackend implements ResultBackend {
   readonly displayUrl: string
   private readonly client: Redis
 
-  constructor(private readonly url: string) {
+  constructor(
+    private readonly url: string,
+    private readonly codec: ResultCodec = JSON_RESULTS,
+  ) {
     this.displayUrl = maskUrl(url)
     this.client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
   }
@@ -25,8 +29,8 @@ export class RedisResultBackend implements ResultBackend {
 
   async get(taskId: string): Promise<ResultMeta | null> {
     await this.ready()
-    const text = await this.client.get(KEY_PREFIX + taskId)
-    return text === null ? null : decodeResultMeta(text)
+    const stored = await this.client.getBuffer(KEY_PREFIX + taskId)
+    return stored === null ? null : decodeStoredResult(stored, this.codec)
   }
 
   async forget(taskId: string): Promise<void> {
@@ -45,9 +49,9 @@ export class RedisResultBackend implements ResultBackend {
           if (timer) clearTimeout(timer)
           resolve(meta)
         }
-        subscriber.on('message', (_channel: string, text: string) => {
+        subscriber.on('messageBuffer', (_channel: Buffer, stored: Buffer) => {
           try {
-            const meta = decodeResultMeta(text)
+            const meta = decodeStoredResult(stored, this.codec)
             if (READY.has(meta.status)) settle(meta)
           } catch {
             // An unreadable publish is ignored; the stored key is read below.
@@ -71,15 +75,16 @@ export class RedisResultBackend implements ResultBackend {
   async store(taskId: string, metaJson: string, status: string): Promise<void> {
     await this.ready()
     const key = KEY_PREFIX + taskId
-    const existing = await this.client.get(key)
+    const existing = await this.client.getBuffer(key)
     if (existing !== null && status !== 'SUCCESS') {
       try {
-        if (decodeResultMeta(existing).status === 'SUCCESS') return
+        if (decodeStoredResult(existing, this.codec).status === 'SUCCESS') return
       } catch {
         // Overwrite what cannot be read.
       }
     }
-    await this.client.multi().setex(key, RESULT_TTL_SECONDS, metaJson).publish(key, metaJson).exec()
+    const { body } = encodeStoredResult(metaJson, this.codec)
+    await this.client.multi().setex(key, RESULT_TTL_SECONDS, body).publish(key, body).exec()
   }
 
   async setChordSize(groupId: string, size: number): Promise<void> {
