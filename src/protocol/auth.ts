@@ -6,7 +6,7 @@
 
 import { X509Certificate, constants, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { MalformedMessageError } from './errors.js'
-import { pyBytesRepr } from './python-repr.js'
+import { pyBytesRepr, pyRepr } from './python-repr.js'
 
 const SEP = Buffer.from('\x00\x01', 'latin1')
 
@@ -132,13 +132,23 @@ export function signAndPack(signer: Signer, inner: InnerBody): string {
  * store was read.
  */
 export function unpackAndVerify(payload: Uint8Array | string, store: CertStore, digestSetting: string, now: Date = new Date()): InnerBody {
+  try {
+    return unpackAndVerifyInner(payload, store, digestSetting, now)
+  } catch (error) {
+    // SecureSerializer.deserialize wraps whatever went wrong in its own words.
+    const inner = error instanceof SecurityError ? `SecurityError(${pyRepr(error.message)})` : `${(error as Error).name}(${pyRepr((error as Error).message)})`
+    throw new SecurityError(`Unable to deserialize: ${inner}`, { cause: error })
+  }
+}
+
+function unpackAndVerifyInner(payload: Uint8Array | string, store: CertStore, digestSetting: string, now: Date): InnerBody {
   const text = typeof payload === 'string' ? payload : Buffer.from(payload).toString('latin1')
   // Python's b64decode: non-alphabet characters are dropped, bad padding is an error.
   const compact = text.replace(/[^A-Za-z0-9+/=]/g, '')
-  if (compact.length % 4 !== 0) throw new SecurityError("Unable to deserialize: Error('Incorrect padding')")
+  if (compact.length % 4 !== 0) throw new SecurityError('Incorrect padding')
   const raw = Buffer.from(compact, 'base64')
   const first = raw.indexOf(SEP)
-  if (first < 0) throw new SecurityError('Unable to deserialize: no signer in the signed envelope')
+  if (first < 0) throw new SecurityError('no signer in the signed envelope')
   const signerBytes = raw.subarray(0, first)
   const signerId = signerBytes.toString('utf8')
   const cert = store.get(signerId)
@@ -150,7 +160,7 @@ export function unpackAndVerify(payload: Uint8Array | string, store: CertStore, 
   const rest = raw.subarray(sigEnd + SEP.length)
   const typeEnd = rest.indexOf(SEP)
   const encEnd = typeEnd < 0 ? -1 : rest.indexOf(SEP, typeEnd + SEP.length)
-  if (typeEnd < 0 || encEnd < 0) throw new SecurityError('Unable to deserialize: IndexError(\'list index out of range\')')
+  if (typeEnd < 0 || encEnd < 0) throw new SecurityError('list index out of range')
   // Celery keeps the body up to a further \x00\x01 and verifies that prefix,
   // so a body holding the separator never verifies there; tsq verifies the
   // whole rest, which a valid signature covers anyway.

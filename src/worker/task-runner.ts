@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App, Task } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, type BodyDecoder, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, pyRepr, type BodyDecoder, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
@@ -184,7 +184,7 @@ export class TaskRunner {
     const where = `${typeof h.task === 'string' ? h.task : '?'}[${typeof h.id === 'string' ? h.id : p.correlationId ?? '?'}]`
     if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: p.headers, body: delivery.body }, exc: error })
     if (error instanceof SecurityError) {
-      this.o.log.error(`Can't decode message body: DecodeError(SecurityError(${JSON.stringify(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`)
+      this.o.log.error(`Can't decode message body: DecodeError(SecurityError(${pyRepr(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`)
       return delivery.ack().catch(() => undefined)
     }
     this.o.log.error(`Received invalid task message: ${error.message} ${where}`)
