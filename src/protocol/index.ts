@@ -18,7 +18,7 @@ export type { BodyEncoder, BodyDecoder } from './message-body.js'
 export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,
-  encodeResultMeta, encodeRpcResult, decodeResultMeta, resultMetaFrom, describeResult, encodeChordPart, joinChordParts,
+  encodeResultMeta, encodeRpcResult, resultMetaValue, rpcResultValue, decodeResultMeta, resultMetaFrom, describeResult, encodeChordPart, joinChordParts,
 } from './result.js'
 export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './result.js'
 export {

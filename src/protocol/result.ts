@@ -96,6 +96,11 @@ export interface ResultMetaInput {
 
 /** The key-value backend document (spec §2.2), key order exactly as Celery writes it. */
 export function encodeResultMeta(m: ResultMetaInput): string {
+  return dumps(resultMetaValue(m))
+}
+
+/** The same document as a value, for result_serializer msgpack or yaml. */
+export function resultMetaValue(m: ResultMetaInput): Record<string, unknown> {
   const ready = READY_STATES.has(m.status)
   const done = ready ? (m.dateDone ?? new Date()) : null
   const meta: Record<string, unknown> = {
@@ -110,7 +115,7 @@ export function encodeResultMeta(m: ResultMetaInput): string {
   if (m.parentId) meta.parent_id = m.parentId
   if (m.extended) Object.assign(meta, m.extended)
   meta.task_id = m.taskId
-  return dumps(meta)
+  return meta
 }
 
 export interface RpcResultInput {
@@ -123,13 +128,17 @@ export interface RpcResultInput {
 
 /** The rpc:// backend body in 5.2 (spec §2.4): no date_done. */
 export function encodeRpcResult(m: RpcResultInput): string {
-  return dumps({
+  return dumps(rpcResultValue(m))
+}
+
+export function rpcResultValue(m: RpcResultInput): Record<string, unknown> {
+  return {
     task_id: m.taskId,
     status: m.status,
     result: m.result,
     traceback: m.traceback ?? null,
     children: m.children ?? [],
-  })
+  }
 }
 
 export interface ResultMeta {

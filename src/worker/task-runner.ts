@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App, Task } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, pyRepr, type BodyDecoder, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
@@ -786,9 +786,11 @@ export class TaskRunner {
     const backend = this.o.backend
     if (!backend) return
     const m = request.message
-    const json = backend.shortForm
-      ? encodeRpcResult({ taskId: m.id, status, result, traceback })
-      : encodeResultMeta({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId, extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined })
+    const value = backend.shortForm
+      ? rpcResultValue({ taskId: m.id, status, result, traceback })
+      : resultMetaValue({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId, extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined })
+    // Encoded here, so a value the serializer cannot carry is the task's EncodeError, as in Celery's trace.
+    const json = backend.codec && backend.codec.serializer !== 'json' ? serialize(backend.codec.serializer, value).body : dumps(value)
     try {
       await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
     } catch (error) {

@@ -17,7 +17,7 @@ export class RedisResultBackend implements ResultBackend {
 
   constructor(
     private readonly url: string,
-    private readonly codec: ResultCodec = JSON_RESULTS,
+    readonly codec: ResultCodec = JSON_RESULTS,
   ) {
     this.displayUrl = maskUrl(url)
     this.client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
@@ -72,7 +72,7 @@ export class RedisResultBackend implements ResultBackend {
     }
   }
 
-  async store(taskId: string, metaJson: string, status: string): Promise<void> {
+  async store(taskId: string, metaJson: string | Uint8Array, status: string): Promise<void> {
     await this.ready()
     const key = KEY_PREFIX + taskId
     const existing = await this.client.getBuffer(key)

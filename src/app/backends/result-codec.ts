@@ -12,8 +12,11 @@ export interface ResultCodec {
 
 export const JSON_RESULTS: ResultCodec = { serializer: 'json', accept: new Set(['application/json']) }
 
-/** The meta the runner encoded as kombu JSON, in the configured serializer. */
-export function encodeStoredResult(metaJson: string, codec: ResultCodec = JSON_RESULTS): Serialized {
+/** The meta as the runner encoded it (kombu JSON text, or bytes already in the codec's serializer), in the configured serializer. */
+export function encodeStoredResult(meta: string | Uint8Array, codec: ResultCodec = JSON_RESULTS): Serialized {
+  const spec = serializerSpec(codec.serializer)
+  if (typeof meta !== 'string') return { contentType: spec.contentType, contentEncoding: spec.contentEncoding, body: Buffer.from(meta) }
+  const metaJson = meta
   if (codec.serializer === 'json') return { contentType: 'application/json', contentEncoding: 'utf-8', body: Buffer.from(metaJson, 'utf8') }
   return serialize(codec.serializer, loads(metaJson, { integers: 'exact' }))
 }

@@ -19,7 +19,7 @@ export class RpcResultBackend implements ResultBackend {
   constructor(
     private readonly transport: Transport,
     private readonly replyTo?: string,
-    private readonly codec: ResultCodec = JSON_RESULTS,
+    readonly codec: ResultCodec = JSON_RESULTS,
   ) {}
 
   async start(): Promise<void> {
@@ -75,7 +75,7 @@ export class RpcResultBackend implements ResultBackend {
     })
   }
 
-  async store(taskId: string, metaJson: string, _status: string, target?: StoreTarget): Promise<void> {
+  async store(taskId: string, metaJson: string | Uint8Array, _status: string, target?: StoreTarget): Promise<void> {
     // No reply_to means the sender did not want rpc results (Celery sends nothing).
     if (!target?.replyTo) return
     const { body, contentType, contentEncoding } = encodeStoredResult(metaJson, this.codec)

@@ -24,10 +24,21 @@ def plain(v):
     return v
 
 
+def unplain(v):
+    """{"bytes": hex} becomes bytes (msgpack bin, YAML !!binary); the rest as JSON read it."""
+    if isinstance(v, dict):
+        if set(v) == {'bytes'}:
+            return bytes.fromhex(v['bytes'])
+        return {k: unplain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [unplain(x) for x in v]
+    return v
+
+
 def main():
     cmd, task, args = sys.argv[1], sys.argv[2], sys.argv[3]
     # @path: the arguments are in a file (a big payload exceeds argv's limit).
-    args = json.loads(open(args[1:]).read() if args.startswith('@') else args)
+    args = unplain(json.loads(open(args[1:]).read() if args.startswith('@') else args))
     if cmd == 'send':
         r = app.send_task(task, args=args, serializer=sys.argv[4])
         print(json.dumps({'id': r.id}))
