@@ -100,8 +100,8 @@ export function serialize(name: string, value: unknown): Serialized {
         body = Buffer.from(dumps(value), 'utf8')
         break
       case 'msgpack':
-        // use_bin_type=True on the Python side: str as str, bytes as bin; 64-bit ints as BigInt.
-        body = Buffer.from(msgpackEncode(value, { useBigInt64: true }))
+        // use_bin_type=True on the Python side: str as str, bytes as bin.
+        body = Buffer.from(msgpackEncode(msgpackIntegers(value), { useBigInt64: true }))
         break
       case 'yaml':
         body = Buffer.from(yamlStringify(value, YAML_OPTIONS), 'utf8')
@@ -114,6 +114,25 @@ export function serialize(name: string, value: unknown): Serialized {
     throw new EncodeError(cause)
   }
   return { contentType: spec.contentType, contentEncoding: spec.contentEncoding, body }
+}
+
+/**
+ * With useBigInt64 the encoder writes a number past 32 bits as a float and
+ * every BigInt as 64 bits; Python's msgpack writes each int in the fewest
+ * bytes. So: integers past 32 bits go as BigInt (uint64/int64, as Python),
+ * BigInts that fit a double as numbers (the smallest width). A copy: the
+ * caller's value is not touched.
+ */
+function msgpackIntegers(v: unknown): unknown {
+  if (typeof v === 'number') return Number.isSafeInteger(v) && (v > 0xffffffff || v < -0x80000000) ? BigInt(v) : v
+  if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? msgpackIntegers(Number(v)) : v
+  if (Array.isArray(v)) return v.map(msgpackIntegers)
+  if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    const out: Record<string, unknown> = {}
+    for (const [k, x] of Object.entries(v)) out[k] = msgpackIntegers(x)
+    return out
+  }
+  return v
 }
 
 /**
@@ -167,7 +186,9 @@ export function deserialize(body: Uint8Array | string, contentType: string, cont
     }
     case 'application/x-msgpack':
       try {
-        const bytes = typeof body === 'string' ? Buffer.from(body, 'latin1') : body
+        const raw = typeof body === 'string' ? Buffer.from(body, 'latin1') : body
+        // A plain Uint8Array view, so bin values come out as Uint8Array whatever held the body.
+        const bytes = new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength)
         return narrowIntegers(msgpackDecode(bytes, { useBigInt64: true }))
       } catch (cause) {
         throw new MalformedMessageError(`${what} is not valid msgpack: ${(cause as Error).message}`, { cause })
