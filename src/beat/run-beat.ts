@@ -8,6 +8,7 @@ import { loadConfig } from '../app/config.js'
 import { createTransport, type Transport, type TransportSettings } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
 import type { Route } from '../app/routes.js'
+import type { BodyEncoder } from '../protocol/index.js'
 import type { AppSignals } from '../app/app-signals.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { definitionFromConfig, type EntryDefinition } from './entry.js'
@@ -88,12 +89,14 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   let routeFor: ((taskName: string) => Route) | undefined
   let transportSettings: TransportSettings = {}
   let signals: AppSignals | undefined
+  let encoder: BodyEncoder | undefined
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
     appBroker = app.options.broker
     routeFor = (taskName) => app.routeFor(taskName)
     transportSettings = app.transportSettings
     signals = app.signals
+    encoder = app.taskEncoder()
     definitions = Object.entries(app.options.beatSchedule ?? {}).map(([name, raw]) => definitionFromConfig(name, raw))
   }
   const config = loadConfig({ broker: o.broker, appBroker })
@@ -118,7 +121,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     }
     const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : 'none (single beat)'
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
-    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
+    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, encoder, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
     const unwatch = await store.watch(() => beat.poke())
     log.info('beat: Starting...')
     const done = (async () => {
