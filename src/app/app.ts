@@ -3,11 +3,12 @@
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
 import type { TaskLockOptions } from '../locks/lock-id.js'
 import { randomUUID } from 'node:crypto'
-import type { TaskEmbed } from '../protocol/index.js'
+import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
+import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
 import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { createResultBackend, UnsupportedBackendError, type ResultBackend } from './backends/index.js'
+import { createResultBackend, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
@@ -270,6 +271,8 @@ export class App {
   private transportPromise: Promise<Transport> | undefined
   private backendPromise: Promise<ResultBackend> | undefined
   private rpcReplyTo: string | undefined
+  private security: LoadedSecurity | undefined
+  private allowedSerializers: string[] | undefined
 
   constructor(readonly options: AppOptions = {}) {
     this.name = options.name ?? 'tsq'
@@ -300,6 +303,44 @@ export class App {
   /** Celery's redis_backend_use_ssl in `conf`. */
   get backendSsl(): SslSettings | boolean | null {
     return backendSslFromConf(this.options.conf ?? {})
+  }
+
+  /**
+   * Celery's app.setup_security(): task_serializer must be 'auth' and
+   * accept_content ['auth'] (ImproperlyConfigured otherwise, with Celery's
+   * words); the key, certificate and store come from the arguments or from
+   * security_key, security_certificate, security_cert_store, security_digest.
+   * From then on this app signs every task it sends, and a worker running it
+   * verifies every task it receives before decoding the body.
+   */
+  setupSecurity(options: SecurityOptions = {}): void {
+    checkSecurityConf(this.conf)
+    this.security = loadSecurity(this.conf, options)
+    this.allowedSerializers = options.allowedSerializers
+  }
+
+  /** The loaded security settings: set up explicitly, or from conf when it names the auth serializer. */
+  securitySettings(): LoadedSecurity | undefined {
+    const conf = this.conf
+    const accept = conf.accept_content
+    const wantsAuth = conf.task_serializer === 'auth' || (Array.isArray(accept) && accept.includes('auth'))
+    if (!this.security && wantsAuth && conf.security_cert_store !== undefined) this.security = loadSecurity(conf)
+    return this.security
+  }
+
+  /** How this app's task bodies are written (task_serializer, signed under auth). */
+  taskEncoder(): BodyEncoder {
+    return taskEncoder(this.conf, this.securitySettings())
+  }
+
+  /** What this app's workers accept (accept_content) and how they verify signed bodies. */
+  taskDecoder(): BodyDecoder {
+    return taskDecoder(this.conf, this.securitySettings(), this.allowedSerializers)
+  }
+
+  /** result_serializer and result_accept_content. */
+  resultCodec(): ResultCodec {
+    return resultCodecSettings(this.conf)
   }
 
   /**
@@ -384,11 +425,11 @@ export class App {
       const url = this.config.resultBackend
       if (url?.startsWith('rpc://')) {
         const { RpcResultBackend } = await import('./backends/rpc-backend.js')
-        const backend = new RpcResultBackend(await this.transport(), this.replyTo())
+        const backend = new RpcResultBackend(await this.transport(), this.replyTo(), this.resultCodec())
         await backend.start()
         return backend
       }
-      return createResultBackend(url, this.backendSsl)
+      return createResultBackend(url, this.resultCodec(), this.backendSsl)
     })()
     return this.backendPromise
   }
@@ -411,7 +452,7 @@ export class App {
     if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
     // The rpc backend must be listening before the reply can arrive.
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const id = await sendTask(transport, name, { ...rest, ...this.routed(name, rest.queue, rest), args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() }, this.signals)
+    const id = await sendTask(transport, name, { ...rest, ...this.routed(name, rest.queue, rest), args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() }, this.signals, this.taskEncoder())
     return new AsyncResult(id, this)
   }
 
@@ -435,7 +476,7 @@ export class App {
       embed: { chain: steps.map((s) => s.signature).reverse() as TaskEmbed['chain'] },
       ...this.routed(first.task, first.options?.queue),
       replyTo: this.replyTo(),
-    }, this.signals)
+    }, this.signals, this.taskEncoder())
     const last = steps.length ? steps.at(-1)!.result : { kind: 'task' as const, id }
     if (last?.kind === 'group') return new GroupResult(last.id, last.members.map((member) => new AsyncResult(member, this)))
     return new AsyncResult(last?.id ?? id, this)
@@ -452,7 +493,7 @@ export class App {
     const groupId = randomUUID()
     const results: AsyncResult[] = []
     for (const [index, sig] of signatures.entries()) {
-      const id = await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index }, this.signals)
+      const id = await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index }, this.signals, this.taskEncoder())
       results.push(new AsyncResult(id, this))
     }
     return new GroupResult(groupId, results)
@@ -477,14 +518,14 @@ export class App {
     const bodyId = randomUUID()
     const frozenBody = { ...body, options: { ...body.options, task_id: bodyId, reply_to: this.replyTo() } }
     if (header.length === 0) {
-      await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] }, this.signals)
+      await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] }, this.signals, this.taskEncoder())
       return new AsyncResult(bodyId, this)
     }
     if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
     for (const [index, sig] of header.entries()) {
-      await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } }, this.signals)
+      await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } }, this.signals, this.taskEncoder())
     }
     return new AsyncResult(bodyId, this)
   }

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os'
-import { encodeTaskV2, type TaskSendOptions } from '../protocol/index.js'
+import { encodeTaskV2With, type BodyEncoder, type TaskSendOptions } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { AppSignals } from './app-signals.js'
 import { declareTaskQueue, type QueueDefinition } from './queues.js'
@@ -29,10 +29,12 @@ export function clientOrigin(): string {
  * `signals`: the sending app's, for before_task_publish (whose receivers may
  * change the headers that go out, as Celery's may) and after_task_publish.
  */
-export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals): Promise<string> {
+const JSON_BODY: BodyEncoder = { serializer: 'json' }
+
+export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
   const queue = options.queue ?? DEFAULT_QUEUE
   const { resolveQueue, deliveryMode: defaultDeliveryMode, ...encodeOptions } = options
-  const message = encodeTaskV2(name, { ...encodeOptions, origin: options.origin ?? clientOrigin() })
+  const message = encodeTaskV2With(name, { ...encodeOptions, origin: options.origin ?? clientOrigin() }, encoder)
   let exchange = ''
   let routingKey = queue
   let deliveryMode: 1 | 2 = defaultDeliveryMode ?? message.properties.deliveryMode
@@ -54,10 +56,10 @@ export async function sendTask(transport: Transport, name: string, options: Send
     }
   }
   const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
-  const body = announce ? (JSON.parse(message.body) as unknown[]) : undefined
+  const body = announce ? message.value : undefined
   if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
   await transport.publish(exchange, routingKey, {
-    body: Buffer.from(message.body, 'utf8'),
+    body: message.body,
     properties: {
       contentType: message.contentType,
       contentEncoding: message.contentEncoding,

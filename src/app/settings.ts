@@ -37,20 +37,26 @@ const honoured = (dflt: unknown, note: string, extra: Partial<Setting> = {}): Se
 const refused = (dflt: unknown, note: string): Setting => ({ status: 'refused', default: dflt, note })
 const na = (dflt: unknown, note: string): Setting => ({ status: 'not-applicable', default: dflt, note })
 
-const JSON_ONLY = (value: unknown): string | null => {
+// What the serializer registry (protocol/serializers.ts) takes, by kombu's names and content types.
+const TASK_SERIALIZERS = ['json', 'msgpack', 'yaml', 'auth']
+const RESULT_SERIALIZERS = ['json', 'msgpack', 'yaml']
+const CONTENT_TYPES: Record<string, string> = { 'application/json': 'json', 'application/x-msgpack': 'msgpack', 'application/x-yaml': 'yaml', 'application/data': 'auth' }
+const contentList = (names: readonly string[]) => (value: unknown): string | null => {
   const list = typeof value === 'string' ? [value] : Array.isArray(value) ? value : null
   if (value === null || value === undefined) return null
   if (!list) return 'expected a list of content types'
-  const other = list.filter((c) => c !== 'json' && c !== 'application/json')
-  return other.length ? `tsq encodes and accepts json only (not ${other.join(', ')})` : null
+  const other = list.filter((c) => !names.includes(CONTENT_TYPES[String(c)] ?? String(c)))
+  if (other.some((c) => /pickle/.test(String(c)))) return 'pickle is never decoded by tsq (it would run code from the message)'
+  return other.length ? `tsq takes ${names.join(', ')} (not ${other.join(', ')})` : null
 }
-const JSON_SERIALIZER = (value: unknown): string | null => (value === 'json' || value === undefined ? null : `tsq encodes json only (not ${String(value)})`)
+const serializer = (names: readonly string[]) => (value: unknown): string | null =>
+  value === undefined || names.includes(String(value)) ? null : value === 'pickle' ? 'pickle is never decoded by tsq (it would run code from the message)' : `tsq encodes ${names.join(', ')} (not ${String(value)})`
 const noBackend = (kind: string) => `tsq has no ${kind} result backend (it has redis://, rpc:// and file://)`
 const POSITIVE_INT = (value: unknown): string | null => (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 0) ? null : 'expected a whole number >= 0')
 
 export const SETTINGS: Readonly<Record<string, Setting>> = {
-  accept_content: honoured(['json'], 'the worker decodes json; other content types are refused here, as the worker would reject their messages', { refuse: JSON_ONLY }),
-  result_accept_content: honoured(null, 'results are json; other content types are refused here', { refuse: JSON_ONLY }),
+  accept_content: honoured(['json'], 'what the worker decodes: json, msgpack, yaml and auth (signed); pickle is refused', { refuse: contentList(TASK_SERIALIZERS) }),
+  result_accept_content: honoured(null, 'what result readers decode: json, msgpack, yaml', { refuse: contentList(RESULT_SERIALIZERS) }),
   enable_utc: refused(true, 'tsq keeps every timestamp (ETA, expires, events) in UTC, as Celery does with enable_utc on'),
   imports: na([], 'Python module names; tsq loads the modules given by -A and -I (and an events app\'s imports)'),
   include: na([], 'Python module names; tsq loads the modules given by -A and -I'),
@@ -144,7 +150,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   result_expires: refused(86400, 'tsq keeps results for Celery\'s default of one day'),
   result_persistent: refused(null, 'tsq\'s rpc:// replies are sent transient, as with Celery\'s default'),
   result_extended: honoured(false, 'the worker stores name, args, kwargs, worker, retries and queue with each result (worker/task-runner.ts)'),
-  result_serializer: honoured('json', 'results are stored as json', { refuse: JSON_SERIALIZER }),
+  result_serializer: honoured('json', 'results stored as json, msgpack or yaml', { refuse: serializer(RESULT_SERIALIZERS) }),
   result_chord_join_timeout: refused(3, 'tsq\'s chord counter does not join with a timeout'),
   result_chord_retry_interval: refused(1, 'tsq\'s chord counter does not poll'),
   database_engine_options: refused(null, noBackend('SQL database')),
@@ -156,10 +162,10 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   elasticsearch_max_retries: refused(null, noBackend('Elasticsearch')),
   elasticsearch_timeout: refused(null, noBackend('Elasticsearch')),
   elasticsearch_save_meta_as_text: refused(true, noBackend('Elasticsearch')),
-  security_certificate: refused(null, 'message signing (the auth serializer) is not in this build'),
-  security_cert_store: refused(null, 'message signing (the auth serializer) is not in this build'),
-  security_key: refused(null, 'message signing (the auth serializer) is not in this build'),
-  security_digest: refused('sha256', 'message signing (the auth serializer) is not in this build'),
+  security_certificate: honoured(null, 'the signer\'s certificate (PEM) for the auth serializer (src/app/security.ts)'),
+  security_cert_store: honoured(null, 'a glob of PEM certificates whose signatures the worker accepts'),
+  security_key: honoured(null, 'the signer\'s private key (PEM); its contents are never printed'),
+  security_digest: honoured('sha256', 'the digest of the RSA-PSS signature, as Celery\'s'),
   task_acks_late: honoured(false, 'ack after the task (worker/run-worker.ts); tsq\'s worker acks late unless --early-ack or task_acks_late = False'),
   task_acks_on_failure_or_timeout: honoured(true, 'per task default (app/app.ts)'),
   task_always_eager: honoured(false, 'sends run in-process (app/eager.ts)'),
@@ -186,7 +192,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_remote_tracebacks: na(false, 'tblib\'s rendering of Python tracebacks in the client'),
   task_routes: honoured(null, 'maps of task name or glob to queue (app/routes.ts)'),
   task_send_sent_event: refused(false, 'tsq\'s senders send no task-sent event'),
-  task_serializer: honoured('json', 'task bodies are json', { refuse: JSON_SERIALIZER }),
+  task_serializer: honoured('json', 'task bodies sent as json, msgpack, yaml or auth (Celery\'s signed messages)', { refuse: serializer(TASK_SERIALIZERS) }),
   task_soft_time_limit: honoured(null, 'under --soft-time-limit (worker/run-worker.ts)'),
   task_time_limit: honoured(null, 'under --time-limit (worker/run-worker.ts)'),
   task_store_errors_even_if_ignored: refused(false, 'tsq stores no result for a task whose result is ignored'),

@@ -10,6 +10,7 @@ import { settingsRefusals } from '../app/settings.js'
 import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
 import type { Route } from '../app/routes.js'
+import type { BodyEncoder } from '../protocol/index.js'
 import type { AppSignals } from '../app/app-signals.js'
 import { Logger, parseLevel } from '../app/logger.js'
 import { definitionFromConfig, type EntryDefinition } from './entry.js'
@@ -93,6 +94,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   let signals: AppSignals | undefined
   let sendDefaults: BeatOptions['sendDefaults']
   let confMaxInterval: number | null = null
+  let encoder: BodyEncoder | undefined
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
     const conf = app.options.conf ?? {}
@@ -106,6 +108,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     transportSettings = app.transportSettings
     storeSsl = beatStoreSslFromConf(app.conf)
     signals = app.signals
+    encoder = app.taskEncoder()
     definitions = Object.entries(app.options.beatSchedule ?? {}).map(([name, raw]) => definitionFromConfig(name, raw))
   }
   const config = loadConfig({ broker: o.broker, appBroker })
@@ -131,7 +134,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     }
     const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : 'none (single beat)'
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
-    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, sendDefaults, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
+    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, sendDefaults, encoder, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
     const unwatch = await store.watch(() => beat.poke())
     log.info('beat: Starting...')
     const done = (async () => {

@@ -9,6 +9,7 @@ import { pyRepr } from '../protocol/index.js'
 import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from '../app/send-task.js'
 import { routedSend, type Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
+import type { BodyEncoder } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import { scheduleOf, type Entry } from './entry.js'
 import type { RedisLease } from './lease.js'
@@ -34,6 +35,8 @@ export interface BeatOptions {
   sendDefaults?: Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode'>
   /** The app's signals: before/after_task_publish around each send. */
   signals?: AppSignals
+  /** The app's task_serializer (signed under auth), as every sender of the app writes bodies. */
+  encoder?: BodyEncoder
   /** Seconds: the longest sleep, so changes are seen within it. */
   maxInterval: number
   ha: HaMode
@@ -215,7 +218,7 @@ export class Beat {
   private async send(entry: Entry, runCount: number, options = this.optionsOf(entry)): Promise<void> {
     const d = entry.definition
     this.o.log.info(`Scheduler: Sending due task ${d.name} (${d.task})`)
-    const id = await sendTask(this.o.transport, d.task, options, this.o.signals)
+    const id = await sendTask(this.o.transport, d.task, options, this.o.signals, this.o.encoder)
     this.sent += 1
     this.o.onSent?.(d.name, id, runCount)
     this.o.log.debug(`beat: ${d.name} run ${runCount} sent as ${id}`)

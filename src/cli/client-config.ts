@@ -9,6 +9,7 @@ import { backendSslFromConf, beatStoreSslFromConf, loadConfig, transportSettings
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
 import { routeTask, type Route } from '../app/routes.js'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
+import type { BodyEncoder } from '../protocol/index.js'
 import type { SslSettings, TransportSettings } from '../transport/index.js'
 
 export interface GlobalFlagValues {
@@ -30,6 +31,8 @@ export interface ClientConfig extends ResolvedConfig {
   beatStoreSsl: SslSettings | boolean | null
   /** The task's route (task_routes), else the default queue. */
   routeFor(taskName: string): Route
+  /** With -A: the app's task_serializer (signed under auth). */
+  taskEncoder?: () => BodyEncoder
 }
 
 /**
@@ -54,7 +57,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
   if (flags.app) {
     const app = await loadApp(resolveAppModule(flags.app))
     app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
-    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name) }
+    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
   }
   const settings = await loadConfigModule()
   const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })

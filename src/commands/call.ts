@@ -67,7 +67,7 @@ export default class Call extends TsqCommand<{ id: string }> {
         priority: flags.priority,
         timeLimit: flags['time-limit'] ?? null,
         softTimeLimit: flags['soft-time-limit'] ?? null,
-      }),
+      }, undefined, config.taskEncoder?.()),
       config.transportSettings,
     )
     if (!this.jsonEnabled()) this.log(id)

@@ -18,8 +18,8 @@ export class MalformedMessageError extends ProtocolError {
 }
 
 /**
- * A content type tsq does not accept (only application/json, like Celery's
- * default accept_content). A subclass so callers that reject malformed
+ * A content type tsq does not accept (not in accept_content, which is JSON
+ * alone by default, as in Celery). A subclass so callers that reject malformed
  * messages treat it the same way.
  */
 export class UnsupportedContentTypeError extends MalformedMessageError {

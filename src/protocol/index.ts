@@ -1,4 +1,5 @@
-// Public names of the protocol layer (pure: no I/O, nothing from node:).
+// Public names of the protocol layer (pure: no I/O; from node: only crypto's
+// sign and verify, for the auth serializer, keys passed in).
 
 export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
 export { PyFloat, PyTuple, comparePyStr, formatPyFloat, formatPyNumber } from './py-types.js'
@@ -6,12 +7,18 @@ export { dumps, loads, quoteJsonString, isoformatUtc } from './kombu-json.js'
 export type { LoadsOptions } from './kombu-json.js'
 export { pyRepr, pyStr, pyStrRepr, pyBytesRepr, saferepr, argsRepr, kwargsRepr, REPR_MAXSIZE } from './python-repr.js'
 export { formatIsoDate, parseIsoDate } from './iso-date.js'
-export { encodeTaskV2, decodeTaskMessage } from './task-message.js'
-export type { Signature, TaskEmbed, TaskSendOptions, EncodedMessage, TaskRequest, TaskMessageInput } from './task-message.js'
+export { encodeTaskV2, encodeTaskV2With, decodeTaskMessage } from './task-message.js'
+export type { Signature, TaskEmbed, TaskSendOptions, EncodedMessage, SerializedTaskMessage, TaskRequest, TaskMessageInput } from './task-message.js'
+export { SERIALIZERS, TRUSTED_CONTENT, acceptContent, serialize, deserialize, serializerSpec, ContentDisallowedError, PickleRefusedError, UnknownSerializerError } from './serializers.js'
+export type { SerializerName, SerializerSpec, Serialized } from './serializers.js'
+export { SecurityError, certificateId, storeCertificate, digestName, signAndPack, unpackAndVerify } from './auth.js'
+export type { CertStore, StoreCertificate, Signer, InnerBody } from './auth.js'
+export { encodeBody, decodeBody } from './message-body.js'
+export type { BodyEncoder, BodyDecoder } from './message-body.js'
 export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,
-  encodeResultMeta, encodeRpcResult, decodeResultMeta, describeResult, encodeChordPart, joinChordParts,
+  encodeResultMeta, encodeRpcResult, resultMetaValue, rpcResultValue, decodeResultMeta, resultMetaFrom, describeResult, encodeChordPart, joinChordParts,
 } from './result.js'
 export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './result.js'
 export {

@@ -96,6 +96,11 @@ export interface ResultMetaInput {
 
 /** The key-value backend document (spec §2.2), key order exactly as Celery writes it. */
 export function encodeResultMeta(m: ResultMetaInput): string {
+  return dumps(resultMetaValue(m))
+}
+
+/** The same document as a value, for result_serializer msgpack or yaml. */
+export function resultMetaValue(m: ResultMetaInput): Record<string, unknown> {
   const ready = READY_STATES.has(m.status)
   const done = ready ? (m.dateDone ?? new Date()) : null
   const meta: Record<string, unknown> = {
@@ -110,7 +115,7 @@ export function encodeResultMeta(m: ResultMetaInput): string {
   if (m.parentId) meta.parent_id = m.parentId
   if (m.extended) Object.assign(meta, m.extended)
   meta.task_id = m.taskId
-  return dumps(meta)
+  return meta
 }
 
 export interface RpcResultInput {
@@ -123,13 +128,17 @@ export interface RpcResultInput {
 
 /** The rpc:// backend body in 5.2 (spec §2.4): no date_done. */
 export function encodeRpcResult(m: RpcResultInput): string {
-  return dumps({
+  return dumps(rpcResultValue(m))
+}
+
+export function rpcResultValue(m: RpcResultInput): Record<string, unknown> {
+  return {
     task_id: m.taskId,
     status: m.status,
     result: m.result,
     traceback: m.traceback ?? null,
     children: m.children ?? [],
-  })
+  }
 }
 
 export interface ResultMeta {
@@ -150,7 +159,12 @@ export function decodeResultMeta(text: string): ResultMeta {
   } catch (cause) {
     throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new MalformedMessageError('result meta must be a JSON object')
+  return resultMetaFrom(v)
+}
+
+/** A decoded meta (from any serializer) checked and filled in as decodeResultMeta does. */
+export function resultMetaFrom(v: unknown): ResultMeta {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new MalformedMessageError('result meta must be a mapping')
   const o = v as Record<string, unknown>
   if (typeof o.status !== 'string') throw new MalformedMessageError('result meta has no status')
   if (o.task_id !== undefined && typeof o.task_id !== 'string') throw new MalformedMessageError('result meta task_id must be a string')

@@ -3,9 +3,10 @@
 // the worker's strategy does, refusing what Celery would reject.
 
 import { dumps, loads } from './kombu-json.js'
-import { MalformedMessageError, UnsupportedContentTypeError } from './errors.js'
+import { MalformedMessageError } from './errors.js'
 import { formatIsoDate, parseIsoDate } from './iso-date.js'
 import { argsRepr, kwargsRepr, saferepr } from './python-repr.js'
+import { decodeBody, encodeBody, type BodyDecoder, type BodyEncoder } from './message-body.js'
 
 export interface Signature {
   task: string
@@ -79,6 +80,26 @@ function checkSeconds(value: number, what: string): void {
 
 /** Build a protocol v2 task message (spec §1.1, §1.3, §1.4). */
 export function encodeTaskV2(name: string, options: TaskSendOptions): EncodedMessage {
+  const { value, headers, properties } = taskV2Parts(name, options)
+  return { body: dumps(value), contentType: 'application/json', contentEncoding: 'utf-8', headers, properties }
+}
+
+/** A v2 task message whose body goes through task_serializer (json, msgpack, yaml, or signed with auth). */
+export interface SerializedTaskMessage extends Omit<EncodedMessage, 'body' | 'contentType' | 'contentEncoding'> {
+  body: Buffer
+  contentType: string
+  contentEncoding: string
+  /** [args, kwargs, embed], for before_task_publish receivers. */
+  value: unknown[]
+}
+
+export function encodeTaskV2With(name: string, options: TaskSendOptions, encoder: BodyEncoder): SerializedTaskMessage {
+  const { value, headers, properties } = taskV2Parts(name, options)
+  const { body, contentType, contentEncoding } = encodeBody(value, encoder)
+  return { body, contentType, contentEncoding, headers, properties, value }
+}
+
+function taskV2Parts(name: string, options: TaskSendOptions): { value: unknown[]; headers: Record<string, unknown>; properties: EncodedMessage['properties'] } {
   const id = options.id ?? globalThis.crypto.randomUUID()
   const now = options.now ?? new Date()
   const args = options.args ?? []
@@ -136,13 +157,7 @@ export function encodeTaskV2(name: string, options: TaskSendOptions): EncodedMes
   // kombu: str(int(expiration * 1000)); send_task clamps a past expiry to 0.
   if (expiresInS !== undefined) properties.expiration = String(Math.trunc(Math.max(0, expiresInS) * 1000))
 
-  return {
-    body: dumps([args, kwargs, embedOf(options.embed)]),
-    contentType: 'application/json',
-    contentEncoding: 'utf-8',
-    headers,
-    properties,
-  }
+  return { value: [args, kwargs, embedOf(options.embed)], headers, properties }
 }
 
 export interface TaskRequest {
@@ -175,35 +190,18 @@ export interface TaskMessageInput {
   body: Uint8Array | string
   contentType: string
   contentEncoding?: string
+  /** accept_content and the certificate store; absent: JSON only, as Celery's default. */
+  decoder?: BodyDecoder
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v)
 }
 
-function bodyText(input: TaskMessageInput): string {
-  const type = input.contentType.trim().toLowerCase()
-  if (type !== 'application/json') throw new UnsupportedContentTypeError(input.contentType)
-  const enc = (input.contentEncoding ?? 'utf-8').toLowerCase()
-  if (enc !== 'utf-8' && enc !== 'utf8' && enc !== '') {
-    throw new MalformedMessageError(`content encoding ${JSON.stringify(input.contentEncoding)} is not supported for JSON`)
-  }
-  if (typeof input.body === 'string') return input.body
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(input.body)
-  } catch (cause) {
-    throw new MalformedMessageError('task body is not valid UTF-8', { cause })
-  }
-}
+const JSON_ONLY: BodyDecoder = { accept: new Set(['application/json']) }
 
 function parseBody(input: TaskMessageInput): unknown {
-  const text = bodyText(input)
-  try {
-    // A Python client's int past 2**53 (a 64-bit id) reaches the task as a BigInt, not rounded.
-    return loads(text, { integers: 'exact' })
-  } catch (cause) {
-    throw new MalformedMessageError(`task body is not valid JSON: ${(cause as Error).message}`, { cause })
-  }
+  return decodeBody(input.body, input.contentType, input.contentEncoding, input.decoder ?? JSON_ONLY, 'task body')
 }
 
 const str = (h: Record<string, unknown>, key: string, what = key): string | null => {

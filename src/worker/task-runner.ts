@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App, Task } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { decodeTaskMessage, dumps, EncodeError, encodeResultMeta, encodeRpcResult, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
@@ -25,6 +25,8 @@ const DEFAULT_RETRY_DELAY = 180
 
 export interface RunnerOptions {
   app: App
+  /** accept_content and the certificate store (app.taskDecoder()); JSON only when absent. */
+  decoder?: BodyDecoder
   transport: Transport
   pool: Pool
   backend: ResultBackend | null
@@ -145,8 +147,9 @@ export class TaskRunner {
     try {
       if (delivery.body.length > MAX_BODY_BYTES) throw new Error(`body of ${delivery.body.length} bytes exceeds ${MAX_BODY_BYTES}`)
       if (delivery.properties.unreadableHeaders !== undefined) throw new Error(`unreadable header table: ${delivery.properties.unreadableHeaders}`)
-      message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding })
+      message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding, ...(this.o.decoder ? { decoder: this.o.decoder } : {}) })
     } catch (error) {
+      if (error instanceof SecurityError || error instanceof ContentDisallowedError) return this.refuse(delivery, error)
       this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
       if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: delivery.properties.headers, body: delivery.body }, exc: error as Error })
       return delivery.reject({ requeue: false }).catch(() => undefined)
@@ -168,6 +171,24 @@ export class TaskRunner {
       )
     }
     return this.accept(request)
+  }
+
+  /**
+   * Celery's two refusals, one line each, nothing run: a content type outside
+   * accept_content is an invalid task (on_invalid_task: rejected), a signature
+   * that does not verify is a decode error (on_decode_error: acked).
+   */
+  private refuse(delivery: Delivery, error: SecurityError | ContentDisallowedError): Promise<void> {
+    const p = delivery.properties
+    const h = p.headers ?? {}
+    const where = `${typeof h.task === 'string' ? h.task : '?'}[${typeof h.id === 'string' ? h.id : p.correlationId ?? '?'}]`
+    if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: p.headers, body: delivery.body }, exc: error })
+    if (error instanceof SecurityError) {
+      this.o.log.error(`Can't decode message body: DecodeError(SecurityError(${pyRepr(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`)
+      return delivery.ack().catch(() => undefined)
+    }
+    this.o.log.error(`Received invalid task message: ${error.message} ${where}`)
+    return delivery.reject({ requeue: false }).catch(() => undefined)
   }
 
   /** Received here: signalled, logged, then held until its ETA or reserved. */
@@ -765,9 +786,11 @@ export class TaskRunner {
     const backend = this.o.backend
     if (!backend) return
     const m = request.message
-    const json = backend.shortForm
-      ? encodeRpcResult({ taskId: m.id, status, result, traceback })
-      : encodeResultMeta({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId, extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined })
+    const value = backend.shortForm
+      ? rpcResultValue({ taskId: m.id, status, result, traceback })
+      : resultMetaValue({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId, extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined })
+    // Encoded here, so a value the serializer cannot carry is the task's EncodeError, as in Celery's trace.
+    const json = backend.codec && backend.codec.serializer !== 'json' ? serialize(backend.codec.serializer, value).body : dumps(value)
     try {
       await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
     } catch (error) {

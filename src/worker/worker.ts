@@ -115,6 +115,10 @@ export class Worker {
 
   async start(): Promise<void> {
     this.transitionTo('STARTING', 'start')
+    // Security settings are read before the broker is touched: a bad key or store stops the worker with one line.
+    const decoder = this.o.app.taskDecoder()
+    const resultCodec = this.o.app.resultCodec()
+    for (const id of this.o.app.securitySettings()?.expired ?? []) this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
     if (!(await this.connectBroker())) return
     this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
     // Before anything else starts: a topology the broker refuses stops the worker with one line.
@@ -122,15 +126,16 @@ export class Worker {
     await this.bus?.declare()
     if (this.o.resultBackend?.startsWith('rpc://')) {
       const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
-      this.backend = new RpcResultBackend(this.transport)
+      this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
     } else if (this.o.resultBackend) {
-      this.backend = await createResultBackend(this.o.resultBackend, this.o.app.backendSsl)
+      this.backend = await createResultBackend(this.o.resultBackend, resultCodec, this.o.app.backendSsl)
     }
     this.pool = this.makePool()
     await this.pool.start()
     this.events = new EventDispatcher(this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
     this.runner = new TaskRunner({
       app: this.o.app,
+      decoder,
       transport: this.transport,
       pool: this.pool,
       backend: this.backend,

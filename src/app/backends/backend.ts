@@ -1,4 +1,5 @@
 import type { ResultMeta } from '../../protocol/index.js'
+import type { ResultCodec } from './result-codec.js'
 
 export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])
 
@@ -8,8 +9,13 @@ export interface ResultBackend {
   get(taskId: string): Promise<ResultMeta | null>
   /** Resolves with the first ready meta; rejects with ResultTimeoutError after timeoutMs (undefined: wait forever). */
   waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta>
-  /** Stores an encoded meta (spec §2.2); a stored SUCCESS is never overwritten. */
-  store(taskId: string, metaJson: string, status: string, target?: StoreTarget): Promise<void>
+  /**
+   * Stores an encoded meta (spec §2.2): kombu JSON text, or bytes already in
+   * `codec`'s serializer. A stored SUCCESS is never overwritten.
+   */
+  store(taskId: string, meta: string | Uint8Array, status: string, target?: StoreTarget): Promise<void>
+  /** result_serializer and result_accept_content, where the store honours them. */
+  readonly codec?: ResultCodec
   /**
    * Counts one finished chord header task (spec §2.3, Celery's
    * `on_chord_part_return`). Resolves with every part, in group order, when

@@ -4,16 +4,19 @@ import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
 export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
+export { JSON_RESULTS, decodeStoredResult, encodeStoredResult } from './result-codec.js'
+export type { ResultCodec } from './result-codec.js'
+import type { ResultCodec } from './result-codec.js'
 
 /** `ssl`: Celery's redis_backend_use_ssl (true or its dict), for a Redis backend. */
-export async function createResultBackend(url: string | undefined, ssl?: SslSettings | boolean | null): Promise<ResultBackend> {
+export async function createResultBackend(url: string | undefined, codec?: ResultCodec, ssl?: SslSettings | boolean | null): Promise<ResultBackend> {
   if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
   const parsed = parseBrokerUrl(url)
   switch (parsed.scheme) {
     case 'redis':
     case 'rediss': {
       const { RedisResultBackend } = await import('./redis-backend.js')
-      return new RedisResultBackend(url, ssl)
+      return new RedisResultBackend(url, codec, ssl)
     }
     case 'file':
     case 'filesystem': {

@@ -1,9 +1,10 @@
 // Celery's Redis result backend (spec §2.3): `celery-task-meta-<id>` written
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
-import { decodeResultMeta, type ResultMeta } from '../../protocol/index.js'
+import type { ResultMeta } from '../../protocol/index.js'
 import { BrokerConnectionError, explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
 const KEY_PREFIX = 'celery-task-meta-'
 const GROUP_PREFIX = 'celery-taskset-meta-'
@@ -15,7 +16,11 @@ export class RedisResultBackend implements ResultBackend {
   private readonly client: Redis
 
   /** `ssl`: Celery's redis_backend_use_ssl; a `rediss://` URL's ssl_* parameters win. */
-  constructor(private readonly url: string, ssl?: SslSettings | boolean | null) {
+  constructor(
+    private readonly url: string,
+    readonly codec: ResultCodec = JSON_RESULTS,
+    ssl?: SslSettings | boolean | null,
+  ) {
     this.displayUrl = maskUrl(url)
     this.clientOptions = redisUrlClientOptions(url, ssl)
     this.client = new Redis({ ...this.clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
@@ -39,8 +44,8 @@ export class RedisResultBackend implements ResultBackend {
 
   async get(taskId: string): Promise<ResultMeta | null> {
     await this.ready()
-    const text = await this.client.get(KEY_PREFIX + taskId)
-    return text === null ? null : decodeResultMeta(text)
+    const stored = await this.client.getBuffer(KEY_PREFIX + taskId)
+    return stored === null ? null : decodeStoredResult(stored, this.codec)
   }
 
   async forget(taskId: string): Promise<void> {
@@ -59,9 +64,9 @@ export class RedisResultBackend implements ResultBackend {
           if (timer) clearTimeout(timer)
           resolve(meta)
         }
-        subscriber.on('message', (_channel: string, text: string) => {
+        subscriber.on('messageBuffer', (_channel: Buffer, stored: Buffer) => {
           try {
-            const meta = decodeResultMeta(text)
+            const meta = decodeStoredResult(stored, this.codec)
             if (READY.has(meta.status)) settle(meta)
           } catch {
             // An unreadable publish is ignored; the stored key is read below.
@@ -82,18 +87,19 @@ export class RedisResultBackend implements ResultBackend {
     }
   }
 
-  async store(taskId: string, metaJson: string, status: string): Promise<void> {
+  async store(taskId: string, metaJson: string | Uint8Array, status: string): Promise<void> {
     await this.ready()
     const key = KEY_PREFIX + taskId
-    const existing = await this.client.get(key)
+    const existing = await this.client.getBuffer(key)
     if (existing !== null && status !== 'SUCCESS') {
       try {
-        if (decodeResultMeta(existing).status === 'SUCCESS') return
+        if (decodeStoredResult(existing, this.codec).status === 'SUCCESS') return
       } catch {
         // Overwrite what cannot be read.
       }
     }
-    await this.client.multi().setex(key, RESULT_TTL_SECONDS, metaJson).publish(key, metaJson).exec()
+    const { body } = encodeStoredResult(metaJson, this.codec)
+    await this.client.multi().setex(key, RESULT_TTL_SECONDS, body).publish(key, body).exec()
   }
 
   async setChordSize(groupId: string, size: number): Promise<void> {

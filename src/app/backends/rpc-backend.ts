@@ -3,6 +3,7 @@
 import type { ResultMeta } from '../../protocol/index.js'
 import type { Consumer, Transport } from '../../transport/index.js'
 import { READY, ResultTimeoutError, type ResultBackend, type StoreTarget } from './backend.js'
+import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
 /** `result_expires` in ms: the reply queue's x-expires. */
 const REPLY_QUEUE_EXPIRES_MS = 86_400_000
@@ -18,6 +19,7 @@ export class RpcResultBackend implements ResultBackend {
   constructor(
     private readonly transport: Transport,
     private readonly replyTo?: string,
+    readonly codec: ResultCodec = JSON_RESULTS,
   ) {}
 
   async start(): Promise<void> {
@@ -28,7 +30,8 @@ export class RpcResultBackend implements ResultBackend {
       (delivery) => {
         let meta: ResultMeta
         try {
-          meta = JSON.parse(delivery.body.toString('utf8')) as ResultMeta
+          // Each reply names its serializer; result_accept_content decides.
+          meta = decodeStoredResult(delivery.body, this.codec, delivery.properties.contentType, delivery.properties.contentEncoding)
         } catch {
           return
         }
@@ -72,14 +75,15 @@ export class RpcResultBackend implements ResultBackend {
     })
   }
 
-  async store(taskId: string, metaJson: string, _status: string, target?: StoreTarget): Promise<void> {
+  async store(taskId: string, metaJson: string | Uint8Array, _status: string, target?: StoreTarget): Promise<void> {
     // No reply_to means the sender did not want rpc results (Celery sends nothing).
     if (!target?.replyTo) return
+    const { body, contentType, contentEncoding } = encodeStoredResult(metaJson, this.codec)
     await this.transport.publish('', target.replyTo, {
-      body: Buffer.from(metaJson, 'utf8'),
+      body,
       properties: {
-        contentType: 'application/json',
-        contentEncoding: 'utf-8',
+        contentType,
+        contentEncoding,
         headers: {},
         deliveryMode: 1,
         priority: 0,

@@ -107,11 +107,13 @@ describe('spec §1.6 decodeTaskMessage', () => {
   for (const [what, input] of rejects) {
     it(`rejects ${what} with MalformedMessageError`, () => assert.throws(() => decodeTaskMessage(input), MalformedMessageError))
   }
-  it('rejects pickle with UnsupportedContentTypeError', () => {
-    assert.throws(
-      () => decodeTaskMessage({ ...base, body: 'x', contentType: 'application/x-python-serialize', contentEncoding: 'binary' }),
-      (e: unknown) => e instanceof UnsupportedContentTypeError && e.code === 'UNSUPPORTED_CONTENT_TYPE' && e instanceof MalformedMessageError,
-    )
+  it('rejects pickle with UnsupportedContentTypeError, even when accept_content lists it', () => {
+    for (const accept of [undefined, new Set(['application/x-python-serialize'])]) {
+      assert.throws(
+        () => decodeTaskMessage({ ...base, body: 'x', contentType: 'application/x-python-serialize', contentEncoding: 'binary', ...(accept ? { decoder: { accept } } : {}) }),
+        (e: unknown) => e instanceof UnsupportedContentTypeError && e.code === 'PICKLE_REFUSED' && e instanceof MalformedMessageError && /never unpickles/.test(e.message),
+      )
+    }
   })
 })
 

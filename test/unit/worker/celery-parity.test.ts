@@ -42,7 +42,7 @@ function fakeBackend(failStores = false) {
     },
     store: async (id, meta, status) => {
       if (failStores) throw new Error('backend down')
-      stored.push({ id, status: status as string, meta: JSON.parse(meta) as Record<string, unknown> })
+      stored.push({ id, status: status as string, meta: JSON.parse(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8')) as Record<string, unknown> })
     },
     forget: async () => undefined,
     close: async () => undefined,

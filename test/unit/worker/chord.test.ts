@@ -37,7 +37,7 @@ function chordBackend(size: number, withChords = true) {
     displayUrl: 'fake://',
     get: async () => null,
     waitReady: async () => { throw new Error('not used') },
-    store: async (id, meta) => { stored.push({ id, meta }) },
+    store: async (id, meta) => { stored.push({ id, meta: typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8') }) },
     forget: async () => undefined,
     close: async () => undefined,
   }
