@@ -39,6 +39,11 @@ const OCLIF_USAGE_ERRORS = new Set([
   'CLIParseError',
 ])
 
+/** An error of oclif's parser: the command line itself was wrong. */
+export function isOclifUsageError(error: unknown): boolean {
+  return !!error && typeof error === 'object' && OCLIF_USAGE_ERRORS.has((error as { constructor?: { name?: string } }).constructor?.name ?? '')
+}
+
 export function exitCodeFor(error: unknown): number {
   if (error && typeof error === 'object') {
     const code = (error as { code?: unknown }).code
