@@ -14,6 +14,11 @@ import Control from '../commands/control.js'
 import Events from '../commands/events.js'
 import Fire from '../commands/fire.js'
 import Inspect from '../commands/inspect.js'
+import LogtoolDebug from '../commands/logtool/debug.js'
+import LogtoolErrors from '../commands/logtool/errors.js'
+import LogtoolIncomplete from '../commands/logtool/incomplete.js'
+import LogtoolStats from '../commands/logtool/stats.js'
+import LogtoolTraces from '../commands/logtool/traces.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
 import Result from '../commands/result.js'
@@ -40,6 +45,11 @@ export const COMMANDS = {
   events: Events,
   fire: Fire,
   inspect: Inspect,
+  'logtool:debug': LogtoolDebug,
+  'logtool:errors': LogtoolErrors,
+  'logtool:incomplete': LogtoolIncomplete,
+  'logtool:stats': LogtoolStats,
+  'logtool:traces': LogtoolTraces,
   multi: Multi,
   purge: Purge,
   result: Result,
