@@ -19,6 +19,7 @@ import LogtoolErrors from '../commands/logtool/errors.js'
 import LogtoolIncomplete from '../commands/logtool/incomplete.js'
 import LogtoolStats from '../commands/logtool/stats.js'
 import LogtoolTraces from '../commands/logtool/traces.js'
+import Migrate from '../commands/migrate.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
 import Result from '../commands/result.js'
@@ -50,6 +51,7 @@ export const COMMANDS = {
   'logtool:incomplete': LogtoolIncomplete,
   'logtool:stats': LogtoolStats,
   'logtool:traces': LogtoolTraces,
+  migrate: Migrate,
   multi: Multi,
   purge: Purge,
   result: Result,
