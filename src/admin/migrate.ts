@@ -130,6 +130,12 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
     }
   }
 
+  const readyOnSource = async (): Promise<number> => {
+    let ready = 0
+    for (const q of o.queues) ready += (o.source.checkQueue ? await o.source.checkQueue(q.from) : null)?.messageCount ?? 0
+    return ready
+  }
+
   // Skipped messages stay unacked, so with -T (or a copy) the window would fill with them: no window then.
   const prefetch = o.tasks || !o.ackMessages ? 0 : window
   const consumers = []
@@ -143,7 +149,12 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   try {
     for (;;) {
       const limitReached = o.limit !== null && migrated >= o.limit
-      const idle = !o.forever && inFlight === 0 && Date.now() - lastActivity >= o.timeoutSeconds * 1000
+      let idle = !o.forever && inFlight === 0 && Date.now() - lastActivity >= o.timeoutSeconds * 1000
+      // A busy machine can pause deliveries past -t: idle means nothing is left ready on the source too.
+      if (idle && !stopping && !limitReached && (await readyOnSource()) > 0) {
+        idle = false
+        lastActivity = Date.now()
+      }
       if (inFlight === 0 && (stopping || limitReached || idle)) break
       await new Promise<void>((resolve) => {
         wake = resolve
