@@ -22,6 +22,7 @@ import LogtoolTraces from '../commands/logtool/traces.js'
 import Migrate from '../commands/migrate.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
+import ReportCommand from '../commands/report.js'
 import Result from '../commands/result.js'
 import ScheduleAdd from '../commands/schedule/add.js'
 import ScheduleDisable from '../commands/schedule/disable.js'
@@ -54,6 +55,7 @@ export const COMMANDS = {
   migrate: Migrate,
   multi: Multi,
   purge: Purge,
+  report: ReportCommand,
   result: Result,
   'schedule:add': ScheduleAdd,
   'schedule:disable': ScheduleDisable,
