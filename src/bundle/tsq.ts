@@ -31,6 +31,7 @@ import ScheduleLs from '../commands/schedule/ls.js'
 import ScheduleRm from '../commands/schedule/rm.js'
 import ScheduleSet from '../commands/schedule/set.js'
 import ScheduleShow from '../commands/schedule/show.js'
+import Shell from '../commands/shell.js'
 import Status from '../commands/status.js'
 import Worker from '../commands/worker.js'
 
@@ -64,6 +65,7 @@ export const COMMANDS = {
   'schedule:rm': ScheduleRm,
   'schedule:set': ScheduleSet,
   'schedule:show': ScheduleShow,
+  shell: Shell,
   status: Status,
   worker: Worker,
 }

@@ -22,6 +22,8 @@ const BY_CODE: Record<string, ExitCodeValue> = {
   MALFORMED_MESSAGE: ExitCode.USAGE,
   RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
   TASK_FAILED: ExitCode.FAILURE,
+  // A `tsq shell` script that threw.
+  SCRIPT_FAILED: ExitCode.FAILURE,
   CANT_CREATE: ExitCode.CANTCREAT,
   // --uid/--gid as a user that may not change them: Celery's SecurityError ends with 1 too.
   PERMISSION: ExitCode.FAILURE,
