@@ -2,7 +2,7 @@
 // named `app`, else the default export. TypeScript modules load through tsx.
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { App } from './app.js'
 
 export class AppLoadError extends Error {
@@ -166,4 +166,15 @@ function applyConfigModule(app: App, settings: ConfigSettings): void {
   options.defaultQueue ||= stringSetting(settings.task_default_queue)
   options.beatSchedule ??= settings.beat_schedule as Record<string, unknown> | undefined
   options.conf = { ...settings, ...options.conf }
+}
+
+/**
+ * The module of the default app (default-app.ts), for `tsq worker` without -A:
+ * the compiled file under dist/app, or the source when tsq runs from src/.
+ */
+export function defaultAppModulePath(): string {
+  if (import.meta.url.endsWith('.ts')) return fileURLToPath(new URL('./default-app.ts', import.meta.url))
+  const root = nearestPackageDir(dirname(fileURLToPath(import.meta.url)))
+  if (root === undefined) throw new AppLoadError('cannot find the tsq package root for the default app')
+  return join(root, 'dist', 'app', 'default-app.js')
 }

@@ -14,8 +14,15 @@ import Control from '../commands/control.js'
 import Events from '../commands/events.js'
 import Fire from '../commands/fire.js'
 import Inspect from '../commands/inspect.js'
+import LogtoolDebug from '../commands/logtool/debug.js'
+import LogtoolErrors from '../commands/logtool/errors.js'
+import LogtoolIncomplete from '../commands/logtool/incomplete.js'
+import LogtoolStats from '../commands/logtool/stats.js'
+import LogtoolTraces from '../commands/logtool/traces.js'
+import Migrate from '../commands/migrate.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
+import ReportCommand from '../commands/report.js'
 import Result from '../commands/result.js'
 import ScheduleAdd from '../commands/schedule/add.js'
 import ScheduleDisable from '../commands/schedule/disable.js'
@@ -24,6 +31,7 @@ import ScheduleLs from '../commands/schedule/ls.js'
 import ScheduleRm from '../commands/schedule/rm.js'
 import ScheduleSet from '../commands/schedule/set.js'
 import ScheduleShow from '../commands/schedule/show.js'
+import Shell from '../commands/shell.js'
 import Status from '../commands/status.js'
 import Worker from '../commands/worker.js'
 
@@ -40,8 +48,15 @@ export const COMMANDS = {
   events: Events,
   fire: Fire,
   inspect: Inspect,
+  'logtool:debug': LogtoolDebug,
+  'logtool:errors': LogtoolErrors,
+  'logtool:incomplete': LogtoolIncomplete,
+  'logtool:stats': LogtoolStats,
+  'logtool:traces': LogtoolTraces,
+  migrate: Migrate,
   multi: Multi,
   purge: Purge,
+  report: ReportCommand,
   result: Result,
   'schedule:add': ScheduleAdd,
   'schedule:disable': ScheduleDisable,
@@ -50,6 +65,7 @@ export const COMMANDS = {
   'schedule:rm': ScheduleRm,
   'schedule:set': ScheduleSet,
   'schedule:show': ScheduleShow,
+  shell: Shell,
   status: Status,
   worker: Worker,
 }

@@ -65,6 +65,6 @@ export abstract class TsqCommand<T> extends Command {
   }
 
   protected override async catch(err: Error & { code?: string; exitCode?: number }): Promise<void> {
-    reportCliError(err, { json: this.jsonEnabled(), debug: this.debugErrors })
+    reportCliError(err, { json: this.jsonEnabled(), debug: this.debugErrors, command: this.id?.replace(/:/g, ' ') })
   }
 }

@@ -22,6 +22,8 @@ const BY_CODE: Record<string, ExitCodeValue> = {
   MALFORMED_MESSAGE: ExitCode.USAGE,
   RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
   TASK_FAILED: ExitCode.FAILURE,
+  // A `tsq shell` script that threw.
+  SCRIPT_FAILED: ExitCode.FAILURE,
   CANT_CREATE: ExitCode.CANTCREAT,
   // --uid/--gid as a user that may not change them: Celery's SecurityError ends with 1 too.
   PERMISSION: ExitCode.FAILURE,
@@ -38,6 +40,11 @@ const OCLIF_USAGE_ERRORS = new Set([
   'FlagInvalidOptionError',
   'CLIParseError',
 ])
+
+/** An error of oclif's parser: the command line itself was wrong. */
+export function isOclifUsageError(error: unknown): boolean {
+  return !!error && typeof error === 'object' && OCLIF_USAGE_ERRORS.has((error as { constructor?: { name?: string } }).constructor?.name ?? '')
+}
 
 export function exitCodeFor(error: unknown): number {
   if (error && typeof error === 'object') {

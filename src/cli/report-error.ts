@@ -1,5 +1,5 @@
 import { InvalidValueError } from './errors.js'
-import { exitCodeFor } from './exit-codes.js'
+import { exitCodeFor, isOclifUsageError } from './exit-codes.js'
 
 /**
  * oclif's usage errors whose first line only announces what follows ("The
@@ -25,12 +25,14 @@ function oclifDetail(err: Error): string | undefined {
  * document on stdout under --json), the exit code by error class. Shared by
  * the oclif commands and the fast path.
  */
-export function reportCliError(err: Error & { code?: string }, mode: { json: boolean; debug: boolean }): void {
+export function reportCliError(err: Error & { code?: string }, mode: { json: boolean; debug: boolean; command?: string }): void {
   const exitCode = exitCodeFor(err)
   process.exitCode = exitCode
   // A flag's bad value keeps click's sentence, whatever oclif did to the message.
   const text = err instanceof InvalidValueError ? err.line : (oclifDetail(err) ?? err.message ?? String(err))
-  const message = text.split('\n')[0]!.replace(/^Error: /, '')
+  let message = text.split('\n')[0]!.replace(/^Error: /, '')
+  // click's "Try 'celery worker --help' for help.", on the same line: one line per error.
+  if (mode.command && isOclifUsageError(err)) message += ` (try 'tsq ${mode.command} --help')`
   if (mode.json) process.stdout.write(`${JSON.stringify({ error: { code: err.code ?? err.name ?? 'ERROR', message, exitCode } })}\n`)
   if (mode.debug && err.stack) process.stderr.write(`${err.stack}\n`)
   process.stderr.write(`Error: ${message}\n`)

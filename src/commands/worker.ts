@@ -17,7 +17,7 @@ export default class WorkerCommand extends TsqCommand<void> {
   static description = 'A Celery-compatible worker: Python clients, `celery inspect` and Flower see it as a Celery worker. TERM or Ctrl-C: warm shutdown (running tasks finish); QUIT or a second Ctrl-C: cold shutdown (running tasks are cancelled and their messages restored).'
   static enableJsonFlag = false
   static flags = {
-    app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default).', required: true }),
+    app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default). Without it the worker runs the default app: built-in tasks only, answering remote control, as Celery\'s.' }),
     hostname: Flags.string({ char: 'n', description: 'Node name (%h host, %n short host, %d domain). Default celery@%h.' }),
     concurrency: integerFlag({ char: 'c', description: 'Pool size (default: CELERY_WORKER_CONCURRENCY, the app\'s worker_concurrency, else the CPU count).', min: 1 }),
     pool: choiceFlag({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery); default: CELERY_WORKER_POOL, the app\'s worker_pool, else prefork.', choices: ['prefork', 'threads', 'solo', 'processes'] }),
@@ -85,7 +85,7 @@ export default class WorkerCommand extends TsqCommand<void> {
       autoscale = { max, min }
     }
     const code = await runWorker({
-      appSpec: flags.app,
+      appSpec: flags.app ?? null,
       includes: split(flags.include),
       broker: flags.broker,
       resultBackend: flags['result-backend'],

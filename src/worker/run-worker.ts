@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { banner } from './banner.js'
-import { loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
+import { defaultAppModulePath, loadApp, resolveAppModule, resolveIncludes } from '../app/load-app.js'
 import { LEVELS, Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
 import { positiveSetting } from '../app/config.js'
@@ -27,7 +27,8 @@ import { settingsRefusals } from '../app/settings.js'
 import { resolveWorkerSettings } from './worker-settings.js'
 
 export interface RunWorkerOptions {
-  appSpec: string
+  /** The task module; null runs the default app (built-in tasks only), as `celery worker` without --app. */
+  appSpec: string | null
   /** `-I/--include` module specs, resolved as appSpec is. */
   includes: string[]
   broker: string | undefined
@@ -90,7 +91,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const log = new Logger(parseLevel(o.loglevel), o.logfile)
   // Before the module loads: its top level may start timers of its own.
   surviveStrayErrors((message) => log.error(message))
-  const modulePath = resolveAppModule(o.appSpec)
+  const modulePath = o.appSpec === null ? defaultAppModulePath() : resolveAppModule(o.appSpec)
   const includePaths = resolveIncludes(o.includes)
   const app = await loadApp(modulePath, includePaths)
   // An events app's `imports` (its handler modules) load as -I modules do: here, and in every pool process.

@@ -670,7 +670,8 @@ export class TaskRunner {
     const m = request.message
     switch (outcome.status) {
       case 'failure': {
-        this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}`)
+        // The traceback on the lines after, as Celery logs exc_info (`tsq logtool errors` prints them whole).
+        this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}${outcome.traceback ? `\n${outcome.traceback}` : ''}`)
         await this.fail(request, outcome.exc, outcome.traceback, ignoreResult)
         this.settle(request, this.afterFailure(m.task))
         return

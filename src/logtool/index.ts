@@ -1,0 +1,6 @@
+export { formatStats, LogAudit, RecordSplitter, recordText, taskEventOf } from './audit.js'
+export type { LogRecord, LogStats, TaskEvent, TaskOutcome } from './audit.js'
+export { readLogLines } from './log-lines.js'
+export { auditLines } from './run-audit.js'
+export type { AuditHandlers } from './run-audit.js'
+export { LogFileError } from './log-lines.js'
