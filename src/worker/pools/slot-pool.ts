@@ -97,8 +97,15 @@ export interface SlotPoolOptions {
 export const SLOW_MS = 20
 /** Staged no deeper than the slot's recent tasks would run in this long (seconds). */
 const STAGE_BUDGET_S = 0.005
-/** At most this many jobs staged behind a slot's running one. */
-const MAX_STAGED = 32
+/**
+ * At most this many jobs staged behind a slot's running one. Each crossing
+ * wakes the other side, and on a loaded 2-CPU machine a wake-up costs the
+ * two processes a few hundred microseconds of CPU between them: with 20,000
+ * noop tasks at a prefetch of 128, 64 here (against 32) halved the crossings
+ * and cut the pool's CPU per task by a third. STAGE_BUDGET_S still keeps a
+ * slot's staged work to a few milliseconds for any task that is not tiny.
+ */
+const MAX_STAGED = 64
 
 export abstract class SlotPool implements Pool {
   abstract readonly kind: PoolKind
