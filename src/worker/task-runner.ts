@@ -73,7 +73,8 @@ const RECENTLY_SETTLED_RING = 512
 
 export class TaskRunner {
   readonly active = new Map<string, Request>()
-  readonly reserved: Request[] = []
+  /** Received and due, waiting for the pool (not handed to it yet). */
+  private readonly waiting: Request[] = []
   readonly scheduled = new Map<string, { request: Request; timer: LongTimeout }>()
   readonly total: Record<string, number> = {}
   readonly rateLimits = new Map<string, { rate: string | number | null; bucket: TokenBucket | null }>()
@@ -82,9 +83,9 @@ export class TaskRunner {
   private paused = false
   private pumping = false
   /**
-   * Reserved requests handed to a pool that keeps its slots fed (Pool.place),
-   * not started yet: they stay in `reserved` (inspect reserved lists them)
-   * until the pool says they started, or gave them back.
+   * Requests handed to a pool that keeps its slots fed (Pool.place) and not
+   * started yet, in the order handed: still reserved (inspect reserved lists
+   * them) until the pool says they started, or gives them back.
    */
   private readonly staged = new Set<Request>()
   /** While staged requests are being taken back at shutdown: nothing more goes to the pool. */
@@ -114,6 +115,11 @@ export class TaskRunner {
       this.o.log.error(`Could not store the ${state} state of ${request.message.task}[${taskId}]: ${(error as Error).message}`)
     })
     return write
+  }
+
+  /** Reserved: received and due, not started (staged in a pool slot first, then waiting for the pool). */
+  get reserved(): Request[] {
+    return this.staged.size === 0 ? this.waiting : [...this.staged, ...this.waiting]
   }
 
   /** Celery's result_extended: key-value results also carry the task's name, args, kwargs, worker, retries and queue. */
@@ -252,7 +258,7 @@ export class TaskRunner {
 
   private reserve(request: Request): void {
     if (this.lostDelivery(request)) return
-    this.reserved.push(request)
+    this.waiting.push(request)
     this.pump()
   }
 
@@ -287,10 +293,10 @@ export class TaskRunner {
     // Staged in the pool: taken back first (placement.returned() then drops them), unless they start meanwhile.
     const lostStaged = [...this.staged].filter((r) => r.delivery.isLive?.() === false)
     if (lostStaged.length > 0) void this.o.pool.unstage?.(lostStaged.map((r) => r.id))
-    for (let i = this.reserved.length - 1; i >= 0; i -= 1) {
-      const request = this.reserved[i]!
-      if (request.delivery.isLive?.() !== false || this.staged.has(request)) continue
-      this.reserved.splice(i, 1)
+    for (let i = this.waiting.length - 1; i >= 0; i -= 1) {
+      const request = this.waiting[i]!
+      if (request.delivery.isLive?.() !== false) continue
+      this.waiting.splice(i, 1)
       dropped.push(request)
     }
     if (scheduledDropped > 0) this.o.onScheduledChange(this.scheduled.size)
@@ -343,7 +349,8 @@ export class TaskRunner {
 
   /** A reserved request of that id: a scan, but the list is at most the prefetch window. */
   private reservedCopy(id: string): Request | undefined {
-    for (const r of this.reserved) if (r.id === id) return r
+    for (const r of this.staged) if (r.id === id) return r
+    for (const r of this.waiting) if (r.id === id) return r
     return undefined
   }
 
@@ -396,25 +403,20 @@ export class TaskRunner {
     this.pumping = true
     try {
       const pool = this.o.pool
-      while (!this.paused && this.reserved.length > this.staged.size) {
+      while (!this.paused && this.waiting.length > 0) {
         // Past its free slots, a pool that keeps its slots fed takes a few more (staged behind short tasks).
         const free = this.active.size + this.staged.size < pool.size
         if (!free && !pool.canPlace?.()) break
-        const index = this.reserved.findIndex((r) => !this.staged.has(r) && (free || !this.tracksStarted(r)) && this.rateWait(r.name) === 0)
+        const index = this.waiting.findIndex((r) => (free || !this.tracksStarted(r)) && this.rateWait(r.name) === 0)
         if (index === -1) {
-          const wait = Math.min(...this.reserved.filter((r) => !this.staged.has(r)).map((r) => this.peekRateWait(r.name)))
+          const wait = Math.min(...this.waiting.map((r) => this.peekRateWait(r.name)))
           // Not free: what waits may be a tracked task waiting for a slot, which the next task's end pumps.
           if (free || wait > 0) setTimeout(() => this.pump(), Math.max(5, wait * 1000)).unref()
           break
         }
-        const request = this.reserved[index]!
-        if (pool.place && !this.tracksStarted(request)) {
-          // Stays in `reserved` until the pool starts it.
-          void this.execute(request, true)
-        } else {
-          this.reserved.splice(index, 1)
-          void this.execute(request)
-        }
+        const [request] = this.waiting.splice(index, 1)
+        // Staged, it stays reserved until the pool starts it.
+        void this.execute(request!, pool.place !== undefined && !this.tracksStarted(request!))
       }
     } finally {
       this.pumping = false
@@ -424,13 +426,6 @@ export class TaskRunner {
   /** track_started: STARTED is stored before the task runs, so such a task only goes to a free slot. */
   private tracksStarted(request: Request): boolean {
     return this.o.app.tasks.get(request.name)?.options.trackStarted === true
-  }
-
-  /** A staged request leaves `reserved`: it started, or will not run here. */
-  private unreserve(request: Request): void {
-    this.staged.delete(request)
-    const index = this.reserved.indexOf(request)
-    if (index !== -1) this.reserved.splice(index, 1)
   }
 
   private bucketFor(name: string): TokenBucket | null {
@@ -467,24 +462,17 @@ export class TaskRunner {
     }
   }
 
-  /** `placing`: the request is still in `reserved`, and goes to Pool.place (it is active once the pool starts it). */
+  /** `placing`: it goes to Pool.place, staged (reserved) until the pool starts it, active from then. */
   private execute(request: Request, placing = false): void | Promise<void> {
     const m = request.message
     if (this.lostDelivery(request)) {
-      if (placing) this.unreserve(request)
       this.wakeIdleWaiters()
       return
     }
-    if (this.o.revoked.has(m.id)) {
-      if (placing) this.unreserve(request)
-      return this.discardAtStart(request, 'revoked')
-    }
+    if (this.o.revoked.has(m.id)) return this.discardAtStart(request, 'revoked')
     // Checked again when it would start, as Celery's Request.revoked() does: a task that waited
     // behind a busy pool, a rate limit or its ETA may have expired meanwhile.
-    if (m.expires && Date.parse(m.expires) <= Date.now()) {
-      if (placing) this.unreserve(request)
-      return this.discardAtStart(request, 'expired')
-    }
+    if (m.expires && Date.parse(m.expires) <= Date.now()) return this.discardAtStart(request, 'expired')
     if (placing) {
       this.staged.add(request)
       return this.run(request, this.placementOf(request))
@@ -513,17 +501,17 @@ export class TaskRunner {
   private placementOf(request: Request): Placement {
     return {
       started: () => {
-        this.unreserve(request)
+        this.staged.delete(request)
         this.begin(request)
       },
       returned: () => {
-        // Back where it waited in `reserved`, to go out again (or back to the broker at shutdown).
         this.staged.delete(request)
         if (this.lostDelivery(request)) {
-          this.unreserve(request)
           this.wakeIdleWaiters()
           return
         }
+        // First in line again, to go out again (or back to the broker at shutdown).
+        this.waiting.unshift(request)
         queueMicrotask(() => this.pump())
       },
     }
@@ -558,14 +546,18 @@ export class TaskRunner {
       running = placement ? this.o.pool.place!(job, limits.hard, this.stateOfTask, placement) : this.o.pool.run(job, limits.hard, this.stateOfTask)
       request.pidProbe = this.pidOfTask
     } catch (error) {
-      if (placement) this.unreserve(request)
+      if (placement) this.staged.delete(request)
       running = this.lost(request, error)
     }
     if (placement && running instanceof Promise) {
-      // A pool that could not place it (closing) gives it back unstarted.
       return running.then(
         (outcome) => this.complete(request, outcome),
-        (error: unknown) => (this.staged.has(request) ? placement.returned() : this.complete(request, this.lost(request, error))),
+        (error: unknown) => {
+          // A pool that could not place it (closing): it waits, to go back to the broker.
+          if (!this.staged.has(request)) return this.complete(request, this.lost(request, error))
+          this.staged.delete(request)
+          this.waiting.unshift(request)
+        },
       )
     }
     if (running instanceof Promise) {
@@ -827,7 +819,7 @@ export class TaskRunner {
         this.releasing = false
       }
     }
-    const waiting = this.reserved.splice(0)
+    const waiting = this.waiting.splice(0)
     const all = [...held, ...waiting]
     await Promise.all(all.map((r) => r.reject(true).catch(() => undefined)))
     return all.length
@@ -840,7 +832,7 @@ export class TaskRunner {
   }
 
   private isIdle(): boolean {
-    return this.active.size === 0 && this.reserved.length === 0 && this.settling === 0
+    return this.active.size === 0 && this.waiting.length === 0 && this.staged.size === 0 && this.settling === 0
   }
 
   private wakeIdleWaiters(): void {

@@ -7,6 +7,7 @@ import { runReceiver, AppSignals } from '../../app/app-signals.js'
 import { dumps, EncodeError, saferepr } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 import { runLocked } from './locked-run.js'
+import { setLongTimeout, type LongTimeout } from '../long-timeout.js'
 
 /** Celery's Task.max_retries default. */
 const DEFAULT_MAX_RETRIES = 3
@@ -215,7 +216,7 @@ export class JobExecution implements RunningJob {
   private pending: Promise<Outcome> | undefined
   private readonly context: RunContext
   private readonly started = performance.now()
-  private softTimer: NodeJS.Timeout | undefined
+  private softTimer: LongTimeout | undefined
   private heldEndHooks: (() => void) | undefined
 
   constructor(
@@ -231,7 +232,7 @@ export class JobExecution implements RunningJob {
   ) {
     this.context = new RunContext(job, sink)
     if (lock) this.context.lock = { id: lock.id, token: lock.token }
-    if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
+    if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setLongTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
     if (signals) {
       const { beforeStart } = task.options
       if (beforeStart) runReceiver(`${job.task} beforeStart`, beforeStart, { taskId: job.id, args: job.args, kwargs: job.kwargs })
@@ -274,7 +275,7 @@ export class JobExecution implements RunningJob {
   }
 
   private succeeded(value: unknown): Outcome {
-    if (this.softTimer) clearTimeout(this.softTimer)
+    this.softTimer?.clear()
     const outcome: Outcome = { status: 'success', value: value === undefined ? null : value, runtime: this.runtime() }
     if (this.signals) {
       // A result the worker cannot store fails the task with EncodeError; as
@@ -292,7 +293,7 @@ export class JobExecution implements RunningJob {
   }
 
   private failed(error: unknown): Outcome {
-    if (this.softTimer) clearTimeout(this.softTimer)
+    this.softTimer?.clear()
     const outcome = this.outcomeOf(error)
     if (this.signals) this.endHooks(this.signals, outcome, error)
     return outcome

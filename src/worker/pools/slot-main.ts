@@ -11,7 +11,7 @@ import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprin
 import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
 import { withToJSONApplied } from './wire-value.js'
 import type { Job, Outcome } from './jobs.js'
-import type { FromSlot, ToSlot } from './slot-messages.js'
+import { unpackJobs, type FromSlot, type ToSlot } from './slot-messages.js'
 import type { SlotData } from './slot-entry.js'
 import { Logger } from '../../app/logger.js'
 import { nodeFormat } from '../../protocol/index.js'
@@ -187,10 +187,13 @@ try {
   onMessage((batch) => {
     for (const message of batch) {
       switch (message.type) {
-        case 'jobs':
-          if (draining || exiting) post({ type: 'unstaged', ids: message.jobs.map((j) => j.id), reply: false })
-          else for (const job of message.jobs) queue.push(job)
+        case 'packed-jobs':
+        case 'jobs': {
+          const jobs = message.type === 'jobs' ? message.jobs : unpackJobs(message)
+          if (draining || exiting) post({ type: 'unstaged', ids: jobs.map((j) => j.id), reply: false })
+          else for (const job of jobs) queue.push(job)
           break
+        }
         case 'stored':
           holding.get(message.id)?.releaseEndHooks()
           holding.delete(message.id)

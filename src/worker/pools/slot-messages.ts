@@ -6,8 +6,9 @@
 import type { Job, Outcome } from './jobs.js'
 
 export type ToSlot =
-  /** Jobs to run one after another, after those already sent. */
+  /** Jobs to run one after another, after those already sent (packed on the way: see packJobs). */
   | { type: 'jobs'; jobs: Job[] }
+  | PackedJobs
   | { type: 'abort'; id: string; reason: 'revoked' | 'soft-time-limit' }
   /** The worker stored the task's end state: run the end hooks its outcome held, then go on to the next job. */
   | { type: 'stored'; id: string }
@@ -34,3 +35,43 @@ export type FromSlot =
    * --max-memory-per-child). `reply`: the answer to an 'unstage'.
    */
   | { type: 'unstaged'; ids: string[]; reply: boolean }
+
+/**
+ * Jobs of one shape as their keys once and their values in a row: structured
+ * clone writes (and the slot reads back, interning each) every key of every
+ * object, eleven per job, which was most of what a batch of jobs cost.
+ */
+export interface PackedJobs {
+  type: 'packed-jobs'
+  keys: string[]
+  values: unknown[]
+}
+
+/** `jobs` as runs of jobs with the same keys, in order. */
+export function packJobs(jobs: readonly Job[]): PackedJobs[] {
+  const out: PackedJobs[] = []
+  let current: PackedJobs | undefined
+  for (const job of jobs) {
+    const keys = Object.keys(job)
+    if (!current || !sameKeys(current.keys, keys)) out.push((current = { type: 'packed-jobs', keys, values: [] }))
+    for (const key of keys) current.values.push((job as unknown as Record<string, unknown>)[key])
+  }
+  return out
+}
+
+export function unpackJobs(packed: PackedJobs): Job[] {
+  const { keys, values } = packed
+  const jobs: Job[] = []
+  for (let i = 0; i < values.length; i += keys.length) {
+    const job: Record<string, unknown> = {}
+    for (let k = 0; k < keys.length; k++) job[keys[k]!] = values[i + k]
+    jobs.push(job as unknown as Job)
+  }
+  return jobs
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}

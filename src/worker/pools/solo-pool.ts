@@ -6,6 +6,7 @@ import type { StateSink } from '../../app/task-context.js'
 import { executeJob, type RunningJob } from './executor.js'
 import type { Job, Outcome } from './jobs.js'
 import type { Pool, SlotInfo } from './pool.js'
+import { setLongTimeout, type LongTimeout } from '../long-timeout.js'
 
 export class SoloPool implements Pool {
   readonly kind = 'solo' as const
@@ -33,17 +34,17 @@ export class SoloPool implements Pool {
       return running.immediate
     }
     return new Promise<Outcome>((resolve) => {
-      let timer: NodeJS.Timeout | undefined
+      let timer: LongTimeout | undefined
       const settle = (outcome: Outcome) => {
         if (!this.running.has(job.id)) return
         this.running.delete(job.id)
-        if (timer) clearTimeout(timer)
+        timer?.clear()
         resolve(outcome)
       }
       this.running.set(job.id, { job: running, since: Date.now(), settle })
       // A hard limit on the event loop can only abandon the task, not stop it.
       if (timeLimit && timeLimit > 0) {
-        timer = setTimeout(() => {
+        timer = setLongTimeout(() => {
           running.abort('soft-time-limit')
           settle({ status: 'killed', reason: 'time-limit', signal: null, runtime: timeLimit })
         }, timeLimit * 1000)

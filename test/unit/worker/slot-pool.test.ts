@@ -250,6 +250,13 @@ describe('[slot-pool] keeping slots fed', () => {
     }
   })
 
+  it('hard and soft time limits past 2**31-1 ms (30 days) do not fire at once', async () => {
+    const days30 = 30 * 24 * 60 * 60
+    const j = job('sp.sleep', [30], days30)
+    const outcome = await p.place(j, days30, undefined, placed([], j.id))
+    assert.deepEqual({ status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined }, { status: 'success', value: 30 })
+  })
+
   it('a hard time limit counts from a staged job\'s own start, not from when it was sent', async () => {
     const single = pool(1)
     await single.start()

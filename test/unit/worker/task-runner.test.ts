@@ -10,6 +10,8 @@ import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
+import type { Job, Outcome } from '../../../src/worker/pools/jobs.js'
+import type { Placement, Pool } from '../../../src/worker/pools/pool.js'
 import { TaskRunner } from '../../../src/worker/task-runner.js'
 
 class RecordingLogger extends Logger {
@@ -169,4 +171,72 @@ it('[task-runner] an async task keeps its slot until its promise settles, then i
   await turn()
   assert.equal(d.acks, 1)
   assert.equal(runner.active.size, 0)
+})
+
+/** A pool that keeps its slots fed, driven by the test: it takes jobs while `taking`, and starts or gives back each when told. */
+function stagingPool() {
+  const placed: { id: string; placement: Placement; settle: (o: Outcome) => void }[] = []
+  const pool = {
+    kind: 'prefork' as const,
+    size: 1,
+    taking: true,
+    placed,
+    start: () => Promise.resolve(),
+    run: (): Outcome => ({ status: 'success', value: null, runtime: 0 }),
+    canPlace: () => pool.taking,
+    place(job: Job, _limit: number | null, _sink: unknown, placement: Placement): Promise<Outcome> {
+      return new Promise<Outcome>((settle) => placed.push({ id: job.id, placement, settle }))
+    },
+    unstage: () => Promise.resolve(),
+    afterStored: () => undefined,
+    terminate: () => false,
+    abort: () => undefined,
+    grow: () => Promise.resolve(),
+    shrink: () => Promise.resolve(),
+    slots: () => [],
+    close: () => Promise.resolve(),
+  }
+  return pool
+}
+
+it('[task-runner] inspect reserved lists the jobs staged in a pool slot, then those waiting, until each starts', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.record', (x: unknown) => x)
+  const pool = stagingPool()
+  const runner = new TaskRunner({
+    app,
+    transport: undefined as never,
+    pool: pool as unknown as Pool,
+    backend: null,
+    events: { taskEvents: false, sendTask: () => undefined } as unknown as EventDispatcher,
+    revoked: new LimitedSet(),
+    log: new RecordingLogger('WARNING'),
+    hostname: 'w@h',
+    acksLate: true,
+    timeLimit: null,
+    softTimeLimit: null,
+    onScheduledChange: () => undefined,
+  })
+  const ids = (rs: { id: string }[]) => rs.map((r) => r.id)
+  const d = [1, 2, 3, 4].map((n) => delivery('proj.record', [n], gate()))
+  const id = (i: number) => String((d[i]!.properties.headers as Record<string, unknown>).id)
+  for (const x of d.slice(0, 3)) await runner.onDelivery(x)
+  await turn()
+  assert.deepEqual(pool.placed.map((p) => p.id), [id(0), id(1), id(2)], 'all three handed to the pool')
+  assert.deepEqual(ids(runner.reserved), [id(0), id(1), id(2)], 'staged, not started: reserved')
+  pool.placed[0]!.placement.started()
+  assert.deepEqual(ids(runner.reserved), [id(1), id(2)])
+  assert.deepEqual([...runner.active.keys()], [id(0)])
+  // The pool takes no more: the fourth waits in the runner, listed after the staged ones.
+  pool.taking = false
+  await runner.onDelivery(d[3]!)
+  await turn()
+  assert.deepEqual(ids(runner.reserved), [id(1), id(2), id(3)])
+  // Given back unstarted: first in line again, still reserved.
+  pool.placed[2]!.placement.returned()
+  await turn()
+  assert.deepEqual(ids(runner.reserved), [id(1), id(2), id(3)])
+  pool.placed[1]!.placement.started()
+  assert.deepEqual(ids(runner.reserved), [id(2), id(3)])
+  assert.deepEqual(new Set(runner.active.keys()), new Set([id(0), id(1)]))
 })
