@@ -17,6 +17,9 @@ import Inspect from '../commands/inspect.js'
 import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
 import Result from '../commands/result.js'
+import LocksLs from '../commands/locks/ls.js'
+import LocksRm from '../commands/locks/rm.js'
+import LocksShow from '../commands/locks/show.js'
 import ScheduleAdd from '../commands/schedule/add.js'
 import ScheduleDisable from '../commands/schedule/disable.js'
 import ScheduleEnable from '../commands/schedule/enable.js'
@@ -43,6 +46,9 @@ export const COMMANDS = {
   multi: Multi,
   purge: Purge,
   result: Result,
+  'locks:ls': LocksLs,
+  'locks:rm': LocksRm,
+  'locks:show': LocksShow,
   'schedule:add': ScheduleAdd,
   'schedule:disable': ScheduleDisable,
   'schedule:enable': ScheduleEnable,
