@@ -108,3 +108,44 @@ describe('a lock store that is down', () => {
     await assert.rejects(store.acquire('x', 1000, who(1)))
   })
 })
+
+describe('a Python holder with redis-py (the README recipe)', { skip: redisSkip }, () => {
+  it('excludes tsq while it holds the lock, is listed by tsq, and tsq takes it after with a larger token', async () => {
+    const { execFileSync, spawnSync } = await import('node:child_process')
+    if (spawnSync('/usr/bin/python3', ['-c', 'import redis'], { stdio: 'ignore' }).status !== 0) {
+      if (process.env.CI) throw new Error('CI requires redis-py for /usr/bin/python3')
+      return
+    }
+    const url = REDIS_URL.replace(/\/\d*$/, '/9')
+    const store = new RedisLockStore(url)
+    stores.push(store)
+    const db = Number(url.split('/').pop())
+    const py = (step: string) => execFileSync('/usr/bin/python3', ['-c', `
+import hashlib, json, os, socket, sys, time, redis
+r = redis.Redis(host='127.0.0.1', db=${db})
+lock_id = 'locks.py-lock-' + hashlib.md5(b'${process.pid}').hexdigest()
+key = 'tsq:lock:' + lock_id
+if '${step}' == 'take':
+    token = r.incr('tsq:lock-token:' + lock_id)
+    node, pid = socket.gethostname(), os.getpid()
+    value = '{"token":%d,' % token + json.dumps({'id': lock_id, 'holder': f'{node}:{pid}', 'node': node, 'pid': pid,
+        'task': None, 'taskId': None, 'acquiredAt': int(time.time() * 1000), 'leaseMs': 60000}, separators=(',', ':'))[1:]
+    assert r.set(key, value, nx=True, px=60000)
+    r.set(key + ':py-value', value, px=60000)
+    print(lock_id)
+else:
+    value = r.get(key + ':py-value')
+    print(r.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, key, value))
+    r.delete(key + ':py-value')
+`], { encoding: 'utf8' }).trim()
+    const id = py('take')
+    const refused = await store.acquire(id, 5000, who(1))
+    assert.equal(refused.acquired, false)
+    const listed = await store.get(id)
+    assert.ok(listed && listed.task === null && listed.leaseMs === 60_000)
+    assert.equal(py('release'), '1')
+    const got = await store.acquire(id, 5000, who(1))
+    assert.ok(got.acquired && got.record.token === listed.token + 1)
+    await store.release(got.record)
+  })
+})
