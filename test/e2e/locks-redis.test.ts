@@ -148,6 +148,14 @@ describe('task locks on Redis', { skip, timeout: 600_000 }, () => {
     const [first] = await startsOf('b')
     await send('locks.pinned', ['b', 10])
     const node = workerOf(first!.pid).nodename
+    // inspect active shows the lock the run holds, with its token.
+    const active = await runTsq(['inspect', 'active', '-b', URL, '-d', node, '--json'], { timeoutMs: 60_000 })
+    assert.equal(active.code, 0, active.stderr)
+    const entry = (JSON.parse(active.stdout) as Record<string, Array<{ id: string; lock?: { id: string; token: number; lease_left: number } }>>)[node]!.find((e) => e.id === id)
+    assert.ok(entry?.lock, active.stdout)
+    assert.match(entry.lock.id, /^locks\.pinned-lock-[0-9a-f]{32}$/)
+    assert.equal(entry.lock.token, first!.token)
+    assert.ok(entry.lock.lease_left > 0)
     const revokedAt = Date.now()
     const r = await runTsq(['control', 'revoke', id, '--terminate', '-b', URL, '-d', node], { timeoutMs: 60_000 })
     const repliedAt = Date.now()
