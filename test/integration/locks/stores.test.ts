@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { FileLockStore, RedisLockStore, type LockStore } from '../../../src/locks/index.js'
-import { brokerSkipReason, REDIS_URL, uniqueName } from '../../helpers/brokers.js'
+import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
 import { tryHold } from '../../../src/locks/hold.js'
 
 const redisSkip = await brokerSkipReason('redis')
@@ -84,8 +84,8 @@ for (const [kind, make, skip] of [
       const got = await tryHold(store, id, 300, who(7))
       assert.ok(got.held)
       assert.equal(await store.remove(id), true)
-      await new Promise((r) => setTimeout(r, 400))
-      assert.equal(got.held.lost.aborted, true)
+      // Told at its next renewal (every 100 ms here); bounded, not timed.
+      await waitFor(() => got.held!.lost.aborted || null, { timeoutMs: 10_000, what: 'the lost signal' })
       assert.equal((got.held.lost.reason as Error).name, 'LockLostError')
       await got.held.release()
     })
