@@ -18,6 +18,8 @@ import { checkTransportOptions } from './transport-options.js'
 import { annotationsFor } from './annotations.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
+import { closeLockStores } from '../locks/index.js'
+import { withAppLock, type AppLockOptions, type Lease } from './app-lock.js'
 import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyEagerly, applyGroupEagerly, isAlwaysEager, EagerResult, type EagerApplyOptions } from './eager.js'
 
 export interface TaskOptions {
@@ -30,7 +32,8 @@ export interface TaskOptions {
   ignoreResult?: boolean
   /** Ack after the task finishes (tsq's default); false acks when it starts, as Celery's default. */
   acksLate?: boolean
-  maxRetries?: number
+  /** Retries before a retry fails the task instead (Celery: 3); null: no limit. */
+  maxRetries?: number | null
   /** Seconds before a retry runs when retry() names no countdown (Celery: 180). */
   defaultRetryDelay?: number
   /** Pass the TaskContext as the first argument (Celery's bind=True). */
@@ -542,6 +545,17 @@ export class App {
     }
   }
 
+  /**
+   * Runs `fn` holding the lock `name` (README "One task at a time: locks"):
+   * renewed while it runs, freed when it ends; LockedError if another holds it
+   * (after `wait` seconds of trying, when given).
+   */
+  lock<T>(name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+    const lockUrl = this.conf.lock_url
+    const config = this.config
+    return withAppLock({ lockUrl: typeof lockUrl === 'string' ? lockUrl : null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }, name, options, fn)
+  }
+
   asyncResult(id: string): AsyncResult {
     return new AsyncResult(id, this)
   }
@@ -553,6 +567,8 @@ export class App {
     this.transportPromise = undefined
     if (backend) await (await backend).close().catch(() => undefined)
     if (transport) await (await transport).close().catch(() => undefined)
+    // app.lock()'s store connection would keep a script's event loop alive.
+    await closeLockStores()
   }
 }
 

@@ -8,6 +8,8 @@ export { currentTask, Ignore, Reject, RetryRequest, SoftTimeLimitExceeded } from
 export type { RetryOptions, TaskContext } from './task-context.js'
 export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app-signals.js'
 export { loadConfig } from './config.js'
+export type { AppLockOptions, Lease } from './app-lock.js'
+export { LockedError, LockLostError, LockStoreUnavailableError } from '../locks/index.js'
 export type { ResolvedConfig } from './config.js'
 // The events bus between services (celery-amqp-events' design): src/bus.
 export { createEventsApp, EventsApp } from '../bus/index.js'

@@ -24,6 +24,9 @@ import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
 import ReportCommand from '../commands/report.js'
 import Result from '../commands/result.js'
+import LocksLs from '../commands/locks/ls.js'
+import LocksRm from '../commands/locks/rm.js'
+import LocksShow from '../commands/locks/show.js'
 import ScheduleAdd from '../commands/schedule/add.js'
 import ScheduleDisable from '../commands/schedule/disable.js'
 import ScheduleEnable from '../commands/schedule/enable.js'
@@ -58,6 +61,9 @@ export const COMMANDS = {
   purge: Purge,
   report: ReportCommand,
   result: Result,
+  'locks:ls': LocksLs,
+  'locks:rm': LocksRm,
+  'locks:show': LocksShow,
   'schedule:add': ScheduleAdd,
   'schedule:disable': ScheduleDisable,
   'schedule:enable': ScheduleEnable,

@@ -1,6 +1,6 @@
 export { LockedError, LockLostError, LockStoreUnavailableError, holderOf } from './lock.js'
 export type { AcquireResult, HolderInfo, LockListing, LockRecord, LockStore } from './lock.js'
-export { lockIdFor, DEFAULT_LOCK_TIMEOUT_S } from './lock-id.js'
+export { lockIdFor, parameterNames, DEFAULT_LOCK_TIMEOUT_S } from './lock-id.js'
 export type { LockKey, TaskLockOptions } from './lock-id.js'
 export { tryHold } from './hold.js'
 export type { HeldLock, TryHold } from './hold.js'

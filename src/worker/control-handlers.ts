@@ -7,6 +7,7 @@ import type { QueueDefinition } from '../app/queues.js'
 import type { EventDispatcher } from './events.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Pool } from './pools/pool.js'
+import { heldLockOf } from './pools/locked-run.js'
 import { RateLimitError } from './rate-limit.js'
 import type { TaskRunner } from './task-runner.js'
 
@@ -155,7 +156,15 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
         ...(w.autoscale ? { autoscaler: w.autoscale.info() } : {}),
       }
     },
-    active: (args) => [...w.runner.active.values()].map((r) => r.info(args.safe === true)),
+    active: (args) => {
+      const infos = [...w.runner.active.values()].map((r) => ({ r, info: r.info(args.safe === true) }))
+      // A task with the `lock` option shows the lock its run holds (tsq's addition to Celery's entry).
+      if (!infos.some(({ r }) => w.app.tasks.get(r.name)?.options.lock)) return infos.map(({ info }) => info)
+      return Promise.all(infos.map(async ({ r, info }) => {
+        const lock = await heldLockOf(w.app, { id: r.id, name: r.name, args: r.message.args, kwargs: r.message.kwargs })
+        return lock ? { ...info, lock } : info
+      }))
+    },
     reserved: () => w.runner.reserved.map((r) => r.info()),
     scheduled: () =>
       [...w.runner.scheduled.values()].map(({ request }) => ({ eta: request.message.eta, priority: 6, request: request.info() })),

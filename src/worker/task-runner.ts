@@ -745,6 +745,8 @@ export class TaskRunner {
     const task = this.o.app.tasks.get(m.task)
     if (retriesExhausted(m.retries, outcome.maxRetries, task?.options.maxRetries)) {
       const exc = outcome.exc ?? { type: 'MaxRetriesExceededError', args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`], module: 'celery.exceptions', message: '' }
+      // As Celery's trace logs the error retry() raises past the limit; silent, the run just vanished from the log.
+      this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(exc)}`)
       await this.fail(request, exc, null, ignoreResult)
       this.settle(request, 'ack')
       return

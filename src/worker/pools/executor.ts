@@ -19,7 +19,8 @@ const DEFAULT_MAX_RETRIES = 3
  * retry both decide by this.
  */
 export function retriesExhausted(retries: number, askedLimit: number | null, taskLimit: number | null | undefined): boolean {
-  const limit = askedLimit ?? taskLimit ?? DEFAULT_MAX_RETRIES
+  // `??` alone would turn the task's explicit null (retry for ever) into 3.
+  const limit = askedLimit ?? (taskLimit === undefined ? DEFAULT_MAX_RETRIES : taskLimit)
   return limit !== null && retries >= limit
 }
 

@@ -4,7 +4,7 @@
 // process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
 // the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
 import type { App, Task } from '../../app/app.js'
-import { acquireTaskLock, lockedRetryDelay, LockedError, LockLostError, lockStoreAt, lockUrlFor, type HeldLock, type LockSettings } from '../../locks/index.js'
+import { acquireTaskLock, lockedRetryDelay, LockedError, LockLostError, lockIdFor, lockStoreAt, lockUrlFor, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
 import { encodeError } from './executor.js'
 import type { Outcome } from './jobs.js'
 import type { Job } from './jobs.js'
@@ -119,5 +119,25 @@ export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string;
     if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool process ${pid}: ${freed.join(', ')}`)
   } catch (error) {
     log?.(`Could not free the locks of lost pool process ${pid} (their leases run out instead): ${(error as Error).message}`)
+  }
+}
+
+/**
+ * The lock a running task holds, for `inspect active`: the pool process took
+ * it, so the main process derives its id from the task's key and asks the
+ * store who holds it; shown only when that holder is this run. A store that
+ * cannot answer leaves the lock out rather than fail the reply.
+ */
+export async function heldLockOf(app: App, run: { id: string; name: string; args: readonly unknown[]; kwargs: Record<string, unknown> }): Promise<{ id: string; token: number; holder: string; lease_left: number } | null> {
+  const task = app.tasks.get(run.name)
+  const options = task?.options.lock
+  if (!task || !options) return null
+  try {
+    const id = lockIdFor(run.name, options, run.args, run.kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
+    const held = await lockStoreAt(lockUrlFor(lockSettings(app))).get(id)
+    if (!held || held.taskId !== run.id) return null
+    return { id, token: held.token, holder: held.holder, lease_left: held.leftMs / 1000 }
+  } catch {
+    return null
   }
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { FileLockStore, RedisLockStore, type LockStore } from '../../../src/locks/index.js'
-import { brokerSkipReason, REDIS_URL, uniqueName } from '../../helpers/brokers.js'
+import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
 import { tryHold } from '../../../src/locks/hold.js'
 
 const redisSkip = await brokerSkipReason('redis')
@@ -18,7 +18,7 @@ after(async () => {
 const who = (pid: number, taskId = 't1') => ({ node: 'n1', pid, task: 'x.y', taskId })
 
 for (const [kind, make, skip] of [
-  ['redis', () => new RedisLockStore(REDIS_URL), redisSkip],
+  ['redis', () => new RedisLockStore(REDIS_URL.replace(/\/\d*$/, '/9')), redisSkip],
   ['file', () => new FileLockStore(`file://${mkdtempSync(join(tmpdir(), 'tsq-locks-'))}`), false],
 ] as const) {
   describe(`${kind} lock store`, { skip }, () => {
@@ -69,10 +69,11 @@ for (const [kind, make, skip] of [
 
     it('keeps a lock held past its lease by renewing every third of it', async () => {
       const id = uniqueName('lock')
-      const got = await tryHold(store, id, 300, who(5))
+      // Three leases long; the lease is wide enough for a loaded machine's event-loop stalls.
+      const got = await tryHold(store, id, 1500, who(5))
       assert.ok(got.held)
-      await new Promise((r) => setTimeout(r, 1000))
-      assert.equal((await store.acquire(id, 300, who(6))).acquired, false)
+      await new Promise((r) => setTimeout(r, 4500))
+      assert.equal((await store.acquire(id, 1500, who(6))).acquired, false)
       assert.equal(got.held.lost.aborted, false)
       await got.held.release()
       assert.equal(await store.get(id), null)
@@ -83,8 +84,8 @@ for (const [kind, make, skip] of [
       const got = await tryHold(store, id, 300, who(7))
       assert.ok(got.held)
       assert.equal(await store.remove(id), true)
-      await new Promise((r) => setTimeout(r, 400))
-      assert.equal(got.held.lost.aborted, true)
+      // Told at its next renewal (every 100 ms here); bounded, not timed.
+      await waitFor(() => got.held!.lost.aborted || null, { timeoutMs: 10_000, what: 'the lost signal' })
       assert.equal((got.held.lost.reason as Error).name, 'LockLostError')
       await got.held.release()
     })
@@ -105,5 +106,46 @@ describe('a lock store that is down', () => {
     const store = new RedisLockStore('redis://127.0.0.1:1/0')
     stores.push(store)
     await assert.rejects(store.acquire('x', 1000, who(1)))
+  })
+})
+
+describe('a Python holder with redis-py (the README recipe)', { skip: redisSkip }, () => {
+  it('excludes tsq while it holds the lock, is listed by tsq, and tsq takes it after with a larger token', async () => {
+    const { execFileSync, spawnSync } = await import('node:child_process')
+    if (spawnSync('/usr/bin/python3', ['-c', 'import redis'], { stdio: 'ignore' }).status !== 0) {
+      if (process.env.CI) throw new Error('CI requires redis-py for /usr/bin/python3')
+      return
+    }
+    const url = REDIS_URL.replace(/\/\d*$/, '/9')
+    const store = new RedisLockStore(url)
+    stores.push(store)
+    const db = Number(url.split('/').pop())
+    const py = (step: string) => execFileSync('/usr/bin/python3', ['-c', `
+import hashlib, json, os, socket, sys, time, redis
+r = redis.Redis(host='127.0.0.1', db=${db})
+lock_id = 'locks.py-lock-' + hashlib.md5(b'${process.pid}').hexdigest()
+key = 'tsq:lock:' + lock_id
+if '${step}' == 'take':
+    token = r.incr('tsq:lock-token:' + lock_id)
+    node, pid = socket.gethostname(), os.getpid()
+    value = '{"token":%d,' % token + json.dumps({'id': lock_id, 'holder': f'{node}:{pid}', 'node': node, 'pid': pid,
+        'task': None, 'taskId': None, 'acquiredAt': int(time.time() * 1000), 'leaseMs': 60000}, separators=(',', ':'))[1:]
+    assert r.set(key, value, nx=True, px=60000)
+    r.set(key + ':py-value', value, px=60000)
+    print(lock_id)
+else:
+    value = r.get(key + ':py-value')
+    print(r.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, key, value))
+    r.delete(key + ':py-value')
+`], { encoding: 'utf8' }).trim()
+    const id = py('take')
+    const refused = await store.acquire(id, 5000, who(1))
+    assert.equal(refused.acquired, false)
+    const listed = await store.get(id)
+    assert.ok(listed && listed.task === null && listed.leaseMs === 60_000)
+    assert.equal(py('release'), '1')
+    const got = await store.acquire(id, 5000, who(1))
+    assert.ok(got.acquired && got.record.token === listed.token + 1)
+    await store.release(got.record)
   })
 })

@@ -31,3 +31,13 @@ describe('lock ids', () => {
     assert.equal(lockedRetryDelay({ retryDelay: 3 }, () => 0.5), 3.5)
   })
 })
+
+describe('retries of a locked task', () => {
+  it('[maxRetries: null] retries for ever, as Celery max_retries=None; unset is 3', async () => {
+    const { retriesExhausted } = await import('../../../src/worker/pools/executor.js')
+    assert.equal(retriesExhausted(50, null, null), false)
+    assert.equal(retriesExhausted(3, null, undefined), true)
+    assert.equal(retriesExhausted(2, null, undefined), false)
+    assert.equal(retriesExhausted(5, 5, null), true)
+  })
+})

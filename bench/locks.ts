@@ -1,0 +1,71 @@
+// bench/locks: acquisitions+releases per second of the task-lock stores, one key
+// (every acquisition waits for the release before it) and many keys (16 in flight),
+// beside the raw commands from the same run: Redis SET NX PX + DEL on one
+// connection, and for file:// an O_EXCL create + unlink. In-process on purpose:
+// this measures the stores, not a worker (bench/worker-throughput does that).
+//   node --import tsx bench/locks.ts [--n 2000] [--redis redis://127.0.0.1:6379/9] [--json]
+import { mkdtempSync, rmSync } from 'node:fs'
+import { open, unlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { FileLockStore, RedisLockStore, type LockStore } from '../src/locks/index.js'
+
+const arg = (name: string, dflt: string) => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at > 0 ? process.argv[at + 1]! : dflt
+}
+const N = Number(arg('n', '2000'))
+const REDIS = arg('redis', 'redis://127.0.0.1:6379/9')
+const IN_FLIGHT = 16
+const who = { node: 'bench@h', pid: process.pid, task: 'bench.locks', taskId: null }
+
+/** Runs `op(i)` for i < N with `inFlight` at once; ops per second. */
+async function rate(inFlight: number, op: (i: number) => Promise<unknown>): Promise<number> {
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < N) await op(next++)
+  }))
+  return N / ((performance.now() - t0) / 1000)
+}
+
+async function storeOp(store: LockStore, id: string): Promise<void> {
+  const got = await store.acquire(id, 10_000, who)
+  if (!got.acquired) throw new Error(`bench: ${id} was held`)
+  await store.release(got.record)
+}
+
+const figures: Array<{ name: string; tsq: number; peer: number; peerLabel: string }> = []
+const run = `locks-bench-${process.pid}`
+
+const redis = new Redis(REDIS)
+const redisStore = new RedisLockStore(REDIS)
+const rawRedis = (key: string) => redis.set(key, '1', 'PX', 10_000, 'NX').then(() => redis.del(key))
+// Warm-up: connections open and scripts loaded before the clock runs.
+await storeOp(redisStore, `${run}-warm`)
+await rawRedis(`${run}-warm`)
+figures.push({ name: 'redis one key', tsq: await rate(1, () => storeOp(redisStore, `${run}-one`)), peer: await rate(1, () => rawRedis(`${run}-raw-one`)), peerLabel: 'SET NX PX + DEL' })
+figures.push({ name: `redis many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(redisStore, `${run}-k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawRedis(`${run}-raw-k${i}`)), peerLabel: 'SET NX PX + DEL' })
+// The fencing counters and holder sets a run leaves behind.
+for (const pattern of [`tsq:lock-token:${run}-*`, `tsq:lock-holder:bench@h:${process.pid}`]) {
+  const keys = await redis.keys(pattern)
+  while (keys.length) await redis.del(...keys.splice(0, 500))
+}
+await redisStore.close()
+redis.disconnect()
+
+const dir = mkdtempSync(join(tmpdir(), 'tsq-bench-locks-'))
+const fileStore = new FileLockStore(`file://${dir}`)
+const rawFile = async (name: string) => {
+  const handle = await open(join(dir, `${name}.raw`), 'wx')
+  await handle.close()
+  await unlink(join(dir, `${name}.raw`))
+}
+await storeOp(fileStore, 'warm')
+figures.push({ name: 'file one key', tsq: await rate(1, () => storeOp(fileStore, 'one')), peer: await rate(1, () => rawFile('one')), peerLabel: 'open(wx) + unlink' })
+figures.push({ name: `file many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(fileStore, `k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawFile(`k${i}`)), peerLabel: 'open(wx) + unlink' })
+rmSync(dir, { recursive: true, force: true })
+
+if (process.argv.includes('--json')) console.log(JSON.stringify({ n: N, figures }))
+else for (const f of figures) console.log(`${f.name}  tsq=${f.tsq.toFixed(0)}/s  peer=${f.peer.toFixed(0)}/s  ratio=${(f.tsq / f.peer).toFixed(2)}   (acquire+release per second; peer: ${f.peerLabel}; n=${N})`)

@@ -1,0 +1,44 @@
+// app.lock(): the task locks (src/locks) around user code outside a task: a
+// migration, a cron script. Same store, renewal, release and fencing token.
+import { hostname } from 'node:os'
+import { LockedError, lockStoreAt, lockUrlFor, tryHold, type LockSettings } from '../locks/index.js'
+
+export interface AppLockOptions {
+  /** Seconds of lease, renewed every third of it while `fn` runs. Default 60. */
+  timeout?: number
+  /** Seconds to keep trying while another holder has it; absent or 0: throw LockedError at once. */
+  wait?: number
+}
+
+/** What `fn` is given: the lock's id, its fencing token, and a signal that fires if the lease is lost. */
+export interface Lease {
+  readonly id: string
+  readonly token: number
+  readonly signal: AbortSignal
+}
+
+/** Between tries while waiting: short, so a released lock is taken soon after. */
+const WAIT_STEP_MS = 100
+
+export async function withAppLock<T>(settings: LockSettings, name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+  if (typeof name !== 'string' || name === '') throw new TypeError('app.lock(name, ...): name must be a non-empty string')
+  const timeout = options.timeout ?? 60
+  if (!(timeout > 0)) throw new RangeError(`app.lock(${name}): timeout must be a number of seconds above 0, got ${String(options.timeout)}`)
+  const store = lockStoreAt(lockUrlFor(settings))
+  const leaseMs = Math.max(1, Math.round(timeout * 1000))
+  const deadline = Date.now() + (options.wait ?? 0) * 1000
+  const who = { node: hostname(), pid: process.pid, task: null, taskId: null }
+  for (;;) {
+    const got = await tryHold(store, name, leaseMs, who)
+    if (got.held) {
+      const held = got.held
+      try {
+        return await fn({ id: held.id, token: held.token, signal: held.lost })
+      } finally {
+        await held.release()
+      }
+    }
+    if (Date.now() >= deadline) throw new LockedError(name, got.remainingMs)
+    await new Promise((r) => setTimeout(r, Math.min(WAIT_STEP_MS, Math.max(1, deadline - Date.now()))))
+  }
+}
