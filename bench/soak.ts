@@ -152,6 +152,10 @@ let stderr = ''
 child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)))
 const pid = child.pid as number
 const samples: Sample[] = []
+// Ctrl-C (or a TERM) ends the soak at the next checkpoint's wait: the worker is stopped, its folder
+// removed, and the verdict given over the checkpoints so far, so a long soak cut short still says something.
+let interrupted = false
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted = true))
 try {
   const start = performance.now()
   let last = { tasks: 0, at: start }
@@ -159,7 +163,7 @@ try {
   say(`${'tasks'.padStart(9)}  ${'seconds'.padStart(7)}  ${'tasks/s'.padStart(7)}  ${'busy: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}  ${'idle: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}`)
   for (let target = Math.min(every, total); ; target = Math.min(target + every, total)) {
     // Publish up to this checkpoint, keeping the queue between lowWater and twice that.
-    while (published < target) {
+    while (published < target && !interrupted) {
       if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}): ${stderr}`)
       if ((await depth()) < lowWater) {
         const n = Math.min(lowWater, target - published)
@@ -170,6 +174,7 @@ try {
       }
     }
     const busyNow = treeMemory(pid)
+    if (interrupted) break
     while ((await depth()) > 0) {
       if (child.exitCode !== null) throw new Error(`the worker exited (${child.exitCode}): ${stderr}`)
       await sleep(50)
@@ -208,7 +213,10 @@ try {
   if (fileDir) rmSync(fileDir, { recursive: true, force: true })
 }
 
-const warm = samples.filter((s) => s.tasks > total / 5)
+const done = samples.at(-1)?.tasks ?? 0
+if (interrupted) say(`interrupted after ${done} of ${total} tasks`)
+// Warm-up: the first fifth of the tasks planned, or of those done when cut short.
+const warm = samples.filter((s) => s.tasks > (interrupted ? done : total) / 5)
 if (warm.length >= 3) {
   const xs = warm.map((s) => s.tasks / 100_000)
   const fmt = (ys: number[]) => `slope=${slope(xs, ys).toFixed(2)} MB/100k tasks, range ${Math.min(...ys).toFixed(1)}-${Math.max(...ys).toFixed(1)} MB`

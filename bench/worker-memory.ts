@@ -155,6 +155,8 @@ interface Measured {
   peak: Sample
   after: Sample
   drainSeconds: number
+  /** CPU (user + system) the worker tree spent per 1,000 tasks, from add_consumer until it went quiet. */
+  cpuMsPer1000: number
 }
 
 const sample = (m: TreeMemory): Sample => ({ anonMb: m.anonMb, rssMb: m.rssMb, processes: m.pids.length })
@@ -187,6 +189,7 @@ async function measureOne(broker: TaskQueueBroker, side: Side, pool: Pool): Prom
     const added = tsqCli(['control', 'add_consumer', queue, '-d', node, '-b', BROKER_URLS[kind], '-t', '5', '--json'])
     let peak = ZERO
     const started = Date.now()
+    const cpuBefore = cpuSeconds(processTree(pid))
     const drainBy = started + 10 * 60_000
     for (;;) {
       peak = larger(peak, sample(treeMemory(pid)))
@@ -199,6 +202,8 @@ async function measureOne(broker: TaskQueueBroker, side: Side, pool: Pool): Prom
     await added
     // The last prefetched tasks still run when the queue reads empty.
     await quiet(() => processTree(pid))
+    // Under a loaded machine the drain's wall time says little; its CPU says what a memory setting costs.
+    const cpuMsPer1000 = ((cpuSeconds(processTree(pid)) - cpuBefore) * 1000 * 1000) / tasks
     let after = ZERO
     for (let waited = 0; waited <= settleMs; waited += 500) {
       await sleep(500)
@@ -206,7 +211,7 @@ async function measureOne(broker: TaskQueueBroker, side: Side, pool: Pool): Prom
       peak = larger(peak, now)
       after = larger(after, now)
     }
-    return { broker: kind, side, pool, idle, peak, after, drainSeconds }
+    return { broker: kind, side, pool, idle, peak, after, drainSeconds, cpuMsPer1000 }
   } finally {
     await stopWorker(child)
     await broker.remove([queue, idleQueue])
@@ -233,7 +238,7 @@ for (const kind of kinds) {
           try {
             const m = await measureOne(broker, side, pool)
             all.push(m)
-            say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  anon idle=${m.idle.anonMb.toFixed(1)} peak=${m.peak.anonMb.toFixed(1)} after=${m.after.anonMb.toFixed(1)}  rss idle=${m.idle.rssMb.toFixed(1)} after=${m.after.rssMb.toFixed(1)}  processes=${m.after.processes}  drain=${m.drainSeconds.toFixed(1)}s`)
+            say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  anon idle=${m.idle.anonMb.toFixed(1)} peak=${m.peak.anonMb.toFixed(1)} after=${m.after.anonMb.toFixed(1)}  rss idle=${m.idle.rssMb.toFixed(1)} after=${m.after.rssMb.toFixed(1)}  processes=${m.after.processes}  drain=${m.drainSeconds.toFixed(1)}s cpu=${m.cpuMsPer1000.toFixed(0)}ms/1000`)
           } catch (error) {
             say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  FAILED: ${(error as Error).message.split('\n')[0]}`)
           }
@@ -241,7 +246,8 @@ for (const kind of kinds) {
       }
     }
   } finally {
-    await broker.close()
+    // A broker restarted under the run has closed the connection already: the figures so far still print.
+    await broker.close().catch(() => undefined)
   }
   // tsq beside Celery, pool for pool: median of the rounds [min-max].
   const fig = (side: Side, pool: Pool, pick: (m: Measured) => number): string => {

@@ -3,11 +3,12 @@
 // the order sent. The worker may send jobs while one runs (a few, staged): the
 // slot goes on to the next as soon as one ends, without a round trip, and
 // hands the outcomes back in batches.
+import '../young-generation-first.js'
 import { closeSync, openSync } from 'node:fs'
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
 import { announceProcessInit } from '../../app/app-signals.js'
 import { loadApp } from '../../app/load-app.js'
-import { keepYoungGenerationSmall, trimMemoryWhenIdle } from '../memory-footprint.js'
+import { trimMemoryWhenIdle } from '../memory-footprint.js'
 import { executeJob, unsendableOutcome, type RunningJob } from './executor.js'
 import { withToJSONApplied } from './wire-value.js'
 import type { Job, Outcome } from './jobs.js'
@@ -87,7 +88,6 @@ function sendOutcome(id: string, outcome: Outcome, error: unknown, rss?: number)
   }
 }
 
-keepYoungGenerationSmall()
 trimMemoryWhenIdle()
 // Celery's log lines name a prefork child ForkPoolWorker-N; its threads pool runs in MainProcess.
 const slotLogfile = data.logfile ? nodeFormat(data.logfile, data.nodename, data.index) : null

@@ -2,9 +2,10 @@
 // after start-up, then one when the loop goes quiet after work that grew the
 // heap (never while busy, never twice for one burst); the collection compacts
 // the old generation; V8's gc() reached without --expose-gc leaking a global,
-// from threads starting together too; and an operator's own young-generation
-// size left alone.
+// from threads starting together too; an operator's own young-generation
+// size left alone; and the threads pool's isolates kept to a small one.
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { it } from 'node:test'
 import { getHeapSpaceStatistics } from 'node:v8'
 import { fileURLToPath } from 'node:url'
@@ -142,4 +143,35 @@ it('[memory] an operator-chosen young generation (node option or NODE_OPTIONS) i
   assert.equal(keepYoungGenerationSmall(['--max-semi-space-size=16'], ''), false)
   assert.equal(keepYoungGenerationSmall([], '--enable-source-maps --semi-space-growth-factor=4'), false)
   assert.equal(keepYoungGenerationSmall(['--min-semi-space-size', '8'], ''), false)
+})
+
+/**
+ * The young generation (new space) of a worker thread started in a fresh node
+ * process, after it has allocated ~100 MB of short-lived objects, in MB; the
+ * process first calls keepYoungGenerationSmall() when `keepSmall`.
+ */
+function threadNewSpaceMb(keepSmall: boolean): number {
+  const path = fileURLToPath(new URL('../../../src/worker/memory-footprint.ts', import.meta.url))
+  const code = `
+    const { Worker } = require('node:worker_threads')
+    const { keepYoungGenerationSmall } = require('tsx/cjs/api').require(${JSON.stringify(path)}, ${JSON.stringify(fileURLToPath(import.meta.url))})
+    if (${keepSmall} && !keepYoungGenerationSmall([], '')) throw new Error('refused')
+    const thread = new Worker(\`
+      const { parentPort } = require('node:worker_threads')
+      const { getHeapSpaceStatistics } = require('node:v8')
+      let keep = []
+      for (let i = 0; i < 3e6; i += 1) { keep.push({ i }); if (keep.length > 1000) keep = [] }
+      parentPort.postMessage(getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size)
+    \`, { eval: true })
+    thread.once('message', (bytes) => { process.stdout.write(String(bytes)); thread.terminate() })`
+  const out = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })
+  assert.equal(out.status, 0, out.stderr)
+  return Number(out.stdout) / MB
+}
+
+it("[memory] the threads pool's isolates, started after keepYoungGenerationSmall(), keep a small young generation under load", () => {
+  // Without it, Node's own limits for a thread let new space grow past 2 MB: the measure below can tell.
+  assert.ok(threadNewSpaceMb(false) > 2, 'a thread on node defaults grows its new space')
+  const kept = threadNewSpaceMb(true)
+  assert.ok(kept <= 2, `new space ${kept} MB`)
 })
