@@ -75,7 +75,7 @@ describe('precedence: flag > env > conf > default', () => {
 describe('refusal lines', () => {
   it('a refused setting set to another value than Celery\'s default: one line naming it and why', () => {
     assert.deepEqual(refusals({ worker_pool: 'eventlet' }), ['worker_pool = "eventlet": tsq\'s pools are prefork, threads and solo (not eventlet)'])
-    assert.deepEqual(refusals({ task_serializer: 'pickle' }), ['task_serializer = "pickle": tsq encodes json only (not pickle)'])
+    assert.deepEqual(refusals({ task_serializer: 'pickle' }), ['task_serializer = "pickle": pickle is never decoded by tsq (it would run code from the message)'])
     assert.deepEqual(refusals({ broker_connection_max_retries: 5 }), ['broker_connection_max_retries = 5: tsq retries a lost connection without a limit'])
     assert.deepEqual(refusals({ database_url: 'sqlite:///x.db' }), ['database_url = "sqlite:///x.db": tsq has no SQL database result backend (it has redis://, rpc:// and file://)'])
   })
@@ -85,9 +85,12 @@ describe('refusal lines', () => {
   it('honoured and not-applicable settings and names Celery does not have are never refused', () => {
     assert.deepEqual(refusals({ worker_hijack_root_logger: false, task_queue_max_priority: 10, lock_url: 'redis://x', worker_concurrency: 4 }), [])
   })
-  it('[accept_content] json only', () => {
-    assert.deepEqual(refusals({ accept_content: ['json', 'pickle'] }), ['accept_content = ["json","pickle"]: tsq encodes and accepts json only (not pickle)'])
-    assert.deepEqual(refusals({ accept_content: ['application/json'] }), [])
+  it('[accept_content] json, msgpack, yaml and auth by name or content type; pickle never', () => {
+    assert.deepEqual(refusals({ accept_content: ['json', 'pickle'] }), ['accept_content = ["json","pickle"]: pickle is never decoded by tsq (it would run code from the message)'])
+    assert.deepEqual(refusals({ accept_content: ['json', 'bson'] }), ['accept_content = ["json","bson"]: tsq takes json, msgpack, yaml, auth (not bson)'])
+    assert.deepEqual(refusals({ accept_content: ['application/json', 'msgpack', 'application/x-yaml', 'auth'] }), [])
+    assert.deepEqual(refusals({ task_serializer: 'auth', result_serializer: 'msgpack', result_accept_content: ['json', 'application/x-msgpack'] }), [])
+    assert.deepEqual(refusals({ result_serializer: 'auth' }), ['result_serializer = "auth": tsq encodes json, msgpack, yaml (not auth)'])
   })
   it('[broker_transport_options] kombu\'s defaults accepted, another layout refused by key', () => {
     assert.deepEqual(checkTransportOptions({ visibility_timeout: 60, sep: '\x06\x16', priority_steps: [0, 3, 6, 9], queue_order_strategy: 'round_robin', socket_timeout: 5 }), { visibilityTimeout: 60, refusals: [] })
