@@ -49,6 +49,9 @@ export interface ThroughputSample {
   p99: number | null
 }
 
+/** Seconds a control action to named nodes waits for each reply. */
+const ACTION_TIMEOUT = 10
+
 /** An hour of one-second samples. */
 const HISTORY_SECONDS = 3600
 const PASSWORD_IN_URL = /([a-z][a-z0-9+.-]*:\/\/[^:@/\s'"]*):[^@/\s'"]*@/gi
@@ -209,7 +212,12 @@ export class Cluster {
 
   /** One request on the pidbox; each call has its own reply queue, so calls may overlap. */
   broadcast(method: string, args: Record<string, unknown> = {}, options: { destination?: string[] | null; timeout?: number; reply?: boolean; limit?: number | null } = {}): Promise<NodeReply[]> {
-    return new MailboxClient(this.requireTransport()).broadcast(method, { arguments: args, destination: options.destination ?? null, timeout: options.timeout ?? this.o.inspectTimeout ?? 1, reply: options.reply ?? true, limit: options.limit })
+    // An action aimed at named nodes returns as soon as each has answered, so
+    // its wait can be long (a prefork pool_grow starts a process first); one
+    // to all nodes waits the inspect timeout after the last reply.
+    const destination = options.destination ?? null
+    const timeout = options.timeout ?? (destination ? ACTION_TIMEOUT : (this.o.inspectTimeout ?? 1))
+    return new MailboxClient(this.requireTransport()).broadcast(method, { arguments: args, destination, timeout, reply: options.reply ?? true, limit: options.limit })
   }
 
   private async cast(method: string): Promise<void> {
@@ -226,7 +234,7 @@ export class Cluster {
       await Promise.all(
         INSPECT_METHODS.map(async (method) => {
           const args = method === 'active' ? { safe: true } : {}
-          const replies = await this.broadcast(method, args, { destination, timeout: this.o.inspectTimeout ?? 1 })
+          const replies = await this.broadcast(method, args, { destination, timeout: workername ? Math.max(this.o.inspectTimeout ?? 1, 3) : (this.o.inspectTimeout ?? 1) })
           for (const reply of replies) {
             for (const [node, body] of Object.entries(reply)) {
               if (body && typeof body === 'object' && 'error' in (body as object) && Object.keys(body as object).length === 1) continue
