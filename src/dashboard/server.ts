@@ -232,7 +232,12 @@ export class DashboardServer {
     const chunks: Buffer[] = []
     for await (const chunk of req) {
       size += (chunk as Buffer).length
-      if (size > MAX_BODY) throw new HttpError(413, 'Request body too large')
+      if (size > MAX_BODY) {
+        // The rest of the body is not read: this connection ends with the answer.
+        const socket = req.socket
+        socket.once('finish', () => socket.destroy())
+        throw new HttpError(413, 'Request body too large')
+      }
       chunks.push(chunk as Buffer)
     }
     return Buffer.concat(chunks).toString('utf8')
@@ -376,10 +381,11 @@ export class DashboardServer {
     if (workername) {
       const worker = this.cluster.state.workers.get(workername)
       if (!worker || !inspected(worker)) throw new HttpError(404, `Unknown worker '${workername}'`)
-      return this.json(res, 200, { [workername]: worker.inspect })
+      return this.json(res, 200, { [workername]: scrubSecrets(worker.inspect) })
     }
     const out: Record<string, unknown> = {}
-    for (const [name, worker] of this.cluster.state.workers) if (inspected(worker)) out[name] = worker.inspect
+    // Scrubbed when stored and again here: whatever put it there, no password leaves.
+    for (const [name, worker] of this.cluster.state.workers) if (inspected(worker)) out[name] = scrubSecrets(worker.inspect)
     this.json(res, 200, out)
   }
 

@@ -174,6 +174,7 @@ export class ClusterState {
     const hostname = typeof event.hostname === 'string' && event.hostname ? event.hostname : null
     if (group === 'task' && (typeof event.uuid !== 'string' || !event.uuid)) return false
     if (group !== 'task' && group !== 'worker') return false
+    if (group === 'worker' && !hostname) return false
     this.eventCount += 1
     const timestamp = numberOr(event.timestamp, this.now())
     const localReceived = numberOr(event.local_received, this.now())
