@@ -11,6 +11,7 @@ import BusDeclare from '../commands/bus/declare.js'
 import BusLs from '../commands/bus/ls.js'
 import Call from '../commands/call.js'
 import Control from '../commands/control.js'
+import Dashboard from '../commands/dashboard.js'
 import Events from '../commands/events.js'
 import Fire from '../commands/fire.js'
 import Inspect from '../commands/inspect.js'
@@ -48,6 +49,7 @@ export const COMMANDS = {
   'bus:ls': BusLs,
   call: Call,
   control: Control,
+  dashboard: Dashboard,
   events: Events,
   fire: Fire,
   inspect: Inspect,

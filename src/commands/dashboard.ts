@@ -1,0 +1,69 @@
+import { Flags } from '@oclif/core'
+import { resolve } from 'node:path'
+import { TsqCommand } from '../cli/base-command.js'
+import { integerFlag } from '../cli/oclif-flags.js'
+import { UsageError } from '../cli/errors.js'
+import { parseBasicAuth } from '../dashboard/server.js'
+import { runDashboard } from '../dashboard/run-dashboard.js'
+
+export default class Dashboard extends TsqCommand<void> {
+  static aliases = ['flower']
+  static summary = 'A live web console and Prometheus metrics for the cluster, with Flower\'s REST API (also `tsq flower`).'
+  static description =
+    'Serves pages of workers, tasks, queues and throughput, updated live from the events workers send (start them with -E, or keep --enable-events), ' +
+    "Flower's REST API under /api, /metrics for Prometheus with Flower's metric names, and /healthcheck. Binds 127.0.0.1 unless --address says otherwise. TERM or Ctrl-C stops it."
+  static enableJsonFlag = false
+  static flags = {
+    port: integerFlag({ description: 'Port to serve on (0: any free port).', default: 5555, min: 0, max: 65535 }),
+    address: Flags.string({ description: 'Address to bind.', default: '127.0.0.1' }),
+    'url-prefix': Flags.string({ description: 'Serve everything under this path (behind a reverse proxy), e.g. /flower.' }),
+    'basic-auth': Flags.string({ description: 'Require HTTP basic auth: user:password[,user:password].' }),
+    'max-tasks': integerFlag({ description: 'Tasks kept in memory; the oldest finished go first.', default: 100_000, min: 1 }),
+    persistent: Flags.boolean({ description: 'Keep tasks and workers across restarts, in --db.' }),
+    db: Flags.string({ description: 'State file for --persistent.', default: 'flower' }),
+    'purge-offline-workers': integerFlag({ description: 'Forget workers offline for this many seconds.', min: 1 }),
+    'enable-events': Flags.boolean({ description: 'Send enable_events to the workers every 5 s, so task events flow (Flower\'s default; --no-enable-events to leave workers as they are).', default: true, allowNo: true }),
+    'inspect-timeout': integerFlag({ description: 'Milliseconds an inspect waits for each next reply.', default: 1000, min: 1 }),
+  }
+  static examples = [
+    '<%= config.bin %> dashboard -b amqp://guest:guest@127.0.0.1:5672//',
+    '<%= config.bin %> flower -b redis://127.0.0.1:6379/0 --port 5566 --basic-auth admin:s3cret',
+    '<%= config.bin %> dashboard -A ./tasks.js --persistent --db ./dashboard.db --max-tasks 50000',
+  ]
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Dashboard)
+    const config = await this.clientConfig(flags)
+    let basicAuth: { user: string; pass: string }[] | undefined
+    try {
+      basicAuth = flags['basic-auth'] ? parseBasicAuth(flags['basic-auth']) : undefined
+    } catch (error) {
+      throw new UsageError((error as Error).message)
+    }
+    if (flags['url-prefix'] !== undefined && !/^\/?[A-Za-z0-9._~\-/]*$/.test(flags['url-prefix'])) throw new UsageError(`--url-prefix: letters, digits and . _ ~ - / only, got '${flags['url-prefix']}'`)
+    let appTasks: string[] | undefined
+    if (flags.app) {
+      const { loadApp } = await import('../app/load-app.js')
+      const { resolveAppModule } = await import('../app/load-app.js')
+      const app = await loadApp(resolveAppModule(flags.app))
+      appTasks = [...app.tasks.keys()]
+    }
+    await runDashboard({
+      brokerUrl: config.brokerUrl,
+      resultBackend: config.resultBackend,
+      transportSettings: config.transportSettings,
+      maxTasks: flags['max-tasks'],
+      persistent: flags.persistent ? { path: resolve(flags.db) } : null,
+      purgeOfflineWorkers: flags['purge-offline-workers'] ?? null,
+      enableEvents: flags['enable-events'],
+      queues: [config.defaultQueue],
+      inspectTimeout: flags['inspect-timeout'] / 1000,
+      port: flags.port,
+      address: flags.address,
+      urlPrefix: flags['url-prefix'],
+      basicAuth,
+      appTasks,
+      log: (line) => process.stderr.write(`${line}\n`),
+    })
+  }
+}

@@ -1,0 +1,59 @@
+// `tsq dashboard` as a process: connect, serve, say where, stop cleanly on
+// TERM or INT (state saved with --persistent, the event queue left to expire).
+import { Cluster, type ClusterOptions } from './cluster.js'
+import { DashboardServer, type ServerOptions } from './server.js'
+
+export interface RunDashboardOptions extends Omit<ClusterOptions, 'log'>, Omit<ServerOptions, 'cluster' | 'log'> {
+  log: (line: string) => void
+}
+
+export interface RunningDashboard {
+  url: string
+  port: number
+  cluster: Cluster
+  server: DashboardServer
+  stop(): Promise<void>
+}
+
+export async function startDashboard(o: RunDashboardOptions): Promise<RunningDashboard> {
+  const cluster = new Cluster({ ...o, log: o.log })
+  await cluster.start()
+  const server = new DashboardServer({ ...o, cluster, log: o.log })
+  let listening: { port: number; url: string }
+  try {
+    listening = await server.listen()
+  } catch (error) {
+    await cluster.stop()
+    throw error
+  }
+  let stopping: Promise<void> | undefined
+  return {
+    ...listening,
+    cluster,
+    server,
+    stop() {
+      stopping ??= (async () => {
+        await server.close().catch(() => undefined)
+        await cluster.stop()
+      })()
+      return stopping
+    },
+  }
+}
+
+/** Runs until TERM or INT. */
+export async function runDashboard(o: RunDashboardOptions): Promise<void> {
+  const running = await startDashboard(o)
+  o.log(`tsq dashboard: visit me at ${running.url} (broker ${running.cluster.displayUrl}, max ${o.maxTasks} tasks${o.persistent ? `, state in ${o.persistent.path}` : ''})`)
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGTERM', stop)
+      process.off('SIGINT', stop)
+      resolve()
+    }
+    process.on('SIGTERM', stop)
+    process.on('SIGINT', stop)
+  })
+  o.log('tsq dashboard: stopping')
+  await running.stop()
+}

@@ -1,0 +1,577 @@
+// The cluster as the dashboard knows it: Celery's events.State (workers,
+// tasks, the merge rules for events that arrive out of order) with Flower's
+// additions (per-worker event counters, a search index), bounded by
+// --max-tasks with the oldest *finished* task dropped first, so a task still
+// running is never forgotten while a finished one could go instead.
+// No I/O: events come in through apply(), listeners hear what changed.
+import { fold, kwargsPairs, matches, parseQuery, type SearchDocument } from './search.js'
+
+/** celery.states.PRECEDENCE: a lower index is a later state. Unknown states rank as None. */
+const PRECEDENCE = ['SUCCESS', 'FAILURE', null, 'REVOKED', 'STARTED', 'RECEIVED', 'REJECTED', 'RETRY', 'PENDING']
+const precedence = (state: string): number => {
+  const at = PRECEDENCE.indexOf(state)
+  return at === -1 ? PRECEDENCE.indexOf(null) : at
+}
+
+const TASK_EVENT_STATE: Record<string, string> = {
+  sent: 'PENDING',
+  received: 'RECEIVED',
+  started: 'STARTED',
+  succeeded: 'SUCCESS',
+  failed: 'FAILURE',
+  retried: 'RETRY',
+  revoked: 'REVOKED',
+  rejected: 'REJECTED',
+}
+
+export const READY_STATES = new Set(['SUCCESS', 'FAILURE', 'REVOKED', 'REJECTED'])
+
+/** Celery's Task.merge_rules: fields a logically earlier event may still set. */
+const RECEIVED_KEEPS = new Set(['name', 'args', 'kwargs', 'parent_id', 'root_id', 'retries', 'eta', 'expires'])
+
+/** The fields of Celery's Task.as_dict, in its order: the JSON shape of Flower's task API. */
+export const TASK_FIELDS = [
+  'uuid', 'name', 'state', 'received', 'sent', 'started', 'rejected', 'succeeded', 'failed', 'retried', 'revoked',
+  'args', 'kwargs', 'eta', 'expires', 'retries', 'worker', 'result', 'exception', 'timestamp', 'runtime', 'traceback',
+  'exchange', 'routing_key', 'clock', 'client', 'root', 'root_id', 'parent', 'parent_id', 'children',
+] as const
+
+/** Event fields that are not task attributes (Celery stores them but as_dict leaves them out). */
+const NOT_STORED = new Set(['type', 'hostname', 'pid', 'utcoffset', 'local_received', 'uuid'])
+
+/** A task's timeline keeps at most this many events. */
+const MAX_TIMELINE = 32
+
+export interface TimelineEntry {
+  type: string
+  timestamp: number
+  hostname: string | null
+}
+
+export interface TaskRecord {
+  uuid: string
+  state: string
+  clock: number
+  /** Hostname of the worker that last handled it. */
+  worker: string | null
+  children: string[]
+  fields: Record<string, unknown>
+  timeline: TimelineEntry[]
+  /** Built when a search needs it, after the task last changed (most events are never searched between). */
+  doc: SearchDocument | null
+  /** Its place in the finished order, or 0 while not finished. */
+  finishedSeq: number
+}
+
+export interface WorkerRecord {
+  hostname: string
+  pid: number | null
+  freq: number
+  /** local_received of the last heartbeats (Celery keeps four). */
+  heartbeats: number[]
+  clock: number
+  active: number | null
+  processed: number | null
+  loadavg: number[] | null
+  sw_ident: string | null
+  sw_ver: string | null
+  sw_sys: string | null
+  /** When it went offline (local time, seconds), or null. */
+  offlineAt: number | null
+  /** Events from it, by type (Flower's state.counter). */
+  counter: Record<string, number>
+  /** The last `inspect` answers (Flower's Inspector): stats, registered, active_queues, ... and timestamp. */
+  inspect: Record<string, unknown>
+}
+
+/** Celery's HEARTBEAT_EXPIRE_WINDOW (200%). */
+const EXPIRE_WINDOW = 200
+
+export function workerAlive(worker: WorkerRecord, now: number): boolean {
+  const last = worker.heartbeats[worker.heartbeats.length - 1]
+  if (last === undefined) return false
+  return now < last + worker.freq * (EXPIRE_WINDOW / 100)
+}
+
+export type StateChange = { kind: 'task'; task: TaskRecord; created: boolean } | { kind: 'worker'; worker: WorkerRecord } | { kind: 'dropped'; uuid: string }
+
+export interface ClusterStateOptions {
+  maxTasks: number
+  now?: () => number
+}
+
+export interface TaskQuery {
+  limit?: number | null
+  offset?: number
+  sortBy?: string | null
+  taskname?: string | null
+  workername?: string | null
+  state?: string | null
+  /** Unix seconds. */
+  receivedStart?: number | null
+  receivedEnd?: number | null
+  search?: string | null
+}
+
+export interface TaskPage {
+  tasks: TaskRecord[]
+  filtered: number
+  total: number
+}
+
+export const SORT_KEYS = new Set(['name', 'state', 'received', 'started', 'runtime', 'worker', 'uuid', 'succeeded', 'timestamp'])
+
+const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' && Number.isFinite(value) ? value : fallback)
+
+export class ClusterState {
+  eventCount = 0
+  taskCount = 0
+  readonly tasks = new Map<string, TaskRecord>()
+  readonly workers = new Map<string, WorkerRecord>()
+  /**
+   * Finished tasks in the order they finished, the first dropped first. An
+   * array with a head index, not a Set: taking the first of a Set whose front
+   * was deleted walks every deleted slot (V8), which made each drop O(n).
+   * Entries whose task finished again later, or went, are stale and skipped.
+   */
+  private finished: { uuid: string; seq: number }[] = []
+  private finishedHead = 0
+  private finishSeq = 0
+  private readonly byName = new Map<string, Set<string>>()
+  private readonly byWorker = new Map<string, Set<string>>()
+  private readonly byState = new Map<string, Set<string>>()
+  /** Children seen before their parent (Celery's _tasks_to_resolve). */
+  private readonly orphans = new Map<string, Set<string>>()
+  readonly taskTypes = new Set<string>()
+  private readonly listeners = new Set<(change: StateChange) => void>()
+  readonly maxTasks: number
+  private readonly now: () => number
+
+  constructor(options: ClusterStateOptions) {
+    this.maxTasks = Math.max(1, options.maxTasks)
+    this.now = options.now ?? (() => Date.now() / 1000)
+  }
+
+  onChange(listener: (change: StateChange) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  private emit(change: StateChange): void {
+    for (const listener of this.listeners) listener(change)
+  }
+
+  /**
+   * One event as the receiver decoded it. Returns false for what is not an
+   * event (no type, a task event without uuid): ignored, never fatal.
+   */
+  apply(event: Record<string, unknown>): boolean {
+    const type = event.type
+    if (typeof type !== 'string' || !type.includes('-')) return false
+    const dash = type.indexOf('-')
+    const group = type.slice(0, dash)
+    const subject = type.slice(dash + 1)
+    const hostname = typeof event.hostname === 'string' && event.hostname ? event.hostname : null
+    if (group === 'task' && (typeof event.uuid !== 'string' || !event.uuid)) return false
+    if (group !== 'task' && group !== 'worker') return false
+    if (group === 'worker' && !hostname) return false
+    this.eventCount += 1
+    const timestamp = numberOr(event.timestamp, this.now())
+    const localReceived = numberOr(event.local_received, this.now())
+    if (hostname) {
+      const worker = this.workerFor(hostname)
+      worker.counter[type] = (worker.counter[type] ?? 0) + 1
+    }
+    if (group === 'worker') {
+      if (!hostname) return false
+      this.workerEvent(this.workerFor(hostname), subject, localReceived, event)
+      return true
+    }
+    this.taskEvent(event.uuid as string, subject, hostname, timestamp, localReceived, event)
+    return true
+  }
+
+  private workerFor(hostname: string): WorkerRecord {
+    let worker = this.workers.get(hostname)
+    if (!worker) {
+      worker = { hostname, pid: null, freq: 60, heartbeats: [], clock: 0, active: null, processed: null, loadavg: null, sw_ident: null, sw_ver: null, sw_sys: null, offlineAt: null, counter: {}, inspect: {} }
+      this.workers.set(hostname, worker)
+    }
+    return worker
+  }
+
+  private workerEvent(worker: WorkerRecord, subject: string, localReceived: number, event: Record<string, unknown>): void {
+    if (typeof event.pid === 'number') worker.pid = event.pid
+    if (typeof event.freq === 'number' && event.freq > 0) worker.freq = event.freq
+    if (typeof event.clock === 'number') worker.clock = event.clock
+    if (typeof event.active === 'number') worker.active = event.active
+    if (typeof event.processed === 'number') worker.processed = event.processed
+    if (Array.isArray(event.loadavg)) worker.loadavg = event.loadavg.filter((n): n is number => typeof n === 'number')
+    for (const key of ['sw_ident', 'sw_ver', 'sw_sys'] as const) if (typeof event[key] === 'string') worker[key] = event[key] as string
+    if (subject === 'offline') {
+      worker.heartbeats = []
+      worker.offlineAt = this.now()
+    } else {
+      this.beat(worker, localReceived)
+      worker.offlineAt = null
+    }
+    this.emit({ kind: 'worker', worker })
+  }
+
+  private beat(worker: WorkerRecord, localReceived: number): void {
+    const hb = worker.heartbeats
+    if (hb.length > 3) hb.shift()
+    if (hb.length === 0 || localReceived > hb[hb.length - 1]!) hb.push(localReceived)
+    else {
+      hb.push(localReceived)
+      hb.sort((a, b) => a - b)
+    }
+  }
+
+  private taskEvent(uuid: string, subject: string, hostname: string | null, timestamp: number, localReceived: number, event: Record<string, unknown>): void {
+    let task = this.tasks.get(uuid)
+    const created = !task
+    if (!task) {
+      task = { uuid, state: 'PENDING', clock: 0, worker: null, children: [], fields: {}, timeline: [], doc: null, finishedSeq: 0 }
+      this.tasks.set(uuid, task)
+      const waiting = this.orphans.get(uuid)
+      if (waiting) {
+        task.children.push(...waiting)
+        this.orphans.delete(uuid)
+      }
+    }
+    const before = { name: task.fields.name as string | undefined, state: task.state, worker: task.worker }
+    if (subject === 'sent') task.fields.client = hostname
+    else if (hostname) {
+      task.worker = hostname
+      const worker = this.workerFor(hostname)
+      // Any task event is a sign of life from its worker, as in Celery's State.
+      if (worker.offlineAt === null) this.beat(worker, localReceived)
+    }
+    if (subject === 'received') this.taskCount += 1
+    let state = TASK_EVENT_STATE[subject]
+    if (state !== undefined) task.fields[subject] = timestamp
+    else state = subject.toUpperCase()
+    let fields: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(event)) if (!NOT_STORED.has(key)) fields[key] = value
+    if (state !== 'RETRY' && task.state !== 'RETRY' && precedence(state) > precedence(task.state)) {
+      // A logically earlier event arriving late leaves the state as it is; a
+      // late task-received still brings what only it carries (Celery's merge_rules).
+      if (state === 'RECEIVED') fields = Object.fromEntries(Object.entries(fields).filter(([key]) => RECEIVED_KEEPS.has(key)))
+    } else {
+      task.state = state
+      fields.timestamp = timestamp
+    }
+    Object.assign(task.fields, fields)
+    if (typeof event.clock === 'number') task.clock = event.clock
+    task.timeline.push({ type: `task-${subject}`, timestamp, hostname })
+    if (task.timeline.length > MAX_TIMELINE) task.timeline.splice(1, 1)
+    const name = typeof task.fields.name === 'string' ? task.fields.name : undefined
+    if (name) this.taskTypes.add(name)
+    const parent = typeof task.fields.parent_id === 'string' ? task.fields.parent_id : null
+    if (parent && parent !== uuid) {
+      const p = this.tasks.get(parent)
+      if (p) {
+        if (!p.children.includes(uuid)) p.children.push(uuid)
+      } else {
+        const set = this.orphans.get(parent) ?? new Set<string>()
+        set.add(uuid)
+        this.orphans.set(parent, set)
+      }
+    }
+    this.reindex(task, before)
+    if (READY_STATES.has(task.state)) {
+      if (task.finishedSeq === 0) this.markFinished(task)
+      // Indexed for search once, as it finishes, rather than on the first search of all held tasks.
+      task.doc = documentOf(task)
+    } else task.finishedSeq = 0
+    this.emit({ kind: 'task', task, created })
+    if (created) this.enforceLimit(uuid)
+  }
+
+  private reindex(task: TaskRecord, before: { name?: string; state: string; worker: string | null }): void {
+    const name = typeof task.fields.name === 'string' ? task.fields.name : ''
+    move(this.byName, before.name ?? '', name, task.uuid)
+    move(this.byState, before.state, task.state, task.uuid)
+    move(this.byWorker, before.worker ?? '', task.worker ?? '', task.uuid)
+    task.doc = null
+  }
+
+  private markFinished(task: TaskRecord): void {
+    task.finishedSeq = ++this.finishSeq
+    this.finished.push({ uuid: task.uuid, seq: task.finishedSeq })
+  }
+
+  /** The oldest finished task still held, or undefined. */
+  private oldestFinished(): string | undefined {
+    while (this.finishedHead < this.finished.length) {
+      const entry = this.finished[this.finishedHead]!
+      const task = this.tasks.get(entry.uuid)
+      if (task && task.finishedSeq === entry.seq) return entry.uuid
+      this.finishedHead += 1
+    }
+    return undefined
+  }
+
+  private compactFinished(): void {
+    if (this.finishedHead > 4096 && this.finishedHead * 2 > this.finished.length) {
+      this.finished = this.finished.slice(this.finishedHead)
+      this.finishedHead = 0
+    }
+  }
+
+  /** Drops the oldest finished task, or the oldest of all when none has finished, until within --max-tasks. */
+  private enforceLimit(keep: string): void {
+    while (this.tasks.size > this.maxTasks) {
+      let victim = this.oldestFinished()
+      if (victim === undefined) {
+        for (const id of this.tasks.keys()) {
+          if (id !== keep) {
+            victim = id
+            break
+          }
+        }
+      }
+      if (victim === undefined) return
+      this.drop(victim)
+    }
+    this.compactFinished()
+  }
+
+  private drop(uuid: string): void {
+    const task = this.tasks.get(uuid)
+    if (!task) return
+    this.tasks.delete(uuid)
+    task.finishedSeq = 0
+    move(this.byName, typeof task.fields.name === 'string' ? task.fields.name : '', '', uuid)
+    move(this.byState, task.state, '', uuid)
+    move(this.byWorker, task.worker ?? '', '', uuid)
+    this.emit({ kind: 'dropped', uuid })
+  }
+
+  /** Workers that went offline more than `seconds` ago leave the list (--purge-offline-workers). */
+  purgeOfflineWorkers(seconds: number): string[] {
+    const now = this.now()
+    const gone: string[] = []
+    for (const [name, worker] of this.workers) {
+      const lastSeen = worker.offlineAt ?? worker.heartbeats[worker.heartbeats.length - 1] ?? null
+      if (!workerAlive(worker, now) && lastSeen !== null && now - lastSeen > seconds) {
+        this.workers.delete(name)
+        gone.push(name)
+      }
+    }
+    return gone
+  }
+
+  alive(worker: WorkerRecord): boolean {
+    return workerAlive(worker, this.now())
+  }
+
+  /** Flower's search_tasks: filters, the query, the sort, and one page. */
+  queryTasks(q: TaskQuery): TaskPage {
+    const query = parseQuery(q.search)
+    let candidates: Iterable<string> = this.tasks.keys()
+    let pool: Set<string> | null = null
+    const narrow = (index: Map<string, Set<string>>, value: string | null | undefined): void => {
+      if (!value) return
+      const ids = index.get(value) ?? new Set<string>()
+      pool = pool === null ? new Set(ids) : new Set([...pool].filter((id) => ids.has(id)))
+    }
+    narrow(this.byName, q.taskname)
+    narrow(this.byWorker, q.workername)
+    narrow(this.byState, q.state)
+    if (pool !== null) candidates = pool
+    const rs = q.receivedStart ?? null
+    const re = q.receivedEnd ?? null
+    let descending = true
+    let key: (t: TaskRecord) => number | string | null = (t) => numberOr(t.fields.timestamp, 0)
+    if (q.sortBy) {
+      descending = q.sortBy.startsWith('-')
+      const field = q.sortBy.replace(/^-/, '')
+      if (!SORT_KEYS.has(field)) throw Object.assign(new Error(`sort_by: unknown field '${field}'`), { code: 'BAD_SORT' })
+      key = sortKey(field)
+    }
+    const offset = Math.max(0, q.offset ?? 0)
+    const limit = q.limit === null || q.limit === undefined ? null : Math.max(0, q.limit)
+    // One pass that counts the matches and keeps only the first offset+limit
+    // in order (a page out of 100,000 tasks), without building the whole list.
+    const select = new TopK(limit === null ? null : offset + limit, key, descending)
+    let filtered = 0
+    for (const id of candidates) {
+      const task = this.tasks.get(id)
+      if (!task) continue
+      if (rs !== null || re !== null) {
+        const received = task.fields.received
+        if (typeof received === 'number') {
+          if (rs !== null && received < rs) continue
+          if (re !== null && received > re) continue
+        }
+      }
+      if (query.kind !== 'all' && !matches(query, (task.doc ??= documentOf(task)))) continue
+      filtered += 1
+      select.offer(task)
+    }
+    const ordered = select.result()
+    return { tasks: ordered.slice(offset, limit === null ? undefined : offset + limit), filtered, total: this.tasks.size }
+  }
+
+  /** Celery's Task.as_dict with Flower's worker hostname. */
+  taskAsDict(task: TaskRecord): Record<string, unknown> {
+    const out: Record<string, unknown> = {}
+    for (const field of TASK_FIELDS) {
+      if (field === 'uuid') out.uuid = task.uuid
+      else if (field === 'state') out.state = task.state
+      else if (field === 'worker') out.worker = task.worker
+      else if (field === 'clock') out.clock = task.clock
+      else if (field === 'children') out.children = task.children.filter((id) => this.tasks.has(id))
+      else if (field === 'root') out.root = task.fields.root_id ?? null
+      else if (field === 'parent') out.parent = task.fields.parent_id ?? null
+      else out[field] = task.fields[field] ?? null
+    }
+    return out
+  }
+
+  /** Everything, for --persistent. */
+  snapshot(): PersistedState {
+    return {
+      version: 1,
+      eventCount: this.eventCount,
+      taskCount: this.taskCount,
+      workers: [...this.workers.values()],
+      tasks: [...this.tasks.values()].map(({ doc: _doc, finishedSeq: _seq, ...rest }) => rest),
+      finished: this.finished.slice(this.finishedHead).filter((e) => this.tasks.get(e.uuid)?.finishedSeq === e.seq).map((e) => e.uuid),
+    }
+  }
+
+  restore(saved: PersistedState): void {
+    this.eventCount = saved.eventCount
+    this.taskCount = saved.taskCount
+    for (const worker of saved.workers) this.workers.set(worker.hostname, worker)
+    for (const t of saved.tasks) {
+      const task: TaskRecord = { ...t, doc: null, finishedSeq: 0 }
+      this.tasks.set(task.uuid, task)
+      const name = typeof task.fields.name === 'string' ? task.fields.name : ''
+      if (name) this.taskTypes.add(name)
+      this.reindex(task, { state: '', worker: null })
+    }
+    for (const id of saved.finished) {
+      const task = this.tasks.get(id)
+      if (task && task.finishedSeq === 0) this.markFinished(task)
+    }
+    while (this.tasks.size > this.maxTasks) {
+      const victim: string | undefined = this.oldestFinished() ?? this.tasks.keys().next().value
+      if (victim === undefined) break
+      this.drop(victim)
+    }
+  }
+}
+
+export interface PersistedState {
+  version: 1
+  eventCount: number
+  taskCount: number
+  workers: WorkerRecord[]
+  tasks: Omit<TaskRecord, 'doc' | 'finishedSeq'>[]
+  finished: string[]
+}
+
+function move(index: Map<string, Set<string>>, from: string, to: string, id: string): void {
+  if (from === to) {
+    if (to) {
+      let set = index.get(to)
+      if (!set) index.set(to, (set = new Set()))
+      set.add(id)
+    }
+    return
+  }
+  if (from) {
+    const set = index.get(from)
+    set?.delete(id)
+    if (set && set.size === 0) index.delete(from)
+  }
+  if (to) {
+    let set = index.get(to)
+    if (!set) index.set(to, (set = new Set()))
+    set.add(id)
+  }
+}
+
+function documentOf(task: TaskRecord): SearchDocument {
+  const f = task.fields
+  const doc = {
+    name: fold(f.name),
+    state: fold(task.state),
+    worker: fold(task.worker),
+    args: fold(f.args),
+    kwargs: fold(f.kwargs),
+    result: fold(f.result),
+  }
+  return { ...doc, all: [fold(task.uuid), doc.name, doc.state, doc.worker, doc.args, doc.kwargs, doc.result].join('\0'), kwargsPairs: kwargsPairs(f.kwargs) }
+}
+
+function sortKey(field: string): (t: TaskRecord) => number | string | null {
+  if (field === 'state') return (t) => t.state.toLowerCase()
+  if (field === 'worker') return (t) => (t.worker ?? null)
+  if (field === 'uuid') return (t) => t.uuid
+  if (field === 'name') return (t) => (typeof t.fields.name === 'string' ? t.fields.name.toLowerCase() : null)
+  return (t) => (typeof t.fields[field] === 'number' ? (t.fields[field] as number) : null)
+}
+
+/** Flower's order: tasks without the field first (ascending), ties broken by uuid. */
+function compare(a: number | string | null, b: number | string | null, ua: string, ub: string): number {
+  if (a === null && b !== null) return -1
+  if (b === null && a !== null) return 1
+  if (a !== null && b !== null && a !== b) return a < b ? -1 : 1
+  return ua < ub ? -1 : ua > ub ? 1 : 0
+}
+
+/**
+ * The first `k` tasks in order, offered one at a time: a sorted window of k
+ * (binary insertion) when k is small, a full sort at the end otherwise.
+ */
+class TopK {
+  private readonly items: TaskRecord[] = []
+  private readonly keys: (number | string | null)[] = []
+  private readonly sign: number
+  private readonly bounded: boolean
+
+  constructor(private readonly k: number | null, private readonly key: (t: TaskRecord) => number | string | null, descending: boolean) {
+    this.sign = descending ? -1 : 1
+    this.bounded = k !== null && k <= 5000
+  }
+
+  private cmp(ka: number | string | null, a: TaskRecord, kb: number | string | null, b: TaskRecord): number {
+    return this.sign * compare(ka, kb, a.uuid, b.uuid)
+  }
+
+  offer(task: TaskRecord): void {
+    const k = this.key(task)
+    if (!this.bounded) {
+      this.items.push(task)
+      this.keys.push(k)
+      return
+    }
+    const n = this.items.length
+    if (n === this.k && this.cmp(k, task, this.keys[n - 1]!, this.items[n - 1]!) >= 0) return
+    let lo = 0
+    let hi = n
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (this.cmp(this.keys[mid]!, this.items[mid]!, k, task) <= 0) lo = mid + 1
+      else hi = mid
+    }
+    this.items.splice(lo, 0, task)
+    this.keys.splice(lo, 0, k)
+    if (this.items.length > this.k!) {
+      this.items.pop()
+      this.keys.pop()
+    }
+  }
+
+  result(): TaskRecord[] {
+    if (this.bounded) return this.items
+    const order = this.items.map((_, i) => i)
+    order.sort((a, b) => this.cmp(this.keys[a]!, this.items[a]!, this.keys[b]!, this.items[b]!))
+    return order.map((i) => this.items[i]!)
+  }
+}
