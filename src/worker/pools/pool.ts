@@ -1,5 +1,5 @@
 import type { StateSink } from '../../app/task-context.js'
-import type { Job, Outcome } from './jobs.js'
+import type { Job, Outcome } from '../../app/execution/jobs.js'
 
 export type PoolKind = 'prefork' | 'threads' | 'solo'
 

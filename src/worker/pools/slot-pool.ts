@@ -17,10 +17,10 @@
 // are taken back and handed to the worker again (Placement.returned()), so a
 // long task never holds up short ones that another slot could run.
 import type { StateSink } from '../../app/task-context.js'
-import type { Job, Outcome } from './jobs.js'
+import type { Job, Outcome } from '../../app/execution/jobs.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
 import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
-import { setLongTimeout, type LongTimeout } from '../long-timeout.js'
+import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
 
 export interface SlotHandle {
   readonly pid: number

@@ -3,10 +3,10 @@
 import type { App } from '../../app/app.js'
 import { announceProcessInit } from '../../app/app-signals.js'
 import type { StateSink } from '../../app/task-context.js'
-import { executeJob, type RunningJob } from './executor.js'
-import type { Job, Outcome } from './jobs.js'
+import { executeJob, type RunningJob } from '../../app/execution/executor.js'
+import type { Job, Outcome } from '../../app/execution/jobs.js'
 import type { Pool, SlotInfo } from './pool.js'
-import { setLongTimeout, type LongTimeout } from '../long-timeout.js'
+import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
 
 export class SoloPool implements Pool {
   readonly kind = 'solo' as const

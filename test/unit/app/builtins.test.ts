@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { createApp } from '../../../src/app/app.js'
-import { executeJob } from '../../../src/worker/pools/executor.js'
-import type { Job, Outcome } from '../../../src/worker/pools/jobs.js'
+import { executeJob } from '../../../src/app/execution/executor.js'
+import type { Job, Outcome } from '../../../src/app/execution/jobs.js'
 
 function appWithTasks() {
   const app = createApp({ name: 'proj' })

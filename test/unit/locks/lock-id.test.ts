@@ -34,7 +34,7 @@ describe('lock ids', () => {
 
 describe('retries of a locked task', () => {
   it('[maxRetries: null] retries for ever, as Celery max_retries=None; unset is 3', async () => {
-    const { retriesExhausted } = await import('../../../src/worker/pools/executor.js')
+    const { retriesExhausted } = await import('../../../src/app/execution/executor.js')
     assert.equal(retriesExhausted(50, null, null), false)
     assert.equal(retriesExhausted(3, null, undefined), true)
     assert.equal(retriesExhausted(2, null, undefined), false)

@@ -13,8 +13,8 @@ import { decodeTaskMessage, encodeTaskV2, type Signature, type TaskSendOptions }
 import type { Delivery, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
-import { executeJob, unsendableOutcome } from '../../../src/worker/pools/executor.js'
-import type { Job } from '../../../src/worker/pools/jobs.js'
+import { executeJob, unsendableOutcome } from '../../../src/app/execution/executor.js'
+import type { Job } from '../../../src/app/execution/jobs.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
 import { TaskRunner } from '../../../src/worker/task-runner.js'
 

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { App } from '../../../src/app/app.js'
 import { currentTask } from '../../../src/app/task-context.js'
-import { executeJob } from '../../../src/worker/pools/executor.js'
-import type { Job } from '../../../src/worker/pools/jobs.js'
+import { executeJob } from '../../../src/app/execution/executor.js'
+import type { Job } from '../../../src/app/execution/jobs.js'
 
 function appWith(fn: (...args: unknown[]) => unknown): App {
   return { tasks: new Map([['t.run', { fn, options: {} }]]) } as unknown as App

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict'
 import { describe, it, mock } from 'node:test'
 import type { App } from '../../../src/app/app.js'
 import { currentTask } from '../../../src/app/task-context.js'
-import { setLongTimeout } from '../../../src/worker/long-timeout.js'
-import { executeJob } from '../../../src/worker/pools/executor.js'
-import type { Job } from '../../../src/worker/pools/jobs.js'
+import { setLongTimeout } from '../../../src/app/execution/long-timeout.js'
+import { executeJob } from '../../../src/app/execution/executor.js'
+import type { Job } from '../../../src/app/execution/jobs.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
 
 const DAY = 24 * 60 * 60 * 1000

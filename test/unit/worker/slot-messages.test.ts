@@ -3,7 +3,7 @@
 // whatever mix of shapes a batch holds.
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import type { Job } from '../../../src/worker/pools/jobs.js'
+import type { Job } from '../../../src/app/execution/jobs.js'
 import { packJobs, unpackJobs } from '../../../src/worker/pools/slot-messages.js'
 
 const base = (id: string): Job => ({ id, task: 'proj.noop', args: [1, { a: [2] }], kwargs: { k: null }, retries: 0, rootId: id, parentId: null, group: null, hostname: 'w@h', softTimeLimit: null })

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { resolve } from 'node:path'
-import type { Job, Outcome } from '../../../src/worker/pools/jobs.js'
+import type { Job, Outcome } from '../../../src/app/execution/jobs.js'
 import type { Placement } from '../../../src/worker/pools/pool.js'
 import { SLOW_MS } from '../../../src/worker/pools/slot-pool.js'
 import { PreforkPool } from '../../../src/worker/pools/prefork-pool.js'

@@ -10,7 +10,7 @@ import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import type { Job, Outcome } from '../../../src/worker/pools/jobs.js'
+import type { Job, Outcome } from '../../../src/app/execution/jobs.js'
 import type { Placement, Pool } from '../../../src/worker/pools/pool.js'
 import { TaskRunner } from '../../../src/worker/task-runner.js'
 

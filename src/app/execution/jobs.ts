@@ -1,7 +1,7 @@
 // The messages between a worker and its pool slots. One discriminated union per
 // direction, shared by the prefork (IPC) and threads (MessagePort) pools.
 
-import type { SignatureData, TaskRun } from '../../app/task-context.js'
+import type { SignatureData, TaskRun } from '../task-context.js'
 
 export interface Job extends TaskRun {
   task: string

@@ -1,13 +1,15 @@
-// Runs one job against the app's registry, in whatever slot hosts it: the main
-// event loop (solo), a worker thread, or a child process. Turns whatever the
+// Runs one job against the app's registry, in whatever hosts it: a worker's
+// main event loop (solo), a worker thread, a child process, or a test's own
+// process (eager mode, app/eager.ts: which is why it lives in app/, below the
+// worker, and not among the pools). Turns whatever the
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
-import type { App, Task } from '../../app/app.js'
-import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type SignatureData, type StateSink, type TaskContext } from '../../app/task-context.js'
-import { runReceiver, AppSignals } from '../../app/app-signals.js'
+import type { App, Task } from '../app.js'
+import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type SignatureData, type StateSink, type TaskContext } from '../task-context.js'
+import { runReceiver, AppSignals } from '../app-signals.js'
 import { dumps, EncodeError, saferepr } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 import { runLocked } from './locked-run.js'
-import { setLongTimeout, type LongTimeout } from '../long-timeout.js'
+import { setLongTimeout, type LongTimeout } from './long-timeout.js'
 
 /** Celery's Task.max_retries default. */
 const DEFAULT_MAX_RETRIES = 3

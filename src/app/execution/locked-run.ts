@@ -3,7 +3,7 @@
 // it the moment the run ends, however it ends. What the slot cannot free (its
 // process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
 // the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
-import type { App, Task } from '../../app/app.js'
+import type { App, Task } from '../app.js'
 import { acquireTaskLock, lockedRetryDelay, LockedError, LockLostError, lockIdFor, lockStoreAt, lockUrlFor, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
 import { encodeError } from './executor.js'
 import type { Outcome } from './jobs.js'
