@@ -19,6 +19,8 @@ const pyKombu = existsSync(PY) && spawnSync(PY, ['-c', 'import kombu, celery'], 
 const pySkip = pyKombu ? false : 'system Python with kombu/celery not found (/usr/bin/python3)'
 /** The restore case uses its own database: a 1 s visibility timeout restores every stale unacked entry of a db. */
 const RESTORE_DB_URL = REDIS_URL.replace(/\/\d*$/, '/15')
+// kombu's fanout channels start with the database number (fanout_prefix): `/<db>.`.
+const FANOUT_DB = `/${new URL(REDIS_URL).pathname.replace(/^\//, '') || '0'}.`
 
 function msg(body: string, properties: Partial<MessageProperties> = {}): OutgoingMessage {
   return {
@@ -218,7 +220,7 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     const heard: Array<[string, string]> = []
     sub.on('pmessage', (_p: string, channel: string, m: string) => heard.push([channel, m]))
     try {
-      await sub.psubscribe(`/0.${exchange}*`)
+      await sub.psubscribe(`${FANOUT_DB}${exchange}*`)
       const t = await open()
       await t.declareExchange({ name: exchange, type: 'fanout', durable: false, autoDelete: false })
       const q = queue()
@@ -229,11 +231,11 @@ describe('redis transport layout (spec §4)', { skip }, () => {
       await t.publish(exchange, '', msg('no key'))
       await t.publish(exchange, 'worker.heartbeat', msg('keyed'))
       await waitFor(() => heard.length === 2 && got.length === 2, { what: 'both publishes heard' })
-      assert.deepEqual(heard.map(([c]) => c).sort(), [`/0.${exchange}`, `/0.${exchange}/worker.heartbeat`].sort())
+      assert.deepEqual(heard.map(([c]) => c).sort(), [`${FANOUT_DB}${exchange}`, `${FANOUT_DB}${exchange}/worker.heartbeat`].sort())
       assert.equal(await raw.llen(q), 0, 'fanout never stores')
       // A Python publisher's envelope on the channel reaches the consumer.
       const pyEnvelope = `{"body": "eyJhIjogMX0=", "content-encoding": "utf-8", "content-type": "application/json", "headers": {}, "properties": {"delivery_mode": 2, "delivery_info": {"exchange": "${exchange}", "routing_key": ""}, "priority": 0, "body_encoding": "base64", "delivery_tag": "97c17262-0257-4a43-aa55-b924d4065d82"}}`
-      await raw.publish(`/0.${exchange}`, pyEnvelope)
+      await raw.publish(`${FANOUT_DB}${exchange}`, pyEnvelope)
       await waitFor(() => got.length === 3, { what: 'the raw publish' })
       assert.equal(got[2]!.body.toString(), '{"a": 1}')
       assert.equal(got[2]!.queue, q)
