@@ -213,7 +213,7 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     }
   })
 
-  it('spec §4.4/§4.5: fanout is PUBLISH on `/0.<exchange>` (+ `/<rk>`), consumed by PSUBSCRIBE', async () => {
+  it('spec §4.4/§4.5: fanout is PUBLISH on `/<db>.<exchange>` (+ `/<rk>`), consumed by PSUBSCRIBE', async () => {
     const exchange = uniqueName('tsq-layout-fan')
     keys.push(`_kombu.binding.${exchange}`)
     const sub = new Redis(REDIS_URL, { connectionName: `tsq-${process.pid}-layout-sub` })
