@@ -70,6 +70,8 @@ function laneEnv(lane, vhost) {
     TSQ_TEST_AMQP_URL: lane === 0 ? BASE_AMQP : amqp.toString().replace(/\/%2F$/, '//'),
     TSQ_TEST_REDIS_URL: lane === 0 ? BASE_REDIS : redis.toString(),
     TSQ_TEST_BUS_REDIS_DB: String(busDb),
+    // Where the loss tests' task fixtures record their runs (their default is db 0).
+    TSQ_LOSS_REDIS_URL: lane === 0 ? BASE_REDIS : redis.toString(),
     TSQ_TEST_LANE: String(lane),
   }
 }

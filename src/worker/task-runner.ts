@@ -193,7 +193,7 @@ export class TaskRunner {
       this.o.log.error(`Can't decode message body: DecodeError(SecurityError(${pyRepr(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`)
       return delivery.ack().catch(() => undefined)
     }
-    this.o.log.error(`Received invalid task message: ${error.message} ${where}`)
+    this.o.log.error(`Received invalid task message (rejected, not requeued): ${error.message} ${where}`)
     return delivery.reject({ requeue: false }).catch(() => undefined)
   }
 

@@ -229,10 +229,10 @@ describe('[flag errors] one line naming the flag, the value and what was expecte
     { tsq: ['inspect', 'ping', '--matcher', 'regex', '--pattern', 'x'], line: "Invalid value for '--matcher': 'regex' is not one of 'glob', 'pcre'." },
     { tsq: ['call', 'proj.add', '--priority', '256'], line: "Invalid value for '--priority': 256 is not in the range 0<=x<=255." },
     { tsq: ['result', 'abc', '-t', 'soon'], line: "Invalid value for '-t' / '--timeout': 'soon' is not a valid float." },
-    // oclif's own usage errors, as one line that says what is missing.
-    { tsq: ['worker'], line: 'Missing required flag app' },
-    { tsq: ['inspect'], line: 'Missing required argument: method' },
-    { tsq: ['control', 'revoke', 'abc', '--signal', 'KILL'], line: 'All of the following must be provided when using --signal: --terminate' },
+    // oclif's own usage errors, as one line that says what is missing and where help is
+    // (`tsq worker` with no -A is no error: it runs the default app, as `celery worker` does).
+    { tsq: ['inspect'], line: "Missing required argument: method (try 'tsq inspect --help')" },
+    { tsq: ['control', 'revoke', 'abc', '--signal', 'KILL'], line: "All of the following must be provided when using --signal: --terminate (try 'tsq control --help')" },
     { tsq: ['beat', '--ha', 'both'], line: "Invalid value for '--ha': 'both' is not one of 'lease', 'mutex', 'none'." },
   ]
   for (const c of cases) {

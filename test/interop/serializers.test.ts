@@ -90,7 +90,7 @@ for (const c of cases) {
           const next = await pySecClient(side(tsqQueue), ['call', 'sec.add', '[40, 2]', '40'])
           assert.deepEqual(next.result, { int: '42' }, JSON.stringify(next) + logs())
           assert.equal(await app!.asyncResult(pickled.id).state, 'PENDING', logs())
-          assert.match(tsqWorker!.log.slice(logStart), new RegExp(`Received invalid task message: Refusing to deserialize pickle content \\(application/x-python-serialize\\): tsq never unpickles.* sec\\.add\\[${pickled.id}\\]`), logs())
+          assert.match(tsqWorker!.log.slice(logStart), new RegExp(`Received invalid task message \\(rejected, not requeued\\): Refusing to deserialize pickle content \\(application/x-python-serialize\\): tsq never unpickles.* sec\\.add\\[${pickled.id}\\]`), logs())
         })
 
         it('a JSON task is refused by a worker whose accept_content is msgpack alone', async () => {
