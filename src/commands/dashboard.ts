@@ -51,6 +51,7 @@ export default class Dashboard extends TsqCommand<void> {
     await runDashboard({
       brokerUrl: config.brokerUrl,
       resultBackend: config.resultBackend,
+      backendSsl: config.backendSsl,
       transportSettings: config.transportSettings,
       maxTasks: flags['max-tasks'],
       persistent: flags.persistent ? { path: resolve(flags.db) } : null,

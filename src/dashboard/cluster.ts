@@ -8,7 +8,7 @@ import { createResultBackend, type ResultBackend } from '../app/backends/index.j
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
 import { encodeResultMeta, type ResultMeta } from '../protocol/index.js'
-import { createTransport, MailboxClient, maskUrl, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, MailboxClient, maskUrl, type NodeReply, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from './state.js'
 
@@ -18,6 +18,8 @@ export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'schedul
 export interface ClusterOptions {
   brokerUrl: string
   resultBackend?: string
+  /** Celery's redis_backend_use_ssl, for a Redis result backend (a rediss:// URL's ssl_* parameters win). */
+  backendSsl?: SslSettings | boolean | null
   transportSettings?: TransportSettings
   maxTasks: number
   persistent?: { path: string } | null
@@ -293,7 +295,7 @@ export class Cluster {
   }
 
   private async resultBackend(): Promise<ResultBackend> {
-    this.backend ??= await createResultBackend(this.o.resultBackend)
+    this.backend ??= await createResultBackend(this.o.resultBackend, undefined, this.o.backendSsl)
     return this.backend
   }
 
