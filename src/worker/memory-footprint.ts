@@ -41,6 +41,19 @@ export function keepYoungGenerationSmall(execArgv: readonly string[] = process.e
   return true
 }
 
+/**
+ * What a prefork child starts with: a young generation sized when its isolate
+ * is made, so that whatever the child loads before its first line runs (the
+ * app, its libraries, tsq's own modules) cannot grow it, unless the operator
+ * chose a size. With only the runtime flags set by the child's first import,
+ * loading today's module graph still took each child to 4 MB of new space at
+ * rest (test/e2e/worker-young-generation.test.ts).
+ */
+export function youngGenerationExecArgv(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): string[] {
+  if (YOUNG_GENERATION_OPTIONS.test(`${execArgv.join(' ')} ${nodeOptions}`)) return []
+  return ['--max-semi-space-size=1']
+}
+
 export interface IdleTrimOptions {
   /** How often the event loop's utilisation is sampled. */
   intervalMs?: number

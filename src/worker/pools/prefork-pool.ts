@@ -4,6 +4,7 @@ import { fork } from 'node:child_process'
 import type { FromSlot } from './slot-messages.js'
 import { slotData, slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
 import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
+import { youngGenerationExecArgv } from '../memory-footprint.js'
 
 /** The pool's own options, and what every slot it starts is told. */
 export interface SlotSpawnOptions extends SlotPoolOptions, Omit<SlotData, 'index'> {}
@@ -18,7 +19,7 @@ export class PreforkPool extends SlotPool {
   protected spawn(index: number): SlotHandle {
     const { modulePath, includePaths } = this.spawnOptions
     const child = fork(slotEntryPath(), [], {
-      execArgv: [...slotExecArgv([modulePath, ...includePaths]), ...profilingArgv()],
+      execArgv: [...youngGenerationExecArgv(), ...slotExecArgv([modulePath, ...includePaths]), ...profilingArgv()],
       env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify(slotData(this.spawnOptions, index)), TSQ_POOL_INDEX: String(index) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // Structured clone, as worker threads use: a result with a Map, a Set or a
