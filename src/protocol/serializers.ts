@@ -4,20 +4,10 @@
 // can be refused by name; tsq never unpickles (unpickling runs code the sender
 // chose). The `auth` envelope lives in auth.ts and is unwrapped by the caller.
 
-import { createRequire } from 'node:module'
+import { decode as msgpackDecode, encode as msgpackEncode } from '@msgpack/msgpack'
+import { parse as yamlParse, stringify as yamlStringify } from 'yaml'
 import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from './errors.js'
 import { dumps, loads } from './kombu-json.js'
-
-// msgpack and yaml are loaded on first use, not with the module: most apps never
-// meet either, and every tsq process (each CLI command, each prefork child)
-// loads protocol/, where yaml's evaluation alone grew a child's young
-// generation to 4 MB at rest (test/e2e/worker-young-generation.test.ts).
-// Both packages ship CommonJS, so a synchronous require keeps decoding sync.
-const requireLib = createRequire(import.meta.url)
-let msgpackLib: typeof import('@msgpack/msgpack') | undefined
-let yamlLib: typeof import('yaml') | undefined
-const msgpack = () => (msgpackLib ??= requireLib('@msgpack/msgpack') as typeof import('@msgpack/msgpack'))
-const yaml = () => (yamlLib ??= requireLib('yaml') as typeof import('yaml'))
 
 export type SerializerName = 'json' | 'msgpack' | 'yaml' | 'pickle' | 'auth'
 
@@ -111,10 +101,10 @@ export function serialize(name: string, value: unknown): Serialized {
         break
       case 'msgpack':
         // use_bin_type=True on the Python side: str as str, bytes as bin.
-        body = Buffer.from(msgpack().encode(msgpackIntegers(value), { useBigInt64: true }))
+        body = Buffer.from(msgpackEncode(msgpackIntegers(value), { useBigInt64: true }))
         break
       case 'yaml':
-        body = Buffer.from(yaml().stringify(value, YAML_OPTIONS), 'utf8')
+        body = Buffer.from(yamlStringify(value, YAML_OPTIONS), 'utf8')
         break
       default:
         throw new UnknownSerializerError(spec.name)
@@ -199,14 +189,14 @@ export function deserialize(body: Uint8Array | string, contentType: string, cont
         const raw = typeof body === 'string' ? Buffer.from(body, 'latin1') : body
         // A plain Uint8Array view, so bin values come out as Uint8Array whatever held the body.
         const bytes = new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength)
-        return narrowIntegers(msgpack().decode(bytes, { useBigInt64: true }))
+        return narrowIntegers(msgpackDecode(bytes, { useBigInt64: true }))
       } catch (cause) {
         throw new MalformedMessageError(`${what} is not valid msgpack: ${(cause as Error).message}`, { cause })
       }
     case 'application/x-yaml': {
       const text = utf8(body, what)
       try {
-        return narrowIntegers(yaml().parse(text, YAML_OPTIONS))
+        return narrowIntegers(yamlParse(text, YAML_OPTIONS))
       } catch (cause) {
         throw new MalformedMessageError(`${what} is not valid YAML: ${(cause as Error).message.split('\n')[0]}`, { cause })
       }
