@@ -127,7 +127,7 @@ for (const c of cases) {
         assert.equal(await next.get({ timeout: 30 }), 12, logs())
         for (const b of bad) assert.equal(await good.asyncResult(b.id).state, 'PENDING', `${b.what} task ran${logs()}`)
         const log = worker.log.slice(logStart)
-        assert.match(log, /Received invalid task message \(rejected, not requeued\): Refusing to deserialize untrusted content of type json \(application\/json\)/, logs())
+        assert.match(log, /Received invalid task message(?: \(rejected, not requeued\))?: Refusing to deserialize untrusted content of type json \(application\/json\)/, logs())
         assert.match(log, /Unknown certificate: b\\?'Another CA \d+\\?'/, logs())
         if (target === 'tsq') {
           for (const b of bad) assert.match(log, new RegExp(`\\[${b.id}\\]`), `no refusal line for the ${b.what} task${logs()}`)
