@@ -14,7 +14,6 @@ import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
 import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
 import { queueDefinition, queueSettings, type QueueSettings } from './queues.js'
-import { checkTransportOptions } from './transport-options.js'
 import { annotationsFor } from './annotations.js'
 import type { RetryOptions, TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
@@ -297,10 +296,7 @@ export class App {
 
   /** Celery's broker settings in `conf`, as far as tsq's transports take them (TLS, login method, Redis's visibility_timeout); the other transport options are checked at start-up (settings.ts). */
   get transportSettings(): TransportSettings {
-    const { visibilityTimeout } = checkTransportOptions(this.options.conf?.broker_transport_options)
-    const settings = transportSettingsFromConf(this.options.conf ?? {})
-    if (visibilityTimeout !== undefined) settings.visibilityTimeout = visibilityTimeout
-    return settings
+    return transportSettingsFromConf(this.options.conf ?? {})
   }
 
   /** Celery's redis_backend_use_ssl in `conf`. */

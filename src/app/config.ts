@@ -1,6 +1,7 @@
 // Configuration precedence lives here and only here: flags > TSQ_* env >
 // CELERY_* env > defaults. Flags never read the environment themselves.
 import { defaultFileBrokerUrl, type SslSettings, type TransportSettings } from '../transport/index.js'
+import { checkTransportOptions } from './transport-options.js'
 
 export interface ConfigInput {
   broker?: string
@@ -65,11 +66,13 @@ function sslSetting(value: unknown, name: string): SslSettings | boolean | null 
   throw Object.assign(new Error(`${name} must be true or an object of ca_certs, certfile, keyfile, cert_reqs`), { code: 'CONFIG' })
 }
 
-/** What a transport takes from Celery's conf: broker_transport_options.visibility_timeout, broker_use_ssl, broker_login_method. */
+/** What a transport takes from Celery's conf: broker_transport_options (visibility_timeout, Redis's key layout), broker_use_ssl, broker_login_method. */
 export function transportSettingsFromConf(conf: Record<string, unknown>): TransportSettings {
   const settings: TransportSettings = {}
-  const vt = positiveSetting((conf.broker_transport_options as { visibility_timeout?: unknown } | undefined)?.visibility_timeout)
-  if (vt !== null) settings.visibilityTimeout = vt
+  // Values refused here stop a worker or beat at start-up (settings.ts); a client takes what it can read.
+  const { visibilityTimeout, redisLayout } = checkTransportOptions(conf.broker_transport_options)
+  if (visibilityTimeout !== undefined) settings.visibilityTimeout = visibilityTimeout
+  if (Object.keys(redisLayout).length > 0) settings.redisLayout = redisLayout
   const ssl = sslSetting(conf.broker_use_ssl, 'broker_use_ssl')
   if (ssl !== null) settings.ssl = ssl
   if (typeof conf.broker_login_method === 'string' && conf.broker_login_method) settings.loginMethod = conf.broker_login_method
