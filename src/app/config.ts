@@ -11,6 +11,9 @@ export interface ConfigInput {
   appResultBackend?: string
   /** The zone crontab entries are read in (IANA name). */
   timezone?: string
+  /** broker_read_url / broker_write_url from the app's conf. */
+  appBrokerRead?: string
+  appBrokerWrite?: string
 }
 
 export interface ResolvedConfig {
@@ -20,6 +23,13 @@ export interface ResolvedConfig {
   resultBackend: string | undefined
   /** flag > TSQ_TIMEZONE > UTC. */
   timezone: string
+  /**
+   * Celery's broker_read_url and broker_write_url: what a worker consumes from,
+   * and what every sender publishes to. As in Celery (app/utils.py Settings),
+   * CELERY_BROKER_READ_URL > conf > the broker above, even when -b gave that.
+   */
+  brokerReadUrl: string
+  brokerWriteUrl: string
 }
 
 function firstSet(...values: Array<string | undefined>): string | undefined {
@@ -50,7 +60,9 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
   // so `tsq call` then `tsq result` work on a fresh machine with no flags.
   if (resultBackend === undefined && brokerUrl.startsWith('file://')) resultBackend = brokerUrl
   const timezone = firstSet(input.timezone, env.TSQ_TIMEZONE) ?? 'UTC'
-  return { brokerUrl, brokerSource, resultBackend, timezone }
+  const brokerReadUrl = firstSet(env.CELERY_BROKER_READ_URL, input.appBrokerRead) ?? brokerUrl
+  const brokerWriteUrl = firstSet(env.CELERY_BROKER_WRITE_URL, input.appBrokerWrite) ?? brokerUrl
+  return { brokerUrl, brokerSource, resultBackend, timezone, brokerReadUrl, brokerWriteUrl }
 }
 
 /** A Celery setting from the app's conf that must be a positive number (seconds): the number, or null when it is not one. */
