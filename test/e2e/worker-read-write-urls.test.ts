@@ -55,7 +55,7 @@ describe('[broker_read_url, broker_write_url, task_inherit_parent_priority] a wo
     assert.ok(callback, 'the link was sent to the write broker')
     assert.equal(callback.properties.priority, 4)
     // Nothing came back to the read broker, and the worker names where it publishes.
-    assert.equal((await read.checkQueue('celery')).messageCount, 0)
+    assert.equal((await read.checkQueue!('celery'))?.messageCount, 0)
     assert.match(worker.output(), /Publishing to file:\/\/.*write-broker/)
   })
 })
