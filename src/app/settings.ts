@@ -206,7 +206,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   worker_direct: honoured(false, 'also consume <node>.dq2 (worker/run-worker.ts)'),
   worker_disable_rate_limits: honoured(false, 'True: no task rate limit applies in the worker (worker/run-worker.ts)'),
   worker_deduplicate_successful_tasks: refused(false, 'tsq does not keep a list of succeeded ids to skip redelivered copies by'),
-  worker_enable_remote_control: refused(true, 'tsq\'s worker always answers the mailbox'),
+  worker_enable_remote_control: honoured(true, 'False: the worker opens no mailbox, so inspect and control get no answer from it (worker/worker.ts)'),
   worker_hijack_root_logger: na(true, 'Python\'s root logger'),
   worker_log_color: na(null, 'colour of Python\'s log handler; tsq\'s worker log is plain, as Celery\'s is off a terminal'),
   worker_log_format: refused('[%(asctime)s: %(levelname)s/%(processName)s] %(message)s', 'tsq writes Celery\'s default log line'),

@@ -65,7 +65,7 @@ export class Worker {
   private pool!: Pool
   private runner!: TaskRunner
   private events!: EventDispatcher
-  private mailbox!: MailboxServer
+  private mailbox: MailboxServer | undefined
   private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer; received: number }>()
   private autoscaler: Autoscaler | null = null
   private guard: ConnectionGuard | null = null
@@ -175,8 +175,11 @@ export class Worker {
         onRangeChange: () => void this.applyPrefetch(),
       })
     }
-    this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
-    await this.mailbox.start()
+    // worker_enable_remote_control = False: Celery's worker then has no pidbox, so inspect and control get no answer from it.
+    if (this.o.app.conf.worker_enable_remote_control !== false) {
+      this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
+      await this.mailbox.start()
+    }
     if (this.o.mingle && this.transport.kind !== 'file') await this.mingle()
     if (this.o.gossip && this.transport.kind !== 'file') {
       this.gossip = new Gossip(this.transport, this.o.hostname, this.clock, this.o.log)

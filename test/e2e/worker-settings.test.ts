@@ -60,3 +60,21 @@ describe('[worker_concurrency, worker_pool] conf < CELERY_WORKER_* < flag, as th
     })
   }
 })
+
+describe('[worker_enable_remote_control] False: the worker answers no inspect or control', () => {
+  it('inspect ping reaches a worker by default, not one with the setting off', async () => {
+    for (const enabled of [true, false]) {
+      const home = tempTsqHome()
+      const e = embeddedBrokerEnv(home, { CFG_CONF: JSON.stringify({ worker_enable_remote_control: enabled }), NO_COLOR: '1' })
+      const nodename = `cfgrc-${process.pid}-${enabled}@${hostname()}`
+      const worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO'], { env: e, nodename })
+      try {
+        const res = await runTsq(['inspect', 'ping', '-d', nodename, '-t', '2', '--json'], { env: e })
+        if (enabled) assert.deepEqual(JSON.parse(res.stdout), { [nodename]: { ok: 'pong' } })
+        else assert.equal(res.code, 69, `${res.stdout}${res.stderr}`)
+      } finally {
+        await worker.stop()
+      }
+    }
+  })
+})
