@@ -59,11 +59,13 @@ export class Worker {
   readonly revoked = new LimitedSet()
   readonly startedAt = Date.now()
   private transport!: Transport
+  /** broker_write_url's connection when it is not the one consumed from (Celery's connection_for_write): events and the tasks the worker sends. */
+  private writer: Transport | undefined
   private backend: ResultBackend | null = null
   private pool!: Pool
   private runner!: TaskRunner
   private events!: EventDispatcher
-  private mailbox!: MailboxServer
+  private mailbox: MailboxServer | undefined
   private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer; received: number }>()
   private autoscaler: Autoscaler | null = null
   private guard: ConnectionGuard | null = null
@@ -120,7 +122,13 @@ export class Worker {
     const resultCodec = this.o.app.resultCodec()
     for (const id of this.o.app.securitySettings()?.expired ?? []) this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
     if (!(await this.connectBroker())) return
-    this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
+    this.o.log.info(`Connected to ${maskUrl(this.readUrl)}`)
+    if (this.o.brokerWriteUrl && this.o.brokerWriteUrl !== this.readUrl) {
+      this.writer = await createTransport(this.o.brokerWriteUrl, this.o.app.transportSettings)
+      await this.writer.connect()
+      this.o.log.info(`Publishing to ${maskUrl(this.o.brokerWriteUrl)}`)
+    }
+    const out = this.writer ?? this.transport
     // Before anything else starts: a topology the broker refuses stops the worker with one line.
     this.bus = BusWorker.for(this.o.app, this.transport, this.o.log, this.o.hostname)
     await this.bus?.declare()
@@ -132,11 +140,11 @@ export class Worker {
     }
     this.pool = this.makePool()
     await this.pool.start()
-    this.events = new EventDispatcher(this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
+    this.events = new EventDispatcher(out, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
     this.runner = new TaskRunner({
       app: this.o.app,
       decoder,
-      transport: this.transport,
+      transport: out,
       pool: this.pool,
       backend: this.backend,
       events: this.events,
@@ -167,8 +175,11 @@ export class Worker {
         onRangeChange: () => void this.applyPrefetch(),
       })
     }
-    this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
-    await this.mailbox.start()
+    // worker_enable_remote_control = False: Celery's worker then has no pidbox, so inspect and control get no answer from it.
+    if (this.o.app.conf.worker_enable_remote_control !== false) {
+      this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
+      await this.mailbox.start()
+    }
     if (this.o.mingle && this.transport.kind !== 'file') await this.mingle()
     if (this.o.gossip && this.transport.kind !== 'file') {
       this.gossip = new Gossip(this.transport, this.o.hostname, this.clock, this.o.log)
@@ -188,6 +199,10 @@ export class Worker {
 
   private readonly startAborted = new AbortController()
 
+  private get readUrl(): string {
+    return this.o.brokerReadUrl ?? this.o.brokerUrl
+  }
+
   /**
    * The first connection, retried as Celery's consumer retries it at start-up
    * (kombu's ensure_connection: 2 s, then 2 s more each time up to 30 s, 100
@@ -198,7 +213,7 @@ export class Worker {
    */
   private async connectBroker(): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const transport = await createTransport(this.o.brokerUrl, this.o.app.transportSettings)
+      const transport = await createTransport(this.readUrl, this.o.app.transportSettings)
       try {
         await transport.connect()
       } catch (error) {
@@ -481,6 +496,7 @@ export class Worker {
     await this.mailbox?.stop().catch(() => undefined)
     await this.backend?.close().catch(() => undefined)
     await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
+    await this.writer?.close().catch(() => undefined)
     this.transitionTo('STOPPED', 'stopped')
     this.resolveStopped()
   }
