@@ -2,6 +2,7 @@
 // finds them here instead of scanning and importing one file per command.
 // `npm run build` bundles this file and its imports with esbuild
 // (scripts/bundle.mjs) into dist/bundle; bin/dev.js runs it from the sources.
+import Amqp from '../commands/amqp.js'
 import ArchiveLs from '../commands/archive/ls.js'
 import ArchivePurge from '../commands/archive/purge.js'
 import ArchiveReplay from '../commands/archive/replay.js'
@@ -40,6 +41,7 @@ import Status from '../commands/status.js'
 import Worker from '../commands/worker.js'
 
 export const COMMANDS = {
+  amqp: Amqp,
   'archive:ls': ArchiveLs,
   'archive:purge': ArchivePurge,
   'archive:replay': ArchiveReplay,

@@ -1,0 +1,100 @@
+// kombu's Redis layout read and changed directly, for the admin verbs the
+// Transport contract leaves out (virtual-admin.ts): every binding set, an
+// exchange's removal, a queue's existence as kombu's `_has_queue` sees it.
+import { Redis } from 'ioredis'
+import type { BindingRow } from '../admin.js'
+import { BrokerConnectionError } from '../errors.js'
+import type { TransportSettings } from '../registry.js'
+import { maskUrl } from '../url.js'
+import type { VirtualLayout } from '../virtual-admin.js'
+import { classifyRedisError } from './classify-error.js'
+import { allListKeys, bindingKey, parseBindingMember } from './keys.js'
+import { explainRedisConnectFailure, redisUrlClientOptions } from './options.js'
+import { EXCHANGE_TYPES_KEY } from './routing.js'
+
+const BINDING_PREFIX = bindingKey('')
+
+export class RedisLayout implements VirtualLayout {
+  readonly vhost: string
+
+  private constructor(
+    private readonly conn: Redis,
+    private readonly displayUrl: string,
+    db: number,
+  ) {
+    this.vhost = String(db)
+  }
+
+  static async open(url: string, settings: TransportSettings = {}): Promise<RedisLayout> {
+    const options = redisUrlClientOptions(url, settings.ssl)
+    const conn = new Redis({ ...options, lazyConnect: true, maxRetriesPerRequest: 2, retryStrategy: () => null })
+    conn.on('error', () => undefined)
+    try {
+      await conn.connect()
+    } catch (err) {
+      conn.disconnect()
+      throw new BrokerConnectionError(`cannot connect to ${maskUrl(url)}: ${await explainRedisConnectFailure(err, options)}`, { cause: err })
+    }
+    return new RedisLayout(conn, maskUrl(url), options.db)
+  }
+
+  private async run<T>(where: string, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step()
+    } catch (err) {
+      throw classifyRedisError(err, where, this.displayUrl)
+    }
+  }
+
+  private async bindingKeys(): Promise<string[]> {
+    const keys = new Set<string>()
+    let cursor = '0'
+    do {
+      const [next, batch] = await this.conn.scan(cursor, 'MATCH', `${BINDING_PREFIX}*`, 'COUNT', 500)
+      for (const key of batch) keys.add(key)
+      cursor = next
+    } while (cursor !== '0')
+    return [...keys].sort()
+  }
+
+  bindings(): Promise<BindingRow[]> {
+    return this.run('read bindings', async () => {
+      const rows: BindingRow[] = []
+      for (const key of await this.bindingKeys()) {
+        const exchange = key.slice(BINDING_PREFIX.length)
+        for (const member of await this.conn.smembers(key)) {
+          const { queue, routingKey } = parseBindingMember(member)
+          if (queue) rows.push({ queue, exchange, routingKey })
+        }
+      }
+      return rows
+    })
+  }
+
+  exchangeExists(exchange: string): Promise<boolean> {
+    return this.run(`check exchange ${exchange}`, async () => (await this.conn.exists(bindingKey(exchange))) > 0 || (await this.conn.hexists(EXCHANGE_TYPES_KEY, exchange)) === 1)
+  }
+
+  deleteExchange(exchange: string): Promise<void> {
+    return this.run(`delete exchange ${exchange}`, async () => {
+      await this.conn.multi().del(bindingKey(exchange)).hdel(EXCHANGE_TYPES_KEY, exchange).exec()
+    })
+  }
+
+  unbindQueue(queue: string): Promise<void> {
+    return this.run(`unbind queue ${queue}`, async () => {
+      for (const key of await this.bindingKeys()) {
+        const members = (await this.conn.smembers(key)).filter((m) => parseBindingMember(m).queue === queue)
+        if (members.length) await this.conn.srem(key, ...members)
+      }
+    })
+  }
+
+  queueExists(queue: string): Promise<boolean> {
+    return this.run(`check queue ${queue}`, async () => (await this.conn.exists(...allListKeys(queue))) > 0)
+  }
+
+  async close(): Promise<void> {
+    await this.conn.quit().catch(() => this.conn.disconnect())
+  }
+}
