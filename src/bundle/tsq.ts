@@ -16,6 +16,7 @@ import Dashboard from '../commands/dashboard.js'
 import Events from '../commands/events.js'
 import Fire from '../commands/fire.js'
 import Inspect from '../commands/inspect.js'
+import ListBindings from '../commands/list/bindings.js'
 import LogtoolDebug from '../commands/logtool/debug.js'
 import LogtoolErrors from '../commands/logtool/errors.js'
 import LogtoolIncomplete from '../commands/logtool/incomplete.js'
@@ -55,6 +56,7 @@ export const COMMANDS = {
   events: Events,
   fire: Fire,
   inspect: Inspect,
+  'list:bindings': ListBindings,
   'logtool:debug': LogtoolDebug,
   'logtool:errors': LogtoolErrors,
   'logtool:incomplete': LogtoolIncomplete,
