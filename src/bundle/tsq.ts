@@ -15,6 +15,8 @@ import Control from '../commands/control.js'
 import Dashboard from '../commands/dashboard.js'
 import Events from '../commands/events.js'
 import Fire from '../commands/fire.js'
+import GraphBootsteps from '../commands/graph/bootsteps.js'
+import GraphWorkers from '../commands/graph/workers.js'
 import Inspect from '../commands/inspect.js'
 import ListBindings from '../commands/list/bindings.js'
 import LogtoolDebug from '../commands/logtool/debug.js'
@@ -55,6 +57,8 @@ export const COMMANDS = {
   dashboard: Dashboard,
   events: Events,
   fire: Fire,
+  'graph:bootsteps': GraphBootsteps,
+  'graph:workers': GraphWorkers,
   inspect: Inspect,
   'list:bindings': ListBindings,
   'logtool:debug': LogtoolDebug,
