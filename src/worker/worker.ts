@@ -125,6 +125,7 @@ export class Worker {
     const steps = this.bootsteps(decoder, resultCodec)
     for (const step of bootOrder()) {
       if (step.when && !step.when(this.bootContext())) continue
+      this.o.log.debug(`| Worker: Starting ${step.name}`)
       if ((await steps[step.name]()) === false) return
     }
     this.transitionTo('RUNNING', 'started')

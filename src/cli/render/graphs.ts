@@ -71,5 +71,6 @@ export function workersDot(input: { broker: string; backend: string | null; work
       nodes.push({ id: `thr-${tid}`, attrs: { ...THREAD, label: String(slot) }, edges: [{ to: name, attrs: THREAD_EDGE }] })
     }
   })
-  return toDot(nodes)
+  // Celery's workers graph has no root node and prints its root as Python's None.
+  return toDot(nodes, { root: 'None' })
 }
