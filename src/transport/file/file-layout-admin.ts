@@ -1,9 +1,10 @@
 // The file broker's exchanges and bindings read and changed directly, for the
 // admin verbs the Transport contract leaves out (virtual-admin.ts).
-import { stat, unlink } from 'node:fs/promises'
+import { unlink } from 'node:fs/promises'
 import type { BindingRow } from '../admin.js'
 import type { VirtualLayout } from '../virtual-admin.js'
-import { FileLayout, ignoreMissing, isErrno, listDir, removeTree } from './layout.js'
+import { FileLayout, ignoreMissing, listDir, removeTree } from './layout.js'
+import { QueueStore } from './queues.js'
 import { unescapeName } from './names.js'
 import { ExchangeTable } from './routing.js'
 
@@ -40,13 +41,8 @@ export class FileLayoutAdmin implements VirtualLayout {
     await this.exchanges.removeQueue(queue)
   }
 
-  async queueExists(queue: string): Promise<boolean> {
-    try {
-      return (await stat(this.layout.queuePaths(queue).ready)).isDirectory()
-    } catch (err) {
-      if (isErrno(err, 'ENOENT', 'ENOTDIR')) return false
-      throw err
-    }
+  queueExists(queue: string): Promise<boolean> {
+    return new QueueStore(this.layout, this.exchanges).exists(queue)
   }
 
   async close(): Promise<void> {}
