@@ -7,6 +7,9 @@ import assert from 'node:assert/strict'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { createApp } from '../../src/app/app.js'
+import { defaultFileBrokerUrl } from '../../src/transport/index.js'
+import { waitFor } from '../helpers/brokers.js'
 import { ROOT, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome } from '../helpers/cli.js'
 
 const MODULE = join(ROOT, 'test/fixtures/tasks/cfg-conf-env.js')
@@ -73,6 +76,28 @@ describe('[worker_enable_remote_control] False: the worker answers no inspect or
         if (enabled) assert.deepEqual(JSON.parse(res.stdout), { [nodename]: { ok: 'pong' } })
         else assert.equal(res.code, 69, `${res.stdout}${res.stderr}`)
       } finally {
+        await worker.stop()
+      }
+    }
+  })
+})
+
+describe('[task_store_errors_even_if_ignored] a failing task whose result is ignored', () => {
+  it('stores nothing by default, its FAILURE with the setting on', async () => {
+    for (const store of [false, true]) {
+      const home = tempTsqHome()
+      const e = embeddedBrokerEnv(home, { CFG_CONF: JSON.stringify({ task_store_errors_even_if_ignored: store }), NO_COLOR: '1' })
+      const nodename = `cfgse-${process.pid}-${store}@${hostname()}`
+      const worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO'], { env: e, nodename })
+      const url = defaultFileBrokerUrl({ TSQ_HOME: home })
+      const client = createApp({ name: 'cfgse', broker: url, resultBackend: url })
+      try {
+        const res = await client.sendTask('cfgenv.boom')
+        await waitFor(() => worker.output().includes(`cfgenv.boom[${res.id}] raised`), { timeoutMs: 20_000, what: 'the failure logged' })
+        await waitFor(async () => !store || (await res.state) === 'FAILURE', { timeoutMs: 10_000, what: 'FAILURE stored' })
+        if (!store) assert.equal(await res.state, 'PENDING')
+      } finally {
+        await client.close()
         await worker.stop()
       }
     }
