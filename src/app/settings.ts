@@ -196,7 +196,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_serializer: honoured('json', 'task bodies sent as json, msgpack, yaml or auth (Celery\'s signed messages)', { refuse: serializer(TASK_SERIALIZERS) }),
   task_soft_time_limit: honoured(null, 'under --soft-time-limit (worker/run-worker.ts)'),
   task_time_limit: honoured(null, 'under --time-limit (worker/run-worker.ts)'),
-  task_store_errors_even_if_ignored: refused(false, 'tsq stores no result for a task whose result is ignored'),
+  task_store_errors_even_if_ignored: honoured(false, 'True: a task whose result is ignored still stores its FAILURE and RETRY states (worker/task-runner.ts)'),
   task_track_started: honoured(false, 'per task default (app/app.ts)'),
   worker_agent: na(null, 'cell actors (Python)'),
   worker_autoscaler: refused('celery.worker.autoscale:Autoscaler', 'a Python class path; tsq\'s autoscaler is built in (--autoscale)'),
