@@ -109,6 +109,10 @@ export class DashboardServer {
     this.prefix = (o.urlPrefix ?? '').replace(/^\/*/, '/').replace(/\/+$/, '')
     if (this.prefix === '/') this.prefix = ''
     o.cluster.state.onChange((change) => {
+      // Changes are kept only for a page that listens: with none, they would
+      // pile up one uuid per task for as long as it runs (a new page starts
+      // from its own load, not from these).
+      if (this.clients.size === 0) return
       if (change.kind === 'task') this.changedTasks.add(change.task.uuid)
       else if (change.kind === 'worker') this.changedWorkers.add(change.worker.hostname)
       if (this.clients.size) this.flushTimer ??= setTimeout(() => this.flush(), SSE_FLUSH_MS)
@@ -707,6 +711,10 @@ export class DashboardServer {
     const done = (): void => {
       clearInterval(ping)
       this.clients.delete(client)
+      if (this.clients.size === 0) {
+        this.changedTasks.clear()
+        this.changedWorkers.clear()
+      }
     }
     req.on('close', done)
     res.on('error', done)

@@ -279,6 +279,9 @@ export class ClusterState {
         const set = this.orphans.get(parent) ?? new Set<string>()
         set.add(uuid)
         this.orphans.set(parent, set)
+        // A parent that never shows (sent before the dashboard started, or
+        // dropped) must not hold its children's ids for ever: the oldest go.
+        while (this.orphans.size > this.maxTasks) this.orphans.delete(this.orphans.keys().next().value!)
       }
     }
     this.reindex(task, before)
@@ -363,6 +366,16 @@ export class ClusterState {
       }
     }
     return gone
+  }
+
+  /** How much each structure holds: all of them stay within a few times --max-tasks. */
+  sizes(): { tasks: number; finishedQueue: number; orphans: number; byName: number; byState: number; byWorker: number } {
+    const count = (index: Map<string, Set<TaskRecord>>): number => {
+      let n = 0
+      for (const set of index.values()) n += set.size
+      return n
+    }
+    return { tasks: this.tasks.size, finishedQueue: this.finished.length, orphans: this.orphans.size, byName: count(this.byName), byState: count(this.byState), byWorker: count(this.byWorker) }
   }
 
   alive(worker: WorkerRecord): boolean {
