@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core'
 import { resolve } from 'node:path'
 import { TsqCommand } from '../cli/base-command.js'
+import { redisUrlFor } from '../beat/index.js'
 import { storeFlags, storeOpenOptions } from '../cli/beat-store-flags.js'
 import { lockFlags } from '../cli/lock-store.js'
 import { integerFlag } from '../cli/oclif-flags.js'
@@ -53,6 +54,15 @@ export default class Dashboard extends TsqCommand<void> {
       const app = await loadApp(resolveAppModule(flags.app))
       appTasks = [...app.tasks.keys()]
     }
+    const schedule = storeOpenOptions(flags, config)
+    // A Redis schedule store with nowhere to find Redis is a usage error now, not a failing page later.
+    if (schedule.scheduler === 'redis') {
+      try {
+        redisUrlFor(schedule)
+      } catch (error) {
+        throw new UsageError((error as Error).message)
+      }
+    }
     await runDashboard({
       brokerUrl: config.brokerUrl,
       resultBackend: config.resultBackend,
@@ -70,7 +80,7 @@ export default class Dashboard extends TsqCommand<void> {
       basicAuth,
       appTasks,
       lockUrl: flags['lock-url'] ?? null,
-      schedule: storeOpenOptions(flags, config),
+      schedule,
       log: (line) => process.stderr.write(`${line}\n`),
     })
   }

@@ -142,6 +142,13 @@ describe('tsq dashboard: archive, locks and schedule pages in Chromium (redis)',
     assert.equal(get.status, 405)
   })
 
+  it('--scheduler redis with no Redis to find is one line and exit 64', async () => {
+    const res = await runTsq(['dashboard', '-b', AMQP_URL, '-S', 'redis', '--port', '0'], { env: { TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '' }, timeoutMs: 60_000 })
+    assert.equal(res.code, 64, res.stderr)
+    assert.match(res.stderr, /--scheduler redis needs --redis-url/)
+    assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr)
+  })
+
   it('a dashboard where none of them is present shows none of their pages', async () => {
     // RabbitMQ without a Redis result backend: no lock store; no schedule file; no service recorded under this vhost by this test.
     const bare = await startDashboard(['-b', AMQP_URL, '-s', join(dir, 'absent.json')], { env: { TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '' } })
