@@ -12,7 +12,7 @@
 //                  internals); nothing on the wire or in behaviour depends on it.
 
 import { annotationRefusals } from './annotations.js'
-import { checkTransportOptions } from './transport-options.js'
+import { checkBackendTransportOptions, checkTransportOptions } from './transport-options.js'
 import { queueSettings } from './queues.js'
 
 export type SettingStatus = 'honoured' | 'refused' | 'not-applicable'
@@ -70,7 +70,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   broker_read_url: refused(null, 'tsq reads and writes through one broker_url; a separate read URL would split consumers from publishers'),
   broker_write_url: refused(null, 'tsq reads and writes through one broker_url; a separate write URL would split consumers from publishers'),
   broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
-  broker_transport_options: honoured({}, 'Redis: visibility_timeout (transport/redis); kombu\'s defaults of sep, priority_steps, queue_order_strategy, fanout_prefix, fanout_patterns and global_keyprefix are what tsq does; other values of those are refused, and the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ (app/transport-options.ts)', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_transport_options: honoured({}, 'Redis: visibility_timeout (transport/redis); for sentinel://, master_name (required) and sentinel_kwargs (password, username) as kombu\'s SentinelChannel reads them (transport/redis/sentinel.ts); kombu\'s defaults of sep, priority_steps, queue_order_strategy, fanout_prefix, fanout_patterns and global_keyprefix are what tsq does; other values of those are refused, and the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ (app/transport-options.ts)', { check: (v) => checkTransportOptions(v).refusals }),
   broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
   broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
   broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),
@@ -142,7 +142,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   result_backend_max_retries: refused(Infinity, 'tsq\'s backends do not retry failed writes'),
   result_backend_base_sleep_between_retries_ms: refused(10, 'tsq\'s backends do not retry failed writes'),
   result_backend_max_sleep_between_retries_ms: refused(10000, 'tsq\'s backends do not retry failed writes'),
-  result_backend_transport_options: refused({}, 'tsq\'s Redis result backend takes no transport options'),
+  result_backend_transport_options: honoured({}, 'for a sentinel:// result backend: master_name (required) and sentinel_kwargs (password, username), as Celery\'s SentinelBackend reads them; other options are refused (app/transport-options.ts)', { check: (v) => checkBackendTransportOptions(v) }),
   result_cache_max: na(-1, 'the Python client\'s cache of fetched results; tsq\'s AsyncResult keeps none'),
   result_compression: refused(null, 'tsq stores results uncompressed'),
   result_exchange: na('celeryresults', 'used by Celery\'s old amqp result backend; rpc:// replies go through the default exchange'),

@@ -42,5 +42,6 @@ export async function storeFromFlags(flags: { scheduler: string; schedule?: stri
     tz: zoneOf(flags),
     brokerUrl: config.brokerUrl,
     ssl: config.beatStoreSsl,
+    sentinel: config.transportSettings.sentinel,
   })
 }

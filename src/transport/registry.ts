@@ -1,6 +1,7 @@
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadBrokerUrlError } from './errors.js'
+import type { SentinelSettings } from './redis/sentinel.js'
 import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
 import { maskUrl, parseBrokerUrl } from './url.js'
@@ -14,7 +15,7 @@ export function defaultFileBrokerUrl(env: NodeJS.ProcessEnv = process.env): stri
   return `file://${defaultFileBrokerDir(env)}`
 }
 
-const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'file', 'filesystem'] as const
+const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'sentinel', 'file', 'filesystem'] as const
 
 function didYouMean(scheme: string): string {
   const near = SCHEMES.find((s) => s.startsWith(scheme.slice(0, 2)))
@@ -33,6 +34,8 @@ export interface TransportSettings {
   ssl?: SslSettings | boolean | null
   /** broker_login_method (AMQP): EXTERNAL logs in with the client certificate; the URL's login_method wins. */
   loginMethod?: string
+  /** broker_transport_options.master_name and sentinel_kwargs, for a sentinel:// broker. */
+  sentinel?: SentinelSettings
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
@@ -48,6 +51,10 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'rediss': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
       return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl })
+    }
+    case 'sentinel': {
+      const { RedisTransport } = await import('./redis/redis-transport.js')
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, sentinel: settings.sentinel })
     }
     case 'file':
     case 'filesystem': {
