@@ -124,7 +124,30 @@ export function parseSentinelUrl(url: string, settings: SentinelSettings | undef
  */
 export function isDemotedMasterError(error: unknown): boolean {
   const message = error instanceof Error ? error.message : String(error)
-  return /^(READONLY|NOREPLICAS|UNBLOCKED)\b/.test(message) || /\b(READONLY You can't write|NOREPLICAS Not enough)/.test(message)
+  if (/^(READONLY|NOREPLICAS|UNBLOCKED)\b/.test(message) || /\b(READONLY You can't write|NOREPLICAS Not enough)/.test(message)) return true
+  // EXECABORT: a MULTI whose commands were refused as they were queued; ioredis keeps why.
+  const previous = (error as { previousErrors?: unknown[] } | null)?.previousErrors
+  return /^EXECABORT\b/.test(message) && Array.isArray(previous) && previous.some((e) => isDemotedMasterError(e))
+}
+
+/** How long a refused command is tried again through the Sentinels: a failover's switch takes a few seconds. */
+const DEMOTED_RETRY_MS = 15_000
+
+/**
+ * Runs `op` again while it fails because the master is one no longer: Redis
+ * refused the command without running it (READONLY, NOREPLICAS, EXECABORT of
+ * those), so running it again on the new master cannot apply it twice.
+ */
+export async function retryWhileDemoted<T>(op: () => Promise<T>, budgetMs = DEMOTED_RETRY_MS): Promise<T> {
+  const deadline = Date.now() + budgetMs
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op()
+    } catch (error) {
+      if (!isDemotedMasterError(error) || Date.now() >= deadline) throw error
+      await new Promise((r) => setTimeout(r, Math.min(100 * attempt, 500)))
+    }
+  }
 }
 
 /** The ioredis options that reach the master through `target`'s Sentinels. */
@@ -152,7 +175,8 @@ export function sentinelClientOptions(target: SentinelTarget) {
 /** How a failed first connect through Sentinels reads: which master name no Sentinel knew, else the driver's line. */
 export function explainSentinelFailure(error: unknown, target: Pick<SentinelTarget, 'sentinels' | 'masterName'>, lastSentinelError: Error | undefined): string {
   const message = error instanceof Error ? error.message : String(error)
-  if (lastSentinelError && /invalid reply: null/.test(lastSentinelError.message)) {
+  // Redis 7's Sentinel answers an unknown name with an error, older ones with nil.
+  if ((lastSentinelError && /invalid reply: null/.test(lastSentinelError.message)) || /No such master with that name/.test(message)) {
     return `no Sentinel at ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(', ')} knows a master named '${target.masterName}' (master_name)`
   }
   return message
