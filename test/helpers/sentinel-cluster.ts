@@ -38,6 +38,8 @@ export async function redisCli(port: number, ...args: string[]): Promise<string>
 
 export interface SentinelCluster {
   dataPorts: number[]
+  /** A plain Redis beside the set-up that no failover touches (the test's own bookkeeping). */
+  sidePort: number
   sentinelPorts: number[]
   /** `sentinel://127.0.0.1:p1/db;sentinel://127.0.0.1:p2/db;...` */
   url(db?: number): string
@@ -61,6 +63,7 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
   mkdirSync(dir, { recursive: true })
   const dataPorts = [await freePort(), await freePort(), await freePort()]
   const sentinelPorts = [await freePort(), await freePort(), await freePort()]
+  const sidePort = await freePort()
   const procs: GroupProcess[] = []
   const spawnNode = (args: string[]) => {
     const proc = new GroupProcess(spawn('redis-server', args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
@@ -80,6 +83,8 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
         ...(i === 0 ? [] : ['--replicaof', '127.0.0.1', String(dataPorts[0])]),
       ])
     })
+    mkdirSync(join(dir, 'side'), { recursive: true })
+    spawnNode(['--port', String(sidePort), '--bind', '127.0.0.1', '--dir', join(dir, 'side'), '--save', '', '--appendonly', 'no'])
     await waitUntil('the replicas in sync', async () => /min_slaves_good_slaves:2/.test(await redisCli(dataPorts[0]!, 'info', 'replication')), 30_000, procs)
     for (const port of sentinelPorts) {
       const conf = join(dir, `sentinel-${port}.conf`)
@@ -121,6 +126,7 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
   }
   return {
     dataPorts,
+    sidePort,
     sentinelPorts,
     url: (db = 0) => sentinelPorts.map((p) => `sentinel://127.0.0.1:${p}/${db}`).join(';'),
     masterPort,

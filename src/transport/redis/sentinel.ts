@@ -164,6 +164,11 @@ export function sentinelClientOptions(target: SentinelTarget) {
     // Subscribes to +switch-master on the Sentinels and reconnects at once,
     // instead of writing on to the old master until it is turned into a replica.
     failoverDetector: true,
+    // The detector's Sentinel connections have no error listener of ours: left
+    // to reconnect, a Sentinel that is down prints ioredis's "Unhandled error
+    // event" every second. Not reconnected, they end quietly; the next connect
+    // of the master's connection subscribes anew to the Sentinels then up.
+    sentinelReconnectStrategy: () => null,
     // A few rounds over the Sentinels per connect, so a first connect to none
     // fails with one line; the connection's own retryStrategy then tries again.
     sentinelRetryStrategy: (times: number) => (times > 3 ? null : 100 * times),
