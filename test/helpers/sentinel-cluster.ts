@@ -1,14 +1,14 @@
-// A Redis Sentinel set-up of a test's own on 127.0.0.1: a master, two
-// replicas and three Sentinels (`redis-server --sentinel`), each on a free
-// port with its own directory, each in its own process group, stopped by the
-// group's id. Every node announces 127.0.0.1, so nothing the Sentinels hand
-// out points anywhere else.
+// A Redis Sentinel set-up of a test's own on 127.0.0.1: a master, a replica
+// and three Sentinels (`redis-server --sentinel`), each on a free port with
+// its own directory, each in its own process group, stopped by the group's
+// id; and a plain Redis beside them for the test's bookkeeping. Every node
+// announces 127.0.0.1, so nothing the Sentinels hand out points elsewhere.
 //
-// Every data node has min-replicas-to-write 1: the moment its replicas leave
-// it (a failover promotes one), an old master refuses writes (NOREPLICAS)
-// instead of taking writes its successor never sees. That is Redis's own
-// advice for Sentinel set-ups; two replicas, so that the promoted one still
-// has a replica and takes writes at once.
+// The master has min-replicas-to-write 1 (Redis's advice for Sentinel
+// set-ups): the moment a failover promotes its replica, it refuses writes
+// (NOREPLICAS) instead of taking writes its successor never sees. The
+// replica has none, so that promoted it takes writes alone at once. One
+// failover per set-up: after it the roles no longer match the settings.
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -45,7 +45,7 @@ export interface SentinelCluster {
   url(db?: number): string
   /** The port the Sentinels name as master now (asked of the first that answers). */
   masterPort(): Promise<number>
-  /** `redis-cli -p <sentinel> sentinel failover mymaster`, then waits until every Sentinel names the new master and it takes writes. */
+  /** `redis-cli -p <sentinel> sentinel failover mymaster`, then waits until every Sentinel names the new master and it takes writes. Once per set-up. */
   failover(): Promise<{ from: number; to: number }>
   stop(): Promise<void>
 }
@@ -61,7 +61,7 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
 
 export async function startSentinelCluster(dir: string): Promise<SentinelCluster> {
   mkdirSync(dir, { recursive: true })
-  const dataPorts = [await freePort(), await freePort(), await freePort()]
+  const dataPorts = [await freePort(), await freePort()]
   const sentinelPorts = [await freePort(), await freePort(), await freePort()]
   const sidePort = await freePort()
   const procs: GroupProcess[] = []
@@ -79,13 +79,13 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
       mkdirSync(nodeDir, { recursive: true })
       spawnNode([
         '--port', String(port), '--bind', '127.0.0.1', '--dir', nodeDir, '--save', '', '--appendonly', 'no',
-        '--replica-announce-ip', '127.0.0.1', '--min-replicas-to-write', '1', '--min-replicas-max-lag', '10',
-        ...(i === 0 ? [] : ['--replicaof', '127.0.0.1', String(dataPorts[0])]),
+        '--replica-announce-ip', '127.0.0.1',
+        ...(i === 0 ? ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'] : ['--replicaof', '127.0.0.1', String(dataPorts[0])]),
       ])
     })
     mkdirSync(join(dir, 'side'), { recursive: true })
     spawnNode(['--port', String(sidePort), '--bind', '127.0.0.1', '--dir', join(dir, 'side'), '--save', '', '--appendonly', 'no'])
-    await waitUntil('the replicas in sync', async () => /min_slaves_good_slaves:2/.test(await redisCli(dataPorts[0]!, 'info', 'replication')), 30_000, procs)
+    await waitUntil('the replicas in sync', async () => /min_slaves_good_slaves:1/.test(await redisCli(dataPorts[0]!, 'info', 'replication')), 30_000, procs)
     for (const port of sentinelPorts) {
       const conf = join(dir, `sentinel-${port}.conf`)
       writeFileSync(conf, [
@@ -98,17 +98,17 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
         // Failovers here are asked for; a loaded machine must not start its own.
         `sentinel down-after-milliseconds ${MASTER_NAME} 10000`,
         `sentinel failover-timeout ${MASTER_NAME} 15000`,
-        `sentinel parallel-syncs ${MASTER_NAME} 2`,
+        `sentinel parallel-syncs ${MASTER_NAME} 1`,
         '',
       ].join('\n'))
       spawnNode([conf, '--sentinel'])
     }
-    // A failover needs each Sentinel to know both replicas and its two peers.
+    // A failover needs each Sentinel to know the replica and its two peers.
     await waitUntil('the Sentinels to see the replicas and each other', async () => {
       for (const port of sentinelPorts) {
         const master = await redisCli(port, 'sentinel', 'master', MASTER_NAME)
         const field = (name: string) => Number(new RegExp(`^${name}\\n(\\d+)`, 'm').exec(master)?.[1] ?? -1)
-        if (field('num-slaves') !== 2 || field('num-other-sentinels') !== 2) return false
+        if (field('num-slaves') !== 1 || field('num-other-sentinels') !== 2) return false
       }
       return true
     }, 60_000, procs)
@@ -141,7 +141,7 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
         to = ports[0]!
         return to !== from && ports.every((p) => p === to)
       }, 60_000, procs)
-      await waitUntil('the new master to take writes', async () => /min_slaves_good_slaves:[12]/.test(await redisCli(to, 'info', 'replication')), 30_000, procs)
+      await waitUntil('the new master to take writes', async () => (await redisCli(to, 'set', 'tsq-sentinel-probe', '1')) === 'OK', 30_000, procs)
       return { from, to }
     },
     stop,

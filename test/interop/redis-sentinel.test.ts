@@ -1,21 +1,21 @@
 // Issue 23, the Redis half: tsq through Redis Sentinel (`sentinel://a;sentinel://b`
 // with master_name, as kombu and Celery spell it), on a set-up of this file's
-// own: a master, two replicas and three Sentinels on 127.0.0.1
+// own: a master, a replica and three Sentinels on 127.0.0.1
 // (test/helpers/sentinel-cluster.ts), started once and stopped at the end.
 //
 // - bad input: a sentinel:// broker without master_name, or with a name no
 //   Sentinel knows, is one line and a non-zero exit;
-// - 5,000 tasks through two tsq workers, `redis-cli -p <sentinel> sentinel
-//   failover mymaster` in the middle and half the tasks sent after it by the
-//   same client: every task runs and its result is stored, repeats stay
-//   within the two workers' in-flight windows, `tsq inspect ping` finds both
-//   workers through the Sentinels after it, and Python Celery's AsyncResult
-//   (sentinel:// backend, result_backend_transport_options master_name)
-//   reads the results;
-// - three `tsq beat --scheduler redis` (store and broker through the
-//   Sentinels) across a failover: no run sent twice, sends go on after it;
-//   a lease taken before the failover and lost on the new master has its
-//   fencing token refused there.
+// - one failover (`redis-cli -p <sentinel> sentinel failover mymaster`) in
+//   the middle of 5,000 tasks through two tsq workers, half of them sent
+//   after it by the same client: every task runs and its result is stored,
+//   repeats stay within the two workers' in-flight windows, `tsq inspect
+//   ping` finds both workers through the Sentinels after it, and Python
+//   Celery's AsyncResult (sentinel:// backend,
+//   result_backend_transport_options master_name) reads the results;
+// - three `tsq beat --scheduler redis --ha lease` (store and broker through
+//   the Sentinels) across the same failover: no run sent twice, sends go on
+//   after it; a lease taken before the failover and lost on the new master
+//   has its fencing token refused there.
 // Task runs are counted in a plain Redis beside the set-up
 // (TSQ_LOSS_REDIS_URL), which no failover touches.
 import assert from 'node:assert/strict'
@@ -136,11 +136,17 @@ describe('Redis Sentinel (sentinel://, master_name)', { skip }, () => {
     assert.match(unknown.stderr.trim(), /^[^\n]*knows a master named 'no-such-master'[^\n]*$/)
   })
 
-  it(`[sentinel failover] ${TASKS} tasks through ${WORKERS} workers: every task runs and its result is stored; Python reads them`, { timeout: 300_000 }, async () => {
+  it(`[sentinel failover] ${TASKS} tasks through ${WORKERS} workers and three beats (--scheduler redis --ha lease) across \`sentinel failover\``, { timeout: 300_000 }, async () => {
     const queue = uniqueName('tsq-sentinel-q')
+    const beatQueue = uniqueName('tsq-sbeat-q')
     const key = uniqueName('tsq-sentinel-key')
+    const prefix = `${uniqueName('tsq-sbeat')}:`
+    const fencePrefix = `${uniqueName('tsq-sfence')}:`
     const counts = new Redis(sideUrl())
     const master = masterClient(0)
+    // Beat's store through the Sentinels, as `tsq beat` opens it.
+    const store = await RedisStore.open({ url: cluster!.url(0), sentinel: SENTINEL, keyPrefix: prefix })
+    const fenceStore = await RedisStore.open({ url: cluster!.url(0), sentinel: SENTINEL, keyPrefix: fencePrefix })
     try {
       const workers = Array.from({ length: WORKERS }, (_, i) => {
         const node = `${uniqueName(`sentinel${i}`)}@testhost`
@@ -150,12 +156,19 @@ describe('Redis Sentinel (sentinel://, master_name)', { skip }, () => {
         })
         return { node, proc }
       })
+      await store.save({ name: 'tick', task: 'sentinel.work', args: ['beat', 0], kwargs: {}, options: { queue: beatQueue }, schedule: intervalJson(1), enabled: true }, { meta: { lastRunAt: Date.now(), totalRunCount: 0 } })
+      await fenceStore.save({ name: 'fenced', task: 'sentinel.work', args: ['fence', 0], kwargs: {}, options: { queue: beatQueue }, schedule: intervalJson(3600), enabled: true }, { meta: { lastRunAt: Date.now(), totalRunCount: 0 } })
+      const client = await sentinelTransport()
+      await client.declareQueue({ name: beatQueue, durable: true, exclusive: false, autoDelete: false })
+      const received: Array<{ id: string; at: number }> = []
+      await client.consume(beatQueue, async (d) => void received.push({ id: String(d.properties.headers.id), at: Date.now() }), { noAck: true })
+      const beats = [0, 1, 2].map(() => tsq(['beat', '-A', APP, '-l', 'DEBUG', '-q', '--scheduler', 'redis', '--key-prefix', prefix, '--ha', 'lease', '--lock-timeout', '3', '--max-interval', '1']))
+
       for (const w of workers) await waitFor(() => w.proc.log.includes(`${w.node} ready.`) || w.proc.hasExited, { timeoutMs: 60_000, what: `${w.node} ready` })
       for (const w of workers) assert.ok(!w.proc.hasExited, `worker exited:\n${w.proc.logTail()}`)
-      const banner = workers[0]!.proc.log
-      assert.match(banner, /transport:\s+sentinel:\/\/127\.0\.0\.1:\d+\/0;sentinel:\/\//, 'the banner lists the Sentinels')
+      assert.match(workers[0]!.proc.log, /transport:\s+sentinel:\/\/127\.0\.0\.1:\d+\/0;sentinel:\/\//, 'the banner lists the Sentinels')
+      await waitFor(() => received.length >= 3, { timeoutMs: 60_000, what: `beat's first sends:\n${beats[0]!.logTail()}` })
 
-      const client = await sentinelTransport()
       const ids: string[] = []
       const send = async (n: number) => {
         for (let i = 0; i < n; i++) {
@@ -165,7 +178,13 @@ describe('Redis Sentinel (sentinel://, master_name)', { skip }, () => {
         }
       }
       await send(TASKS / 2)
+      // A leader of another prefix, taken before the failover: deposed by it below.
+      const deposed = new RedisLease(fenceStore.redis, fenceStore.lockKey, 2_000)
+      assert.equal(await deposed.refresh(), 'acquired')
+      const deposedFence = deposed.held!
       await waitFor(async () => (await counts.hlen(`${key}:runs`)) >= TASKS / 5, { timeoutMs: 120_000, what: 'a fifth of the tasks run' })
+
+      const switchedAt = Date.now()
       const { from, to } = await cluster!.failover()
       assert.notEqual(from, to)
       // The same client, after the switch: it finds the new master.
@@ -202,69 +221,32 @@ describe('Redis Sentinel (sentinel://, master_name)', { skip }, () => {
       const { stdout } = await run('/usr/bin/python3', [join(PY_DIR, 'sentinel_results.py'), cluster!.url(0), ...sample], { cwd: PY_DIR, timeout: 120_000 })
       const seen = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, [string, unknown]>
       for (const id of sample) assert.deepEqual(seen[id], ['SUCCESS', id], `AsyncResult(${id})`)
-      await client.deleteQueue(queue).catch(() => undefined)
+
+      // Beat: no run sent twice, and the sends went on after the switch.
+      await waitFor(() => received.filter((r) => r.at > switchedAt).length >= 5, { timeoutMs: 60_000, what: 'beat sends after the failover' })
+      await Promise.all(beats.map((b) => b.stopWith(() => process.kill(b.pid, 'SIGTERM'), 10_000)))
+      await sleep(500)
+      const beatRuns = beats.flatMap((b) => [...b.log.matchAll(/beat: tick run (\d+) sent as/g)].map((m) => Number(m[1]))).sort((a, b) => a - b)
+      const dup = beatRuns.filter((n, i) => i > 0 && beatRuns[i - 1] === n)
+      const around = (n: number) => beats.map((b, i) => b.log.split('\n').filter((l) => /lease|fenced|error|warn/i.test(l) || l.includes(` run ${n} `)).map((l) => `beat${i}: ${l}`).join('\n')).join('\n')
+      assert.deepEqual(dup, [], `runs sent twice: ${dup.join(', ')} (failover at ${new Date(switchedAt).toISOString()})\n${dup.map(around).join('\n')}`)
+      assert.equal(new Set(received.map((r) => r.id)).size, received.length, 'no beat message twice')
+      assert.equal(received.length, beatRuns.length, 'every send the beats logged reached the queue, and nothing else')
+
+      // The deposed holder: its lease ran out on the new master, another takes it, and the old token is refused there.
+      const successor = new RedisLease(fenceStore.redis, fenceStore.lockKey, 10_000)
+      assert.equal(await successor.refresh(), 'acquired')
+      assert.ok(successor.fence! > Number(deposedFence.token.split(':').pop()), 'the fence counter went on from the old master\'s')
+      const fencedRun = { name: 'fenced', expectedCount: 0, ranAt: Date.now(), nextDueAt: Date.now() + 3_600_000 }
+      assert.deepEqual(await fenceStore.reserveAll([fencedRun], deposedFence), ['fenced'])
+      assert.deepEqual(await fenceStore.reserveAll([fencedRun], successor.held!), ['ok'])
+      assert.equal(await deposed.refresh(), 'lost')
+      await successor.release()
+      for (const q of [queue, beatQueue]) await client.deleteQueue(q).catch(() => undefined)
     } finally {
       await counts.del(`${key}:runs`).catch(() => undefined)
       counts.disconnect()
       master.disconnect()
-    }
-  })
-
-  it('[--scheduler redis --ha lease] three beats through the Sentinels: no duplicate across a failover; a deposed token is refused on the new master', { timeout: 240_000 }, async () => {
-    const prefix = `${uniqueName('tsq-sbeat')}:`
-    const fencePrefix = `${uniqueName('tsq-sfence')}:`
-    const queue = uniqueName('tsq-sbeat-q')
-    const store = await RedisStore.open({ url: cluster!.url(0), sentinel: SENTINEL, keyPrefix: prefix })
-    const fenceStore = await RedisStore.open({ url: cluster!.url(0), sentinel: SENTINEL, keyPrefix: fencePrefix })
-    try {
-      await store.save({ name: 'tick', task: 'sentinel.work', args: ['beat', 0], kwargs: {}, options: { queue }, schedule: intervalJson(1), enabled: true }, { meta: { lastRunAt: Date.now(), totalRunCount: 0 } })
-      await fenceStore.save({ name: 'fenced', task: 'sentinel.work', args: ['fence', 0], kwargs: {}, options: { queue }, schedule: intervalJson(3600), enabled: true }, { meta: { lastRunAt: Date.now(), totalRunCount: 0 } })
-      const consumer = await sentinelTransport()
-      await consumer.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })
-      const received: Array<{ id: string; at: number }> = []
-      await consumer.consume(queue, async (d) => void received.push({ id: String(d.properties.headers.id), at: Date.now() }), { noAck: true })
-
-      const beats = [0, 1, 2].map(() => {
-        const proc = tsq(['beat', '-A', APP, '-l', 'DEBUG', '-q', '--scheduler', 'redis', '--key-prefix', prefix, '--ha', 'lease', '--lock-timeout', '3', '--max-interval', '1'])
-        return proc
-      })
-      const runsOf = () => beats.flatMap((b) => [...b.log.matchAll(/beat: tick run (\d+) sent as/g)].map((m) => Number(m[1]))).sort((a, b) => a - b)
-      await waitFor(() => received.length >= 4, { timeoutMs: 60_000, what: `first sends:\n${beats[0]!.logTail()}` })
-
-      // A leader of the fence prefix, taken before the failover.
-      const deposed = new RedisLease(fenceStore.redis, fenceStore.lockKey, 2_000)
-      assert.equal(await deposed.refresh(), 'acquired')
-      const deposedFence = deposed.held!
-      // Written on the master and on its replicas before the switch.
-      await fenceStore.redis.call('WAIT', 2, 5_000)
-
-      await sleep(3_000)
-      const switchedAt = Date.now()
-      await cluster!.failover()
-      const sentBefore = received.length
-      await waitFor(() => received.filter((r) => r.at > switchedAt).length >= 6, { timeoutMs: 60_000, what: 'sends after the failover' })
-      await Promise.all(beats.map((b) => b.stopWith(() => process.kill(b.pid, 'SIGTERM'), 10_000)))
-      await sleep(500)
-      const runs = runsOf()
-      const dup = runs.filter((n, i) => i > 0 && runs[i - 1] === n)
-      assert.deepEqual(dup, [], `runs sent twice: ${dup.join(', ')}`)
-      const ids = received.map((r) => r.id)
-      assert.equal(new Set(ids).size, ids.length, 'no task message twice')
-      assert.equal(received.length, runs.length, 'every send the beats logged reached the queue, and nothing else')
-      assert.ok(received.length > sentBefore)
-
-      // The deposed holder: its lease runs out on the new master, another takes it, and its token is refused there.
-      await sleep(2_500)
-      const successor = new RedisLease(fenceStore.redis, fenceStore.lockKey, 10_000)
-      assert.equal(await successor.refresh(), 'acquired')
-      assert.ok(successor.fence! > Number(deposedFence.token.split(':').pop()), 'the fence counter went on from the old master\'s')
-      const run = { name: 'fenced', expectedCount: 0, ranAt: Date.now(), nextDueAt: Date.now() + 3_600_000 }
-      assert.deepEqual(await fenceStore.reserveAll([run], deposedFence), ['fenced'])
-      assert.deepEqual(await fenceStore.reserveAll([run], successor.held!), ['ok'])
-      assert.equal(await deposed.refresh(), 'lost')
-      await successor.release()
-      await consumer.deleteQueue(queue).catch(() => undefined)
-    } finally {
       for (const s of [store, fenceStore]) {
         const keys = await s.redis.keys(`${s.prefix}*`).catch(() => [] as string[])
         if (keys.length) await s.redis.del(...keys).catch(() => undefined)
