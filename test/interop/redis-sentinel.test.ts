@@ -1,7 +1,7 @@
 // Issue 23, the Redis half: tsq through Redis Sentinel (`sentinel://a;sentinel://b`
 // with master_name, as kombu and Celery spell it), on a set-up of this file's
 // own: a master, a replica and three Sentinels on 127.0.0.1
-// (test/helpers/sentinel-cluster.ts), started once and stopped at the end.
+// (test/interop/helpers/sentinel-cluster.ts), started once and stopped at the end.
 //
 // - bad input: a sentinel:// broker without master_name, or with a name no
 //   Sentinel knows, is one line and a non-zero exit;
@@ -34,7 +34,7 @@ import { createTransport, type Transport } from '../../src/transport/index.js'
 import { uniqueName, waitFor } from '../helpers/brokers.js'
 import { BIN, ROOT } from '../helpers/cli.js'
 import { GroupProcess, sleep } from '../helpers/process-group.js'
-import { MASTER_NAME, startSentinelCluster, type SentinelCluster } from '../helpers/sentinel-cluster.js'
+import { MASTER_NAME, startSentinelCluster, type SentinelCluster } from './helpers/sentinel-cluster.js'
 
 const run = promisify(execFile)
 const APP = 'test/fixtures/tasks/sentinel-tasks.js'

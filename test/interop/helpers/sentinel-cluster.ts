@@ -11,25 +11,14 @@
 // failover per set-up: after it the roles no longer match the settings.
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { GroupProcess, sleep } from './process-group.js'
+import { freePort } from './tls-brokers.js'
+import { GroupProcess, sleep } from '../../helpers/process-group.js'
 
 const run = promisify(execFile)
 
 export const MASTER_NAME = 'mymaster'
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
-}
 
 export async function redisCli(port: number, ...args: string[]): Promise<string> {
   const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 })
