@@ -4,6 +4,15 @@ import { BadBrokerUrlError } from '../errors.js'
 import { describeTlsFailure, isTlsReset, probeTlsRefusal, tlsConnectOptions, tlsPlan, type SslSettings, type TlsPlan } from '../tls.js'
 import { maskUrl, parseBrokerUrl } from '../url.js'
 import type { ConnectionOptions } from 'node:tls'
+import { RedisKeys, type RedisKeyOptions } from './keys.js'
+
+/** kombu `queue_order_strategy`: which queue the next BRPOP names first. */
+export type QueueOrderStrategy = 'round_robin' | 'priority' | 'sorted'
+
+/** broker_transport_options that change what tsq's Redis broker names and serves first (kombu's Channel options). */
+export interface RedisLayoutOptions extends RedisKeyOptions {
+  queueOrderStrategy?: QueueOrderStrategy
+}
 import { explainSentinelFailure, isSentinelUrl, parseSentinelUrl, sentinelClientOptions, type SentinelSettings, type SentinelTarget } from './sentinel.js'
 
 export interface RedisTransportOptions {
@@ -19,6 +28,8 @@ export interface RedisTransportOptions {
   connectionName?: string
   /** broker_use_ssl (or redis_backend_use_ssl): true or Celery's dict; the URL's ssl_* parameters win. */
   ssl?: SslSettings | boolean | null
+  /** global_keyprefix, sep, priority_steps, fanout_prefix, fanout_patterns, queue_order_strategy. */
+  layout?: RedisLayoutOptions
   /** For a sentinel:// URL: master_name and sentinel_kwargs from the transport options. */
   sentinel?: SentinelSettings
   /** The setting `sentinel` came from, for the line that says master_name is missing. */
@@ -41,6 +52,9 @@ export interface ResolvedRedisOptions {
   restoreIntervalMs: number
   connectTimeoutMs: number
   connectionName: string
+  /** Every key and channel name, as the layout options make them. */
+  keys: RedisKeys
+  queueOrderStrategy: QueueOrderStrategy
 }
 
 function positiveNumber(value: string, name: string, url: string): number {
@@ -66,11 +80,11 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
     username: parsed.username,
     password: parsed.password,
     tls: tlsPlan(url, options.ssl),
-    ...timings(url, new URL(url).searchParams, options),
+    ...timings(url, new URL(url).searchParams, options, dbText === '' ? 0 : Number(dbText)),
   }
 }
 
-function timings(url: string, query: URLSearchParams, options: RedisTransportOptions) {
+function timings(url: string, query: URLSearchParams, options: RedisTransportOptions, db: number) {
   const vtText = query.get('visibility_timeout')
   const visibilityTimeout =
     options.visibilityTimeout ?? (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : (options.defaultVisibilityTimeout ?? 3600))
@@ -80,6 +94,8 @@ function timings(url: string, query: URLSearchParams, options: RedisTransportOpt
     restoreIntervalMs: options.restoreIntervalMs ?? Math.min(10_000, Math.max(250, (visibilityTimeout * 1000) / 2)),
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connectionName: options.connectionName ?? `tsq-${process.pid}`,
+    keys: new RedisKeys(db, options.layout),
+    queueOrderStrategy: options.layout?.queueOrderStrategy ?? 'round_robin',
   }
 }
 
@@ -97,7 +113,7 @@ function resolveSentinelOptions(url: string, options: RedisTransportOptions): Re
     password: target.password,
     tls: null,
     sentinel: target,
-    ...timings(url, new URL(first).searchParams, options),
+    ...timings(url, new URL(first).searchParams, options, target.db),
   }
 }
 
