@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import { encodeTaskV2With, type BodyEncoder, type TaskSendOptions } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { AppSignals } from './app-signals.js'
-import { declareTaskQueue, type QueueDefinition } from './queues.js'
+import { declareTaskQueue, isQuorumQueue, QueueSettingError, type QueueDefinition } from './queues.js'
 
 export const DEFAULT_QUEUE = 'celery'
 
@@ -38,12 +38,17 @@ export async function sendTask(transport: Transport, name: string, options: Send
   let exchange = ''
   let routingKey = queue
   let deliveryMode: 1 | 2 = defaultDeliveryMode ?? message.properties.deliveryMode
+  let quorum = false
   if (options.exchange) {
     exchange = options.exchange
     routingKey = options.routingKey ?? queue
   } else {
     const definition = resolveQueue?.(queue)
     await declareTaskQueue(transport, queue, definition)
+    quorum = isQuorumQueue(definition)
+    if (quorum && options.priority) {
+      throw new QueueSettingError(`queue ${JSON.stringify(queue)} is a quorum queue, whose messages have no priority (priority=${options.priority}); send without one or route to a classic queue`)
+    }
     if (definition) {
       deliveryMode = definition.deliveryMode ?? deliveryMode
       // Celery's send_task_message: a direct exchange becomes the default
@@ -58,7 +63,7 @@ export async function sendTask(transport: Transport, name: string, options: Send
   const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   const body = announce ? message.value : undefined
   if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
-  await transport.publish(exchange, routingKey, {
+  const outgoing = {
     body: message.body,
     properties: {
       contentType: message.contentType,
@@ -70,7 +75,21 @@ export async function sendTask(transport: Transport, name: string, options: Send
       replyTo: message.properties.replyTo,
       ...(message.properties.expiration !== undefined ? { expiration: message.properties.expiration } : {}),
     },
-  })
+  }
+  // Celery 5.5's send_task: an ETA bound for a quorum queue waits in the
+  // broker's native delayed delivery, not in a worker whose prefetch is
+  // static there. Whole seconds, truncated as Celery's int(countdown): it
+  // comes back up to a second early and the worker holds the rest.
+  const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) : 0
+  if (delayS >= 1) await transport.publishDelayed!(queue, outgoing, delayS)
+  else await transport.publish(exchange, routingKey, outgoing)
   if (announce) signals.send('after_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown> })
   return message.properties.correlationId
+}
+
+/** Whole seconds from now to an ISO ETA header; 0 when there is none or it has passed. */
+function etaDelaySeconds(eta: unknown): number {
+  if (typeof eta !== 'string') return 0
+  const ms = Date.parse(eta) - Date.now()
+  return Number.isFinite(ms) && ms > 0 ? Math.floor(ms / 1000) : 0
 }

@@ -55,7 +55,21 @@ export interface RunnerOptions {
 export interface EtaDelayPolicy {
   enabled: boolean
   afterSeconds: number
+  /**
+   * Queues whose consumers have a static prefetch (quorum queues): an ETA
+   * more than BROKER_QUEUE_HOLD_S away goes to the broker's delayed delivery
+   * whatever afterSeconds says, so the worker holds none of them.
+   */
+  brokerQueues?: Set<string>
 }
+
+/**
+ * The longest ETA a worker holds from a quorum queue's consumer. Not less:
+ * the delayed delivery counts whole seconds and gives a message back up to a
+ * second early (delayOnBroker subtracts one), which must then be held here,
+ * not sent round again.
+ */
+export const BROKER_QUEUE_HOLD_S = 2
 
 /** worker_eta_broker_delay_after's default: below RabbitMQ's default consumer_timeout of 30 minutes. */
 export const DEFAULT_ETA_DELAY_AFTER_S = 25 * 60
@@ -168,8 +182,9 @@ export class TaskRunner {
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
     const eta = request.etaDate
     const wait = eta ? eta.getTime() - Date.now() : 0
+    const toBroker = this.etaDelay.brokerQueues?.has(delivery.queue) ? BROKER_QUEUE_HOLD_S : this.etaDelay.afterSeconds
+    if (wait > toBroker * 1000 && this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
     if (wait > this.etaDelay.afterSeconds * 1000) {
-      if (this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
       this.o.log.warning(
         `Task ${message.task}[${message.id}] has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer_timeout (RabbitMQ's default is 1800 s; this worker counts ${this.etaDelay.afterSeconds} s as safe): ` +
           `the broker will take it back from this worker before then and deliver it again. Raise the broker's consumer_timeout` +

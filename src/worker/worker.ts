@@ -20,7 +20,7 @@ import { StateDb } from './state-db.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
-import { declareDefinition } from '../app/queues.js'
+import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../app/queues.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -120,7 +120,7 @@ export class Worker {
     const resultCodec = this.o.app.resultCodec()
     for (const id of this.o.app.securitySettings()?.expired ?? []) this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
     if (!(await this.connectBroker())) return
-    this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
+    this.o.log.info(`Connected to ${this.transport.connectedUrl ?? maskUrl(this.o.brokerUrl)}`)
     // Before anything else starts: a topology the broker refuses stops the worker with one line.
     this.bus = BusWorker.for(this.o.app, this.transport, this.o.log, this.o.hostname)
     await this.bus?.declare()
@@ -273,8 +273,28 @@ export class Worker {
       entry.received += 1
       return this.runner.onDelivery(d)
     }
-    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, { prefetch: this.prefetchCount(), ...(definition?.consumerArguments ? { arguments: definition.consumerArguments } : {}) })
+    const quorum = this.quorumConsumer(decl.name, definition)
+    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, {
+      prefetch: this.prefetchCount(),
+      ...(definition?.consumerArguments ? { arguments: definition.consumerArguments } : {}),
+      ...(quorum ? { perConsumerPrefetch: true } : {}),
+    })
     this.consumers.set(decl.name, entry)
+  }
+
+  /**
+   * Celery 5.5's worker_detect_quorum_queues (default on): a quorum queue's
+   * consumer takes a per-consumer, static prefetch (RabbitMQ refuses global
+   * QoS there), so its ETA tasks wait in the broker's delayed delivery
+   * rather than in the window, which could not widen for them.
+   */
+  private quorumConsumer(queue: string, definition: QueueDefinition | undefined): boolean {
+    if (this.transport.kind !== 'amqp' || !isQuorumQueue(definition)) return false
+    if (this.o.app.options.conf?.worker_detect_quorum_queues === false) return false
+    const queues = (this.o.etaDelay.brokerQueues ??= new Set())
+    if (queues.size === 0) this.o.log.info('Global QoS is disabled. Prefetch count in now static.')
+    queues.add(queue)
+    return true
   }
 
   private makeGuard(): ConnectionGuard {
@@ -351,7 +371,7 @@ export class Worker {
       events: this.events,
       startedAt: this.startedAt,
       prefetchCount: () => this.prefetchCount(),
-      brokerInfo: () => brokerInfo(this.o, this.transport.kind),
+      brokerInfo: () => brokerInfo(this.o, this.transport),
       conf: (withDefaults: boolean) => workerConf(this.o, this.events.taskEvents, withDefaults),
       queues: () => [...this.consumers.values()].map((c) => c.decl),
       addConsumer: (q: QueueDeclaration) => this.addConsumer(q),
