@@ -87,9 +87,9 @@ export async function sendTask(transport: Transport, name: string, options: Send
   return message.properties.correlationId
 }
 
-/** Whole seconds from now to an ISO ETA header; 0 when there is none or it has passed. */
+/** Seconds from now to an ISO ETA header; 0 when there is none or it has passed. */
 function etaDelaySeconds(eta: unknown): number {
   if (typeof eta !== 'string') return 0
   const ms = Date.parse(eta) - Date.now()
-  return Number.isFinite(ms) && ms > 0 ? Math.floor(ms / 1000) : 0
+  return Number.isFinite(ms) && ms > 0 ? ms / 1000 : 0
 }

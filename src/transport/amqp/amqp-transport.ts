@@ -216,6 +216,9 @@ export class AmqpTransport extends EventEmitter implements Transport {
    * direct exchanges Celery's own queues use.
    */
   async publishDelayed(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void> {
+    // Declaring the ladder the first time takes seconds on a cluster (28
+    // quorum queues); that time comes off the delay, so the message is not late.
+    const asked = Date.now()
     this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
       this.delayedLadder = null
       throw err
@@ -230,7 +233,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
       this.delayedQueues.set(queue, bound)
     }
     await bound
-    const target = delayedPublishTarget(Math.min(Math.max(0, Math.floor(delaySeconds)), MAX_DELAY_SECONDS), queue)
+    const remaining = delaySeconds - (Date.now() - asked) / 1000
+    const target = delayedPublishTarget(Math.min(Math.max(0, Math.floor(remaining)), MAX_DELAY_SECONDS), queue)
     // Without the expiration property: RabbitMQ drops it on dead-lettering anyway,
     // and a shorter one would let the message out of the ladder early.
     const { expiration: _expiration, ...properties } = message.properties
