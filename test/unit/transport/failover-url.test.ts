@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { transportSettingsFromConf } from '../../../src/app/config.js'
+import { filterHiddenSettings } from '../../../src/app/hidden-settings.js'
 import { isQuorumQueue, queueSettings, usesQuorumQueues, QueueSettingError } from '../../../src/app/queues.js'
 import { createTransport } from '../../../src/transport/registry.js'
 import { FailoverCycle, maskUrl, parseBrokerUrl, parseFailoverStrategy, splitUrlList, urlListSetting } from '../../../src/transport/url.js'
@@ -27,6 +28,12 @@ describe('failover URL lists (kombu: hostname.split(";"), or a list)', () => {
   it('masks every password of a list, keeping its shape', () => {
     assert.equal(maskUrl('amqp://u:p1@a:5672//;amqp://v:p2@b:5673//;amqp://c//'), 'amqp://u:**@a:5672//;amqp://v:**@b:5673//;amqp://c//')
     assert.doesNotMatch(maskUrl('amqp://u:secret@a//;amqp://u:secret@b//'), /secret/)
+  })
+
+  it("inspect conf's filter masks broker_url given as a list", () => {
+    const shown = filterHiddenSettings({ broker_url: ['amqp://u:pw@a//', 'amqp://u:pw@b//'], other: 'amqp://u:pw@c//;amqp://u:pw@d//', result_backend: 'redis://:pw@a/0' })
+    assert.deepEqual(shown.broker_url, ['amqp://u:********@a//', 'amqp://u:********@b//'])
+    assert.doesNotMatch(JSON.stringify(shown.broker_url), /pw/)
   })
 
   it('parseBrokerUrl of a list reads its first URL (kombu: hostname = alt[0])', () => {
