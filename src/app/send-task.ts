@@ -6,6 +6,13 @@ import { declareTaskQueue, isQuorumQueue, QueueSettingError, type QueueDefinitio
 
 export const DEFAULT_QUEUE = 'celery'
 
+/**
+ * How much earlier than its ETA a task sent through the broker's delayed
+ * delivery comes back (worker/task-runner.ts's BROKER_QUEUE_HOLD_S must be
+ * larger, or the worker would send it round again).
+ */
+export const BROKER_DELAY_LEAD_S = 2
+
 export interface SendTaskOptions extends Omit<TaskSendOptions, 'origin'> {
   queue?: string
   /** Publish to this exchange with routingKey instead of the default exchange. */
@@ -78,9 +85,10 @@ export async function sendTask(transport: Transport, name: string, options: Send
   }
   // Celery 5.5's send_task: an ETA bound for a quorum queue waits in the
   // broker's native delayed delivery, not in a worker whose prefetch is
-  // static there. Whole seconds, truncated as Celery's int(countdown): it
-  // comes back up to a second early and the worker holds the rest.
-  const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) : 0
+  // static there. It is sent BROKER_DELAY_LEAD_S early (and the ladder counts
+  // whole seconds): each hop of the ladder is a replicated dead-lettering,
+  // seconds in all on a loaded cluster, and the worker holds the rest.
+  const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
   if (delayS >= 1) await transport.publishDelayed!(queue, outgoing, delayS)
   else await transport.publish(exchange, routingKey, outgoing)
   if (announce) signals.send('after_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown> })

@@ -18,6 +18,7 @@ import { parseRate, TokenBucket } from './rate-limit.js'
 import { setLongTimeout, type LongTimeout } from '../app/execution/long-timeout.js'
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
+import { BROKER_DELAY_LEAD_S } from '../app/send-task.js'
 
 /** Bodies past this are rejected unread: no task needs 64 MiB of arguments. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -65,11 +66,12 @@ export interface EtaDelayPolicy {
 
 /**
  * The longest ETA a worker holds from a quorum queue's consumer. Not less:
- * the delayed delivery counts whole seconds and gives a message back up to a
- * second early (delayOnBroker subtracts one), which must then be held here,
- * not sent round again.
+ * the delayed delivery counts whole seconds, and senders have it give a
+ * message back early (app/send-task.ts's BROKER_DELAY_LEAD_S, plus up to a
+ * second; delayOnBroker subtracts one), which must then be held here, not
+ * sent round again.
  */
-export const BROKER_QUEUE_HOLD_S = 2
+export const BROKER_QUEUE_HOLD_S = BROKER_DELAY_LEAD_S + 2
 
 /** worker_eta_broker_delay_after's default: below RabbitMQ's default consumer_timeout of 30 minutes. */
 export const DEFAULT_ETA_DELAY_AFTER_S = 25 * 60
