@@ -249,6 +249,8 @@ export interface Transport {
    * ETA task past the broker's consumer timeout. Absent where the broker cannot.
    */
   publishDelayed?(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void>
+  /** Declares what publishDelayed needs ahead of the first one (it takes seconds on a cluster). */
+  prepareDelayedDelivery?(): Promise<void>
   consume(queue: string, handler: DeliveryHandler, options?: ConsumeOptions): Promise<Consumer>
   /** Removes ready messages; returns how many. */
   purge(queue: string): Promise<number>

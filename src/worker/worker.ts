@@ -292,7 +292,11 @@ export class Worker {
     if (this.transport.kind !== 'amqp' || !isQuorumQueue(definition)) return false
     if (this.o.app.options.conf?.worker_detect_quorum_queues === false) return false
     const queues = (this.o.etaDelay.brokerQueues ??= new Set())
-    if (queues.size === 0) this.o.log.info('Global QoS is disabled. Prefetch count in now static.')
+    if (queues.size === 0) {
+      this.o.log.info('Global QoS is disabled. Prefetch count in now static.')
+      // Celery 5.5's DelayedDelivery bootstep: the ladder exists before the first ETA needs it.
+      void this.transport.prepareDelayedDelivery?.().catch((error: Error) => this.o.log.warning(`could not declare the delayed-delivery queues: ${error.message}`))
+    }
     queues.add(queue)
     return true
   }

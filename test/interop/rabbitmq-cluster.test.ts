@@ -160,11 +160,17 @@ function quorumDefinition(queue: string) {
   return queueSettings({ task_default_queue_type: 'quorum' }, queue).defined.get(queue)!
 }
 
-async function sendMany(transport: Transport, task: string, items: Array<{ id: string; args: unknown[]; countdown?: number }>, queue: string): Promise<void> {
+/** Sends in batches; returns each task's ETA (ms), from the moment its batch went. */
+async function sendMany(transport: Transport, task: string, items: Array<{ id: string; args: unknown[]; countdown?: number }>, queue: string): Promise<number[]> {
   const definition = quorumDefinition(queue)
+  const due: number[] = []
   for (let i = 0; i < items.length; i += 200) {
-    await Promise.all(items.slice(i, i + 200).map((it) => sendTask(transport, task, { id: it.id, args: it.args, queue, resolveQueue: () => definition, ...(it.countdown ? { countdown: it.countdown } : {}) })))
+    const batch = items.slice(i, i + 200)
+    const at = Date.now()
+    for (const it of batch) due.push(at + (it.countdown ?? 0) * 1000)
+    await Promise.all(batch.map((it) => sendTask(transport, task, { id: it.id, args: it.args, queue, resolveQueue: () => definition, ...(it.countdown ? { countdown: it.countdown } : {}) })))
   }
+  return due
 }
 
 async function waitDone(key: string, ids: readonly string[], timeoutMs: number, what: () => string): Promise<void> {
@@ -257,14 +263,14 @@ describe('RabbitMQ cluster with quorum queues (issue 23)', { skip }, () => {
     const a = await startTsqWorker('ea', queue)
     let b = await startTsqWorker('eb', queue)
     const items = Array.from({ length: ETA_TASKS }, (_, i) => ({ id: `${key}-${i}`, args: [key], countdown: 1 + (i * (ETA_SPREAD_S - 1)) / Math.max(1, ETA_TASKS - 1) }))
-    const sentAt = Date.now()
     const client = await quorumTransport()
+    let due: number[]
     try {
-      await sendMany(client, 'cluster.at', items, queue)
+      due = await sendMany(client, 'cluster.at', items, queue)
     } finally {
       await client.close()
     }
-    const dueAt = (i: number) => sentAt + items[i]!.countdown * 1000
+    const dueAt = (i: number) => due[i]!
     // What the workers hold in memory, sampled: only those due within a couple of seconds.
     const samples: Array<{ held: number; dueSoon: number }> = []
     const sample = async () => {

@@ -219,11 +219,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     // Declaring the ladder the first time takes seconds on a cluster (28
     // quorum queues); that time comes off the delay, so the message is not late.
     const asked = Date.now()
-    this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
-      this.delayedLadder = null
-      throw err
-    })
-    await this.delayedLadder
+    await this.prepareDelayedDelivery()
     let bound = this.delayedQueues.get(queue)
     if (!bound) {
       bound = this.bindQueue(queue, DELAYED_DELIVERY_EXCHANGE, delayedDeliveryBindingKey(queue)).catch((err: unknown) => {
@@ -239,6 +235,15 @@ export class AmqpTransport extends EventEmitter implements Transport {
     // and a shorter one would let the message out of the ladder early.
     const { expiration: _expiration, ...properties } = message.properties
     await this.publish(target.exchange, target.routingKey, { body: message.body, properties })
+  }
+
+  /** Declares the ladder once per transport (a worker at start-up, as Celery 5.5's DelayedDelivery bootstep). */
+  prepareDelayedDelivery(): Promise<void> {
+    this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
+      this.delayedLadder = null
+      throw err
+    })
+    return this.delayedLadder
   }
 
   /**
