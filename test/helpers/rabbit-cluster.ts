@@ -8,7 +8,7 @@ import { execFile, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { freePort, RABBITMQCTL, RABBITMQ_SERVER } from '../interop/helpers/tls-brokers.js'
+import { freePort, rabbitNodeEnv, RABBITMQCTL, RABBITMQ_SERVER } from '../interop/helpers/tls-brokers.js'
 import { GroupProcess, sleep } from './process-group.js'
 
 const run = promisify(execFile)
@@ -63,20 +63,7 @@ async function bootNode(dir: string, cookieHome: string, index: number, tag: str
     ].join('\n'),
   )
   writeFileSync(join(base, 'enabled_plugins'), '[].\n')
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOME: cookieHome,
-    RABBITMQ_NODENAME: name,
-    RABBITMQ_NODE_PORT: String(port),
-    RABBITMQ_DIST_PORT: String(distPort),
-    RABBITMQ_MNESIA_BASE: join(base, 'mnesia'),
-    RABBITMQ_LOG_BASE: join(base, 'log'),
-    RABBITMQ_CONFIG_FILE: join(base, 'rabbitmq.conf'),
-    RABBITMQ_ADVANCED_CONFIG_FILE: join(base, 'advanced.config'),
-    RABBITMQ_ENABLED_PLUGINS_FILE: join(base, 'enabled_plugins'),
-    RABBITMQ_PLUGINS_EXPAND_DIR: join(base, 'plugins-expand'),
-    RABBITMQ_PID_FILE: join(base, 'pid'),
-  }
+  const env = rabbitNodeEnv(base, cookieHome, name, port, distPort)
   const ctl = async (args: string[], timeoutMs = 240_000): Promise<string> => {
     const { stdout } = await run(RABBITMQCTL, ['-n', name, ...args], { env, timeout: timeoutMs })
     return stdout
