@@ -46,6 +46,7 @@ const PY_SENT = Math.round(TASKS / 5)
 const ETA_TASKS = Number(process.env.TSQ_CLUSTER_ETA_TASKS ?? 1000)
 const ETA_SPREAD_S = 60
 const TASK_MS = 100
+const FULL_LOG = 50_000_000
 const TSQ_CONCURRENCY = 6
 const PREFETCH_MULTIPLIER = 4
 
@@ -106,6 +107,8 @@ async function startTsqWorker(name: string, queue: string): Promise<GroupProcess
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
+    // The whole log: an INFO line per task would push the connection lines out of a short tail.
+    FULL_LOG,
   )
   procs.push(proc)
   await waitLog(proc, `${name}@cluster ready.`, 90_000, `tsq worker ${name}`)
@@ -225,7 +228,7 @@ describe('RabbitMQ cluster with quorum queues (issue 23)', { skip }, () => {
     stops.push({ node: connected.name, depth: await queueDepth(queue, survivor), at: Date.now() })
     await connected.ctl(['stop_app'])
     for (const [name, w] of [['w1', w1], ['w2', w2]] as const) {
-      await waitLog(w, /Connected to amqp:\/\/guest:\*\*@127\.0\.0\.1:\d+\/\/[\s\S]*Connection to broker lost[\s\S]*Connected to/, 60_000, `tsq worker ${name} (failover)`)
+      await waitLog(w, /Connection to broker lost[\s\S]*Connected to/, 60_000, `tsq worker ${name} (failover)`)
       assert.notEqual(connectedPort(w), port, `${name} moved to another node`)
     }
     // Stats through any node: the stopped node's URL first in the list.
