@@ -72,7 +72,7 @@ async function bootNode(dir: string, cookieHome: string, index: number, tag: str
     name,
     port,
     url: `amqp://guest:guest@127.0.0.1:${port}//`,
-    proc: spawnNode(env),
+    proc: spawnNode(env, base),
     env,
     base,
     ctl,
@@ -81,7 +81,7 @@ async function bootNode(dir: string, cookieHome: string, index: number, tag: str
       await node.proc.stopWith(() => process.kill(node.proc.pid, 'SIGTERM'), 15_000)
     },
     restart: async () => {
-      node.proc = spawnNode(env)
+      node.proc = spawnNode(env, base)
       await waitRunning(node)
     },
   }
@@ -89,8 +89,9 @@ async function bootNode(dir: string, cookieHome: string, index: number, tag: str
   return node
 }
 
-function spawnNode(env: NodeJS.ProcessEnv): GroupProcess {
-  return new GroupProcess(spawn(RABBITMQ_SERVER, [], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
+/** In its own folder: a node that dies writes its crash dumps (MnesiaCore.*) where it runs. */
+function spawnNode(env: NodeJS.ProcessEnv, cwd: string): GroupProcess {
+  return new GroupProcess(spawn(RABBITMQ_SERVER, [], { env, cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
 }
 
 async function waitRunning(node: RabbitNode): Promise<void> {
