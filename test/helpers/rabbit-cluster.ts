@@ -24,8 +24,6 @@ export interface RabbitNode {
   ctl(args: string[], timeoutMs?: number): Promise<string>
   /** A graceful stop of this node (rabbitmqctl stop), the group's KILL as backstop. */
   stop(): Promise<void>
-  /** Starts the node again on the same data (it rejoins its cluster). */
-  restart(): Promise<void>
 }
 
 export interface RabbitCluster {
@@ -79,10 +77,6 @@ async function bootNode(dir: string, cookieHome: string, index: number, tag: str
     stop: async () => {
       if (!node.proc.hasExited) await ctl(['stop'], 120_000).catch(() => undefined)
       await node.proc.stopWith(() => process.kill(node.proc.pid, 'SIGTERM'), 15_000)
-    },
-    restart: async () => {
-      node.proc = spawnNode(env, base)
-      await waitRunning(node)
     },
   }
   await waitRunning(node)
