@@ -211,12 +211,11 @@ describe('RabbitMQ cluster with quorum queues (issue 23)', { skip }, () => {
       spawn(PYTHON, [join(PY_DIR, 'cluster_tasks.py'), 'send', key, String(TASK_MS), ...pyIds], { cwd: PY_DIR, env: { ...workerEnv(queue), PYTHONPATH: PY_DIR }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }),
     )
     procs.push(pySend)
+    // Half of tsq's share now, half just before the second stop, so that both stops find work queued.
+    const [firstHalf, secondHalf] = [tsqIds.slice(0, tsqIds.length / 2), tsqIds.slice(tsqIds.length / 2)]
     const client = await quorumTransport()
-    try {
-      await sendMany(client, 'cluster.work', tsqIds.map((id) => ({ id, args: [key, TASK_MS] })), queue)
-    } finally {
-      await client.close()
-    }
+    after(() => client.close())
+    await sendMany(client, 'cluster.work', firstHalf.map((id) => ({ id, args: [key, TASK_MS] })), queue)
     assert.equal(await pySend.exited, 0, `Python client failed:\n${pySend.logTail()}`)
 
     // Stop 1: the node both tsq workers are connected to (the list's first, round-robin).
@@ -240,6 +239,7 @@ describe('RabbitMQ cluster with quorum queues (issue 23)', { skip }, () => {
     await connected.ctl(['start_app'])
 
     // Stop 2: the queue's leader now, on a node other than the one stopped first.
+    await sendMany(client, 'cluster.work', secondHalf.map((id) => ({ id, args: [key, TASK_MS] })), queue)
     const leader = await leaderOf(queue, survivor)
     const other = cluster!.nodes.find((n) => n !== leader)!
     stops.push({ node: leader.name, depth: await queueDepth(queue, other), at: Date.now() })
