@@ -5,7 +5,7 @@ import type { TaskLockOptions } from '../locks/lock-id.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
-import { createTransport, LamportClock, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
@@ -243,7 +243,8 @@ export type ControlCommandHandler = (args: Record<string, unknown>, worker: { ho
 
 export interface AppOptions {
   name?: string
-  broker?: string
+  /** A URL, or a failover list: `'amqp://a//;amqp://b//'` or an array of URLs (Celery's broker_url). */
+  broker?: string | string[]
   resultBackend?: string
   /** Periodic tasks for `tsq beat` (Celery's beat_schedule). */
   beatSchedule?: Record<string, unknown>
@@ -399,7 +400,7 @@ export class App {
     const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined)
     return loadConfig({
       ...this.overrides,
-      appBroker: this.options.broker ?? str(conf.broker_url),
+      appBroker: urlListSetting(this.options.broker) ?? urlListSetting(conf.broker_url),
       appResultBackend: this.options.resultBackend ?? str(conf.result_backend),
       timezone: this.overrides.timezone ?? str(conf.timezone),
       appBrokerRead: str(conf.broker_read_url),

@@ -1,6 +1,6 @@
 // Configuration precedence lives here and only here: flags > TSQ_* env >
 // CELERY_* env > defaults. Flags never read the environment themselves.
-import { defaultFileBrokerUrl, sentinelSettingsFrom, type SentinelSettings, type SslSettings, type TransportSettings } from '../transport/index.js'
+import { defaultFileBrokerUrl, parseFailoverStrategy, sentinelSettingsFrom, type SentinelSettings, type SslSettings, type TransportSettings } from '../transport/index.js'
 import { checkTransportOptions } from './transport-options.js'
 
 export interface ConfigInput {
@@ -90,7 +90,42 @@ export function transportSettingsFromConf(conf: Record<string, unknown>): Transp
   if (typeof conf.broker_login_method === 'string' && conf.broker_login_method) settings.loginMethod = conf.broker_login_method
   const { settings: sentinel } = sentinelSettingsFrom(conf.broker_transport_options, 'broker_transport_options')
   if (Object.keys(sentinel).length) settings.sentinel = sentinel
+  if (conf.broker_failover_strategy !== undefined && conf.broker_failover_strategy !== null) {
+    try {
+      settings.failoverStrategy = parseFailoverStrategy(conf.broker_failover_strategy)
+    } catch (error) {
+      throw Object.assign(new Error((error as Error).message), { code: 'CONFIG' })
+    }
+  }
+  const delayedType = delayedQueueTypeFromConf(conf)
+  if (delayedType) settings.delayedQueueType = delayedType
   return settings
+}
+
+/**
+ * The x-queue-type of kombu's celery_delayed_* queues: Celery 5.5's
+ * broker_native_delayed_delivery_queue_type when given; else quorum for an
+ * app with quorum queues (it runs on a cluster, where a classic ladder queue
+ * on a stopped node drops what is routed to it); else unset (classic first).
+ */
+function delayedQueueTypeFromConf(conf: Record<string, unknown>): 'classic' | 'quorum' | undefined {
+  const given = conf.broker_native_delayed_delivery_queue_type
+  if (given !== undefined && given !== null) {
+    if (given === 'classic' || given === 'quorum') return given
+    throw Object.assign(new Error(`broker_native_delayed_delivery_queue_type = ${JSON.stringify(given)}: expected 'classic' or 'quorum'`), { code: 'CONFIG' })
+  }
+  return confNamesQuorumQueues(conf) ? 'quorum' : undefined
+}
+
+/** task_default_queue_type = 'quorum', or a task_queues entry with x-queue-type quorum (list or map form). */
+function confNamesQuorumQueues(conf: Record<string, unknown>): boolean {
+  if (conf.task_default_queue_type === 'quorum') return true
+  const raw = conf.task_queues
+  const entries = Array.isArray(raw) ? raw : raw && typeof raw === 'object' ? Object.values(raw) : []
+  return entries.some((q) => {
+    const args = q && typeof q === 'object' ? (q as { queue_arguments?: unknown }).queue_arguments : undefined
+    return Boolean(args && typeof args === 'object' && (args as Record<string, unknown>)['x-queue-type'] === 'quorum')
+  })
 }
 
 /** Celery's result_backend_transport_options (master_name, sentinel_kwargs), for a sentinel:// result backend. */

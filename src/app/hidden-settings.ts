@@ -16,6 +16,8 @@ function censor(key: string, value: unknown): unknown {
   if (isMapping(value)) return filterHiddenSettings(value)
   if (HIDDEN_SETTINGS.test(key)) return SECRET_MASK
   if (typeof value === 'string' && (/broker_url/i.test(key) || /backend/i.test(key))) return maskUrl(value, SECRET_MASK)
+  // broker_url as a failover list of URLs: each masked (Celery would print them whole).
+  if (Array.isArray(value) && /broker_url/i.test(key)) return value.map((v) => (typeof v === 'string' ? maskUrl(v, SECRET_MASK) : v))
   return value
 }
 

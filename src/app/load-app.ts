@@ -4,6 +4,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { App } from './app.js'
+import { urlListSetting } from '../transport/index.js'
 
 export class AppLoadError extends Error {
   readonly code = 'CONFIG'
@@ -147,7 +148,7 @@ function stringSetting(value: unknown): string | undefined {
 
 /** The config module's broker and result backend, as loadConfig's app layer takes them. */
 export function configModuleUrls(settings: ConfigSettings): { appBroker?: string; appResultBackend?: string; appBrokerRead?: string; appBrokerWrite?: string } {
-  return { appBroker: stringSetting(settings.broker_url), appResultBackend: stringSetting(settings.result_backend), appBrokerRead: stringSetting(settings.broker_read_url), appBrokerWrite: stringSetting(settings.broker_write_url) }
+  return { appBroker: urlListSetting(settings.broker_url), appResultBackend: stringSetting(settings.result_backend), appBrokerRead: stringSetting(settings.broker_read_url), appBrokerWrite: stringSetting(settings.broker_write_url) }
 }
 
 /**

@@ -110,6 +110,7 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
   if (typeof entry.max_length === 'number') args['x-max-length'] = entry.max_length
   if (typeof entry.max_priority === 'number') args['x-max-priority'] = entry.max_priority
   if (s.maxPriority !== undefined && args['x-max-priority'] === undefined) args['x-max-priority'] = s.maxPriority
+  if (args['x-queue-type'] === 'quorum') checkQuorum(where, args, { durable, exclusive, autoDelete }, entry.max_priority === undefined && s.maxPriority !== undefined)
   let bindings: QueueBinding[] = [{ exchange, routingKey }]
   if (Array.isArray(entry.bindings) && entry.bindings.length) {
     bindings = entry.bindings.map((b, i) => {
@@ -132,6 +133,38 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
     noDeclare: entry.no_declare === true,
     ...(dm ? { deliveryMode: dm } : {}),
   }
+}
+
+/**
+ * RabbitMQ's rules for a quorum queue, said before the broker's 406 says them
+ * less clearly: replicated, so durable and shared; and no x-max-priority,
+ * which RabbitMQ (before 4.0) refuses outright.
+ */
+function checkQuorum(where: string, args: QueueArguments, flags: { durable: boolean; exclusive: boolean; autoDelete: boolean }, priorityFromDefault: boolean): void {
+  if (args['x-max-priority'] !== undefined) {
+    const from = priorityFromDefault ? `task_queue_max_priority = ${args['x-max-priority']}` : `x-max-priority = ${args['x-max-priority']}`
+    throw new QueueSettingError(`${where}: a quorum queue cannot have priorities (${from}); make the queue classic or drop its max priority`)
+  }
+  if (!flags.durable || flags.exclusive || flags.autoDelete) {
+    throw new QueueSettingError(`${where}: a quorum queue must be durable and neither exclusive nor auto_delete`)
+  }
+}
+
+/** Celery 5.5's task_default_queue_type: 'classic' (the default) or 'quorum'. */
+function queueType(value: unknown): 'classic' | 'quorum' {
+  if (value === undefined || value === null || value === 'classic') return 'classic'
+  if (value === 'quorum') return 'quorum'
+  throw new QueueSettingError(`task_default_queue_type = ${JSON.stringify(value)}: expected 'classic' or 'quorum'`)
+}
+
+/** The queue is a RabbitMQ quorum queue (x-queue-type in its arguments, as Celery 5.5's detect_quorum_queues reads it). */
+export function isQuorumQueue(d: Pick<QueueDefinition, 'queue'> | undefined): boolean {
+  return d?.queue.arguments?.['x-queue-type'] === 'quorum'
+}
+
+/** Celery 5.5's detect_quorum_queues: does any queue the app defines have x-queue-type quorum? */
+export function usesQuorumQueues(settings: QueueSettings): boolean {
+  return [...settings.defined.values()].some(isQuorumQueue)
 }
 
 function positiveInt(value: unknown, name: string): number | undefined {
@@ -178,9 +211,14 @@ export function queueSettings(conf: Record<string, unknown>, defaultQueue: strin
     for (const [name, entry] of entries) defined.set(name, definitionOf(name, entry, base, mapForm))
   }
   // Celery's Queues(): with no task_queues, the default queue on the default exchange.
+  // Celery 5.5: task_default_queue_type shapes that default queue only.
   if (defined.size === 0) {
-    defined.set(defaultQueue, definitionOf(defaultQueue, { exchange: base.defaultExchange, exchange_type: base.defaultExchangeType }, base))
-  }
+    const quorum = queueType(conf.task_default_queue_type) === 'quorum'
+    defined.set(
+      defaultQueue,
+      definitionOf(defaultQueue, { exchange: base.defaultExchange, exchange_type: base.defaultExchangeType, ...(quorum ? { queue_arguments: { 'x-queue-type': 'quorum' } } : {}) }, base),
+    )
+  } else queueType(conf.task_default_queue_type)
   return { ...base, defined }
 }
 

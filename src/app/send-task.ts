@@ -4,9 +4,16 @@ import type { LamportClock, Transport } from '../transport/index.js'
 import type { AppSignals } from './app-signals.js'
 import { declareEventExchange, EVENT_EXCHANGE } from './event-receiver.js'
 import { withPublishRetry, type PublishRetryPolicy } from './publish-retry.js'
-import { declareTaskQueue, type QueueDefinition } from './queues.js'
+import { declareTaskQueue, isQuorumQueue, QueueSettingError, type QueueDefinition } from './queues.js'
 
 export const DEFAULT_QUEUE = 'celery'
+
+/**
+ * How much earlier than its ETA a task sent through the broker's delayed
+ * delivery comes back (worker/task-runner.ts's BROKER_QUEUE_HOLD_S must be
+ * larger, or the worker would send it round again).
+ */
+export const BROKER_DELAY_LEAD_S = 2
 
 export interface SendTaskOptions extends Omit<TaskSendOptions, 'origin'> {
   queue?: string
@@ -44,12 +51,17 @@ export async function sendTask(transport: Transport, name: string, options: Send
   let exchange = ''
   let routingKey = queue
   let deliveryMode: 1 | 2 = defaultDeliveryMode ?? message.properties.deliveryMode
+  let quorum = false
   if (options.exchange) {
     exchange = options.exchange
     routingKey = options.routingKey ?? queue
   } else {
     const definition = resolveQueue?.(queue)
     await withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
+    quorum = isQuorumQueue(definition)
+    if (quorum && options.priority) {
+      throw new QueueSettingError(`queue ${JSON.stringify(queue)} is a quorum queue, whose messages have no priority (priority=${options.priority}); send without one or route to a classic queue`)
+    }
     if (definition) {
       deliveryMode = definition.deliveryMode ?? deliveryMode
       // Celery's send_task_message: a direct exchange becomes the default
@@ -64,7 +76,7 @@ export async function sendTask(transport: Transport, name: string, options: Send
   const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   const body = announce ? message.value : undefined
   if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
-  await withPublishRetry(retryPolicy, () => transport.publish(exchange, routingKey, {
+  const outgoing = {
     body: message.body,
     properties: {
       contentType: message.contentType,
@@ -76,7 +88,15 @@ export async function sendTask(transport: Transport, name: string, options: Send
       replyTo: message.properties.replyTo,
       ...(message.properties.expiration !== undefined ? { expiration: message.properties.expiration } : {}),
     },
-  }))
+  }
+  // Celery 5.5's send_task: an ETA bound for a quorum queue waits in the
+  // broker's native delayed delivery, not in a worker whose prefetch is
+  // static there. It is sent BROKER_DELAY_LEAD_S early (and the ladder counts
+  // whole seconds): each hop of the ladder is a replicated dead-lettering,
+  // seconds in all on a loaded cluster, and the worker holds the rest.
+  const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
+  if (delayS >= 1) await withPublishRetry(retryPolicy, () => transport.publishDelayed!(queue, outgoing, delayS))
+  else await withPublishRetry(retryPolicy, () => transport.publish(exchange, routingKey, outgoing))
   if (sentEvent) {
     const h = message.headers as unknown as Record<string, unknown>
     // Celery's as_task_v2 sent_event, then send_task_message's queue, exchange and routing key.
@@ -92,4 +112,11 @@ export async function sendTask(transport: Transport, name: string, options: Send
   }
   if (announce) signals.send('after_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown> })
   return message.properties.correlationId
+}
+
+/** Seconds from now to an ISO ETA header; 0 when there is none or it has passed. */
+function etaDelaySeconds(eta: unknown): number {
+  if (typeof eta !== 'string') return 0
+  const ms = Date.parse(eta) - Date.now()
+  return Number.isFinite(ms) && ms > 0 ? ms / 1000 : 0
 }

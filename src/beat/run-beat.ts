@@ -7,7 +7,7 @@ import { dirname } from 'node:path'
 import { beatStoreSslFromConf, loadConfig, positiveSetting } from '../app/config.js'
 import { queueDefinition } from '../app/queues.js'
 import { settingsRefusals } from '../app/settings.js'
-import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, urlListSetting, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { loadApp, resolveAppModule } from '../app/load-app.js'
 import type { Route } from '../app/routes.js'
 import type { BodyEncoder } from '../protocol/index.js'
@@ -103,7 +103,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     const queues = app.queueSettings
     sendDefaults = { resolveQueue: (name) => queueDefinition(queues, name), deliveryMode: queues.defaultDeliveryMode }
     confMaxInterval = positiveSetting(conf.beat_max_loop_interval)
-    appBroker = app.options.broker
+    appBroker = urlListSetting(app.options.broker) ?? urlListSetting(conf.broker_url)
     routeFor = (taskName) => app.routeFor(taskName)
     transportSettings = app.transportSettings
     storeSsl = beatStoreSslFromConf(app.conf)

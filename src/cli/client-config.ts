@@ -8,6 +8,7 @@
 import { backendSentinelFromConf, backendSslFromConf, beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
 import { routeTask, type Route } from '../app/routes.js'
+import { queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from '../app/queues.js'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
 import type { BodyEncoder } from '../protocol/index.js'
 import type { SentinelSettings, SslSettings, TransportSettings } from '../transport/index.js'
@@ -33,6 +34,10 @@ export interface ClientConfig extends ResolvedConfig {
   beatStoreSsl: SslSettings | boolean | null
   /** The task's route (task_routes), else the default queue. */
   routeFor(taskName: string): Route
+  /** The queue as task_queues (or task_default_queue_type) defines it, so a send declares it as the workers do. */
+  resolveQueue(name: string): QueueDefinition
+  /** task_default_delivery_mode. */
+  deliveryMode(): 1 | 2
   /** With -A: the app's task_serializer (signed under auth). */
   taskEncoder?: () => BodyEncoder
 }
@@ -59,13 +64,30 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
   if (flags.app) {
     const app = await loadApp(resolveAppModule(flags.app))
     app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
-    // Celery's clients (call, inspect, control, purge) use connection_for_write.
-    return { ...app.config, brokerUrl: app.config.brokerWriteUrl, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, backendSentinel: app.backendSentinel, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
+    // Read when a send needs it, so a command that sends nothing is not stopped by a task_queues mistake.
+    let queues: QueueSettings | undefined
+    const settingsOfQueues = () => (queues ??= app.queueSettings)
+    return {
+      ...app.config,
+      // Celery's clients (call, inspect, control, purge) use connection_for_write.
+      brokerUrl: app.config.brokerWriteUrl,
+      defaultQueue: app.defaultQueue,
+      transportSettings: app.transportSettings,
+      backendSsl: app.backendSsl,
+      backendSentinel: app.backendSentinel,
+      beatStoreSsl: beatStoreSslFromConf(app.conf),
+      routeFor: (name) => app.routeFor(name),
+      resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
+      deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
+      taskEncoder: () => app.taskEncoder(),
+    }
   }
   const settings = await loadConfigModule()
   const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })
   const queue = settings.task_default_queue
   const defaultQueue = typeof queue === 'string' && queue ? queue : DEFAULT_QUEUE
+  let queues: QueueSettings | undefined
+  const settingsOfQueues = () => (queues ??= queueSettings(settings, defaultQueue))
   return {
     ...config,
     brokerUrl: config.brokerWriteUrl,
@@ -75,5 +97,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     backendSentinel: backendSentinelFromConf(settings),
     beatStoreSsl: beatStoreSslFromConf(settings),
     routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
+    resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
+    deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
   }
 }

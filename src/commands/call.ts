@@ -61,6 +61,8 @@ export default class Call extends TsqCommand<{ id: string }> {
         args: taskArgs,
         kwargs,
         ...destination,
+        resolveQueue: (name) => config.resolveQueue(name),
+        deliveryMode: config.deliveryMode(),
         countdown: flags.countdown,
         eta: flags.eta,
         expires,

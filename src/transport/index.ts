@@ -4,6 +4,7 @@ export type {
   Consumer,
   Delivery,
   DeliveryHandler,
+  BrokerNode,
   ExchangeSpec,
   ExchangeType,
   HeaderValue,
@@ -25,8 +26,8 @@ export type {
 export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, TransportClosedError, TsqTransportError } from './errors.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
 export type { TransportSettings } from './registry.js'
-export { maskUrl, parseBrokerUrl } from './url.js'
-export type { ParsedBrokerUrl } from './url.js'
+export { FAILOVER_STRATEGIES, FailoverCycle, maskUrl, parseBrokerUrl, parseFailoverStrategy, splitUrlList, URL_LIST_SEPARATOR, urlListSetting } from './url.js'
+export type { FailoverStrategy, ParsedBrokerUrl } from './url.js'
 export { LamportClock, MailboxClient, MailboxServer, NoReply, pidboxExchange, replyExchange } from './mailbox.js'
 export type { BroadcastOptions, ControlHandler, NodeReply } from './mailbox.js'
 export { describeTlsFailure, describeTlsPlan, parseCertReqs, tlsConnectOptions, tlsPlan } from './tls.js'

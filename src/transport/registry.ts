@@ -5,7 +5,8 @@ import type { RedisLayoutOptions } from './redis/options.js'
 import type { SentinelSettings } from './redis/sentinel.js'
 import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
-import { maskUrl, parseBrokerUrl } from './url.js'
+import type { DelayedQueueType } from './amqp/delayed-delivery.js'
+import { maskUrl, parseBrokerUrl, splitUrlList, type FailoverStrategy } from './url.js'
 
 /** The embedded broker's folder when no broker is configured: per user, any working directory. */
 export function defaultFileBrokerDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -14,6 +15,11 @@ export function defaultFileBrokerDir(env: NodeJS.ProcessEnv = process.env): stri
 
 export function defaultFileBrokerUrl(env: NodeJS.ProcessEnv = process.env): string {
   return `file://${defaultFileBrokerDir(env)}`
+}
+
+/** amqps and amqp may share a list (some nodes behind TLS); pyamqp is amqp. */
+function amqpScheme(scheme: string): string {
+  return ['amqp', 'amqps', 'pyamqp'].includes(scheme) ? 'amqp' : scheme
 }
 
 const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'sentinel', 'file', 'filesystem'] as const
@@ -39,16 +45,34 @@ export interface TransportSettings {
   redisLayout?: RedisLayoutOptions
   /** broker_transport_options.master_name and sentinel_kwargs, for a sentinel:// broker. */
   sentinel?: SentinelSettings
+  /** broker_failover_strategy: how a failover list (`url1;url2`) is walked. */
+  failoverStrategy?: FailoverStrategy
+  /** broker_native_delayed_delivery_queue_type (AMQP): the x-queue-type of kombu's celery_delayed_* queues. */
+  delayedQueueType?: DelayedQueueType
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
-  const parsed = parseBrokerUrl(url)
+  const urls = splitUrlList(url)
+  const parsed = parseBrokerUrl(urls[0]!)
+  if (urls.length > 1) {
+    const schemes = new Set(urls.map((u) => amqpScheme(parseBrokerUrl(u).scheme)))
+    if (schemes.size > 1) throw new BadBrokerUrlError(`a failover list must name one kind of broker: ${maskUrl(url)}`)
+    // sentinel:// lists are Redis Sentinel's own (its transport reads the whole list).
+    if (!['amqp', 'amqps', 'pyamqp', 'sentinel'].includes(parsed.scheme)) {
+      throw new BadBrokerUrlError(`failover lists are for RabbitMQ (amqp://a//;amqp://b//); ${parsed.scheme}:// takes one URL: ${maskUrl(url)}`)
+    }
+  }
   switch (parsed.scheme) {
     case 'amqp':
     case 'amqps':
     case 'pyamqp': {
       const { AmqpTransport } = await import('./amqp/amqp-transport.js')
-      return new AmqpTransport(url, { ssl: settings.ssl, loginMethod: settings.loginMethod })
+      return new AmqpTransport(url, {
+        ssl: settings.ssl,
+        loginMethod: settings.loginMethod,
+        failoverStrategy: settings.failoverStrategy,
+        delayedQueueType: settings.delayedQueueType,
+      })
     }
     case 'redis':
     case 'rediss': {

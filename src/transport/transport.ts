@@ -110,6 +110,12 @@ export interface ConsumeOptions {
   prefetch?: number
   /** Deliveries need no ack (pidbox, events, replies). */
   noAck?: boolean
+  /**
+   * The prefetch binds this consumer only, set once as it starts (AMQP basic.qos
+   * global=false): RabbitMQ refuses channel-wide QoS on a quorum queue. setPrefetch
+   * then changes nothing until the consumer starts again.
+   */
+  perConsumerPrefetch?: boolean
   /** AMQP basic.consume arguments (task_queues' consumer_arguments, e.g. x-priority); brokers without them ignore them, as kombu's virtual transports do. */
   arguments?: Record<string, string | number>
 }
@@ -204,14 +210,27 @@ export interface TransportEvents {
   error: (error: Error) => void
 }
 
+export interface BrokerNode {
+  hostname: string
+  port: number
+  vhost: string
+  username: string
+}
+
 export interface CloseOptions {
   /** Hand unacked deliveries back to their queues (default true). */
   requeueUnacked?: boolean
 }
 
 export interface Transport {
-  /** The broker URL with its password masked, for logs and banners. */
+  /** The broker URL with its password masked, for logs and banners (every URL of a failover list). */
   readonly displayUrl: string
+  /** Of a failover list, the masked URL of the node in use now; absent where there is one URL only. */
+  readonly connectedUrl?: string
+  /** Host, port, vhost and user of the node in use (`inspect stats`' broker); absent where not networked. */
+  readonly connectedNode?: BrokerNode
+  /** The failover list, masked (kombu's `alternates`): empty for one URL. */
+  readonly alternates?: readonly string[]
   readonly kind: 'amqp' | 'redis' | 'file'
   readonly capabilities: TransportCapabilities
 
@@ -230,6 +249,8 @@ export interface Transport {
    * ETA task past the broker's consumer timeout. Absent where the broker cannot.
    */
   publishDelayed?(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void>
+  /** Declares what publishDelayed needs ahead of the first one (it takes seconds on a cluster). */
+  prepareDelayedDelivery?(): Promise<void>
   consume(queue: string, handler: DeliveryHandler, options?: ConsumeOptions): Promise<Consumer>
   /** Removes ready messages; returns how many. */
   purge(queue: string): Promise<number>

@@ -91,7 +91,7 @@ export class ConnectionGuard {
 
   private restored(): void {
     this.connected = true
-    this.o.log.info(`Connected to ${this.o.transport.displayUrl}`)
+    this.o.log.info(`Connected to ${this.o.transport.connectedUrl ?? this.o.transport.displayUrl}`)
     const active = this.o.activeRequests().filter((r) => !r.restored).length
     const base = this.o.basePrefetch()
     if (this.o.prefetchReduction && active > 0 && base > 0) {

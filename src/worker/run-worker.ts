@@ -8,7 +8,7 @@ import { defaultAppModulePath, loadApp, resolveAppModule, resolveIncludes } from
 import { LEVELS, Logger, parseLevel } from '../app/logger.js'
 import { acquirePidfile } from '../app/pidfile.js'
 import { positiveSetting } from '../app/config.js'
-import { describeTlsPlan, tlsPlan } from '../transport/index.js'
+import { describeTlsPlan, splitUrlList, tlsPlan } from '../transport/index.js'
 import type { PoolKind } from './pools/pool.js'
 import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint.js'
 import { surviveStrayErrors } from './stray-errors.js'
@@ -190,7 +190,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   // The worker reads `queues` when it starts consuming, so a receiver's push is consumed too.
   app.signals.send('celeryd_after_setup', { sender: o.nodename, conf, queues })
   // Read before the banner, so a bad cert_reqs stops the worker with one line; cert_reqs=none is said aloud.
-  const brokerTls = /^(amqps?|pyamqp|rediss?):/i.test(config.brokerUrl) ? tlsPlan(config.brokerUrl, app.transportSettings.ssl) : null
+  // Of a failover list, the first URL speaks for all (kombu reads its ssl options once).
+  const firstBrokerUrl = splitUrlList(config.brokerUrl)[0]!
+  const brokerTls = /^(amqps?|pyamqp|rediss?):/i.test(firstBrokerUrl) ? tlsPlan(firstBrokerUrl, app.transportSettings.ssl) : null
   const backendTls = config.resultBackend && /^rediss?:/i.test(config.resultBackend) ? tlsPlan(config.resultBackend, app.backendSsl) : null
   for (const [what, plan] of [['broker', brokerTls], ['result backend', backendTls]] as const) {
     if (plan?.certReqs === 'none') log.warning(`${what}: TLS certificate verification is OFF (cert_reqs=none): the connection is encrypted but the server is not authenticated`)

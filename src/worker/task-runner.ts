@@ -18,6 +18,7 @@ import { parseRate, TokenBucket } from './rate-limit.js'
 import { setLongTimeout, type LongTimeout } from '../app/execution/long-timeout.js'
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
+import { BROKER_DELAY_LEAD_S } from '../app/send-task.js'
 
 /** Bodies past this are rejected unread: no task needs 64 MiB of arguments. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -55,7 +56,22 @@ export interface RunnerOptions {
 export interface EtaDelayPolicy {
   enabled: boolean
   afterSeconds: number
+  /**
+   * Queues whose consumers have a static prefetch (quorum queues): an ETA
+   * more than BROKER_QUEUE_HOLD_S away goes to the broker's delayed delivery
+   * whatever afterSeconds says, so the worker holds none of them.
+   */
+  brokerQueues?: Set<string>
 }
+
+/**
+ * The longest ETA a worker holds from a quorum queue's consumer. Not less:
+ * the delayed delivery counts whole seconds, and senders have it give a
+ * message back early (app/send-task.ts's BROKER_DELAY_LEAD_S, plus up to a
+ * second; delayOnBroker subtracts one), which must then be held here, not
+ * sent round again.
+ */
+export const BROKER_QUEUE_HOLD_S = BROKER_DELAY_LEAD_S + 2
 
 /** worker_eta_broker_delay_after's default: below RabbitMQ's default consumer_timeout of 30 minutes. */
 export const DEFAULT_ETA_DELAY_AFTER_S = 25 * 60
@@ -168,8 +184,9 @@ export class TaskRunner {
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.revokeOnArrival(request, 'expired')
     const eta = request.etaDate
     const wait = eta ? eta.getTime() - Date.now() : 0
+    const toBroker = this.etaDelay.brokerQueues?.has(delivery.queue) ? BROKER_QUEUE_HOLD_S : this.etaDelay.afterSeconds
+    if (wait > toBroker * 1000 && this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
     if (wait > this.etaDelay.afterSeconds * 1000) {
-      if (this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
       this.o.log.warning(
         `Task ${message.task}[${message.id}] has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer_timeout (RabbitMQ's default is 1800 s; this worker counts ${this.etaDelay.afterSeconds} s as safe): ` +
           `the broker will take it back from this worker before then and deliver it again. Raise the broker's consumer_timeout` +

@@ -3,16 +3,23 @@
 import { hostname as osHostname } from 'node:os'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
 import { filterHiddenSettings } from '../app/hidden-settings.js'
-import { maskUrl, parseBrokerUrl, type Transport } from '../transport/index.js'
+import { maskUrl, parseBrokerUrl, parseFailoverStrategy, type Transport } from '../transport/index.js'
 import type { WorkerOptions } from './worker-options.js'
 
-export function brokerInfo(o: WorkerOptions, kind: Transport['kind']): Record<string, unknown> {
+/**
+ * Celery's `broker` field names the node the worker is connected to (kombu's
+ * Connection.info(): of a failover list, the URL in use), with the list in
+ * `alternates`, masked here where Celery prints its passwords.
+ */
+export function brokerInfo(o: WorkerOptions, transport: Pick<Transport, 'kind' | 'connectedNode' | 'alternates'>): Record<string, unknown> {
+  const kind = transport.kind
   const u = parseBrokerUrl(o.brokerUrl)
+  const node = transport.connectedNode
   return {
-    hostname: u.hostname || osHostname(),
-    userid: u.username ?? null,
-    virtual_host: kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0',
-    port: u.port ?? (kind === 'amqp' ? 5672 : u.scheme === 'sentinel' ? 26379 : kind === 'redis' ? 6379 : null),
+    hostname: node?.hostname ?? (u.hostname || osHostname()),
+    userid: node?.username ?? u.username ?? null,
+    virtual_host: node?.vhost ?? (kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0'),
+    port: node?.port ?? u.port ?? (kind === 'amqp' ? 5672 : u.scheme === 'sentinel' ? 26379 : kind === 'redis' ? 6379 : null),
     insist: false,
     ssl: u.scheme === 'amqps' || u.scheme === 'rediss' || Boolean(o.app.transportSettings.ssl),
     // kombu names the Sentinel transport for its scheme.
@@ -23,8 +30,8 @@ export function brokerInfo(o: WorkerOptions, kind: Transport['kind']): Record<st
     login_method: kind === 'amqp' ? loginMethodOf(o) : null,
     uri_prefix: null,
     heartbeat: 120.0,
-    failover_strategy: 'round-robin',
-    alternates: [],
+    failover_strategy: parseFailoverStrategy(o.app.options.conf?.broker_failover_strategy),
+    alternates: [...(transport.alternates ?? [])],
   }
 }
 

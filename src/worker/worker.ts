@@ -22,7 +22,7 @@ import type { App } from '../app/app.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
-import { declareDefinition } from '../app/queues.js'
+import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../app/queues.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -149,7 +149,7 @@ export class Worker {
     return {
       Connection: async () => {
         if (!(await this.connectBroker())) return false
-        this.o.log.info(`Connected to ${maskUrl(this.readUrl)}`)
+        this.o.log.info(`Connected to ${this.transport.connectedUrl ?? maskUrl(this.readUrl)}`)
         // broker_write_url: publishes (results over rpc aside, events, retries) go to their own broker.
         if (this.o.brokerWriteUrl && this.o.brokerWriteUrl !== this.readUrl) {
           this.writer = await createTransport(this.o.brokerWriteUrl, this.o.app.transportSettings)
@@ -327,8 +327,32 @@ export class Worker {
       entry.received += 1
       return this.runner.onDelivery(d)
     }
-    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, { prefetch: this.prefetchCount(), ...(definition?.consumerArguments ? { arguments: definition.consumerArguments } : {}) })
+    const quorum = this.quorumConsumer(decl.name, definition)
+    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, {
+      prefetch: this.prefetchCount(),
+      ...(definition?.consumerArguments ? { arguments: definition.consumerArguments } : {}),
+      ...(quorum ? { perConsumerPrefetch: true } : {}),
+    })
     this.consumers.set(decl.name, entry)
+  }
+
+  /**
+   * Celery 5.5's worker_detect_quorum_queues (default on): a quorum queue's
+   * consumer takes a per-consumer, static prefetch (RabbitMQ refuses global
+   * QoS there), so its ETA tasks wait in the broker's delayed delivery
+   * rather than in the window, which could not widen for them.
+   */
+  private quorumConsumer(queue: string, definition: QueueDefinition | undefined): boolean {
+    if (this.transport.kind !== 'amqp' || !isQuorumQueue(definition)) return false
+    if (this.o.app.options.conf?.worker_detect_quorum_queues === false) return false
+    const queues = (this.o.etaDelay.brokerQueues ??= new Set())
+    if (queues.size === 0) {
+      this.o.log.info('Global QoS is disabled. Prefetch count in now static.')
+      // Celery 5.5's DelayedDelivery bootstep: the ladder exists before the first ETA needs it.
+      void this.transport.prepareDelayedDelivery?.().catch((error: Error) => this.o.log.warning(`could not declare the delayed-delivery queues: ${error.message}`))
+    }
+    queues.add(queue)
+    return true
   }
 
   private makeGuard(): ConnectionGuard {
@@ -405,7 +429,7 @@ export class Worker {
       events: this.events,
       startedAt: this.startedAt,
       prefetchCount: () => this.prefetchCount(),
-      brokerInfo: () => brokerInfo(this.o, this.transport.kind),
+      brokerInfo: () => brokerInfo(this.o, this.transport),
       conf: (withDefaults: boolean) => workerConf(this.o, this.events.taskEvents, withDefaults),
       queues: () => [...this.consumers.values()].map((c) => c.decl),
       addConsumer: (q: QueueDeclaration) => this.addConsumer(q),

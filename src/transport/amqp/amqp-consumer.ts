@@ -33,6 +33,7 @@ export class AmqpConsumer implements Consumer {
   readonly tag: string
   private prefetch: number
   private readonly noAck: boolean
+  private readonly perConsumerPrefetch: boolean
   private readonly consumeArguments: Record<string, unknown> | undefined
   private channel: Channel | null = null
   private batcher: AckBatcher | null = null
@@ -54,6 +55,7 @@ export class AmqpConsumer implements Consumer {
     this.tag = `tsq-${process.pid}-${consumerSeq}`
     this.prefetch = options.prefetch ?? 0
     this.noAck = options.noAck ?? false
+    this.perConsumerPrefetch = options.perConsumerPrefetch ?? false
     this.consumeArguments = toQueueArguments(options.arguments)
   }
 
@@ -89,7 +91,8 @@ export class AmqpConsumer implements Consumer {
     try {
       // global=true: with one consumer per channel it is exactly per-consumer,
       // and unlike global=false RabbitMQ applies a change to a live consumer.
-      if (this.prefetch > 0) await channel.prefetch(this.prefetch, true)
+      // A quorum queue refuses global QoS, so there it is per-consumer (global=false).
+      if (this.prefetch > 0) await channel.prefetch(this.prefetch, !this.perConsumerPrefetch)
       await channel.consume(this.queue, (msg) => this.onMessage(channel, generation, msg), {
         noAck: this.noAck,
         consumerTag: this.tag,
@@ -156,7 +159,10 @@ export class AmqpConsumer implements Consumer {
   async setPrefetch(prefetch: number): Promise<void> {
     this.prefetch = prefetch
     const channel = this.channel
-    if (!channel) return
+    // Per-consumer QoS binds only consumers started after it: the window of a
+    // live one is static (Celery: "Prefetch count is now static"); a restart
+    // (reconnect) takes the new value.
+    if (!channel || this.perConsumerPrefetch) return
     try {
       await channel.prefetch(prefetch, true)
     } catch (err) {

@@ -1,7 +1,10 @@
 // RabbitMQ through amqplib. One connection; one channel for declarations, one
 // confirm channel for publishing (both reopened after a channel error), and one
 // channel per consumer. After a lost connection it reconnects with backoff,
-// replays the recorded topology and restarts every consumer.
+// replays the recorded topology and restarts every consumer. Given a failover
+// list (`amqp://a//;amqp://b//`, the nodes of a cluster), it moves to the next
+// URL on every failed attempt, as kombu does, and backs off only once a whole
+// round of them has failed.
 import { EventEmitter } from 'node:events'
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
 import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
@@ -22,6 +25,7 @@ import type {
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
 import { reconnectDelayMs, sleep } from './backoff.js'
 import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
+import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../url.js'
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
@@ -32,6 +36,13 @@ import { assertExchange, assertQueue, TopologyRegistry } from './topology.js'
 const MAX_ATTEMPTS = 8
 
 type State = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed'
+
+export interface AmqpTransportSettings extends AmqpUrlSettings {
+  /** broker_failover_strategy, for a list of URLs. */
+  failoverStrategy?: FailoverStrategy
+  /** broker_native_delayed_delivery_queue_type: the x-queue-type of the celery_delayed_* queues. */
+  delayedQueueType?: DelayedQueueType
+}
 
 let connectionSeq = 0
 
@@ -48,7 +59,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
   /** client_properties.connection_name: `tsq-<pid>-<n>`, so operators and tests can find it. */
   readonly connectionName: string
 
-  private readonly settings: AmqpConnectSettings
+  /** The failover list's connect settings, and which one is in use. */
+  private readonly nodes: FailoverCycle<AmqpConnectSettings>
+  /** broker_native_delayed_delivery_queue_type, when the app says it (else classic, then quorum). */
+  private readonly delayedQueueType: DelayedQueueType | undefined
   private state: State = 'idle'
   private conn: ChannelModel | null = null
   private readonly deadConnections = new WeakSet<ChannelModel>()
@@ -69,10 +83,15 @@ export class AmqpTransport extends EventEmitter implements Transport {
   /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
   private readonly delayedQueues = new Map<string, Promise<void>>()
 
-  constructor(url: string, urlSettings: AmqpUrlSettings = {}) {
+  constructor(url: string, urlSettings: AmqpTransportSettings = {}) {
     super()
-    this.settings = amqpConnectSettings(url, urlSettings)
-    this.displayUrl = this.settings.displayUrl
+    const urls = splitUrlList(url)
+    this.nodes = new FailoverCycle(
+      urls.map((u) => amqpConnectSettings(u, urlSettings)),
+      urlSettings.failoverStrategy,
+    )
+    this.displayUrl = maskUrl(urls.join(';'))
+    this.delayedQueueType = urlSettings.delayedQueueType
     connectionSeq += 1
     this.connectionName = `tsq-${process.pid}-${connectionSeq}`
     this.consumerHost = {
@@ -99,7 +118,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     this.setState('connecting')
     this.connecting = (async () => {
       try {
-        const conn = await this.openConnection()
+        const conn = await this.openFirstConnection()
         if (this.state === 'closed') {
           await conn.close().catch(() => undefined)
           throw this.closedError()
@@ -197,11 +216,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
    * direct exchanges Celery's own queues use.
    */
   async publishDelayed(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void> {
-    this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
-      this.delayedLadder = null
-      throw err
-    })
-    await this.delayedLadder
+    // Declaring the ladder the first time takes seconds on a cluster (28
+    // quorum queues); that time comes off the delay, so the message is not late.
+    const asked = Date.now()
+    await this.prepareDelayedDelivery()
     let bound = this.delayedQueues.get(queue)
     if (!bound) {
       bound = this.bindQueue(queue, DELAYED_DELIVERY_EXCHANGE, delayedDeliveryBindingKey(queue)).catch((err: unknown) => {
@@ -211,11 +229,21 @@ export class AmqpTransport extends EventEmitter implements Transport {
       this.delayedQueues.set(queue, bound)
     }
     await bound
-    const target = delayedPublishTarget(Math.min(Math.max(0, Math.floor(delaySeconds)), MAX_DELAY_SECONDS), queue)
+    const remaining = delaySeconds - (Date.now() - asked) / 1000
+    const target = delayedPublishTarget(Math.min(Math.max(0, Math.floor(remaining)), MAX_DELAY_SECONDS), queue)
     // Without the expiration property: RabbitMQ drops it on dead-lettering anyway,
     // and a shorter one would let the message out of the ladder early.
     const { expiration: _expiration, ...properties } = message.properties
     await this.publish(target.exchange, target.routingKey, { body: message.body, properties })
+  }
+
+  /** Declares the ladder once per transport (a worker at start-up, as Celery 5.5's DelayedDelivery bootstep). */
+  prepareDelayedDelivery(): Promise<void> {
+    this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
+      this.delayedLadder = null
+      throw err
+    })
+    return this.delayedLadder
   }
 
   /**
@@ -225,11 +253,14 @@ export class AmqpTransport extends EventEmitter implements Transport {
    */
   private async declareDelayedLadder(): Promise<void> {
     const attempt = (type: DelayedQueueType) => this.withControl('declare the delayed-delivery queues (celery_delayed_*)', (ch) => declareDelayedDelivery(ch, type))
+    // In a cluster the ladder must be quorum: a classic queue lives on one
+    // node, and a message routed to it while that node is down is dropped.
+    const first = this.delayedQueueType ?? 'classic'
     try {
-      await attempt('classic')
+      await attempt(first)
     } catch (err) {
       if (!(err instanceof BrokerRequestError) || !/x-queue-type/.test(err.message)) throw err
-      await attempt('quorum')
+      await attempt(first === 'classic' ? 'quorum' : 'classic')
     }
   }
 
@@ -273,11 +304,49 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   // ---- connection lifecycle ------------------------------------------------
 
+  /** The masked URL of the node in use (connected, or tried next). */
+  get connectedUrl(): string {
+    return this.nodes.current.displayUrl
+  }
+
+  /** Host, port, vhost and user of the node in use, for `inspect stats` (Celery's broker field). */
+  get connectedNode(): { hostname: string; port: number; vhost: string; username: string } {
+    const c = this.nodes.current.connect
+    return { hostname: c.hostname ?? 'localhost', port: c.port ?? 5672, vhost: c.vhost ?? '/', username: c.username ?? 'guest' }
+  }
+
+  /** The failover list, masked, for `inspect stats` (kombu's alternates). */
+  get alternates(): string[] {
+    return this.nodes.entries.length > 1 ? this.nodes.entries.map((n) => n.displayUrl) : []
+  }
+
   private async openConnection(): Promise<ChannelModel> {
-    const conn = await openAmqpConnection(this.settings, this.connectionName)
+    const conn = await openAmqpConnection(this.nodes.current, this.connectionName)
     conn.on('error', () => undefined)
     conn.on('close', (err?: Error) => this.onConnectionClosed(conn, err))
     return conn
+  }
+
+  /**
+   * The first connection: one try of each URL of the list, so a command
+   * given a cluster reaches it through any node that is up. All down: the
+   * error names every URL tried.
+   */
+  private async openFirstConnection(): Promise<ChannelModel> {
+    const failures: string[] = []
+    for (;;) {
+      try {
+        const conn = await this.openConnection()
+        this.nodes.succeeded()
+        return conn
+      } catch (err) {
+        if (!(err instanceof BrokerConnectionError) || this.nodes.entries.length === 1) throw err
+        failures.push(err.message)
+        if (this.nodes.failed()) {
+          throw new BrokerConnectionError(`cannot connect to any broker of ${this.displayUrl}: ${failures.join('; ')}`, { cause: err })
+        }
+      }
+    }
   }
 
   private onConnectionClosed(conn: ChannelModel, err: Error | undefined): void {
@@ -289,33 +358,46 @@ export class AmqpTransport extends EventEmitter implements Transport {
     for (const consumer of this.consumers) consumer.detach()
     if (this.state !== 'open') return
     this.setState('reconnecting')
-    const lost = new BrokerConnectionError(`lost connection to ${this.displayUrl}: ${describeConnectFailure(err ?? new Error('closed by broker'))}`, {
+    const lost = new BrokerConnectionError(`lost connection to ${this.connectedUrl}: ${describeConnectFailure(err ?? new Error('closed by broker'))}`, {
       cause: err,
     })
     this.emitSafely('connection:lost', lost)
     void this.reconnect()
   }
 
+  /**
+   * The node just lost counts as a failed attempt: with a list the next URL
+   * is tried at once; the back-off comes after each round in which every URL
+   * failed (with one URL, before every attempt, as before lists).
+   */
   private async reconnect(): Promise<void> {
-    for (let attempt = 0; this.state === 'reconnecting'; attempt += 1) {
-      await sleep(reconnectDelayMs(attempt), this.stopReconnect.signal)
+    let backOff = this.nodes.failed()
+    for (let round = 0; this.state === 'reconnecting'; ) {
+      if (backOff) {
+        await sleep(reconnectDelayMs(round), this.stopReconnect.signal)
+        round += 1
+      }
       if (this.state !== 'reconnecting') return
       let conn: ChannelModel
       try {
         conn = await this.openConnection()
       } catch {
+        backOff = this.nodes.failed()
         continue
       }
       try {
         await this.restoreOn(conn)
       } catch {
         await conn.close().catch(() => undefined)
+        backOff = this.nodes.failed()
         continue
       }
       if (this.state !== 'reconnecting' || this.deadConnections.has(conn)) {
         await conn.close().catch(() => undefined)
+        backOff = this.nodes.failed()
         continue
       }
+      this.nodes.succeeded()
       this.conn = conn
       this.setState('open')
       this.emitSafely('connection:restored')

@@ -97,6 +97,28 @@ export async function startTlsRedis(certs: Certs, password: string): Promise<Tls
   return { port, password, proc, stop: () => proc.stopWith(() => process.kill(proc.pid, 'SIGTERM'), 10_000) }
 }
 
+/**
+ * The environment of a RabbitMQ node of its own: its name and ports, every
+ * file under `base` (rabbitmq.conf and enabled_plugins written there by the
+ * caller), and `home` for its Erlang cookie (nodes of one cluster share it).
+ */
+export function rabbitNodeEnv(base: string, home: string, nodename: string, tcpPort: number, distPort: number): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    HOME: home,
+    RABBITMQ_NODENAME: nodename,
+    RABBITMQ_NODE_PORT: String(tcpPort),
+    RABBITMQ_DIST_PORT: String(distPort),
+    RABBITMQ_MNESIA_BASE: join(base, 'mnesia'),
+    RABBITMQ_LOG_BASE: join(base, 'log'),
+    RABBITMQ_CONFIG_FILE: join(base, 'rabbitmq.conf'),
+    RABBITMQ_ADVANCED_CONFIG_FILE: join(base, 'advanced.config'),
+    RABBITMQ_ENABLED_PLUGINS_FILE: join(base, 'enabled_plugins'),
+    RABBITMQ_PLUGINS_EXPAND_DIR: join(base, 'plugins-expand'),
+    RABBITMQ_PID_FILE: join(base, 'pid'),
+  }
+}
+
 export interface TlsRabbit {
   nodename: string
   tlsPort: number
@@ -138,20 +160,7 @@ export async function startTlsRabbit(certs: Certs, password: string): Promise<Tl
     '',
   ].join('\n'))
   writeFileSync(join(base, 'enabled_plugins'), '[rabbitmq_auth_mechanism_ssl].\n')
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOME: join(base, 'home'),
-    RABBITMQ_NODENAME: nodename,
-    RABBITMQ_NODE_PORT: String(tcpPort),
-    RABBITMQ_DIST_PORT: String(distPort),
-    RABBITMQ_MNESIA_BASE: join(base, 'mnesia'),
-    RABBITMQ_LOG_BASE: join(base, 'log'),
-    RABBITMQ_CONFIG_FILE: join(base, 'rabbitmq.conf'),
-    RABBITMQ_ADVANCED_CONFIG_FILE: join(base, 'advanced.config'),
-    RABBITMQ_ENABLED_PLUGINS_FILE: join(base, 'enabled_plugins'),
-    RABBITMQ_PLUGINS_EXPAND_DIR: join(base, 'plugins-expand'),
-    RABBITMQ_PID_FILE: join(base, 'pid'),
-  }
+  const env = rabbitNodeEnv(base, join(base, 'home'), nodename, tcpPort, distPort)
   const proc = spawnGroup(RABBITMQ_SERVER, [], env)
   const ctl = async (args: string[]): Promise<string> => {
     const { stdout } = await run(RABBITMQCTL, ['-n', nodename, ...args], { env, timeout: 240_000 })
