@@ -355,14 +355,14 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
       case 0x8e: stack.push(bytes(Number(buf.readBigUInt64LE(need(8))))); break
       case 0x96: stack.push(bytes(Number(buf.readBigUInt64LE(need(8))))); break // BYTEARRAY8: plain bytes here
       case 0x5d: stack.push([]); break
-      case 0x6c: stack.push(popMark()); break // LIST
+      case 0x6c: { const items = popMark(); stack.push(items); break } // LIST (popMark swaps `stack`, so it runs first)
       case 0x61: { const v = pop(); append(stack[stack.length - 1], [v]); break } // APPEND
       case 0x65: { const items = popMark(); append(stack[stack.length - 1], items); break } // APPENDS
       case 0x29: stack.push(new PyTuple([])); break
       case 0x85: stack.push(new PyTuple([pop()])); break
       case 0x86: { const b = pop(); stack.push(new PyTuple([pop(), b])); break }
       case 0x87: { const c = pop(); const b = pop(); stack.push(new PyTuple([pop(), b, c])); break }
-      case 0x74: stack.push(new PyTuple(popMark())); break
+      case 0x74: { const items = popMark(); stack.push(new PyTuple(items)); break }
       case 0x7d: stack.push({}); break
       case 0x64: { const d = {}; setItems(d, popMark()); stack.push(d); break } // DICT
       case 0x73: { const v = pop(); const k = pop(); setItems(stack[stack.length - 1], [k, v]); break }
