@@ -8,7 +8,7 @@ import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, task
 import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { createResultBackend, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
+import { createResultBackend, databaseOptionsFromConf, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
 import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { AppControl } from './control.js'
@@ -432,7 +432,7 @@ export class App {
         await backend.start()
         return backend
       }
-      return createResultBackend(url, this.resultCodec(), this.backendSsl)
+      return createResultBackend(url, this.resultCodec(), this.backendSsl, databaseOptionsFromConf(this.conf))
     })()
     return this.backendPromise
   }

@@ -13,7 +13,7 @@ import { PyFloat, PyTuple } from './py-types.js'
 
 export class PickleValueRefusedError extends ProtocolError {
   constructor(message: string) {
-    super('PICKLE_REFUSED', message)
+    super('UNSAFE_PICKLE', message)
   }
 }
 
