@@ -65,7 +65,8 @@ await build({
   target: 'node20',
   sourcemap: false,
   logLevel: 'warning',
-  external: ['@inquirer/prompts', 'tsx', 'tsx/*', 'typescript'],
+  // The database clients of the db+ result backend load lazily from node_modules; better-sqlite3 is a native addon.
+  external: ['@inquirer/prompts', 'tsx', 'tsx/*', 'typescript', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*'],
   plugins: [fastCommandPrototype, plainCommandSort],
   // oclif is CommonJS: give its require() calls a real require inside ESM.
   banner: { js: "import { createRequire as __tsqCreateRequire } from 'node:module'; const require = __tsqCreateRequire(import.meta.url);" },
@@ -85,7 +86,7 @@ await build({
   minifySyntax: true,
   plugins: [fastCommandPrototype],
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
-  external: ['tsx', 'tsx/*'],
+  external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes
   // along with loadApp but never runs here: nothing in the fast path starts a pool.
   logOverride: { 'empty-import-meta': 'silent' },

@@ -27,15 +27,16 @@ const POLL_MS = 200
 
 const TASK_COLUMNS = ['status', 'result', 'date_done', 'traceback', 'name', 'args', 'kwargs', 'worker', 'retries', 'queue'] as const
 
-function ddl(dialect: Dialect, table: string, sequence: string, columns: string): string[] {
-  switch (dialect) {
-    case 'postgresql':
-      return [`CREATE SEQUENCE IF NOT EXISTS ${sequence}`, `CREATE TABLE IF NOT EXISTS ${table} (\n\tid INTEGER NOT NULL, \n${columns}, \n\tPRIMARY KEY (id), \n\tUNIQUE (${columns.includes('taskset_id') ? 'taskset_id' : 'task_id'})\n)`]
-    case 'mysql':
-      return [`CREATE TABLE IF NOT EXISTS ${table} (\n\tid INTEGER NOT NULL AUTO_INCREMENT, \n${columns}, \n\tPRIMARY KEY (id), \n\tUNIQUE (${columns.includes('taskset_id') ? 'taskset_id' : 'task_id'})\n)`]
-    case 'sqlite':
-      return [`CREATE TABLE IF NOT EXISTS ${table} (\n\tid INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \n${columns}, \n\tUNIQUE (${columns.includes('taskset_id') ? 'taskset_id' : 'task_id'})\n)`]
-  }
+function ddl(client: SqlClient, table: string, sequence: string, columns: string, unique: string): string[] {
+  const create = (id: string, tail: string) => `CREATE TABLE IF NOT EXISTS ${table} (\n\t${id}, \n${columns}, \n${tail}\tUNIQUE (${unique})\n)`
+  if (client.sequences) return [`CREATE SEQUENCE IF NOT EXISTS ${sequence}`, create('id INTEGER NOT NULL', '\tPRIMARY KEY (id), \n')]
+  if (client.dialect === 'mysql') return [create('id INTEGER NOT NULL AUTO_INCREMENT', '\tPRIMARY KEY (id), \n')]
+  return [create('id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT', '')]
+}
+
+/** The next id from the sequence, in the dialect's spelling. */
+function nextval(client: SqlClient, sequence: string): string {
+  return client.dialect === 'postgresql' ? `nextval('${sequence.replace(/'/g, "''")}')` : `NEXTVAL(${sequence})`
 }
 
 /** SQLAlchemy's column types per dialect (LargeBinary, DateTime). */
@@ -109,15 +110,16 @@ export class DatabaseResultBackend implements ResultBackend {
   /** Connects and creates the tables once, as SessionManager.prepare_models does on first use. */
   private ready(): Promise<SqlClient> {
     this.client ??= (async () => {
-      const client = await openSqlClient(this.url, { shortLived: this.options.shortLivedSessions })
+      let client: SqlClient | undefined
       try {
+        client = await openSqlClient(this.url, { shortLived: this.options.shortLivedSessions })
         const { blob, datetime } = types(client.dialect)
         const taskColumns = [
           '\ttask_id VARCHAR(155)', '\tstatus VARCHAR(50)', `\tresult ${blob}`, `\tdate_done ${datetime}`, '\ttraceback TEXT',
           '\tname VARCHAR(155)', `\targs ${blob}`, `\tkwargs ${blob}`, '\tworker VARCHAR(155)', '\tretries INTEGER', '\tqueue VARCHAR(155)',
         ].join(', \n')
         const groupColumns = ['\ttaskset_id VARCHAR(155)', `\tresult ${blob}`, `\tdate_done ${datetime}`].join(', \n')
-        for (const sql of [...ddl(client.dialect, this.taskTable, this.taskSequence, taskColumns), ...ddl(client.dialect, this.groupTable, this.groupSequence, groupColumns)]) {
+        for (const sql of [...ddl(client, this.taskTable, this.taskSequence, taskColumns, 'task_id'), ...ddl(client, this.groupTable, this.groupSequence, groupColumns, 'taskset_id')]) {
           try {
             await client.query(sql)
           } catch (error) {
@@ -126,10 +128,10 @@ export class DatabaseResultBackend implements ResultBackend {
           }
         }
       } catch (error) {
-        await client.close().catch(() => undefined)
+        await client?.close().catch(() => undefined)
         throw new BrokerConnectionError(`cannot use result backend ${this.displayUrl}: ${(error as Error).message}`, { cause: error })
       }
-      return client
+      return client!
     })()
     this.client.catch(() => {
       this.client = undefined
@@ -199,8 +201,8 @@ export class DatabaseResultBackend implements ResultBackend {
       await client.query(`UPDATE ${this.taskTable} SET ${names.map((n) => `${n} = ?`).join(', ')} WHERE task_id = ?`, [...params, taskId])
       return
     }
-    const insert = client.dialect === 'postgresql'
-      ? `INSERT INTO ${this.taskTable} (id, task_id, ${names.join(', ')}) VALUES (nextval('${this.taskSequence.replace(/'/g, "''")}'), ?, ${names.map(() => '?').join(', ')})`
+    const insert = client.sequences
+      ? `INSERT INTO ${this.taskTable} (id, task_id, ${names.join(', ')}) VALUES (${nextval(client, this.taskSequence)}, ?, ${names.map(() => '?').join(', ')})`
       : `INSERT INTO ${this.taskTable} (task_id, ${names.join(', ')}) VALUES (?, ${names.map(() => '?').join(', ')})`
     try {
       await client.query(insert, [taskId, ...params])
@@ -221,8 +223,8 @@ export class DatabaseResultBackend implements ResultBackend {
     const client = await this.ready()
     const now = sqlDateTime(isoformatUtc(new Date(), ''))
     const blob = dumpsGroupPickle(groupId, taskIds)
-    const insert = client.dialect === 'postgresql'
-      ? `INSERT INTO ${this.groupTable} (id, taskset_id, result, date_done) VALUES (nextval('${this.groupSequence.replace(/'/g, "''")}'), ?, ?, ?)`
+    const insert = client.sequences
+      ? `INSERT INTO ${this.groupTable} (id, taskset_id, result, date_done) VALUES (${nextval(client, this.groupSequence)}, ?, ?, ?)`
       : `INSERT INTO ${this.groupTable} (taskset_id, result, date_done) VALUES (?, ?, ?)`
     await client.query(insert, [groupId, blob, now])
   }

@@ -11,6 +11,12 @@ export interface SqlClient {
   readonly dialect: Dialect
   /** The URL with its password masked: the only form that reaches a log or an error. */
   readonly displayUrl: string
+  /**
+   * Ids come from a named sequence, as SQLAlchemy's Sequence('task_id_sequence')
+   * makes them on PostgreSQL and on MariaDB 10.3+ (which has sequences); MySQL
+   * and SQLite auto-increment instead.
+   */
+  readonly sequences: boolean
   query(sql: string, params?: unknown[]): Promise<Row[]>
   close(): Promise<void>
 }
@@ -90,6 +96,7 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
       return {
         dialect: 'postgresql',
         displayUrl,
+        sequences: true,
         query: (sql, params = []) => wrap(async () => {
           let n = 0
           const result = await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)
@@ -113,9 +120,17 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
         dateStrings: true,
         supportBigNumbers: true,
       })
+      const version = await wrap(async () => {
+        const [rows] = await pool.query('SELECT VERSION() AS v')
+        return String((rows as Row[])[0]?.v ?? '')
+      }).catch(async (error: unknown) => {
+        await pool.end().catch(() => undefined)
+        throw error
+      })
       return {
         dialect: 'mysql',
         displayUrl,
+        sequences: /mariadb/i.test(version) && !/^(5|10\.[0-2])\./.test(version),
         query: (sql, params = []) => wrap(async () => {
           const [rows] = await pool.query(sql, params)
           return (Array.isArray(rows) ? rows : []) as Row[]
@@ -130,6 +145,7 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
       return {
         dialect: 'sqlite',
         displayUrl,
+        sequences: false,
         query: (sql, params = []) => wrap(async () => {
           const statement = db.prepare(sql)
           return statement.reader ? (statement.all(...params) as Row[]) : (statement.run(...params), [])
