@@ -157,7 +157,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   database_short_lived_sessions: honoured(false, 'db+ result backend (app/backends/database-backend.ts): a connection per operation instead of a pool of four'),
   database_table_schemas: honoured(null, 'db+ result backend: {task, group} schemas of celery_taskmeta and celery_tasksetmeta (and their id sequences on PostgreSQL)'),
   database_table_names: honoured(null, 'db+ result backend: {task, group} names in place of celery_taskmeta and celery_tasksetmeta'),
-  database_url: refused(null, 'tsq takes the database in the result backend URL itself (db+postgresql://..., db+mysql://..., db+sqlite:///...)'),
+  database_url: honoured(null, 'the Django database of the django-db result backend, as a URL (postgresql://, mysql://, sqlite:///; else DATABASE_URL); a db+ backend names its database in its own URL'),
   elasticsearch_retry_on_timeout: refused(null, noBackend('Elasticsearch')),
   elasticsearch_max_retries: refused(null, noBackend('Elasticsearch')),
   elasticsearch_timeout: refused(null, noBackend('Elasticsearch')),

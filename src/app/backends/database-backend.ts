@@ -12,6 +12,8 @@ import { openSqlClient, qualified, type Dialect, type Row, type SqlClient } from
 
 /** database_table_names, database_table_schemas, database_short_lived_sessions. */
 export interface DatabaseOptions {
+  /** database_url: the Django database for django-db (else DATABASE_URL). */
+  url?: string
   tableNames?: { task?: string; group?: string }
   tableSchemas?: { task?: string; group?: string }
   shortLivedSessions?: boolean
@@ -19,7 +21,7 @@ export interface DatabaseOptions {
 
 export function databaseOptionsFromConf(conf: Record<string, unknown>): DatabaseOptions {
   const pair = (v: unknown) => (v && typeof v === 'object' ? (v as { task?: string; group?: string }) : undefined)
-  return { tableNames: pair(conf.database_table_names), tableSchemas: pair(conf.database_table_schemas), shortLivedSessions: conf.database_short_lived_sessions === true }
+  return { url: typeof conf.database_url === 'string' && conf.database_url ? conf.database_url : undefined, tableNames: pair(conf.database_table_names), tableSchemas: pair(conf.database_table_schemas), shortLivedSessions: conf.database_short_lived_sessions === true }
 }
 
 /** Celery's ResultSet subpolling_interval is 0.5 s; a shorter poll answers sooner for little cost. */

@@ -17,6 +17,11 @@ export type { DatabaseOptions } from './database-backend.js'
  */
 export async function createResultBackend(url: string | undefined, codec?: ResultCodec, ssl?: SslSettings | boolean | null, database?: DatabaseOptions): Promise<ResultBackend> {
   if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
+  if (url === 'django-db') {
+    // django-celery-results names no database in the backend setting: Django's own is used. tsq takes it as a URL.
+    const { DjangoResultBackend } = await import('./django-backend.js')
+    return new DjangoResultBackend(database?.url ?? process.env.DATABASE_URL)
+  }
   if (/^db\+/i.test(url)) {
     const { DatabaseResultBackend } = await import('./database-backend.js')
     return new DatabaseResultBackend(url.slice(3), database)
@@ -36,6 +41,6 @@ export async function createResultBackend(url: string | undefined, codec?: Resul
     case 'rpc':
       throw new UnsupportedBackendError('rpc:// results go only to the client that sent the task; read them with that client (or use a redis:// backend)')
     default:
-      throw new UnsupportedBackendError(`unsupported result backend: ${parsed.scheme}:// (tsq supports redis://, rpc://, file:// and db+<sqlalchemy-url>)`)
+      throw new UnsupportedBackendError(`unsupported result backend: ${parsed.scheme}:// (tsq supports redis://, rpc://, file://, db+<sqlalchemy-url> and django-db)`)
   }
 }
