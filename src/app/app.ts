@@ -524,12 +524,34 @@ export class App {
       await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] }, this.signals, this.taskEncoder())
       return new AsyncResult(bodyId, this)
     }
+    if (backend.chordUnlock) return this.chordWithUnlock(transport, header, frozenBody, bodyId)
     if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
     for (const [index, sig] of header.entries()) {
       await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } }, this.signals, this.taskEncoder())
     }
+    return new AsyncResult(bodyId, this)
+  }
+
+  /**
+   * Celery's fallback_chord_unlock, for the SQL backends: the header tasks,
+   * then `celery.chord_unlock` (in a second, to the body's queue) with the
+   * header's ids, which polls them and sends the body.
+   */
+  private async chordWithUnlock(transport: Transport, header: Signature[], body: Signature, bodyId: string): Promise<AsyncResult> {
+    const groupId = randomUUID()
+    const ids: string[] = []
+    for (const [index, sig] of header.entries()) {
+      ids.push(await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: { ...body } } }, this.signals, this.taskEncoder()))
+    }
+    await sendTask(transport, 'celery.chord_unlock', {
+      args: [groupId, body],
+      kwargs: { interval: 1, max_retries: null, result: ids.map((id) => [[id, null], null]) },
+      countdown: 1,
+      ...this.routed(body.task, body.options.queue),
+      replyTo: this.replyTo(),
+    }, this.signals, this.taskEncoder())
     return new AsyncResult(bodyId, this)
   }
 

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { createApp } from '../../src/app/index.js'
+import { createApp, signature } from '../../src/app/index.js'
 import { DatabaseResultBackend } from '../../src/app/backends/database-backend.js'
 import { openSqlClient } from '../../src/app/backends/sql-client.js'
 import { REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
@@ -121,6 +121,30 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
         assert.deepEqual(parseJsonOut(restored, 'db_groups.py'), { id: 'g-tsq', type: 'GroupResult', ids: ['b1', 'b2'] })
       } finally {
         await backend.close()
+      }
+    })
+
+    it('chords from Python: the header and celery.chord_unlock run on the tsq worker, the body gets the values', async () => {
+      const out = await pyClient<{ result: unknown; body: { state: string } }>(tsqEnv, ['chord', '4', '60'], 90_000)
+      assert.equal(out.result, 12, withLog(JSON.stringify(out)))
+      assert.equal(out.body.state, 'SUCCESS')
+    })
+
+    it('a chord whose header task fails: the body fails with ChordError naming the dependency', async () => {
+      const out = await pyClient<{ exc_type: string; body: { state: string; exc_type: string; exc_message: string } }>(tsqEnv, ['chord', '3', '60', '1'], 90_000)
+      assert.equal(out.body.state, 'FAILURE', withLog(JSON.stringify(out)))
+      assert.equal(out.body.exc_type, 'ChordError')
+      assert.match(out.body.exc_message, /Dependency .* raised TypeError\('chord part failed'\)/)
+    })
+
+    it('chords from tsq to a Python worker: celery.chord_unlock as Celery sends it', async () => {
+      const app = createApp({ broker: REDIS_URL, resultBackend: backendUrl })
+      try {
+        const add = (x: number, y: number) => signature('proj.add', [x, y], {}, { queue: pyEnv.queue })
+        const r = await app.chord([add(1, 1), add(2, 2), add(3, 3)], signature('proj.tsum', [], {}, { queue: pyEnv.queue }))
+        assert.equal(await r.get({ timeout: 60 }), 12, pyWorker?.logTail())
+      } finally {
+        await app.close()
       }
     })
 

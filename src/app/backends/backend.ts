@@ -27,6 +27,11 @@ export interface ResultBackend {
   setChordSize?(groupId: string, size: number): Promise<void>
   /** Drops what is stored for the task (Celery's AsyncResult.forget()); afterwards it reads as PENDING. */
   forget(taskId: string): Promise<void>
+  /**
+   * Chords are joined by Celery's `celery.chord_unlock` task polling the
+   * header (the SQL backends' fallback_chord_unlock), not by counting.
+   */
+  readonly chordUnlock?: boolean
   /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */
   readonly shortForm?: boolean
   close(): Promise<void>

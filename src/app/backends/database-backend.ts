@@ -86,6 +86,7 @@ function bytesOf(v: unknown): Buffer | null {
 export class DatabaseResultBackend implements ResultBackend {
   readonly displayUrl: string
   readonly codec: ResultCodec = JSON_RESULTS
+  readonly chordUnlock = true
   private client: Promise<SqlClient> | undefined
   private readonly taskTable: string
   private readonly groupTable: string

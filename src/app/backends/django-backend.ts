@@ -33,6 +33,7 @@ function isoOf(value: unknown): string | null {
 export class DjangoResultBackend implements ResultBackend {
   readonly displayUrl: string
   readonly codec: ResultCodec = JSON_RESULTS
+  readonly chordUnlock = true
   private client: Promise<SqlClient> | undefined
 
   /** `databaseUrl`: the Django project's database as an SQLAlchemy-style URL (database_url / DATABASE_URL). */
