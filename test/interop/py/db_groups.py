@@ -1,4 +1,4 @@
-"""Celery's database backend groups (celery_tasksetmeta) for test/interop/db-results.test.ts.
+"""Celery's database backend groups (celery_tasksetmeta) for test/interop/db-results-*.test.ts.
 
 save GID ID,ID...   GroupResult(GID, [AsyncResult(ID), ...]).save()
 restore GID         prints {"id": ..., "ids": [...]} from GroupResult.restore(GID), or null

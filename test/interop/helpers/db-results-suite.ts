@@ -1,4 +1,4 @@
-// Issue 31, item 1: Celery's SQL result backend (`db+<sqlalchemy-url>`) on
+// The suite of test/interop/db-results-*.test.ts (one file per database, so each lane runs one). Issue 31, item 1: Celery's SQL result backend (`db+<sqlalchemy-url>`) on
 // PostgreSQL, MariaDB and SQLite, both ways with Python Celery 5.2.6's
 // database backend: a tsq worker's results read by a Python client's
 // AsyncResult.get(), a Python worker's read by `tsq result` and tsq's
@@ -10,18 +10,16 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { createApp, signature } from '../../src/app/index.js'
-import { DatabaseResultBackend } from '../../src/app/backends/database-backend.js'
-import { openSqlClient } from '../../src/app/backends/sql-client.js'
-import { REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
-import { createTestDatabase, databaseSkipReason, type DbKind, type TestDatabase } from '../helpers/databases.js'
-import { PY_DIR, PYTHON, parseJsonOut, run, runTsq, startPythonWorker, type PythonWorker } from './helpers/python-worker.js'
-import { pyClient, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
+import { createApp, signature } from '../../../src/app/index.js'
+import { DatabaseResultBackend } from '../../../src/app/backends/database-backend.js'
+import { openSqlClient } from '../../../src/app/backends/sql-client.js'
+import { REDIS_URL, brokerSkipReason, uniqueName } from '../../helpers/brokers.js'
+import { createTestDatabase, databaseSkipReason, type DbKind, type TestDatabase } from '../../helpers/databases.js'
+import { PY_DIR, PYTHON, parseJsonOut, run, runTsq, startPythonWorker, type PythonWorker } from './python-worker.js'
+import { pyClient, startTsqWorker, type TsqWorker, type WiEnv } from '../worker-helpers/tsq-worker.js'
 
-const redisSkip = await brokerSkipReason('redis')
-
-for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
-  const skip = redisSkip || (await databaseSkipReason(kind))
+export async function dbResultsSuite(kind: DbKind): Promise<void> {
+  const skip = (await brokerSkipReason('redis')) || (await databaseSkipReason(kind))
   describe(`db+ result backend on ${kind}, with Python Celery's database backend`, { skip }, () => {
     let db: TestDatabase
     let backendUrl = ''
