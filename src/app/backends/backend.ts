@@ -54,5 +54,16 @@ export class UnsupportedBackendError extends Error {
   readonly code = 'CONFIG'
 }
 
+/** waitReady for the stores that cannot notify: `get` every `pollMs` until ready, or the timeout. */
+export async function pollUntilReady(get: (taskId: string) => Promise<ResultMeta | null>, taskId: string, timeoutMs: number | undefined, pollMs: number): Promise<ResultMeta> {
+  const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
+  for (;;) {
+    const meta = await get(taskId)
+    if (meta && READY.has(meta.status)) return meta
+    if (Date.now() >= deadline) throw new ResultTimeoutError(taskId, (timeoutMs ?? 0) / 1000)
+    await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(0, deadline - Date.now()))))
+  }
+}
+
 /** A chord this worker cannot complete the way Celery would; the body fails with it. */
 export class ChordUnsupportedError extends Error {}

@@ -6,7 +6,7 @@
 // args and kwargs, with result_extended, are JSON text in binary columns.
 import { PyFloat, PyTuple, dumps, dumpsGroupPickle, dumpsPickle, isoformatUtc, loads, loadsGroupPickle, loadsPickle, type ResultMeta } from '../../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../../transport/index.js'
-import { READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { pollUntilReady, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
 import { openSqlClient, qualified, type Dialect, type Row, type SqlClient } from './sql-client.js'
 
@@ -169,14 +169,8 @@ export class DatabaseResultBackend implements ResultBackend {
     return meta
   }
 
-  async waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta> {
-    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
-    for (;;) {
-      const meta = await this.get(taskId)
-      if (meta && READY.has(meta.status)) return meta
-      if (Date.now() >= deadline) throw new ResultTimeoutError(taskId, (timeoutMs ?? 0) / 1000)
-      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))))
-    }
+  waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta> {
+    return pollUntilReady((id) => this.get(id), taskId, timeoutMs, POLL_MS)
   }
 
   async store(taskId: string, meta: string | Uint8Array, status: string): Promise<void> {
