@@ -8,7 +8,7 @@ import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, task
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { createResultBackend, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
+import { createResultBackend, databaseOptionsFromConf, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
 import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { publishRetryPolicy } from './publish-retry.js'
@@ -450,7 +450,7 @@ export class App {
         await backend.start()
         return backend
       }
-      return createResultBackend(url, this.resultCodec(), this.backendSsl, this.backendSentinel)
+      return createResultBackend(url, this.resultCodec(), this.backendSsl, this.backendSentinel, databaseOptionsFromConf(this.conf))
     })()
     return this.backendPromise
   }
@@ -553,12 +553,34 @@ export class App {
       await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] }, this.signals, this.taskEncoder())
       return new AsyncResult(bodyId, this)
     }
+    if (backend.chordUnlock) return this.chordWithUnlock(transport, header, frozenBody, bodyId)
     if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
     for (const [index, sig] of header.entries()) {
       await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } }, this.signals, this.taskEncoder())
     }
+    return new AsyncResult(bodyId, this)
+  }
+
+  /**
+   * Celery's fallback_chord_unlock, for the SQL backends: the header tasks,
+   * then `celery.chord_unlock` (in a second, to the body's queue) with the
+   * header's ids, which polls them and sends the body.
+   */
+  private async chordWithUnlock(transport: Transport, header: Signature[], body: Signature, bodyId: string): Promise<AsyncResult> {
+    const groupId = randomUUID()
+    const ids: string[] = []
+    for (const [index, sig] of header.entries()) {
+      ids.push(await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: { ...body } } }, this.signals, this.taskEncoder()))
+    }
+    await sendTask(transport, 'celery.chord_unlock', {
+      args: [groupId, body],
+      kwargs: { interval: 1, max_retries: null, result: ids.map((id) => [[id, null], null]) },
+      countdown: 1,
+      ...this.routed(body.task, body.options.queue),
+      replyTo: this.replyTo(),
+    }, this.signals, this.taskEncoder())
     return new AsyncResult(bodyId, this)
   }
 

@@ -20,6 +20,8 @@ const BY_CODE: Record<string, ExitCodeValue> = {
   USAGE: ExitCode.USAGE,
   CONFIG: ExitCode.USAGE,
   MALFORMED_MESSAGE: ExitCode.USAGE,
+  // A stored result tsq will not unpickle (protocol/plain-pickle.ts): the data, not the command, is at fault.
+  UNSAFE_PICKLE: ExitCode.FAILURE,
   RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
   TASK_FAILED: ExitCode.FAILURE,
   // A `tsq shell` script that threw.

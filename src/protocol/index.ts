@@ -37,3 +37,4 @@ export {
   hostFormat, workerNodename, nodeFormat, multiExpand,
 } from './nodenames.js'
 export * from './control-commands.js'
+export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle } from './plain-pickle.js'

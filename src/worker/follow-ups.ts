@@ -3,12 +3,12 @@
 // errbacks after a failure, and a chord's body once its last header task is
 // done (spec §2.3). Each goes out as a new task message.
 import { randomUUID } from 'node:crypto'
-import { ChordUnsupportedError, type ResultBackend } from '../app/backends/index.js'
+import { ChordUnsupportedError, READY, type ResultBackend } from '../app/backends/index.js'
 import type { Logger } from '../app/logger.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
 import { routedSend, type Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
-import { encodeChordPart, encodeResultMeta, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
+import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
 
@@ -142,6 +142,7 @@ export async function returnChordPart(sender: Sender, request: Request, state: T
   const body = m.embed.chord
   if (!body || !m.group) return
   const backend = sender.backend
+  if (backend?.chordUnlock) return
   if (!backend?.chordPartReturn) {
     sender.log.error(`Chord ${m.group}: ${m.task}[${m.id}] is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`)
     return
@@ -169,6 +170,37 @@ export async function returnChordPart(sender: Sender, request: Request, state: T
   }
   sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(error)})`)
   await failChordBody(sender, backend, body, error, request)
+}
+
+/**
+ * Celery's `celery.chord_unlock` (celery/app/builtins.py), which backends
+ * without chord counts (the SQL ones) send in place of counting: the header's
+ * results are polled; not all ready, it retries after `interval` seconds;
+ * ready, the body is sent with their values, or fails with ChordError naming
+ * the first failed dependency. Run in the worker's main process, which holds
+ * the result backend and the broker.
+ */
+export async function unlockChord(sender: Sender, request: Request): Promise<{ status: 'ignored' } | { status: 'retry'; countdown: number }> {
+  const m = request.message
+  const [groupId, callback] = m.args as [string, Signature]
+  const kwargs = m.kwargs as { interval?: number | null; result?: unknown[] }
+  const backend = sender.backend
+  if (!backend) throw new Error(`chord ${groupId}: this worker has no result backend to read the header from`)
+  // Each member as AsyncResult.as_tuple(): [[id, parent], null].
+  const ids = (kwargs.result ?? []).map((member) => String(((member as unknown[])[0] as unknown[])[0]))
+  const metas = await Promise.all(ids.map((id) => backend.get(id)))
+  if (metas.some((meta) => !meta || !READY.has(meta.status))) return { status: 'retry', countdown: typeof kwargs.interval === 'number' ? kwargs.interval : 1 }
+  const failed = metas.findIndex((meta) => meta!.status !== 'SUCCESS')
+  if (failed >= 0) {
+    const meta = metas[failed]!
+    const exc = isExceptionInfo(meta.result) ? exceptionRepr(meta.result) : meta.status
+    const reason = `Dependency ${ids[failed]} raised ${exc}`
+    sender.log.error(`Chord ${pyRepr(groupId)} raised: ChordError(${pyRepr(reason)})`)
+    await failChordBody(sender, backend, callback, reason, request)
+    return { status: 'ignored' }
+  }
+  await applySignature(sender, callback, [metas.map((meta) => meta!.result)], request)
+  return { status: 'ignored' }
 }
 
 async function failChordBody(sender: Sender, backend: ResultBackend, body: Signature, message: string, request: Request): Promise<void> {

@@ -8,7 +8,7 @@ import type { ResultBackend } from '../app/backends/index.js'
 import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
-import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
+import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement, unlockChord } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import { encodeError, encodeFailure, retriesExhausted } from '../app/execution/executor.js'
@@ -490,6 +490,7 @@ export class TaskRunner {
     // Checked again when it would start, as Celery's Request.revoked() does: a task that waited
     // behind a busy pool, a rate limit or its ETA may have expired meanwhile.
     if (m.expires && Date.parse(m.expires) <= Date.now()) return this.discardAtStart(request, 'expired')
+    if (m.task === 'celery.chord_unlock') return this.unlockChord(request)
     if (placing) {
       this.staged.add(request)
       return this.run(request, this.placementOf(request))
@@ -584,6 +585,23 @@ export class TaskRunner {
       )
     }
     return this.complete(request, running)
+  }
+
+  /** celery.chord_unlock runs here, beside the backend and the broker, never in the pool. */
+  private async unlockChord(request: Request): Promise<void> {
+    this.begin(request)
+    const started = Date.now()
+    let outcome: Outcome
+    try {
+      const next = await unlockChord(this.o, request)
+      outcome = next.status === 'retry'
+        ? { status: 'retry', countdown: next.countdown, eta: null, maxRetries: null, exc: null, runtime: (Date.now() - started) / 1000 }
+        : { status: 'ignored', runtime: (Date.now() - started) / 1000 }
+    } catch (error) {
+      const e = error as Error
+      outcome = { status: 'failure', exc: { type: e.name || 'Error', args: [e.message], module: 'builtins', message: e.message }, traceback: e.stack ?? null, runtime: (Date.now() - started) / 1000 }
+    }
+    return this.complete(request, outcome)
   }
 
   private lost(request: Request, error: unknown): Outcome {

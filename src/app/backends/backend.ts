@@ -27,6 +27,11 @@ export interface ResultBackend {
   setChordSize?(groupId: string, size: number): Promise<void>
   /** Drops what is stored for the task (Celery's AsyncResult.forget()); afterwards it reads as PENDING. */
   forget(taskId: string): Promise<void>
+  /**
+   * Chords are joined by Celery's `celery.chord_unlock` task polling the
+   * header (the SQL backends' fallback_chord_unlock), not by counting.
+   */
+  readonly chordUnlock?: boolean
   /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */
   readonly shortForm?: boolean
   close(): Promise<void>
@@ -47,6 +52,17 @@ export class ResultTimeoutError extends Error {
 
 export class UnsupportedBackendError extends Error {
   readonly code = 'CONFIG'
+}
+
+/** waitReady for the stores that cannot notify: `get` every `pollMs` until ready, or the timeout. */
+export async function pollUntilReady(get: (taskId: string) => Promise<ResultMeta | null>, taskId: string, timeoutMs: number | undefined, pollMs: number): Promise<ResultMeta> {
+  const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
+  for (;;) {
+    const meta = await get(taskId)
+    if (meta && READY.has(meta.status)) return meta
+    if (Date.now() >= deadline) throw new ResultTimeoutError(taskId, (timeoutMs ?? 0) / 1000)
+    await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(0, deadline - Date.now()))))
+  }
 }
 
 /** A chord this worker cannot complete the way Celery would; the body fails with it. */

@@ -4,7 +4,7 @@ import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/p
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { decodeResultMeta, type ResultMeta } from '../../protocol/index.js'
-import { READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { pollUntilReady, type ResultBackend } from './backend.js'
 
 const POLL_MS = 50
 
@@ -34,14 +34,8 @@ export class FileResultBackend implements ResultBackend {
     }
   }
 
-  async waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta> {
-    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
-    for (;;) {
-      const meta = await this.get(taskId)
-      if (meta && READY.has(meta.status)) return meta
-      if (Date.now() >= deadline) throw new ResultTimeoutError(taskId, (timeoutMs ?? 0) / 1000)
-      await new Promise((r) => setTimeout(r, POLL_MS))
-    }
+  waitReady(taskId: string, timeoutMs?: number): Promise<ResultMeta> {
+    return pollUntilReady((id) => this.get(id), taskId, timeoutMs, POLL_MS)
   }
 
   async store(taskId: string, metaJson: string, status: string): Promise<void> {

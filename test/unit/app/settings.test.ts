@@ -77,7 +77,8 @@ describe('refusal lines', () => {
     assert.deepEqual(refusals({ worker_pool: 'eventlet' }), ['worker_pool = "eventlet": tsq\'s pools are prefork, threads and solo (not eventlet)'])
     assert.deepEqual(refusals({ task_serializer: 'pickle' }), ['task_serializer = "pickle": pickle is never decoded by tsq (it would run code from the message)'])
     assert.deepEqual(refusals({ broker_connection_max_retries: 5 }), ['broker_connection_max_retries = 5: tsq retries a lost connection without a limit'])
-    assert.deepEqual(refusals({ database_url: 'sqlite:///x.db' }), ['database_url = "sqlite:///x.db": tsq has no SQL database result backend (it has redis://, rpc:// and file://)'])
+    assert.deepEqual(refusals({ database_engine_options: { echo: true } }), ['database_engine_options = {"echo":true}: SQLAlchemy engine options are Python-only; tsq pools with pg, mysql2 and better-sqlite3 and takes none of them'])
+    assert.deepEqual(refusals({ database_url: 'sqlite:///x.db' }), [])
   })
   it('restating Celery\'s default is accepted, for refused settings too', () => {
     assert.deepEqual(refusals({ worker_pool: 'prefork', broker_connection_max_retries: 100, task_serializer: 'json', accept_content: ['json'], enable_utc: true, result_backend_max_retries: Infinity, task_publish_retry_policy: { max_retries: 3, interval_start: 0, interval_max: 1, interval_step: 0.2 } }), [])
