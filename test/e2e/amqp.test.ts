@@ -137,7 +137,9 @@ describe('tsq amqp on RabbitMQ, side by side with celery amqp', { skip: amqpSkip
     screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
     const exited = new Promise<number | null>((resolve) => screen.once('exit', (code) => resolve(code)))
     try {
-      await waitFor(() => output.includes('-> connected.'), { what: 'the connected line', timeoutMs: 30_000 })
+      // Typing before the prompt would meet the terminal still in line mode, which holds a Tab until Enter.
+      const afterConnected = () => output.slice(output.indexOf('-> connected.') + '-> connected.'.length)
+      await waitFor(() => output.includes('-> connected.') && afterConnected().includes('> '), { what: 'the prompt', timeoutMs: 30_000 })
       // Key by key, as typed: readline takes a chunk with a Tab in it for a paste and does not complete it.
       screen.stdin.write('queue.decl')
       await waitFor(() => output.includes('queue.decl'), { what: 'the typed word echoed', timeoutMs: 20_000 })
