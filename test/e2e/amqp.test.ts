@@ -212,5 +212,8 @@ describe('tsq amqp on file://', () => {
     ])
     assert.match(r.stdout, /'routing_key': 'a\.b'/)
     assert.match(r.stdout, /0 messages deleted\.\nOK\nOK\n$/)
+    const json = await tsqAmqp(broker, ['queue.declare', 'jq', '--json'])
+    assert.equal(json.code, 0, json.stderr)
+    assert.deepEqual(JSON.parse(json.stdout), { command: 'queue.declare', lines: ['queue:jq messages:0 consumers:0', 'OK'], result: { queue: 'jq', messageCount: 0, consumerCount: 0 } })
   })
 })
