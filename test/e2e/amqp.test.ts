@@ -1,3 +1,4 @@
+// tsq-test: slow
 // `tsq amqp` (issue 26 item 1) side by side with `python3 -m celery amqp`:
 // on RabbitMQ the same calls print the same lines; where Celery's exits 0 on
 // an error, tsq's prints one line and exits non-zero; on Redis tsq's
