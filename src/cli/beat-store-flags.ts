@@ -2,7 +2,7 @@
 // `tsq schedule` command, and the store they open.
 import { Flags } from '@oclif/core'
 import { loadConfig } from '../app/config.js'
-import { openStore, type BeatStore, type StoreKind } from '../beat/index.js'
+import { openStore, type BeatStore, type StoreKind, type StoreOptions } from '../beat/index.js'
 import { clientConfig, type GlobalFlagValues } from './client-config.js'
 import { choiceFlag } from './oclif-flags.js'
 
@@ -31,10 +31,11 @@ export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'r
   }
 }
 
-export async function storeFromFlags(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string } & GlobalFlagValues): Promise<BeatStore> {
-  // The broker as the other client commands take it (-b, the environment, -A's app, --config).
-  const config = await clientConfig(flags)
-  return openStore({
+type StoreFlagValues = { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string }
+
+/** What openStore takes, from the store flags and the client's config (its broker, its beat store TLS). */
+export function storeOpenOptions(flags: StoreFlagValues, config: { brokerUrl: string; beatStoreSsl?: StoreOptions['ssl'] }): StoreOptions {
+  return {
     scheduler: flags.scheduler as StoreKind,
     schedulePath: flags.schedule,
     redisUrl: flags['redis-url'],
@@ -42,5 +43,10 @@ export async function storeFromFlags(flags: { scheduler: string; schedule?: stri
     tz: zoneOf(flags),
     brokerUrl: config.brokerUrl,
     ssl: config.beatStoreSsl,
-  })
+  }
+}
+
+export async function storeFromFlags(flags: StoreFlagValues & GlobalFlagValues): Promise<BeatStore> {
+  // The broker as the other client commands take it (-b, the environment, -A's app, --config).
+  return openStore(storeOpenOptions(flags, await clientConfig(flags)))
 }

@@ -1,6 +1,9 @@
 import { Flags } from '@oclif/core'
 import { resolve } from 'node:path'
 import { TsqCommand } from '../cli/base-command.js'
+import { redisUrlFor } from '../beat/index.js'
+import { storeFlags, storeOpenOptions } from '../cli/beat-store-flags.js'
+import { lockFlags } from '../cli/lock-store.js'
 import { integerFlag } from '../cli/oclif-flags.js'
 import { UsageError } from '../cli/errors.js'
 import { parseBasicAuth } from '../dashboard/server.js'
@@ -24,6 +27,9 @@ export default class Dashboard extends TsqCommand<void> {
     'purge-offline-workers': integerFlag({ description: 'Forget workers offline for this many seconds.', min: 1 }),
     'enable-events': Flags.boolean({ description: 'Send enable_events to the workers every 5 s, so task events flow (Flower\'s default; --no-enable-events to leave workers as they are).', default: true, allowNo: true }),
     'inspect-timeout': integerFlag({ description: 'Milliseconds an inspect waits for each next reply.', default: 1000, min: 1 }),
+    // The locks and schedule pages read the stores `tsq locks` and `tsq schedule` read, given the same way.
+    ...lockFlags,
+    ...storeFlags,
   }
   static examples = [
     '<%= config.bin %> dashboard -b amqp://guest:guest@127.0.0.1:5672//',
@@ -48,6 +54,15 @@ export default class Dashboard extends TsqCommand<void> {
       const app = await loadApp(resolveAppModule(flags.app))
       appTasks = [...app.tasks.keys()]
     }
+    const schedule = storeOpenOptions(flags, config)
+    // A Redis schedule store with nowhere to find Redis is a usage error now, not a failing page later.
+    if (schedule.scheduler === 'redis') {
+      try {
+        redisUrlFor(schedule)
+      } catch (error) {
+        throw new UsageError((error as Error).message)
+      }
+    }
     await runDashboard({
       brokerUrl: config.brokerUrl,
       resultBackend: config.resultBackend,
@@ -64,6 +79,8 @@ export default class Dashboard extends TsqCommand<void> {
       urlPrefix: flags['url-prefix'],
       basicAuth,
       appTasks,
+      lockUrl: flags['lock-url'] ?? null,
+      schedule,
       log: (line) => process.stderr.write(`${line}\n`),
     })
   }

@@ -9,6 +9,7 @@ import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
 import { encodeResultMeta, type ResultMeta } from '../protocol/index.js'
 import { createTransport, MailboxClient, maskUrl, type NodeReply, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from './state.js'
 
@@ -31,6 +32,10 @@ export interface ClusterOptions {
   queueInterval?: number
   /** Seconds an inspect waits for each next reply. */
   inspectTimeout?: number
+  /** --lock-url (else the store the worker would pick). */
+  lockUrl?: string | null
+  /** The schedule store, as `tsq schedule` takes it. */
+  schedule?: FeatureOptions['schedule']
   log?: (line: string) => void
 }
 
@@ -83,6 +88,8 @@ export class Cluster {
   readonly displayUrl: string
   readonly queueHistory = new Map<string, QueueSample[]>()
   readonly throughput: ThroughputSample[] = []
+  /** The archive, locks and schedule pages' actions, on this broker connection. */
+  readonly features: Features
   private transport: Transport | undefined
   private receiver: EventReceiver | undefined
   private backend: ResultBackend | undefined
@@ -97,6 +104,7 @@ export class Cluster {
   constructor(private readonly o: ClusterOptions) {
     this.state = new ClusterState({ maxTasks: o.maxTasks })
     this.displayUrl = maskUrl(o.brokerUrl)
+    this.features = new Features({ brokerUrl: o.brokerUrl, resultBackend: o.resultBackend, lockUrl: o.lockUrl, schedule: o.schedule }, () => this.requireTransport())
     if (o.persistent && existsSync(o.persistent.path)) this.load(o.persistent.path)
     this.state.onChange((change) => this.onChange(change))
   }
@@ -151,6 +159,7 @@ export class Cluster {
     this.timers = []
     await this.receiver?.stop().catch(() => undefined)
     if (this.o.persistent) this.save()
+    await this.features.close()
     await this.backend?.close().catch(() => undefined)
     await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
   }

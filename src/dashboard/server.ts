@@ -13,6 +13,7 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
+import { FeatureError } from './features.js'
 import { QuerySyntaxError } from './search.js'
 import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
 
@@ -109,6 +110,10 @@ export class DashboardServer {
     this.prefix = (o.urlPrefix ?? '').replace(/^\/*/, '/').replace(/\/+$/, '')
     if (this.prefix === '/') this.prefix = ''
     o.cluster.state.onChange((change) => {
+      // Changes are kept only for a page that listens: with none, they would
+      // pile up one uuid per task for as long as it runs (a new page starts
+      // from its own load, not from these).
+      if (this.clients.size === 0) return
       if (change.kind === 'task') this.changedTasks.add(change.task.uuid)
       else if (change.kind === 'worker') this.changedWorkers.add(change.worker.hostname)
       if (this.clients.size) this.flushTimer ??= setTimeout(() => this.flush(), SSE_FLUSH_MS)
@@ -261,7 +266,7 @@ export class DashboardServer {
     }
     if (path === '/metrics' && get) return this.send(res, 200, await this.cluster.metrics.text(), this.cluster.metrics.contentType)
     if (path.startsWith('/static/') && get) return this.serveStatic(path.slice('/static/'.length), res)
-    if (get && (path === '/' || path === '/workers' || path === '/tasks' || path === '/queues' || path === '/broker' || path === '/overview' || path === '/archive' || path.startsWith('/worker/') || path.startsWith('/task/'))) return this.serveIndex(res)
+    if (get && (path === '/' || path === '/workers' || path === '/tasks' || path === '/queues' || path === '/broker' || path === '/overview' || path === '/archive' || path === '/locks' || path === '/schedule' || path.startsWith('/worker/') || path.startsWith('/task/'))) return this.serveIndex(res)
     // Flower's REST API.
     if (path === '/api/workers') return get ? this.listWorkers(query, res) : needPost()
     let name: string | null
@@ -323,7 +328,71 @@ export class DashboardServer {
       needPost()
       return this.retry(name, res)
     }
+    if (path.startsWith('/api/ui/features') || path.startsWith('/api/ui/archive') || path.startsWith('/api/ui/lock') || path.startsWith('/api/ui/schedule')) return this.featureRoute(path, get, post, req, res)
     throw new HttpError(404, 'Not found')
+  }
+
+  // ---- archive, locks, schedule ---------------------------------------------
+
+  /** The pages of the other features: reads are GET, each action a POST (as every other action here). */
+  private async featureRoute(path: string, get: boolean, post: boolean, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const f = this.cluster.features
+    const tail = (prefix: string): string | null => (path.startsWith(prefix) && path.length > prefix.length ? decodeURIComponent(path.slice(prefix.length)) : null)
+    const action = async <T>(fn: () => Promise<T>): Promise<void> => {
+      if (!post) throw new HttpError(405, 'Method not allowed: use POST', true)
+      return this.json(res, 200, await this.answer(fn))
+    }
+    let name: string | null
+    if (path === '/api/ui/features' && get) return this.json(res, 200, await f.present())
+    if (path === '/api/ui/archive' && get) return this.json(res, 200, await this.answer(() => f.archive()))
+    if ((name = tail('/api/ui/archive/replay/'))) {
+      const service = name
+      const body = post ? await this.readBody(req) : ''
+      return action(async () => {
+        let selection: { ids?: unknown; all?: unknown }
+        try {
+          selection = JSON.parse(body || '{}') as typeof selection
+        } catch {
+          throw new HttpError(400, 'the body must be JSON: {"ids": [...]} or {"all": true}', true)
+        }
+        const ids = Array.isArray(selection.ids) ? selection.ids.filter((id): id is string => typeof id === 'string') : undefined
+        return f.replay(service, { ids, all: selection.all === true })
+      })
+    }
+    if (path === '/api/ui/locks' && get) return this.json(res, 200, await this.answer(() => f.lockList()))
+    if ((name = tail('/api/ui/lock/rm/'))) {
+      const id = name
+      return action(() => f.lockRemove(id))
+    }
+    if ((name = tail('/api/ui/lock/')) && get) {
+      const id = name
+      return this.json(res, 200, await this.answer(() => f.lockShow(id)))
+    }
+    if (path === '/api/ui/schedule' && get) return this.json(res, 200, await this.answer(() => f.scheduleList()))
+    for (const verb of ['enable', 'disable', 'rm'] as const) {
+      if ((name = tail(`/api/ui/schedule/${verb}/`))) {
+        const entry = name
+        return action<unknown>(() => (verb === 'rm' ? f.scheduleRemove(entry) : f.scheduleSetEnabled(entry, verb === 'enable')))
+      }
+    }
+    if ((name = tail('/api/ui/schedule/')) && get) {
+      const entry = name
+      return this.json(res, 200, await this.answer(() => f.scheduleShow(entry)))
+    }
+    throw new HttpError(404, 'Not found')
+  }
+
+  /** A feature's refusal (no such lock, entry, event) as the page shows it; any other failure says what it was, passwords masked. */
+  private async answer<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (error) {
+      if (error instanceof HttpError) throw error
+      if (error instanceof FeatureError) throw new HttpError(error.status, error.message, true)
+      const code = (error as { code?: unknown }).code
+      const message = scrubSecrets((error as Error).message) as string
+      throw new HttpError(code === 'BAD_ARGUMENT' || code === 'USAGE' ? 400 : 502, message, true)
+    }
   }
 
   // ---- static ---------------------------------------------------------------
@@ -596,6 +665,8 @@ export class DashboardServer {
       workers: workers.length,
       unreadableEvents: this.cluster.unreadableEvents,
       lag: this.cluster.lastLag,
+      // What the held state takes (the heap in use) beside what the process holds (V8 keeps freed pages a while).
+      heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1e5) / 10,
     }
   }
 
@@ -707,6 +778,10 @@ export class DashboardServer {
     const done = (): void => {
       clearInterval(ping)
       this.clients.delete(client)
+      if (this.clients.size === 0) {
+        this.changedTasks.clear()
+        this.changedWorkers.clear()
+      }
     }
     req.on('close', done)
     res.on('error', done)

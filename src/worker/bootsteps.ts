@@ -13,6 +13,8 @@ export interface BootstepContext {
   brokerKind: 'amqp' | 'redis' | 'file'
   /** The app is an events app (src/bus). */
   hasBus: boolean
+  /** worker_enable_remote_control: False leaves the mailbox out, so inspect and control get no answer, as from Celery's worker. */
+  remoteControl: boolean
 }
 
 export interface Bootstep {
@@ -34,7 +36,7 @@ export const WORKER_BOOTSTEPS: readonly Bootstep[] = [
   { name: 'ConnectionGuard', requires: ['Tasks'], description: 'broker-loss handling: prefetch reduction and restart' },
   { name: 'StateDB', requires: [], description: 'the persistent revoked set (--statedb)', when: (c) => !!c.options.statedb },
   { name: 'Autoscaler', requires: ['Pool', 'Tasks'], description: 'pool growth and shrink (--autoscale)', when: (c) => !!c.options.autoscale },
-  { name: 'Control', requires: ['Connection', 'Tasks'], description: "the remote-control mailbox (Celery's pidbox)" },
+  { name: 'Control', requires: ['Connection', 'Tasks'], description: "the remote-control mailbox (Celery's pidbox)", when: (c) => c.remoteControl },
   { name: 'Mingle', requires: ['Control'], description: "revoked ids and clock from the peers at start-up", when: (c) => c.options.mingle && c.brokerKind !== 'file' },
   { name: 'Gossip', requires: ['Mingle', 'Events'], description: "the peers' worker-* events", when: (c) => c.options.gossip && c.brokerKind !== 'file' },
   { name: 'Consumer', requires: ['Tasks', 'Control', 'Gossip'], description: 'the task queue consumers' },

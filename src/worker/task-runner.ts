@@ -622,7 +622,8 @@ export class TaskRunner {
       return
     }
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
-    if (outcome.status !== 'success') return this.finishUnsuccessful(request, outcome, ignoreResult)
+    // Celery's handle_error_state: a task that ignores its result stores its errors only under task_store_errors_even_if_ignored.
+    if (outcome.status !== 'success') return this.finishUnsuccessful(request, outcome, ignoreResult && this.o.app.conf.task_store_errors_even_if_ignored !== true)
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
     const storing = (!ignoreResult && !!this.o.backend) || isChordPart(m)
     const following = !!(m.embed.callbacks?.length || m.embed.chain?.length)

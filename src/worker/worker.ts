@@ -61,11 +61,13 @@ export class Worker {
   readonly revoked = new LimitedSet()
   readonly startedAt = Date.now()
   private transport!: Transport
+  /** broker_write_url's connection when it is not the one consumed from (Celery's connection_for_write): events and the tasks the worker sends. */
+  private writer: Transport | undefined
   private backend: ResultBackend | null = null
   private pool!: Pool
   private runner!: TaskRunner
   private events!: EventDispatcher
-  private mailbox!: MailboxServer
+  private mailbox: MailboxServer | undefined
   private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer; received: number }>()
   private autoscaler: Autoscaler | null = null
   private guard: ConnectionGuard | null = null
@@ -134,7 +136,12 @@ export class Worker {
   }
 
   private bootContext(): BootstepContext {
-    return { options: this.o, brokerKind: this.transport?.kind ?? 'amqp', hasBus: BusWorker.defaultQueues(this.o.app) !== undefined }
+    return {
+      options: this.o,
+      brokerKind: this.transport?.kind ?? 'amqp',
+      hasBus: BusWorker.defaultQueues(this.o.app) !== undefined,
+      remoteControl: this.o.app.conf.worker_enable_remote_control !== false,
+    }
   }
 
   /** Each bootstep's start; false stops the start-up (a shutdown came first). */
@@ -142,7 +149,13 @@ export class Worker {
     return {
       Connection: async () => {
         if (!(await this.connectBroker())) return false
-        this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
+        this.o.log.info(`Connected to ${maskUrl(this.readUrl)}`)
+        // broker_write_url: publishes (results over rpc aside, events, retries) go to their own broker.
+        if (this.o.brokerWriteUrl && this.o.brokerWriteUrl !== this.readUrl) {
+          this.writer = await createTransport(this.o.brokerWriteUrl, this.o.app.transportSettings)
+          await this.writer.connect()
+          this.o.log.info(`Publishing to ${maskUrl(this.o.brokerWriteUrl)}`)
+        }
       },
       // Before anything else starts: a topology the broker refuses stops the worker with one line.
       Bus: async () => {
@@ -162,13 +175,13 @@ export class Worker {
         await this.pool.start()
       },
       Events: async () => {
-        this.events = new EventDispatcher(this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
+        this.events = new EventDispatcher(this.writer ?? this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
       },
       Tasks: async () => {
         this.runner = new TaskRunner({
           app: this.o.app,
           decoder,
-          transport: this.transport,
+          transport: this.writer ?? this.transport,
           pool: this.pool,
           backend: this.backend,
           events: this.events,
@@ -225,6 +238,10 @@ export class Worker {
 
   private readonly startAborted = new AbortController()
 
+  private get readUrl(): string {
+    return this.o.brokerReadUrl ?? this.o.brokerUrl
+  }
+
   /**
    * The first connection, retried as Celery's consumer retries it at start-up
    * (kombu's ensure_connection: 2 s, then 2 s more each time up to 30 s, 100
@@ -235,7 +252,7 @@ export class Worker {
    */
   private async connectBroker(): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const transport = await createTransport(this.o.brokerUrl, this.o.app.transportSettings)
+      const transport = await createTransport(this.readUrl, this.o.app.transportSettings)
       try {
         await transport.connect()
       } catch (error) {
@@ -518,6 +535,7 @@ export class Worker {
     await this.mailbox?.stop().catch(() => undefined)
     await this.backend?.close().catch(() => undefined)
     await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
+    await this.writer?.close().catch(() => undefined)
     this.transitionTo('STOPPED', 'stopped')
     this.resolveStopped()
   }

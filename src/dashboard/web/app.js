@@ -92,6 +92,9 @@ function route() {
   else if (path === '/tasks') page = tasksPage()
   else if (path === '/queues' || path === '/broker') page = queuesPage()
   else if (path === '/overview') page = overviewPage()
+  else if (path === '/archive') page = archivePage()
+  else if (path === '/locks') page = locksPage()
+  else if (path === '/schedule') page = schedulePage()
   else page = workersPage()
   Promise.resolve(page).catch((error) => main.replaceChildren(h('p', { class: 'offline' }, `Could not load: ${error.message}`)))
 }
@@ -433,6 +436,95 @@ async function overviewPage() {
   cleanup = () => clearInterval(timer)
 }
 
+// ---- archive, locks, schedule (shown where present) ---------------------------
+
+/** Each of these pages' actions: asked first, the answer (or the refusal) shown under the table. */
+async function confirmed(question, out, label, fn, after) {
+  if (!window.confirm(question)) return
+  try {
+    const result = await fn()
+    out.replaceChildren(h('h2', {}, label), h('pre', { class: 'reply' }, JSON.stringify(result, null, 2)))
+  } catch (error) {
+    out.replaceChildren(h('p', { class: 'offline' }, `${label} failed: ${error.message}`))
+  }
+  await after()
+}
+
+const cells = (values) => values.map((v) => h('td', { class: typeof v === 'string' && v.length > 60 ? 'wrap' : undefined }, v instanceof Node ? v : text(v)))
+
+async function archivePage() {
+  const services = h('tbody')
+  const events = h('tbody')
+  const out = h('div', { id: 'action-replies' })
+  main.append(h('h1', {}, 'Events archive'), h('p', { class: 'muted' }, 'Events whose handler failed past its retries (tsq archive). Replay sends them back to their handler queue with the retry count reset.'),
+    h('table', { id: 'archive-services' }, h('thead', {}, h('tr', {}, ['Service', 'Archived', ''].map((c) => h('th', {}, c)))), services), out,
+    h('h2', {}, 'Archived events'),
+    h('table', { id: 'archive' }, h('thead', {}, h('tr', {}, ['id', 'Service', 'Event', 'First failure', 'Retries', 'Last error', ''].map((c) => h('th', {}, c)))), events))
+  const load = async () => {
+    const data = await api('/api/ui/archive')
+    services.replaceChildren(...data.services.map((s) => h('tr', { 'data-service': s.service }, cells([s.service, s.archived]), h('td', {}, h('button', { class: 'primary', 'data-action': 'replay-all', disabled: s.archived === 0, onclick: () => confirmed(`Replay every archived event of ${s.service}?`, out, `Replay all (${s.service})`, () => post(`/api/ui/archive/replay/${encodeURIComponent(s.service)}`, { all: true }), load) }, 'Replay all')))))
+    events.replaceChildren(...(data.events.length ? data.events.map((e) => h('tr', { 'data-id': e.id }, cells([e.id, e.service, e.event, e.firstFailure ?? '—', e.retries ?? '—', (e.lastError ?? e.reason ?? '—').split('\n')[0]]),
+      h('td', {}, h('button', { 'data-action': 'replay', onclick: () => confirmed(`Replay ${e.event} ${e.id} to ${e.service}?`, out, `Replay ${e.id}`, () => post(`/api/ui/archive/replay/${encodeURIComponent(e.service)}`, { ids: [e.id] }), load) }, 'Replay')))) : [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No archived events.'))]))
+  }
+  await load()
+}
+
+async function locksPage() {
+  const tbody = h('tbody')
+  const where = h('p', { class: 'muted' })
+  const detail = h('div', { id: 'lock-detail' })
+  const out = h('div', { id: 'action-replies' })
+  main.append(h('h1', {}, 'Task locks'), where,
+    h('table', { id: 'locks' }, h('thead', {}, h('tr', {}, ['Lock id', 'Task', 'Holder', 'Task id', 'Age', 'Lease left', 'Token', ''].map((c) => h('th', {}, c)))), tbody), detail, out)
+  const show = async (id) => {
+    const row = await api(`/api/ui/lock/${encodeURIComponent(id)}`)
+    detail.replaceChildren(h('h2', {}, id), h('table', { class: 'kv', id: 'lock-fields' }, h('tbody', {}, Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { 'data-field': k }, text(v)))))))
+  }
+  const load = async () => {
+    const data = await api('/api/ui/locks')
+    where.replaceChildren(`Held now in ${data.store} (tsq locks). Removing a lock frees it whoever holds it; the holder's task is told at its next renewal.`)
+    tbody.replaceChildren(...(data.locks.length ? data.locks.map((l) => h('tr', { 'data-id': l.id }, cells([l.id, l.task ?? '—', `${l.node} (pid ${l.pid})`, l.taskId ? link(`/task/${encodeURIComponent(l.taskId)}`, l.taskId) : '—', `${l.ageS} s`, `${l.leftS} s of ${l.leaseS} s`, l.token]),
+      h('td', {}, h('button', { 'data-action': 'show', onclick: () => void show(l.id).catch((error) => toast(error.message)) }, 'Show'), ' ', h('button', { class: 'danger', 'data-action': 'rm', onclick: () => confirmed(`Free lock ${l.id}? Another run of its task may start while the holder still runs.`, out, `Remove ${l.id}`, () => post(`/api/ui/lock/rm/${encodeURIComponent(l.id)}`), load) }, 'Remove')))) : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No locks held.'))]))
+  }
+  await load()
+  // Leases run down and locks come and go with the tasks: a small list, read again every few seconds.
+  const timer = setInterval(() => void load().catch(() => undefined), 3000)
+  cleanup = () => clearInterval(timer)
+}
+
+async function schedulePage() {
+  const tbody = h('tbody')
+  const where = h('p', { class: 'muted' })
+  const detail = h('div', { id: 'entry-detail' })
+  const out = h('div', { id: 'action-replies' })
+  main.append(h('h1', {}, 'Beat schedule'), where,
+    h('table', { id: 'schedule' }, h('thead', {}, h('tr', {}, ['Name', 'Task', 'Schedule', 'Enabled', 'Runs', 'Last run', 'Next run', ''].map((c) => h('th', {}, c)))), tbody), detail, out)
+  const show = async (name) => {
+    const row = await api(`/api/ui/schedule/${encodeURIComponent(name)}`)
+    detail.replaceChildren(h('h2', {}, name), h('table', { class: 'kv', id: 'entry-fields' }, h('tbody', {}, Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { class: 'wrap', 'data-field': k }, text(v)))))))
+  }
+  const load = async () => {
+    const data = await api('/api/ui/schedule')
+    where.replaceChildren(`Entries in ${data.store} (tsq schedule). Running beats follow a change within their loop interval.`)
+    const at = (iso) => (iso ? new Date(iso).toLocaleString() : '—')
+    tbody.replaceChildren(...(data.entries.length ? data.entries.map((e) => {
+      const verb = e.enabled ? 'disable' : 'enable'
+      return h('tr', { 'data-name': e.name }, cells([e.name, e.task, e.schedule, e.enabled ? 'yes' : 'no', e.total_run_count, at(e.last_run_at), at(e.next_run_at)]),
+        h('td', {}, h('button', { 'data-action': 'show', onclick: () => void show(e.name).catch((error) => toast(error.message)) }, 'Show'), ' ',
+          h('button', { 'data-action': verb, onclick: () => confirmed(`${e.enabled ? 'Disable' : 'Enable'} ${e.name}?`, out, `${e.enabled ? 'Disable' : 'Enable'} ${e.name}`, () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(e.name)}`), load) }, e.enabled ? 'Disable' : 'Enable'), ' ',
+          h('button', { class: 'danger', 'data-action': 'rm', onclick: () => confirmed(`Remove ${e.name} from the schedule?`, out, `Remove ${e.name}`, () => post(`/api/ui/schedule/rm/${encodeURIComponent(e.name)}`), load) }, 'Remove')))
+    }) : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No entries.'))]))
+  }
+  await load()
+}
+
+/** The nav shows a feature's page only where the feature is present. */
+async function showFeatures() {
+  const present = await api('/api/ui/features').catch(() => ({}))
+  for (const a of document.querySelectorAll('header nav a[data-feature]')) a.hidden = !present[a.dataset.feature]
+}
+
 connectStream()
+void showFeatures()
 if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', route)
 else route()

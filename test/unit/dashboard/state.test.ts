@@ -57,6 +57,35 @@ test('[--max-tasks] the oldest finished task is dropped first, a running one is 
   assert.equal(state.queryTasks({ taskname: 'proj.add' }).filtered, 2)
 })
 
+test('[--max-tasks] held for a long run: 100 times --max-tasks tasks, children of unseen parents, failures, a task that never finishes', () => {
+  const max = 500
+  const state = new ClusterState({ maxTasks: max, now })
+  state.apply(ev('task-received', { uuid: 'forever', name: 'proj.long' }))
+  state.apply(ev('task-started', { uuid: 'forever' }))
+  let peak = { tasks: 0, finishedQueue: 0, orphans: 0, byName: 0, byState: 0, byWorker: 0 }
+  for (let i = 0; i < max * 100; i++) {
+    const uuid = `t${i}`
+    // Every third task names a parent the dashboard never sees.
+    state.apply(ev('task-received', { uuid, name: `proj.t${i % 5}`, args: `(${i},)`, kwargs: '{}', parent_id: i % 3 === 0 ? `unseen-${i}` : null, hostname: `celery@w${i % 4}` }))
+    state.apply(ev('task-started', { uuid, hostname: `celery@w${i % 4}` }))
+    if (i % 7 === 0) state.apply(ev('task-failed', { uuid, exception: 'ValueError()', hostname: `celery@w${i % 4}` }))
+    else state.apply(ev('task-succeeded', { uuid, result: String(i), runtime: 0.01, hostname: `celery@w${i % 4}` }))
+    if (i % 50 !== 0) continue
+    const sizes = state.sizes()
+    peak = Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, Math.max(v, peak[k as keyof typeof peak])])) as typeof peak
+  }
+  assert.equal(state.tasks.size, max)
+  assert.ok(state.tasks.has('forever'), 'the running task is never the one dropped')
+  // The newest finished are the ones held: the oldest finished went first.
+  assert.ok(state.tasks.has(`t${max * 100 - 1}`))
+  assert.ok(!state.tasks.has(`t${max * 100 - max}`))
+  assert.equal(peak.tasks, max)
+  for (const key of ['byName', 'byState', 'byWorker'] as const) assert.ok(peak[key] <= max + 1, `${key} peaked at ${peak[key]}`)
+  assert.ok(peak.orphans <= max + 1, `orphans peaked at ${peak.orphans}`)
+  assert.ok(peak.finishedQueue <= 2 * max + 4096 + 2, `the finished queue peaked at ${peak.finishedQueue}`)
+  assert.equal(state.queryTasks({ limit: null }).filtered, max)
+})
+
 test('[/api/tasks] filters, search, sort and paging as Flower', () => {
   const state = new ClusterState({ maxTasks: 100, now })
   for (let i = 0; i < 20; i++) run(state, `id-${String(i).padStart(2, '0')}`, i % 2 ? 'proj.odd' : 'proj.even', `(${i},)`, `'r${i}'`)
