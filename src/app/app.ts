@@ -5,11 +5,11 @@ import type { TaskLockOptions } from '../locks/lock-id.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
-import { createTransport, LamportClock, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, LamportClock, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
-import { backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
+import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
 import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { publishRetryPolicy } from './publish-retry.js'
 import { AppControl } from './control.js'
@@ -307,6 +307,11 @@ export class App {
     return backendSslFromConf(this.options.conf ?? {})
   }
 
+  /** Celery's result_backend_transport_options in `conf` (master_name, sentinel_kwargs for sentinel://). */
+  get backendSentinel(): SentinelSettings {
+    return backendSentinelFromConf(this.options.conf ?? {})
+  }
+
   /**
    * Celery's app.setup_security(): task_serializer must be 'auth' and
    * accept_content ['auth'] (ImproperlyConfigured otherwise, with Celery's
@@ -444,7 +449,7 @@ export class App {
         await backend.start()
         return backend
       }
-      return createResultBackend(url, this.resultCodec(), this.backendSsl)
+      return createResultBackend(url, this.resultCodec(), this.backendSsl, this.backendSentinel)
     })()
     return this.backendPromise
   }

@@ -1,6 +1,6 @@
 // Configuration precedence lives here and only here: flags > TSQ_* env >
 // CELERY_* env > defaults. Flags never read the environment themselves.
-import { defaultFileBrokerUrl, type SslSettings, type TransportSettings } from '../transport/index.js'
+import { defaultFileBrokerUrl, sentinelSettingsFrom, type SentinelSettings, type SslSettings, type TransportSettings } from '../transport/index.js'
 import { checkTransportOptions } from './transport-options.js'
 
 export interface ConfigInput {
@@ -88,7 +88,14 @@ export function transportSettingsFromConf(conf: Record<string, unknown>): Transp
   const ssl = sslSetting(conf.broker_use_ssl, 'broker_use_ssl')
   if (ssl !== null) settings.ssl = ssl
   if (typeof conf.broker_login_method === 'string' && conf.broker_login_method) settings.loginMethod = conf.broker_login_method
+  const { settings: sentinel } = sentinelSettingsFrom(conf.broker_transport_options, 'broker_transport_options')
+  if (Object.keys(sentinel).length) settings.sentinel = sentinel
   return settings
+}
+
+/** Celery's result_backend_transport_options (master_name, sentinel_kwargs), for a sentinel:// result backend. */
+export function backendSentinelFromConf(conf: Record<string, unknown>): SentinelSettings {
+  return sentinelSettingsFrom(conf.result_backend_transport_options, 'result_backend_transport_options').settings
 }
 
 /** RedBeat's order: redbeat_redis_use_ssl, else broker_use_ssl. */

@@ -12,7 +12,7 @@
 //                  internals); nothing on the wire or in behaviour depends on it.
 
 import { annotationRefusals } from './annotations.js'
-import { checkTransportOptions } from './transport-options.js'
+import { checkBackendTransportOptions, checkTransportOptions } from './transport-options.js'
 import { publishRetryPolicyRefusal } from './publish-retry.js'
 import { queueSettings } from './queues.js'
 
@@ -71,7 +71,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   broker_read_url: honoured(null, 'what a worker consumes from (its task queues, the mailbox): CELERY_BROKER_READ_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_READ_URL' }),
   broker_write_url: honoured(null, 'what every send publishes to (clients, beat, a worker\'s events and follow-up tasks): CELERY_BROKER_WRITE_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_WRITE_URL' }),
   broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
-  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. ack_emulation and body_encoding only at kombu\'s default; the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; for sentinel://, master_name (required) and sentinel_kwargs (password, username) as kombu\'s SentinelChannel reads them (transport/redis/sentinel.ts); global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. ack_emulation and body_encoding only at kombu\'s default; the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
   broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
   broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
   broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),
@@ -143,7 +143,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   result_backend_max_retries: refused(Infinity, 'tsq\'s backends do not retry failed writes'),
   result_backend_base_sleep_between_retries_ms: refused(10, 'tsq\'s backends do not retry failed writes'),
   result_backend_max_sleep_between_retries_ms: refused(10000, 'tsq\'s backends do not retry failed writes'),
-  result_backend_transport_options: refused({}, 'tsq\'s Redis result backend takes no transport options'),
+  result_backend_transport_options: honoured({}, 'for a sentinel:// result backend: master_name (required) and sentinel_kwargs (password, username), as Celery\'s SentinelBackend reads them; other options are refused (app/transport-options.ts)', { check: (v) => checkBackendTransportOptions(v) }),
   result_cache_max: na(-1, 'the Python client\'s cache of fetched results; tsq\'s AsyncResult keeps none'),
   result_compression: refused(null, 'tsq stores results uncompressed'),
   result_exchange: na('celeryresults', 'used by Celery\'s old amqp result backend; rpc:// replies go through the default exchange'),

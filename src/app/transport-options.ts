@@ -4,12 +4,16 @@
 // a tsq worker that silently used another key layout or priority order than
 // its Python peers would lose or reorder their messages.
 import type { RedisLayoutOptions } from '../transport/index.js'
+import { sentinelSettingsFrom } from '../transport/index.js'
 
 /** What kombu's Redis channel reads that tsq only takes at kombu's default. */
 const KEPT_AT_DEFAULT: Record<string, unknown> = {
   ack_emulation: true,
   body_encoding: 'base64',
 }
+
+/** kombu's SentinelChannel options, read for a sentinel:// broker (transport/redis/sentinel.ts). */
+const SENTINEL_OPTIONS = new Set(['master_name', 'sentinel_kwargs', 'min_other_sentinels'])
 
 /** What tsq always does: RabbitMQ publishes wait for the broker's confirm (an events app sets it, as celery-amqp-events does). */
 const ALWAYS = new Set(['confirm_publish'])
@@ -73,13 +77,26 @@ const LAYOUT: Record<string, Reader> = {
   unacked_mutex_key: keyName('unackedMutexKey'),
 }
 
+/** result_backend_transport_options: only what Celery's SentinelBackend reads (master_name, sentinel_kwargs, min_other_sentinels). */
+export function checkBackendTransportOptions(value: unknown): string[] {
+  if (value === undefined || value === null) return []
+  if (typeof value !== 'object' || Array.isArray(value)) return ['result_backend_transport_options: expected a map of option to value']
+  const refusals = sentinelSettingsFrom(value, 'result_backend_transport_options').refusals
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (!SENTINEL_OPTIONS.has(key)) refusals.push(`result_backend_transport_options.${key} = ${JSON.stringify(v)}: not an option tsq's result backend reads (master_name, sentinel_kwargs)`)
+  }
+  return refusals
+}
+
 export function checkTransportOptions(value: unknown): CheckedTransportOptions {
   const redisLayout: RedisLayoutOptions = {}
   if (value === undefined || value === null) return { redisLayout, refusals: [] }
   if (typeof value !== 'object' || Array.isArray(value)) return { redisLayout, refusals: ['broker_transport_options: expected a map of option to value'] }
   const refusals: string[] = []
   let visibilityTimeout: number | undefined
+  refusals.push(...sentinelSettingsFrom(value, 'broker_transport_options').refusals)
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (SENTINEL_OPTIONS.has(key)) continue
     const read = LAYOUT[key]
     if (key === 'visibility_timeout') {
       if (typeof v === 'number' && Number.isFinite(v) && v > 0) visibilityTimeout = v

@@ -2,7 +2,7 @@
 import { DEFAULT_SCHEDULE_FILE, FileStore } from './file-store.js'
 import { DEFAULT_KEY_PREFIX, RedisStore } from './redis-store.js'
 import type { BeatStore } from './store.js'
-import type { SslSettings } from '../transport/index.js'
+import type { SentinelSettings, SslSettings } from '../transport/index.js'
 
 export type StoreKind = 'file' | 'redis'
 
@@ -16,6 +16,8 @@ export interface StoreOptions {
   tz: string
   /** The app's redbeat_redis_use_ssl, else its broker_use_ssl (RedBeat's order). */
   ssl?: SslSettings | boolean | null
+  /** broker_transport_options' master_name and sentinel_kwargs, for a sentinel:// store. */
+  sentinel?: SentinelSettings
 }
 
 export class StoreConfigError extends Error {
@@ -24,11 +26,11 @@ export class StoreConfigError extends Error {
 
 export function redisUrlFor(o: StoreOptions): string {
   if (o.redisUrl) return o.redisUrl
-  if (/^rediss?:\/\//.test(o.brokerUrl)) return o.brokerUrl
+  if (/^(rediss?|sentinel):\/\//i.test(o.brokerUrl)) return o.brokerUrl
   throw new StoreConfigError('--scheduler redis needs --redis-url (the broker is not Redis)')
 }
 
 export async function openStore(o: StoreOptions): Promise<BeatStore> {
-  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), ssl: o.ssl, keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
+  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), ssl: o.ssl, sentinel: o.sentinel, keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
   return new FileStore(o.schedulePath ?? DEFAULT_SCHEDULE_FILE, o.tz)
 }

@@ -5,7 +5,7 @@
 // and update are one atomic step.
 import type { Redis } from 'ioredis'
 import { comparePyStr } from '../protocol/index.js'
-import { explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type SslSettings } from '../transport/index.js'
+import { explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
@@ -81,6 +81,8 @@ export interface RedisStoreOptions {
   url: string
   /** RedBeat's redbeat_redis_use_ssl, else broker_use_ssl; the URL's ssl_* parameters win. */
   ssl?: SslSettings | boolean | null
+  /** For a sentinel:// URL: the broker's master_name and sentinel_kwargs (RedBeat shares the broker's Redis). */
+  sentinel?: SentinelSettings
   keyPrefix?: string
   tz?: string
   /** Keys fetched per round trip when many entries are due at once. */
@@ -109,7 +111,7 @@ export class RedisStore implements BeatStore {
     this.changedChannel = `${this.prefix}:changed`
     this.tz = options.tz ?? 'UTC'
     this.batch = options.batch ?? 1000
-    this.location = `${options.url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:**@')} (prefix ${this.prefix})`
+    this.location = `${maskUrl(options.url)} (prefix ${this.prefix})`
     // numberOfKeys varies with the batch: it is passed first on each call.
     this.redis.defineCommand('tsqBeatReserveAll', { lua: RESERVE_ALL_LUA })
     this.redis.defineCommand('tsqBeatRelease', { lua: RELEASE_LUA })
@@ -119,18 +121,22 @@ export class RedisStore implements BeatStore {
     // The bundled CLI hands CommonJS ioredis over as its default export; plain Node names it.
     const ioredis = await import('ioredis')
     const Redis = ioredis.Redis ?? (ioredis as unknown as { default: typeof ioredis.Redis }).default
-    const clientOptions = redisUrlClientOptions(options.url, options.ssl)
+    const clientOptions = redisUrlClientOptions(options.url, options.ssl, { settings: options.sentinel, optionsName: 'broker_transport_options' })
     const redis = new Redis({ ...clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
     let lastError: Error | undefined
+    let lastSentinelError: Error | undefined
     redis.on('error', (error: Error) => {
       lastError = error
+    })
+    redis.on('sentinelError', (error: Error) => {
+      lastSentinelError = error
     })
     try {
       await redis.connect()
     } catch (error) {
       redis.disconnect()
       const cause = lastError ?? (error as Error)
-      throw Object.assign(new Error(`cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions)}`), { code: 'BROKER_UNREACHABLE' })
+      throw Object.assign(new Error(`cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions, lastSentinelError)}`), { code: 'BROKER_UNREACHABLE' })
     }
     return new RedisStore(redis, options)
   }

@@ -117,7 +117,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   // beat_max_loop_interval: 0 (Celery's default) leaves tsq's.
   const maxInterval = o.maxInterval ?? confMaxInterval ?? DEFAULT_MAX_INTERVAL
   let transport: Transport | undefined
-  const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl })
+  const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl, sentinel: transportSettings.sentinel })
   const release = async () => {
     await store.close().catch(() => undefined)
     await transport?.close().catch(() => undefined)

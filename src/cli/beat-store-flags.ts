@@ -34,7 +34,7 @@ export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'r
 type StoreFlagValues = { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; timezone?: string }
 
 /** What openStore takes, from the store flags and the client's config (its broker, its beat store TLS). */
-export function storeOpenOptions(flags: StoreFlagValues, config: { brokerUrl: string; beatStoreSsl?: StoreOptions['ssl'] }): StoreOptions {
+export function storeOpenOptions(flags: StoreFlagValues, config: { brokerUrl: string; beatStoreSsl?: StoreOptions['ssl']; transportSettings?: { sentinel?: StoreOptions['sentinel'] } }): StoreOptions {
   return {
     scheduler: flags.scheduler as StoreKind,
     schedulePath: flags.schedule,
@@ -43,6 +43,7 @@ export function storeOpenOptions(flags: StoreFlagValues, config: { brokerUrl: st
     tz: zoneOf(flags),
     brokerUrl: config.brokerUrl,
     ssl: config.beatStoreSsl,
+    sentinel: config.transportSettings?.sentinel,
   }
 }
 

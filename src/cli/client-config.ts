@@ -5,12 +5,12 @@
 // precedence is the worker's (app/config.ts): a flag, then TSQ_* and CELERY_*
 // variables, then the app's own options, then the --config module, then the
 // defaults. No oclif here: the fast path uses it too.
-import { backendSslFromConf, beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
+import { backendSentinelFromConf, backendSslFromConf, beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
 import { routeTask, type Route } from '../app/routes.js'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
 import type { BodyEncoder } from '../protocol/index.js'
-import type { SslSettings, TransportSettings } from '../transport/index.js'
+import type { SentinelSettings, SslSettings, TransportSettings } from '../transport/index.js'
 
 export interface GlobalFlagValues {
   app?: string
@@ -27,6 +27,8 @@ export interface ClientConfig extends ResolvedConfig {
   transportSettings: TransportSettings
   /** redis_backend_use_ssl, for the result backend. */
   backendSsl: SslSettings | boolean | null
+  /** result_backend_transport_options (master_name, sentinel_kwargs), for a sentinel:// result backend. */
+  backendSentinel: SentinelSettings
   /** redbeat_redis_use_ssl, else broker_use_ssl, for beat's Redis store. */
   beatStoreSsl: SslSettings | boolean | null
   /** The task's route (task_routes), else the default queue. */
@@ -58,7 +60,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     const app = await loadApp(resolveAppModule(flags.app))
     app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
     // Celery's clients (call, inspect, control, purge) use connection_for_write.
-    return { ...app.config, brokerUrl: app.config.brokerWriteUrl, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
+    return { ...app.config, brokerUrl: app.config.brokerWriteUrl, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, backendSentinel: app.backendSentinel, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
   }
   const settings = await loadConfigModule()
   const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })
@@ -70,6 +72,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     defaultQueue,
     transportSettings: transportSettingsFromConf(settings),
     backendSsl: backendSslFromConf(settings),
+    backendSentinel: backendSentinelFromConf(settings),
     beatStoreSsl: beatStoreSslFromConf(settings),
     routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
   }

@@ -67,6 +67,7 @@ export default class Dashboard extends TsqCommand<void> {
       brokerUrl: config.brokerUrl,
       resultBackend: config.resultBackend,
       backendSsl: config.backendSsl,
+      backendSentinel: config.backendSentinel,
       transportSettings: config.transportSettings,
       maxTasks: flags['max-tasks'],
       persistent: flags.persistent ? { path: resolve(flags.db) } : null,

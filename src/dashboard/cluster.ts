@@ -8,7 +8,7 @@ import { createResultBackend, type ResultBackend } from '../app/backends/index.j
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
 import { encodeResultMeta, type ResultMeta } from '../protocol/index.js'
-import { createTransport, MailboxClient, maskUrl, type NodeReply, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, MailboxClient, maskUrl, type NodeReply, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from './state.js'
@@ -21,6 +21,8 @@ export interface ClusterOptions {
   resultBackend?: string
   /** Celery's redis_backend_use_ssl, for a Redis result backend (a rediss:// URL's ssl_* parameters win). */
   backendSsl?: SslSettings | boolean | null
+  /** result_backend_transport_options, for a sentinel:// result backend. */
+  backendSentinel?: SentinelSettings
   transportSettings?: TransportSettings
   maxTasks: number
   persistent?: { path: string } | null
@@ -304,7 +306,7 @@ export class Cluster {
   }
 
   private async resultBackend(): Promise<ResultBackend> {
-    this.backend ??= await createResultBackend(this.o.resultBackend, undefined, this.o.backendSsl)
+    this.backend ??= await createResultBackend(this.o.resultBackend, undefined, this.o.backendSsl, this.o.backendSentinel)
     return this.backend
   }
 

@@ -33,3 +33,6 @@ export { describeTlsFailure, describeTlsPlan, parseCertReqs, tlsConnectOptions, 
 export type { CertReqs, SslSettings, TlsPlan } from './tls.js'
 export { explainRedisConnectFailure, redisUrlClientOptions } from './redis/options.js'
 export type { RedisClientOptions, RedisLayoutOptions, QueueOrderStrategy } from './redis/options.js'
+export { isSentinelUrl, sentinelSettingsFrom } from './redis/sentinel.js'
+export { isConnectionError as isRedisConnectionError } from './redis/classify-error.js'
+export type { SentinelSettings } from './redis/sentinel.js'

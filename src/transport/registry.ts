@@ -2,6 +2,7 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadBrokerUrlError } from './errors.js'
 import type { RedisLayoutOptions } from './redis/options.js'
+import type { SentinelSettings } from './redis/sentinel.js'
 import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
 import { maskUrl, parseBrokerUrl } from './url.js'
@@ -15,7 +16,7 @@ export function defaultFileBrokerUrl(env: NodeJS.ProcessEnv = process.env): stri
   return `file://${defaultFileBrokerDir(env)}`
 }
 
-const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'file', 'filesystem'] as const
+const SCHEMES = ['amqp', 'amqps', 'pyamqp', 'redis', 'rediss', 'sentinel', 'file', 'filesystem'] as const
 
 function didYouMean(scheme: string): string {
   const near = SCHEMES.find((s) => s.startsWith(scheme.slice(0, 2)))
@@ -36,6 +37,8 @@ export interface TransportSettings {
   loginMethod?: string
   /** broker_transport_options that shape Redis's key layout: global_keyprefix, sep, priority_steps, fanout_prefix, fanout_patterns, queue_order_strategy. */
   redisLayout?: RedisLayoutOptions
+  /** broker_transport_options.master_name and sentinel_kwargs, for a sentinel:// broker. */
+  sentinel?: SentinelSettings
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
@@ -51,6 +54,10 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'rediss': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
       return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout })
+    }
+    case 'sentinel': {
+      const { RedisTransport } = await import('./redis/redis-transport.js')
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel })
     }
     case 'file':
     case 'filesystem': {

@@ -5,7 +5,11 @@ import { BadBrokerUrlError } from './errors.js'
  * `amqp://guest:guest@host//` prints as `amqp://guest:**@host//`.
  */
 export function maskUrl(url: string, mask = '**'): string {
-  return url.replace(/^([a-z0-9+.-]+:\/\/)([^:@/]*):([^@/]*)@/i, (_m, scheme: string, user: string) => `${scheme}${user}:${mask}@`)
+  // Every URL of a `;` list (kombu's alternates, Sentinel lists) is masked.
+  return url
+    .split(';')
+    .map((u) => u.replace(/^(\s*[a-z0-9+.-]+:\/\/)([^:@/]*):([^@/]*)@/i, (_m, scheme: string, user: string) => `${scheme}${user}:${mask}@`))
+    .join(';')
 }
 
 export interface ParsedBrokerUrl {
@@ -18,7 +22,9 @@ export interface ParsedBrokerUrl {
   path: string
 }
 
+/** Of a `;` list, its first URL (kombu's Connection.hostname is `alt[0]`). */
 export function parseBrokerUrl(url: string): ParsedBrokerUrl {
+  if (url.includes(';')) url = url.split(';').find((u) => u.trim() !== '')?.trim() ?? url
   const match = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(url)
   if (!match) throw new BadBrokerUrlError(`not a broker URL: ${maskUrl(url)} (expected scheme://...)`)
   const scheme = match[1]!.toLowerCase()

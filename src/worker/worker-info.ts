@@ -12,10 +12,11 @@ export function brokerInfo(o: WorkerOptions, kind: Transport['kind']): Record<st
     hostname: u.hostname || osHostname(),
     userid: u.username ?? null,
     virtual_host: kind === 'amqp' ? (u.path === '' || u.path === '/' ? '/' : u.path) : u.path || '0',
-    port: u.port ?? (kind === 'amqp' ? 5672 : kind === 'redis' ? 6379 : null),
+    port: u.port ?? (kind === 'amqp' ? 5672 : u.scheme === 'sentinel' ? 26379 : kind === 'redis' ? 6379 : null),
     insist: false,
     ssl: u.scheme === 'amqps' || u.scheme === 'rediss' || Boolean(o.app.transportSettings.ssl),
-    transport: kind,
+    // kombu names the Sentinel transport for its scheme.
+    transport: u.scheme === 'sentinel' ? 'sentinel' : kind,
     connect_timeout: 4,
     // Celery reports the app's broker_transport_options here as they were set.
     transport_options: filterHiddenSettings((o.app.options.conf?.broker_transport_options as Record<string, unknown> | undefined) ?? {}),

@@ -167,7 +167,7 @@ export class Worker {
           const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
           this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
         } else if (this.o.resultBackend) {
-          this.backend = await createResultBackend(this.o.resultBackend, resultCodec, this.o.app.backendSsl)
+          this.backend = await createResultBackend(this.o.resultBackend, resultCodec, this.o.app.backendSsl, this.o.app.backendSentinel)
         }
       },
       Pool: async () => {

@@ -2,7 +2,7 @@
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
 import type { ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SslSettings } from '../../transport/index.js'
+import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SentinelSettings, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
@@ -11,26 +11,56 @@ const GROUP_PREFIX = 'celery-taskset-meta-'
 /** `result_expires`, one day. */
 const RESULT_TTL_SECONDS = 86_400
 
+/**
+ * Celery's RedisBackend.retry_policy (max_retries 20, interval_start 0,
+ * interval_step 1, interval_max 1): a write that meets a connection error
+ * is tried again. Used through Sentinels, where a failover makes the write
+ * land on a demoted master (READONLY) until the client has moved: the
+ * worker acks the task after this, so a result dropped here would be lost.
+ */
+const SENTINEL_RETRIES = 20
+
+async function retried<T>(op: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await op()
+    } catch (error) {
+      if (attempt >= SENTINEL_RETRIES || !isRedisConnectionError(error)) throw error
+      await new Promise((r) => setTimeout(r, Math.min(attempt, 1) * 1000))
+    }
+  }
+}
+
 export class RedisResultBackend implements ResultBackend {
   readonly displayUrl: string
   private readonly client: Redis
 
-  /** `ssl`: Celery's redis_backend_use_ssl; a `rediss://` URL's ssl_* parameters win. */
+  /**
+   * `ssl`: Celery's redis_backend_use_ssl; a `rediss://` URL's ssl_* parameters win.
+   * `sentinel`: result_backend_transport_options, for a sentinel:// URL.
+   */
   constructor(
     private readonly url: string,
     readonly codec: ResultCodec = JSON_RESULTS,
     ssl?: SslSettings | boolean | null,
+    sentinel?: SentinelSettings,
   ) {
     this.displayUrl = maskUrl(url)
-    this.clientOptions = redisUrlClientOptions(url, ssl)
+    this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
+    this.write = this.clientOptions.sentinels ? retried : (op) => op()
     this.client = new Redis({ ...this.clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
     this.client.on('error', (error: Error) => {
       this.lastError = error
     })
+    this.client.on('sentinelError', (error: Error) => {
+      this.lastSentinelError = error
+    })
   }
 
   private lastError: Error | undefined
+  private lastSentinelError: Error | undefined
   private readonly clientOptions: RedisClientOptions
+  private readonly write: <T>(op: () => Promise<T>) => Promise<T>
 
   private async ready(): Promise<void> {
     if (this.client.status !== 'wait') return
@@ -38,7 +68,7 @@ export class RedisResultBackend implements ResultBackend {
       await this.client.connect()
     } catch (error) {
       const cause = this.lastError ?? error
-      throw new BrokerConnectionError(`cannot connect to result backend ${this.displayUrl}: ${await explainRedisConnectFailure(cause, this.clientOptions)}`, { cause })
+      throw new BrokerConnectionError(`cannot connect to result backend ${this.displayUrl}: ${await explainRedisConnectFailure(cause, this.clientOptions, this.lastSentinelError)}`, { cause })
     }
   }
 
@@ -99,14 +129,14 @@ export class RedisResultBackend implements ResultBackend {
       }
     }
     const { body } = encodeStoredResult(metaJson, this.codec)
-    await this.client.multi().setex(key, RESULT_TTL_SECONDS, body).publish(key, body).exec()
+    await this.write(() => execOrThrow(this.client.multi().setex(key, RESULT_TTL_SECONDS, body).publish(key, body)))
   }
 
   async setChordSize(groupId: string, size: number): Promise<void> {
     await this.ready()
     const key = `${GROUP_PREFIX}${groupId}.s`
     // Celery's backend.set(): SETEX and a PUBLISH of the same value.
-    await this.client.multi().setex(key, RESULT_TTL_SECONDS, String(size)).publish(key, String(size)).exec()
+    await this.write(() => execOrThrow(this.client.multi().setex(key, RESULT_TTL_SECONDS, String(size)).publish(key, String(size))))
   }
 
   async chordPartReturn(groupId: string, groupIndex: number | null, part: string): Promise<string[] | null> {
@@ -149,4 +179,12 @@ export class RedisResultBackend implements ResultBackend {
   async close(): Promise<void> {
     this.client.disconnect()
   }
+}
+
+/** EXEC, failing on the first command error (ioredis reports those per command, not by rejecting). */
+async function execOrThrow(multi: ReturnType<Redis['multi']>): Promise<void> {
+  const replies = await multi.exec()
+  if (!replies) throw new Error('the transaction was discarded')
+  const failed = replies.find(([error]) => error)
+  if (failed) throw failed[0] as Error
 }

@@ -1,6 +1,7 @@
 // Sorts ioredis failures the way kombu's `get_redis_error_classes()` does:
 // connection errors (reconnect and retry) versus request errors (never retried).
 import { BrokerConnectionError, BrokerRequestError, TsqTransportError } from '../errors.js'
+import { isDemotedMasterError } from './sentinel.js'
 
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',
@@ -28,6 +29,8 @@ export function isConnectionError(error: unknown): boolean {
   if (code && CONNECTION_CODES.has(code)) return true
   if (error.name === 'MaxRetriesPerRequestError' || error.name === 'AbortError') return true
   if (/^(NOAUTH|WRONGPASS|LOADING|MASTERDOWN)/.test(error.message)) return true
+  // A master that is one no longer (a Sentinel failover): reconnect and retry, as redis-py's Sentinel connections do.
+  if (isDemotedMasterError(error)) return true
   return /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Connection is in subscriber mode/i.test(error.message)
 }
 

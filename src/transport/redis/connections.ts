@@ -19,6 +19,7 @@ export function createConnection(
 ): { conn: Redis; open(): Promise<void> } {
   let everReady = false
   let lastError: Error | undefined
+  let lastSentinelError: Error | undefined
   let closing = false
   const clientOptions = redisClientOptions(options)
   const conn = new Redis({
@@ -35,6 +36,10 @@ export function createConnection(
   })
   conn.on('error', (error: Error) => {
     lastError = error
+  })
+  // Through Sentinels: which Sentinel said what, for the first connect's one line.
+  conn.on('sentinelError', (error: Error) => {
+    lastSentinelError = error
   })
   conn.on('ready', () => {
     everReady = true
@@ -58,7 +63,7 @@ export function createConnection(
     } catch (error) {
       closing = true
       conn.disconnect()
-      const reason = await explainRedisConnectFailure(lastError ?? error, clientOptions)
+      const reason = await explainRedisConnectFailure(lastError ?? error, clientOptions, lastSentinelError)
       throw new BrokerConnectionError(`cannot connect to ${options.displayUrl}: ${reason}`, {
         cause: lastError ?? error,
       })

@@ -13,6 +13,7 @@ export type QueueOrderStrategy = 'round_robin' | 'priority' | 'sorted'
 export interface RedisLayoutOptions extends RedisKeyOptions {
   queueOrderStrategy?: QueueOrderStrategy
 }
+import { explainSentinelFailure, isSentinelUrl, parseSentinelUrl, sentinelClientOptions, type SentinelSettings, type SentinelTarget } from './sentinel.js'
 
 export interface RedisTransportOptions {
   /** Seconds an unacked message stays invisible before restore_visible returns it (kombu default 3600). */
@@ -29,6 +30,10 @@ export interface RedisTransportOptions {
   ssl?: SslSettings | boolean | null
   /** global_keyprefix, sep, priority_steps, fanout_prefix, fanout_patterns, queue_order_strategy. */
   layout?: RedisLayoutOptions
+  /** For a sentinel:// URL: master_name and sentinel_kwargs from the transport options. */
+  sentinel?: SentinelSettings
+  /** The setting `sentinel` came from, for the line that says master_name is missing. */
+  sentinelOptionsName?: string
 }
 
 export interface ResolvedRedisOptions {
@@ -39,6 +44,8 @@ export interface ResolvedRedisOptions {
   password: string | undefined
   /** TLS, from a `rediss://` URL or the setting; null for a plain connection. */
   tls: TlsPlan | null
+  /** A sentinel:// URL's Sentinels and master (host and port are then its first Sentinel's). */
+  sentinel?: SentinelTarget
   /** The URL without its password, for messages. */
   displayUrl: string
   visibilityTimeout: number
@@ -57,6 +64,7 @@ function positiveNumber(value: string, name: string, url: string): number {
 }
 
 export function resolveRedisOptions(url: string, options: RedisTransportOptions = {}): ResolvedRedisOptions {
+  if (isSentinelUrl(url)) return resolveSentinelOptions(url, options)
   const parsed = parseBrokerUrl(url)
   if (parsed.scheme !== 'redis' && parsed.scheme !== 'rediss') {
     throw new BadBrokerUrlError(`not a redis URL: ${maskUrl(url)}`)
@@ -65,10 +73,6 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
   if (dbText !== '' && !/^\d+$/.test(dbText)) {
     throw new BadBrokerUrlError(`redis database must be a number, got '${dbText}' in ${maskUrl(url)}`)
   }
-  const query = new URL(url).searchParams
-  const vtText = query.get('visibility_timeout')
-  const visibilityTimeout =
-    options.visibilityTimeout ?? (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : (options.defaultVisibilityTimeout ?? 3600))
   return {
     host: parsed.hostname,
     port: parsed.port ?? 6379,
@@ -76,17 +80,48 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
     username: parsed.username,
     password: parsed.password,
     tls: tlsPlan(url, options.ssl),
+    ...timings(url, new URL(url).searchParams, options, dbText === '' ? 0 : Number(dbText)),
+  }
+}
+
+function timings(url: string, query: URLSearchParams, options: RedisTransportOptions, db: number) {
+  const vtText = query.get('visibility_timeout')
+  const visibilityTimeout =
+    options.visibilityTimeout ?? (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : (options.defaultVisibilityTimeout ?? 3600))
+  return {
     displayUrl: maskUrl(url),
     visibilityTimeout,
     restoreIntervalMs: options.restoreIntervalMs ?? Math.min(10_000, Math.max(250, (visibilityTimeout * 1000) / 2)),
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connectionName: options.connectionName ?? `tsq-${process.pid}`,
-    keys: new RedisKeys(dbText === '' ? 0 : Number(dbText), options.layout),
+    keys: new RedisKeys(db, options.layout),
     queueOrderStrategy: options.layout?.queueOrderStrategy ?? 'round_robin',
   }
 }
 
-/** What any ioredis client of tsq's is given for `url`: host, port, db, credentials, TLS (key files read now). */
+/** A sentinel:// list: the master is found through the Sentinels at each connect. */
+function resolveSentinelOptions(url: string, options: RedisTransportOptions): ResolvedRedisOptions {
+  // TLS through Sentinels (kombu's SentinelManagedSSLConnection) is not built: say so rather than connect in the clear.
+  if (options.ssl) throw new BadBrokerUrlError(`${maskUrl(url)}: TLS (broker_use_ssl / redis_backend_use_ssl) is not supported with sentinel:// in tsq`)
+  const target = parseSentinelUrl(url, options.sentinel, options.sentinelOptionsName)
+  const first = url.split(';')[0]!.trim()
+  return {
+    host: target.sentinels[0]!.host,
+    port: target.sentinels[0]!.port,
+    db: target.db,
+    username: target.username,
+    password: target.password,
+    tls: null,
+    sentinel: target,
+    ...timings(url, new URL(first).searchParams, options, target.db),
+  }
+}
+
+/**
+ * What any ioredis client of tsq's is given for `url`: host, port, db,
+ * credentials, TLS (key files read now); for sentinel:// the Sentinels and
+ * master name instead of a host to connect to.
+ */
 export interface RedisClientOptions {
   host: string
   port: number
@@ -94,10 +129,14 @@ export interface RedisClientOptions {
   username: string | undefined
   password: string | undefined
   tls?: ConnectionOptions
+  /** Set for sentinel://: the master's name (ioredis `name`), with `sentinels` and its Sentinel options. */
+  name?: string
+  sentinels?: Array<{ host: string; port: number }>
 }
 
-export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' | 'port' | 'db' | 'username' | 'password' | 'tls' | 'displayUrl'>): RedisClientOptions {
+export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' | 'port' | 'db' | 'username' | 'password' | 'tls' | 'displayUrl' | 'sentinel'>): RedisClientOptions {
   const { host, port, db, username, password } = resolved
+  if (resolved.sentinel) return { host, port, ...sentinelClientOptions(resolved.sentinel) }
   return { host, port, db, username, password, ...(resolved.tls ? { tls: tlsConnectOptions(resolved.tls, host, resolved.displayUrl) } : {}) }
 }
 
@@ -106,8 +145,8 @@ export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' |
  * its setting (redis_backend_use_ssl, or broker_use_ssl for the broker's own
  * Redis), in one place so every Redis URL reads TLS alike.
  */
-export function redisUrlClientOptions(url: string, ssl?: SslSettings | boolean | null): RedisClientOptions {
-  return redisClientOptions(resolveRedisOptions(url, { ssl }))
+export function redisUrlClientOptions(url: string, ssl?: SslSettings | boolean | null, sentinel?: { settings?: SentinelSettings; optionsName: string }): RedisClientOptions {
+  return redisClientOptions(resolveRedisOptions(url, { ssl, sentinel: sentinel?.settings, sentinelOptionsName: sentinel?.optionsName }))
 }
 
 /**
@@ -115,7 +154,10 @@ export function redisUrlClientOptions(url: string, ssl?: SslSettings | boolean |
  * when there is one (probing again after a bare reset, see probeTlsRefusal),
  * else the driver's message.
  */
-export async function explainRedisConnectFailure(error: unknown, client: RedisClientOptions): Promise<string> {
+export async function explainRedisConnectFailure(error: unknown, client: RedisClientOptions, lastSentinelError?: Error): Promise<string> {
+  if (client.sentinels && client.name) {
+    return explainSentinelFailure(error, { sentinels: client.sentinels, masterName: client.name }, lastSentinelError)
+  }
   const tls = describeTlsFailure(error)
   if (tls) return tls
   if (client.tls && isTlsReset(error)) {

@@ -30,6 +30,7 @@ import { FanoutConsumer, FanoutHub } from './fanout.js'
 import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
+import { retryWhileDemoted } from './sentinel.js'
 import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
@@ -173,7 +174,8 @@ export class RedisTransport implements Transport {
 
   private async guard<T>(where: string, run: () => Promise<T>): Promise<T> {
     try {
-      return await run()
+      // Through Sentinels a failover refuses commands for a moment; those are safe to send again.
+      return await (this.options.sentinel ? retryWhileDemoted(run) : run())
     } catch (error) {
       throw classifyRedisError(error, where, this.displayUrl)
     }
