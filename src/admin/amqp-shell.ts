@@ -21,12 +21,20 @@ interface ArgSpec {
 
 type ArgValues = Record<string, string | boolean | number>
 
+/** What a command printed (Celery's lines) and the same as data, for --json. */
+export interface AmqpResult {
+  lines: string[]
+  data: Record<string, unknown>
+}
+
 interface AmqpCommand {
   args: ArgSpec[]
-  run(admin: BrokerAdmin, a: ArgValues): Promise<string[]>
+  run(admin: BrokerAdmin, a: ArgValues): Promise<AmqpResult>
 }
 
 const OK = 'OK'
+const ok = (): AmqpResult => ({ lines: [OK], data: { ok: true } })
+const deleted = (count: number): AmqpResult => ({ lines: [`${count} messages deleted.`, OK], data: { messageCount: count } })
 const str = (name: string, fallback?: string): ArgSpec => ({ name, kind: 'str', ...(fallback !== undefined ? { default: fallback } : {}) })
 const bool = (name: string, fallback?: boolean): ArgSpec => ({ name, kind: 'bool', ...(fallback !== undefined ? { default: fallback } : {}) })
 
@@ -36,6 +44,11 @@ const b = (a: ArgValues, name: string): boolean => a[name] as boolean
 /** Celery's `dump_message`: the body decoded as py-amqp's auto_decode does, then pprint. */
 export function dumpMessage(message: GotMessage | null): string {
   if (!message) return 'No messages in queue. basic.publish something.'
+  return pformat(messageData(message, true))
+}
+
+/** The message as Celery's dump_message builds it; `forPython`: bytes stay bytes (for pprint), else base64 (for JSON). */
+function messageData(message: GotMessage, forPython: boolean): Record<string, unknown> {
   const encoding = message.properties.content_encoding
   let body: string | Uint8Array = message.body
   if (typeof encoding === 'string' && /^(utf-?8|ascii|us-ascii)$/i.test(encoding)) {
@@ -45,8 +58,8 @@ export function dumpMessage(message: GotMessage | null): string {
       // Not text after all: py-amqp keeps the bytes too.
     }
   }
-  return pformat({
-    body: body instanceof Buffer ? new Uint8Array(body) : body,
+  return {
+    body: typeof body === 'string' ? body : forPython ? new Uint8Array(body) : { base64: Buffer.from(body).toString('base64') },
     properties: message.properties,
     delivery_info: {
       delivery_tag: message.deliveryTag,
@@ -55,7 +68,7 @@ export function dumpMessage(message: GotMessage | null): string {
       redelivered: message.redelivered,
       routing_key: message.routingKey,
     },
-  })
+  }
 }
 
 export const AMQP_COMMANDS: Readonly<Record<string, AmqpCommand>> = {
@@ -63,14 +76,14 @@ export const AMQP_COMMANDS: Readonly<Record<string, AmqpCommand>> = {
     args: [str('exchange'), str('type'), bool('passive', false), bool('durable', false), bool('auto_delete', false)],
     run: async (admin, a) => {
       await admin.exchangeDeclare(s(a, 'exchange'), s(a, 'type'), { passive: b(a, 'passive'), durable: b(a, 'durable'), autoDelete: b(a, 'auto_delete') })
-      return [OK]
+      return ok()
     },
   },
   'exchange.delete': {
     args: [str('exchange'), bool('if_unused')],
     run: async (admin, a) => {
       await admin.exchangeDelete(s(a, 'exchange'), b(a, 'if_unused'))
-      return [OK]
+      return ok()
     },
   },
   'queue.bind': {
@@ -78,40 +91,43 @@ export const AMQP_COMMANDS: Readonly<Record<string, AmqpCommand>> = {
     args: [str('queue'), str('exchange'), str('routing_key', '')],
     run: async (admin, a) => {
       await admin.queueBind(s(a, 'queue'), s(a, 'exchange'), s(a, 'routing_key'))
-      return [OK]
+      return ok()
     },
   },
   'queue.declare': {
     args: [str('queue'), bool('passive', false), bool('durable', false), bool('auto_delete', false)],
     run: async (admin, a) => {
       const ok = await admin.queueDeclare(s(a, 'queue'), { passive: b(a, 'passive'), durable: b(a, 'durable'), autoDelete: b(a, 'auto_delete') })
-      return [`queue:${ok.queue} messages:${ok.messageCount} consumers:${ok.consumerCount}`, OK]
+      return { lines: [`queue:${ok.queue} messages:${ok.messageCount} consumers:${ok.consumerCount}`, OK], data: { ...ok } }
     },
   },
   'queue.delete': {
     args: [str('queue'), bool('if_unused', false), bool('if_empty', false)],
-    run: async (admin, a) => [`${await admin.queueDelete(s(a, 'queue'), { ifUnused: b(a, 'if_unused'), ifEmpty: b(a, 'if_empty') })} messages deleted.`, OK],
+    run: async (admin, a) => deleted(await admin.queueDelete(s(a, 'queue'), { ifUnused: b(a, 'if_unused'), ifEmpty: b(a, 'if_empty') })),
   },
   'queue.purge': {
     args: [str('queue')],
-    run: async (admin, a) => [`${await admin.queuePurge(s(a, 'queue'))} messages deleted.`, OK],
+    run: async (admin, a) => deleted(await admin.queuePurge(s(a, 'queue'))),
   },
   'basic.get': {
     args: [str('queue'), bool('no_ack', false)],
-    run: async (admin, a) => [dumpMessage(await admin.basicGet(s(a, 'queue'), b(a, 'no_ack'))), OK],
+    run: async (admin, a) => {
+      const message = await admin.basicGet(s(a, 'queue'), b(a, 'no_ack'))
+      return { lines: [dumpMessage(message), OK], data: { message: message && messageData(message, false) } }
+    },
   },
   'basic.publish': {
     args: [str('msg'), str('exchange'), str('routing_key'), bool('mandatory', false), bool('immediate', false)],
     run: async (admin, a) => {
       await admin.basicPublish(s(a, 'msg'), s(a, 'exchange'), s(a, 'routing_key'), { mandatory: b(a, 'mandatory'), immediate: b(a, 'immediate') })
-      return [OK]
+      return ok()
     },
   },
   'basic.ack': {
     args: [{ name: 'delivery_tag', kind: 'int' }],
     run: async (admin, a) => {
       await admin.basicAck(a.delivery_tag as number)
-      return [OK]
+      return ok()
     },
   },
 }
@@ -169,8 +185,8 @@ export function parseAmqpCommand(words: readonly string[]): { name: string; comm
   return { name, command, values }
 }
 
-/** Runs one command line; returns the lines Celery prints for it. */
-export async function runAmqpCommand(admin: BrokerAdmin, words: readonly string[]): Promise<string[]> {
+/** Runs one command line; returns the lines Celery prints for it, and the same as data. */
+export async function runAmqpCommand(admin: BrokerAdmin, words: readonly string[]): Promise<AmqpResult> {
   const { command, values } = parseAmqpCommand(words)
   return command.run(admin, values)
 }

@@ -8,7 +8,13 @@ import { UsageError } from '../cli/errors.js'
 import { createBrokerAdmin } from '../transport/admin.js'
 
 export interface AmqpOutput {
+  command?: string
+  /** Celery's lines. */
   lines: string[]
+  /** The same as data (queue.declare's counts, basic.get's message with its body as text or base64). */
+  result?: Record<string, unknown>
+  /** repl: how many commands failed. */
+  failures?: number
 }
 
 export default class Amqp extends TsqCommand<AmqpOutput> {
@@ -44,33 +50,33 @@ export default class Amqp extends TsqCommand<AmqpOutput> {
       if (!quiet) this.log(line)
     }
     const admin = await createBrokerAdmin(config.brokerUrl, config.transportSettings)
-    const lines: string[] = []
     try {
       // Celery's own two lines, so a script reading `celery amqp` output sees the same.
       say(`-> connecting to ${admin.displayUrl}.`)
       await admin.connect()
       say('-> connected.')
       if (!repl) {
-        for (const line of await runAmqpCommand(admin, words)) {
-          lines.push(line)
-          say(line)
-        }
-        return { lines }
+        const { lines, data } = await runAmqpCommand(admin, words)
+        for (const line of lines) say(line)
+        return { command: words[0]!, lines, result: data }
       }
+      const json = this.jsonEnabled()
       const failures = await runAmqpRepl({
         input: process.stdin,
         output: process.stdout,
         run: async (line) => {
-          const out = await runAmqpCommand(admin, line)
-          lines.push(...out)
-          return quiet ? [] : out
+          const { lines, data } = await runAmqpCommand(admin, line)
+          // Under --json, one document a command, so a script reads the session line by line.
+          if (json) return [JSON.stringify({ command: line[0], lines, result: data })]
+          return flags.quiet ? [] : lines
         },
         reportError: (err) => process.stderr.write(`ERROR: ${err.message.split('\n')[0]}\n`),
         historyFile: process.env.TSQ_AMQP_HISTORY ?? join(homedir(), '.tsq_amqp_history'),
         help: `Commands:\n  ${AMQP_COMMAND_NAMES.map(amqpUsage).join('\n  ')}\n  exit`,
       })
       if (failures > 0) process.exitCode = 1
-      return { lines }
+      // Under --json the session ends with a summary document after the per-command ones.
+      return { lines: [], failures }
     } finally {
       await admin.close()
     }

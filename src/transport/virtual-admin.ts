@@ -9,7 +9,7 @@ import { resolve } from 'node:path'
 import type { BindingRow, BrokerAdmin, DeclareFlags, GotMessage, QueueDeclared } from './admin.js'
 import { BrokerRequestError } from './errors.js'
 import { createTransport, defaultFileBrokerDir, type TransportSettings } from './registry.js'
-import type { Consumer, Delivery, ExchangeType, MessageProperties, Transport } from './transport.js'
+import type { Delivery, ExchangeType, MessageProperties, Transport } from './transport.js'
 import { parseBrokerUrl } from './url.js'
 
 /** What the Transport contract does not say about a virtual broker's layout. */
@@ -183,28 +183,23 @@ export class VirtualAdmin implements BrokerAdmin {
   }
 
   private async takeOne(queue: string): Promise<Delivery | null> {
-    let consumer: Consumer | null = null
     let taken: Delivery | null = null
+    let arrived: () => void = () => undefined
+    const first = new Promise<void>((resolve) => (arrived = resolve))
+    const consumer = await this.transport.consume(
+      queue,
+      async (delivery) => {
+        // A second delivery before the cancel goes straight back.
+        if (taken) return delivery.reject({ requeue: true })
+        taken = delivery
+        arrived()
+      },
+      { prefetch: 1 },
+    )
     let timer: NodeJS.Timeout | undefined
-    const first = new Promise<void>((done) => {
-      timer = setTimeout(done, GET_WAIT_MS)
-      void this.transport
-        .consume(
-          queue,
-          async (delivery) => {
-            if (taken) return delivery.reject({ requeue: true })
-            taken = delivery
-            done()
-          },
-          { prefetch: 1 },
-        )
-        .then((c) => {
-          consumer = c
-        }, done)
-    })
-    await first
+    await Promise.race([first, new Promise<void>((resolve) => (timer = setTimeout(resolve, GET_WAIT_MS)))])
     clearTimeout(timer)
-    await (consumer as Consumer | null)?.cancel()
+    await consumer.cancel()
     return taken
   }
 

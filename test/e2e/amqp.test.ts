@@ -1,3 +1,4 @@
+// tsq-test: slow
 // `tsq amqp` (issue 26 item 1) side by side with `python3 -m celery amqp`:
 // on RabbitMQ the same calls print the same lines; where Celery's exits 0 on
 // an error, tsq's prints one line and exits non-zero; on Redis tsq's
@@ -137,7 +138,9 @@ describe('tsq amqp on RabbitMQ, side by side with celery amqp', { skip: amqpSkip
     screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
     const exited = new Promise<number | null>((resolve) => screen.once('exit', (code) => resolve(code)))
     try {
-      await waitFor(() => output.includes('-> connected.'), { what: 'the connected line', timeoutMs: 30_000 })
+      // Typing before the prompt would meet the terminal still in line mode, which holds a Tab until Enter.
+      const afterConnected = () => output.slice(output.indexOf('-> connected.') + '-> connected.'.length)
+      await waitFor(() => output.includes('-> connected.') && afterConnected().includes('> '), { what: 'the prompt', timeoutMs: 30_000 })
       // Key by key, as typed: readline takes a chunk with a Tab in it for a paste and does not complete it.
       screen.stdin.write('queue.decl')
       await waitFor(() => output.includes('queue.decl'), { what: 'the typed word echoed', timeoutMs: 20_000 })
@@ -210,5 +213,8 @@ describe('tsq amqp on file://', () => {
     ])
     assert.match(r.stdout, /'routing_key': 'a\.b'/)
     assert.match(r.stdout, /0 messages deleted\.\nOK\nOK\n$/)
+    const json = await tsqAmqp(broker, ['queue.declare', 'jq', '--json'])
+    assert.equal(json.code, 0, json.stderr)
+    assert.deepEqual(JSON.parse(json.stdout), { command: 'queue.declare', lines: ['queue:jq messages:0 consumers:0', 'OK'], result: { queue: 'jq', messageCount: 0, consumerCount: 0 } })
   })
 })
