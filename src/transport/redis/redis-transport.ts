@@ -33,6 +33,7 @@ import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOpti
 import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
+import { PublishBatcher } from './publish-batch.js'
 
 /**
  * Most messages one claim takes at once. Taking what the prefetch window has
@@ -81,6 +82,7 @@ export class RedisTransport implements Transport {
   private restoreTimer: NodeJS.Timeout | undefined
   private restoring = false
   private readonly down = new Set<ConnectionRole>()
+  private readonly publishes = new PublishBatcher(() => this.cmd!)
   /** Parking lots (parking.ts): the events bus's retries and archives. */
   readonly parking: Parking = new RedisParking(
     async () => (await this.ready()).cmd,
@@ -236,7 +238,7 @@ export class RedisTransport implements Transport {
     const step = priorityStep(message.properties.priority)
     await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, async () => {
       if (!exchange) {
-        await cmd.lpush(listKey(routingKey, step), encode())
+        await this.publishes.push(listKey(routingKey, step), encode())
         return
       }
       if ((await router.resolveType(exchange)) === 'fanout') {
