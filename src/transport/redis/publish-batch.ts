@@ -17,6 +17,7 @@ const MAX_BATCH = 1000
 export class PublishBatcher {
   private pending: Pending[] = []
   private scheduled = false
+  private readonly inFlight = new Set<Promise<unknown>>()
 
   constructor(private readonly conn: () => Redis) {}
 
@@ -32,7 +33,18 @@ export class PublishBatcher {
     })
   }
 
+  /**
+   * Sends what waits for the next turn now, and settles once Redis has
+   * answered every publish made so far: a close must not QUIT ahead of the
+   * sends started just before it.
+   */
+  async drain(): Promise<void> {
+    if (this.pending.length) this.flush()
+    await Promise.allSettled([...this.inFlight])
+  }
+
   private flush(): void {
+    if (this.pending.length === 0) return
     this.scheduled = false
     const batch = this.pending
     this.pending = []
@@ -42,12 +54,12 @@ export class PublishBatcher {
   private send(batch: Pending[]): void {
     if (batch.length === 1) {
       const only = batch[0]!
-      this.conn().lpush(only.key, only.payload).then(() => only.resolve(), only.reject)
+      this.track(this.conn().lpush(only.key, only.payload).then(() => only.resolve(), only.reject))
       return
     }
     const pipeline = this.conn().pipeline()
     for (const p of batch) pipeline.lpush(p.key, p.payload)
-    pipeline.exec().then(
+    this.track(pipeline.exec().then(
       (results) => {
         batch.forEach((p, i) => {
           const error = results?.[i]?.[0]
@@ -59,6 +71,11 @@ export class PublishBatcher {
       (error: unknown) => {
         for (const p of batch) p.reject(error)
       },
-    )
+    ))
+  }
+
+  private track(sent: Promise<unknown>): void {
+    this.inFlight.add(sent)
+    void sent.finally(() => this.inFlight.delete(sent))
   }
 }

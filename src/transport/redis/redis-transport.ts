@@ -441,6 +441,7 @@ export class RedisTransport implements Transport {
     await this.connecting?.catch(() => undefined)
     const wasOpen = this.state === 'open'
     this.state = 'closing'
+    if (wasOpen) await this.publishes.drain()
     clearInterval(this.restoreTimer)
     for (const consumer of this.consumers.all()) {
       consumer.cancelled = true
