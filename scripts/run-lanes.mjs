@@ -21,7 +21,8 @@ const BASE_AMQP = process.env.TSQ_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1
 const BASE_REDIS = process.env.TSQ_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
 // Redis databases per lane: [broker, events bus]. Lane 0 keeps the defaults the
 // tests use when run by hand; 8-13 and 15 are left to test files that pick their own.
-const LANE_REDIS_DBS = [[0, 7], [2, 6], [4, 5]]
+// A fourth lane (LANES=4) takes 3 and 14, which helpers use for debugging by hand.
+const LANE_REDIS_DBS = [[0, 7], [2, 6], [4, 5], [3, 14]]
 const FILE_TIMEOUT_MS = Number(process.env.TSQ_TEST_FILE_TIMEOUT_MS ?? 20 * 60_000)
 
 function testFiles(paths) {
@@ -106,7 +107,10 @@ function runFile(file, env, label) {
 
 const files = testFiles(process.argv.slice(2))
 const exclusive = files.filter((f) => /^\/\/ tsq-test: exclusive\b/m.test(readFileSync(f, 'utf8')))
-const shared = files.filter((f) => !exclusive.includes(f))
+// Files that say `// tsq-test: slow` (they start clusters or run for minutes) go first, so the
+// lanes end together instead of one lane starting a long file when the others are done.
+const slow = (f) => /^\/\/ tsq-test: slow\b/m.test(readFileSync(f, 'utf8'))
+const shared = files.filter((f) => !exclusive.includes(f)).sort((a, b) => Number(slow(b)) - Number(slow(a)))
 let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 3), LANE_REDIS_DBS.length))
 const vhosts = []
 for (let lane = 0; lane < lanes; lane += 1) {

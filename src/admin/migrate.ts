@@ -5,7 +5,7 @@
 // Redis and file), so a migrate killed at any point loses nothing: what it
 // held unacked goes back to the source, and at most the messages in flight
 // (the prefetch window) arrive twice.
-import type { Delivery, Transport } from '../transport/index.js'
+import { BrokerRequestError, type Delivery, type Transport } from '../transport/index.js'
 
 export interface QueueRoute {
   from: string
@@ -85,6 +85,8 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   let total: number | null = 0
   for (const q of o.queues) {
     const status = o.source.checkQueue ? await o.source.checkQueue(q.from) : null
+    // Said here, naming the broker, rather than as the consumer's 404 (RabbitMQ) or a bare `no queue` (file://).
+    if (o.source.checkQueue && status === null) throw new BrokerRequestError('NOT_FOUND', `no queue '${q.from}' on ${o.source.displayUrl}`)
     if (status === null || total === null) total = status === null ? null : total
     else total += status.messageCount
   }

@@ -5,18 +5,18 @@ import type { TaskLockOptions } from '../locks/lock-id.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
-import { createTransport, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, LamportClock, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { createResultBackend, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
-import { DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
+import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
+import { publishRetryPolicy } from './publish-retry.js'
 import { AppControl } from './control.js'
 import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
 import { queueDefinition, queueSettings, type QueueSettings } from './queues.js'
-import { checkTransportOptions } from './transport-options.js'
 import { annotationsFor } from './annotations.js'
-import type { RetryOptions, TaskContext } from './task-context.js'
+import { runningTask, type RetryOptions, type TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 import { closeLockStores } from '../locks/index.js'
 import { withAppLock, type AppLockOptions, type Lease } from './app-lock.js'
@@ -181,7 +181,7 @@ export class Task {
     const priority = this.app.options.conf?.task_default_priority
     return this.app.sendTask(this.name, args, kwargs, {
       queue: this.options.queue,
-      ...(typeof priority === 'number' ? { priority } : {}),
+      priority: typeof priority === 'number' ? priority : undefined,
       timeLimit: this.options.timeLimit ?? null,
       softTimeLimit: this.options.softTimeLimit ?? null,
       ignoreResult: this.options.ignoreResult,
@@ -274,6 +274,8 @@ export class App {
   private transportPromise: Promise<Transport> | undefined
   private backendPromise: Promise<ResultBackend> | undefined
   private rpcReplyTo: string | undefined
+  /** The Lamport clock of the events this app sends (task-sent), as Celery's app.clock. */
+  private readonly clock = new LamportClock()
   private security: LoadedSecurity | undefined
   private allowedSerializers: string[] | undefined
 
@@ -297,10 +299,7 @@ export class App {
 
   /** Celery's broker settings in `conf`, as far as tsq's transports take them (TLS, login method, Redis's visibility_timeout); the other transport options are checked at start-up (settings.ts). */
   get transportSettings(): TransportSettings {
-    const { visibilityTimeout } = checkTransportOptions(this.options.conf?.broker_transport_options)
-    const settings = transportSettingsFromConf(this.options.conf ?? {})
-    if (visibilityTimeout !== undefined) settings.visibilityTimeout = visibilityTimeout
-    return settings
+    return transportSettingsFromConf(this.options.conf ?? {})
   }
 
   /** Celery's redis_backend_use_ssl in `conf`. */
@@ -358,14 +357,25 @@ export class App {
   /**
    * A send's queue, exchange and routing key: the ones given, else the task's
    * route; with the app's queue definitions, so the queue is declared as
-   * task_queues says.
+   * task_queues says; and how every send of this app publishes
+   * (task_publish_retry_policy, task_send_sent_event).
    */
-  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode'> {
+  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent'> {
     const settings = this.queueSettings
     return {
       ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName)),
       resolveQueue: (name) => queueDefinition(settings, name),
       deliveryMode: settings.defaultDeliveryMode,
+      ...this.publishing(),
+    }
+  }
+
+  /** How this app's sends publish, the worker's follow-ups too: task_publish_retry_policy and task_send_sent_event. */
+  publishing(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'> {
+    const conf = this.options.conf ?? {}
+    return {
+      retryPolicy: publishRetryPolicy(conf),
+      ...(conf.task_send_sent_event === true ? { sentEvent: { hostname: clientOrigin(), clock: this.clock } } : {}),
     }
   }
 
@@ -387,6 +397,8 @@ export class App {
       appBroker: this.options.broker ?? str(conf.broker_url),
       appResultBackend: this.options.resultBackend ?? str(conf.result_backend),
       timezone: this.overrides.timezone ?? str(conf.timezone),
+      appBrokerRead: str(conf.broker_read_url),
+      appBrokerWrite: str(conf.broker_write_url),
     })
   }
 
@@ -413,10 +425,10 @@ export class App {
     this.controlCommands.set(name, { kind: options.kind ?? 'control', handler })
   }
 
-  /** The producer connection, opened on first send. */
+  /** The producer connection, opened on first send: to broker_write_url when the conf has one (Celery's connection_for_write). */
   async transport(): Promise<Transport> {
     this.transportPromise ??= (async () => {
-      const t = await createTransport(this.config.brokerUrl, this.transportSettings)
+      const t = await createTransport(this.config.brokerWriteUrl, this.transportSettings)
       await t.connect()
       return t
     })()
@@ -450,6 +462,17 @@ export class App {
     if (eagerTask) return applyAsyncEagerly(this, eagerTask, args, kwargs, options)
     const transport = await this.transport()
     const { link, linkError, ...rest } = options
+    // Celery's send_task inside a running task: the task is the parent, and with
+    // task_inherit_parent_priority its priority is the default. Task.applyAsync
+    // always passes a priority key (Celery's exec options carry one, None when
+    // unset), so there, as in Celery 5.2.6, only send_task inherits.
+    const parent = runningTask()
+    if (parent) {
+      rest.rootId ??= parent.rootId ?? parent.id
+      rest.parentId ??= parent.id
+      const parentPriority = parent.deliveryInfo?.priority
+      if (this.conf.task_inherit_parent_priority === true && !('priority' in options) && typeof parentPriority === 'number') rest.priority = parentPriority
+    }
     const embed: Partial<TaskEmbed> = {}
     if (link) embed.callbacks = (Array.isArray(link) ? link : [link]) as TaskEmbed['callbacks']
     if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']

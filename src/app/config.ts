@@ -1,6 +1,7 @@
 // Configuration precedence lives here and only here: flags > TSQ_* env >
 // CELERY_* env > defaults. Flags never read the environment themselves.
 import { defaultFileBrokerUrl, type SslSettings, type TransportSettings } from '../transport/index.js'
+import { checkTransportOptions } from './transport-options.js'
 
 export interface ConfigInput {
   broker?: string
@@ -10,6 +11,9 @@ export interface ConfigInput {
   appResultBackend?: string
   /** The zone crontab entries are read in (IANA name). */
   timezone?: string
+  /** broker_read_url / broker_write_url from the app's conf. */
+  appBrokerRead?: string
+  appBrokerWrite?: string
 }
 
 export interface ResolvedConfig {
@@ -19,6 +23,13 @@ export interface ResolvedConfig {
   resultBackend: string | undefined
   /** flag > TSQ_TIMEZONE > UTC. */
   timezone: string
+  /**
+   * Celery's broker_read_url and broker_write_url: what a worker consumes from,
+   * and what every sender publishes to. As in Celery (app/utils.py Settings),
+   * CELERY_BROKER_READ_URL > conf > the broker above, even when -b gave that.
+   */
+  brokerReadUrl: string
+  brokerWriteUrl: string
 }
 
 function firstSet(...values: Array<string | undefined>): string | undefined {
@@ -49,7 +60,9 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
   // so `tsq call` then `tsq result` work on a fresh machine with no flags.
   if (resultBackend === undefined && brokerUrl.startsWith('file://')) resultBackend = brokerUrl
   const timezone = firstSet(input.timezone, env.TSQ_TIMEZONE) ?? 'UTC'
-  return { brokerUrl, brokerSource, resultBackend, timezone }
+  const brokerReadUrl = firstSet(env.CELERY_BROKER_READ_URL, input.appBrokerRead) ?? brokerUrl
+  const brokerWriteUrl = firstSet(env.CELERY_BROKER_WRITE_URL, input.appBrokerWrite) ?? brokerUrl
+  return { brokerUrl, brokerSource, resultBackend, timezone, brokerReadUrl, brokerWriteUrl }
 }
 
 /** A Celery setting from the app's conf that must be a positive number (seconds): the number, or null when it is not one. */
@@ -65,11 +78,13 @@ function sslSetting(value: unknown, name: string): SslSettings | boolean | null 
   throw Object.assign(new Error(`${name} must be true or an object of ca_certs, certfile, keyfile, cert_reqs`), { code: 'CONFIG' })
 }
 
-/** What a transport takes from Celery's conf: broker_transport_options.visibility_timeout, broker_use_ssl, broker_login_method. */
+/** What a transport takes from Celery's conf: broker_transport_options (visibility_timeout, Redis's key layout), broker_use_ssl, broker_login_method. */
 export function transportSettingsFromConf(conf: Record<string, unknown>): TransportSettings {
   const settings: TransportSettings = {}
-  const vt = positiveSetting((conf.broker_transport_options as { visibility_timeout?: unknown } | undefined)?.visibility_timeout)
-  if (vt !== null) settings.visibilityTimeout = vt
+  // Values refused here stop a worker or beat at start-up (settings.ts); a client takes what it can read.
+  const { visibilityTimeout, redisLayout } = checkTransportOptions(conf.broker_transport_options)
+  if (visibilityTimeout !== undefined) settings.visibilityTimeout = visibilityTimeout
+  if (Object.keys(redisLayout).length > 0) settings.redisLayout = redisLayout
   const ssl = sslSetting(conf.broker_use_ssl, 'broker_use_ssl')
   if (ssl !== null) settings.ssl = ssl
   if (typeof conf.broker_login_method === 'string' && conf.broker_login_method) settings.loginMethod = conf.broker_login_method

@@ -146,8 +146,8 @@ function stringSetting(value: unknown): string | undefined {
 }
 
 /** The config module's broker and result backend, as loadConfig's app layer takes them. */
-export function configModuleUrls(settings: ConfigSettings): { appBroker?: string; appResultBackend?: string } {
-  return { appBroker: stringSetting(settings.broker_url), appResultBackend: stringSetting(settings.result_backend) }
+export function configModuleUrls(settings: ConfigSettings): { appBroker?: string; appResultBackend?: string; appBrokerRead?: string; appBrokerWrite?: string } {
+  return { appBroker: stringSetting(settings.broker_url), appResultBackend: stringSetting(settings.result_backend), appBrokerRead: stringSetting(settings.broker_read_url), appBrokerWrite: stringSetting(settings.broker_write_url) }
 }
 
 /**

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os'
-import { encodeTaskV2With, type BodyEncoder, type TaskSendOptions } from '../protocol/index.js'
-import type { Transport } from '../transport/index.js'
+import { buildEvent, encodeEvent, encodeTaskV2With, orderEventFields, utcoffsetHours, type BodyEncoder, type TaskSendOptions } from '../protocol/index.js'
+import type { LamportClock, Transport } from '../transport/index.js'
 import type { AppSignals } from './app-signals.js'
+import { declareEventExchange, EVENT_EXCHANGE } from './event-receiver.js'
+import { withPublishRetry, type PublishRetryPolicy } from './publish-retry.js'
 import { declareTaskQueue, type QueueDefinition } from './queues.js'
 
 export const DEFAULT_QUEUE = 'celery'
@@ -16,6 +18,10 @@ export interface SendTaskOptions extends Omit<TaskSendOptions, 'origin'> {
   resolveQueue?: (name: string) => QueueDefinition
   /** task_default_delivery_mode, when the queue's exchange names none: 1 transient, 2 persistent. */
   deliveryMode?: 1 | 2
+  /** task_publish_retry_policy (null: task_publish_retry off): a publish cut by a lost connection is tried again. */
+  retryPolicy?: PublishRetryPolicy | null
+  /** task_send_sent_event: after the publish, a task-sent event from this node name, on this clock. */
+  sentEvent?: { hostname: string; clock: LamportClock }
 }
 
 /** `gen<pid>@<host>`: the origin Celery stamps on tasks sent from outside a worker. */
@@ -36,7 +42,7 @@ const JSON_BODY: BodyEncoder = { serializer: 'json' }
 
 export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
   const queue = options.queue ?? DEFAULT_QUEUE
-  const { resolveQueue, deliveryMode: defaultDeliveryMode, ...encodeOptions } = options
+  const { resolveQueue, deliveryMode: defaultDeliveryMode, retryPolicy, sentEvent, ...encodeOptions } = options
   const message = encodeTaskV2With(name, { ...encodeOptions, origin: options.origin ?? clientOrigin() }, encoder)
   let exchange = ''
   let routingKey = queue
@@ -46,7 +52,7 @@ export async function sendTask(transport: Transport, name: string, options: Send
     routingKey = options.routingKey ?? queue
   } else {
     const definition = resolveQueue?.(queue)
-    await declareTaskQueue(transport, queue, definition)
+    await withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
     if (definition) {
       deliveryMode = definition.deliveryMode ?? deliveryMode
       // Celery's send_task_message: a direct exchange becomes the default
@@ -61,7 +67,7 @@ export async function sendTask(transport: Transport, name: string, options: Send
   const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   const body = announce ? message.value : undefined
   if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
-  await transport.publish(exchange, routingKey, {
+  await withPublishRetry(retryPolicy, () => transport.publish(exchange, routingKey, {
     body: message.body,
     properties: {
       contentType: message.contentType,
@@ -73,7 +79,20 @@ export async function sendTask(transport: Transport, name: string, options: Send
       replyTo: message.properties.replyTo,
       ...(message.properties.expiration !== undefined ? { expiration: message.properties.expiration } : {}),
     },
-  })
+  }))
+  if (sentEvent) {
+    const h = message.headers as unknown as Record<string, unknown>
+    // Celery's as_task_v2 sent_event, then send_task_message's queue, exchange and routing key.
+    const fields = { uuid: h.id, root_id: h.root_id, parent_id: h.parent_id, name: h.task, args: h.argsrepr, kwargs: h.kwargsrepr, retries: h.retries, eta: h.eta, expires: h.expires, queue: options.exchange ? (options.queue ?? null) : queue, exchange, routing_key: routingKey }
+    const event = buildEvent('task-sent', orderEventFields('task-sent', fields), { hostname: sentEvent.hostname, utcoffset: utcoffsetHours(), pid: process.pid, clock: sentEvent.clock.forward(), timestamp: Date.now() / 1000 })
+    await withPublishRetry(retryPolicy, async () => {
+      await declareEventExchange(transport)
+      await transport.publish(EVENT_EXCHANGE, 'task.sent', {
+        body: Buffer.from(encodeEvent(event), 'utf8'),
+        properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { hostname: sentEvent.hostname }, deliveryMode: 1, priority: 0 },
+      })
+    })
+  }
   if (announce) signals.send('after_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown> })
   return message.properties.correlationId
 }

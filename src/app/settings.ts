@@ -13,6 +13,7 @@
 
 import { annotationRefusals } from './annotations.js'
 import { checkTransportOptions } from './transport-options.js'
+import { publishRetryPolicyRefusal } from './publish-retry.js'
 import { queueSettings } from './queues.js'
 
 export type SettingStatus = 'honoured' | 'refused' | 'not-applicable'
@@ -67,10 +68,10 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   beat_schedule_filename: refused('celerybeat-schedule', 'Celery\'s shelve file; tsq\'s file store is JSON, given by -s/--schedule'),
   beat_sync_every: na(0, 'tsq\'s stores write each entry\'s run when it happens, so there is nothing to batch'),
   broker_url: honoured(null, 'the broker (app/config.ts): -b > TSQ_BROKER_URL > CELERY_BROKER_URL > conf', { env: 'CELERY_BROKER_URL', flag: '-b/--broker' }),
-  broker_read_url: refused(null, 'tsq reads and writes through one broker_url; a separate read URL would split consumers from publishers'),
-  broker_write_url: refused(null, 'tsq reads and writes through one broker_url; a separate write URL would split consumers from publishers'),
+  broker_read_url: honoured(null, 'what a worker consumes from (its task queues, the mailbox): CELERY_BROKER_READ_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_READ_URL' }),
+  broker_write_url: honoured(null, 'what every send publishes to (clients, beat, a worker\'s events and follow-up tasks): CELERY_BROKER_WRITE_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_WRITE_URL' }),
   broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
-  broker_transport_options: honoured({}, 'Redis: visibility_timeout (transport/redis); kombu\'s defaults of sep, priority_steps, queue_order_strategy, fanout_prefix, fanout_patterns and global_keyprefix are what tsq does; other values of those are refused, and the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ (app/transport-options.ts)', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. ack_emulation and body_encoding only at kombu\'s default; the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
   broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
   broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
   broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),
@@ -172,7 +173,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_annotations: honoured(null, 'a map or list of maps of task name (or *) to task options, applied when a task is registered and again when the worker starts (app/annotations.ts): rate_limit, time_limit, soft_time_limit, acks_late, ignore_result, track_started, max_retries, default_retry_delay, reject_on_worker_lost, acks_on_failure_or_timeout', { check: annotationRefusals }),
   task_compression: refused(null, 'tsq sends task bodies uncompressed (its worker does read gzip and zlib bodies)'),
   task_create_missing_queues: honoured(true, 'False: a send or -Q to a queue task_queues does not define is refused (app/queues.ts)'),
-  task_inherit_parent_priority: refused(false, 'tsq does not pass a task\'s priority down to the tasks it sends'),
+  task_inherit_parent_priority: honoured(false, 'app.sendTask inside a running task, and the worker\'s callbacks, chain steps and chord bodies, take the parent\'s delivery priority (app/app.ts, worker/follow-ups.ts); as in Celery 5.2.6, Task.applyAsync does not'),
   task_default_delivery_mode: honoured(2, 'persistent (2) or transient (1, "transient") task messages (app/queues.ts)'),
   task_default_queue: honoured('celery', 'the queue of a send that names none, and a worker\'s without -Q (app/app.ts)'),
   task_default_exchange: honoured(null, 'the exchange of the default queue and of queues created on demand (app/queues.ts); default: the queue\'s name'),
@@ -184,14 +185,14 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_ignore_result: honoured(false, 'per task default (app/app.ts)'),
   task_store_eager_result: refused(false, 'eager runs in tsq do not write to the result backend'),
   task_protocol: honoured(2, 'tsq sends protocol 2', { refuse: (v) => (v === 2 ? null : 'tsq sends task protocol 2 only') }),
-  task_publish_retry: refused(true, 'tsq\'s senders retry a publish across a reconnect without a policy of their own'),
-  task_publish_retry_policy: refused({ max_retries: 3, interval_start: 0, interval_max: 1, interval_step: 0.2 }, 'tsq\'s senders retry a publish across a reconnect without a policy of their own'),
+  task_publish_retry: honoured(true, 'a task publish cut by a lost broker connection is tried again (app/publish-retry.ts); False: it fails at once'),
+  task_publish_retry_policy: honoured({ max_retries: 3, interval_start: 0, interval_max: 1, interval_step: 0.2 }, 'max_retries (None: no limit), interval_start, interval_step, interval_max, as kombu\'s ensure() reads them (app/publish-retry.ts)', { refuse: publishRetryPolicyRefusal }),
   task_queues: honoured(null, 'queues as kombu declares them: exchange and type, routing key, bindings, queue_arguments (x-max-priority...), consumer_arguments, durable, auto_delete, exclusive, no_declare; used by sends, -Q and add_consumer (app/queues.ts)'),
   task_queue_max_priority: honoured(null, 'x-max-priority of every queue task_queues declares without one (app/queues.ts)'),
   task_reject_on_worker_lost: honoured(null, 'per task default (app/app.ts)'),
   task_remote_tracebacks: na(false, 'tblib\'s rendering of Python tracebacks in the client'),
   task_routes: honoured(null, 'maps of task name or glob to queue (app/routes.ts)'),
-  task_send_sent_event: refused(false, 'tsq\'s senders send no task-sent event'),
+  task_send_sent_event: honoured(false, 'a task-sent event after each send, with Celery\'s fields (app/send-task.ts)'),
   task_serializer: honoured('json', 'task bodies sent as json, msgpack, yaml or auth (Celery\'s signed messages)', { refuse: serializer(TASK_SERIALIZERS) }),
   task_soft_time_limit: honoured(null, 'under --soft-time-limit (worker/run-worker.ts)'),
   task_time_limit: honoured(null, 'under --time-limit (worker/run-worker.ts)'),
@@ -205,7 +206,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   worker_direct: honoured(false, 'also consume <node>.dq2 (worker/run-worker.ts)'),
   worker_disable_rate_limits: honoured(false, 'True: no task rate limit applies in the worker (worker/run-worker.ts)'),
   worker_deduplicate_successful_tasks: refused(false, 'tsq does not keep a list of succeeded ids to skip redelivered copies by'),
-  worker_enable_remote_control: refused(true, 'tsq\'s worker always answers the mailbox'),
+  worker_enable_remote_control: honoured(true, 'False: the worker opens no mailbox, so inspect and control get no answer from it (worker/worker.ts)'),
   worker_hijack_root_logger: na(true, 'Python\'s root logger'),
   worker_log_color: na(null, 'colour of Python\'s log handler; tsq\'s worker log is plain, as Celery\'s is off a terminal'),
   worker_log_format: refused('[%(asctime)s: %(levelname)s/%(processName)s] %(message)s', 'tsq writes Celery\'s default log line'),

@@ -203,6 +203,11 @@ export function runWithContext<T>(context: TaskContext, fn: (...args: any[]) => 
   return storage.run(context, Reflect.apply, fn, undefined, args) as T
 }
 
+/** The context of the task running in this async flow, or undefined outside a task. */
+export function runningTask(): TaskContext | undefined {
+  return storage.getStore()
+}
+
 /** The context of the task running in this async flow; throws outside a task. */
 export function currentTask(): TaskContext {
   const ctx = storage.getStore()

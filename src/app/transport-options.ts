@@ -1,20 +1,12 @@
 // broker_transport_options as kombu 5.2.4's Redis channel reads them
-// (kombu/transport/redis.py Channel.from_transport_options), checked against
-// what tsq's transports do. A value tsq would not honour is refused, not
-// dropped: a tsq worker that silently used another key layout or priority
-// order than its Python peers would lose or reorder their messages.
+// (kombu/transport/redis.py Channel.from_transport_options), turned into what
+// tsq's transports take. A value tsq would not honour is refused, not dropped:
+// a tsq worker that silently used another key layout or priority order than
+// its Python peers would lose or reorder their messages.
+import type { RedisLayoutOptions } from '../transport/index.js'
 
-/** kombu's defaults, which tsq's Redis transport keeps (transport/redis/keys.ts). */
-const KOMBU_REDIS_DEFAULTS: Record<string, unknown> = {
-  sep: '\x06\x16',
-  priority_steps: [0, 3, 6, 9],
-  queue_order_strategy: 'round_robin',
-  fanout_prefix: true,
-  fanout_patterns: true,
-  global_keyprefix: '',
-  unacked_key: 'unacked',
-  unacked_index_key: 'unacked_index',
-  unacked_mutex_key: 'unacked_mutex',
+/** What kombu's Redis channel reads that tsq only takes at kombu's default. */
+const KEPT_AT_DEFAULT: Record<string, unknown> = {
   ack_emulation: true,
   body_encoding: 'base64',
 }
@@ -25,28 +17,83 @@ const ALWAYS = new Set(['confirm_publish'])
 /** Options kombu reads that only tune the Python client's sockets and pools: nothing another process sees. */
 const CLIENT_ONLY = new Set(['socket_timeout', 'socket_connect_timeout', 'socket_keepalive', 'socket_keepalive_options', 'max_connections', 'health_check_interval', 'retry_on_timeout', 'unacked_restore_limit', 'unacked_mutex_expire'])
 
+const QUEUE_ORDER = ['round_robin', 'priority', 'sorted'] as const
+
 export interface CheckedTransportOptions {
   /** Seconds; undefined leaves the URL's or kombu's default. */
   visibilityTimeout?: number
+  /** The Redis layout (global_keyprefix, sep, priority_steps...), only what the options set. */
+  redisLayout: RedisLayoutOptions
   refusals: string[]
 }
 
+type Reader = (v: unknown, layout: RedisLayoutOptions) => string | null
+
+const keyName = (field: 'unackedKey' | 'unackedIndexKey' | 'unackedMutexKey'): Reader => (v, layout) => {
+  if (typeof v !== 'string' || v === '') return 'expected a key name'
+  layout[field] = v
+  return null
+}
+
+/** Each layout option: store it in the layout, or say why it cannot be read (kombu would fail on it, or do something tsq does not). */
+const LAYOUT: Record<string, Reader> = {
+  global_keyprefix: (v, layout) => {
+    if (typeof v !== 'string') return 'expected a string'
+    layout.globalKeyprefix = v
+    return null
+  },
+  sep: (v, layout) => {
+    if (typeof v !== 'string' || v === '') return 'expected a non-empty string'
+    layout.sep = v
+    return null
+  },
+  priority_steps: (v, layout) => {
+    if (!Array.isArray(v) || v.length === 0 || !v.every((s) => Number.isInteger(s) && s >= 0)) return 'expected a list of whole numbers >= 0'
+    layout.prioritySteps = v as number[]
+    return null
+  },
+  queue_order_strategy: (v, layout) => {
+    if (!QUEUE_ORDER.includes(v as (typeof QUEUE_ORDER)[number])) return `expected one of ${QUEUE_ORDER.join(', ')} (a Python cycle class cannot be used here)`
+    layout.queueOrderStrategy = v as (typeof QUEUE_ORDER)[number]
+    return null
+  },
+  fanout_prefix: (v, layout) => {
+    if (typeof v !== 'boolean' && typeof v !== 'string') return 'expected true, false or a prefix such as "/{db}."'
+    // kombu tests the option for truth: an empty string is no prefix.
+    layout.fanoutPrefix = v === '' ? false : v
+    return null
+  },
+  fanout_patterns: (v, layout) => {
+    if (typeof v !== 'boolean') return 'expected true or false'
+    layout.fanoutPatterns = v
+    return null
+  },
+  unacked_key: keyName('unackedKey'),
+  unacked_index_key: keyName('unackedIndexKey'),
+  unacked_mutex_key: keyName('unackedMutexKey'),
+}
+
 export function checkTransportOptions(value: unknown): CheckedTransportOptions {
-  if (value === undefined || value === null) return { refusals: [] }
-  if (typeof value !== 'object' || Array.isArray(value)) return { refusals: ['broker_transport_options: expected a map of option to value'] }
+  const redisLayout: RedisLayoutOptions = {}
+  if (value === undefined || value === null) return { redisLayout, refusals: [] }
+  if (typeof value !== 'object' || Array.isArray(value)) return { redisLayout, refusals: ['broker_transport_options: expected a map of option to value'] }
   const refusals: string[] = []
   let visibilityTimeout: number | undefined
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    const read = LAYOUT[key]
     if (key === 'visibility_timeout') {
       if (typeof v === 'number' && Number.isFinite(v) && v > 0) visibilityTimeout = v
       else refusals.push(`broker_transport_options.visibility_timeout = ${JSON.stringify(v)}: expected seconds > 0`)
-    } else if (key in KOMBU_REDIS_DEFAULTS) {
-      if (JSON.stringify(v) !== JSON.stringify(KOMBU_REDIS_DEFAULTS[key])) {
-        refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: tsq keeps kombu's default (${JSON.stringify(KOMBU_REDIS_DEFAULTS[key])}), so another value would split its Redis layout from the Python workers'`)
+    } else if (read) {
+      const why = read(v, redisLayout)
+      if (why) refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: ${why}`)
+    } else if (key in KEPT_AT_DEFAULT) {
+      if (JSON.stringify(v) !== JSON.stringify(KEPT_AT_DEFAULT[key])) {
+        refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: tsq keeps kombu's default (${JSON.stringify(KEPT_AT_DEFAULT[key])}), so another value would split its Redis layout from the Python workers'`)
       }
     } else if (!CLIENT_ONLY.has(key) && !ALWAYS.has(key)) {
       refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: not an option tsq's transports read`)
     }
   }
-  return { ...(visibilityTimeout !== undefined ? { visibilityTimeout } : {}), refusals }
+  return { ...(visibilityTimeout !== undefined ? { visibilityTimeout } : {}), redisLayout, refusals }
 }

@@ -123,7 +123,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     await transport?.close().catch(() => undefined)
   }
   try {
-    transport = await createTransport(config.brokerUrl, transportSettings)
+    transport = await createTransport(config.brokerWriteUrl, transportSettings)
     await transport.connect()
     transport.on('error', (e) => log.warning(`beat: broker: ${e.message}`))
     if (ha === 'mutex' && transport.kind !== 'amqp') throw new StoreConfigError('--ha mutex needs a RabbitMQ broker (amqp://): it uses exclusive queues')

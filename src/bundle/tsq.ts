@@ -2,6 +2,7 @@
 // finds them here instead of scanning and importing one file per command.
 // `npm run build` bundles this file and its imports with esbuild
 // (scripts/bundle.mjs) into dist/bundle; bin/dev.js runs it from the sources.
+import Amqp from '../commands/amqp.js'
 import ArchiveLs from '../commands/archive/ls.js'
 import ArchivePurge from '../commands/archive/purge.js'
 import ArchiveReplay from '../commands/archive/replay.js'
@@ -14,7 +15,10 @@ import Control from '../commands/control.js'
 import Dashboard from '../commands/dashboard.js'
 import Events from '../commands/events.js'
 import Fire from '../commands/fire.js'
+import GraphBootsteps from '../commands/graph/bootsteps.js'
+import GraphWorkers from '../commands/graph/workers.js'
 import Inspect from '../commands/inspect.js'
+import ListBindings from '../commands/list/bindings.js'
 import LogtoolDebug from '../commands/logtool/debug.js'
 import LogtoolErrors from '../commands/logtool/errors.js'
 import LogtoolIncomplete from '../commands/logtool/incomplete.js'
@@ -40,6 +44,7 @@ import Status from '../commands/status.js'
 import Worker from '../commands/worker.js'
 
 export const COMMANDS = {
+  amqp: Amqp,
   'archive:ls': ArchiveLs,
   'archive:purge': ArchivePurge,
   'archive:replay': ArchiveReplay,
@@ -52,7 +57,10 @@ export const COMMANDS = {
   dashboard: Dashboard,
   events: Events,
   fire: Fire,
+  'graph:bootsteps': GraphBootsteps,
+  'graph:workers': GraphWorkers,
   inspect: Inspect,
+  'list:bindings': ListBindings,
   'logtool:debug': LogtoolDebug,
   'logtool:errors': LogtoolErrors,
   'logtool:incomplete': LogtoolIncomplete,

@@ -57,7 +57,8 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
   if (flags.app) {
     const app = await loadApp(resolveAppModule(flags.app))
     app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
-    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
+    // Celery's clients (call, inspect, control, purge) use connection_for_write.
+    return { ...app.config, brokerUrl: app.config.brokerWriteUrl, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
   }
   const settings = await loadConfigModule()
   const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })
@@ -65,6 +66,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
   const defaultQueue = typeof queue === 'string' && queue ? queue : DEFAULT_QUEUE
   return {
     ...config,
+    brokerUrl: config.brokerWriteUrl,
     defaultQueue,
     transportSettings: transportSettingsFromConf(settings),
     backendSsl: backendSslFromConf(settings),

@@ -52,6 +52,8 @@ export function exitCodeFor(error: unknown): number {
     if (typeof code === 'string' && code in BY_CODE) return BY_CODE[code]!
     const name = (error as { constructor?: { name?: string } }).constructor?.name ?? ''
     if (OCLIF_USAGE_ERRORS.has(name)) return ExitCode.USAGE
+    // The broker refused the request (404 no such queue, 406 not empty, WRONGTYPE): the operation failed, tsq did not.
+    if (name === 'BrokerRequestError') return ExitCode.FAILURE
     const oclif = (error as { oclif?: { exit?: unknown } }).oclif
     if (oclif && typeof oclif.exit === 'number') return oclif.exit === 2 ? ExitCode.USAGE : oclif.exit
   }

@@ -4,10 +4,22 @@
 // can be refused by name; tsq never unpickles (unpickling runs code the sender
 // chose). The `auth` envelope lives in auth.ts and is unwrapped by the caller.
 
-import { decode as msgpackDecode, encode as msgpackEncode } from '@msgpack/msgpack'
-import { parse as yamlParse, stringify as yamlStringify } from 'yaml'
+import { createRequire } from 'node:module'
+import type * as Msgpack from '@msgpack/msgpack'
+import type * as Yaml from 'yaml'
 import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from './errors.js'
 import { dumps, loads } from './kombu-json.js'
+
+// msgpack and YAML are loaded on first use: most apps never see either, and the two libraries
+// are ~1.7 MB of heap in every process, pool child and thread that loads the protocol. A
+// synchronous require keeps encode/decode synchronous. `require` exists in the CommonJS
+// fast-path bundle and in the ESM bundle (its banner); plain ES modules build one (where
+// import.meta.url is defined, unlike in the CommonJS bundle, hence the order).
+const requireHere: NodeJS.Require = typeof require === 'function' ? require : createRequire(import.meta.url)
+let msgpackLib: typeof Msgpack | undefined
+let yamlLib: typeof Yaml | undefined
+const msgpack = (): typeof Msgpack => (msgpackLib ??= requireHere('@msgpack/msgpack') as typeof Msgpack)
+const yaml = (): typeof Yaml => (yamlLib ??= requireHere('yaml') as typeof Yaml)
 
 export type SerializerName = 'json' | 'msgpack' | 'yaml' | 'pickle' | 'auth'
 
@@ -101,10 +113,10 @@ export function serialize(name: string, value: unknown): Serialized {
         break
       case 'msgpack':
         // use_bin_type=True on the Python side: str as str, bytes as bin.
-        body = Buffer.from(msgpackEncode(msgpackIntegers(value), { useBigInt64: true }))
+        body = Buffer.from(msgpack().encode(msgpackIntegers(value), { useBigInt64: true }))
         break
       case 'yaml':
-        body = Buffer.from(yamlStringify(value, YAML_OPTIONS), 'utf8')
+        body = Buffer.from(yaml().stringify(value, YAML_OPTIONS), 'utf8')
         break
       default:
         throw new UnknownSerializerError(spec.name)
@@ -189,14 +201,14 @@ export function deserialize(body: Uint8Array | string, contentType: string, cont
         const raw = typeof body === 'string' ? Buffer.from(body, 'latin1') : body
         // A plain Uint8Array view, so bin values come out as Uint8Array whatever held the body.
         const bytes = new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength)
-        return narrowIntegers(msgpackDecode(bytes, { useBigInt64: true }))
+        return narrowIntegers(msgpack().decode(bytes, { useBigInt64: true }))
       } catch (cause) {
         throw new MalformedMessageError(`${what} is not valid msgpack: ${(cause as Error).message}`, { cause })
       }
     case 'application/x-yaml': {
       const text = utf8(body, what)
       try {
-        return narrowIntegers(yamlParse(text, YAML_OPTIONS))
+        return narrowIntegers(yaml().parse(text, YAML_OPTIONS))
       } catch (cause) {
         throw new MalformedMessageError(`${what} is not valid YAML: ${(cause as Error).message.split('\n')[0]}`, { cause })
       }

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadBrokerUrlError } from './errors.js'
+import type { RedisLayoutOptions } from './redis/options.js'
 import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
 import { maskUrl, parseBrokerUrl } from './url.js'
@@ -33,6 +34,8 @@ export interface TransportSettings {
   ssl?: SslSettings | boolean | null
   /** broker_login_method (AMQP): EXTERNAL logs in with the client certificate; the URL's login_method wins. */
   loginMethod?: string
+  /** broker_transport_options that shape Redis's key layout: global_keyprefix, sep, priority_steps, fanout_prefix, fanout_patterns, queue_order_strategy. */
+  redisLayout?: RedisLayoutOptions
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
@@ -47,7 +50,7 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'redis':
     case 'rediss': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl })
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout })
     }
     case 'file':
     case 'filesystem': {

@@ -17,7 +17,7 @@ export interface Sender {
   /** The worker's node name, sent as each message's origin. */
   hostname: string
   /** Where a signature that names no queue goes: the app's task_routes, else its default queue, as Celery's worker routes it. */
-  app: { routeFor(taskName: string): Route; readonly signals?: AppSignals }
+  app: { routeFor(taskName: string): Route; readonly signals?: AppSignals; readonly conf?: Record<string, unknown>; publishing?(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'> }
   /** Chords count their header tasks here (spec §2.3). */
   backend: ResultBackend | null
   log: Logger
@@ -38,6 +38,7 @@ export async function republishForRetry(sender: Sender, request: Request, eta: s
     group: m.group,
     groupIndex: m.groupIndex,
     priority: request.delivery.properties.priority,
+    ...sender.app.publishing?.(),
     timeLimit: m.timelimit[0],
     softTimeLimit: m.timelimit[1],
     ignoreResult: m.ignoreResult,
@@ -376,12 +377,24 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
     embed,
     origin: sender.hostname,
     ...deliveryOptions(options),
+    ...inheritedPriority(sender, parent),
+    ...sender.app.publishing?.(),
   }, sender.app.signals)
 }
 
 /** The `.set(...)` / `apply_async` options a signature carries that shape its message, as Celery applies them. */
+/**
+ * task_inherit_parent_priority: Celery's tracer applies callbacks, chain steps
+ * and chord bodies with the parent's delivery priority, over the signature's own.
+ */
+function inheritedPriority(sender: Sender, parent: Request): Partial<SendTaskOptions> {
+  const priority = parent.delivery.properties.priority
+  return sender.app.conf?.task_inherit_parent_priority === true && typeof priority === 'number' ? { priority } : {}
+}
+
 function deliveryOptions(options: Record<string, unknown>): Partial<SendTaskOptions> {
   const out: Partial<SendTaskOptions> = {}
+  if (typeof options.priority === 'number') out.priority = options.priority
   if (typeof options.countdown === 'number') out.countdown = options.countdown
   if (typeof options.eta === 'string') out.eta = options.eta
   if (typeof options.expires === 'number' || typeof options.expires === 'string') out.expires = options.expires

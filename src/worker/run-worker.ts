@@ -146,6 +146,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     modulePath,
     includePaths,
     brokerUrl: config.brokerUrl,
+    brokerReadUrl: config.brokerReadUrl,
+    brokerWriteUrl: config.brokerWriteUrl,
     resultBackend: config.resultBackend,
     hostname: o.nodename,
     concurrency,

@@ -12,6 +12,9 @@ export interface WorkerOptions {
   /** `-I/--include`: loaded after the app module, in every pool slot too. */
   includePaths: string[]
   brokerUrl: string
+  /** broker_read_url / broker_write_url (app/config.ts): consumed from, published to; both default to brokerUrl. */
+  brokerReadUrl?: string
+  brokerWriteUrl?: string
   resultBackend: string | undefined
   hostname: string
   concurrency: number

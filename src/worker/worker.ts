@@ -17,6 +17,8 @@ import { PreforkPool } from './pools/prefork-pool.js'
 import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
 import { StateDb } from './state-db.js'
+import { bootOrder, type BootstepContext, type BootstepName } from './bootsteps.js'
+import type { App } from '../app/app.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
@@ -59,11 +61,13 @@ export class Worker {
   readonly revoked = new LimitedSet()
   readonly startedAt = Date.now()
   private transport!: Transport
+  /** broker_write_url's connection when it is not the one consumed from (Celery's connection_for_write): events and the tasks the worker sends. */
+  private writer: Transport | undefined
   private backend: ResultBackend | null = null
   private pool!: Pool
   private runner!: TaskRunner
   private events!: EventDispatcher
-  private mailbox!: MailboxServer
+  private mailbox: MailboxServer | undefined
   private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer; received: number }>()
   private autoscaler: Autoscaler | null = null
   private guard: ConnectionGuard | null = null
@@ -119,74 +123,124 @@ export class Worker {
     const decoder = this.o.app.taskDecoder()
     const resultCodec = this.o.app.resultCodec()
     for (const id of this.o.app.securitySettings()?.expired ?? []) this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
-    if (!(await this.connectBroker())) return
-    this.o.log.info(`Connected to ${maskUrl(this.o.brokerUrl)}`)
-    // Before anything else starts: a topology the broker refuses stops the worker with one line.
-    this.bus = BusWorker.for(this.o.app, this.transport, this.o.log, this.o.hostname)
-    await this.bus?.declare()
-    if (this.o.resultBackend?.startsWith('rpc://')) {
-      const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
-      this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
-    } else if (this.o.resultBackend) {
-      this.backend = await createResultBackend(this.o.resultBackend, resultCodec, this.o.app.backendSsl)
-    }
-    this.pool = this.makePool()
-    await this.pool.start()
-    this.events = new EventDispatcher(this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
-    this.runner = new TaskRunner({
-      app: this.o.app,
-      decoder,
-      transport: this.transport,
-      pool: this.pool,
-      backend: this.backend,
-      events: this.events,
-      revoked: this.revoked,
-      log: this.o.log,
-      hostname: this.o.hostname,
-      acksLate: this.o.acksLate,
-      timeLimit: this.o.timeLimit,
-      softTimeLimit: this.o.softTimeLimit,
-      onScheduledChange: () => void this.applyPrefetch(),
-      onTaskDone: () => this.guard?.taskDone(),
-      etaDelay: this.o.etaDelay,
-    })
-    this.transport.on('deliveries:lost', (lost) => this.onDeliveriesLost(lost))
-    this.guard = this.makeGuard()
-    this.guard.start()
-    if (this.o.statedb) {
-      this.statedb = new StateDb(this.o.statedb, this.revoked, this.clock, (m) => this.o.log.warning(m))
-      this.statedb.load()
-      this.statedb.startPeriodicSave()
-    }
-    if (this.o.autoscale) {
-      this.autoscaler = new Autoscaler({
-        ...this.o.autoscale,
-        pool: this.pool,
-        qty: () => this.runner.active.size + this.runner.reserved.length,
-        log: (m) => this.o.log.info(m),
-        onRangeChange: () => void this.applyPrefetch(),
-      })
-    }
-    this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
-    await this.mailbox.start()
-    if (this.o.mingle && this.transport.kind !== 'file') await this.mingle()
-    if (this.o.gossip && this.transport.kind !== 'file') {
-      this.gossip = new Gossip(this.transport, this.o.hostname, this.clock, this.o.log)
-      await this.gossip.start()
-    }
-    for (const queue of consumedQueues(this.o)) await this.addConsumer(queue)
-    this.bus?.start()
-    this.autoscaler?.start()
-    if (this.o.heartbeat) {
-      await this.sendHeartbeat('worker-online')
-      this.heartbeatTimer = setInterval(() => void this.sendHeartbeat('worker-heartbeat'), this.o.heartbeatInterval * 1000)
+    // The declared list (bootsteps.ts) decides what starts and in which order; `tsq graph bootsteps` draws the same list.
+    const steps = this.bootsteps(decoder, resultCodec)
+    for (const step of bootOrder()) {
+      if (step.when && !step.when(this.bootContext())) continue
+      this.o.log.debug(`| Worker: Starting ${step.name}`)
+      if ((await steps[step.name]()) === false) return
     }
     this.transitionTo('RUNNING', 'started')
     this.o.log.info(`${this.o.hostname} ready.`)
     this.o.app.signals.send('worker_ready', { sender: this.o.hostname })
   }
 
+  private bootContext(): BootstepContext {
+    return {
+      options: this.o,
+      brokerKind: this.transport?.kind ?? 'amqp',
+      hasBus: BusWorker.defaultQueues(this.o.app) !== undefined,
+      remoteControl: this.o.app.conf.worker_enable_remote_control !== false,
+    }
+  }
+
+  /** Each bootstep's start; false stops the start-up (a shutdown came first). */
+  private bootsteps(decoder: ReturnType<App['taskDecoder']>, resultCodec: ReturnType<App['resultCodec']>): Record<BootstepName, () => Promise<boolean | void>> {
+    return {
+      Connection: async () => {
+        if (!(await this.connectBroker())) return false
+        this.o.log.info(`Connected to ${maskUrl(this.readUrl)}`)
+        // broker_write_url: publishes (results over rpc aside, events, retries) go to their own broker.
+        if (this.o.brokerWriteUrl && this.o.brokerWriteUrl !== this.readUrl) {
+          this.writer = await createTransport(this.o.brokerWriteUrl, this.o.app.transportSettings)
+          await this.writer.connect()
+          this.o.log.info(`Publishing to ${maskUrl(this.o.brokerWriteUrl)}`)
+        }
+      },
+      // Before anything else starts: a topology the broker refuses stops the worker with one line.
+      Bus: async () => {
+        this.bus = BusWorker.for(this.o.app, this.transport, this.o.log, this.o.hostname)
+        await this.bus?.declare()
+      },
+      Backend: async () => {
+        if (this.o.resultBackend?.startsWith('rpc://')) {
+          const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
+          this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
+        } else if (this.o.resultBackend) {
+          this.backend = await createResultBackend(this.o.resultBackend, resultCodec, this.o.app.backendSsl)
+        }
+      },
+      Pool: async () => {
+        this.pool = this.makePool()
+        await this.pool.start()
+      },
+      Events: async () => {
+        this.events = new EventDispatcher(this.writer ?? this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
+      },
+      Tasks: async () => {
+        this.runner = new TaskRunner({
+          app: this.o.app,
+          decoder,
+          transport: this.writer ?? this.transport,
+          pool: this.pool,
+          backend: this.backend,
+          events: this.events,
+          revoked: this.revoked,
+          log: this.o.log,
+          hostname: this.o.hostname,
+          acksLate: this.o.acksLate,
+          timeLimit: this.o.timeLimit,
+          softTimeLimit: this.o.softTimeLimit,
+          onScheduledChange: () => void this.applyPrefetch(),
+          onTaskDone: () => this.guard?.taskDone(),
+          etaDelay: this.o.etaDelay,
+        })
+        this.transport.on('deliveries:lost', (lost) => this.onDeliveriesLost(lost))
+      },
+      ConnectionGuard: async () => {
+        this.guard = this.makeGuard()
+        this.guard.start()
+      },
+      StateDB: async () => {
+        this.statedb = new StateDb(this.o.statedb!, this.revoked, this.clock, (m) => this.o.log.warning(m))
+        this.statedb.load()
+        this.statedb.startPeriodicSave()
+      },
+      Autoscaler: async () => {
+        this.autoscaler = new Autoscaler({
+          ...this.o.autoscale!,
+          pool: this.pool,
+          qty: () => this.runner.active.size + this.runner.reserved.length,
+          log: (m) => this.o.log.info(m),
+          onRangeChange: () => void this.applyPrefetch(),
+        })
+      },
+      Control: async () => {
+        this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
+        await this.mailbox.start()
+      },
+      Mingle: () => this.mingle(),
+      Gossip: async () => {
+        this.gossip = new Gossip(this.transport, this.o.hostname, this.clock, this.o.log)
+        await this.gossip.start()
+      },
+      Consumer: async () => {
+        for (const queue of consumedQueues(this.o)) await this.addConsumer(queue)
+        this.bus?.start()
+        this.autoscaler?.start()
+      },
+      Heart: async () => {
+        await this.sendHeartbeat('worker-online')
+        this.heartbeatTimer = setInterval(() => void this.sendHeartbeat('worker-heartbeat'), this.o.heartbeatInterval * 1000)
+      },
+    }
+  }
+
   private readonly startAborted = new AbortController()
+
+  private get readUrl(): string {
+    return this.o.brokerReadUrl ?? this.o.brokerUrl
+  }
 
   /**
    * The first connection, retried as Celery's consumer retries it at start-up
@@ -198,7 +252,7 @@ export class Worker {
    */
   private async connectBroker(): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const transport = await createTransport(this.o.brokerUrl, this.o.app.transportSettings)
+      const transport = await createTransport(this.readUrl, this.o.app.transportSettings)
       try {
         await transport.connect()
       } catch (error) {
@@ -481,6 +535,7 @@ export class Worker {
     await this.mailbox?.stop().catch(() => undefined)
     await this.backend?.close().catch(() => undefined)
     await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
+    await this.writer?.close().catch(() => undefined)
     this.transitionTo('STOPPED', 'stopped')
     this.resolveStopped()
   }

@@ -155,3 +155,11 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
     assert.equal(r.stderr.trim().split('\n').length, 1)
   })
 })
+
+describe('tsq migrate: a source queue that is not there', () => {
+  it('file:// to file://: one line naming the queue and the broker, exit 1 (the broker refused, as every 404)', async () => {
+    const r = await runTsq(['migrate', `file://${join(home, 'src-broker')}`, `file://${join(home, 'dst-broker')}`, '-Q', 'no-such-queue'], { env: { TSQ_HOME: home } })
+    assert.equal(r.code, 1, r.stderr)
+    assert.equal(r.stderr, `Error: no queue 'no-such-queue' on file://${join(home, 'src-broker')}\n`)
+  })
+})

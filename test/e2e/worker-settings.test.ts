@@ -21,10 +21,10 @@ describe('refused settings stop the start with one line (exit 64)', () => {
     assert.equal(res.code, 64, res.stderr)
     assert.equal(res.stderr.trim(), 'Error: worker_pool = "eventlet": tsq\'s pools are prefork, threads and solo (not eventlet)')
   })
-  it('[broker_transport_options.global_keyprefix, task_serializer] two settings, one line', async () => {
-    const res = await runTsq(['worker', '-A', MODULE], { env: env({ task_serializer: 'pickle', broker_transport_options: { global_keyprefix: 'svc:' } }) })
+  it('[broker_transport_options.ack_emulation, task_serializer] two settings, one line', async () => {
+    const res = await runTsq(['worker', '-A', MODULE], { env: env({ task_serializer: 'pickle', broker_transport_options: { global_keyprefix: 'svc:', ack_emulation: false } }) })
     assert.equal(res.code, 64, res.stderr)
-    assert.equal(res.stderr.trim(), 'Error: task_serializer = "pickle": pickle is never decoded by tsq (it would run code from the message); broker_transport_options.global_keyprefix = "svc:": tsq keeps kombu\'s default (""), so another value would split its Redis layout from the Python workers\'')
+    assert.equal(res.stderr.trim(), 'Error: task_serializer = "pickle": pickle is never decoded by tsq (it would run code from the message); broker_transport_options.ack_emulation = false: tsq keeps kombu\'s default (true), so another value would split its Redis layout from the Python workers\'')
   })
   it('[task_create_missing_queues] -Q of a queue task_queues lacks', async () => {
     const res = await runTsq(['worker', '-A', MODULE, '-Q', 'elsewhere'], { env: env({ task_create_missing_queues: false, task_queues: [{ name: 'only' }] }) })
@@ -59,4 +59,22 @@ describe('[worker_concurrency, worker_pool] conf < CELERY_WORKER_* < flag, as th
       }
     })
   }
+})
+
+describe('[worker_enable_remote_control] False: the worker answers no inspect or control', () => {
+  it('inspect ping reaches a worker by default, not one with the setting off', async () => {
+    for (const enabled of [true, false]) {
+      const home = tempTsqHome()
+      const e = embeddedBrokerEnv(home, { CFG_CONF: JSON.stringify({ worker_enable_remote_control: enabled }), NO_COLOR: '1' })
+      const nodename = `cfgrc-${process.pid}-${enabled}@${hostname()}`
+      const worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO'], { env: e, nodename })
+      try {
+        const res = await runTsq(['inspect', 'ping', '-d', nodename, '-t', '2', '--json'], { env: e })
+        if (enabled) assert.deepEqual(JSON.parse(res.stdout), { [nodename]: { ok: 'pong' } })
+        else assert.equal(res.code, 69, `${res.stdout}${res.stderr}`)
+      } finally {
+        await worker.stop()
+      }
+    }
+  })
 })

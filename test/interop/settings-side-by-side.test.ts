@@ -2,8 +2,10 @@
 // configuration (test/interop/py/cfg_settings_app.py and its twin
 // test/fixtures/tasks/cfg-settings-app.js: a priority queue declared with
 // x-max-priority 10, task_queues with a topic exchange bound by two routing
-// keys, task_default_priority 3, task_annotations with a rate limit) on one
-// broker, RabbitMQ then Redis:
+// keys, task_default_priority 3, task_annotations with a rate limit; on Redis,
+// broker_transport_options with global_keyprefix and every other layout option
+// kombu reads set to a value other than its default) on one broker, RabbitMQ
+// then Redis:
 //  1. tsq sends first (declaring the queues as the conf says), Python sends
 //     after (declaring them again: no 406), then a tsq worker alone (-c 1,
 //     prefetch 1) runs the lot: in priority order as Celery keeps it on that
@@ -12,7 +14,9 @@
 //  2. the same with a Python worker alone, tsq's tasks among them;
 //  3. both workers side by side, tasks sent through the topic exchange by both
 //     apps with both routing keys: each runs exactly once, and each worker
-//     reports the annotation's rate limit for the task.
+//     reports the annotation's rate limit for the task; inspect from Python
+//     and from tsq reaches both (through the prefixed pidbox on Redis), and on
+//     Redis the bindings live under the prefix only.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
@@ -21,7 +25,7 @@ import { Redis } from 'ioredis'
 import type { App } from '../../src/app/app.js'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { deleteCeleryQueues } from './helpers/cleanup.js'
-import { PY_DIR, PYTHON, PythonWorker, REPO_ROOT, parseJsonOut, run, uniqueNodeName } from './helpers/python-worker.js'
+import { PY_DIR, PYTHON, PythonWorker, REPO_ROOT, parseJsonOut, run, runTsq, uniqueNodeName } from './helpers/python-worker.js'
 import { startTsqWorker, type TsqWorker } from './worker-helpers/tsq-worker.js'
 
 const REDIS_DB11 = 'redis://127.0.0.1:6379/11'
@@ -42,8 +46,8 @@ function stableBy(sent: Array<[string, number]>, key: (p: number) => number): st
 const CASES: Case[] = [
   // RabbitMQ: the higher the priority, the sooner (x-max-priority 10).
   { kind: 'amqp', broker: AMQP_URL, order: (sent) => stableBy(sent, (p) => -p) },
-  // kombu's Redis: a priority goes to the list of its step (the largest of 0, 3, 6, 9 not above it), served 0 first.
-  { kind: 'redis', broker: REDIS_DB11, order: (sent) => stableBy(sent, (p) => [0, 3, 6, 9].filter((s) => s <= p).at(-1)!) },
+  // kombu's Redis with priority_steps [0, 5]: a priority goes to the list of its step (the largest not above it), served 0 first.
+  { kind: 'redis', broker: REDIS_DB11, order: (sent) => stableBy(sent, (p) => (p >= 5 ? 5 : 0)) },
 ]
 
 for (const c of CASES) {
@@ -53,7 +57,9 @@ for (const c of CASES) {
     const PRIO = `cfg-prio-${id}`
     const TOPIC = `cfg-topic-${id}`
     const RUNS = `cfg-runs-${id}`
-    const env = { ...process.env, CFG_ID: id, CFG_BROKER: c.broker, CFG_REDIS: REDIS_DB11, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', NO_COLOR: '1' }
+    const KEYPREFIX = `cfg-${id}:`
+    const cfgEnv = { CFG_ID: id, CFG_BROKER: c.broker, CFG_REDIS: REDIS_DB11, CFG_KEYPREFIX: KEYPREFIX }
+    const env = { ...process.env, ...cfgEnv, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', NO_COLOR: '1' }
     let app: App
     let py: PythonWorker | undefined
     let redis: Redis
@@ -87,7 +93,7 @@ for (const c of CASES) {
 
     async function startTsq(concurrency: number): Promise<TsqWorker> {
       // No -Q override of the definitions: -Q names the queues, task_queues says how they are declared.
-      Object.assign(process.env, { CFG_ID: id, CFG_BROKER: c.broker, CFG_REDIS: REDIS_DB11 })
+      Object.assign(process.env, cfgEnv)
       const worker = await startTsqWorker({ env: { broker: c.broker, backend: REDIS_DB11, queue: `${PRIO},${TOPIC}` }, module: MODULE, pool: 'solo', concurrency, extraArgs: ['--prefetch-multiplier', '1'], readyTimeoutMs: 60_000 })
       workers.push(worker)
       return worker
@@ -106,7 +112,7 @@ for (const c of CASES) {
     }
 
     before(async () => {
-      Object.assign(process.env, { CFG_ID: id, CFG_BROKER: c.broker, CFG_REDIS: REDIS_DB11 })
+      Object.assign(process.env, cfgEnv)
       app = ((await import(`${MODULE}?${id}`)) as { app: App }).app
       redis = new Redis(REDIS_DB11)
     })
@@ -116,6 +122,8 @@ for (const c of CASES) {
       await app?.close()
       await deleteCeleryQueues(c.kind, c.broker, [PRIO, TOPIC]).catch(() => undefined)
       await redis?.del(RUNS)
+      const prefixed = (await redis?.keys(`${KEYPREFIX}*`)) ?? []
+      if (prefixed.length) await redis.del(...prefixed)
       redis?.disconnect()
     })
 
@@ -172,6 +180,16 @@ for (const c of CASES) {
         assert.equal(res.code, 0, res.stderr)
         const replies = JSON.parse(res.stdout.trim().split('\n')[0]!) as Record<string, string[]>
         assert.ok(replies[node]?.includes('cfg.record [rate_limit=600/m]'), `${node}: ${res.stdout}`)
+      }
+      // tsq's inspect reaches both workers too (the pidbox and reply queues under the app's layout on Redis).
+      const ping = await runTsq(['-A', MODULE, 'inspect', 'ping', '-d', `${py!.nodename},${tsq.nodename}`, '-t', '10', '--json'], { env: cfgEnv, timeoutMs: 60_000 })
+      assert.equal(ping.code, 0, ping.stderr)
+      assert.deepEqual(JSON.parse(ping.stdout), { [py!.nodename]: { ok: 'pong' }, [tsq.nodename]: { ok: 'pong' } })
+      if (c.kind === 'redis') {
+        // kombu's members `rk<sep>pattern<sep>queue` with sep ':', in the prefixed set only.
+        assert.deepEqual((await redis.smembers(`${KEYPREFIX}_kombu.binding.${TOPIC}`)).sort(), [`a.*:^a\\..*?[^\\.]$:${TOPIC}`, `b.*:^b\\..*?[^\\.]$:${TOPIC}`])
+        assert.equal(await redis.exists(`_kombu.binding.${TOPIC}`, `_kombu.binding.${PRIO}`, PRIO, `${PRIO}:5`), 0)
+        assert.equal(await redis.exists(`${KEYPREFIX}_kombu.binding.celery.pidbox`), 1)
       }
       for (const w of [py!, tsq]) assert.doesNotMatch(w.log, /PRECONDITION_FAILED|inequivalent/)
     })

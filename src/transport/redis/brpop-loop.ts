@@ -4,7 +4,7 @@
 // UNBLOCK ends the wait early instead of letting a new consumer sit for 1 s.
 import type { Redis } from 'ioredis'
 import { closeConnection } from './connections.js'
-import { brpopKeys, listKey } from './keys.js'
+import type { RedisKeys } from './keys.js'
 
 export interface BrpopTarget {
   /** Queues to wait on now, in cycle order; empty means wait for a nudge. */
@@ -100,7 +100,7 @@ export class BrpopLoop {
     private readonly conn: Redis,
     private readonly control: Redis,
     private readonly target: BrpopTarget,
-    private readonly queueOf: (key: string) => string,
+    private readonly keys: RedisKeys,
   ) {
     this.blockers = [new Blocker(conn, () => this.wake?.())]
   }
@@ -216,7 +216,7 @@ export class BrpopLoop {
       if (this.target.wantsClaim(queues)) {
         let claimed: Awaited<ReturnType<BrpopTarget['claim']>>
         try {
-          claimed = await this.target.claim(brpopKeys(queues), queues)
+          claimed = await this.target.claim(this.keys.brpopKeys(queues), queues)
           failures = 0
         } catch (error) {
           if (this.stopping) break
@@ -226,12 +226,12 @@ export class BrpopLoop {
           continue
         }
         if (claimed.length > 0) {
-          for (const one of claimed) await this.target.deliverClaimed(this.queueOf(one.key), one.key, one.raw, one.recorded)
+          for (const one of claimed) await this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recorded)
           continue
         }
-        // Each queue's own list (priority 0, where most messages are); its sub-lists are polled by the claim.
+        // Each queue's first list (priority 0 by default, where most messages are); its sub-lists are polled by the claim.
         this.blockedOn = queues.join('\n')
-        const waits = await this.waitOnEach(queues.map((q) => listKey(q, 0)))
+        const waits = await this.waitOnEach(queues.map((q) => this.keys.list(q, this.keys.steps[0] ?? 0)))
         this.blockedOn = undefined
         let failed = false
         let moved = false
@@ -254,7 +254,7 @@ export class BrpopLoop {
             this.target.failed(error)
             continue
           }
-          if (staged) await this.target.deliverClaimed(this.queueOf(wait.source), wait.source, staged.raw, staged.recorded)
+          if (staged) await this.target.deliverClaimed(this.keys.queueOfList(wait.source), wait.source, staged.raw, staged.recorded)
         }
         if (this.stopping) break
         if (failed) {
@@ -270,7 +270,7 @@ export class BrpopLoop {
       const own = this.blockers[0]!
       own.blocked = true
       try {
-        popped = await this.conn.brpop(...brpopKeys(queues), BRPOP_TIMEOUT_SECONDS)
+        popped = await this.conn.brpop(...this.keys.brpopKeys(queues), BRPOP_TIMEOUT_SECONDS)
         failures = 0
       } catch (error) {
         own.blocked = false
@@ -288,7 +288,7 @@ export class BrpopLoop {
         continue
       }
       const [key, raw] = popped
-      await this.target.deliver(this.queueOf(key), key, raw)
+      await this.target.deliver(this.keys.queueOfList(key), key, raw)
     }
   }
 }

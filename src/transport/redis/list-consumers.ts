@@ -1,6 +1,7 @@
 // The BRPOP side's consumers and kombu's round-robin queue cycle: which queues the
 // next BRPOP names, in which order, and which consumer gets a popped message.
 import type { Consumer, DeliveryHandler } from '../transport.js'
+import type { QueueOrderStrategy } from './options.js'
 
 export interface ConsumerHooks {
   cancel(consumer: ListConsumer): Promise<void>
@@ -45,8 +46,15 @@ export class ListConsumer implements Consumer {
 
 export class ConsumerSet {
   private readonly byQueue = new Map<string, ListConsumer[]>()
-  /** kombu `round_robin_cycle`: the queue just served moves to the end. */
+  /** Queues in the order consumers were added, rotated by round_robin. */
   private order: string[] = []
+
+  /**
+   * kombu's cycles (kombu/utils/scheduling.py): `round_robin` moves the queue
+   * just served to the end; `priority` keeps the order the queues were
+   * consumed in; `sorted` names them in sorted order.
+   */
+  constructor(private readonly strategy: QueueOrderStrategy = 'round_robin') {}
 
   add(consumer: ListConsumer): void {
     const list = this.byQueue.get(consumer.queue) ?? []
@@ -74,7 +82,8 @@ export class ConsumerSet {
 
   /** Queues with at least one consumer that has room, in cycle order. */
   ready(): string[] {
-    return this.order.filter((q) => this.byQueue.get(q)?.some((c) => c.hasRoom()))
+    const ready = this.order.filter((q) => this.byQueue.get(q)?.some((c) => c.hasRoom()))
+    return this.strategy === 'sorted' ? ready.sort() : ready
   }
 
   /** How many messages one claim may take: the least room among `queues`, so none gets more than it asked for. */
@@ -94,6 +103,7 @@ export class ConsumerSet {
   }
 
   rotate(queue: string): void {
+    if (this.strategy !== 'round_robin') return
     const at = this.order.indexOf(queue)
     if (at === -1) return
     this.order.splice(at, 1)

@@ -4,6 +4,15 @@ import { BadBrokerUrlError } from '../errors.js'
 import { describeTlsFailure, isTlsReset, probeTlsRefusal, tlsConnectOptions, tlsPlan, type SslSettings, type TlsPlan } from '../tls.js'
 import { maskUrl, parseBrokerUrl } from '../url.js'
 import type { ConnectionOptions } from 'node:tls'
+import { RedisKeys, type RedisKeyOptions } from './keys.js'
+
+/** kombu `queue_order_strategy`: which queue the next BRPOP names first. */
+export type QueueOrderStrategy = 'round_robin' | 'priority' | 'sorted'
+
+/** broker_transport_options that change what tsq's Redis broker names and serves first (kombu's Channel options). */
+export interface RedisLayoutOptions extends RedisKeyOptions {
+  queueOrderStrategy?: QueueOrderStrategy
+}
 
 export interface RedisTransportOptions {
   /** Seconds an unacked message stays invisible before restore_visible returns it (kombu default 3600). */
@@ -18,6 +27,8 @@ export interface RedisTransportOptions {
   connectionName?: string
   /** broker_use_ssl (or redis_backend_use_ssl): true or Celery's dict; the URL's ssl_* parameters win. */
   ssl?: SslSettings | boolean | null
+  /** global_keyprefix, sep, priority_steps, fanout_prefix, fanout_patterns, queue_order_strategy. */
+  layout?: RedisLayoutOptions
 }
 
 export interface ResolvedRedisOptions {
@@ -34,6 +45,9 @@ export interface ResolvedRedisOptions {
   restoreIntervalMs: number
   connectTimeoutMs: number
   connectionName: string
+  /** Every key and channel name, as the layout options make them. */
+  keys: RedisKeys
+  queueOrderStrategy: QueueOrderStrategy
 }
 
 function positiveNumber(value: string, name: string, url: string): number {
@@ -67,6 +81,8 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
     restoreIntervalMs: options.restoreIntervalMs ?? Math.min(10_000, Math.max(250, (visibilityTimeout * 1000) / 2)),
     connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     connectionName: options.connectionName ?? `tsq-${process.pid}`,
+    keys: new RedisKeys(dbText === '' ? 0 : Number(dbText), options.layout),
+    queueOrderStrategy: options.layout?.queueOrderStrategy ?? 'round_robin',
   }
 }
 

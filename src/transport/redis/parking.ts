@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { buildEnvelope, envelopeBody, envelopeProperties, parseEnvelope, serializeEnvelope } from '../kombu-envelope.js'
 import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
-import { listKey, priorityStep } from './keys.js'
+import type { RedisKeys } from './keys.js'
 
 export const PARKED_PREFIX = '_tsq.parked.'
 
@@ -78,7 +78,13 @@ export class RedisParking implements Parking {
   constructor(
     private readonly conn: () => Promise<Redis>,
     private readonly guard: <T>(where: string, run: () => Promise<T>) => Promise<T>,
+    private readonly keys: RedisKeys,
   ) {}
+
+  /** The lot's sorted set, under the global key prefix like every other key. */
+  private lotKey(lot: string): string {
+    return this.keys.key(parkedKey(lot))
+  }
 
   private async scripts(): Promise<Required<Pick<RedisWithScripts, 'tsqPark' | 'tsqRelease'>>> {
     const conn = (await this.conn()) as RedisWithScripts
@@ -89,16 +95,16 @@ export class RedisParking implements Parking {
 
   async park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options: ParkOptions = {}): Promise<void> {
     const envelope = serializeEnvelope(buildEnvelope(target.exchange, target.routingKey, message))
-    const member: Member = { i: randomUUID(), q: target.queue, l: listKey(target.queue, priorityStep(message.properties.priority)), e: envelope }
+    const member: Member = { i: randomUUID(), q: target.queue, l: this.keys.list(target.queue, this.keys.step(message.properties.priority)), e: envelope }
     const minScore = options.maxAgeMs !== undefined ? String(Date.now() - options.maxAgeMs) : ''
     const scripts = await this.scripts()
-    await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, parkedKey(lot), String(Math.round(at)), JSON.stringify(member), String(options.maxLength ?? -1), minScore))
+    await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, this.lotKey(lot), String(Math.round(at)), JSON.stringify(member), String(options.maxLength ?? -1), minScore))
   }
 
   async releaseDue(lots: readonly string[]): Promise<{ moved: number; nextAt: number | null }> {
     if (lots.length === 0) return { moved: 0, nextAt: null }
     const scripts = await this.scripts()
-    const [moved, next] = await this.guard('release due parked messages', () => scripts.tsqRelease(lots.length, ...lots.map(parkedKey), String(Date.now()), String(RELEASE_BATCH)))
+    const [moved, next] = await this.guard('release due parked messages', () => scripts.tsqRelease(lots.length, ...lots.map((lot) => this.lotKey(lot)), String(Date.now()), String(RELEASE_BATCH)))
     return { moved: Number(moved), nextAt: next === '' ? null : Number(next) }
   }
 
@@ -106,7 +112,7 @@ export class RedisParking implements Parking {
     if (options.limit !== undefined && options.limit <= 0) return []
     const conn = await this.conn()
     const stop = options.limit !== undefined ? options.limit - 1 : -1
-    const flat = await this.guard(`list ${lot}`, () => conn.zrange(parkedKey(lot), 0, stop, 'WITHSCORES'))
+    const flat = await this.guard(`list ${lot}`, () => conn.zrange(this.lotKey(lot), 0, stop, 'WITHSCORES'))
     const out: ParkedMessage[] = []
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const parked = toParked(flat[i]!, Number(flat[i + 1]))
@@ -119,7 +125,7 @@ export class RedisParking implements Parking {
     if (ids.length === 0) return 0
     const conn = await this.conn()
     const wanted = new Set(ids)
-    const members = await this.guard(`list ${lot}`, () => conn.zrange(parkedKey(lot), 0, -1))
+    const members = await this.guard(`list ${lot}`, () => conn.zrange(this.lotKey(lot), 0, -1))
     const doomed = members.filter((m) => {
       try {
         return wanted.has((JSON.parse(m) as Member).i)
@@ -128,12 +134,12 @@ export class RedisParking implements Parking {
       }
     })
     if (doomed.length === 0) return 0
-    return this.guard(`drop from ${lot}`, () => conn.zrem(parkedKey(lot), ...doomed))
+    return this.guard(`drop from ${lot}`, () => conn.zrem(this.lotKey(lot), ...doomed))
   }
 
   async count(lot: string): Promise<number> {
     const conn = await this.conn()
-    return this.guard(`count ${lot}`, () => conn.zcard(parkedKey(lot)))
+    return this.guard(`count ${lot}`, () => conn.zcard(this.lotKey(lot)))
   }
 }
 

@@ -27,7 +27,7 @@ import { closeConnection, createConnection, type ConnectionRole } from './connec
 import { makeDelivery } from './deliveries.js'
 import { buildEnvelope, parseEnvelope, serializeEnvelope } from '../kombu-envelope.js'
 import { FanoutConsumer, FanoutHub } from './fanout.js'
-import { allListKeys, fanoutPrefix, listKey, priorityStep, publishChannel, queueOfListKey, STAGING_OWNER_PREFIX, STAGING_OWNER_TTL_MS, stagingKey, subscribePatterns } from './keys.js'
+import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
 import { Router } from './routing.js'
@@ -60,7 +60,8 @@ export class RedisTransport implements Transport {
   readonly connectionName: string
 
   private readonly options: ResolvedRedisOptions
-  private readonly prefix: string
+  /** Every key and channel name (global_keyprefix, sep, priority_steps, fanout_prefix...). */
+  private readonly keys: RedisKeys
   private readonly events = new EventEmitter()
   private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
   private connecting: Promise<void> | undefined
@@ -75,7 +76,7 @@ export class RedisTransport implements Transport {
   private brpopConn: Redis | undefined
   private hub: Promise<FanoutHub> | undefined
   private subConn: Redis | undefined
-  private readonly consumers = new ConsumerSet()
+  private readonly consumers: ConsumerSet
   private readonly fanoutConsumers = new Set<FanoutConsumer>()
   private acks: AckTracker | undefined
   private readonly autoDelete = new Set<string>()
@@ -84,10 +85,7 @@ export class RedisTransport implements Transport {
   private readonly down = new Set<ConnectionRole>()
   private readonly publishes = new PublishBatcher(() => this.cmd!)
   /** Parking lots (parking.ts): the events bus's retries and archives. */
-  readonly parking: Parking = new RedisParking(
-    async () => (await this.ready()).cmd,
-    (where, run) => this.guard(where, run),
-  )
+  readonly parking: Parking
 
   constructor(url: string, options: RedisTransportOptions = {}) {
     instances += 1
@@ -97,7 +95,13 @@ export class RedisTransport implements Transport {
       connectionName: options.connectionName ?? `tsq-${process.pid}-${instances}`,
     })
     this.connectionName = this.options.connectionName
-    this.prefix = fanoutPrefix(this.options.db)
+    this.keys = this.options.keys
+    this.consumers = new ConsumerSet(this.options.queueOrderStrategy)
+    this.parking = new RedisParking(
+      async () => (await this.ready()).cmd,
+      (where, run) => this.guard(where, run),
+      this.keys,
+    )
   }
 
   get visibilityTimeout(): number {
@@ -145,8 +149,8 @@ export class RedisTransport implements Transport {
         throw error
       }
       this.cmd = conn
-      this.router = new Router(conn)
-      this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.router!.lookup(exchange, routingKey))
+      this.router = new Router(conn, this.keys)
+      this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.router!.lookup(exchange, routingKey), this.keys)
       this.acks = new AckTracker(this.unacked, {
         assertOpen: () => {
           if (this.state === 'closed') throw this.closedError()
@@ -188,7 +192,7 @@ export class RedisTransport implements Transport {
     // Redis has no queue object: the declare is kombu's MULTI of four LLENs.
     return this.guard(`declare queue ${spec.name}`, async () => {
       const batch = cmd.multi()
-      for (const key of allListKeys(spec.name)) batch.llen(key)
+      for (const key of this.keys.lists(spec.name)) batch.llen(key)
       const sizes = (await execChecked(batch)) as number[]
       return { messageCount: sizes.reduce((a, b) => a + b, 0) }
     })
@@ -212,7 +216,7 @@ export class RedisTransport implements Transport {
     await this.guard(`delete queue ${queue}`, async () => {
       const batch = cmd.multi()
       for (const [key, member] of router.forgetQueue(queue)) batch.srem(key, member)
-      batch.del(...allListKeys(queue))
+      batch.del(...this.keys.lists(queue))
       await execChecked(batch)
     })
   }
@@ -221,7 +225,7 @@ export class RedisTransport implements Transport {
     const { cmd } = await this.ready()
     return this.guard(`purge ${queue}`, async () => {
       const batch = cmd.multi()
-      for (const key of allListKeys(queue)) batch.llen(key).del(key)
+      for (const key of this.keys.lists(queue)) batch.llen(key).del(key)
       const results = (await execChecked(batch)) as number[]
       return results.filter((_, i) => i % 2 === 0).reduce((a, b) => a + b, 0)
     })
@@ -235,21 +239,21 @@ export class RedisTransport implements Transport {
   async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
     const { cmd, router } = await this.ready()
     const encode = (): string => serializeEnvelope(buildEnvelope(exchange, routingKey, message))
-    const step = priorityStep(message.properties.priority)
+    const step = this.keys.step(message.properties.priority)
     await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, async () => {
       if (!exchange) {
-        await this.publishes.push(listKey(routingKey, step), encode())
+        await this.publishes.push(this.keys.list(routingKey, step), encode())
         return
       }
       if ((await router.resolveType(exchange)) === 'fanout') {
-        await cmd.publish(publishChannel(this.prefix, exchange, routingKey), encode())
+        await cmd.publish(this.keys.publishChannel(exchange, routingKey), encode())
         return
       }
       const queues = await router.lookup(exchange, routingKey)
       if (queues.length === 0) return
       const batch = cmd.pipeline()
       // A fresh delivery tag per copy, so two copies never share one `unacked` entry.
-      for (const queue of queues) batch.lpush(listKey(queue, step), encode())
+      for (const queue of queues) batch.lpush(this.keys.list(queue, step), encode())
       await execChecked(batch)
     })
   }
@@ -280,7 +284,7 @@ export class RedisTransport implements Transport {
     bindings: ReadonlyArray<{ exchange: string; routingKey: string }>,
   ): Promise<Consumer> {
     const hub = await this.ensureHub()
-    const patterns = [...new Set(bindings.flatMap((b) => subscribePatterns(this.prefix, b.exchange, b.routingKey)))]
+    const patterns = [...new Set(bindings.flatMap((b) => this.keys.subscribePatterns(b.exchange, b.routingKey)))]
     const onMessage = (raw: string, q: string): void => {
       try {
         // Pub/sub cannot redeliver, so fanout deliveries are always noAck.
@@ -309,7 +313,7 @@ export class RedisTransport implements Transport {
       const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
       this.brpopConn = conn
       await open()
-      const refreshOwner = () => this.cmd?.set(STAGING_OWNER_PREFIX + this.loopId, String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
+      const refreshOwner = () => this.cmd?.set(this.keys.stagingOwner(this.loopId), String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
       await refreshOwner()
       this.ownerTimer = setInterval(() => void refreshOwner(), STAGING_OWNER_TTL_MS / 3)
       this.ownerTimer.unref()
@@ -319,16 +323,16 @@ export class RedisTransport implements Transport {
         idle: () => undefined,
         failed: () => undefined,
         wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
-        claim: (keys, queues) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(queueOfListKey(k))), Math.min(CLAIM_BATCH_MAX, this.consumers.room(queues))),
+        claim: (keys, queues) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))), Math.min(CLAIM_BATCH_MAX, this.consumers.room(queues))),
         deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
-        claimStaged: (source) => this.unacked!.claimStaged(stagingKey(this.loopId, source), this.consumers.hasAcking(queueOfListKey(source))),
-        stagingFor: (source) => stagingKey(this.loopId, source),
+        claimStaged: (source) => this.unacked!.claimStaged(this.keys.stagingKey(this.loopId, source), this.consumers.hasAcking(this.keys.queueOfList(source))),
+        stagingFor: (source) => this.keys.stagingKey(this.loopId, source),
         openBlocker: async () => {
           const extra = createConnection(this.options, 'brpop', this.watcher)
           await extra.open()
           return extra.conn
         },
-      }, queueOfListKey)
+      }, this.keys)
     })().catch((error: unknown) => {
       this.loop = undefined
       throw error
@@ -453,14 +457,14 @@ export class RedisTransport implements Transport {
     clearInterval(this.ownerTimer)
     if (wasOpen && this.cmd) {
       // Our staging lists are empty after a clean stop; the owner key goes with them.
-      if (loop) await this.cmd.del(STAGING_OWNER_PREFIX + this.loopId).catch(() => undefined)
+      if (loop) await this.cmd.del(this.keys.stagingOwner(this.loopId)).catch(() => undefined)
       if (requeueUnacked) await this.acks!.restoreAll()
       else this.acks!.forget()
       for (const queue of this.autoDelete) {
         if (!this.router!.fanoutBindings.has(queue)) continue
         const batch = this.cmd.multi()
         for (const [key, member] of this.router!.forgetQueue(queue)) batch.srem(key, member)
-        batch.del(...allListKeys(queue))
+        batch.del(...this.keys.lists(queue))
         await execChecked(batch).catch(() => undefined)
       }
     }

@@ -2,7 +2,7 @@
 // this process; bindings live in `_kombu.binding.<exchange>` sets shared by all.
 import type { Redis } from 'ioredis'
 import type { ExchangeType } from '../transport.js'
-import { bindingKey, bindingMember, parseBindingMember, topicKeyToPattern, topicMatches } from './keys.js'
+import { topicKeyToPattern, topicMatches, type RedisKeys } from './keys.js'
 
 /** Celery declares these as fanout on Redis; a process that never declared them still routes right. */
 const WELL_KNOWN_FANOUT = new Set(['celery.pidbox', 'celeryev'])
@@ -28,13 +28,20 @@ export class Router {
   /** Bindings made here, so deleteQueue can SREM them (kombu's `state.queue_bindings`). */
   private readonly queueBindings = new Map<string, Set<string>>()
 
-  constructor(private readonly conn: Redis) {}
+  private readonly typesKey: string
+
+  constructor(
+    private readonly conn: Redis,
+    private readonly keys: RedisKeys,
+  ) {
+    this.typesKey = keys.key(EXCHANGE_TYPES_KEY)
+  }
 
   async declare(exchange: string, type: ExchangeType): Promise<void> {
     const known = this.types.get(exchange)
     this.types.set(exchange, type)
     if (known !== type && type !== 'direct' && !WELL_KNOWN_FANOUT.has(exchange)) {
-      await this.conn.hset(EXCHANGE_TYPES_KEY, exchange, type)
+      await this.conn.hset(this.typesKey, exchange, type)
     }
   }
 
@@ -50,7 +57,7 @@ export class Router {
     if (WELL_KNOWN_FANOUT.has(exchange) || !exchange) return this.typeOf(exchange)
     const cached = this.remembered.get(exchange)
     if (cached && cached.until > Date.now()) return cached.type
-    const stored = await this.conn.hget(EXCHANGE_TYPES_KEY, exchange)
+    const stored = await this.conn.hget(this.typesKey, exchange)
     const type: ExchangeType = stored === 'fanout' || stored === 'topic' ? stored : 'direct'
     this.remembered.set(exchange, { type, until: type === 'direct' ? Date.now() + NEGATIVE_CACHE_MS : Infinity })
     return type
@@ -58,7 +65,7 @@ export class Router {
 
   private member(queue: string, exchange: string, routingKey: string): string {
     const pattern = this.typeOf(exchange) === 'topic' ? topicKeyToPattern(routingKey) : ''
-    return bindingMember({ routingKey, pattern, queue })
+    return this.keys.bindingMember({ routingKey, pattern, queue })
   }
 
   async bind(queue: string, exchange: string, routingKey: string): Promise<void> {
@@ -72,7 +79,7 @@ export class Router {
     const bindings = this.queueBindings.get(queue) ?? new Set<string>()
     bindings.add(`${exchange}\n${routingKey}`)
     this.queueBindings.set(queue, bindings)
-    await this.conn.sadd(bindingKey(exchange), this.member(queue, exchange, routingKey))
+    await this.conn.sadd(this.keys.binding(exchange), this.member(queue, exchange, routingKey))
   }
 
   async unbind(queue: string, exchange: string, routingKey: string): Promise<void> {
@@ -84,7 +91,7 @@ export class Router {
     }
     this.queueBindings.get(queue)?.delete(`${exchange}\n${routingKey}`)
     // kombu 5.2.4 only forgets the binding locally; removing the member is what AMQP would do.
-    await this.conn.srem(bindingKey(exchange), this.member(queue, exchange, routingKey))
+    await this.conn.srem(this.keys.binding(exchange), this.member(queue, exchange, routingKey))
   }
 
   /** SREM every binding this process made for `queue`; returns nothing to await beyond the commands. */
@@ -92,7 +99,7 @@ export class Router {
     const out: Array<[string, string]> = []
     for (const entry of this.queueBindings.get(queue) ?? []) {
       const [exchange = '', routingKey = ''] = entry.split('\n')
-      out.push([bindingKey(exchange), this.member(queue, exchange, routingKey)])
+      out.push([this.keys.binding(exchange), this.member(queue, exchange, routingKey)])
     }
     this.queueBindings.delete(queue)
     this.fanoutBindings.delete(queue)
@@ -103,7 +110,7 @@ export class Router {
   async lookup(exchange: string, routingKey: string): Promise<string[]> {
     if (!exchange) return [routingKey]
     const type = await this.resolveType(exchange)
-    const members = (await this.conn.smembers(bindingKey(exchange))).map(parseBindingMember)
+    const members = (await this.conn.smembers(this.keys.binding(exchange))).map((m) => this.keys.parseBindingMember(m))
     const queues = new Set<string>()
     for (const m of members) {
       if (type === 'fanout') queues.add(m.queue)

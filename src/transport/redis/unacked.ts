@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { markRedelivered, asEnvelope, serializeEnvelope } from '../kombu-envelope.js'
-import { parseStagingKey, STAGING_OWNER_PREFIX, STAGING_PREFIX, UNACKED_INDEX_KEY, UNACKED_KEY, UNACKED_MUTEX_EXPIRE, UNACKED_MUTEX_KEY } from './keys.js'
+import { UNACKED_MUTEX_EXPIRE, type RedisKeys } from './keys.js'
 import { dumps, loads } from '../../protocol/index.js'
 import { execChecked } from './batch.js'
 
@@ -40,13 +40,14 @@ export class UnackedStore {
   constructor(
     private readonly conn: Redis,
     private readonly lookup: DestinationLookup,
+    private readonly keys: RedisKeys,
   ) {}
 
   /** One MULTI of ZADD + HSET; the stored value is `[envelope, exchange, routing_key]`. */
   async add(tag: string, rawEnvelope: string, exchange: string, routingKey: string): Promise<void> {
     // The envelope text is embedded as-is so a Python restorer reads back exactly what was popped.
     const value = `[${rawEnvelope}, ${dumps(exchange)}, ${dumps(routingKey)}]`
-    await this.conn.multi().zadd(UNACKED_INDEX_KEY, Date.now() / 1000, tag).hset(UNACKED_KEY, tag, value).exec()
+    await this.conn.multi().zadd(this.keys.unackedIndex, Date.now() / 1000, tag).hset(this.keys.unacked, tag, value).exec()
   }
 
   /**
@@ -56,7 +57,7 @@ export class UnackedStore {
    * gap); a script closes it. Returns null when every list is empty.
    */
   async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<Array<{ key: string; raw: string; recorded: boolean }>> {
-    const result = await this.runClaim([UNACKED_KEY, UNACKED_INDEX_KEY, ...keys], [String(Date.now() / 1000), ...record.map((r) => (r ? '1' : '0')), String(Math.max(1, max))])
+    const result = await this.runClaim([this.keys.unacked, this.keys.unackedIndex, ...keys], [String(Date.now() / 1000), ...record.map((r) => (r ? '1' : '0')), String(Math.max(1, max))])
     const claimed: Array<{ key: string; raw: string; recorded: boolean }> = []
     for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recorded: result[i + 2] === '1' })
     return claimed
@@ -80,12 +81,12 @@ export class UnackedStore {
     let cursor = '0'
     let recovered = 0
     do {
-      const [next, keys] = await this.conn.scan(cursor, 'MATCH', `${STAGING_PREFIX}*`, 'COUNT', 200)
+      const [next, keys] = await this.conn.scan(cursor, 'MATCH', this.keys.stagingPattern, 'COUNT', 200)
       cursor = next
       for (const key of keys) {
-        const parsed = parseStagingKey(key)
+        const parsed = this.keys.parseStagingKey(key)
         if (!parsed) continue
-        if (await this.conn.exists(STAGING_OWNER_PREFIX + parsed[0])) continue
+        if (await this.conn.exists(this.keys.stagingOwner(parsed[0]))) continue
         // LMOVE is atomic: a message is always in exactly one of the two lists.
         while ((await this.conn.lmove(key, parsed[1], 'RIGHT', 'RIGHT')) !== null) recovered += 1
       }
@@ -96,14 +97,14 @@ export class UnackedStore {
   /** Each tag's `unacked_index` score, null where it is no longer unacked. */
   async scores(tags: readonly string[]): Promise<Array<number | null>> {
     const batch = this.conn.pipeline()
-    for (const tag of tags) batch.zscore(UNACKED_INDEX_KEY, tag)
+    for (const tag of tags) batch.zscore(this.keys.unackedIndex, tag)
     const replies = (await batch.exec()) ?? []
     return replies.map(([error, score]) => (error || score === null || score === undefined ? null : Number(score)))
   }
 
   /** Moves a held message's index score forward (ZADD XX: only while it is still unacked). */
   async defer(tag: string, untilUnixSeconds: number): Promise<void> {
-    await this.conn.zadd(UNACKED_INDEX_KEY, 'XX', untilUnixSeconds, tag)
+    await this.conn.zadd(this.keys.unackedIndex, 'XX', untilUnixSeconds, tag)
   }
 
   /**
@@ -115,7 +116,7 @@ export class UnackedStore {
       const tags: string[] = []
       const sent = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
         this.pendingRemoval = undefined
-        await execChecked(this.conn.multi().zrem(UNACKED_INDEX_KEY, ...tags).hdel(UNACKED_KEY, ...tags))
+        await execChecked(this.conn.multi().zrem(this.keys.unackedIndex, ...tags).hdel(this.keys.unacked, ...tags))
       })
       this.pendingRemoval = { tags, sent }
     }
@@ -130,9 +131,9 @@ export class UnackedStore {
    */
   async restore(tag: string, { leftmost }: { leftmost: boolean }): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const stored = await this.conn.hget(UNACKED_KEY, tag)
+      const stored = await this.conn.hget(this.keys.unacked, tag)
       if (stored === null) {
-        await this.conn.zrem(UNACKED_INDEX_KEY, tag)
+        await this.conn.zrem(this.keys.unackedIndex, tag)
         return false
       }
       let destinations: string[] = []
@@ -152,8 +153,8 @@ export class UnackedStore {
       const result = await this.conn.eval(
         RESTORE_SCRIPT,
         2 + destinations.length,
-        UNACKED_KEY,
-        UNACKED_INDEX_KEY,
+        this.keys.unacked,
+        this.keys.unackedIndex,
         ...destinations,
         tag,
         stored,
@@ -174,16 +175,16 @@ export class UnackedStore {
     // A release that failed (the connection dropped mid-pass) is retried first:
     // otherwise the lock would block every restore, ours and other workers', for 300 s.
     if (this.unreleasedToken) {
-      await this.conn.eval(RELEASE_SCRIPT, 1, UNACKED_MUTEX_KEY, this.unreleasedToken)
+      await this.conn.eval(RELEASE_SCRIPT, 1, this.keys.unackedMutex, this.unreleasedToken)
       this.unreleasedToken = undefined
     }
     const token = randomUUID().replace(/-/g, '')
-    const locked = await this.conn.set(UNACKED_MUTEX_KEY, token, 'PX', UNACKED_MUTEX_EXPIRE * 1000, 'NX')
+    const locked = await this.conn.set(this.keys.unackedMutex, token, 'PX', UNACKED_MUTEX_EXPIRE * 1000, 'NX')
     if (locked !== 'OK') return -1
     try {
       await this.recoverStaged()
       const ceil = Date.now() / 1000 - visibilityTimeout
-      const args: Array<string | number> = [UNACKED_INDEX_KEY, ceil, 0, 'WITHSCORES']
+      const args: Array<string | number> = [this.keys.unackedIndex, ceil, 0, 'WITHSCORES']
       if (limit) args.push('LIMIT', 0, limit)
       const found = (await this.conn.call('ZREVRANGEBYSCORE', ...args)) as string[]
       let restored = 0
@@ -192,7 +193,7 @@ export class UnackedStore {
       }
       return restored
     } finally {
-      await this.conn.eval(RELEASE_SCRIPT, 1, UNACKED_MUTEX_KEY, token).catch(() => {
+      await this.conn.eval(RELEASE_SCRIPT, 1, this.keys.unackedMutex, token).catch(() => {
         this.unreleasedToken = token
       })
     }

@@ -32,7 +32,19 @@ app.conf.task_queues = [
 ]
 app.conf.task_annotations = {'cfg.record': {'rate_limit': '600/m'}}
 if BROKER.startswith('redis'):
-    app.conf.broker_transport_options = {'visibility_timeout': 300, 'priority_steps': [0, 3, 6, 9], 'sep': '\x06\x16', 'queue_order_strategy': 'round_robin'}
+    # Every layout option kombu 5.2.4 reads, none at its default: a prefixed
+    # Redis shared with other services, two priority steps, another separator,
+    # queues served in the order given, fanout channels of the app's own prefix
+    # without routing keys.
+    app.conf.broker_transport_options = {
+        'visibility_timeout': 300,
+        'global_keyprefix': os.environ['CFG_KEYPREFIX'],
+        'priority_steps': [0, 5],
+        'sep': ':',
+        'queue_order_strategy': 'priority',
+        'fanout_prefix': '/cfg{db}.',
+        'fanout_patterns': False,
+    }
 
 _client = None
 

@@ -92,12 +92,12 @@ describe('refusal lines', () => {
     assert.deepEqual(refusals({ task_serializer: 'auth', result_serializer: 'msgpack', result_accept_content: ['json', 'application/x-msgpack'] }), [])
     assert.deepEqual(refusals({ result_serializer: 'auth' }), ['result_serializer = "auth": tsq encodes json, msgpack, yaml (not auth)'])
   })
-  it('[broker_transport_options] kombu\'s defaults accepted, another layout refused by key', () => {
-    assert.deepEqual(checkTransportOptions({ visibility_timeout: 60, sep: '\x06\x16', priority_steps: [0, 3, 6, 9], queue_order_strategy: 'round_robin', socket_timeout: 5 }), { visibilityTimeout: 60, refusals: [] })
+  it('[broker_transport_options] kombu\'s layout options read (tested in redis-keys.test.ts), what tsq cannot do refused by key', () => {
+    assert.deepEqual(checkTransportOptions({ visibility_timeout: 60, sep: '\x06\x16', queue_order_strategy: 'round_robin', socket_timeout: 5 }), { visibilityTimeout: 60, redisLayout: { sep: '\x06\x16', queueOrderStrategy: 'round_robin' }, refusals: [] })
     // confirm_publish: tsq's RabbitMQ publishes always wait for the confirm (an events app sets it).
     assert.deepEqual(refusals({ broker_transport_options: { confirm_publish: true } }), [])
-    assert.deepEqual(refusals({ broker_transport_options: { priority_steps: [0, 1, 2], max_retries: 3 } }), [
-      'broker_transport_options.priority_steps = [0,1,2]: tsq keeps kombu\'s default ([0,3,6,9]), so another value would split its Redis layout from the Python workers\'',
+    assert.deepEqual(refusals({ broker_transport_options: { priority_steps: [0, 1, 2], global_keyprefix: 'svc:', body_encoding: 'plain', max_retries: 3 } }), [
+      'broker_transport_options.body_encoding = "plain": tsq keeps kombu\'s default ("base64"), so another value would split its Redis layout from the Python workers\'',
       'broker_transport_options.max_retries = 3: not an option tsq\'s transports read',
     ])
     assert.deepEqual(refusals({ broker_transport_options: { visibility_timeout: -1 } }), ['broker_transport_options.visibility_timeout = -1: expected seconds > 0'])
