@@ -23,6 +23,13 @@ export class PublishBatcher {
 
   push(key: string, payload: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      // Nothing outstanding: a lone send goes out at once, so a send awaited
+      // one at a time pays no wait for the turn to end. Sends made while a
+      // write is outstanding collect behind it, as Nagle's algorithm does.
+      if (this.inFlight.size === 0 && !this.scheduled) {
+        this.send([{ key, payload, resolve, reject }])
+        return
+      }
       this.pending.push({ key, payload, resolve, reject })
       if (!this.scheduled) {
         this.scheduled = true
