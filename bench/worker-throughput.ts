@@ -21,6 +21,7 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import amqplib from 'amqplib'
+import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { encodeTaskV2 } from '../src/protocol/index.js'
 import { benchEnv, formatEnv } from './lib/env.js'
@@ -36,7 +37,9 @@ type Kind = keyof typeof URLS
 interface Contender {
   name: string
   label: string
-  side: 'tsq' | 'celery' | 'raw'
+  side: 'tsq' | 'celery' | 'raw' | 'bullmq'
+  /** BullMQ Worker's concurrency (side 'bullmq', Redis only). */
+  bullmqConcurrency?: number
   /** argv for the worker; none for the plain consumer. */
   argv?: (kind: Kind, node: string, idleQueue: string) => { cmd: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }
 }
@@ -72,6 +75,8 @@ const CONTENDERS: Contender[] = [
   { name: 'celery-prefork', label: 'celery prefork -c 2', side: 'celery', argv: celeryWorker('prefork', 2) },
   { name: 'celery-threads', label: 'celery threads -c 8', side: 'celery', argv: celeryWorker('threads', 8) },
   { name: 'celery-solo', label: 'celery solo', side: 'celery', argv: celeryWorker('solo', 1) },
+  // The Node queue tsq is measured against on Redis; its best of three concurrencies is reported.
+  ...[8, 50, 100].map((c): Contender => ({ name: `bullmq-${c}`, label: `bullmq Worker -c ${c}`, side: 'bullmq', bullmqConcurrency: c })),
 ]
 
 /** How long one contender may take to drain the queue before it is timed on what it did. */
@@ -382,7 +387,47 @@ function cpuPerThousand(tasks: number, consumer: [number, number], broker: [numb
   return { consumerMs: per(...consumer), brokerMs: per(...broker) }
 }
 
+/**
+ * BullMQ's own Worker in this process (as the plain consumers run), on a queue
+ * pre-filled with `addBulk`: jobs completed per second, from the first
+ * completion to the n-th, with BullMQ's defaults (completed jobs kept).
+ */
+async function bullmqDrain(c: Contender, n: number): Promise<Result> {
+  const name = `tsq-bench-tp-${process.pid}-${c.name}`
+  const connection = new Redis(URLS.redis, { maxRetriesPerRequest: null })
+  const queue = new BullQueue(name, { connection })
+  let worker: BullWorker | undefined
+  try {
+    for (let i = 0; i < n; i += 1000) await queue.addBulk(Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ name: 'proj.noop', data: { args: [i + j] } })))
+    const brokerServer = brokerPids('redis')
+    await brokerQuiet(brokerServer)
+    const ownCpu = () => {
+      const { user, system } = process.cpuUsage()
+      return (user + system) / 1e6
+    }
+    const before: [number, number] = [ownCpu(), cpuSeconds(brokerServer)]
+    let done = 0
+    let start = 0
+    const perSecond = await new Promise<number>((resolvePromise) => {
+      worker = new BullWorker(name, async () => undefined, { connection: new Redis(URLS.redis, { maxRetriesPerRequest: null }), concurrency: c.bullmqConcurrency })
+      worker.on('completed', () => {
+        done += 1
+        if (done === 1) start = performance.now()
+        if (done === n) resolvePromise(((n - 1) * 1000) / (performance.now() - start))
+      })
+    })
+    const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
+    return { broker: 'redis', name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, anonIdleMb: null, anonAfterMb: null, cpuPerThousand: cpu }
+  } finally {
+    await worker?.close()
+    await queue.obliterate({ force: true }).catch(() => undefined)
+    await queue.close()
+    connection.disconnect()
+  }
+}
+
 async function runContender(kind: Kind, broker: Broker, c: Contender, n: number): Promise<Result> {
+  if (c.side === 'bullmq') return bullmqDrain(c, n)
   const queue = `tsq-bench-tp-${process.pid}-${c.name}-${kind}`
   const idleQueue = `${queue}-idle`
   await broker.remove([queue, idleQueue])
@@ -503,6 +548,7 @@ for (const kind of kinds) {
     const rounds = new Map<string, Result[]>()
     for (let round = 0; round < runs; round += 1) {
       for (const c of contenders) {
+        if (c.side === 'bullmq' && kind !== 'redis') continue
         const done = rounds.get(c.name) ?? []
         if (round > 0 && (done.length === 0 || done.some((r) => r.partial))) continue
         try {
@@ -535,6 +581,9 @@ for (const kind of kinds) {
   if (t && p) {
     const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
     say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
+    const bull = best('bullmq')
+    const solo = mine.find((r) => r.name === 'tsq-solo')
+    if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
     // The pools that isolate tasks (prefork is the default), each against Celery's best pool of the same run.
     for (const name of ['tsq-prefork', 'tsq-threads']) {
       const pool = mine.find((r) => r.name === name)

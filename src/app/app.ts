@@ -520,15 +520,31 @@ export class App {
    */
   async group(...signatures: Signature[]): Promise<GroupResult> {
     if (isAlwaysEager(this)) return applyGroupEagerly(this, signatures)
+    const groupId = randomUUID()
+    const results = await this.sendSignatures(signatures, (index) => ({ group: groupId, groupIndex: index }))
+    return new GroupResult(groupId, results)
+  }
+
+  /**
+   * Sends every signature at once (their own queue, or the default): each
+   * message is the one `sendTask` would send, and all are written together
+   * (one pipeline on Redis, one write per tick on RabbitMQ). Resolves once the
+   * broker has confirmed every one; rejects if any was not, in which case
+   * some of the others may have been sent.
+   */
+  async sendMany(signatures: Signature[]): Promise<AsyncResult[]> {
+    if (isAlwaysEager(this)) return Promise.all(signatures.map((sig) => this.sendTask(sig.task, sig.args, sig.kwargs, { ...(typeof sig.options.queue === 'string' ? { queue: sig.options.queue } : {}), ...(typeof sig.options.task_id === 'string' ? { id: sig.options.task_id } : {}) })))
+    return this.sendSignatures(signatures, () => ({}))
+  }
+
+  private async sendSignatures(signatures: Signature[], extra: (index: number) => Partial<SendTaskOptions>): Promise<AsyncResult[]> {
     const transport = await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const groupId = randomUUID()
-    const results: AsyncResult[] = []
-    for (const [index, sig] of signatures.entries()) {
-      const id = await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index }, this.signals, this.taskEncoder())
-      results.push(new AsyncResult(id, this))
-    }
-    return new GroupResult(groupId, results)
+    const encoder = this.taskEncoder()
+    // Started together so the transport writes them as one batch; each still
+    // resolves on its own confirm.
+    const ids = await Promise.all(signatures.map((sig, index) => sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), ...extra(index) }, this.signals, encoder)))
+    return ids.map((id) => new AsyncResult(id, this))
   }
 
   /**
@@ -557,9 +573,7 @@ export class App {
     if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
-    for (const [index, sig] of header.entries()) {
-      await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: frozenBody } }, this.signals, this.taskEncoder())
-    }
+    await this.sendSignatures(header, (index) => ({ group: groupId, groupIndex: index, embed: { chord: frozenBody } }))
     return new AsyncResult(bodyId, this)
   }
 

@@ -269,13 +269,24 @@ export async function declareDefinition(transport: Transport, d: QueueDefinition
   for (const b of d.bindings) if (b.exchange.name !== '') await transport.bindQueue(d.queue.name, b.exchange.name, b.routingKey)
 }
 
-const declaredOn = new WeakMap<Transport, Set<string>>()
+const declaredOn = new WeakMap<Transport, Map<string, Promise<void>>>()
 
 /** `maybe_declare`: once per connection, as kombu's producer does. */
-export async function declareTaskQueue(transport: Transport, name: string, definition?: QueueDefinition): Promise<void> {
+export function declareTaskQueue(transport: Transport, name: string, definition?: QueueDefinition): Promise<void> {
   let seen = declaredOn.get(transport)
-  if (!seen) declaredOn.set(transport, (seen = new Set()))
-  if (seen.has(name)) return
+  if (!seen) declaredOn.set(transport, (seen = new Map()))
+  // The declaration itself is kept, so a thousand concurrent first sends to a
+  // queue wait on one declare instead of each sending its own.
+  let declared = seen.get(name)
+  if (!declared) {
+    declared = declareOnce(transport, name, definition)
+    seen.set(name, declared)
+    declared.catch(() => seen.delete(name))
+  }
+  return declared
+}
+
+async function declareOnce(transport: Transport, name: string, definition?: QueueDefinition): Promise<void> {
   if (definition) await declareDefinition(transport, definition)
   else {
     const { exchange, queue, routingKey } = taskQueue(name)
@@ -283,5 +294,4 @@ export async function declareTaskQueue(transport: Transport, name: string, defin
     await transport.declareQueue(queue)
     await transport.bindQueue(queue.name, exchange.name, routingKey)
   }
-  seen.add(name)
 }

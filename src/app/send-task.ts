@@ -33,8 +33,11 @@ export interface SendTaskOptions extends Omit<TaskSendOptions, 'origin'> {
 
 /** `gen<pid>@<host>`: the origin Celery stamps on tasks sent from outside a worker. */
 export function clientOrigin(): string {
-  return `gen${process.pid}@${hostname()}`
+  // os.hostname() is a system call; a send path calling it per message showed in profiles.
+  origin ??= `gen${process.pid}@${hostname()}`
+  return origin
 }
+let origin: string | undefined
 
 /**
  * `app.send_task`: protocol v2 to the default exchange with the queue name as

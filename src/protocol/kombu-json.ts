@@ -16,7 +16,12 @@ const SHORT_ESCAPES: Record<string, string> = {
   '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f',
 }
 
+// Most strings a message carries (ids, names, base64 bodies) need no escape:
+// one test of the whole string skips the replace and its callback.
+const HAS_ESCAPE = /["\\\x00-\x1f\x7f-\uffff]/
+
 export function quoteJsonString(s: string): string {
+  if (!HAS_ESCAPE.test(s)) return `"${s}"`
   return `"${s.replace(NEEDS_ESCAPE, (ch) => SHORT_ESCAPES[ch] ?? `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)}"`
 }
 

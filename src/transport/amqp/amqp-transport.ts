@@ -29,6 +29,7 @@ import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
+import { flushAtEndOfTurn } from './flush-per-tick.js'
 import { toPublishOptions } from './properties.js'
 import { assertExchange, assertQueue, TopologyRegistry } from './topology.js'
 
@@ -201,6 +202,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
             if (err) reject(this.channelCloseErrors.get(channel) ?? err)
             else resolve()
           })
+          flushAtEndOfTurn(conn)
         } catch (err) {
           reject(err)
         }

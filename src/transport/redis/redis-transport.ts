@@ -34,6 +34,7 @@ import { retryWhileDemoted } from './sentinel.js'
 import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
+import { PublishBatcher } from './publish-batch.js'
 
 /**
  * Most messages one claim takes at once. Taking what the prefetch window has
@@ -83,6 +84,7 @@ export class RedisTransport implements Transport {
   private restoreTimer: NodeJS.Timeout | undefined
   private restoring = false
   private readonly down = new Set<ConnectionRole>()
+  private readonly publishes = new PublishBatcher(() => this.cmd!)
   /** Parking lots (parking.ts): the events bus's retries and archives. */
   readonly parking: Parking
 
@@ -242,7 +244,7 @@ export class RedisTransport implements Transport {
     const step = this.keys.step(message.properties.priority)
     await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, async () => {
       if (!exchange) {
-        await cmd.lpush(this.keys.list(routingKey, step), encode())
+        await this.publishes.push(this.keys.list(routingKey, step), encode())
         return
       }
       if ((await router.resolveType(exchange)) === 'fanout') {
@@ -445,6 +447,7 @@ export class RedisTransport implements Transport {
     await this.connecting?.catch(() => undefined)
     const wasOpen = this.state === 'open'
     this.state = 'closing'
+    if (wasOpen) await this.publishes.drain()
     clearInterval(this.restoreTimer)
     for (const consumer of this.consumers.all()) {
       consumer.cancelled = true
