@@ -12,7 +12,7 @@
 // quiet to hit its window) says so with a line `// tsq-test: exclusive`, and
 // runs alone after the parallel phase.
 //
-// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 3)
+// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 4)
 import { spawn, execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -108,10 +108,15 @@ function runFile(file, env, label) {
 const files = testFiles(process.argv.slice(2))
 const exclusive = files.filter((f) => /^\/\/ tsq-test: exclusive\b/m.test(readFileSync(f, 'utf8')))
 // Files that say `// tsq-test: slow` (they start clusters or run for minutes) go first, so the
-// lanes end together instead of one lane starting a long file when the others are done.
-const slow = (f) => /^\/\/ tsq-test: slow\b/m.test(readFileSync(f, 'utf8'))
-const shared = files.filter((f) => !exclusive.includes(f)).sort((a, b) => Number(slow(b)) - Number(slow(a)))
-let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 3), LANE_REDIS_DBS.length))
+// lanes end together instead of one lane starting a long file when the others are done;
+// `slow N` (about N minutes) orders them, longest first.
+const weight = (f) => {
+  const m = /^\/\/ tsq-test: slow(?: (\d+))?\b/m.exec(readFileSync(f, 'utf8'))
+  return m ? Number(m[1] ?? 1) : 0
+}
+const weights = new Map(files.map((f) => [f, weight(f)]))
+const shared = files.filter((f) => !exclusive.includes(f)).sort((a, b) => weights.get(b) - weights.get(a))
+let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 4), LANE_REDIS_DBS.length))
 const vhosts = []
 for (let lane = 0; lane < lanes; lane += 1) {
   const vhost = laneVhost(lane)

@@ -1,3 +1,4 @@
+// tsq-test: slow
 // `tsq dashboard` in real headless Chromium (Debian's, driven by
 // playwright-core), on RabbitMQ with a Python Celery worker and a tsq worker:
 // both are listed; a task sent from Python turns SUCCESS without a reload; a

@@ -1,3 +1,4 @@
+// tsq-test: slow
 // The dashboard's pages of tsq's other features, in headless Chromium, on
 // Redis: the events bus's archive (an event whose handler always fails,
 // replayed from the page), task locks (a held lock shown and removed) and

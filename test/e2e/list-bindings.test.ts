@@ -1,3 +1,4 @@
+// tsq-test: slow
 // `tsq list bindings` (issue 26 item 2): on Redis, the bindings a Python
 // Celery app declared, the same rows as `celery list bindings` prints; on the
 // shared RabbitMQ (management plugin off) one line naming the plugin to

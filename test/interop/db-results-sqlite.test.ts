@@ -1,3 +1,4 @@
+// tsq-test: slow
 // Issue 31: the db+ result backend on sqlite, both ways with Python Celery (helpers/db-results-suite.ts).
 import { dbResultsSuite } from './helpers/db-results-suite.js'
 

@@ -1,4 +1,4 @@
-// tsq-test: exclusive (three RabbitMQ nodes of its own: three Erlang VMs on a small machine would starve the parallel lanes)
+// tsq-test: slow 5 (three RabbitMQ nodes of its own; started first so the other lanes run beside it)
 // Issue 23, RabbitMQ half: tsq over a 3-node RabbitMQ cluster with quorum
 // queues, given the failover list of the three nodes.
 //

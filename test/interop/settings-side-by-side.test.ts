@@ -1,3 +1,4 @@
+// tsq-test: slow
 // Issue 30, "Must show": a Python app and a tsq app with the same Celery
 // configuration (test/interop/py/cfg_settings_app.py and its twin
 // test/fixtures/tasks/cfg-settings-app.js: a priority queue declared with

@@ -1,3 +1,4 @@
+// tsq-test: slow 2
 // Issue 29, TLS: a tsq worker and `tsq inspect ping`, `call` and `result`
 // work over mutual TLS beside a Python Celery 5.2.6 worker configured as
 // Celery documents (rediss:// URL parameters for Redis, broker_use_ssl for
