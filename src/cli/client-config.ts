@@ -33,6 +33,8 @@ export interface ClientConfig extends ResolvedConfig {
   routeFor(taskName: string): Route
   /** With -A: the app's task_serializer (signed under auth). */
   taskEncoder?: () => BodyEncoder
+  /** conf.lock_url (the app's with -A, else the config module's), for `tsq locks`. */
+  lockUrl?: string | null
 }
 
 /**
@@ -57,7 +59,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
   if (flags.app) {
     const app = await loadApp(resolveAppModule(flags.app))
     app.configure({ broker: flags.broker, resultBackend: flags['result-backend'] })
-    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder() }
+    return { ...app.config, defaultQueue: app.defaultQueue, transportSettings: app.transportSettings, backendSsl: app.backendSsl, beatStoreSsl: beatStoreSslFromConf(app.conf), routeFor: (name) => app.routeFor(name), taskEncoder: () => app.taskEncoder(), lockUrl: stringOr(app.conf.lock_url) }
   }
   const settings = await loadConfigModule()
   const config = loadConfig({ broker: flags.broker, resultBackend: flags['result-backend'], ...configModuleUrls(settings) })
@@ -70,5 +72,10 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     backendSsl: backendSslFromConf(settings),
     beatStoreSsl: beatStoreSslFromConf(settings),
     routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
+    lockUrl: stringOr(settings.lock_url),
   }
+}
+
+function stringOr(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null
 }
