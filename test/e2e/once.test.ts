@@ -91,11 +91,16 @@ for (const [kind, broker, skip] of [
     })
 
     it('a task revoked before it runs clears its mark when the worker discards it', async () => {
+      // The solo worker is busy with a blocker, so the task waits behind it.
+      const blocker = uniqueName('k')
+      const blocked = await send(blocker)
       const key = uniqueName('k')
       await redis.set(`${key}:gate`, '1')
-      const first = await send(key, { countdown: 3 })
+      const first = await send(key)
       await assert.rejects(send(key), AlreadyQueued)
       await app.control.revoke(first.id, { timeout: 1 })
+      await redis.set(`${blocker}:gate`, '1')
+      await blocked.get({ timeout: 60 })
       await waitFor(async () => ((await first.state) === 'REVOKED' ? true : null), { timeoutMs: 60_000, what: 'the task revoked' })
       const next = await send(key)
       assert.notEqual(next.id, first.id)
