@@ -37,7 +37,7 @@ for (const [kind, broker, skip] of [
       redis = new Redis(BACKEND)
       app = createApp({ name: 'once-test', broker, resultBackend: BACKEND })
       tasks = defineOnceTasks(app)
-      worker = await startWorker(['-A', APP, '-b', broker, '--result-backend', BACKEND, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
+      worker = await startWorker(['-A', APP, '-b', broker, '--result-backend', BACKEND, '-Q', queue, '-P', 'solo', '-c', '1', '--prefetch-multiplier', '4', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
         nodename: uniqueName('once') + '@h',
         readyTimeoutMs: 120_000,
         env: { TSQ_TEST_REDIS_URL: BACKEND },
