@@ -1,15 +1,19 @@
 // bench/locks: acquisitions+releases per second of the task-lock stores, one key
 // (every acquisition waits for the release before it) and many keys (16 in flight),
 // beside the raw commands from the same run: Redis SET NX PX + DEL on one
-// connection, and for file:// an O_EXCL create + unlink. In-process on purpose:
-// this measures the stores, not a worker (bench/worker-throughput does that).
-//   node --import tsx bench/locks.ts [--n 2000] [--redis redis://127.0.0.1:6379/9] [--json]
+// connection, for amqp:// (the exclusive-queue store) a raw exclusive queue
+// declare + delete, and for file:// an O_EXCL create + unlink. In-process on
+// purpose: this measures the stores, not a worker. "per task" is what a lock
+// adds to one task's run in a pool slot (the slot's own acquireTaskLock, key
+// hashed, lock taken, then released), in ms, one task after another.
+//   node --import tsx bench/locks.ts [--n 2000] [--redis redis://127.0.0.1:6379/9] [--amqp amqp://guest:guest@127.0.0.1:5672//] [--json]
 import { mkdtempSync, rmSync } from 'node:fs'
 import { open, unlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { FileLockStore, RedisLockStore, type LockStore } from '../src/locks/index.js'
+import amqp from '../src/transport/amqp/amqplib.js'
+import { acquireTaskLock, AmqpLockStore, closeLockStores, FileLockStore, RedisLockStore, type LockStore } from '../src/locks/index.js'
 
 const arg = (name: string, dflt: string) => {
   const at = process.argv.indexOf(`--${name}`)
@@ -17,6 +21,7 @@ const arg = (name: string, dflt: string) => {
 }
 const N = Number(arg('n', '2000'))
 const REDIS = arg('redis', 'redis://127.0.0.1:6379/9')
+const AMQP = arg('amqp', 'amqp://guest:guest@127.0.0.1:5672//')
 const IN_FLIGHT = 16
 const who = { node: 'bench@h', pid: process.pid, task: 'bench.locks', taskId: null }
 
@@ -37,6 +42,22 @@ async function storeOp(store: LockStore, id: string): Promise<void> {
 }
 
 const figures: Array<{ name: string; tsq: number; peer: number; peerLabel: string }> = []
+const perTask: Array<{ store: string; ms: number }> = []
+
+/** ms a lock adds to one task: the worker's acquireTaskLock (key, store) and the release, n in a row. */
+async function perTaskCost(store: string, url: string, resultBackend: string | null = null): Promise<void> {
+  const request = (i: number) => ({ task: 'bench.noop', fn: (n: number) => n, options: { key: (n: number) => n % 10, timeout: 60 }, args: [i], kwargs: {}, taskId: `t${i}`, node: 'bench@h', settings: { lockUrl: url, brokerUrl: url, resultBackend } })
+  const one = async (i: number) => {
+    const got = await acquireTaskLock(request(i))
+    if (got.kind !== 'held') throw new Error(`bench: ${got.kind}`)
+    await got.held.release()
+  }
+  await one(0)
+  const n = Math.min(N, 1000)
+  const t0 = performance.now()
+  for (let i = 0; i < n; i++) await one(i)
+  perTask.push({ store, ms: (performance.now() - t0) / n })
+}
 const run = `locks-bench-${process.pid}`
 
 const redis = new Redis(REDIS)
@@ -53,7 +74,29 @@ for (const pattern of [`tsq:lock-token:${run}-*`, `tsq:lock-holder:bench@h:${pro
   while (keys.length) await redis.del(...keys.splice(0, 500))
 }
 await redisStore.close()
+await perTaskCost('redis', REDIS)
+await closeLockStores()
 redis.disconnect()
+
+// RabbitMQ: the exclusive-queue store beside a raw exclusive declare + delete on one channel.
+try {
+  const conn = await amqp.connect(AMQP)
+  const ch = await conn.createChannel()
+  const rawAmqp = async (name: string) => {
+    await ch.assertQueue(name, { exclusive: true, durable: false, autoDelete: false })
+    await ch.deleteQueue(name)
+  }
+  const amqpStore = new AmqpLockStore(AMQP)
+  await storeOp(amqpStore, `${run}-warm`)
+  figures.push({ name: 'amqp one key', tsq: await rate(1, () => storeOp(amqpStore, `${run}-one`)), peer: await rate(1, () => rawAmqp(`${run}-raw-one`)), peerLabel: 'exclusive queue.declare + queue.delete' })
+  figures.push({ name: `amqp many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(amqpStore, `${run}-k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawAmqp(`${run}-raw-k${i}`)), peerLabel: 'exclusive queue.declare + queue.delete' })
+  await amqpStore.close()
+  await perTaskCost('amqp (tokens from Redis)', AMQP, REDIS)
+  await closeLockStores()
+  await conn.close()
+} catch (error) {
+  console.error(`bench: RabbitMQ at ${AMQP.replace(/\/\/[^@/]*@/, '//***@')} skipped: ${(error as Error).message}`)
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'tsq-bench-locks-'))
 const fileStore = new FileLockStore(`file://${dir}`)
@@ -65,7 +108,9 @@ const rawFile = async (name: string) => {
 await storeOp(fileStore, 'warm')
 figures.push({ name: 'file one key', tsq: await rate(1, () => storeOp(fileStore, 'one')), peer: await rate(1, () => rawFile('one')), peerLabel: 'open(wx) + unlink' })
 figures.push({ name: `file many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(fileStore, `k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawFile(`k${i}`)), peerLabel: 'open(wx) + unlink' })
+await perTaskCost('file', `file://${dir}`)
 rmSync(dir, { recursive: true, force: true })
 
-if (process.argv.includes('--json')) console.log(JSON.stringify({ n: N, figures }))
-else for (const f of figures) console.log(`${f.name}  tsq=${f.tsq.toFixed(0)}/s  peer=${f.peer.toFixed(0)}/s  ratio=${(f.tsq / f.peer).toFixed(2)}   (acquire+release per second; peer: ${f.peerLabel}; n=${N})`)
+if (process.argv.includes('--json')) console.log(JSON.stringify({ n: N, figures, perTask }))
+else for (const p of perTask) console.log(`per task, ${p.store}: a lock adds ${p.ms.toFixed(3)} ms (acquire+release around one run; target on Redis: < 1 ms)`)
+if (!process.argv.includes('--json')) for (const f of figures) console.log(`${f.name}  tsq=${f.tsq.toFixed(0)}/s  peer=${f.peer.toFixed(0)}/s  ratio=${(f.tsq / f.peer).toFixed(2)}   (acquire+release per second; peer: ${f.peerLabel}; n=${N})`)

@@ -1,7 +1,7 @@
 // app.lock(): the task locks (src/locks) around user code outside a task: a
 // migration, a cron script. Same store, renewal, release and fencing token.
 import { hostname } from 'node:os'
-import { LockedError, lockStoreAt, lockUrlFor, tryHold, type LockSettings } from '../locks/index.js'
+import { LockedError, openLockStore, tryHold, type LockSettings } from '../locks/index.js'
 
 export interface AppLockOptions {
   /** Seconds of lease, renewed every third of it while `fn` runs. Default 60. */
@@ -24,7 +24,7 @@ export async function withAppLock<T>(settings: LockSettings, name: string, optio
   if (typeof name !== 'string' || name === '') throw new TypeError('app.lock(name, ...): name must be a non-empty string')
   const timeout = options.timeout ?? 60
   if (!(timeout > 0)) throw new RangeError(`app.lock(${name}): timeout must be a number of seconds above 0, got ${String(options.timeout)}`)
-  const store = lockStoreAt(lockUrlFor(settings))
+  const store = openLockStore(settings)
   const leaseMs = Math.max(1, Math.round(timeout * 1000))
   const deadline = Date.now() + (options.wait ?? 0) * 1000
   const who = { node: hostname(), pid: process.pid, task: null, taskId: null }

@@ -1,7 +1,8 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
 // and custom remote-control commands. Nothing here runs tasks, the worker does,
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
-import type { TaskLockOptions } from '../locks/lock-id.js'
+import type { TaskLockOptions, TaskOnceOptions } from '../locks/lock-id.js'
+import { sendOnce, type OnceSendOptions } from './once.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
@@ -72,6 +73,11 @@ export interface TaskOptions {
    * The worker takes the lock before the task runs, renews it every third of `timeout`, frees it when the run ends.
    */
   lock?: TaskLockOptions
+  /**
+   * celery-once's de-duplication (README "Sent once"): `{ key, timeout, graceful }`. delay() and applyAsync()
+   * refuse a task whose key is already queued or running (AlreadyQueued), or with `graceful` give its AsyncResult.
+   */
+  once?: TaskOnceOptions
   // Celery's Task handler methods, called where the task runs, around it; what
   // they throw is logged and changes nothing (the result is the task's).
   /** Before the task's function (Celery's before_start). */
@@ -88,6 +94,8 @@ export type TaskFunction = (...args: any[]) => unknown
 export interface ApplyOptions extends Omit<SendTaskOptions, 'args' | 'kwargs' | 'embed'> {
   link?: Signature | Signature[]
   linkError?: Signature | Signature[]
+  /** For a task with the `once` option: this send's `graceful` and `timeout`. */
+  once?: OnceSendOptions
 }
 
 export interface Signature {
@@ -179,14 +187,20 @@ export class Task {
     if (isAlwaysEager(this.app)) return applyAsyncEagerly(this.app, this, args, kwargs, options)
     // Celery's Task.priority, from task_default_priority: the priority of a send that gives none.
     const priority = this.app.options.conf?.task_default_priority
-    return this.app.sendTask(this.name, args, kwargs, {
-      queue: this.options.queue,
-      priority: typeof priority === 'number' ? priority : undefined,
-      timeLimit: this.options.timeLimit ?? null,
-      softTimeLimit: this.options.softTimeLimit ?? null,
-      ignoreResult: this.options.ignoreResult,
-      ...options,
-    })
+    const { once, ...rest } = options
+    const send = (id?: string) =>
+      this.app.sendTask(this.name, args, kwargs, {
+        queue: this.options.queue,
+        // Always the key (undefined when unset), as Celery's apply_async passes priority: what keeps a child from inheriting its parent's.
+        priority: typeof priority === 'number' ? priority : undefined,
+        timeLimit: this.options.timeLimit ?? null,
+        softTimeLimit: this.options.softTimeLimit ?? null,
+        ignoreResult: this.options.ignoreResult,
+        ...rest,
+        ...(id ? { id } : {}),
+      })
+    if (this.options.once) return sendOnce(this.app, this, args, kwargs, once, rest.id, send)
+    return send()
   }
 
   /**

@@ -40,6 +40,8 @@ export interface ClientConfig extends ResolvedConfig {
   deliveryMode(): 1 | 2
   /** With -A: the app's task_serializer (signed under auth). */
   taskEncoder?: () => BodyEncoder
+  /** conf.lock_url (the app's with -A, else the config module's), for `tsq locks`. */
+  lockUrl?: string | null
 }
 
 /**
@@ -80,6 +82,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
       resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
       deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
       taskEncoder: () => app.taskEncoder(),
+      lockUrl: stringOr(app.conf.lock_url),
     }
   }
   const settings = await loadConfigModule()
@@ -99,5 +102,10 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
     resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
     deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
+    lockUrl: stringOr(settings.lock_url),
   }
+}
+
+function stringOr(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null
 }

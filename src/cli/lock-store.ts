@@ -1,24 +1,26 @@
 // The lock store `tsq locks` reads: --lock-url, else the one the worker picks
 // for this broker and result backend (src/locks/open-store.ts).
 import { Flags } from '@oclif/core'
-import { lockStoreAt, lockUrlFor, closeLockStores, type LockListing, type LockStore } from '../locks/index.js'
+import { lockStoreAt, lockUrlFor, tokenCounterFor, closeLockStores, type LockListing, type LockSettings, type LockStore } from '../locks/index.js'
 import type { ClientConfig } from './client-config.js'
 import { CliError } from './errors.js'
 
 export const lockFlags = {
-  'lock-url': Flags.string({ description: "The lock store (conf.lock_url): redis:// or file://. Default: the broker's, or the Redis result backend's on RabbitMQ." }),
+  'lock-url': Flags.string({ description: "The lock store (conf.lock_url): redis://, amqp:// or file://. Default: the app's conf.lock_url (-A), else the broker's." }),
 }
 
 export async function withLockStore<T>(config: ClientConfig, lockUrl: string | undefined, fn: (store: LockStore) => Promise<T>): Promise<T> {
   let url: string
+  let settings: LockSettings
   try {
-    url = lockUrlFor({ lockUrl: lockUrl ?? null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null })
+    settings = { lockUrl: lockUrl ?? config.lockUrl ?? null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }
+    url = lockUrlFor(settings)
   } catch (error) {
     throw new CliError('CONFIG', (error as Error).message.replace('set conf.lock_url to', 'pass --lock-url with'))
   }
   let store: LockStore
   try {
-    store = lockStoreAt(url)
+    store = lockStoreAt(url, tokenCounterFor(settings))
   } catch (error) {
     throw new CliError('BAD_URL', (error as Error).message)
   }

@@ -1,10 +1,11 @@
 // Locks for the embedded file:// broker: one machine, many processes. Under
 // <dir>/locks/: `<id>.lock` (the JSON record plus `expiresAt`), `<id>.token`
 // (the fencing counter) and `<id>.mutex` (a directory: mkdir is atomic, so
-// every acquire, renewal and release of one id happens one at a time).
+// every acquire, renewal and release of one id happens one at a time); `once`
+// marks as `<id>.once` ({taskId, expiresAt}) under the same mutex.
 import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore } from './lock.js'
+import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 
 /** A mutex directory older than this was left by a process that died inside it. */
 const STALE_MUTEX_MS = 5000
@@ -138,6 +139,32 @@ export class FileLockStore implements LockStore {
       await rm(this.path(id, 'lock'), { force: true })
       return had
     })
+  }
+
+  mark(id: string, taskId: string, ttlMs: number): Promise<MarkResult> {
+    return this.withMutex(id, async () => {
+      const now = Date.now()
+      const current = await this.readMark(id)
+      if (current && current.expiresAt > now) return { set: false, taskId: current.taskId, remainingMs: current.expiresAt - now }
+      await this.write(this.path(id, 'once'), JSON.stringify({ taskId, expiresAt: now + ttlMs }))
+      return { set: true }
+    })
+  }
+
+  unmark(id: string, taskId: string): Promise<boolean> {
+    return this.withMutex(id, async () => {
+      if ((await this.readMark(id))?.taskId !== taskId) return false
+      await rm(this.path(id, 'once'), { force: true })
+      return true
+    })
+  }
+
+  private async readMark(id: string): Promise<{ taskId: string; expiresAt: number } | null> {
+    try {
+      return JSON.parse(await readFile(this.path(id, 'once'), 'utf8')) as { taskId: string; expiresAt: number }
+    } catch {
+      return null
+    }
   }
 
   async close(): Promise<void> {}

@@ -22,19 +22,40 @@ export interface TaskLockOptions {
 
 export const DEFAULT_LOCK_TIMEOUT_S = 60
 
+/** The task option `once` (celery-once): refuse to send a task whose key is already queued or running. */
+export interface TaskOnceOptions {
+  /** As the lock's `key`; absent: one queued or running task of this name at a time, whatever its arguments. */
+  key?: LockKey
+  /** Seconds the mark lives at most (celery-once's default, an hour): a sender's guard against a mark nobody clears. */
+  timeout?: number
+  /** A refused send gives the queued task's AsyncResult instead of throwing AlreadyQueued. */
+  graceful?: boolean
+}
+
+export const DEFAULT_ONCE_TIMEOUT_S = 3600
+
 export function lockIdFor(taskName: string, options: TaskLockOptions, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[] = []): string {
-  if (options.key === undefined) return `${taskName}-lock`
+  return keyedId(taskName, 'lock', options.key, args, kwargs, paramNames)
+}
+
+/** The id of a task's `once` mark: `<task>-once-<md5 of its key>`. */
+export function onceIdFor(taskName: string, options: TaskOnceOptions, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[] = []): string {
+  return keyedId(taskName, 'once', options.key, args, kwargs, paramNames)
+}
+
+function keyedId(taskName: string, kind: 'lock' | 'once', keyOf: LockKey | undefined, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[]): string {
+  if (keyOf === undefined) return `${taskName}-${kind}`
   let key: unknown
-  if (typeof options.key === 'function') {
-    key = options.key(...args, kwargs)
+  if (typeof keyOf === 'function') {
+    key = keyOf(...args, kwargs)
   } else {
-    key = options.key.map((name) => {
+    key = keyOf.map((name) => {
       if (Object.prototype.hasOwnProperty.call(kwargs, name)) return kwargs[name]
       const at = paramNames.indexOf(name)
       return at >= 0 ? args[at] : undefined
     })
   }
-  return `${taskName}-lock-${createHash('md5').update(stableText(key)).digest('hex')}`
+  return `${taskName}-${kind}-${createHash('md5').update(stableText(key)).digest('hex')}`
 }
 
 /** The parameter names of a task function, for a `key` given as names. */

@@ -35,8 +35,11 @@ export interface HolderInfo {
 
 export type AcquireResult = { acquired: true; record: LockRecord } | { acquired: false; remainingMs: number }
 
+/** A `once` mark set, or the one already there: the task it names and its time left. */
+export type MarkResult = { set: true } | { set: false; taskId: string; remainingMs: number }
+
 export interface LockStore {
-  readonly kind: 'redis' | 'file'
+  readonly kind: 'redis' | 'file' | 'amqp'
   /** Takes the lock if free (or its lease ran out), with a new token. */
   acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult>
   /** Extends the lease to a full one if `record` still holds it; false: it was lost (expired and taken, or removed). */
@@ -49,6 +52,10 @@ export interface LockStore {
   get(id: string): Promise<LockListing | null>
   /** Frees the lock whoever holds it (an operator's `tsq locks rm`). */
   remove(id: string): Promise<boolean>
+  /** Sets the `once` mark `id` to `taskId` for `ttlMs` unless one is there (sender-side de-duplication). */
+  mark(id: string, taskId: string, ttlMs: number): Promise<MarkResult>
+  /** Clears the mark `id` if it still names `taskId` (a later send's mark is left alone). */
+  unmark(id: string, taskId: string): Promise<boolean>
   close(): Promise<void>
 }
 
@@ -64,6 +71,26 @@ export class LockedError extends Error {
   }
   get args(): unknown[] {
     return [this.message]
+  }
+}
+
+/**
+ * celery-once's AlreadyQueued: a task with the `once` option was sent while
+ * another with the same key is queued or running.
+ */
+export class AlreadyQueued extends Error {
+  override name = 'AlreadyQueued'
+  constructor(
+    readonly markId: string,
+    /** The task the mark names. */
+    readonly taskId: string,
+    readonly remainingMs: number,
+  ) {
+    super(`${markId} is already queued or running as task ${taskId} (its mark expires in ${Math.ceil(remainingMs / 1000)} s)`)
+  }
+  /** celery-once's name for the time left, seconds. */
+  get countdown(): number {
+    return Math.ceil(this.remainingMs / 1000)
   }
 }
 

@@ -5,15 +5,17 @@
 //   tsq:lock-token:<id>        the fencing counter: INCR at every acquisition
 //   tsq:lock-holder:<node:pid> the ids a process holds, so a worker can free a dead
 //                              pool process's locks at once
+//   tsq:once:<id>              a `once` mark: the queued task's id, SET NX PX <timeout>
 // Renewal and release compare the whole value (holder and token) in a script,
 // so a deposed holder can neither extend nor free its successor's lock.
 import { Redis } from 'ioredis'
 import { redisUrlClientOptions } from '../transport/index.js'
-import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore } from './lock.js'
+import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 
 export const LOCK_PREFIX = 'tsq:lock:'
 export const TOKEN_PREFIX = 'tsq:lock-token:'
 export const HOLDER_PREFIX = 'tsq:lock-holder:'
+export const ONCE_PREFIX = 'tsq:once:'
 /** A holder set outlives a worker killed with -9 by at most this (its locks' leases ran out long before). */
 const HOLDER_SET_TTL_MS = 24 * 3600 * 1000
 
@@ -54,7 +56,19 @@ redis.call('DEL', KEYS[1])
 return freed
 `
 
+const MARK_LUA = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1} end
+return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
+`
+
+const UNMARK_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`
+
 interface LockCommands {
+  tsqOnceMark(mark: string, taskId: string, ttlMs: number): Promise<[number, string?, number?]>
+  tsqOnceUnmark(mark: string, taskId: string): Promise<number>
   tsqLockAcquire(lock: string, token: string, holderSet: string, leaseMs: number, rest: string, id: string, setTtl: number): Promise<[number, number]>
   tsqLockRenew(lock: string, value: string, leaseMs: number): Promise<number>
   tsqLockRelease(lock: string, holderSet: string, value: string, id: string): Promise<number>
@@ -89,6 +103,8 @@ export class RedisLockStore implements LockStore {
     redis.defineCommand('tsqLockRenew', { numberOfKeys: 1, lua: RENEW_LUA })
     redis.defineCommand('tsqLockRelease', { numberOfKeys: 2, lua: RELEASE_LUA })
     redis.defineCommand('tsqLockReleaseHolder', { numberOfKeys: 1, lua: RELEASE_HOLDER_LUA })
+    redis.defineCommand('tsqOnceMark', { numberOfKeys: 1, lua: MARK_LUA })
+    redis.defineCommand('tsqOnceUnmark', { numberOfKeys: 1, lua: UNMARK_LUA })
     this.redis = redis as Redis & LockCommands
   }
 
@@ -138,6 +154,16 @@ export class RedisLockStore implements LockStore {
 
   async remove(id: string): Promise<boolean> {
     return (await this.redis.del(LOCK_PREFIX + id)) === 1
+  }
+
+  async mark(id: string, taskId: string, ttlMs: number): Promise<MarkResult> {
+    const [ok, holder, pttl] = await this.redis.tsqOnceMark(ONCE_PREFIX + id, taskId, ttlMs)
+    if (Number(ok) === 1) return { set: true }
+    return { set: false, taskId: String(holder), remainingMs: Math.max(0, Number(pttl)) }
+  }
+
+  async unmark(id: string, taskId: string): Promise<boolean> {
+    return Number(await this.redis.tsqOnceUnmark(ONCE_PREFIX + id, taskId)) === 1
   }
 
   async close(): Promise<void> {

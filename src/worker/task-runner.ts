@@ -12,6 +12,7 @@ import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendRe
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import { encodeError, encodeFailure, retriesExhausted } from '../app/execution/executor.js'
+import { clearOnceMark } from '../app/execution/once-mark.js'
 import { setRequestFields, type EncodedException, type Job, type Outcome } from '../app/execution/jobs.js'
 import type { Placement, Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
@@ -263,6 +264,7 @@ export class TaskRunner {
 
   private async revokeOnArrival(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
     this.o.log.info(`Discarding revoked task: ${request.name}[${request.id}]${reason === 'expired' ? ' (expired)' : ''}`)
+    await this.clearOnce(request)
     await request.ack().catch(() => undefined)
     await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null, true)
     this.o.events.sendTask('task-revoked', { uuid: request.id, terminated: false, signum: null, expired: reason === 'expired' })
@@ -649,8 +651,37 @@ export class TaskRunner {
 
   // ---- outcomes --------------------------------------------------------
 
-  /** Returns a promise only when something must be waited for (a result to store, callbacks to send). */
+  /** A task with the `once` option: its mark goes before its end is stored, so a sender told of the end may send again. */
   private finish(request: Request, outcome: Outcome): void | Promise<void> {
+    const clearing = this.endsOnce(request, outcome) ? this.clearOnce(request) : undefined
+    if (clearing) return clearing.then(() => this.finishNow(request, outcome))
+    return this.finishNow(request, outcome)
+  }
+
+  /** Whether this outcome ends the task (a retry or a requeue leaves it queued). */
+  private endsOnce(request: Request, outcome: Outcome): boolean {
+    const m = request.message
+    const task = this.o.app.tasks.get(m.task)
+    if (!task?.options.once || request.restored) return false
+    switch (outcome.status) {
+      case 'retry':
+        return retriesExhausted(m.retries, outcome.maxRetries, task.options.maxRetries)
+      case 'rejected':
+        return !outcome.requeue
+      case 'killed':
+        return outcome.reason === 'time-limit' || outcome.reason === 'terminated' || task.options.rejectOnWorkerLost === false
+      default:
+        return true
+    }
+  }
+
+  private clearOnce(request: Request): Promise<void> | undefined {
+    const m = request.message
+    return clearOnceMark(this.o.app, { id: m.id, task: m.task, args: m.args, kwargs: m.kwargs }, (line) => this.o.log.warning(line))
+  }
+
+  /** Returns a promise only when something must be waited for (a result to store, callbacks to send). */
+  private finishNow(request: Request, outcome: Outcome): void | Promise<void> {
     const m = request.message
     if (request.restored) {
       this.o.events.sendTask('task-cancelled', { uuid: m.id })

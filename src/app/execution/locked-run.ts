@@ -4,7 +4,7 @@
 // process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
 // the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
 import type { App, Task } from '../app.js'
-import { acquireTaskLock, lockedRetryDelay, LockedError, LockLostError, lockIdFor, lockStoreAt, lockUrlFor, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
+import { acquireTaskLock, lockedRetryDelay, LockedError, LockLostError, lockIdFor, openLockStore, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
 import { encodeError } from './executor.js'
 import type { Outcome } from './jobs.js'
 import type { Job } from './jobs.js'
@@ -115,7 +115,7 @@ export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string;
   if (pid === process.pid || ![...app.tasks.values()].some((t) => t.options.lock)) return
   try {
     const lockUrl = app.conf.lock_url
-    const freed = await lockStoreAt(lockUrlFor({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null })).releaseHolder(`${node}:${pid}`)
+    const freed = await openLockStore({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null }).releaseHolder(`${node}:${pid}`)
     if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool process ${pid}: ${freed.join(', ')}`)
   } catch (error) {
     log?.(`Could not free the locks of lost pool process ${pid} (their leases run out instead): ${(error as Error).message}`)
@@ -134,7 +134,7 @@ export async function heldLockOf(app: App, run: { id: string; name: string; args
   if (!task || !options) return null
   try {
     const id = lockIdFor(run.name, options, run.args, run.kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
-    const held = await lockStoreAt(lockUrlFor(lockSettings(app))).get(id)
+    const held = await openLockStore(lockSettings(app)).get(id)
     if (!held || held.taskId !== run.id) return null
     return { id, token: held.token, holder: held.holder, lease_left: held.leftMs / 1000 }
   } catch {

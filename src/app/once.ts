@@ -1,0 +1,40 @@
+// The task option `once` (celery-once's sender-side de-duplication): before a
+// send, a mark `<task>-once-<md5 of key>` naming the new task's id is set in
+// the lock store unless one is there; a send that finds one throws
+// AlreadyQueued, or with `graceful` gives the queued task's AsyncResult. The
+// worker clears the mark when the task ends (execution/once-mark.ts); the
+// mark's timeout bounds it when nobody does (a revoked task no worker takes).
+import { randomUUID } from 'node:crypto'
+import { AlreadyQueued, DEFAULT_ONCE_TIMEOUT_S, LockStoreUnavailableError, onceIdFor, openLockStore, parameterNames, type TaskOnceOptions } from '../locks/index.js'
+import { AsyncResult } from './async-result.js'
+import { lockSettings } from './execution/locked-run.js'
+import type { App, Task } from './app.js'
+
+/** What one send may change of the task's `once` (celery-once's `apply_async(once={...})`). */
+export type OnceSendOptions = Pick<TaskOnceOptions, 'graceful' | 'timeout'>
+
+export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Record<string, unknown>, given: OnceSendOptions | undefined, taskId: string | undefined, send: (id: string) => Promise<AsyncResult>): Promise<AsyncResult> {
+  const options = { ...task.options.once, ...given }
+  const markId = onceIdFor(task.name, options, args, kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
+  const timeout = options.timeout ?? DEFAULT_ONCE_TIMEOUT_S
+  if (!(timeout > 0)) throw new RangeError(`task ${task.name}: once.timeout must be a number of seconds above 0, got ${String(options.timeout)}`)
+  const id = taskId ?? randomUUID()
+  const settings = lockSettings(app)
+  let got
+  try {
+    got = await openLockStore(settings).mark(markId, id, Math.round(timeout * 1000))
+  } catch (error) {
+    throw error instanceof LockStoreUnavailableError ? error : new LockStoreUnavailableError((settings.lockUrl ?? settings.brokerUrl).replace(/\/\/[^@/]*@/, '//***@'), error)
+  }
+  if (!got.set) {
+    if (options.graceful) return new AsyncResult(got.taskId, app)
+    throw new AlreadyQueued(markId, got.taskId, got.remainingMs)
+  }
+  try {
+    return await send(id)
+  } catch (error) {
+    // Not sent: nothing will clear the mark, so it goes now.
+    await openLockStore(settings).unmark(markId, id).catch(() => undefined)
+    throw error
+  }
+}
