@@ -52,6 +52,19 @@ const plainCommandSort = sourcePatch(
   '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
 )
 
+// ioredis listens for a socket's first 'error' only (stream.once). A TLS socket the server
+// resets can emit a second one (ECONNRESET after the handshake's failure), which then has no
+// listener and kills the process: seen as a crash of `tsq result` against a TLS Redis that
+// refused the client, instead of its one-line refusal. The first error still goes to ioredis,
+// which closes and reconnects; later ones on that dead socket are dropped.
+const IOREDIS_ERROR_ONCE = 'stream.once("error", eventHandler.errorHandler(_this));'
+const ioredisLateSocketErrors = sourcePatch(
+  'ioredis-late-socket-errors',
+  /[\\/]ioredis[\\/]built[\\/]Redis\.js$/,
+  IOREDIS_ERROR_ONCE,
+  `${IOREDIS_ERROR_ONCE}\nstream.on("error", () => {});`,
+)
+
 await build({
   entryPoints: { tsq: 'dist/bundle/tsq.js' },
   allowOverwrite: true,
@@ -73,7 +86,7 @@ await build({
   // kept, so a --debug stack trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [fastCommandPrototype, plainCommandSort],
+  plugins: [fastCommandPrototype, plainCommandSort, ioredisLateSocketErrors],
   // oclif is CommonJS: give its require() calls a real require inside ESM.
   banner: { js: "import { createRequire as __tsqCreateRequire } from 'node:module'; const require = __tsqCreateRequire(import.meta.url);" },
 })
@@ -90,7 +103,7 @@ await build({
   // --debug stack trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [fastCommandPrototype],
+  plugins: [fastCommandPrototype, ioredisLateSocketErrors],
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
   external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes

@@ -45,7 +45,8 @@ const TASKS = Number(process.env.TSQ_CLUSTER_TASKS ?? 5000)
 const PY_SENT = Math.round(TASKS / 5)
 const ETA_TASKS = Number(process.env.TSQ_CLUSTER_ETA_TASKS ?? 1000)
 const ETA_SPREAD_S = 60
-const TASK_MS = 100
+// Long enough that the second half is still queued when its stop comes, even when sends go slowly and workers fast.
+const TASK_MS = 250
 const FULL_LOG = 50_000_000
 const TSQ_CONCURRENCY = 6
 const PREFETCH_MULTIPLIER = 4
