@@ -52,7 +52,7 @@ const contentList = (names: readonly string[]) => (value: unknown): string | nul
 }
 const serializer = (names: readonly string[]) => (value: unknown): string | null =>
   value === undefined || names.includes(String(value)) ? null : value === 'pickle' ? 'pickle is never decoded by tsq (it would run code from the message)' : `tsq encodes ${names.join(', ')} (not ${String(value)})`
-const noBackend = (kind: string) => `tsq has no ${kind} result backend (it has redis://, rpc:// and file://)`
+const noBackend = (kind: string) => `tsq has no ${kind} result backend (it has redis://, sentinel://, rpc://, file://, db+ SQL and django-db)`
 const POSITIVE_INT = (value: unknown): string | null => (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 0) ? null : 'expected a whole number >= 0')
 
 export const SETTINGS: Readonly<Record<string, Setting>> = {
