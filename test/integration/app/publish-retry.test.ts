@@ -4,7 +4,6 @@
 // off the next send fails with one line once the driver gives up; with a
 // policy the same send is tried again and lands once the server is back.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,21 +13,9 @@ import { createApp, type App } from '../../../src/app/app.js'
 import { brokerSkipReason } from '../../helpers/brokers.js'
 import { GroupProcess, sleep } from '../../helpers/process-group.js'
 import { freePort } from '../../interop/helpers/tls-brokers.js'
+import { startRedisServer } from '../../helpers/redis-server.js'
 
 const skip = await brokerSkipReason('redis')
-
-async function startRedis(port: number, dir: string): Promise<GroupProcess> {
-  const proc = new GroupProcess(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
-  const deadline = Date.now() + 30_000
-  while (!proc.log.includes('Ready to accept connections')) {
-    if (proc.hasExited || Date.now() > deadline) {
-      await proc.stopWith(() => undefined, 0)
-      throw new Error(`redis-server did not start:\n${proc.logTail()}`)
-    }
-    await sleep(50)
-  }
-  return proc
-}
 
 describe('[task_publish_retry, task_publish_retry_policy] a send across a broker drop', { skip }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'tsq-publish-retry-'))
@@ -38,7 +25,7 @@ describe('[task_publish_retry, task_publish_retry_policy] a send across a broker
 
   before(async () => {
     port = await freePort()
-    server = await startRedis(port, dir)
+    server = await startRedisServer(port, dir)
   })
   after(async () => {
     for (const app of apps) await app.close().catch(() => undefined)
@@ -66,7 +53,7 @@ describe('[task_publish_retry, task_publish_retry_policy] a send across a broker
     // The retrying send's own first attempt fails the same way meanwhile; it is still pending.
     await sleep(2500)
     assert.equal(sentId, undefined)
-    server = await startRedis(port, dir)
+    server = await startRedisServer(port, dir)
     await sent
     const raw = new Redis(url)
     try {

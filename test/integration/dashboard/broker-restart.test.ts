@@ -5,7 +5,6 @@
 // gone with it). The dashboard says it lost the broker, reconnects, hears new
 // events, and still has what it knew before.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,25 +16,7 @@ import { waitFor } from '../../helpers/brokers.js'
 import { startDashboard, type SpawnedDashboard } from '../../helpers/dashboard.js'
 import { GroupProcess, sleep } from '../../helpers/process-group.js'
 import { freePort } from '../../interop/helpers/tls-brokers.js'
-
-async function startRedis(port: number, dir: string): Promise<GroupProcess> {
-  const proc = new GroupProcess(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
-  const deadline = Date.now() + 30_000
-  while (!proc.log.includes('Ready to accept connections')) {
-    if (proc.hasExited || Date.now() > deadline) {
-      await proc.stopWith(() => undefined, 0)
-      throw new Error(`redis-server did not start:\n${proc.logTail()}`)
-    }
-    await sleep(50)
-  }
-  return proc
-}
-
-const hasRedisServer = await new Promise<boolean>((resolve) => {
-  const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' })
-  probe.once('error', () => resolve(false))
-  probe.once('exit', (code) => resolve(code === 0))
-})
+import { hasRedisServer, startRedisServer } from '../../helpers/redis-server.js'
 const skip = hasRedisServer ? false : 'redis-server not installed (apt-get install -y redis-server); skipping'
 if (skip && process.env.CI) throw new Error(`CI requires ${skip}`)
 
@@ -74,7 +55,7 @@ describe('tsq dashboard survives a broker restart (its own redis-server)', { ski
   before(async () => {
     port = await freePort()
     url = `redis://127.0.0.1:${port}/0`
-    redis = await startRedis(port, dir)
+    redis = await startRedisServer(port, dir)
     dashboard = await startDashboard(['-b', url])
   })
 
@@ -107,7 +88,7 @@ describe('tsq dashboard survives a broker restart (its own redis-server)', { ski
     // While the broker is away the pages still answer from the state.
     assert.equal((await info(first))?.state, 'SUCCESS')
     await sleep(1000)
-    redis = await startRedis(port, dir)
+    redis = await startRedisServer(port, dir)
     await waitFor(async () => (await summary()).connected, { timeoutMs: 60_000, what: 'reconnected' })
     // The restarted server is empty: the dashboard must have bound its queue again to hear this.
     await waitFor(async () => {
