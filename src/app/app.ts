@@ -9,7 +9,7 @@ import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, task
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { createResultBackend, databaseOptionsFromConf, UnsupportedBackendError, type ResultBackend, type ResultCodec } from './backends/index.js'
+import { backendOptionsFromConf, createResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
 import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
 import { publishRetryPolicy } from './publish-retry.js'
@@ -323,6 +323,11 @@ export class App {
   }
 
   /** Celery's result_backend_transport_options in `conf` (master_name, sentinel_kwargs for sentinel://). */
+  /** Everything a result backend takes from this app's settings but its codec. */
+  get backendOptions(): Omit<BackendOptions, 'codec'> {
+    return backendOptionsFromConf(this.options.conf ?? {})
+  }
+
   get backendSentinel(): SentinelSettings {
     return backendSentinelFromConf(this.options.conf ?? {})
   }
@@ -464,7 +469,7 @@ export class App {
         await backend.start()
         return backend
       }
-      return createResultBackend(url, this.resultCodec(), this.backendSsl, this.backendSentinel, databaseOptionsFromConf(this.conf))
+      return createResultBackend(url, { ...this.backendOptions, codec: this.resultCodec() })
     })()
     return this.backendPromise
   }

@@ -5,13 +5,14 @@
 // precedence is the worker's (app/config.ts): a flag, then TSQ_* and CELERY_*
 // variables, then the app's own options, then the --config module, then the
 // defaults. No oclif here: the fast path uses it too.
-import { backendSentinelFromConf, backendSslFromConf, beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
+import { backendOptionsFromConf, type BackendOptions } from '../app/backends/index.js'
+import { beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
 import { routeTask, type Route } from '../app/routes.js'
 import { queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from '../app/queues.js'
 import { DEFAULT_QUEUE } from '../app/send-task.js'
 import type { BodyEncoder } from '../protocol/index.js'
-import type { SentinelSettings, SslSettings, TransportSettings } from '../transport/index.js'
+import type { SslSettings, TransportSettings } from '../transport/index.js'
 
 export interface GlobalFlagValues {
   app?: string
@@ -26,10 +27,8 @@ export interface ClientConfig extends ResolvedConfig {
   defaultQueue: string
   /** broker_transport_options, as far as tsq's transports take them. */
   transportSettings: TransportSettings
-  /** redis_backend_use_ssl, for the result backend. */
-  backendSsl: SslSettings | boolean | null
-  /** result_backend_transport_options (master_name, sentinel_kwargs), for a sentinel:// result backend. */
-  backendSentinel: SentinelSettings
+  /** What the result backend takes from the settings (redis_backend_use_ssl, result_backend_transport_options, database_*). */
+  backendOptions: Omit<BackendOptions, 'codec'>
   /** redbeat_redis_use_ssl, else broker_use_ssl, for beat's Redis store. */
   beatStoreSsl: SslSettings | boolean | null
   /** The task's route (task_routes), else the default queue. */
@@ -75,8 +74,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
       brokerUrl: app.config.brokerWriteUrl,
       defaultQueue: app.defaultQueue,
       transportSettings: app.transportSettings,
-      backendSsl: app.backendSsl,
-      backendSentinel: app.backendSentinel,
+      backendOptions: app.backendOptions,
       beatStoreSsl: beatStoreSslFromConf(app.conf),
       routeFor: (name) => app.routeFor(name),
       resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
@@ -96,8 +94,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     brokerUrl: config.brokerWriteUrl,
     defaultQueue,
     transportSettings: transportSettingsFromConf(settings),
-    backendSsl: backendSslFromConf(settings),
-    backendSentinel: backendSentinelFromConf(settings),
+    backendOptions: backendOptionsFromConf(settings),
     beatStoreSsl: beatStoreSslFromConf(settings),
     routeFor: (name) => routeTask(name, settings.task_routes) ?? { queue: defaultQueue },
     resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),

@@ -66,8 +66,7 @@ export default class Dashboard extends TsqCommand<void> {
     await runDashboard({
       brokerUrl: config.brokerUrl,
       resultBackend: config.resultBackend,
-      backendSsl: config.backendSsl,
-      backendSentinel: config.backendSentinel,
+      backendOptions: config.backendOptions,
       transportSettings: config.transportSettings,
       maxTasks: flags['max-tasks'],
       persistent: flags.persistent ? { path: resolve(flags.db) } : null,

@@ -24,7 +24,7 @@ export default class Result extends TsqCommand<ResultMeta> {
     const { args, flags } = await this.parse(Result)
     const config = await this.clientConfig(flags)
     const timeoutMs = flags.timeout === undefined ? undefined : flags.timeout * 1000
-    const backend = await createResultBackend(config.resultBackend, undefined, config.backendSsl, config.backendSentinel)
+    const backend = await createResultBackend(config.resultBackend, config.backendOptions)
     let meta: ResultMeta
     try {
       const stored = await backend.get(args.id)

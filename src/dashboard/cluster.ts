@@ -4,11 +4,11 @@
 // --persistent. The HTTP layer (server.ts) calls only this.
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
+import { createResultBackend, type BackendOptions, type ResultBackend } from '../app/backends/index.js'
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
 import { encodeResultMeta, type ResultMeta } from '../protocol/index.js'
-import { createTransport, MailboxClient, maskUrl, type NodeReply, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, MailboxClient, maskUrl, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from './state.js'
@@ -19,10 +19,8 @@ export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'schedul
 export interface ClusterOptions {
   brokerUrl: string
   resultBackend?: string
-  /** Celery's redis_backend_use_ssl, for a Redis result backend (a rediss:// URL's ssl_* parameters win). */
-  backendSsl?: SslSettings | boolean | null
-  /** result_backend_transport_options, for a sentinel:// result backend. */
-  backendSentinel?: SentinelSettings
+  /** What the result backend takes from the settings (ssl, Sentinel, database_*); a rediss:// URL's ssl_* parameters win. */
+  backendOptions?: Omit<BackendOptions, 'codec'>
   transportSettings?: TransportSettings
   maxTasks: number
   persistent?: { path: string } | null
@@ -306,7 +304,7 @@ export class Cluster {
   }
 
   private async resultBackend(): Promise<ResultBackend> {
-    this.backend ??= await createResultBackend(this.o.resultBackend, undefined, this.o.backendSsl, this.o.backendSentinel)
+    this.backend ??= await createResultBackend(this.o.resultBackend, this.o.backendOptions)
     return this.backend
   }
 

@@ -3,7 +3,7 @@
 // is one state with one way to move (transitionTo), not a set of flags.
 import { setTimeout as sleepFor } from 'node:timers/promises'
 import { releaseLostSlotLocks } from '../app/execution/locked-run.js'
-import { createResultBackend, databaseOptionsFromConf, type ResultBackend } from '../app/backends/index.js'
+import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
 import { BusWorker } from '../bus/bus-worker.js'
 import { Autoscaler } from './autoscaler.js'
@@ -167,7 +167,7 @@ export class Worker {
           const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
           this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
         } else if (this.o.resultBackend) {
-          this.backend = await createResultBackend(this.o.resultBackend, resultCodec, this.o.app.backendSsl, this.o.app.backendSentinel, databaseOptionsFromConf(this.o.app.conf))
+          this.backend = await createResultBackend(this.o.resultBackend, { ...this.o.app.backendOptions, codec: resultCodec })
         }
       },
       Pool: async () => {

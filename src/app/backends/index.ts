@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { defaultFileBrokerDir, parseBrokerUrl, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { backendSentinelFromConf, backendSslFromConf } from '../config.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
 export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
@@ -7,17 +8,33 @@ export type { ResultBackend, StoreTarget } from './backend.js'
 export { JSON_RESULTS, decodeStoredResult, encodeStoredResult } from './result-codec.js'
 export type { ResultCodec } from './result-codec.js'
 import type { ResultCodec } from './result-codec.js'
-import type { DatabaseOptions } from './database-backend.js'
+import { databaseOptionsFromConf, type DatabaseOptions } from './database-backend.js'
 export { databaseOptionsFromConf } from './database-backend.js'
 export type { DatabaseOptions } from './database-backend.js'
 
+/** What a backend takes from the app's settings besides its URL; each kind reads its own part. */
+export interface BackendOptions {
+  /** result_serializer/result_compression, for the key-value backends (JSON when absent). */
+  codec?: ResultCodec
+  /** redis_backend_use_ssl (true or its dict), for a Redis backend. */
+  ssl?: SslSettings | boolean | null
+  /** result_backend_transport_options (master_name, sentinel_kwargs), for a sentinel:// one. */
+  sentinel?: SentinelSettings
+  /** The database_* settings, for `db+` and `django-db`. */
+  database?: DatabaseOptions
+}
+
 /**
- * `ssl`: Celery's redis_backend_use_ssl (true or its dict), for a Redis
- * backend; `sentinel`: its result_backend_transport_options (master_name,
- * sentinel_kwargs), for a sentinel:// one; `database`: the database_*
- * settings, for a `db+` one.
+ * The settings part of BackendOptions, built once from a conf, so every
+ * opener of a backend (worker, client, `tsq result`, the dashboard) passes
+ * the same ones.
  */
-export async function createResultBackend(url: string | undefined, codec?: ResultCodec, ssl?: SslSettings | boolean | null, sentinel?: SentinelSettings, database?: DatabaseOptions): Promise<ResultBackend> {
+export function backendOptionsFromConf(conf: Record<string, unknown>): Omit<BackendOptions, 'codec'> {
+  return { ssl: backendSslFromConf(conf), sentinel: backendSentinelFromConf(conf), database: databaseOptionsFromConf(conf) }
+}
+
+export async function createResultBackend(url: string | undefined, options: BackendOptions = {}): Promise<ResultBackend> {
+  const { codec, ssl, sentinel, database } = options
   if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
   if (url === 'django-db') {
     // django-celery-results names no database in the backend setting: Django's own is used. tsq takes it as a URL.

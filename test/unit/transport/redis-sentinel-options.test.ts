@@ -78,7 +78,7 @@ it('[sentinel://] the app\'s conf reaches the broker transport and the result ba
   } finally {
     await transport.close()
   }
-  const backend = await createResultBackend(LIST, undefined, null, app.backendSentinel)
+  const backend = await createResultBackend(LIST, { sentinel: app.backendSentinel })
   try {
     assert.equal(backend.displayUrl, maskUrl(LIST))
   } finally {
