@@ -1,4 +1,4 @@
-import { createApp } from '/work/wt/send/src/app/index.js'
+import { createApp } from '/work/wt/send/src/index.js'
 const url = process.argv[3] ?? 'amqp://guest:guest@127.0.0.1:5672/tsq-wt-send'
 const N = Number(process.argv[2] ?? 10000)
 const app = createApp({ broker: url, defaultQueue: 'probe-q2' })

@@ -6,7 +6,7 @@
 // that line). Knobs: BENCH_N (default 10000). Queues are scratch ones, deleted.
 import { spawn } from 'node:child_process'
 import { Redis } from 'ioredis'
-import { createApp } from '../src/app/index.js'
+import { createApp } from '../src/index.js'
 import amqplib from '../src/transport/amqp/amqplib.js'
 import { BIN, ROOT } from '../test/helpers/cli.js'
 

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { createApp } from '../src/app/index.js'
+import { createApp } from '../src/index.js'
 import { benchEnv, formatEnv } from './lib/env.js'
 
 const ROOT = resolve(import.meta.dirname, '..')

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { createApp, GroupResult, signature, type App } from '../../src/app/index.js'
+import { createApp, GroupResult, signature, type App } from '../../src/index.js'
 import { ROOT, embeddedBrokerEnv, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 import { strayErrorsAreSurvived } from '../helpers/stray-errors.js'
 

@@ -131,7 +131,7 @@ describe('tsq CLI contract (embedded broker)', () => {
   it('a .ts task module that Node loads as CommonJS is one line and exit 64, saying why', async () => {
     const dir = tempTsqHome()
     writeFileSync(join(dir, 'package.json'), '{ "type": "commonjs" }\n')
-    writeFileSync(join(dir, 'tasks.ts'), `import { createApp } from ${JSON.stringify(join(ROOT, 'dist/app/index.js'))}\nexport const app = createApp({ name: 'p' })\n`)
+    writeFileSync(join(dir, 'tasks.ts'), `import { createApp } from ${JSON.stringify(join(ROOT, 'dist/index.js'))}\nexport const app = createApp({ name: 'p' })\n`)
     const r = await runTsq(['worker', '-A', join(dir, 'tasks.ts'), '-P', 'solo'], { env })
     assert.equal(r.code, 64, r.stderr)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)

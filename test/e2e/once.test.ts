@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
-import { AlreadyQueued, createApp, type App, type AsyncResult, type Task } from '../../src/app/index.js'
+import { AlreadyQueued, createApp, type App, type AsyncResult, type Task } from '../../src/index.js'
 import { AMQP_URL, brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'
 import { startWorker, type SpawnedWorker } from '../helpers/cli.js'
 // @ts-expect-error: a plain JS fixture

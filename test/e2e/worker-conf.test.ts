@@ -9,7 +9,7 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { rmSync } from 'node:fs'
-import { createApp, signature, type App } from '../../src/app/index.js'
+import { createApp, signature, type App } from '../../src/index.js'
 import { ROOT, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 import { strayErrorsAreSurvived } from '../helpers/stray-errors.js'
 

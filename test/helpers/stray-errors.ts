@@ -1,6 +1,6 @@
 // A task that leaves stray errors behind must not take its worker or pool process down.
 import assert from 'node:assert/strict'
-import type { App } from '../../src/app/index.js'
+import type { App } from '../../src/index.js'
 import type { SpawnedWorker } from './cli.js'
 
 /** proj.stray twice, each followed by proj.add: all four succeed on the same worker, which logged each stray error. */

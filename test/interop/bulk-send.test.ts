@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
-import { createApp, signature, type App } from '../../src/app/index.js'
+import { createApp, signature, type App } from '../../src/index.js'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { sleep } from '../helpers/process-group.js'
 import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'

@@ -6,7 +6,7 @@
 // so the Python worker's answer is the reference for the tsq worker's.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { createApp, signature, TaskError, type App } from '../../src/app/index.js'
+import { createApp, signature, TaskError, type App } from '../../src/index.js'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
 import { deleteCeleryQueues } from './helpers/cleanup.js'
 import { startPythonWorker, type PythonWorker } from './helpers/python-worker.js'

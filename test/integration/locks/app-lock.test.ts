@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { createApp, LockedError, type App } from '../../../src/app/index.js'
+import { createApp, LockedError, type App } from '../../../src/index.js'
 import { brokerSkipReason, REDIS_URL, uniqueName } from '../../helpers/brokers.js'
 
 const redisSkip = await brokerSkipReason('redis')
