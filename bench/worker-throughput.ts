@@ -25,13 +25,14 @@ import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { encodeTaskV2 } from '../src/protocol/index.js'
 import { benchEnv, formatEnv } from './lib/env.js'
+import { BROKER_URLS } from './lib/task-queue.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const TSQ_BIN = resolve(ROOT, 'bin/run.js')
 const NOOP_MODULE = resolve(ROOT, 'test/fixtures/tasks/noop-tasks.js')
 const PY_DIR = resolve(ROOT, 'test/interop/py')
 const PYTHON = '/usr/bin/python3'
-const URLS = { amqp: 'amqp://guest:guest@127.0.0.1:5672//', redis: 'redis://127.0.0.1:6379/0' } as const
+const URLS = BROKER_URLS
 type Kind = keyof typeof URLS
 
 interface Contender {
@@ -70,7 +71,7 @@ const celeryWorker = (pool: string, c: number): Contender['argv'] => (kind, node
 const CONTENDERS: Contender[] = [
   { name: 'raw', label: 'plain consumer', side: 'raw' },
   { name: 'tsq-solo', label: 'tsq solo -c 8', side: 'tsq', argv: tsqWorker('solo', 8) },
-  { name: 'tsq-threads', label: 'tsq threads -c 4', side: 'tsq', argv: tsqWorker('threads', 4) },
+  { name: 'tsq-threads', label: 'tsq threads -c 2', side: 'tsq', argv: tsqWorker('threads', 2) },
   { name: 'tsq-prefork', label: 'tsq prefork -c 2', side: 'tsq', argv: tsqWorker('prefork', 2) },
   { name: 'celery-prefork', label: 'celery prefork -c 2', side: 'celery', argv: celeryWorker('prefork', 2) },
   { name: 'celery-threads', label: 'celery threads -c 8', side: 'celery', argv: celeryWorker('threads', 8) },
@@ -298,6 +299,8 @@ function cpuSeconds(pids: readonly number[]): number {
   return ticks / TICKS_PER_SECOND
 }
 
+const redisPort = new URL(URLS.redis).port || '6379'
+
 /** The broker's server processes on this machine (RabbitMQ's Erlang VM, redis-server). */
 function brokerPids(kind: Kind): number[] {
   const comm = kind === 'amqp' ? 'beam.smp' : 'redis-server'
@@ -305,7 +308,10 @@ function brokerPids(kind: Kind): number[] {
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) pids.push(Number(d))
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() !== comm) continue
+      // Several redis-servers may run on a shared machine: the one on the bench's port (its title ends in :PORT).
+      if (kind === 'redis' && !readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(`:${redisPort}`)) continue
+      pids.push(Number(d))
     } catch {
       /* gone */
     }

@@ -7,7 +7,11 @@ import amqplib from 'amqplib'
 import { Redis } from 'ioredis'
 import { encodeTaskV2 } from '../../src/protocol/index.js'
 
-export const BROKER_URLS = { amqp: 'amqp://guest:guest@127.0.0.1:5672//', redis: 'redis://127.0.0.1:6379/0' } as const
+/** The brokers the worker benches use: TSQ_BENCH_AMQP_URL and TSQ_BENCH_REDIS_URL (a vhost or a redis-server of one's own on a shared machine), else the local defaults. */
+export const BROKER_URLS = {
+  amqp: process.env.TSQ_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672//',
+  redis: process.env.TSQ_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/0',
+} as const
 export type BrokerKind = keyof typeof BROKER_URLS
 
 export interface TaskQueueBroker {

@@ -16,6 +16,13 @@
 // --max-tasks-per-child, and the jobs staged behind a job that turns out slow
 // are taken back and handed to the worker again (Placement.returned()), so a
 // long task never holds up short ones that another slot could run.
+//
+// Starting slots. Prefork starts its N children with the worker, as Celery's
+// prefork pool does. A pool that starts lazily (threads) starts a slot only
+// when a job finds none idle, up to N, as Python's ThreadPoolExecutor starts a
+// thread per submitted task up to its maximum: a worker thread is a V8 isolate
+// with its own copy of tsq and the task module (5-7 MB each), which an idle
+// worker then does not hold.
 import type { StateSink } from '../../app/task-context.js'
 import type { Job, Outcome } from '../../app/execution/jobs.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
@@ -117,6 +124,12 @@ export abstract class SlotPool implements Pool {
   private readonly toFlush = new Set<Slot>()
   private flushQueued = false
   private sweepTimer: NodeJS.Timeout | undefined
+  /** Woken when a slot becomes ready (jobs waiting for a slot being started). */
+  private readonly readyWaiters = new Set<() => void>()
+  /** When a slot started on demand last failed to load the app, and how long to wait before the next try. */
+  private lazyFailure: { at: number; backoffMs: number } | undefined
+  /** Slots start on demand (startsLazily) rather than all at start(). */
+  protected readonly startsLazily: boolean = false
   size: number
 
   constructor(protected readonly options: SlotPoolOptions) {
@@ -126,7 +139,30 @@ export abstract class SlotPool implements Pool {
   protected abstract spawn(index: number): SlotHandle
 
   async start(): Promise<void> {
+    if (this.startsLazily) return
     await Promise.all(Array.from({ length: this.size }, (_, i) => this.addSlot(i + 1)))
+  }
+
+  /**
+   * A lazily started pool with no idle slot and fewer than `size` slots
+   * starts one, at the lowest free index. A slot that cannot load the app
+   * is not retried at once: the jobs wait, and the next try comes after a
+   * backoff (1 s, doubling up to 30 s), each failure logged.
+   */
+  private startOnDemand(): void {
+    if (!this.startsLazily || this.closing || this.slots_.size >= this.size) return
+    const failure = this.lazyFailure
+    if (failure && Date.now() - failure.at < failure.backoffMs) return
+    let index = 1
+    while (this.slots_.has(index)) index++
+    if (index > this.size) return
+    this.addSlot(index).then(
+      () => (this.lazyFailure = undefined),
+      (error: Error) => {
+        this.lazyFailure = { at: Date.now(), backoffMs: Math.min(30_000, (this.lazyFailure?.backoffMs ?? 500) * 2) }
+        this.options.log?.('error', `pool slot ${index} could not start: ${error.message}`)
+      },
+    )
   }
 
   private addSlot(index: number): Promise<void> {
@@ -138,6 +174,9 @@ export abstract class SlotPool implements Pool {
       rejectReady = reject
     })
     const slot: Slot = { index, handle, ready, isReady: false, queue: [], outbox: [], tasksRun: 0, retiring: false, draining: false, exiting: false, stopped: false, unstageWaiters: [], avgRuntime: 0 }
+    // On demand, a slot that never became ready is not replaced on its exit: startOnDemand retries, with a backoff.
+    let everReady = false
+    void ready.then(() => (everReady = true), () => undefined)
     this.slots_.set(index, slot)
     handle.onMessage((batch) => {
       for (const message of batch) this.onSlotMessage(slot, message, resolveReady, rejectReady)
@@ -166,7 +205,7 @@ export abstract class SlotPool implements Pool {
       for (const wake of slot.unstageWaiters.splice(0)) wake()
       if (this.slots_.get(index) !== slot) return
       this.slots_.delete(index)
-      if (!this.closing && !slot.retiring && index <= this.size) {
+      if (!this.closing && !slot.retiring && index <= this.size && (everReady || !this.startsLazily)) {
         if (!head && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
         void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))
       }
@@ -200,6 +239,8 @@ export abstract class SlotPool implements Pool {
       case 'ready':
         slot.isReady = true
         resolveReady()
+        for (const wake of this.readyWaiters) wake()
+        this.readyWaiters.clear()
         break
       case 'load-error':
         rejectReady(new Error(message.message))
@@ -403,15 +444,21 @@ export abstract class SlotPool implements Pool {
   }
 
   place(job: Job, timeLimit: number | null, sink: StateSink | undefined, placement: Placement): Promise<Outcome> {
+    const entry = new Entry(job, timeLimit, sink, placement)
+    // Started on demand: with no idle slot and room for one, a new slot, not staging behind a busy one
+    // (until it is ready, the job goes to whichever slot can take it first).
+    if (this.startsLazily && !this.pick(false) && this.slots_.size < this.size) {
+      this.startOnDemand()
+      return this.waitForSlot(true).then((s) => this.assign(s, entry))
+    }
     // canPlace() said yes a moment ago; a slot that turned slow since still takes it, in order.
     const slot = this.pick(true) ?? this.pick(true, true)
-    const entry = new Entry(job, timeLimit, sink, placement)
     if (slot) return this.assign(slot, entry)
     return this.waitForSlot(true).then((s) => this.assign(s, entry))
   }
 
   async run(job: Job, timeLimit: number | null, sink?: StateSink): Promise<Outcome> {
-    const slot = this.pick(false) ?? (await this.waitForSlot(false))
+    const slot = this.pick(false) ?? (this.startOnDemand(), await this.waitForSlot(false))
     return this.assign(slot, new Entry(job, timeLimit, sink, undefined))
   }
 
@@ -430,8 +477,18 @@ export abstract class SlotPool implements Pool {
       const slot = this.pick(stage)
       if (slot) return slot
       if (this.closing) throw new Error('pool is closing')
-      // A slot being replaced (after a kill) comes back within moments.
-      await new Promise((r) => setTimeout(r, Math.min(200, 10 * (attempt + 1))))
+      // After a failed start on demand, the next try (its backoff permitting); not while one is starting.
+      if (this.startsLazily && [...this.slots_.values()].every((s) => s.isReady)) this.startOnDemand()
+      // A slot being replaced (after a kill) or started comes back within moments: woken when it is ready.
+      await new Promise<void>((r) => {
+        const wake = (): void => {
+          clearTimeout(timer)
+          this.readyWaiters.delete(wake)
+          r()
+        }
+        const timer = setTimeout(wake, Math.min(200, 10 * (attempt + 1)))
+        this.readyWaiters.add(wake)
+      })
     }
   }
 
@@ -516,6 +573,8 @@ export abstract class SlotPool implements Pool {
   async grow(n: number): Promise<void> {
     const from = this.size
     this.size += n
+    // The new room is taken when jobs need it.
+    if (this.startsLazily) return
     await Promise.all(Array.from({ length: n }, (_, i) => this.addSlot(from + i + 1)))
   }
 

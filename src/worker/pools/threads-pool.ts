@@ -8,6 +8,8 @@ import { SlotPool, type SlotHandle } from './slot-pool.js'
 
 export class ThreadsPool extends SlotPool {
   readonly kind = 'threads' as const
+  // Each thread is an isolate of its own (5-7 MB with tsq and the task module): started when jobs need it, as Python's ThreadPoolExecutor starts its threads.
+  protected override readonly startsLazily = true
 
   constructor(private readonly spawnOptions: SlotSpawnOptions) {
     super(spawnOptions)
