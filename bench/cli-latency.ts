@@ -56,7 +56,8 @@ async function pingFigure(broker: Broker): Promise<Figure | undefined> {
   }
   const peer: PeerEnv = {
     broker: broker === 'amqp' ? AMQP_URL : REDIS_URL,
-    backend: 'redis://127.0.0.1:6379/1',
+    // Db 1 of the bench's Redis (TSQ_TEST_REDIS_URL): ping stores no result, but the peer app wants a backend.
+    backend: REDIS_URL.replace(/\/\d*$/, '') + '/1',
     queue: uniqueName(`tsq-bench-${broker}`),
   }
   let worker: PythonWorker | undefined

@@ -31,6 +31,8 @@ export async function broadcast(method: string, options: RemoteCallOptions): Pro
       limit: options.limit,
       reply: options.reply,
       onReply: options.onReply,
+      // withTransport closes the transport next.
+      lastUse: true,
     })
     return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
   }, options.transportSettings)

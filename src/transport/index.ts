@@ -18,6 +18,7 @@ export type {
   QueueStatus,
   QueueArguments,
   QueueSpec,
+  TopologySpec,
   Transport,
   TransportCapabilities,
   TransportEvents,

@@ -55,6 +55,12 @@ export interface BroadcastOptions {
   /** false: fire and forget (a cast). */
   reply?: boolean
   onReply?: (reply: NodeReply) => void
+  /**
+   * The transport closes right after this broadcast (a one-shot CLI): where
+   * the broker drops the reply queue with the connection (RabbitMQ), the
+   * consumer is left to that close instead of a cancel of its own.
+   */
+  lastUse?: boolean
 }
 
 export class MailboxClient {
@@ -84,7 +90,6 @@ export class MailboxClient {
     const destination = options.destination && options.destination.length > 0 ? options.destination : null
     const timeoutMs = Math.max(0, (options.timeout ?? 1.0) * 1000)
     const limit = options.limit ?? (destination ? destination.length : null)
-    await this.declareExchanges()
 
     const ticket = uuid4()
     const request: ControlRequest = {
@@ -97,43 +102,66 @@ export class MailboxClient {
     let consumer: Consumer | undefined
     const replies: NodeReply[] = []
     let wake: (() => void) | undefined
+    const onDelivery = (delivery: Delivery) => {
+      const reply = this.acceptReply(delivery, ticket)
+      if (!reply) return
+      replies.push(reply)
+      options.onReply?.(reply)
+      wake?.()
+    }
+    let expires = 0
+    const publishRequest = () =>
+      this.transport.publish(pidboxExchange(this.namespace).name, '', {
+        body: Buffer.from(encodeControlRequest(request), 'utf8'),
+        properties: {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: controlRequestHeaders(this.clock.forward(), expires),
+          deliveryMode: 2,
+          priority: 0,
+        },
+      }, { confirm: false })
     if (wantReply) {
       request.ticket = ticket
       request.reply_to = { exchange: replyExchange(this.namespace).name, routing_key: this.oid }
+    }
+    if (wantReply && this.transport.declareTopology) {
+      // Exchanges, reply queue and binding in one round trip. Once the queue is
+      // bound a reply waits in it, so the request goes out while the consumer
+      // starts (its own channel on AMQP: two more round trips) rather than after.
+      await this.transport.declareTopology({
+        exchanges: [pidboxExchange(this.namespace), replyExchange(this.namespace)],
+        queue: pidboxQueue(this.replyQueueName),
+        bindings: [{ exchange: replyExchange(this.namespace).name, routingKey: this.oid }],
+      })
+      this.declared = true
+      expires = Date.now() / 1000 + timeoutMs / 1000
+      const [consume, published] = await Promise.allSettled([this.transport.consume(this.replyQueueName, onDelivery, { noAck: true }), publishRequest()])
+      if (consume.status === 'fulfilled') consumer = consume.value
+      if (consume.status === 'rejected' || published.status === 'rejected') {
+        await consumer?.cancel().catch(() => undefined)
+        throw consume.status === 'rejected' ? consume.reason : (published as PromiseRejectedResult).reason
+      }
+    } else if (wantReply) {
+      await this.declareExchanges()
       await this.transport.declareQueue(pidboxQueue(this.replyQueueName))
       // The bind and the consumer (its own channel on AMQP) go out together: a
       // one-shot CLI waits for one round trip instead of two. Nothing is
       // published until both are done, so no reply can miss the queue.
       const bound = this.transport.bindQueue(this.replyQueueName, replyExchange(this.namespace).name, this.oid)
-      const consuming = this.transport.consume(
-        this.replyQueueName,
-        (delivery) => {
-          const reply = this.acceptReply(delivery, ticket)
-          if (!reply) return
-          replies.push(reply)
-          options.onReply?.(reply)
-          wake?.()
-        },
-        { noAck: true },
-      )
+      const consuming = this.transport.consume(this.replyQueueName, onDelivery, { noAck: true })
       const [bind, consume] = await Promise.allSettled([bound, consuming])
       if (consume.status === 'fulfilled') consumer = consume.value
       if (bind.status === 'rejected' || consume.status === 'rejected') {
         await consumer?.cancel().catch(() => undefined)
         throw bind.status === 'rejected' ? bind.reason : (consume as PromiseRejectedResult).reason
       }
+      expires = Date.now() / 1000 + timeoutMs / 1000
+      await publishRequest()
+    } else {
+      await this.declareExchanges()
+      await publishRequest()
     }
-    const expires = wantReply ? Date.now() / 1000 + timeoutMs / 1000 : 0
-    await this.transport.publish(pidboxExchange(this.namespace).name, '', {
-      body: Buffer.from(encodeControlRequest(request), 'utf8'),
-      properties: {
-        contentType: 'application/json',
-        contentEncoding: 'utf-8',
-        headers: controlRequestHeaders(this.clock.forward(), expires),
-        deliveryMode: 2,
-        priority: 0,
-      },
-    }, { confirm: false })
     if (!consumer) return []
     try {
       let seen = 0
@@ -153,10 +181,14 @@ export class MailboxClient {
         seen = replies.length
       }
     } finally {
-      await consumer.cancel().catch(() => undefined)
-      // RabbitMQ drops the auto-delete reply queue on the cancel; asking again
-      // would only cost a one-shot CLI another round trip.
-      if (!this.transport.capabilities.autoDeleteOnCancel) await this.transport.deleteQueue(this.replyQueueName).catch(() => undefined)
+      // RabbitMQ drops the auto-delete reply queue on the cancel, or with the
+      // connection; asking again would only cost a one-shot CLI a round trip.
+      if (this.transport.capabilities.autoDeleteOnCancel) {
+        if (!options.lastUse) await consumer.cancel().catch(() => undefined)
+      } else {
+        await consumer.cancel().catch(() => undefined)
+        await this.transport.deleteQueue(this.replyQueueName).catch(() => undefined)
+      }
     }
     return limit !== null ? replies.slice(0, limit) : replies
   }

@@ -222,6 +222,12 @@ export interface CloseOptions {
   requeueUnacked?: boolean
 }
 
+export interface TopologySpec {
+  exchanges: readonly ExchangeSpec[]
+  queue: QueueSpec
+  bindings: ReadonlyArray<{ exchange: string; routingKey: string }>
+}
+
 export interface Transport {
   /** The broker URL with its password masked, for logs and banners (every URL of a failover list). */
   readonly displayUrl: string
@@ -239,6 +245,13 @@ export interface Transport {
   /** Returns the number of ready messages. */
   declareQueue(spec: QueueSpec): Promise<{ messageCount: number }>
   bindQueue(queue: string, exchange: string, routingKey: string): Promise<void>
+  /**
+   * The exchanges, then the queue, then its bindings, in as few round trips as
+   * the broker allows (one on RabbitMQ, instead of one each); resolves once all
+   * are in place and rejects with the broker's first refusal. Absent where
+   * declaring one by one costs nothing more.
+   */
+  declareTopology?(topology: TopologySpec): Promise<void>
   unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void>
   deleteQueue(queue: string): Promise<void>
   /** Exchange '' is the default exchange: routingKey names the queue. */

@@ -108,7 +108,7 @@ export class AmqpConsumer implements Consumer {
     }
   }
 
-  /** Transport close: closing the channel waits until the broker has its earlier frames (acks). */
+  /** Transport close: closing the channel waits until the broker has its earlier frames (acks); the connection closes next. */
   async closeChannel(): Promise<void> {
     this.cancelled = true
     const channel = this.channel
@@ -116,7 +116,9 @@ export class AmqpConsumer implements Consumer {
     this.batcher?.flush()
     this.batcher?.close()
     this.batcher = null
-    if (channel) await channel.close().catch(() => undefined)
+    // A no-ack consumer has no acks to flush: the connection's close, which
+    // follows, takes its channel along without a round trip of its own.
+    if (channel && !this.noAck) await channel.close().catch(() => undefined)
   }
 
   /** The connection died: deliveries in flight will be redelivered by the broker. */

@@ -18,6 +18,7 @@ import type {
   PublishOptions,
   QueueSpec,
   QueueStatus,
+  TopologySpec,
   Transport,
   TransportCapabilities,
   TransportEvents,
@@ -31,7 +32,7 @@ import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget
 import { openAmqpConnection } from './open-connection.js'
 import { flushAtEndOfTurn } from './flush-per-tick.js'
 import { toPublishOptions } from './properties.js'
-import { assertExchange, assertQueue, TopologyRegistry } from './topology.js'
+import { assertExchange, assertQueue, declareTopologyPipelined, TopologyRegistry } from './topology.js'
 
 /** Attempts per operation across channel reopenings and reconnects before giving up. */
 const MAX_ATTEMPTS = 8
@@ -154,6 +155,13 @@ export class AmqpTransport extends EventEmitter implements Transport {
     if (exchange === '') return
     await this.withControl(`bind queue '${queue}' to '${exchange}'`, (ch) => ch.bindQueue(queue, exchange, routingKey))
     this.topology.addBinding({ queue, exchange, routingKey })
+  }
+
+  async declareTopology(t: TopologySpec): Promise<void> {
+    await this.withControl(`declare queue '${t.queue.name}' and its bindings`, (ch) => declareTopologyPipelined(ch, t))
+    for (const ex of t.exchanges) if (ex.name !== '' && !ex.name.startsWith('amq.')) this.topology.addExchange(ex)
+    if (t.queue.name !== '') this.topology.addQueue(t.queue)
+    for (const b of t.bindings) if (b.exchange !== '') this.topology.addBinding({ queue: t.queue.name, ...b })
   }
 
   async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {

@@ -1,4 +1,4 @@
-// The two amqplib internals tsq touches (see install-codec.ts); amqplib ships no types for them.
+// The amqplib internals tsq touches (see install-codec.ts and topology.ts); amqplib ships no types for them.
 declare module 'amqplib/lib/codec.js' {
   const codec: {
     encodeTable(buffer: Buffer, table: Record<string, unknown>, offset: number): number
@@ -10,7 +10,21 @@ declare module 'amqplib/lib/codec.js' {
 declare module 'amqplib/lib/defs.js' {
   const defs: {
     BasicProperties: number
+    ExchangeDeclare: number
+    QueueDeclare: number
+    QueueBind: number
     encodeProperties(id: number, channel: number, size: number, fields: Record<string, unknown>): Buffer
   }
   export default defs
+}
+
+// Field builders of amqplib's own declare/bind calls; used to send those methods with nowait (topology.ts).
+declare module 'amqplib/lib/api_args.js' {
+  type Fields = Record<string, unknown>
+  const Args: {
+    assertExchange(exchange: string, type: string, options?: Record<string, unknown>): Fields
+    assertQueue(queue: string, options?: Record<string, unknown>): Fields
+    bindQueue(queue: string, source: string, pattern: string, argt?: Record<string, unknown>): Fields
+  }
+  export default Args
 }

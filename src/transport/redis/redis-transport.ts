@@ -14,6 +14,7 @@ import type {
   Parking,
   QueueSpec,
   QueueStatus,
+  TopologySpec,
   Transport,
   TransportCapabilities,
   TransportEvents,
@@ -204,6 +205,13 @@ export class RedisTransport implements Transport {
     const { router } = await this.ready()
     if (!exchange) return
     await this.guard(`bind ${queue} to ${exchange}`, () => router.bind(queue, exchange, routingKey))
+  }
+
+  /** Redis has no queue object: only the bindings are written (no LLENs of a declare, whose count nobody reads here). */
+  async declareTopology(t: TopologySpec): Promise<void> {
+    await Promise.all(t.exchanges.map((ex) => this.declareExchange(ex)))
+    if (t.queue.autoDelete) this.autoDelete.add(t.queue.name)
+    await Promise.all(t.bindings.map((b) => this.bindQueue(t.queue.name, b.exchange, b.routingKey)))
   }
 
   async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
@@ -472,7 +480,8 @@ export class RedisTransport implements Transport {
     }
     const hub = await this.hub?.catch(() => undefined)
     hub?.close()
-    for (const conn of [this.subConn, this.brpopConn, this.cmd]) if (conn) await closeConnection(conn)
+    // Together: each QUIT waits for its reply, and a one-shot CLI pays every round trip.
+    await Promise.all([this.subConn, this.brpopConn, this.cmd].map((conn) => conn && closeConnection(conn)))
     this.state = 'closed'
   }
 }

@@ -46,6 +46,55 @@ export function basicCases(ctx: ConformanceContext): void {
     assert.equal(got.deliveries[0]!.routingKey, 'right')
   })
 
+  it('declareTopology declares exchanges, queue and bindings at once, so a publish right after is routed', { timeout: 60_000 }, async (t0) => {
+    const t = await ctx.open()
+    if (!t.declareTopology) return t0.skip(`${ctx.opts.kind} declares one by one`)
+    const fanout = uniqueName(`tsq-conf-${ctx.opts.kind}-fx`)
+    const direct = uniqueName(`tsq-conf-${ctx.opts.kind}-dx`)
+    const q = uniqueName(`tsq-conf-${ctx.opts.kind}`)
+    ctx.track(q)
+    await t.declareTopology({
+      exchanges: [
+        { name: fanout, type: 'fanout', durable: false, autoDelete: true },
+        { name: direct, type: 'direct', durable: false, autoDelete: true },
+      ],
+      queue: { name: q, durable: false, exclusive: false, autoDelete: false },
+      bindings: [
+        { exchange: direct, routingKey: 'one' },
+        { exchange: direct, routingKey: 'two' },
+      ],
+    })
+    // Published before anyone consumes: routed by every binding, held by the queue.
+    await t.publish(direct, 'one', message('one'))
+    await t.publish(direct, 'two', message('two'))
+    await t.publish(direct, 'three', message('three'))
+    const got = new Collector()
+    await t.consume(q, got.handler, { noAck: true })
+    await got.waitForCount(2)
+    await pause(QUIET_MS)
+    assert.deepEqual(got.bodies().sort(), ['one', 'two'])
+    await t.deleteQueue(q)
+  })
+
+  it('declareTopology rejects with the broker refusal when an exchange exists with another type', { timeout: 60_000 }, async (t0) => {
+    const t = await ctx.open()
+    if (!t.declareTopology || ctx.opts.kind !== 'amqp') return t0.skip('only RabbitMQ refuses an exchange of another type')
+    const exchange = uniqueName('tsq-conf-amqp-tx')
+    await t.declareExchange({ name: exchange, type: 'direct', durable: false, autoDelete: true })
+    const q = uniqueName('tsq-conf-amqp')
+    ctx.track(q)
+    await assert.rejects(
+      t.declareTopology({
+        exchanges: [{ name: exchange, type: 'fanout', durable: false, autoDelete: true }],
+        queue: { name: q, durable: false, exclusive: false, autoDelete: false },
+        bindings: [{ exchange, routingKey: 'k' }],
+      }),
+      (err: Error & { code?: string }) => err.code === 'PRECONDITION_FAILED' && /exchange/.test(err.message),
+    )
+    // The transport carries on after the refusal (a fresh control channel).
+    assert.equal((await t.declareQueue({ name: q, durable: false, exclusive: false, autoDelete: false })).messageCount, 0)
+  })
+
   it('declareQueue reports the ready message count', { timeout: 60_000 }, async () => {
     const t = await ctx.open()
     const q = await ctx.queue(t)
