@@ -133,7 +133,7 @@ export class Cluster {
       onEvent: (event) => this.onEvent(event),
       onUnreadable: () => {
         this.unreadableEvents += 1
-        this.metrics.eventsReceived.labels('unreadable').inc()
+        this.metrics.received('unreadable')
       },
       floats: 'number',
     })
@@ -167,7 +167,7 @@ export class Cluster {
   }
 
   onEvent(event: Record<string, unknown>): void {
-    this.metrics.eventsReceived.labels('applied').inc()
+    this.metrics.received('applied')
     let applied = false
     try {
       applied = this.state.apply(event)

@@ -533,9 +533,9 @@ export class DashboardServer {
     }
   }
 
-  private runQuery(query: URLSearchParams): ReturnType<Cluster['state']['queryTasks']> {
+  private runQuery(query: URLSearchParams, count = true): ReturnType<Cluster['state']['queryTasks']> {
     try {
-      return this.cluster.state.queryTasks(this.taskQuery(query))
+      return this.cluster.state.queryTasks({ ...this.taskQuery(query), count })
     } catch (error) {
       if (error instanceof QuerySyntaxError) throw new HttpError(400, error.message, true)
       throw error
@@ -543,7 +543,8 @@ export class DashboardServer {
   }
 
   private listTasks(query: URLSearchParams, res: ServerResponse): void {
-    const page = this.runQuery(query)
+    // Flower's answer is the page alone: no count, so the walk ends with the page.
+    const page = this.runQuery(query, false)
     const out: Record<string, unknown> = {}
     for (const task of page.tasks) out[task.uuid] = this.cluster.state.taskAsDict(task)
     this.json(res, 200, out)
