@@ -252,30 +252,33 @@ export function compileQuery(query: Query): (doc: SearchDocument) => boolean {
 }
 
 /**
- * A test of many tasks at once, on their documents' `all` texts joined: false
- * only when no document in the text can match. Every substring term a
- * matching document has is in its `all`, so in the joined text too; a
- * `kwargs:key=value` term says nothing (its pairs are not in the text), nor
- * does an OR with such a term. Null when nothing could be ruled out.
+ * A test of many tasks at once, given `contains(term)`, which says whether a
+ * term may be in any of their documents' `all` texts (false only when it
+ * surely is not): false only when no document can match. Every substring
+ * term a matching document has is in its `all`; a `kwargs:key=value` term
+ * says nothing (its pairs are not in the text), nor does an OR with such a
+ * term. Null when nothing could be ruled out.
  */
-export function compilePrefilter(query: Query): ((joined: string) => boolean) | null {
+export type Prefilter = (contains: (term: string) => boolean) => boolean
+
+export function compilePrefilter(query: Query): Prefilter | null {
   switch (query.kind) {
     case 'all':
       return null
     case 'and': {
-      const parts = query.children.map(compilePrefilter).filter((p): p is (joined: string) => boolean => p !== null)
+      const parts = query.children.map(compilePrefilter).filter((p): p is Prefilter => p !== null)
       if (parts.length === 0) return null
-      return parts.length === 1 ? parts[0]! : (joined) => parts.every((p) => p(joined))
+      return parts.length === 1 ? parts[0]! : (contains) => parts.every((p) => p(contains))
     }
     case 'or': {
       const parts = query.children.map(compilePrefilter)
       if (parts.some((p) => p === null)) return null
-      return (joined) => parts.some((p) => p!(joined))
+      return (contains) => parts.some((p) => p!(contains))
     }
     case 'term': {
       const value = fold(query.value)
       if (query.field === 'kwargs' && value.includes('=')) return null
-      return (joined) => joined.includes(value)
+      return (contains) => contains(value)
     }
   }
 }

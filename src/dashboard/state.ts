@@ -5,7 +5,7 @@
 // running is never forgotten while a finished one could go instead.
 // No I/O: events come in through apply(), listeners hear what changed.
 import { compilePrefilter, compileQuery, parseQuery, type SearchDocument } from './search.js'
-import { documentOf, TaskTable, type Block, type SortValue, type TablePlan } from './task-table.js'
+import { TaskTable, type Block, type SortValue, type TablePlan } from './task-table.js'
 
 /** celery.states.PRECEDENCE: a lower index is a later state. Unknown states rank as None. */
 const PRECEDENCE = ['SUCCESS', 'FAILURE', null, 'REVOKED', 'STARTED', 'RECEIVED', 'REJECTED', 'RETRY', 'PENDING']
@@ -24,6 +24,10 @@ const TASK_EVENT_STATE: Record<string, string> = {
   revoked: 'REVOKED',
   rejected: 'REJECTED',
 }
+
+const KNOWN_TYPES = new Map<string, readonly [string, string]>(
+  [...Object.keys(TASK_EVENT_STATE).map((s) => ['task', s] as const), ...['online', 'heartbeat', 'offline'].map((s) => ['worker', s] as const)].map(([g, s]) => [`${g}-${s}`, [g, s] as const]),
+)
 
 export const READY_STATES = new Set(['SUCCESS', 'FAILURE', 'REVOKED', 'REJECTED'])
 
@@ -146,11 +150,12 @@ export class ClusterState {
   private finished: { uuid: string; seq: number }[] = []
   private finishedHead = 0
   private finishSeq = 0
-  // The records themselves, not their ids: a filter then reads its matches
-  // without a lookup each.
-  private readonly byName = new Map<string, Set<TaskRecord>>()
-  private readonly byWorker = new Map<string, Set<TaskRecord>>()
-  private readonly byState = new Map<string, Set<TaskRecord>>()
+  // How many tasks have each name, worker and state: the count of a page
+  // filtered by one of them, without a pass over the tasks. Counts, not sets
+  // of the tasks: a set moved on every event cost more than the filters won.
+  private readonly byName = new Map<string, number>()
+  private readonly byWorker = new Map<string, number>()
+  private readonly byState = new Map<string, number>()
   /** Children seen before their parent (Celery's _tasks_to_resolve). */
   private readonly orphans = new Map<string, Set<string>>()
   readonly taskTypes = new Set<string>()
@@ -179,9 +184,13 @@ export class ClusterState {
   apply(event: Record<string, unknown>): boolean {
     const type = event.type
     if (typeof type !== 'string' || !type.includes('-')) return false
-    const dash = type.indexOf('-')
-    const group = type.slice(0, dash)
-    const subject = type.slice(dash + 1)
+    // Celery's own types are split once (two strings less per event); others as they come.
+    let parts = KNOWN_TYPES.get(type)
+    if (!parts) {
+      const dash = type.indexOf('-')
+      parts = [type.slice(0, dash), type.slice(dash + 1)]
+    }
+    const [group, subject] = parts
     const hostname = typeof event.hostname === 'string' && event.hostname ? event.hostname : null
     if (group === 'task' && (typeof event.uuid !== 'string' || !event.uuid)) return false
     if (group !== 'task' && group !== 'worker') return false
@@ -198,7 +207,7 @@ export class ClusterState {
       this.workerEvent(this.workerFor(hostname), subject, localReceived, event)
       return true
     }
-    this.taskEvent(event.uuid as string, subject, hostname, timestamp, localReceived, event)
+    this.taskEvent(event.uuid as string, type, subject, hostname, timestamp, localReceived, event)
     return true
   }
 
@@ -241,7 +250,7 @@ export class ClusterState {
     }
   }
 
-  private taskEvent(uuid: string, subject: string, hostname: string | null, timestamp: number, localReceived: number, event: Record<string, unknown>): void {
+  private taskEvent(uuid: string, type: string, subject: string, hostname: string | null, timestamp: number, localReceived: number, event: Record<string, unknown>): void {
     let task = this.tasks.get(uuid)
     const created = !task
     if (!task) {
@@ -285,7 +294,7 @@ export class ClusterState {
       into.timestamp = timestamp
     }
     if (typeof event.clock === 'number') task.clock = event.clock
-    task.timeline.push({ type: `task-${subject}`, timestamp, hostname })
+    task.timeline.push({ type, timestamp, hostname })
     if (task.timeline.length > MAX_TIMELINE) task.timeline.splice(1, 1)
     const name = typeof task.fields.name === 'string' ? task.fields.name : undefined
     if (name) this.taskTypes.add(name)
@@ -304,19 +313,19 @@ export class ClusterState {
       }
     }
     this.reindex(task, beforeName, beforeState, beforeWorker)
+    // Its search text is built when a search or warm() needs it, not here:
+    // at the broker's rate, intake is what must keep up.
     if (READY_STATES.has(task.state)) {
       if (task.finishedSeq === 0) this.markFinished(task)
-      // Indexed for search once, as it finishes, rather than on the first search of all held tasks.
-      task.doc = documentOf(task)
     } else task.finishedSeq = 0
     this.emit({ kind: 'task', task, created })
     if (created) this.enforceLimit(uuid)
   }
 
   private reindex(task: TaskRecord, name: string, state: string, worker: string): void {
-    move(this.byName, name, typeof task.fields.name === 'string' ? task.fields.name : '', task)
-    move(this.byState, state, task.state, task)
-    move(this.byWorker, worker, task.worker ?? '', task)
+    move(this.byName, name, typeof task.fields.name === 'string' ? task.fields.name : '')
+    move(this.byState, state, task.state)
+    move(this.byWorker, worker, task.worker ?? '')
     task.doc = null
     this.table.touch(task)
   }
@@ -368,9 +377,9 @@ export class ClusterState {
     this.tasks.delete(uuid)
     this.table.remove(task)
     task.finishedSeq = 0
-    move(this.byName, typeof task.fields.name === 'string' ? task.fields.name : '', '', task)
-    move(this.byState, task.state, '', task)
-    move(this.byWorker, task.worker ?? '', '', task)
+    move(this.byName, typeof task.fields.name === 'string' ? task.fields.name : '', '')
+    move(this.byState, task.state, '')
+    move(this.byWorker, task.worker ?? '', '')
     this.emit({ kind: 'dropped', uuid })
   }
 
@@ -390,9 +399,9 @@ export class ClusterState {
 
   /** How much each structure holds: all of them stay within a few times --max-tasks. */
   sizes(): { tasks: number; finishedQueue: number; orphans: number; byName: number; byState: number; byWorker: number } {
-    const count = (index: Map<string, Set<TaskRecord>>): number => {
+    const count = (index: Map<string, number>): number => {
       let n = 0
-      for (const set of index.values()) n += set.size
+      for (const c of index.values()) n += c
       return n
     }
     return { tasks: this.tasks.size, finishedQueue: this.finished.length, orphans: this.orphans.size, byName: count(this.byName), byState: count(this.byState), byWorker: count(this.byWorker) }
@@ -400,6 +409,11 @@ export class ClusterState {
 
   alive(worker: WorkerRecord): boolean {
     return workerAlive(worker, this.now())
+  }
+
+  /** Builds the search texts of tasks that changed, for up to `budgetMs`: the dashboard calls it while events are few. */
+  warm(budgetMs: number): void {
+    this.table.warm(budgetMs)
   }
 
   /** Flower's search_tasks: filters, the query, the sort, and one page. */
@@ -431,19 +445,11 @@ export class ClusterState {
       count: q.count ?? true,
       known: null,
     }
-    // A filter that leaves few tasks reads them from its index; otherwise
-    // the blocks are walked and the filter tested as each is read.
-    let smallest: Set<TaskRecord> | null = null
-    let filters = 0
-    for (const [index, value] of [[this.byName, plan.name], [this.byWorker, plan.worker], [this.byState, plan.state]] as const) {
-      if (value === null) continue
-      filters += 1
-      const set = index.get(value) ?? new Set<TaskRecord>()
-      if (smallest === null || set.size < smallest.size) smallest = set
-    }
-    // With no search and no time range, one filter's count is its set's size.
-    if (filters === 1 && plan.test === null && plan.receivedStart === null && plan.receivedEnd === null) plan.known = smallest!.size
-    const found = smallest !== null && smallest.size * 8 < this.tasks.size ? this.table.queryList(smallest, plan) : this.table.query(plan)
+    // With no search and no time range, one filter's count is its counter.
+    const filters = [[this.byName, plan.name], [this.byWorker, plan.worker], [this.byState, plan.state]] as const
+    const given = filters.filter(([, value]) => value !== null)
+    if (given.length === 1 && plan.test === null && plan.receivedStart === null && plan.receivedEnd === null) plan.known = given[0]![0].get(given[0]![1]!) ?? 0
+    const found = this.table.query(plan)
     return { tasks: found.tasks, filtered: plan.count ? found.filtered : null, total: this.tasks.size }
   }
 
@@ -508,19 +514,15 @@ export interface PersistedState {
   finished: string[]
 }
 
-/** Moves a task between the index's sets; from is '' for one not held yet, to '' for one that goes. */
-function move(index: Map<string, Set<TaskRecord>>, from: string, to: string, id: TaskRecord): void {
+/** Moves a task from one count to another; from is '' for one not counted yet, to '' for one that goes. */
+function move(index: Map<string, number>, from: string, to: string): void {
   if (from === to) return
   if (from) {
-    const set = index.get(from)
-    set?.delete(id)
-    if (set && set.size === 0) index.delete(from)
+    const n = (index.get(from) ?? 0) - 1
+    if (n > 0) index.set(from, n)
+    else index.delete(from)
   }
-  if (to) {
-    let set = index.get(to)
-    if (!set) index.set(to, (set = new Set()))
-    set.add(id)
-  }
+  if (to) index.set(to, (index.get(to) ?? 0) + 1)
 }
 
 const defaultKey = (t: TaskRecord): number => numberOr(t.fields.timestamp, 0)

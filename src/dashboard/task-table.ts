@@ -2,15 +2,16 @@
 // queries (Flower's search_tasks: filter, search, sort, one page). A query
 // must answer in a few milliseconds with 100,000 tasks held while events
 // keep arriving, so it never scans what it can rule out by block:
-//  - each block keeps, per sort field, its first and last task in that order,
-//    so a page walks the blocks best first and stops at the first block that
-//    cannot beat the page's last row (a page of 25 reads a few blocks);
-//  - each block keeps its tasks' search texts joined, so one indexOf rules a
-//    block out for a search term instead of one test per task.
+//  - each block keeps its tasks in order per sort field asked for, so a page
+//    walks the blocks best first and stops at the first block that cannot
+//    beat the page's last row (a page of 25 reads a few blocks), and within a
+//    block at its first task that cannot;
+//  - each block keeps its tasks' search texts joined, and the hashed 4-grams
+//    of that text, so a search term rules a block out without a scan.
 // Both are rebuilt on demand when the block changed since (a version count
 // that every event on one of its tasks bumps): older blocks, whose tasks
 // finished, stay as they were. No I/O.
-import { fold, type SearchDocument } from './search.js'
+import { fold, type Prefilter, type SearchDocument } from './search.js'
 import type { TaskRecord } from './state.js'
 
 const BLOCK = 128
@@ -19,17 +20,20 @@ const BOUNDED_PAGE = 5000
 
 export type SortValue = number | string | null
 
-interface Edge {
-  key: SortValue
-  uuid: string
+/** A block's live tasks in one field's ascending order, with their keys. */
+interface Ranked {
+  version: number
+  tasks: TaskRecord[]
+  keys: SortValue[]
 }
 
-interface Summary {
-  version: number
-  /** The block's first and last task in the field's ascending order. */
-  first: Edge
-  last: Edge
-}
+/**
+ * Bits of the joined text's 4-grams (hashed): a term with a 4-gram whose bit
+ * is clear is not in the block. Four characters, not three: the uuids in every
+ * block hold nearly every short run of hex digits and dashes, so trigrams of
+ * a term such as `payload-99000` were in most blocks.
+ */
+const GRAM_BITS = 1 << 16
 
 export interface Block {
   tasks: (TaskRecord | null)[]
@@ -37,20 +41,21 @@ export interface Block {
   version: number
   joinedVersion: number
   joined: string
-  summaries: Map<string, Summary>
+  grams: Uint32Array | null
+  ranked: Map<string, Ranked>
 }
 
 /** What a query asks of each task, and of the order. */
 export interface TablePlan {
   /** The search, as a test of one task's document and as a test of a block's joined text. */
   test: ((doc: SearchDocument) => boolean) | null
-  prefilter: ((joined: string) => boolean) | null
+  prefilter: Prefilter | null
   name: string | null
   worker: string | null
   state: string | null
   receivedStart: number | null
   receivedEnd: number | null
-  /** The sort field's name (a summary per name) and how to read it. */
+  /** The sort field's name (an order kept per block per name) and how to read it. */
   field: string
   key: (t: TaskRecord) => SortValue
   descending: boolean
@@ -102,7 +107,7 @@ export class TaskTable {
   add(task: TaskRecord): void {
     let block = this.blocks[this.blocks.length - 1]
     if (!block || block.tasks.length === BLOCK) {
-      block = { tasks: [], live: 0, version: 0, joinedVersion: -1, joined: '', summaries: new Map() }
+      block = { tasks: [], live: 0, version: 0, joinedVersion: -1, joined: '', grams: null, ranked: new Map() }
       this.blocks.push(block)
     }
     task.slot = block.tasks.length
@@ -146,6 +151,17 @@ export class TaskTable {
     for (const block of old) for (const task of block.tasks) if (task) this.add(task)
   }
 
+  /** Joins the texts of changed blocks, newest first, until `budgetMs` has passed. */
+  warm(budgetMs: number): void {
+    const until = performance.now() + budgetMs
+    for (let i = this.blocks.length - 1; i >= 0; i--) {
+      const block = this.blocks[i]!
+      if (block.joinedVersion === block.version) continue
+      this.joinedOf(block)
+      if (performance.now() > until) return
+    }
+  }
+
   private joinedOf(block: Block): string {
     if (block.joinedVersion === block.version) return block.joined
     const docs: SearchDocument[] = []
@@ -160,24 +176,33 @@ export class TaskTable {
       at = end + 1
     }
     block.joined = joined
+    block.grams = gramBits(joined)
     block.joinedVersion = block.version
     return joined
   }
 
-  private summaryOf(block: Block, field: string, key: (t: TaskRecord) => SortValue): Summary {
-    const cached = block.summaries.get(field)
+  /** Could the block hold a match? Its 4-gram bits first (no scan), then its joined text. */
+  private mayMatch(block: Block, p: TablePlan): boolean {
+    if (p.prefilter === null) return true
+    const joined = this.joinedOf(block)
+    return p.prefilter((term) => hasGrams(block.grams!, term) && joined.includes(term))
+  }
+
+  private rankedOf(block: Block, field: string, key: (t: TaskRecord) => SortValue): Ranked {
+    const cached = block.ranked.get(field)
     if (cached && cached.version === block.version) return cached
-    let first: Edge | null = null
-    let last: Edge | null = null
+    const live: TaskRecord[] = []
+    const keyOf: SortValue[] = []
     for (const task of block.tasks) {
       if (!task) continue
-      const k = key(task)
-      if (first === null || compare(k, first.key, task.uuid, first.uuid) < 0) first = { key: k, uuid: task.uuid }
-      if (last === null || compare(k, last.key, task.uuid, last.uuid) > 0) last = { key: k, uuid: task.uuid }
+      live.push(task)
+      keyOf.push(key(task))
     }
-    const summary = { version: block.version, first: first!, last: last! }
-    block.summaries.set(field, summary)
-    return summary
+    const order = live.map((_, i) => i)
+    order.sort((a, b) => compare(keyOf[a]!, keyOf[b]!, live[a]!.uuid, live[b]!.uuid))
+    const ranked = { version: block.version, tasks: order.map((i) => live[i]!), keys: order.map((i) => keyOf[i]!) }
+    block.ranked.set(field, ranked)
+    return ranked
   }
 
   /** Does the task pass the plan's filters and search? */
@@ -193,18 +218,6 @@ export class TaskTable {
       }
     }
     return p.test === null || p.test((task.doc ??= documentOf(task)))
-  }
-
-  /** The plan over a few candidates (a small filter index), each tested. */
-  queryList(candidates: Iterable<TaskRecord>, p: TablePlan): TableResult {
-    const select = new TopK(p.limit === null ? null : p.offset + p.limit, p.key, p.descending)
-    let filtered = 0
-    for (const task of candidates) {
-      if (!this.matches(task, p)) continue
-      filtered += 1
-      select.offer(task)
-    }
-    return { tasks: page(select.result(), p), filtered }
   }
 
   /** The plan over every held task, block by block, best block first. */
@@ -230,7 +243,7 @@ export class TaskTable {
   private count(p: TablePlan): number {
     let n = 0
     for (const block of this.blocks) {
-      if (p.prefilter !== null && !p.prefilter(this.joinedOf(block))) continue
+      if (!this.mayMatch(block, p)) continue
       for (const task of block.tasks) if (task && this.matches(task, p)) n += 1
     }
     return n
@@ -241,22 +254,27 @@ export class TaskTable {
     const select = new TopK(k, p.key, p.descending)
     let filtered = 0
     const sign = p.descending ? -1 : 1
-    // Each block's best task for this order: the blocks are read best first,
-    // so once the page is full a block whose best would not make it ends the
-    // walk (every later block is worse still).
+    // Each block in the page's order, and the blocks by their best task: once
+    // the page is full, a block whose best would not make it ends the walk
+    // (every later block is worse still), and within a block the first task
+    // that would not make it ends the block.
     const order = this.blocks.map((block) => {
-      const s = this.summaryOf(block, p.field, p.key)
-      return { block, best: p.descending ? s.last : s.first }
+      const r = this.rankedOf(block, p.field, p.key)
+      const at = p.descending ? r.tasks.length - 1 : 0
+      return { r, key: r.keys[at]!, uuid: r.tasks[at]!.uuid }
     })
-    order.sort((a, b) => sign * compare(a.best.key, b.best.key, a.best.uuid, b.best.uuid))
-    for (const { block, best } of order) {
-      const admits = select.admits(best.key, best.uuid)
-      if (!admits && !p.count) break
-      if (p.prefilter !== null && !p.prefilter(this.joinedOf(block))) continue
-      for (const task of block.tasks) {
-        if (!task || !this.matches(task, p)) continue
+    order.sort((a, b) => sign * compare(a.key, b.key, a.uuid, b.uuid))
+    for (const { r, key, uuid } of order) {
+      if (!select.admits(key, uuid) && !p.count) break
+      if (!this.mayMatch(r.tasks[0]!.block!, p)) continue
+      const n = r.tasks.length
+      for (let i = 0; i < n; i++) {
+        const at = p.descending ? n - 1 - i : i
+        const task = r.tasks[at]!
+        if (!this.matches(task, p)) continue
         filtered += 1
-        if (admits) select.offer(task)
+        if (select.admits(r.keys[at]!, task.uuid)) select.offer(task)
+        else if (!p.count) break
       }
     }
     return { tasks: page(select.result(), p), filtered: p.count ? filtered : null }
@@ -322,4 +340,24 @@ class TopK {
     if (this.k !== null) order.length = Math.min(order.length, this.k)
     return order.map((i) => this.items[i]!)
   }
+}
+
+const gramOf = (s: string, i: number): number => (Math.imul((s.charCodeAt(i) << 24) ^ (s.charCodeAt(i + 1) << 16) ^ (s.charCodeAt(i + 2) << 8) ^ s.charCodeAt(i + 3), 0x9e3779b1) >>> 16) & (GRAM_BITS - 1)
+
+function gramBits(text: string): Uint32Array {
+  const bits = new Uint32Array(GRAM_BITS >>> 5)
+  for (let i = 0; i + 3 < text.length; i++) {
+    const h = gramOf(text, i)
+    bits[h >>> 5]! |= 1 << (h & 31)
+  }
+  return bits
+}
+
+/** False when some 4-gram of the term is surely not in the text (a term under 4 characters has none to rule on). */
+function hasGrams(bits: Uint32Array, term: string): boolean {
+  for (let i = 0; i + 3 < term.length; i++) {
+    const h = gramOf(term, i)
+    if ((bits[h >>> 5]! & (1 << (h & 31))) === 0) return false
+  }
+  return true
 }
