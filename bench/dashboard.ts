@@ -35,6 +35,8 @@ const TASKS = arg('--tasks', 100_000)
 const BIG = arg('--big', 1_000_000)
 const BATCH = arg('--batch', 200)
 const FLOWER_SRC = process.env.FLOWER_SRC
+/** Node flags for the dashboard's process, e.g. `--cpu-prof --cpu-prof-dir=DIR` to see where its time goes. */
+const NODE_ARGS = (process.env.TSQ_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
 
 interface Monitor {
   name: string
@@ -74,7 +76,7 @@ async function waitOutput(child: ChildProcess, pattern: RegExp, what: string): P
 }
 
 async function startTsq(): Promise<Monitor> {
-  const child = spawn(process.execPath, [resolve(ROOT, 'bin/run.js'), 'dashboard', '-b', AMQP, '--port', '0', '--max-tasks', '100000', '--no-enable-events'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...NODE_ARGS, resolve(ROOT, 'bin/run.js'), 'dashboard', '-b', AMQP, '--port', '0', '--max-tasks', '100000', '--no-enable-events'], { stdio: ['ignore', 'pipe', 'pipe'] })
   const base = (await waitOutput(child, /visit me at (\S+)/, 'tsq dashboard'))[1]!.replace(/\/$/, '')
   return {
     name: 'tsq',

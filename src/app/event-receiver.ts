@@ -58,7 +58,11 @@ export class EventReceiver {
       this.options.onUnreadable?.(error as Error)
       return
     }
-    for (const event of events) this.options.onEvent(localize(event))
+    // One clock reading and one zone lookup per message, not per event: a
+    // task.multi batch carries hundreds, all received at once.
+    const here = utcoffsetHours()
+    const now = Date.now() / 1000
+    for (const event of events) this.options.onEvent(localize(event, here, now))
   }
 }
 
@@ -67,13 +71,13 @@ export class EventReceiver {
  * sender's UTC offset to this machine's, and the time it arrived here added
  * as `local_received`, which monitors such as Flower read.
  */
-function localize(event: Record<string, unknown>): Record<string, unknown> {
+function localize(event: Record<string, unknown>, here: number, now: number): Record<string, unknown> {
   const offset = event.utcoffset
   const timestamp = event.timestamp
   if (typeof offset === 'number' && typeof timestamp === 'number') {
-    const shift = (offset - utcoffsetHours()) * 3600
+    const shift = (offset - here) * 3600
     if (shift !== 0) event.timestamp = timestamp - shift
   }
-  event.local_received = Date.now() / 1000
+  event.local_received = now
   return event
 }

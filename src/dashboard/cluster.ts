@@ -59,6 +59,10 @@ export interface ThroughputSample {
 /** Seconds a control action to named nodes waits for each reply. */
 const ACTION_TIMEOUT = 10
 
+/** Events per second under which the tick builds search texts, and its time for them. */
+const WARM_BELOW_EVENTS = 2000
+const WARM_BUDGET_MS = 25
+
 /** An hour of one-second samples. */
 const HISTORY_SECONDS = 3600
 const PASSWORD_IN_URL = /([a-z][a-z0-9+.-]*:\/\/[^:@/\s'"]*):[^@/\s'"]*@/gi
@@ -94,6 +98,7 @@ export class Cluster {
   private receiver: EventReceiver | undefined
   private backend: ResultBackend | undefined
   private timers: NodeJS.Timeout[] = []
+  private eventsAtTick = 0
   private currentSecond = { at: 0, succeeded: 0, failed: 0, runtimes: [] as number[] }
   private inspecting = new Map<string, Promise<void>>()
   unreadableEvents = 0
@@ -131,7 +136,7 @@ export class Cluster {
       onEvent: (event) => this.onEvent(event),
       onUnreadable: () => {
         this.unreadableEvents += 1
-        this.metrics.eventsReceived.labels('unreadable').inc()
+        this.metrics.received('unreadable')
       },
       floats: 'number',
     })
@@ -165,7 +170,7 @@ export class Cluster {
   }
 
   onEvent(event: Record<string, unknown>): void {
-    this.metrics.eventsReceived.labels('applied').inc()
+    this.metrics.received('applied')
     let applied = false
     try {
       applied = this.state.apply(event)
@@ -210,6 +215,12 @@ export class Cluster {
 
   private tick(): void {
     this.rollSecond()
+    // Search texts are built between bursts: a second with few events gives
+    // the next search ready texts, a second at the broker's rate gives intake
+    // the CPU.
+    const events = this.state.eventCount - this.eventsAtTick
+    this.eventsAtTick = this.state.eventCount
+    if (events < WARM_BELOW_EVENTS) this.state.warm(WARM_BUDGET_MS)
     const now = Date.now() / 1000
     for (const worker of this.state.workers.values()) if (!this.state.alive(worker) && worker.heartbeats.length === 0) this.metrics.online.labels(worker.hostname).set(0)
     if (this.o.purgeOfflineWorkers) this.metrics.removeWorkers(this.state.purgeOfflineWorkers(this.o.purgeOfflineWorkers))

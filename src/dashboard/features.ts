@@ -5,7 +5,7 @@
 // HTTP layer (server.ts) calls only this.
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { DEFAULT_SCHEDULE_FILE, openStore, rowOf, type BeatStore, type EntryRow, type StoreOptions } from '../beat/index.js'
+import { DEFAULT_SCHEDULE_FILE, definitionFromFlags, openStore, rowOf, type BeatStore, type EntryFlags, type EntryRow, type StoreOptions } from '../beat/index.js'
 import { countArchive, listArchive, replayArchive } from '../bus/archive.js'
 import type { ArchivedEvent } from '../bus/messages.js'
 import { findServices, type KnownService } from '../bus/services.js'
@@ -135,7 +135,7 @@ export class Features {
     return { removed: id }
   }
 
-  // ---- schedule (tsq schedule ls / show / enable / disable / rm) -------------
+  // ---- schedule (tsq schedule ls / show / add / set / enable / disable / rm) --
 
   private async store(): Promise<BeatStore> {
     if (!this.o.schedule) throw new FeatureError(404, 'no schedule store')
@@ -160,6 +160,25 @@ export class Features {
     const current = await store.get(name)
     if (!current) throw new FeatureError(404, `no entry named ${JSON.stringify(name)}`)
     await store.save({ ...current.definition, enabled })
+    return rowOf((await store.get(name))!, this.o.schedule?.tz ?? 'UTC')
+  }
+
+  /** `tsq schedule add NAME --task T --every S|--cron C ...`: a name in use is refused (change it with set). */
+  async scheduleAdd(name: string, fields: EntryFlags): Promise<EntryRow> {
+    if (!name.trim()) throw new FeatureError(400, 'an entry needs a name')
+    const definition = definitionFromFlags(name, fields)
+    const store = await this.store()
+    if (await store.get(name)) throw new FeatureError(409, `entry ${JSON.stringify(name)} exists; change it instead`)
+    await store.save(definition)
+    return rowOf((await store.get(name))!, this.o.schedule?.tz ?? 'UTC')
+  }
+
+  /** `tsq schedule set NAME ...`: the fields given change, the others and the run history stay. */
+  async scheduleSet(name: string, fields: EntryFlags): Promise<EntryRow> {
+    const store = await this.store()
+    const current = await store.get(name)
+    if (!current) throw new FeatureError(404, `no entry named ${JSON.stringify(name)}`)
+    await store.save(definitionFromFlags(name, fields, current.definition))
     return rowOf((await store.get(name))!, this.o.schedule?.tz ?? 'UTC')
   }
 

@@ -18,24 +18,56 @@ export class DashboardMetrics {
   readonly queueConsumers = new Gauge({ name: 'tsq_queue_consumers', help: 'Consumers of the queue, where the broker tracks them', labelNames: ['queue'], registers: [this.registry] })
   readonly eventsReceived = new Counter({ name: 'tsq_dashboard_events_received_total', help: 'Events the dashboard received, including unreadable ones', labelNames: ['outcome'], registers: [this.registry] })
 
+  /**
+   * Counts and gauge moves kept here between scrapes, by worker, then type
+   * or task, then task: prom-client hashes its labels on every call, and at
+   * the broker's event rate that was a tenth of the dashboard's time. A
+   * scrape (text()) first hands them over, so what it reads is the same.
+   */
+  private readonly pendingEvents = new Map<string, Map<string, Map<string, { n: number }>>>()
+  private readonly pendingPrefetched = new Map<string, Map<string, { delta: number; time: number | null }>>()
+  private readonly pendingReceived = new Map<string, { n: number }>()
+
+  /** tsq_dashboard_events_received_total{outcome}. */
+  received(outcome: 'applied' | 'unreadable'): void {
+    let cell = this.pendingReceived.get(outcome)
+    if (!cell) this.pendingReceived.set(outcome, (cell = { n: 0 }))
+    cell.n += 1
+  }
+
+  private prefetchCell(worker: string, task: string): { delta: number; time: number | null } {
+    let byTask = this.pendingPrefetched.get(worker)
+    if (!byTask) this.pendingPrefetched.set(worker, (byTask = new Map()))
+    let cell = byTask.get(task)
+    if (!cell) byTask.set(task, (cell = { delta: 0, time: null }))
+    return cell
+  }
+
   /** EventsState.event's metric updates, after the state applied the event. */
   observe(event: Record<string, unknown>, task: TaskRecord | undefined): void {
     const type = String(event.type)
     const worker = typeof event.hostname === 'string' ? event.hostname : ''
     if (type.startsWith('task-') && task) {
       const name = typeof event.name === 'string' && event.name ? event.name : typeof task.fields.name === 'string' ? task.fields.name : ''
-      this.events.labels(worker, type, name).inc()
+      let byType = this.pendingEvents.get(worker)
+      if (!byType) this.pendingEvents.set(worker, (byType = new Map()))
+      let byTask = byType.get(type)
+      if (!byTask) byType.set(type, (byTask = new Map()))
+      const cell = byTask.get(name)
+      if (cell) cell.n += 1
+      else byTask.set(name, { n: 1 })
       const runtime = event.runtime
       if (typeof runtime === 'number' && runtime) this.runtime.labels(worker, name).observe(runtime)
       const started = task.fields.started
       const received = task.fields.received
       const eta = task.fields.eta
-      if (type === 'task-received' && !eta && typeof received === 'number') this.prefetched.labels(worker, name).inc()
+      if (type === 'task-received' && !eta && typeof received === 'number') this.prefetchCell(worker, name).delta += 1
       if (type === 'task-started' && !eta && typeof started === 'number' && typeof received === 'number') {
-        this.prefetchTime.labels(worker, name).set(started - received)
-        this.prefetched.labels(worker, name).dec()
+        const prefetch = this.prefetchCell(worker, name)
+        prefetch.time = started - received
+        prefetch.delta -= 1
       }
-      if ((type === 'task-succeeded' || type === 'task-failed') && !eta && typeof started === 'number' && typeof received === 'number') this.prefetchTime.labels(worker, name).set(0)
+      if ((type === 'task-succeeded' || type === 'task-failed') && !eta && typeof started === 'number' && typeof received === 'number') this.prefetchCell(worker, name).time = 0
     }
     if (type === 'worker-online') this.online.labels(worker).set(1)
     if (type === 'worker-heartbeat') {
@@ -45,9 +77,27 @@ export class DashboardMetrics {
     if (type === 'worker-offline') this.online.labels(worker).set(0)
   }
 
+  /** Hands what observe() gathered to prom-client. */
+  flush(): void {
+    for (const [worker, byType] of this.pendingEvents) for (const [type, byTask] of byType) for (const [task, cell] of byTask) this.events.inc({ worker, type, task }, cell.n)
+    this.pendingEvents.clear()
+    for (const [worker, byTask] of this.pendingPrefetched) {
+      for (const [task, cell] of byTask) {
+        // A net 0 still creates the series, as the +1 and -1 it stands for did.
+        if (cell.delta >= 0) this.prefetched.inc({ worker, task }, cell.delta)
+        else this.prefetched.dec({ worker, task }, -cell.delta)
+        if (cell.time !== null) this.prefetchTime.set({ worker, task }, cell.time)
+      }
+    }
+    this.pendingPrefetched.clear()
+    for (const [outcome, cell] of this.pendingReceived) this.eventsReceived.inc({ outcome }, cell.n)
+    this.pendingReceived.clear()
+  }
+
   /** Flower's remove_workers: a purged worker's series go. */
   removeWorkers(names: string[]): void {
     if (names.length === 0) return
+    this.flush()
     for (const metric of [this.events, this.runtime, this.prefetchTime, this.prefetched, this.online, this.executing] as const) {
       for (const name of names) (metric as Gauge<string>).remove({ worker: name })
       // Series with more labels than worker are matched by their worker label.
@@ -62,6 +112,7 @@ export class DashboardMetrics {
   }
 
   text(): Promise<string> {
+    this.flush()
     return this.registry.metrics()
   }
 

@@ -189,8 +189,10 @@ export interface SearchDocument {
   result: string
   /** uuid, name, state, worker, args, kwargs, result joined by NUL. */
   all: string
-  /** `key=value` of the kwargs, for `kwargs:key=value`. */
-  kwargsPairs: Set<string>
+  /** The kwargs as the event carried them, read into pairs on the first `kwargs:key=value`. */
+  kwargsRaw: unknown
+  /** `key=value` of the kwargs, for `kwargs:key=value`; null until a query needs them. */
+  kwargsPairs: Set<string> | null
 }
 
 export const fold = (value: unknown): string => (value === null || value === undefined ? '' : String(value).toLowerCase())
@@ -241,10 +243,42 @@ export function compileQuery(query: Query): (doc: SearchDocument) => boolean {
       if (query.field === 'kwargs' && value.includes('=')) {
         const at = value.indexOf('=')
         const pair = `${value.slice(0, at).trim()}=${value.slice(at + 1).trim()}`
-        return (doc) => doc.kwargsPairs.has(pair)
+        return (doc) => (doc.kwargsPairs ??= kwargsPairs(doc.kwargsRaw)).has(pair)
       }
       const field = query.field as 'name' | 'worker' | 'args' | 'kwargs' | 'result' | null
       return field === null ? (doc) => doc.all.includes(value) : (doc) => doc[field].includes(value)
+    }
+  }
+}
+
+/**
+ * A test of many tasks at once, given `contains(term)`, which says whether a
+ * term may be in any of their documents' `all` texts (false only when it
+ * surely is not): false only when no document can match. Every substring
+ * term a matching document has is in its `all`; a `kwargs:key=value` term
+ * says nothing (its pairs are not in the text), nor does an OR with such a
+ * term. Null when nothing could be ruled out.
+ */
+export type Prefilter = (contains: (term: string) => boolean) => boolean
+
+export function compilePrefilter(query: Query): Prefilter | null {
+  switch (query.kind) {
+    case 'all':
+      return null
+    case 'and': {
+      const parts = query.children.map(compilePrefilter).filter((p): p is Prefilter => p !== null)
+      if (parts.length === 0) return null
+      return parts.length === 1 ? parts[0]! : (contains) => parts.every((p) => p(contains))
+    }
+    case 'or': {
+      const parts = query.children.map(compilePrefilter)
+      if (parts.some((p) => p === null)) return null
+      return (contains) => parts.some((p) => p!(contains))
+    }
+    case 'term': {
+      const value = fold(query.value)
+      if (query.field === 'kwargs' && value.includes('=')) return null
+      return (contains) => contains(value)
     }
   }
 }

@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises'
 import { extname, join, normalize } from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import type { EntryFlags } from '../beat/index.js'
 import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
@@ -369,6 +370,16 @@ export class DashboardServer {
       return this.json(res, 200, await this.answer(() => f.lockShow(id)))
     }
     if (path === '/api/ui/schedule' && get) return this.json(res, 200, await this.answer(() => f.scheduleList()))
+    for (const verb of ['add', 'set'] as const) {
+      if ((name = tail(`/api/ui/schedule/${verb}/`))) {
+        const entry = name
+        const body = post ? await this.readBody(req) : ''
+        return action(() => {
+          const fields = entryFieldsOf(body)
+          return verb === 'add' ? f.scheduleAdd(entry, fields) : f.scheduleSet(entry, fields)
+        })
+      }
+    }
     for (const verb of ['enable', 'disable', 'rm'] as const) {
       if ((name = tail(`/api/ui/schedule/${verb}/`))) {
         const entry = name
@@ -533,9 +544,9 @@ export class DashboardServer {
     }
   }
 
-  private runQuery(query: URLSearchParams): ReturnType<Cluster['state']['queryTasks']> {
+  private runQuery(query: URLSearchParams, count = true): ReturnType<Cluster['state']['queryTasks']> {
     try {
-      return this.cluster.state.queryTasks(this.taskQuery(query))
+      return this.cluster.state.queryTasks({ ...this.taskQuery(query), count })
     } catch (error) {
       if (error instanceof QuerySyntaxError) throw new HttpError(400, error.message, true)
       throw error
@@ -543,7 +554,8 @@ export class DashboardServer {
   }
 
   private listTasks(query: URLSearchParams, res: ServerResponse): void {
-    const page = this.runQuery(query)
+    // Flower's answer is the page alone: no count, so the walk ends with the page.
+    const page = this.runQuery(query, false)
     const out: Record<string, unknown> = {}
     for (const task of page.tasks) out[task.uuid] = this.cluster.state.taskAsDict(task)
     this.json(res, 200, out)
@@ -814,6 +826,37 @@ export class DashboardServer {
     const data = JSON.stringify({ tasks, more: ids.length > SSE_MAX_TASKS, newTasks: ids.length, workers, summary: this.summary() })
     for (const client of this.clients) this.write(client, `event: update\ndata: ${data}\n\n`)
   }
+}
+
+/**
+ * The body of a schedule add or set: a JSON object with the fields of `tsq
+ * schedule add`'s flags (task, every, cron, relative, args, kwargs, queue,
+ * priority, expires), each a string as typed, but relative a boolean and
+ * priority an integer. A field left out is a flag not given.
+ */
+export function entryFieldsOf(body: string): EntryFlags {
+  let raw: unknown
+  try {
+    raw = JSON.parse(body || '{}')
+  } catch {
+    throw new HttpError(400, 'the body must be a JSON object of the entry\'s fields', true)
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new HttpError(400, 'the body must be a JSON object of the entry\'s fields', true)
+  const fields: EntryFlags = {}
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (value === undefined || value === null) continue
+    if (key === 'relative') {
+      if (typeof value !== 'boolean') throw new HttpError(400, 'relative must be true or false', true)
+      fields.relative = value
+    } else if (key === 'priority') {
+      if (typeof value !== 'number' || !Number.isInteger(value)) throw new HttpError(400, `priority must be an integer, got ${JSON.stringify(value)}`, true)
+      fields.priority = value
+    } else if (key === 'task' || key === 'every' || key === 'cron' || key === 'args' || key === 'kwargs' || key === 'queue' || key === 'expires') {
+      if (typeof value !== 'string') throw new HttpError(400, `${key} must be a string, got ${JSON.stringify(value)}`, true)
+      fields[key] = value
+    } else throw new HttpError(400, `unknown field ${JSON.stringify(key)}`, true)
+  }
+  return fields
 }
 
 /** Python's repr of plain values (what Celery's argsrepr/kwargsrepr hold) read as JSON values; `fallback` when absent. */

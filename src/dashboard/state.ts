@@ -4,7 +4,8 @@
 // --max-tasks with the oldest *finished* task dropped first, so a task still
 // running is never forgotten while a finished one could go instead.
 // No I/O: events come in through apply(), listeners hear what changed.
-import { compileQuery, fold, kwargsPairs, parseQuery, type SearchDocument } from './search.js'
+import { compilePrefilter, compileQuery, parseQuery, type SearchDocument } from './search.js'
+import { TaskTable, type Block, type SortValue, type TablePlan } from './task-table.js'
 
 /** celery.states.PRECEDENCE: a lower index is a later state. Unknown states rank as None. */
 const PRECEDENCE = ['SUCCESS', 'FAILURE', null, 'REVOKED', 'STARTED', 'RECEIVED', 'REJECTED', 'RETRY', 'PENDING']
@@ -23,6 +24,10 @@ const TASK_EVENT_STATE: Record<string, string> = {
   revoked: 'REVOKED',
   rejected: 'REJECTED',
 }
+
+const KNOWN_TYPES = new Map<string, readonly [string, string]>(
+  [...Object.keys(TASK_EVENT_STATE).map((s) => ['task', s] as const), ...['online', 'heartbeat', 'offline'].map((s) => ['worker', s] as const)].map(([g, s]) => [`${g}-${s}`, [g, s] as const]),
+)
 
 export const READY_STATES = new Set(['SUCCESS', 'FAILURE', 'REVOKED', 'REJECTED'])
 
@@ -61,6 +66,9 @@ export interface TaskRecord {
   doc: SearchDocument | null
   /** Its place in the finished order, or 0 while not finished. */
   finishedSeq: number
+  /** Where the task table holds it (null once dropped). */
+  block: Block | null
+  slot: number
 }
 
 export interface WorkerRecord {
@@ -111,11 +119,14 @@ export interface TaskQuery {
   receivedStart?: number | null
   receivedEnd?: number | null
   search?: string | null
+  /** Count every match (default); Flower's /api/tasks returns the page only and need not. */
+  count?: boolean
 }
 
 export interface TaskPage {
   tasks: TaskRecord[]
-  filtered: number
+  /** Tasks that match, or null when the query said count: false. */
+  filtered: number | null
   total: number
 }
 
@@ -127,6 +138,8 @@ export class ClusterState {
   eventCount = 0
   taskCount = 0
   readonly tasks = new Map<string, TaskRecord>()
+  /** The same tasks in arrival order, for the queries. */
+  private readonly table = new TaskTable()
   readonly workers = new Map<string, WorkerRecord>()
   /**
    * Finished tasks in the order they finished, the first dropped first. An
@@ -137,11 +150,12 @@ export class ClusterState {
   private finished: { uuid: string; seq: number }[] = []
   private finishedHead = 0
   private finishSeq = 0
-  // The records themselves, not their ids: a filter then reads its matches
-  // without a lookup each.
-  private readonly byName = new Map<string, Set<TaskRecord>>()
-  private readonly byWorker = new Map<string, Set<TaskRecord>>()
-  private readonly byState = new Map<string, Set<TaskRecord>>()
+  // How many tasks have each name, worker and state: the count of a page
+  // filtered by one of them, without a pass over the tasks. Counts, not sets
+  // of the tasks: a set moved on every event cost more than the filters won.
+  private readonly byName = new Map<string, number>()
+  private readonly byWorker = new Map<string, number>()
+  private readonly byState = new Map<string, number>()
   /** Children seen before their parent (Celery's _tasks_to_resolve). */
   private readonly orphans = new Map<string, Set<string>>()
   readonly taskTypes = new Set<string>()
@@ -170,9 +184,13 @@ export class ClusterState {
   apply(event: Record<string, unknown>): boolean {
     const type = event.type
     if (typeof type !== 'string' || !type.includes('-')) return false
-    const dash = type.indexOf('-')
-    const group = type.slice(0, dash)
-    const subject = type.slice(dash + 1)
+    // Celery's own types are split once (two strings less per event); others as they come.
+    let parts = KNOWN_TYPES.get(type)
+    if (!parts) {
+      const dash = type.indexOf('-')
+      parts = [type.slice(0, dash), type.slice(dash + 1)]
+    }
+    const [group, subject] = parts
     const hostname = typeof event.hostname === 'string' && event.hostname ? event.hostname : null
     if (group === 'task' && (typeof event.uuid !== 'string' || !event.uuid)) return false
     if (group !== 'task' && group !== 'worker') return false
@@ -189,7 +207,7 @@ export class ClusterState {
       this.workerEvent(this.workerFor(hostname), subject, localReceived, event)
       return true
     }
-    this.taskEvent(event.uuid as string, subject, hostname, timestamp, localReceived, event)
+    this.taskEvent(event.uuid as string, type, subject, hostname, timestamp, localReceived, event)
     return true
   }
 
@@ -223,26 +241,32 @@ export class ClusterState {
   private beat(worker: WorkerRecord, localReceived: number): void {
     const hb = worker.heartbeats
     if (hb.length > 3) hb.shift()
-    if (hb.length === 0 || localReceived > hb[hb.length - 1]!) hb.push(localReceived)
+    // Events of one batch arrive with one local_received: an equal time goes
+    // last, as bisect.insort puts it, without a sort.
+    if (hb.length === 0 || localReceived >= hb[hb.length - 1]!) hb.push(localReceived)
     else {
       hb.push(localReceived)
       hb.sort((a, b) => a - b)
     }
   }
 
-  private taskEvent(uuid: string, subject: string, hostname: string | null, timestamp: number, localReceived: number, event: Record<string, unknown>): void {
+  private taskEvent(uuid: string, type: string, subject: string, hostname: string | null, timestamp: number, localReceived: number, event: Record<string, unknown>): void {
     let task = this.tasks.get(uuid)
     const created = !task
     if (!task) {
-      task = { uuid, state: 'PENDING', clock: 0, worker: null, children: [], fields: {}, timeline: [], doc: null, finishedSeq: 0 }
+      task = { uuid, state: 'PENDING', clock: 0, worker: null, children: [], fields: {}, timeline: [], doc: null, finishedSeq: 0, block: null, slot: 0 }
       this.tasks.set(uuid, task)
+      this.table.add(task)
       const waiting = this.orphans.get(uuid)
       if (waiting) {
         task.children.push(...waiting)
         this.orphans.delete(uuid)
       }
     }
-    const before = { name: task.fields.name as string | undefined, state: task.state, worker: task.worker }
+    // What the filter indexes hold it under ('' for a new task, held under none yet).
+    const beforeName = created ? '' : typeof task.fields.name === 'string' ? task.fields.name : ''
+    const beforeState = created ? '' : task.state
+    const beforeWorker = created ? '' : (task.worker ?? '')
     if (subject === 'sent') task.fields.client = hostname
     else if (hostname) {
       task.worker = hostname
@@ -270,7 +294,7 @@ export class ClusterState {
       into.timestamp = timestamp
     }
     if (typeof event.clock === 'number') task.clock = event.clock
-    task.timeline.push({ type: `task-${subject}`, timestamp, hostname })
+    task.timeline.push({ type, timestamp, hostname })
     if (task.timeline.length > MAX_TIMELINE) task.timeline.splice(1, 1)
     const name = typeof task.fields.name === 'string' ? task.fields.name : undefined
     if (name) this.taskTypes.add(name)
@@ -288,22 +312,22 @@ export class ClusterState {
         while (this.orphans.size > this.maxTasks) this.orphans.delete(this.orphans.keys().next().value!)
       }
     }
-    this.reindex(task, before)
+    this.reindex(task, beforeName, beforeState, beforeWorker)
+    // Its search text is built when a search or warm() needs it, not here:
+    // at the broker's rate, intake is what must keep up.
     if (READY_STATES.has(task.state)) {
       if (task.finishedSeq === 0) this.markFinished(task)
-      // Indexed for search once, as it finishes, rather than on the first search of all held tasks.
-      task.doc = documentOf(task)
     } else task.finishedSeq = 0
     this.emit({ kind: 'task', task, created })
     if (created) this.enforceLimit(uuid)
   }
 
-  private reindex(task: TaskRecord, before: { name?: string; state: string; worker: string | null }): void {
-    const name = typeof task.fields.name === 'string' ? task.fields.name : ''
-    move(this.byName, before.name ?? '', name, task)
-    move(this.byState, before.state, task.state, task)
-    move(this.byWorker, before.worker ?? '', task.worker ?? '', task)
+  private reindex(task: TaskRecord, name: string, state: string, worker: string): void {
+    move(this.byName, name, typeof task.fields.name === 'string' ? task.fields.name : '')
+    move(this.byState, state, task.state)
+    move(this.byWorker, worker, task.worker ?? '')
     task.doc = null
+    this.table.touch(task)
   }
 
   private markFinished(task: TaskRecord): void {
@@ -351,10 +375,11 @@ export class ClusterState {
     const task = this.tasks.get(uuid)
     if (!task) return
     this.tasks.delete(uuid)
+    this.table.remove(task)
     task.finishedSeq = 0
-    move(this.byName, typeof task.fields.name === 'string' ? task.fields.name : '', '', task)
-    move(this.byState, task.state, '', task)
-    move(this.byWorker, task.worker ?? '', '', task)
+    move(this.byName, typeof task.fields.name === 'string' ? task.fields.name : '', '')
+    move(this.byState, task.state, '')
+    move(this.byWorker, task.worker ?? '', '')
     this.emit({ kind: 'dropped', uuid })
   }
 
@@ -374,9 +399,9 @@ export class ClusterState {
 
   /** How much each structure holds: all of them stay within a few times --max-tasks. */
   sizes(): { tasks: number; finishedQueue: number; orphans: number; byName: number; byState: number; byWorker: number } {
-    const count = (index: Map<string, Set<TaskRecord>>): number => {
+    const count = (index: Map<string, number>): number => {
       let n = 0
-      for (const set of index.values()) n += set.size
+      for (const c of index.values()) n += c
       return n
     }
     return { tasks: this.tasks.size, finishedQueue: this.finished.length, orphans: this.orphans.size, byName: count(this.byName), byState: count(this.byState), byWorker: count(this.byWorker) }
@@ -386,57 +411,46 @@ export class ClusterState {
     return workerAlive(worker, this.now())
   }
 
+  /** Builds the search texts of tasks that changed, for up to `budgetMs`: the dashboard calls it while events are few. */
+  warm(budgetMs: number): void {
+    this.table.warm(budgetMs)
+  }
+
   /** Flower's search_tasks: filters, the query, the sort, and one page. */
   queryTasks(q: TaskQuery): TaskPage {
     const query = parseQuery(q.search)
-    // The filters by name, worker and state come from their indexes, the
-    // smallest first; the others only test its members (no copies).
-    const test = query.kind === 'all' ? null : compileQuery(query)
-    const sets: Set<TaskRecord>[] = []
-    for (const [index, value] of [[this.byName, q.taskname], [this.byWorker, q.workername], [this.byState, q.state]] as const) if (value) sets.push(index.get(value) ?? new Set<TaskRecord>())
-    sets.sort((a, b) => a.size - b.size)
-    let candidates: TaskRecord[]
-    if (sets.length === 0) candidates = [...this.tasks.values()]
-    else {
-      candidates = []
-      const [first, ...rest] = sets
-      for (const task of first!) if (rest.every((set) => set.has(task))) candidates.push(task)
-    }
-    const rs = q.receivedStart ?? null
-    const re = q.receivedEnd ?? null
+    let field = 'timestamp'
     let descending = true
-    let key: (t: TaskRecord) => number | string | null = (t) => numberOr(t.fields.timestamp, 0)
+    let key: (t: TaskRecord) => SortValue = defaultKey
     if (q.sortBy) {
       descending = q.sortBy.startsWith('-')
-      const field = q.sortBy.replace(/^-/, '')
+      field = q.sortBy.replace(/^-/, '')
       if (!SORT_KEYS.has(field)) throw Object.assign(new Error(`sort_by: unknown field '${field}'`), { code: 'BAD_SORT' })
       key = sortKey(field)
     }
-    const offset = Math.max(0, q.offset ?? 0)
-    const limit = q.limit === null || q.limit === undefined ? null : Math.max(0, q.limit)
-    // One pass that counts the matches and keeps only the first offset+limit
-    // in order (a page out of 100,000 tasks), without building the whole list.
-    // Tasks are held about in the order they were received, so a descending
-    // sort walks them newest first: after the first page nearly every task
-    // then loses to the page's last with one comparison.
-    const select = new TopK(limit === null ? null : offset + limit, key, descending)
-    let filtered = 0
-    const n = candidates.length
-    for (let i = 0; i < n; i++) {
-      const task = candidates[descending ? n - 1 - i : i]!
-      if (rs !== null || re !== null) {
-        const received = task.fields.received
-        if (typeof received === 'number') {
-          if (rs !== null && received < rs) continue
-          if (re !== null && received > re) continue
-        }
-      }
-      if (test && !test((task.doc ??= documentOf(task)))) continue
-      filtered += 1
-      select.offer(task)
+    const plan: TablePlan = {
+      test: query.kind === 'all' ? null : compileQuery(query),
+      prefilter: compilePrefilter(query),
+      name: q.taskname || null,
+      worker: q.workername || null,
+      state: q.state || null,
+      receivedStart: q.receivedStart ?? null,
+      receivedEnd: q.receivedEnd ?? null,
+      // The default order has a summary of its own: its key reads a missing timestamp as 0, not null.
+      field: q.sortBy ? field : '',
+      key,
+      descending,
+      offset: Math.max(0, q.offset ?? 0),
+      limit: q.limit === null || q.limit === undefined ? null : Math.max(0, q.limit),
+      count: q.count ?? true,
+      known: null,
     }
-    const ordered = select.result()
-    return { tasks: ordered.slice(offset, limit === null ? undefined : offset + limit), filtered, total: this.tasks.size }
+    // With no search and no time range, one filter's count is its counter.
+    const filters = [[this.byName, plan.name], [this.byWorker, plan.worker], [this.byState, plan.state]] as const
+    const given = filters.filter(([, value]) => value !== null)
+    if (given.length === 1 && plan.test === null && plan.receivedStart === null && plan.receivedEnd === null) plan.known = given[0]![0].get(given[0]![1]!) ?? 0
+    const found = this.table.query(plan)
+    return { tasks: found.tasks, filtered: plan.count ? found.filtered : null, total: this.tasks.size }
   }
 
   /** Celery's Task.as_dict with Flower's worker hostname. */
@@ -462,7 +476,7 @@ export class ClusterState {
       eventCount: this.eventCount,
       taskCount: this.taskCount,
       workers: [...this.workers.values()],
-      tasks: [...this.tasks.values()].map(({ doc: _doc, finishedSeq: _seq, ...rest }) => rest),
+      tasks: [...this.tasks.values()].map(({ doc: _doc, finishedSeq: _seq, block: _block, slot: _slot, ...rest }) => rest),
       finished: this.finished.slice(this.finishedHead).filter((e) => this.tasks.get(e.uuid)?.finishedSeq === e.seq).map((e) => e.uuid),
     }
   }
@@ -472,11 +486,12 @@ export class ClusterState {
     this.taskCount = saved.taskCount
     for (const worker of saved.workers) this.workers.set(worker.hostname, worker)
     for (const t of saved.tasks) {
-      const task: TaskRecord = { ...t, doc: null, finishedSeq: 0 }
+      const task: TaskRecord = { ...t, doc: null, finishedSeq: 0, block: null, slot: 0 }
       this.tasks.set(task.uuid, task)
+      this.table.add(task)
       const name = typeof task.fields.name === 'string' ? task.fields.name : ''
       if (name) this.taskTypes.add(name)
-      this.reindex(task, { state: '', worker: null })
+      this.reindex(task, '', '', '')
     }
     for (const id of saved.finished) {
       const task = this.tasks.get(id)
@@ -495,107 +510,31 @@ export interface PersistedState {
   eventCount: number
   taskCount: number
   workers: WorkerRecord[]
-  tasks: Omit<TaskRecord, 'doc' | 'finishedSeq'>[]
+  tasks: Omit<TaskRecord, 'doc' | 'finishedSeq' | 'block' | 'slot'>[]
   finished: string[]
 }
 
-function move(index: Map<string, Set<TaskRecord>>, from: string, to: string, id: TaskRecord): void {
-  if (from === to) {
-    if (to) {
-      let set = index.get(to)
-      if (!set) index.set(to, (set = new Set()))
-      set.add(id)
-    }
-    return
-  }
+/** Moves a task from one count to another; from is '' for one not counted yet, to '' for one that goes. */
+function move(index: Map<string, number>, from: string, to: string): void {
+  if (from === to) return
   if (from) {
-    const set = index.get(from)
-    set?.delete(id)
-    if (set && set.size === 0) index.delete(from)
+    const n = (index.get(from) ?? 0) - 1
+    if (n > 0) index.set(from, n)
+    else index.delete(from)
   }
-  if (to) {
-    let set = index.get(to)
-    if (!set) index.set(to, (set = new Set()))
-    set.add(id)
-  }
+  if (to) index.set(to, (index.get(to) ?? 0) + 1)
 }
 
-function documentOf(task: TaskRecord): SearchDocument {
-  const f = task.fields
-  const name = fold(f.name)
-  const state = fold(task.state)
-  const worker = fold(task.worker)
-  const args = fold(f.args)
-  const kwargs = fold(f.kwargs)
-  const result = fold(f.result)
-  // One literal with every field (not a spread): 100,000 of these are read
-  // per search, and the spread's objects were several times slower to read.
-  return { name, state, worker, args, kwargs, result, all: [fold(task.uuid), name, state, worker, args, kwargs, result].join('\0'), kwargsPairs: kwargsPairs(f.kwargs) }
-}
+const defaultKey = (t: TaskRecord): number => numberOr(t.fields.timestamp, 0)
 
-function sortKey(field: string): (t: TaskRecord) => number | string | null {
+function sortKey(field: string): (t: TaskRecord) => SortValue {
   if (field === 'state') return (t) => t.state.toLowerCase()
   if (field === 'worker') return (t) => (t.worker ?? null)
   if (field === 'uuid') return (t) => t.uuid
   if (field === 'name') return (t) => (typeof t.fields.name === 'string' ? t.fields.name.toLowerCase() : null)
-  return (t) => (typeof t.fields[field] === 'number' ? (t.fields[field] as number) : null)
-}
-
-/** Flower's order: tasks without the field first (ascending), ties broken by uuid. */
-function compare(a: number | string | null, b: number | string | null, ua: string, ub: string): number {
-  if (a === null && b !== null) return -1
-  if (b === null && a !== null) return 1
-  if (a !== null && b !== null && a !== b) return a < b ? -1 : 1
-  return ua < ub ? -1 : ua > ub ? 1 : 0
-}
-
-/**
- * The first `k` tasks in order, offered one at a time: a sorted window of k
- * (binary insertion) when k is small, a full sort at the end otherwise.
- */
-class TopK {
-  private readonly items: TaskRecord[] = []
-  private readonly keys: (number | string | null)[] = []
-  private readonly sign: number
-  private readonly bounded: boolean
-
-  constructor(private readonly k: number | null, private readonly key: (t: TaskRecord) => number | string | null, descending: boolean) {
-    this.sign = descending ? -1 : 1
-    this.bounded = k !== null && k <= 5000
-  }
-
-  private cmp(ka: number | string | null, a: TaskRecord, kb: number | string | null, b: TaskRecord): number {
-    return this.sign * compare(ka, kb, a.uuid, b.uuid)
-  }
-
-  offer(task: TaskRecord): void {
-    const k = this.key(task)
-    if (!this.bounded) {
-      this.items.push(task)
-      this.keys.push(k)
-      return
-    }
-    const n = this.items.length
-    if (n === this.k && this.cmp(k, task, this.keys[n - 1]!, this.items[n - 1]!) >= 0) return
-    let lo = 0
-    let hi = n
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (this.cmp(this.keys[mid]!, this.items[mid]!, k, task) <= 0) lo = mid + 1
-      else hi = mid
-    }
-    this.items.splice(lo, 0, task)
-    this.keys.splice(lo, 0, k)
-    if (this.items.length > this.k!) {
-      this.items.pop()
-      this.keys.pop()
-    }
-  }
-
-  result(): TaskRecord[] {
-    if (this.bounded) return this.items
-    const order = this.items.map((_, i) => i)
-    order.sort((a, b) => this.cmp(this.keys[a]!, this.items[a]!, this.keys[b]!, this.items[b]!))
-    return order.map((i) => this.items[i]!)
+  // NaN (Python's json can send it) reads as missing: it has no place in an order.
+  return (t) => {
+    const v = t.fields[field]
+    return typeof v === 'number' && !Number.isNaN(v) ? v : null
   }
 }

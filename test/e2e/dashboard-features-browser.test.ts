@@ -3,8 +3,9 @@
 // Redis: the events bus's archive (an event whose handler always fails,
 // replayed from the page), task locks (a held lock shown and removed) and
 // beat's schedule store (an entry added by `tsq schedule add`, disabled,
-// enabled and removed from the page); each action is checked against the
-// feature's own CLI or store afterwards. A dashboard where none is present
+// enabled and removed from the page; another added and changed from the
+// page); each action is checked against the feature's own CLI or store
+// afterwards. A dashboard where none is present
 // does not show their pages. Screenshots as in dashboard-browser.test.ts.
 import assert from 'node:assert/strict'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
@@ -136,11 +137,75 @@ describe('tsq dashboard: archive, locks and schedule pages in Chromium (redis)',
     assert.deepEqual(ls.map((e) => e.name), [])
   })
 
+  it('the schedule page adds an entry and changes it (as `tsq schedule add` / `set`)', async () => {
+    const added = uniqueName('weekly')
+    await open('/schedule')
+    const form = page.locator('form#entry-form')
+    await form.waitFor({ timeout: 20_000 })
+    await form.locator('input[name="name"]').fill(added)
+    await form.locator('input[name="task"]').fill('proj.report')
+    await form.locator('select[name="kind"]').selectOption('every')
+    await form.locator('input[name="when"]').fill('600')
+    await form.locator('input[name="args"]').fill('[3, "<i>x</i>"]')
+    await form.locator('input[name="kwargs"]').fill('{"note": "<script>window.pwned = 1</script>"}')
+    await form.locator('input[name="queue"]').fill('reports')
+    await form.locator('button[data-action="save"]').click()
+    const row = page.locator(`table#schedule tr[data-name="${added}"]`)
+    await row.waitFor({ timeout: 20_000 })
+    assert.match((await page.locator('#action-replies').textContent()) ?? '', new RegExp(`Add ${added}[\\s\\S]*proj\\.report`), 'the reply is shown')
+    const show = async () => jsonOf<{ task: string; schedule: string; args: unknown[]; kwargs: Record<string, unknown>; options: { queue?: string }; enabled: boolean }>(await runTsq(['schedule', 'show', added, '-s', schedulePath, '--json'], { env: broker.env, timeoutMs: 30_000 }), 'tsq schedule show')
+    const first = await show()
+    assert.equal(first.task, 'proj.report')
+    assert.equal(first.schedule, 'every 600s')
+    assert.deepEqual(first.args, [3, '<i>x</i>'])
+    assert.deepEqual(first.kwargs, { note: '<script>window.pwned = 1</script>' })
+    assert.equal(first.options.queue, 'reports')
+    // Its markup is text on the page, never run.
+    await row.locator('button[data-action="show"]').click()
+    await waitFor(async () => ((await page.locator('#entry-fields [data-field="kwargs"]').textContent().catch(() => '')) ?? '').includes('<script>'), { timeoutMs: 10_000, what: 'the new entry shown' })
+    assert.equal(await page.locator('#entry-fields script, #entry-fields i').count(), 0)
+    assert.equal(await page.evaluate(() => (globalThis as { pwned?: number }).pwned), undefined)
+
+    // Changed from the page: a crontab and another queue; the task and arguments stay.
+    await row.locator('button[data-action="change"]').click()
+    assert.equal(await form.locator('input[name="name"]').isDisabled(), true)
+    assert.equal(await form.locator('input[name="task"]').inputValue(), 'proj.report')
+    await form.locator('select[name="kind"]').selectOption('cron')
+    await form.locator('input[name="when"]').fill('30 4 * * mon-fri')
+    await form.locator('input[name="queue"]').fill('nightly')
+    await shot('schedule-edit')
+    await form.locator('button[data-action="save"]').click()
+    await waitFor(async () => ((await row.locator('td').nth(2).textContent()) ?? '').startsWith('cron 30 4'), { timeoutMs: 10_000, what: 'the new schedule on the page' })
+    assert.match((await page.locator('#action-replies').textContent()) ?? '', new RegExp(`Change ${added}[\\s\\S]*nightly`))
+    const changed = await show()
+    assert.match(changed.schedule, /^cron 30 4 \* \* /)
+    assert.equal(changed.options.queue, 'nightly')
+    assert.equal(changed.task, 'proj.report')
+    assert.deepEqual(changed.args, [3, '<i>x</i>'])
+    assert.equal(changed.enabled, true)
+
+    // A bad crontab is refused with its reason; the entry stays as it was.
+    await row.locator('button[data-action="change"]').click()
+    await form.locator('select[name="kind"]').selectOption('cron')
+    await form.locator('input[name="when"]').fill('99 * * * *')
+    await form.locator('button[data-action="save"]').click()
+    await waitFor(async () => ((await page.locator('#action-replies .offline').textContent().catch(() => '')) ?? '').includes(`Change ${added} failed: 400`), { timeoutMs: 10_000, what: 'the refusal shown' })
+    assert.equal((await show()).schedule, changed.schedule)
+    // A name in use is refused by add, as `tsq schedule add` refuses it.
+    const again = await page.evaluate(async (name) => (await fetch(`/api/ui/schedule/add/${encodeURIComponent(name)}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ task: 'proj.other', every: '5' }) })).status, added)
+    assert.equal(again, 409)
+    const ls = jsonOf<{ name: string }[]>(await runTsq(['schedule', 'ls', '-s', schedulePath, '--json'], { env: broker.env, timeoutMs: 30_000 }), 'tsq schedule ls')
+    assert.deepEqual(ls.map((e) => e.name), [added])
+  })
+
   it('a cross-site POST to these actions is refused', async () => {
     const res = await fetch(`${dashboard!.url}/api/ui/lock/rm/${encodeURIComponent(lockId)}`, { method: 'POST', headers: { Origin: 'http://evil.example', 'Sec-Fetch-Site': 'cross-site' } })
     assert.equal(res.status, 403)
     const get = await fetch(`${dashboard!.url}/api/ui/schedule/rm/${encodeURIComponent(entry)}`)
     assert.equal(get.status, 405)
+    const add = await fetch(`${dashboard!.url}/api/ui/schedule/add/evil`, { method: 'POST', headers: { 'Content-Type': 'application/json', Origin: 'http://evil.example' }, body: JSON.stringify({ task: 'proj.x', every: '1' }) })
+    assert.equal(add.status, 403)
+    assert.equal((await fetch(`${dashboard!.url}/api/ui/schedule/set/${encodeURIComponent(entry)}`)).status, 405)
   })
 
   it('--scheduler redis with no Redis to find is one line and exit 64', async () => {

@@ -497,8 +497,9 @@ async function schedulePage() {
   const where = h('p', { class: 'muted' })
   const detail = h('div', { id: 'entry-detail' })
   const out = h('div', { id: 'action-replies' })
+  const form = entryForm(out, () => load())
   main.append(h('h1', {}, 'Beat schedule'), where,
-    h('table', { id: 'schedule' }, h('thead', {}, h('tr', {}, ['Name', 'Task', 'Schedule', 'Enabled', 'Runs', 'Last run', 'Next run', ''].map((c) => h('th', {}, c)))), tbody), detail, out)
+    h('table', { id: 'schedule' }, h('thead', {}, h('tr', {}, ['Name', 'Task', 'Schedule', 'Enabled', 'Runs', 'Last run', 'Next run', ''].map((c) => h('th', {}, c)))), tbody), form.el, detail, out)
   const show = async (name) => {
     const row = await api(`/api/ui/schedule/${encodeURIComponent(name)}`)
     detail.replaceChildren(h('h2', {}, name), h('table', { class: 'kv', id: 'entry-fields' }, h('tbody', {}, Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { class: 'wrap', 'data-field': k }, text(v)))))))
@@ -511,11 +512,94 @@ async function schedulePage() {
       const verb = e.enabled ? 'disable' : 'enable'
       return h('tr', { 'data-name': e.name }, cells([e.name, e.task, e.schedule, e.enabled ? 'yes' : 'no', e.total_run_count, at(e.last_run_at), at(e.next_run_at)]),
         h('td', {}, h('button', { 'data-action': 'show', onclick: () => void show(e.name).catch((error) => toast(error.message)) }, 'Show'), ' ',
+          h('button', { 'data-action': 'change', onclick: () => form.change(e) }, 'Change'), ' ',
           h('button', { 'data-action': verb, onclick: () => confirmed(`${e.enabled ? 'Disable' : 'Enable'} ${e.name}?`, out, `${e.enabled ? 'Disable' : 'Enable'} ${e.name}`, () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(e.name)}`), load) }, e.enabled ? 'Disable' : 'Enable'), ' ',
           h('button', { class: 'danger', 'data-action': 'rm', onclick: () => confirmed(`Remove ${e.name} from the schedule?`, out, `Remove ${e.name}`, () => post(`/api/ui/schedule/rm/${encodeURIComponent(e.name)}`), load) }, 'Remove')))
     }) : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No entries.'))]))
   }
   await load()
+}
+
+/**
+ * The fields of `tsq schedule add` (a new entry) and `tsq schedule set` (an
+ * entry changed: only the fields edited are sent, as only the flags given
+ * change it, so an unchanged interval keeps its relative flag).
+ */
+function entryForm(out, after) {
+  const input = (name, attrs = {}) => h('input', { name, 'aria-label': name, ...attrs })
+  const f = {
+    name: input('name', { required: true, size: 16 }),
+    task: input('task', { placeholder: 'proj.add', size: 18 }),
+    kind: h('select', { name: 'kind', 'aria-label': 'schedule kind' }, h('option', { value: 'every' }, 'every (seconds)'), h('option', { value: 'cron' }, "crontab 'm h dom mon dow'")),
+    when: input('when', { size: 16 }),
+    relative: input('relative', { type: 'checkbox' }),
+    args: input('args', { placeholder: '[]', size: 14 }),
+    kwargs: input('kwargs', { placeholder: '{}', size: 14 }),
+    queue: input('queue', { placeholder: 'celery', size: 10 }),
+    priority: input('priority', { type: 'number', size: 4 }),
+    expires: input('expires', { placeholder: 'seconds', size: 8 }),
+  }
+  const title = h('h2', {})
+  const submit = h('button', { class: 'primary', type: 'submit', 'data-action': 'save' })
+  const cancel = h('button', { type: 'button', 'data-action': 'cancel', onclick: () => reset() }, 'Cancel')
+  const label = (text, el) => h('label', {}, text, el)
+  const el = h('form', { id: 'entry-form' }, title,
+    h('div', { class: 'filters' }, label('Name', f.name), label('Task', f.task), label('Schedule', f.kind), label('Every / crontab', f.when), label('Relative', f.relative), label('Args (JSON array)', f.args), label('Kwargs (JSON object)', f.kwargs), label('Queue', f.queue), label('Priority', f.priority), label('Expires', f.expires), submit, cancel))
+  let editing = null
+  const shown = {}
+  const fill = (values) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (k === 'relative') f.relative.checked = v
+      else f[k].value = v
+      shown[k] = v
+    }
+  }
+  const reset = () => {
+    editing = null
+    title.textContent = 'Add an entry'
+    submit.textContent = 'Add'
+    f.name.disabled = false
+    f.when.placeholder = '3600'
+    fill({ name: '', task: '', kind: 'every', when: '', relative: false, args: '', kwargs: '', queue: '', priority: '', expires: '' })
+    cancel.hidden = true
+  }
+  // The entry's fields as they are; the schedule is left blank (its text is
+  // Celery's description, not what was typed) and kept unless one is typed.
+  const change = (e) => {
+    editing = e.name
+    title.textContent = `Change ${e.name}`
+    submit.textContent = 'Save'
+    f.name.disabled = true
+    f.when.placeholder = `unchanged: ${e.schedule}`
+    fill({ name: e.name, task: e.task, kind: 'every', when: '', relative: false, args: JSON.stringify(e.args), kwargs: JSON.stringify(e.kwargs), queue: e.options.queue ?? '', priority: e.options.priority ?? '', expires: e.options.expires ?? '' })
+    cancel.hidden = false
+    f.task.focus()
+  }
+  const fields = () => {
+    const body = {}
+    const edited = (k) => editing === null || String(f[k].value) !== String(shown[k])
+    for (const k of ['task', 'args', 'kwargs', 'queue', 'expires']) if (f[k].value.trim() !== '' && edited(k)) body[k] = f[k].value.trim()
+    if (f.priority.value.trim() !== '' && edited('priority')) body.priority = Number(f.priority.value)
+    if (f.when.value.trim() !== '') {
+      body[f.kind.value] = f.when.value.trim()
+      if (f.kind.value === 'every') body.relative = f.relative.checked
+    }
+    return body
+  }
+  el.addEventListener('submit', (event) => {
+    event.preventDefault()
+    const name = editing ?? f.name.value.trim()
+    if (!name) return toast('An entry needs a name')
+    const body = fields()
+    const verb = editing === null ? 'add' : 'set'
+    const what = Object.entries(body).map(([k, v]) => `${k}=${v}`).join(', ') || 'nothing'
+    void confirmed(`${verb === 'add' ? 'Add' : 'Change'} ${name}: ${what}?`, out, `${verb === 'add' ? 'Add' : 'Change'} ${name}`, () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(name)}`, body), async () => {
+      if (!out.querySelector('.offline')) reset()
+      await after()
+    })
+  })
+  reset()
+  return { el, change }
 }
 
 /** The nav shows a feature's page only where the feature is present. */
