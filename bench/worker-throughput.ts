@@ -17,7 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
-import { hostname } from 'node:os'
+import { availableParallelism, hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import amqplib from 'amqplib'
@@ -31,7 +31,11 @@ const TSQ_BIN = resolve(ROOT, 'bin/run.js')
 const NOOP_MODULE = resolve(ROOT, 'test/fixtures/tasks/noop-tasks.js')
 const PY_DIR = resolve(ROOT, 'test/interop/py')
 const PYTHON = '/usr/bin/python3'
-const URLS = { amqp: 'amqp://guest:guest@127.0.0.1:5672//', redis: 'redis://127.0.0.1:6379/0' } as const
+// TSQ_BENCH_AMQP_URL / TSQ_BENCH_REDIS_URL: run on a vhost or Redis server of one's own (a shared machine).
+const URLS = {
+  amqp: process.env.TSQ_BENCH_AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672//',
+  redis: process.env.TSQ_BENCH_REDIS_URL || 'redis://127.0.0.1:6379/0',
+} as const
 type Kind = keyof typeof URLS
 
 interface Contender {
@@ -53,9 +57,10 @@ const celeryArgs = (): string[] => (values['celery-arg'] as string[] | undefined
 /** The plain AMQP consumer's prefetch: 32 by default, as tsq solo -c 8 at Celery's default multiplier (4). */
 const rawPrefetch = (): number => Number(values['raw-prefetch'])
 
-const tsqWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
+/** c undefined: no -c, the worker's default (the CPU count), as a user who does not tune it runs it. */
+const tsqWorker = (pool: string, c?: number): Contender['argv'] => (kind, node, idleQueue) => ({
   cmd: process.execPath,
-  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs()],
+  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, ...(c === undefined ? [] : ['-c', String(c)]), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs()],
   cwd: ROOT,
   env: { ...process.env, NO_COLOR: '1' },
 })
@@ -69,6 +74,7 @@ const celeryWorker = (pool: string, c: number): Contender['argv'] => (kind, node
 
 const CONTENDERS: Contender[] = [
   { name: 'raw', label: 'plain consumer', side: 'raw' },
+  { name: 'tsq-solo-default', label: `tsq solo (-c ${availableParallelism()})`, side: 'tsq', argv: tsqWorker('solo') },
   { name: 'tsq-solo', label: 'tsq solo -c 8', side: 'tsq', argv: tsqWorker('solo', 8) },
   { name: 'tsq-threads', label: 'tsq threads -c 4', side: 'tsq', argv: tsqWorker('threads', 4) },
   { name: 'tsq-prefork', label: 'tsq prefork -c 2', side: 'tsq', argv: tsqWorker('prefork', 2) },
@@ -298,14 +304,18 @@ function cpuSeconds(pids: readonly number[]): number {
   return ticks / TICKS_PER_SECOND
 }
 
-/** The broker's server processes on this machine (RabbitMQ's Erlang VM, redis-server). */
+/** The broker's server processes on this machine (RabbitMQ's Erlang VM, the redis-server on the bench's port). */
 function brokerPids(kind: Kind): number[] {
   const comm = kind === 'amqp' ? 'beam.smp' : 'redis-server'
+  // Several redis-servers may run here; only the one the bench talks to counts.
+  const port = kind === 'redis' ? new URL(URLS.redis).port || '6379' : undefined
   const pids: number[] = []
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm) pids.push(Number(d))
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() !== comm) continue
+      if (port && !readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(`:${port}`)) continue
+      pids.push(Number(d))
     } catch {
       /* gone */
     }
@@ -397,6 +407,8 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
   const connection = new Redis(URLS.redis, { maxRetriesPerRequest: null })
   const queue = new BullQueue(name, { connection })
   let worker: BullWorker | undefined
+  // BullMQ does not close a connection it was handed: left open, it kept the bench from exiting.
+  const workerConnection = new Redis(URLS.redis, { maxRetriesPerRequest: null })
   try {
     for (let i = 0; i < n; i += 1000) await queue.addBulk(Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ name: 'proj.noop', data: { args: [i + j] } })))
     const brokerServer = brokerPids('redis')
@@ -409,7 +421,7 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
     let done = 0
     let start = 0
     const perSecond = await new Promise<number>((resolvePromise) => {
-      worker = new BullWorker(name, async () => undefined, { connection: new Redis(URLS.redis, { maxRetriesPerRequest: null }), concurrency: c.bullmqConcurrency })
+      worker = new BullWorker(name, async () => undefined, { connection: workerConnection, concurrency: c.bullmqConcurrency })
       worker.on('completed', () => {
         done += 1
         if (done === 1) start = performance.now()
@@ -423,6 +435,7 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
     await queue.obliterate({ force: true }).catch(() => undefined)
     await queue.close()
     connection.disconnect()
+    workerConnection.disconnect()
   }
 }
 
@@ -582,7 +595,7 @@ for (const kind of kinds) {
     const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
     say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
     const bull = best('bullmq')
-    const solo = mine.find((r) => r.name === 'tsq-solo')
+    const solo = mine.find((r) => r.name === 'tsq-solo-default')
     if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
     // The pools that isolate tasks (prefork is the default), each against Celery's best pool of the same run.
     for (const name of ['tsq-prefork', 'tsq-threads']) {
