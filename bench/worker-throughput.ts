@@ -591,12 +591,13 @@ for (const kind of kinds) {
   const mine = results.filter((r) => r.broker === kind)
   const best = (side: Result['side']) => mine.filter((r) => r.side === side).sort((a, b) => b.perSecond - a.perSecond)[0]
   const [t, p, raw] = [best('tsq'), best('celery'), best('raw')]
+  // Printed whether or not Celery ran (--only tsq-solo-default,bullmq-8,bullmq-50,bullmq-100).
+  const bull = best('bullmq')
+  const solo = mine.find((r) => r.name === 'tsq-solo-default')
+  if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
   if (t && p) {
     const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
     say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
-    const bull = best('bullmq')
-    const solo = mine.find((r) => r.name === 'tsq-solo-default')
-    if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
     // The pools that isolate tasks (prefork is the default), each against Celery's best pool of the same run.
     for (const name of ['tsq-prefork', 'tsq-threads']) {
       const pool = mine.find((r) => r.name === name)
