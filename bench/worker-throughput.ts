@@ -17,7 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
-import { hostname } from 'node:os'
+import { availableParallelism, hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import amqplib from 'amqplib'
@@ -54,9 +54,10 @@ const celeryArgs = (): string[] => (values['celery-arg'] as string[] | undefined
 /** The plain AMQP consumer's prefetch: 32 by default, as tsq solo -c 8 at Celery's default multiplier (4). */
 const rawPrefetch = (): number => Number(values['raw-prefetch'])
 
-const tsqWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
+/** c undefined: no -c, the worker's default (the CPU count), as a user who does not tune it runs it. */
+const tsqWorker = (pool: string, c?: number): Contender['argv'] => (kind, node, idleQueue) => ({
   cmd: process.execPath,
-  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs()],
+  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, ...(c === undefined ? [] : ['-c', String(c)]), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs()],
   cwd: ROOT,
   env: { ...process.env, NO_COLOR: '1' },
 })
@@ -70,6 +71,7 @@ const celeryWorker = (pool: string, c: number): Contender['argv'] => (kind, node
 
 const CONTENDERS: Contender[] = [
   { name: 'raw', label: 'plain consumer', side: 'raw' },
+  { name: 'tsq-solo-default', label: `tsq solo (-c ${availableParallelism()})`, side: 'tsq', argv: tsqWorker('solo') },
   { name: 'tsq-solo', label: 'tsq solo -c 8', side: 'tsq', argv: tsqWorker('solo', 8) },
   { name: 'tsq-threads', label: 'tsq threads -c 2', side: 'tsq', argv: tsqWorker('threads', 2) },
   { name: 'tsq-prefork', label: 'tsq prefork -c 2', side: 'tsq', argv: tsqWorker('prefork', 2) },
@@ -403,6 +405,8 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
   const connection = new Redis(URLS.redis, { maxRetriesPerRequest: null })
   const queue = new BullQueue(name, { connection })
   let worker: BullWorker | undefined
+  // BullMQ does not close a connection it was handed: left open, it kept the bench from exiting.
+  const workerConnection = new Redis(URLS.redis, { maxRetriesPerRequest: null })
   try {
     for (let i = 0; i < n; i += 1000) await queue.addBulk(Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ name: 'proj.noop', data: { args: [i + j] } })))
     const brokerServer = brokerPids('redis')
@@ -415,7 +419,7 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
     let done = 0
     let start = 0
     const perSecond = await new Promise<number>((resolvePromise) => {
-      worker = new BullWorker(name, async () => undefined, { connection: new Redis(URLS.redis, { maxRetriesPerRequest: null }), concurrency: c.bullmqConcurrency })
+      worker = new BullWorker(name, async () => undefined, { connection: workerConnection, concurrency: c.bullmqConcurrency })
       worker.on('completed', () => {
         done += 1
         if (done === 1) start = performance.now()
@@ -429,6 +433,7 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
     await queue.obliterate({ force: true }).catch(() => undefined)
     await queue.close()
     connection.disconnect()
+    workerConnection.disconnect()
   }
 }
 
@@ -584,12 +589,13 @@ for (const kind of kinds) {
   const mine = results.filter((r) => r.broker === kind)
   const best = (side: Result['side']) => mine.filter((r) => r.side === side).sort((a, b) => b.perSecond - a.perSecond)[0]
   const [t, p, raw] = [best('tsq'), best('celery'), best('raw')]
+  // Printed whether or not Celery ran (--only tsq-solo-default,bullmq-8,bullmq-50,bullmq-100).
+  const bull = best('bullmq')
+  const solo = mine.find((r) => r.name === 'tsq-solo-default')
+  if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
   if (t && p) {
     const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
     say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
-    const bull = best('bullmq')
-    const solo = mine.find((r) => r.name === 'tsq-solo')
-    if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
     // The pools that isolate tasks (prefork is the default), each against Celery's best pool of the same run.
     for (const name of ['tsq-prefork', 'tsq-threads']) {
       const pool = mine.find((r) => r.name === name)

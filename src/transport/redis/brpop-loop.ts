@@ -17,8 +17,10 @@ export interface BrpopTarget {
   failed(error: unknown): void
   /** Queues with acking consumers are claimed atomically (pop + unacked) instead of BRPOPped. */
   wantsClaim(queues: string[]): boolean
-  /** Pops and records in one step, as many as the consumers have room for; empty when every list is empty. */
-  claim(keys: string[], queues: string[]): Promise<Array<{ key: string; raw: string; recorded: boolean }>>
+  /** The messages `queues`' consumers can take now, and their whole window (Infinity: no limit). */
+  claimRoom(queues: string[]): { room: number; window: number }
+  /** Pops and records in one step, at most `max`; empty when every list is empty. */
+  claim(keys: string[], queues: string[], max: number): Promise<ClaimedMessage[]>
   /** A claimed message: already in `unacked` when recorded. */
   deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): Promise<void>
   /** Records what a BLMOVE moved from `source` into the loop's staging list for it. */
@@ -28,6 +30,32 @@ export interface BrpopTarget {
   /** Another blocking connection, so that an idle claim can wait on each queue at once. */
   openBlocker(): Promise<Redis>
 }
+
+export interface ClaimedMessage {
+  key: string
+  raw: string
+  recorded: boolean
+}
+
+/** A claim on the wire: how many it asked for (held against the window until it answers). */
+interface ClaimInFlight {
+  asked: number
+  reply: Promise<ClaimedMessage[]>
+}
+
+/**
+ * Most messages one claim takes. The cap keeps one script run short (each
+ * message is JSON-decoded in Lua to find its delivery tag).
+ */
+const CLAIM_BATCH_MAX = 32
+
+/**
+ * Claims on the wire at once. With a window larger than one claim, the next
+ * claim goes out while the last one's messages are still running, for the
+ * room they leave, so the worker does not sit through a round trip after each
+ * batch of 32.
+ */
+const MAX_CLAIMS_IN_FLIGHT = 4
 
 /** A connection that parks in blocking commands, and its CLIENT ID for CLIENT UNBLOCK. */
 class Blocker {
@@ -95,6 +123,14 @@ export class BrpopLoop {
   private readonly blockers: Blocker[]
   private opening: Promise<void> | undefined
   private openFailedAt = -Infinity
+  /** Claims sent and not yet answered, oldest first. */
+  private readonly inflight: ClaimInFlight[] = []
+  /** Messages the claims in flight may bring. */
+  private reserved = 0
+  /** Messages claimed and not yet handed to a consumer. */
+  private undelivered = 0
+  /** The last claim found every list empty: the next wait blocks instead of claiming again. */
+  private drained = false
 
   constructor(
     private readonly conn: Redis,
@@ -209,26 +245,37 @@ export class BrpopLoop {
         continue
       }
       const queues = this.target.readyQueues()
-      if (queues.length === 0) {
+      if (queues.length === 0 && this.inflight.length === 0) {
         await this.sleep(1000)
         continue
       }
-      if (this.target.wantsClaim(queues)) {
-        let claimed: Awaited<ReturnType<BrpopTarget['claim']>>
+      if (this.inflight.length > 0 || (this.target.wantsClaim(queues) && !this.drained)) {
+        this.topUp()
+        const next = this.inflight.shift()
+        if (!next) {
+          await this.sleep(1000)
+          continue
+        }
+        let claimed: ClaimedMessage[]
         try {
-          claimed = await this.target.claim(this.keys.brpopKeys(queues), queues)
+          claimed = await next.reply
           failures = 0
         } catch (error) {
+          this.reserved -= next.asked
           if (this.stopping) break
           this.target.failed(error)
           failures += 1
           await this.sleep(Math.min(100 * failures, 1000))
           continue
         }
-        if (claimed.length > 0) {
-          for (const one of claimed) await this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recorded)
-          continue
-        }
+        this.reserved -= next.asked
+        // Claims still out were sent before this answer: the wait blocks once they are in.
+        this.drained = claimed.length === 0
+        await this.handOver(claimed)
+        continue
+      }
+      if (this.target.wantsClaim(queues)) {
+        this.drained = false
         // Each queue's first list (priority 0 by default, where most messages are); its sub-lists are polled by the claim.
         this.blockedOn = queues.join('\n')
         const waits = await this.waitOnEach(queues.map((q) => this.keys.list(q, this.keys.steps[0] ?? 0)))
@@ -289,6 +336,48 @@ export class BrpopLoop {
       }
       const [key, raw] = popped
       await this.target.deliver(this.keys.queueOfList(key), key, raw)
+    }
+    // What the claims still out took is handed over (or, the transport closing, put back) before the loop ends.
+    while (this.inflight.length > 0) {
+      const next = this.inflight.shift()!
+      this.reserved -= next.asked
+      await this.handOver(await next.reply.catch(() => []))
+    }
+  }
+
+  /** Delivers claimed messages one by one, sending the next claim as soon as they leave room for one. */
+  private async handOver(claimed: ClaimedMessage[]): Promise<void> {
+    this.undelivered += claimed.length
+    for (const one of claimed) {
+      // Counted against the window by the consumer from here (its delivery is held synchronously).
+      this.undelivered -= 1
+      await this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recorded)
+      this.topUp()
+    }
+  }
+
+  /**
+   * Sends claims for the room the consumers have and no claim has asked for
+   * yet. With a claim already out, only for a full batch (the whole window when
+   * it is smaller): tasks ending one by one then do not each send a claim of
+   * one, and a small window still moves whole per round trip, which on a
+   * 2-core machine shared with Redis costs less CPU than splitting it.
+   */
+  private topUp(): void {
+    while (this.inflight.length < MAX_CLAIMS_IN_FLIGHT && !this.stopping && !this.drained) {
+      const queues = this.target.readyQueues()
+      if (queues.length === 0 || !this.target.wantsClaim(queues)) return
+      const { room, window } = this.target.claimRoom(queues)
+      const free = room - this.reserved - this.undelivered
+      // Mid-batch (messages still to hand over) counts as a claim out: the batch's end claims the rest.
+      const worth = this.inflight.length === 0 && this.undelivered === 0 ? 1 : Math.max(1, Math.min(CLAIM_BATCH_MAX, window))
+      if (free < worth) return
+      const asked = Math.min(free, CLAIM_BATCH_MAX)
+      const reply = this.target.claim(this.keys.brpopKeys(queues), queues, asked)
+      // Its failure is handled when the loop takes its answer.
+      reply.catch(() => undefined)
+      this.reserved += asked
+      this.inflight.push({ asked, reply })
     }
   }
 }

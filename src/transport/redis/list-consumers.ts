@@ -97,6 +97,17 @@ export class ConsumerSet {
     return least
   }
 
+  /** The least whole window among `queues` (the sum of their consumers' prefetch; Infinity: no limit). */
+  window(queues: readonly string[]): number {
+    let least = Infinity
+    for (const q of queues) {
+      let window = 0
+      for (const c of this.byQueue.get(q) ?? []) window += c.cancelled ? 0 : c.noAck || !c.prefetch ? Infinity : c.prefetch
+      least = Math.min(least, window)
+    }
+    return least
+  }
+
   /** Some consumer of `queue` acks: its messages must be recorded in `unacked` as they are taken. */
   hasAcking(queue: string): boolean {
     return this.byQueue.get(queue)?.some((c) => !c.noAck) ?? false

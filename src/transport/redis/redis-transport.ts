@@ -37,13 +37,6 @@ import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
 import { PublishBatcher } from './publish-batch.js'
 
-/**
- * Most messages one claim takes at once. Taking what the prefetch window has
- * room for in one round trip, instead of one message per trip, is what lets a
- * busy worker keep up; the cap keeps one claim script short.
- */
-const CLAIM_BATCH_MAX = 32
-
 export type { RedisTransportOptions } from './options.js'
 
 let instances = 0
@@ -333,7 +326,8 @@ export class RedisTransport implements Transport {
         idle: () => undefined,
         failed: () => undefined,
         wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
-        claim: (keys, queues) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))), Math.min(CLAIM_BATCH_MAX, this.consumers.room(queues))),
+        claimRoom: (queues) => ({ room: this.consumers.room(queues), window: this.consumers.window(queues) }),
+        claim: (keys, _queues, max) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))), max),
         deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
         claimStaged: (source) => this.unacked!.claimStaged(this.keys.stagingKey(this.loopId, source), this.consumers.hasAcking(this.keys.queueOfList(source))),
         stagingFor: (source) => this.keys.stagingKey(this.loopId, source),

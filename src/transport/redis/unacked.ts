@@ -33,9 +33,16 @@ return 1
 
 export type DestinationLookup = (exchange: string, routingKey: string) => Promise<string[]>
 
+/** Acks waiting to be written: sent on their own at the turn's end, or with a claim sent before then. */
+interface PendingRemoval {
+  tags: string[]
+  sent: Promise<void>
+  settle: (error?: unknown) => void
+}
+
 export class UnackedStore {
   private unreleasedToken: string | undefined
-  private pendingRemoval: { tags: string[]; sent: Promise<void> } | undefined
+  private pendingRemoval: PendingRemoval | undefined
 
   constructor(
     private readonly conn: Redis,
@@ -57,7 +64,18 @@ export class UnackedStore {
    * gap); a script closes it. Returns null when every list is empty.
    */
   async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<Array<{ key: string; raw: string; recorded: boolean }>> {
-    const result = await this.runClaim([this.keys.unacked, this.keys.unackedIndex, ...keys], [String(Date.now() / 1000), ...record.map((r) => (r ? '1' : '0')), String(Math.max(1, max))])
+    // The acks of this turn ride along (removed before the pop, in the same
+    // atomic step): one round trip and one script run instead of two writes.
+    const acks = this.pendingRemoval
+    this.pendingRemoval = undefined
+    let result: string[]
+    try {
+      result = await this.runClaim([this.keys.unacked, this.keys.unackedIndex, ...keys], [String(Date.now() / 1000), ...record.map((r) => (r ? '1' : '0')), String(Math.max(1, max)), ...(acks?.tags ?? [])])
+    } catch (error) {
+      acks?.settle(error)
+      throw error
+    }
+    acks?.settle()
     const claimed: Array<{ key: string; raw: string; recorded: boolean }> = []
     for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recorded: result[i + 2] === '1' })
     return claimed
@@ -113,12 +131,21 @@ export class UnackedStore {
    */
   remove(tag: string): Promise<void> {
     if (!this.pendingRemoval) {
-      const tags: string[] = []
-      const sent = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        this.pendingRemoval = undefined
-        await execChecked(this.conn.multi().zrem(this.keys.unackedIndex, ...tags).hdel(this.keys.unacked, ...tags))
+      let settle!: (error?: unknown) => void
+      const sent = new Promise<void>((resolve, reject) => {
+        settle = (error) => (error === undefined ? resolve() : reject(error))
       })
-      this.pendingRemoval = { tags, sent }
+      const pending: PendingRemoval = { tags: [], sent, settle }
+      this.pendingRemoval = pending
+      setImmediate(() => {
+        // A claim sent during the turn has taken these acks with it.
+        if (this.pendingRemoval !== pending) return
+        this.pendingRemoval = undefined
+        execChecked(this.conn.multi().zrem(this.keys.unackedIndex, ...pending.tags).hdel(this.keys.unacked, ...pending.tags)).then(
+          () => pending.settle(),
+          (error: unknown) => pending.settle(error),
+        )
+      })
     }
     this.pendingRemoval.tags.push(tag)
     return this.pendingRemoval.sent
@@ -201,9 +228,17 @@ export class UnackedStore {
 }
 
 // KEYS: unacked, unacked_index, then the lists in BRPOP order. ARGV: now, then
-// '1'/'0' per list (record as unacked or not). The stored value is kombu's
-// `[envelope, exchange, routing_key]`, with the envelope kept byte for byte.
+// '1'/'0' per list (record as unacked or not), the most to take, then the tags
+// of acked messages to remove first (kombu's ack: HDEL unacked, ZREM index).
+// The stored value is kombu's `[envelope, exchange, routing_key]`, with the
+// envelope kept byte for byte.
 const CLAIM_SCRIPT = `
+local first = #KEYS + 1
+for i = first, #ARGV, 1000 do
+  local last = math.min(i + 999, #ARGV)
+  redis.call('ZREM', KEYS[2], unpack(ARGV, i, last))
+  redis.call('HDEL', KEYS[1], unpack(ARGV, i, last))
+end
 local claimed = {}
 local max = tonumber(ARGV[#KEYS])
 while #claimed < max * 3 do
