@@ -46,6 +46,13 @@ export interface LockStore {
   renew(record: LockRecord): Promise<boolean>
   /** Frees the lock if `record` still holds it; false when it no longer did. */
   release(record: LockRecord): Promise<boolean>
+  /**
+   * True while a release, once called, is sure to reach the store ahead of
+   * anything this process asks it next (one connection whose commands run in
+   * order, and connected now): a task's run may then end without waiting for
+   * the release's answer (HeldLock.letGo).
+   */
+  readonly releasesInOrder?: boolean
   /** Frees every lock `holder` (`<node>:<pid>`) still holds: a pool process died. Returns their ids. */
   releaseHolder(holder: string): Promise<string[]>
   list(): Promise<LockListing[]>
@@ -112,6 +119,9 @@ export class LockLostError extends Error {
     super(`lock ${lockId} was lost: its lease was taken over or removed`)
   }
 }
+
+/** The fencing counter of lock `<id>` in Redis (INCR at every acquisition): the Redis store's, and the amqp:// store's when a Redis result backend counts its tokens. */
+export const TOKEN_PREFIX = 'tsq:lock-token:'
 
 export function holderOf(who: { node: string; pid: number }): string {
   return `${who.node}:${who.pid}`

@@ -37,7 +37,7 @@ export async function acquireTaskLock(r: TaskLockRequest): Promise<TaskLockAnswe
   let url = r.settings.lockUrl ?? r.settings.brokerUrl
   try {
     url = lockUrlFor(r.settings)
-    const got = await tryHold(openLockStore(r.settings), lockId, leaseMs, { node: r.node, pid: process.pid, task: r.task, taskId: r.taskId }, r.log)
+    const got = await tryHold(await openLockStore(r.settings), lockId, leaseMs, { node: r.node, pid: process.pid, task: r.task, taskId: r.taskId }, r.log)
     if (got.held) return { kind: 'held', held: got.held }
     return { kind: 'locked', lockId, remainingMs: got.remainingMs }
   } catch (error) {

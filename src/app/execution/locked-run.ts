@@ -91,7 +91,8 @@ class LockedRun implements RunningJob {
       held.lost.removeEventListener('abort', onLost)
       return outcome
     } finally {
-      await held.release()
+      // On Redis the release is under way ahead of whatever this process sends the store next: the outcome goes without waiting for its answer.
+      await held.letGo()
     }
   }
 
@@ -115,7 +116,7 @@ export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string;
   if (pid === process.pid || ![...app.tasks.values()].some((t) => t.options.lock)) return
   try {
     const lockUrl = app.conf.lock_url
-    const freed = await openLockStore({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null }).releaseHolder(`${node}:${pid}`)
+    const freed = await (await openLockStore({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null })).releaseHolder(`${node}:${pid}`)
     if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool process ${pid}: ${freed.join(', ')}`)
   } catch (error) {
     log?.(`Could not free the locks of lost pool process ${pid} (their leases run out instead): ${(error as Error).message}`)
@@ -134,7 +135,7 @@ export async function heldLockOf(app: App, run: { id: string; name: string; args
   if (!task || !options) return null
   try {
     const id = lockIdFor(run.name, options, run.args, run.kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
-    const held = await openLockStore(lockSettings(app)).get(id)
+    const held = await (await openLockStore(lockSettings(app))).get(id)
     if (!held || held.taskId !== run.id) return null
     return { id, token: held.token, holder: held.holder, lease_left: held.leftMs / 1000 }
   } catch {
