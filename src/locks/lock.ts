@@ -29,6 +29,8 @@ export interface LockListing extends LockRecord {
 export interface HolderInfo {
   node: string
   pid: number
+  /** A threads-pool slot's thread id: threads share the worker's pid, so the holder names the thread too. */
+  thread?: number
   task: string | null
   taskId: string | null
 }
@@ -123,6 +125,7 @@ export class LockLostError extends Error {
 /** The fencing counter of lock `<id>` in Redis (INCR at every acquisition): the Redis store's, and the amqp:// store's when a Redis result backend counts its tokens. */
 export const TOKEN_PREFIX = 'tsq:lock-token:'
 
-export function holderOf(who: { node: string; pid: number }): string {
-  return `${who.node}:${who.pid}`
+/** `<node>:<pid>`, or `<node>:<pid>/<thread>` for a pool thread: what a worker names when one of its slots is lost. */
+export function holderOf(who: { node: string; pid: number; thread?: number }): string {
+  return who.thread === undefined ? `${who.node}:${who.pid}` : `${who.node}:${who.pid}/${who.thread}`
 }
