@@ -24,7 +24,7 @@ export async function withAppLock<T>(settings: LockSettings, name: string, optio
   if (typeof name !== 'string' || name === '') throw new TypeError('app.lock(name, ...): name must be a non-empty string')
   const timeout = options.timeout ?? 60
   if (!(timeout > 0)) throw new RangeError(`app.lock(${name}): timeout must be a number of seconds above 0, got ${String(options.timeout)}`)
-  const store = openLockStore(settings)
+  const store = await openLockStore(settings)
   const leaseMs = Math.max(1, Math.round(timeout * 1000))
   const deadline = Date.now() + (options.wait ?? 0) * 1000
   const who = { node: hostname(), pid: process.pid, task: null, taskId: null }

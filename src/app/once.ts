@@ -22,7 +22,7 @@ export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Re
   const settings = lockSettings(app)
   let got
   try {
-    got = await openLockStore(settings).mark(markId, id, Math.round(timeout * 1000))
+    got = await (await openLockStore(settings)).mark(markId, id, Math.round(timeout * 1000))
   } catch (error) {
     throw error instanceof LockStoreUnavailableError ? error : new LockStoreUnavailableError((settings.lockUrl ?? settings.brokerUrl).replace(/\/\/[^@/]*@/, '//***@'), error)
   }
@@ -34,7 +34,7 @@ export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Re
     return await send(id)
   } catch (error) {
     // Not sent: nothing will clear the mark, so it goes now.
-    await openLockStore(settings).unmark(markId, id).catch(() => undefined)
+    await openLockStore(settings).then((store) => store.unmark(markId, id)).catch(() => undefined)
     throw error
   }
 }

@@ -20,7 +20,7 @@ export async function withLockStore<T>(config: ClientConfig, lockUrl: string | u
   }
   let store: LockStore
   try {
-    store = lockStoreAt(url, tokenCounterFor(settings))
+    store = await lockStoreAt(url, tokenCounterFor(settings))
   } catch (error) {
     throw new CliError('BAD_URL', (error as Error).message)
   }

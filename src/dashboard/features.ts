@@ -39,7 +39,7 @@ export class FeatureError extends Error {
 }
 
 export class Features {
-  private lockStore: LockStore | null = null
+  private lockStore: Promise<LockStore> | null = null
   private beatStore: BeatStore | null = null
   readonly lockUrl: string | null
   readonly scheduleWhere: string | null
@@ -70,7 +70,7 @@ export class Features {
   }
 
   async close(): Promise<void> {
-    await this.lockStore?.close().catch(() => undefined)
+    await this.lockStore?.then((store) => store.close()).catch(() => undefined)
     await this.beatStore?.close().catch(() => undefined)
     this.lockStore = null
     this.beatStore = null
@@ -114,24 +114,24 @@ export class Features {
 
   // ---- locks (tsq locks ls / show / rm) --------------------------------------
 
-  private locks(): LockStore {
+  private locks(): Promise<LockStore> {
     if (!this.lockUrl) throw new FeatureError(404, 'no lock store: the broker is not Redis and there is no Redis result backend (set --lock-url)')
     this.lockStore ??= lockStoreAt(this.lockUrl)
     return this.lockStore
   }
 
   async lockList(): Promise<{ store: string; locks: LockRow[] }> {
-    return { store: maskUrl(this.lockUrl ?? ''), locks: (await this.locks().list()).map((l) => lockRow(l)) }
+    return { store: maskUrl(this.lockUrl ?? ''), locks: (await (await this.locks()).list()).map((l) => lockRow(l)) }
   }
 
   async lockShow(id: string): Promise<LockRow> {
-    const found = await this.locks().get(id)
+    const found = await (await this.locks()).get(id)
     if (!found) throw new FeatureError(404, `no lock ${JSON.stringify(id)} is held`)
     return lockRow(found)
   }
 
   async lockRemove(id: string): Promise<{ removed: string }> {
-    if (!(await this.locks().remove(id))) throw new FeatureError(404, `no lock ${JSON.stringify(id)} is held`)
+    if (!(await (await this.locks()).remove(id))) throw new FeatureError(404, `no lock ${JSON.stringify(id)} is held`)
     return { removed: id }
   }
 

@@ -17,14 +17,13 @@
 // `once` marks outlive their sender's connection, so they are messages: one
 // in the queue `tsq.once.<id>` ({taskId, expiresAt}, with a per-message TTL),
 // read and written only while holding the exclusive queue `tsq.once.<id>.mutex`.
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
 import { hostname } from 'node:os'
 import { amqpConnectSettings } from '../transport/amqp/connect-options.js'
 import { openAmqpConnection } from '../transport/amqp/open-connection.js'
 import { redisUrlClientOptions } from '../transport/index.js'
-import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
-import { TOKEN_PREFIX } from './redis-store.js'
+import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 
 export const AMQP_LOCK_QUEUE_PREFIX = 'tsq.lock.'
 export const AMQP_LOCKS_EXCHANGE = 'tsq.locks'
@@ -50,7 +49,8 @@ export class AmqpLockStore implements LockStore {
   private readonly held = new Map<string, Held>()
   /** Acquisitions in flight in this process: one connection may redeclare its own exclusive queue, so the process guards itself. */
   private readonly acquiring = new Set<string>()
-  private counter: Redis | undefined
+  /** Opened on the first token asked for: ioredis is loaded only by a store that counts tokens. */
+  private counter: Promise<Redis> | undefined
   private readonly markTurns = new Map<string, Promise<void>>()
 
   constructor(
@@ -88,11 +88,13 @@ export class AmqpLockStore implements LockStore {
 
   private async nextToken(id: string): Promise<number> {
     if (!this.counterUrl) return 0
-    if (!this.counter) {
-      this.counter = new Redis({ ...redisUrlClientOptions(this.counterUrl), maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: 5000 })
-      this.counter.on('error', () => undefined)
-    }
-    return this.counter.incr(TOKEN_PREFIX + id)
+    const url = this.counterUrl
+    this.counter ??= import('ioredis').then(({ Redis }) => {
+      const counter = new Redis({ ...redisUrlClientOptions(url), maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: 5000 })
+      counter.on('error', () => undefined)
+      return counter
+    })
+    return (await this.counter).incr(TOKEN_PREFIX + id)
   }
 
   async acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult> {
@@ -318,7 +320,9 @@ export class AmqpLockStore implements LockStore {
     const connection = this.connection
     this.connection = undefined
     this.held.clear()
-    this.counter?.disconnect()
+    const counter = this.counter
+    this.counter = undefined
+    if (counter) (await counter.catch(() => null))?.disconnect()
     if (connection) await (await connection.catch(() => null))?.close().catch(() => undefined)
   }
 }

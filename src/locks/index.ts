@@ -8,6 +8,5 @@ export { closeLockStores, lockStoreAt, lockUrlFor, openLockStore, tokenCounterFo
 export type { LockSettings } from './open-store.js'
 export { acquireTaskLock, lockedRetryDelay } from './task-lock.js'
 export type { TaskLockAnswer, TaskLockRequest } from './task-lock.js'
-export { RedisLockStore } from './redis-store.js'
-export { FileLockStore } from './file-store.js'
-export { AmqpLockStore } from './amqp-store.js'
+// The stores themselves (redis-store.js, amqp-store.js, file-store.js) are not
+// re-exported: importing them loads their drivers; lockStoreAt loads one on first use.

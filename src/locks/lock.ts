@@ -29,6 +29,8 @@ export interface LockListing extends LockRecord {
 export interface HolderInfo {
   node: string
   pid: number
+  /** A threads-pool slot's thread id: threads share the worker's pid, so the holder names the thread too. */
+  thread?: number
   task: string | null
   taskId: string | null
 }
@@ -46,6 +48,13 @@ export interface LockStore {
   renew(record: LockRecord): Promise<boolean>
   /** Frees the lock if `record` still holds it; false when it no longer did. */
   release(record: LockRecord): Promise<boolean>
+  /**
+   * True while a release, once called, is sure to reach the store ahead of
+   * anything this process asks it next (one connection whose commands run in
+   * order, and connected now): a task's run may then end without waiting for
+   * the release's answer (HeldLock.letGo).
+   */
+  readonly releasesInOrder?: boolean
   /** Frees every lock `holder` (`<node>:<pid>`) still holds: a pool process died. Returns their ids. */
   releaseHolder(holder: string): Promise<string[]>
   list(): Promise<LockListing[]>
@@ -113,6 +122,10 @@ export class LockLostError extends Error {
   }
 }
 
-export function holderOf(who: { node: string; pid: number }): string {
-  return `${who.node}:${who.pid}`
+/** The fencing counter of lock `<id>` in Redis (INCR at every acquisition): the Redis store's, and the amqp:// store's when a Redis result backend counts its tokens. */
+export const TOKEN_PREFIX = 'tsq:lock-token:'
+
+/** `<node>:<pid>`, or `<node>:<pid>/<thread>` for a pool thread: what a worker names when one of its slots is lost. */
+export function holderOf(who: { node: string; pid: number; thread?: number }): string {
+  return who.thread === undefined ? `${who.node}:${who.pid}` : `${who.node}:${who.pid}/${who.thread}`
 }

@@ -1,10 +1,12 @@
 // Which store holds the locks: `conf.lock_url` if set, else the broker's kind
 // (redis://, amqp:// and file://). On RabbitMQ, a Redis result backend gives
 // the fencing tokens (amqp-store.ts).
+//
+// A store's module (and with it ioredis or amqplib) is imported where a store
+// is first opened, not with this one: every pool process loads the app, and
+// through it this module, but most run no locked task and need no driver
+// (issue 19's memory per process; test/e2e/worker-lazy-drivers.test.ts).
 import { LockStoreUnavailableError, type LockStore } from './lock.js'
-import { RedisLockStore } from './redis-store.js'
-import { FileLockStore } from './file-store.js'
-import { AmqpLockStore } from './amqp-store.js'
 
 const AMQP_URL = /^(amqps?|pyamqp):\/\//
 const REDIS_URL = /^rediss?:\/\//
@@ -29,28 +31,45 @@ export function tokenCounterFor(s: LockSettings): string | null {
 }
 
 /** The store for these settings (lockStoreAt of lockUrlFor, with its token counter). */
-export function openLockStore(s: LockSettings): LockStore {
+export function openLockStore(s: LockSettings): Promise<LockStore> {
   const url = lockUrlFor(s)
   return lockStoreAt(url, AMQP_URL.test(url) ? tokenCounterFor(s) : null)
 }
 
-const stores = new Map<string, LockStore>()
+const stores = new Map<string, Promise<LockStore>>()
 
-/** One store per URL per process, opened on first use. */
-export function lockStoreAt(url: string, counterUrl: string | null = null): LockStore {
+/** One store per URL per process, its module loaded on first use. A URL of no store kind rejects with LockStoreUnavailableError. */
+export function lockStoreAt(url: string, counterUrl: string | null = null): Promise<LockStore> {
   let store = stores.get(url)
   if (!store) {
-    if (REDIS_URL.test(url)) store = new RedisLockStore(url)
-    else if (AMQP_URL.test(url)) store = new AmqpLockStore(url, counterUrl)
-    else if (url.startsWith('file://')) store = new FileLockStore(url)
-    else throw new LockStoreUnavailableError(url, new Error('lock_url must be a redis://, amqp:// or file:// URL'))
+    store = loadStore(url, counterUrl)
     stores.set(url, store)
+    // Not kept when it failed (a bad URL, a module that would not load): the next call says so again.
+    store.catch(() => {
+      if (stores.get(url) === store) stores.delete(url)
+    })
   }
   return store
+}
+
+async function loadStore(url: string, counterUrl: string | null): Promise<LockStore> {
+  if (REDIS_URL.test(url)) {
+    const { RedisLockStore } = await import('./redis-store.js')
+    return new RedisLockStore(url)
+  }
+  if (AMQP_URL.test(url)) {
+    const { AmqpLockStore } = await import('./amqp-store.js')
+    return new AmqpLockStore(url, counterUrl)
+  }
+  if (url.startsWith('file://')) {
+    const { FileLockStore } = await import('./file-store.js')
+    return new FileLockStore(url)
+  }
+  throw new LockStoreUnavailableError(url, new Error('lock_url must be a redis://, amqp:// or file:// URL'))
 }
 
 export async function closeLockStores(): Promise<void> {
   const all = [...stores.values()]
   stores.clear()
-  await Promise.all(all.map((s) => s.close().catch(() => undefined)))
+  await Promise.all(all.map((s) => s.then((store) => store.close()).catch(() => undefined)))
 }

@@ -10,10 +10,10 @@
 // so a deposed holder can neither extend nor free its successor's lock.
 import { Redis } from 'ioredis'
 import { redisUrlClientOptions } from '../transport/index.js'
-import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
+import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 
 export const LOCK_PREFIX = 'tsq:lock:'
-export const TOKEN_PREFIX = 'tsq:lock-token:'
+export { TOKEN_PREFIX }
 export const HOLDER_PREFIX = 'tsq:lock-holder:'
 export const ONCE_PREFIX = 'tsq:once:'
 /** A holder set outlives a worker killed with -9 by at most this (its locks' leases ran out long before). */
@@ -66,6 +66,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `
 
+const noop = (): void => undefined
+
 interface LockCommands {
   tsqOnceMark(mark: string, taskId: string, ttlMs: number): Promise<[number, string?, number?]>
   tsqOnceUnmark(mark: string, taskId: string): Promise<number>
@@ -87,6 +89,8 @@ function restOf(r: Omit<LockRecord, 'token'>): string {
 export class RedisLockStore implements LockStore {
   readonly kind = 'redis' as const
   private readonly redis: Redis & LockCommands
+  /** Releases sent and not answered yet. */
+  private readonly releasing = new Set<Promise<void>>()
 
   constructor(readonly url: string) {
     const redis = new Redis({
@@ -120,8 +124,18 @@ export class RedisLockStore implements LockStore {
     return Number(await this.redis.tsqLockRenew(LOCK_PREFIX + record.id, encodeRecord(record), record.leaseMs)) === 1
   }
 
-  async release(record: LockRecord): Promise<boolean> {
-    return Number(await this.redis.tsqLockRelease(LOCK_PREFIX + record.id, HOLDER_PREFIX + record.holder, encodeRecord(record), record.id)) === 1
+  release(record: LockRecord): Promise<boolean> {
+    const released = this.redis.tsqLockRelease(LOCK_PREFIX + record.id, HOLDER_PREFIX + record.holder, encodeRecord(record), record.id).then((n) => Number(n) === 1)
+    // A release nobody waits for (letGo) still finishes before close() drops the connection.
+    const settled = released.then(noop, noop)
+    this.releasing.add(settled)
+    void settled.then(() => this.releasing.delete(settled))
+    return released
+  }
+
+  /** Written at once while connected (ioredis queues commands only while it is not): one connection, so in order. */
+  get releasesInOrder(): boolean {
+    return this.redis.status === 'ready'
   }
 
   async releaseHolder(holder: string): Promise<string[]> {
@@ -167,6 +181,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async close(): Promise<void> {
+    if (this.releasing.size) await Promise.all(this.releasing)
     this.redis.disconnect()
   }
 }

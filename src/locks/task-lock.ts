@@ -1,6 +1,7 @@
 // What the worker's pool slot asks before a locked task runs: the lock's id
 // (the key function runs here, so a key that throws fails the task with its
 // error), then the lock itself, renewed while the task runs.
+import { isMainThread, threadId } from 'node:worker_threads'
 import { tryHold, type HeldLock } from './hold.js'
 import { DEFAULT_LOCK_TIMEOUT_S, lockIdFor, parameterNames, type TaskLockOptions } from './lock-id.js'
 import { LockStoreUnavailableError } from './lock.js'
@@ -37,7 +38,7 @@ export async function acquireTaskLock(r: TaskLockRequest): Promise<TaskLockAnswe
   let url = r.settings.lockUrl ?? r.settings.brokerUrl
   try {
     url = lockUrlFor(r.settings)
-    const got = await tryHold(openLockStore(r.settings), lockId, leaseMs, { node: r.node, pid: process.pid, task: r.task, taskId: r.taskId }, r.log)
+    const got = await tryHold(await openLockStore(r.settings), lockId, leaseMs, { node: r.node, pid: process.pid, ...(isMainThread ? {} : { thread: threadId }), task: r.task, taskId: r.taskId }, r.log)
     if (got.held) return { kind: 'held', held: got.held }
     return { kind: 'locked', lockId, remainingMs: got.remainingMs }
   } catch (error) {

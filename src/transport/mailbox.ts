@@ -120,7 +120,9 @@ export class MailboxClient {
           deliveryMode: 2,
           priority: 0,
         },
-      }, { confirm: false })
+        // Without replies to wait for, the caller closes the connection next (app.control.revoke):
+        // an unconfirmed publish could still be in the client's buffer and be lost with it.
+      }, { confirm: !wantReply })
     if (wantReply) {
       request.ticket = ticket
       request.reply_to = { exchange: replyExchange(this.namespace).name, routing_key: this.oid }

@@ -49,7 +49,7 @@ describe('tsq dashboard: archive, locks and schedule pages in Chromium (redis)',
     worker = await startServiceWorker(broker, { service, events: [event], log, nodename: `${service}@h`, env: { AMQP_EVENTS_MAX_RETRIES: '0', BUS_ALWAYS_FAIL: '1' } })
     ;[archivedId] = (await fire(broker, event, [[{ order: 7 }]])) as [string]
     await waitUntil(() => worker!.output().includes(`archived to ${service}:archived`), 30_000, 'the archive', () => worker!.output().slice(-2000))
-    locks = lockStoreAt(broker.url)
+    locks = await lockStoreAt(broker.url)
     const held = await locks.acquire(lockId, 600_000, { node: 'reporter@h', pid: 4242, task: 'proj.report', taskId: 'b9c1e1d4-report' })
     assert.ok(held.acquired)
     const added = await runTsq(['schedule', 'add', entry, '-s', schedulePath, '-t', 'proj.cleanup', '--every', '3600', '--args', '[1, "<b>bold</b>"]'], { env: broker.env, timeoutMs: 60_000 })

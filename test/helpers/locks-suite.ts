@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { sendTask } from '../../src/app/send-task.js'
+import { lockIdFor } from '../../src/locks/index.js'
 import { createTransport, type Transport } from '../../src/transport/index.js'
 import { uniqueName, waitFor } from './brokers.js'
 import { runTsq, startWorker, type SpawnedWorker } from './cli.js'
@@ -49,6 +50,13 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
   const spareQueue = uniqueName('locks-e')
   const downQueue = uniqueName('locks-down')
   const log = uniqueName('locks-log')
+  // The keys are this run's own: the other locks file may run in another lane
+  // at the same time on the same Redis database (8), and a lock id shared
+  // between the two let one file's cleanup delete the other's live lock (case
+  // (f) then saw its long run lose its lock and end early, with no 'end').
+  const keyPrefix = `${uniqueName('lk')}-`
+  /** The ids of the locks this run's tasks took, for the cleanup. */
+  const lockIds = new Set<string>()
   let redis: Redis
   let transport: Transport
   let w1: SpawnedWorker
@@ -57,8 +65,12 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
   let down: SpawnedWorker
   const started: SpawnedWorker[] = []
 
+  /** The runs recorded, each `key` as the test gave it (without the run's prefix). */
   async function events(): Promise<Event[]> {
-    return (await redis.lrange(log, 0, -1)).map((l) => JSON.parse(l) as Event)
+    return (await redis.lrange(log, 0, -1)).map((l) => {
+      const e = JSON.parse(l) as Event
+      return typeof e.key === 'string' && e.key.startsWith(keyPrefix) ? { ...e, key: e.key.slice(keyPrefix.length) } : e
+    })
   }
 
   function worker(queues: string, pool: string[], env: NodeJS.ProcessEnv = {}): Promise<SpawnedWorker> {
@@ -72,7 +84,23 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
     })
   }
 
-  const send = (task: string, args: unknown[], extra: { timeLimit?: number; id?: string; queue?: string } = {}) => sendTask(transport, task, { args, queue, ...extra })
+  /** The fixture's lock keys (test/fixtures/tasks/locks-tasks.js): a key function of the first argument, or the names ['key']. */
+  const KEYED: Record<string, { key: ((key: string) => string) | string[] }> = {
+    'locks.record': { key: (key) => key },
+    'locks.fenced': { key: (key) => key },
+    'locks.hold': { key: ['key'] },
+    'locks.pinned': { key: ['key'] },
+  }
+
+  /** Sends `task`; a keyed task's key (its first argument) gets the run's prefix. */
+  const send = (task: string, args: unknown[], extra: { timeLimit?: number; id?: string; queue?: string } = {}) => {
+    const keyed = KEYED[task]
+    if (keyed) {
+      args = [keyPrefix + String(args[0]), ...args.slice(1)]
+      lockIds.add(lockIdFor(task, keyed, args, {}, ['key', 'ms']))
+    }
+    return sendTask(transport, task, { args, queue, ...extra })
+  }
 
   async function startsOf(key: string, n = 1): Promise<Event[]> {
     return waitFor(async () => {
@@ -111,8 +139,10 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       await Promise.all(started.map((w) => w.stop('SIGKILL').catch(() => undefined)))
       await transport?.close({ requeueUnacked: false }).catch(() => undefined)
       if (redis) {
-        // A run cut short by a failed assertion may leave a 600 s lock that a re-run would wait on.
-        const scratch = [...(await redis.keys(`*${log}*`)), ...(await redis.keys('tsq:lock:locks.*'))]
+        // Only what this run made: a lock a run cut short left (up to 600 s), the fencing counters, the holder sets.
+        const ids = [...lockIds]
+        const holderSets = (await Promise.all(started.map((w) => redis.keys(`tsq:lock-holder:${w.nodename}:*`)))).flat()
+        const scratch = [...(await redis.keys(`*${log}*`)), ...ids.map((id) => `tsq:lock:${id}`), ...ids.map((id) => `tsq:lock-token:${id}`), ...holderSets]
         await redis.del(log, `${log}:resource`, queue, spareQueue, downQueue, ...scratch).catch(() => undefined)
         redis.disconnect()
       }

@@ -4,7 +4,7 @@
 // process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
 // the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
 import type { App, Task } from '../app.js'
-import { acquireTaskLock, lockedRetryDelay, LockedError, LockLostError, lockIdFor, openLockStore, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
+import { acquireTaskLock, holderOf, lockedRetryDelay, LockedError, LockLostError, lockIdFor, openLockStore, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
 import { encodeError } from './executor.js'
 import type { Outcome } from './jobs.js'
 import type { Job } from './jobs.js'
@@ -91,7 +91,8 @@ class LockedRun implements RunningJob {
       held.lost.removeEventListener('abort', onLost)
       return outcome
     } finally {
-      await held.release()
+      // On Redis the release is under way ahead of whatever this process sends the store next: the outcome goes without waiting for its answer.
+      await held.letGo()
     }
   }
 
@@ -106,17 +107,17 @@ class LockedRun implements RunningJob {
 }
 
 /**
- * In the worker's main process: frees the locks a pool process held when it
- * died (its holder is `<node>:<pid>`), so the next run of that key starts at
- * once rather than when the lease runs out.
+ * In the worker's main process: frees the locks a pool process or thread held
+ * when it died or was terminated (its holder is `<node>:<pid>`, a thread's
+ * `<node>:<pid>/<thread>`), so the next run of that key starts at once
+ * rather than when the lease runs out.
  */
-export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string; resultBackend: string | null }, node: string, pid: number, log?: (message: string) => void): Promise<void> {
-  // A thread slot shares the main process id: its locks run out with their leases.
-  if (pid === process.pid || ![...app.tasks.values()].some((t) => t.options.lock)) return
+export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string; resultBackend: string | null }, node: string, pid: number, log?: (message: string) => void, threadId?: number): Promise<void> {
+  if ((pid === process.pid && threadId === undefined) || ![...app.tasks.values()].some((t) => t.options.lock)) return
   try {
     const lockUrl = app.conf.lock_url
-    const freed = await openLockStore({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null }).releaseHolder(`${node}:${pid}`)
-    if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool process ${pid}: ${freed.join(', ')}`)
+    const freed = await (await openLockStore({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null })).releaseHolder(holderOf({ node, pid, thread: threadId }))
+    if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool ${threadId === undefined ? `process ${pid}` : `thread ${threadId}`}: ${freed.join(', ')}`)
   } catch (error) {
     log?.(`Could not free the locks of lost pool process ${pid} (their leases run out instead): ${(error as Error).message}`)
   }
@@ -134,7 +135,7 @@ export async function heldLockOf(app: App, run: { id: string; name: string; args
   if (!task || !options) return null
   try {
     const id = lockIdFor(run.name, options, run.args, run.kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
-    const held = await openLockStore(lockSettings(app)).get(id)
+    const held = await (await openLockStore(lockSettings(app))).get(id)
     if (!held || held.taskId !== run.id) return null
     return { id, token: held.token, holder: held.holder, lease_left: held.leftMs / 1000 }
   } catch {

@@ -13,7 +13,7 @@ export function clearOnceMark(app: App, run: { id: string; task: string; args: r
     let markId = ''
     try {
       markId = onceIdFor(run.task, once, run.args, run.kwargs, Array.isArray(once.key) ? parameterNames(task.fn) : [])
-      await openLockStore(lockSettings(app)).unmark(markId, run.id)
+      await (await openLockStore(lockSettings(app))).unmark(markId, run.id)
     } catch (error) {
       log(`Could not clear the once mark ${markId || `of ${run.task}`} of ${run.id} (its timeout frees it instead): ${(error as Error).message}`)
     }

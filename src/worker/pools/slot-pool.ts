@@ -31,6 +31,8 @@ import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeo
 
 export interface SlotHandle {
   readonly pid: number
+  /** A pool thread's id (threads share the worker's pid); absent for a process. */
+  readonly threadId?: number
   /** One crossing: the messages in order. */
   send(batch: ToSlot[]): void
   kill(signal: NodeJS.Signals | number): void
@@ -97,7 +99,7 @@ export interface SlotPoolOptions {
    * cold shutdown): frees what it held outside itself (its task locks, see
    * locked-run.ts) before its task's outcome is reported.
    */
-  onLost?: (pid: number) => Promise<void>
+  onLost?: (pid: number, threadId?: number) => Promise<void>
 }
 
 /** A slot whose running job started longer ago than this takes no staged jobs, and gives back those it holds. */
@@ -193,7 +195,7 @@ export abstract class SlotPool implements Pool {
         head.timer?.clear()
         const killed: Outcome = { status: 'killed', reason: head.killReason ?? 'worker-lost', signal: head.signal ?? signal ?? null, runtime: (Date.now() - head.since!) / 1000 }
         // Its locks are freed first, so the run its message's retry (or the next of its key) finds them free.
-        const freeing = this.options.onLost?.(handle.pid)
+        const freeing = this.options.onLost?.(handle.pid, handle.threadId)
         if (freeing) {
           const settled = freeing.catch(() => undefined).then(() => head.settle(killed))
           this.lostReleases.add(settled)

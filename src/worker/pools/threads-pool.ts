@@ -31,6 +31,7 @@ export class ThreadsPool extends SlotPool {
     return {
       // Threads share the worker's pid; Celery reports the process either way.
       pid: process.pid,
+      threadId: worker.threadId,
       send: (batch) => {
         if (!exited) worker.postMessage(batch)
       },
