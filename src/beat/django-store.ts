@@ -166,7 +166,7 @@ export class DjangoStore implements BeatStore {
       await client.query(`SELECT 1 FROM ${TASKS} WHERE 1 = 0`)
     } catch (error) {
       await client.close().catch(() => undefined)
-      const missing = /does(n't| not) exist|no such table/i.test((error as Error).message)
+      const missing = /relation \S+ does not exist|no such table|Table \S+ doesn't exist/i.test((error as Error).message)
       throw Object.assign(new Error(`cannot use the django-celery-beat schedule at ${client.displayUrl}: ${missing ? `${TASKS} is missing (add django_celery_beat to INSTALLED_APPS and run the Django project's \`manage.py migrate\`)` : (error as Error).message}`), { code: 'BROKER_UNREACHABLE' })
     }
     return new DjangoStore(client, options)
@@ -369,13 +369,21 @@ export class DjangoStore implements BeatStore {
     // Due times come from each row; there is no index to move.
   }
 
-  async get(name: string): Promise<Entry | null> {
-    const [row] = await this.load('WHERE t.name = ?', [name], Date.now())
-    return row ? row.entry : null
+  /** As the row is, for `tsq schedule` and the mutex's fresh read: a run never made has no last run. */
+  private asStored(r: Row): TaskRow {
+    const row = this.rowOf(r, Date.now())
+    return { ...row, entry: { ...row.entry, meta: { ...row.entry.meta, lastRunAt: instantOf(r.last_run_at) } } }
   }
 
+  async get(name: string): Promise<Entry | null> {
+    const [r] = await this.client.query(`${SELECT} WHERE t.name = ?`, [name])
+    const row = r ? this.asStored(r) : null
+    return row && row.problem === null ? row.entry : null
+  }
+
+  /** The rows tsq can run (a solar row, or one with bad JSON, is left out: beat logs why). */
   async list(): Promise<Entry[]> {
-    return (await this.load('ORDER BY t.name', [], Date.now())).map((row) => row.entry)
+    return (await this.client.query(`${SELECT} ORDER BY t.name`)).map((r) => this.asStored(r)).filter((row) => row.problem === null).map((row) => row.entry)
   }
 
   private readOnly(): never {
