@@ -1,15 +1,19 @@
 // A periodic entry and its stored form. The JSON is RedBeat's (spec §8.6) in
 // both stores, so an entry RedBeat wrote is read here and one written here is
 // valid RedBeat JSON.
+import { Clocked } from './clocked.js'
 import { Crontab, type CrontabSpec } from './crontab.js'
 import { Interval } from './interval.js'
 import { resolveWall } from './timezone.js'
 
-export type Schedule = Interval | Crontab
+export type Schedule = Interval | Crontab | Clocked
 
 export type ScheduleJson =
   | { __type__: 'interval'; every: number; relative: boolean }
-  | ({ __type__: 'crontab' } & CrontabSpec)
+  /** `timezone`: the zone the fields are read in when not beat's (django-celery-beat's crontab rows carry one). */
+  | ({ __type__: 'crontab'; timezone?: string } & CrontabSpec)
+  /** django-celery-beat's clocked schedule: once, at an ISO instant. */
+  | { __type__: 'clocked'; clocked_time: string }
 
 /** apply_async options beat passes on (spec §8.1). */
 export interface EntryOptions {
@@ -50,13 +54,15 @@ export class EntryError extends Error {
 
 export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
   if (json.__type__ === 'interval') return new Interval(Number(json.every), Boolean(json.relative), tz)
-  if (json.__type__ === 'crontab') return new Crontab(json, tz)
-  throw new EntryError(`unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval and crontab)`)
+  if (json.__type__ === 'crontab') return new Crontab(json, json.timezone || tz)
+  if (json.__type__ === 'clocked') return new Clocked(Date.parse(json.clocked_time))
+  throw new EntryError(`unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval, crontab and clocked)`)
 }
 
 export function describeSchedule(json: ScheduleJson): string {
   if (json.__type__ === 'interval') return `every ${json.every}s${json.relative ? ' (relative)' : ''}`
-  return `cron ${json.minute} ${json.hour} ${json.day_of_month} ${json.month_of_year} ${json.day_of_week}`
+  if (json.__type__ === 'clocked') return `at ${json.clocked_time}`
+  return `cron ${json.minute} ${json.hour} ${json.day_of_month} ${json.month_of_year} ${json.day_of_week}${json.timezone ? ` ${json.timezone}` : ''}`
 }
 
 export function intervalJson(every: number, relative = false): ScheduleJson {

@@ -16,7 +16,8 @@ import { Logger, parseLevel } from '../app/logger.js'
 import { definitionFromConfig, type EntryDefinition } from './entry.js'
 import { RedisLease } from './lease.js'
 import { AmqpMutex } from './mutex.js'
-import { openStore, StoreConfigError, type StoreKind } from './open-store.js'
+import { DjangoStore } from './django-store.js'
+import { openStore, redisUrlFor, StoreConfigError, type StoreKind } from './open-store.js'
 import { acquireBeatPidfile } from './pidfile.js'
 import { RedisStore } from './redis-store.js'
 import { Beat, type BeatOptions, type HaMode } from './scheduler.js'
@@ -32,6 +33,8 @@ export interface RunBeatOptions extends Omit<StartBeatOptions, 'log'> {
 }
 
 export const DEFAULT_MAX_INTERVAL = 300
+/** django-celery-beat's DatabaseScheduler wakes every 5 s so admin changes are seen soon. */
+export const DJANGO_MAX_INTERVAL = 5
 /** Seconds a leader's lease lasts (--lock-timeout); a follower takes over within it. */
 export const DEFAULT_LOCK_TIMEOUT = 10
 
@@ -61,6 +64,8 @@ export interface StartBeatOptions {
   schedulePath: string | undefined
   redisUrl: string | undefined
   keyPrefix: string | undefined
+  /** --scheduler django: the Django database (else the app's database_url, else DATABASE_URL). */
+  databaseUrl?: string | undefined
   ha: HaMode | undefined
   lockTimeout: number
   maxInterval: number | undefined
@@ -95,6 +100,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   let sendDefaults: BeatOptions['sendDefaults']
   let confMaxInterval: number | null = null
   let encoder: BodyEncoder | undefined
+  let confDatabaseUrl: string | undefined
   if (o.appSpec) {
     const app = await loadApp(resolveAppModule(o.appSpec))
     const conf = app.options.conf ?? {}
@@ -103,6 +109,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     const queues = app.queueSettings
     sendDefaults = { resolveQueue: (name) => queueDefinition(queues, name), deliveryMode: queues.defaultDeliveryMode }
     confMaxInterval = positiveSetting(conf.beat_max_loop_interval)
+    confDatabaseUrl = typeof conf.database_url === 'string' && conf.database_url ? conf.database_url : undefined
     appBroker = urlListSetting(app.options.broker) ?? urlListSetting(conf.broker_url)
     routeFor = (taskName) => app.routeFor(taskName)
     transportSettings = app.transportSettings
@@ -113,13 +120,17 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   }
   const config = loadConfig({ broker: o.broker, appBroker })
   const ha: HaMode = o.ha ?? (o.scheduler === 'redis' ? 'lease' : 'none')
-  if (ha === 'lease' && o.scheduler !== 'redis') throw new StoreConfigError('--ha lease needs --scheduler redis (the lease lives in Redis)')
+  if (ha === 'lease' && o.scheduler === 'file') throw new StoreConfigError('--ha lease needs --scheduler redis or django (the lease lives in Redis)')
   // beat_max_loop_interval: 0 (Celery's default) leaves tsq's.
-  const maxInterval = o.maxInterval ?? confMaxInterval ?? DEFAULT_MAX_INTERVAL
+  const maxInterval = o.maxInterval ?? confMaxInterval ?? (o.scheduler === 'django' ? DJANGO_MAX_INTERVAL : DEFAULT_MAX_INTERVAL)
   let transport: Transport | undefined
-  const store = await openStore({ scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl, sentinel: transportSettings.sentinel })
+  const storeOptions = { scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl, sentinel: transportSettings.sentinel, databaseUrl: o.databaseUrl ?? confDatabaseUrl ?? (process.env.DATABASE_URL || undefined), log }
+  const store = await openStore(storeOptions)
+  // The django store's lease lives in a Redis of its own (--redis-url, or a Redis broker).
+  let leaseRedis: RedisStore | undefined
   const release = async () => {
     await store.close().catch(() => undefined)
+    await leaseRedis?.close().catch(() => undefined)
     await transport?.close().catch(() => undefined)
   }
   try {
@@ -128,11 +139,16 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     transport.on('error', (e) => log.warning(`beat: broker: ${e.message}`))
     if (ha === 'mutex' && transport.kind !== 'amqp') throw new StoreConfigError('--ha mutex needs a RabbitMQ broker (amqp://): it uses exclusive queues')
     let lease: RedisLease | undefined
-    if (ha === 'lease') {
+    if (ha === 'lease' && store instanceof DjangoStore) {
+      leaseRedis = await RedisStore.open({ url: redisUrlFor(storeOptions), ssl: storeSsl, sentinel: transportSettings.sentinel, keyPrefix: o.keyPrefix, tz: o.timezone })
+      const redis = leaseRedis.redis
+      lease = new RedisLease(redis, store.leaseKey, Math.round(o.lockTimeout * 1000))
+      store.useFence(async (fence) => (await redis.get(fence.key)) === fence.token)
+    } else if (ha === 'lease') {
       const rs = store as RedisStore
       lease = new RedisLease(rs.redis, rs.lockKey, Math.round(o.lockTimeout * 1000))
     }
-    const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : 'none (single beat)'
+    const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : store.kind === 'django' ? 'none (each run claimed in the database: a compare-and-set on total_run_count)' : 'none (single beat)'
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
     const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, sendDefaults, encoder, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
     const unwatch = await store.watch(() => beat.poke())

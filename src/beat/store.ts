@@ -44,7 +44,7 @@ export interface ReleaseRun extends ReserveRun {
 }
 
 export interface BeatStore {
-  readonly kind: 'file' | 'redis'
+  readonly kind: 'file' | 'redis' | 'django'
   /** Where the entries live, password masked. */
   readonly location: string
   /** Entries that may be due at `now` (the scheduler checks each with its schedule). */

@@ -14,9 +14,9 @@ export default class BeatCommand extends TsqCommand<void> {
   static flags = {
     ...storeFlags,
     app: Flags.string({ char: 'A', description: 'Module whose app holds beatSchedule entries.' }),
-    ha: choiceFlag({ description: 'Several beats on one store: lease (default with redis), mutex (needs RabbitMQ), none (default with file).', choices: ['lease', 'mutex', 'none'] }),
+    ha: choiceFlag({ description: 'Several beats on one store: lease (default with redis; with django it needs a Redis), mutex (needs RabbitMQ), none (default with file and django).', choices: ['lease', 'mutex', 'none'] }),
     'lock-timeout': floatFlag({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: DEFAULT_LOCK_TIMEOUT, min: 0, minOpen: true }),
-    'max-interval': floatFlag({ description: 'Longest sleep between checks, seconds (Celery: 300).', min: 0, minOpen: true }),
+    'max-interval': floatFlag({ description: 'Longest sleep between checks, seconds (Celery: 300; 5 with django, as its DatabaseScheduler).', min: 0, minOpen: true }),
     loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
     logfile: Flags.string({ char: 'f', description: 'Log file (default stderr).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live beat holds it.' }),
@@ -27,6 +27,7 @@ export default class BeatCommand extends TsqCommand<void> {
     '<%= config.bin %> beat -A ./tasks.js -l INFO',
     '<%= config.bin %> beat -b redis://127.0.0.1:6379/0 --scheduler redis --ha lease --lock-timeout 10',
     '<%= config.bin %> beat -b amqp://guest:guest@127.0.0.1// --scheduler redis --redis-url redis://127.0.0.1:6379/1 --ha mutex',
+    '<%= config.bin %> beat -b redis://127.0.0.1:6379/0 --scheduler django --database-url postgresql://app@127.0.0.1/shop',
   ]
 
   async run(): Promise<void> {

@@ -18,6 +18,8 @@ export interface SqlClient {
    */
   readonly sequences: boolean
   query(sql: string, params?: unknown[]): Promise<Row[]>
+  /** An INSERT, UPDATE or DELETE: how many rows it matched (a compare-and-set reads this). */
+  execute(sql: string, params?: unknown[]): Promise<number>
   close(): Promise<void>
 }
 
@@ -102,6 +104,11 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
           const result = await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)
           return result.rows as Row[]
         }),
+        execute: (sql, params = []) => wrap(async () => {
+          let n = 0
+          const result = await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)
+          return result.rowCount ?? 0
+        }),
         close: () => pool.end(),
       }
     }
@@ -135,6 +142,10 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
           const [rows] = await pool.query(sql, params)
           return (Array.isArray(rows) ? rows : []) as Row[]
         }),
+        execute: (sql, params = []) => wrap(async () => {
+          const [header] = await pool.query(sql, params)
+          return Number((header as { affectedRows?: number }).affectedRows ?? 0)
+        }),
         close: () => pool.end(),
       }
     }
@@ -150,6 +161,7 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
           const statement = db.prepare(sql)
           return statement.reader ? (statement.all(...params) as Row[]) : (statement.run(...params), [])
         }),
+        execute: (sql, params = []) => wrap(async () => db.prepare(sql).run(...params).changes),
         close: async () => {
           db.close()
         },
