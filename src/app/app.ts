@@ -11,11 +11,12 @@ import { AsyncResult, GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { backendOptionsFromConf, createResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
-import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from './send-task.js'
-import { publishRetryPolicy } from './publish-retry.js'
+import { clientOrigin, DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions } from './send-task.js'
+import { publishRetryPolicy, type PublishRetryPolicy } from './publish-retry.js'
+import { ConfWatch } from './conf-watch.js'
 import { AppControl } from './control.js'
 import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
-import { queueDefinition, queueSettings, type QueueSettings } from './queues.js'
+import { queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from './queues.js'
 import { annotationsFor } from './annotations.js'
 import { runningTask, type RetryOptions, type TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
@@ -187,20 +188,20 @@ export class Task {
     if (isAlwaysEager(this.app)) return applyAsyncEagerly(this.app, this, args, kwargs, options)
     // Celery's Task.priority, from task_default_priority: the priority of a send that gives none.
     const priority = this.app.options.conf?.task_default_priority
-    const { once, ...rest } = options
-    const send = (id?: string) =>
-      this.app.sendTask(this.name, args, kwargs, {
-        queue: this.options.queue,
-        // Always the key (undefined when unset), as Celery's apply_async passes priority: what keeps a child from inheriting its parent's.
-        priority: typeof priority === 'number' ? priority : undefined,
-        timeLimit: this.options.timeLimit ?? null,
-        softTimeLimit: this.options.softTimeLimit ?? null,
-        ignoreResult: this.options.ignoreResult,
-        ...rest,
-        ...(id ? { id } : {}),
-      })
-    if (this.options.once) return sendOnce(this.app, this, args, kwargs, once, rest.id, send)
-    return send()
+    const send: ApplyOptions = {
+      queue: this.options.queue,
+      // Always the key (undefined when unset), as Celery's apply_async passes priority: what keeps a child from inheriting its parent's.
+      priority: typeof priority === 'number' ? priority : undefined,
+      timeLimit: this.options.timeLimit ?? null,
+      softTimeLimit: this.options.softTimeLimit ?? null,
+      ignoreResult: this.options.ignoreResult,
+      ...options,
+    }
+    if (this.options.once) {
+      const { once, ...rest } = send
+      return sendOnce(this.app, this, args, kwargs, once, rest.id, (id) => this.app.sendTask(this.name, args, kwargs, id ? { ...rest, id } : rest))
+    }
+    return this.app.sendOwned(this.name, args, kwargs, send)
   }
 
   /**
@@ -277,8 +278,60 @@ export interface AppOptions {
   defaultQueue?: string
 }
 
+/**
+ * What every send of an app derives from its options and conf, kept for one
+ * version of them (conf-watch.ts): before, each send resolved the broker
+ * config, rebuilt task_queues' definitions and read the routes again. Each
+ * part is made on first use, so a part that refuses the conf (task_queues,
+ * task_serializer) fails only the callers that need it, as before.
+ */
+class SendPlan {
+  private rpcBackend: boolean | undefined
+  private bodyEncoder: BodyEncoder | undefined
+  private queues: QueueSettings | undefined
+  private policy: PublishRetryPolicy | null | undefined
+  private readonly definitions = new Map<string, QueueDefinition>()
+  /** routeFor's answers, by task name. */
+  readonly routes = new Map<string, Route>()
+  /** task_send_sent_event: the hostname and clock of task-sent events, or undefined. */
+  readonly sentEvent: SendTaskOptions['sentEvent']
+  readonly resolveQueue = (name: string): QueueDefinition => {
+    let definition = this.definitions.get(name)
+    if (!definition) this.definitions.set(name, (definition = queueDefinition(this.settings, name)))
+    return definition
+  }
+
+  constructor(
+    readonly version: number,
+    private readonly app: App,
+    private readonly conf: Record<string, unknown>,
+    clock: LamportClock,
+  ) {
+    this.sentEvent = conf.task_send_sent_event === true ? { hostname: clientOrigin(), clock } : undefined
+  }
+
+  /** The result backend is rpc://: its reply queue must be up before a send. */
+  get rpc(): boolean {
+    return (this.rpcBackend ??= this.app.config.resultBackend?.startsWith('rpc://') === true)
+  }
+
+  get encoder(): BodyEncoder {
+    return (this.bodyEncoder ??= this.app.taskEncoder())
+  }
+
+  get settings(): QueueSettings {
+    return (this.queues ??= queueSettings(this.conf, this.app.defaultQueue))
+  }
+
+  get retryPolicy(): PublishRetryPolicy | null {
+    if (this.policy === undefined) this.policy = publishRetryPolicy(this.conf)
+    return this.policy
+  }
+}
+
 export class App {
   readonly name: string
+  readonly options: AppOptions
   readonly tasks = new Map<string, Task>()
   /** Receivers of Celery's signals, registered with on(). */
   readonly signals = new AppSignals()
@@ -293,10 +346,26 @@ export class App {
   private readonly clock = new LamportClock()
   private security: LoadedSecurity | undefined
   private allowedSerializers: string[] | undefined
+  private readonly watch = new ConfWatch()
+  private plan: SendPlan | undefined
+  /** The producer transport once connected, and whether the rpc backend is up: a send needs no await then. */
+  private openTransport: Transport | undefined
+  private backendOpen = false
+  private readonly resultOf = (id: string): AsyncResult => new AsyncResult(id, this)
 
-  constructor(readonly options: AppOptions = {}) {
+  constructor(options: AppOptions = {}) {
+    this.options = this.watch.watchOptions(options)
     this.name = options.name ?? 'tsq'
     registerBuiltinTasks(this)
+  }
+
+  /** The send plan for the options and conf as they are now. */
+  private sendPlan(): SendPlan {
+    // conf first: its getter creates an empty conf when there is none, a write.
+    const conf = this.conf
+    const version = this.watch.version
+    if (this.plan?.version !== version) this.plan = new SendPlan(version, this, conf, this.clock)
+    return this.plan
   }
 
   /**
@@ -344,6 +413,7 @@ export class App {
     checkSecurityConf(this.conf)
     this.security = loadSecurity(this.conf, options)
     this.allowedSerializers = options.allowedSerializers
+    this.watch.touch()
   }
 
   /** The loaded security settings: set up explicitly, or from conf when it names the auth serializer. */
@@ -376,7 +446,10 @@ export class App {
    * beat's and a worker's links and chain steps all ask this.
    */
   routeFor(taskName: string): Route {
-    return routeTask(taskName, this.options.conf?.task_routes) ?? { queue: this.defaultQueue }
+    const routes = this.sendPlan().routes
+    let route = routes.get(taskName)
+    if (!route) routes.set(taskName, (route = routeTask(taskName, this.options.conf?.task_routes) ?? { queue: this.defaultQueue }))
+    return route
   }
 
   /**
@@ -386,32 +459,47 @@ export class App {
    * (task_publish_retry_policy, task_send_sent_event).
    */
   private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent'> {
-    const settings = this.queueSettings
+    const plan = this.sendPlan()
     return {
       ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName)),
-      resolveQueue: (name) => queueDefinition(settings, name),
-      deliveryMode: settings.defaultDeliveryMode,
+      resolveQueue: plan.resolveQueue,
+      deliveryMode: plan.settings.defaultDeliveryMode,
       ...this.publishing(),
     }
   }
 
+  /**
+   * routed() written into a send's own options object, which the caller owns:
+   * the same keys with the same values, without the objects in between.
+   */
+  private routeInto(o: SendTaskOptions, taskName: string, plan: SendPlan): void {
+    if (typeof o.queue !== 'string') {
+      const route = this.routeFor(taskName)
+      o.queue = route.queue
+      o.exchange = o.exchange ?? route.exchange
+      o.routingKey = o.routingKey ?? route.routingKey
+    }
+    o.resolveQueue = plan.resolveQueue
+    o.deliveryMode = plan.settings.defaultDeliveryMode
+    o.retryPolicy = plan.retryPolicy
+    if (plan.sentEvent) o.sentEvent = plan.sentEvent
+  }
+
   /** How this app's sends publish, the worker's follow-ups too: task_publish_retry_policy and task_send_sent_event. */
   publishing(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'> {
-    const conf = this.options.conf ?? {}
-    return {
-      retryPolicy: publishRetryPolicy(conf),
-      ...(conf.task_send_sent_event === true ? { sentEvent: { hostname: clientOrigin(), clock: this.clock } } : {}),
-    }
+    const plan = this.sendPlan()
+    return plan.sentEvent ? { retryPolicy: plan.retryPolicy, sentEvent: plan.sentEvent } : { retryPolicy: plan.retryPolicy }
   }
 
   /** task_queues and the task_default_* settings that shape queues (app/queues.ts), as the conf says now. */
   get queueSettings(): QueueSettings {
-    return queueSettings(this.options.conf ?? {}, this.defaultQueue)
+    return this.sendPlan().settings
   }
 
   /** The worker and CLI flags win over env, which wins over the module's own options. */
   configure(overrides: { broker?: string; resultBackend?: string }): void {
     this.overrides = { ...this.overrides, ...overrides }
+    this.watch.touch()
   }
 
   get config(): ResolvedConfig {
@@ -455,6 +543,7 @@ export class App {
     this.transportPromise ??= (async () => {
       const t = await createTransport(this.config.brokerWriteUrl, this.transportSettings)
       await t.connect()
+      this.openTransport = t
       return t
     })()
     return this.transportPromise
@@ -467,6 +556,7 @@ export class App {
         const { RpcResultBackend } = await import('./backends/rpc-backend.js')
         const backend = new RpcResultBackend(await this.transport(), this.replyTo(), this.resultCodec())
         await backend.start()
+        this.backendOpen = true
         return backend
       }
       return createResultBackend(url, { ...this.backendOptions, codec: this.resultCodec() })
@@ -480,31 +570,65 @@ export class App {
     return this.rpcReplyTo
   }
 
-  async sendTask(name: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+  sendTask(name: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+    return this.sendOwned(name, args, kwargs, { ...options })
+  }
+
+  /**
+   * sendTask with options the caller made for this send alone (delay() and
+   * applyAsync() do): they become the send's options, written in place.
+   * Once the transport is up, everything to the publish runs in this turn.
+   */
+  sendOwned(name: string, args: unknown[], kwargs: Record<string, unknown>, options: ApplyOptions): Promise<AsyncResult> {
     // Under task_always_eager a task this app has runs here (Celery's send_task
     // would still publish it); a name it does not have is sent as always.
     const eagerTask = isAlwaysEager(this) ? this.tasks.get(name) : undefined
     if (eagerTask) return applyAsyncEagerly(this, eagerTask, args, kwargs, options)
-    const transport = await this.transport()
-    const { link, linkError, ...rest } = options
+    let plan: SendPlan
+    try {
+      plan = this.sendPlan()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    const transport = this.openTransport
+    // The rpc backend must be listening before the reply can arrive.
+    if (!transport || (plan.rpc && !this.backendOpen)) return this.sendWhenOpen(name, args, kwargs, options)
+    const o = options as SendTaskOptions & ApplyOptions
+    const { link, linkError } = o
     // Celery's send_task inside a running task: the task is the parent, and with
     // task_inherit_parent_priority its priority is the default. Task.applyAsync
     // always passes a priority key (Celery's exec options carry one, None when
     // unset), so there, as in Celery 5.2.6, only send_task inherits.
     const parent = runningTask()
     if (parent) {
-      rest.rootId ??= parent.rootId ?? parent.id
-      rest.parentId ??= parent.id
+      o.rootId ??= parent.rootId ?? parent.id
+      o.parentId ??= parent.id
       const parentPriority = parent.deliveryInfo?.priority
-      if (this.conf.task_inherit_parent_priority === true && !('priority' in options) && typeof parentPriority === 'number') rest.priority = parentPriority
+      if (this.conf.task_inherit_parent_priority === true && !('priority' in options) && typeof parentPriority === 'number') o.priority = parentPriority
     }
-    const embed: Partial<TaskEmbed> = {}
-    if (link) embed.callbacks = (Array.isArray(link) ? link : [link]) as TaskEmbed['callbacks']
-    if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
-    // The rpc backend must be listening before the reply can arrive.
+    if (link || linkError) {
+      const embed: Partial<TaskEmbed> = {}
+      if (link) embed.callbacks = (Array.isArray(link) ? link : [link]) as TaskEmbed['callbacks']
+      if (linkError) embed.errbacks = (Array.isArray(linkError) ? linkError : [linkError]) as TaskEmbed['errbacks']
+      o.embed = embed
+    } else o.embed = undefined
+    try {
+      this.routeInto(o, name, plan)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    o.args = args
+    o.kwargs = kwargs
+    o.replyTo = o.replyTo ?? this.replyTo()
+    return sendTaskAs(transport, name, o, this.signals, plan.encoder, this.resultOf)
+  }
+
+  /** The first send (or one after close): opens the transport, and the rpc backend, then sends. */
+  private async sendWhenOpen(name: string, args: unknown[], kwargs: Record<string, unknown>, options: ApplyOptions): Promise<AsyncResult> {
+    await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const id = await sendTask(transport, name, { ...rest, ...this.routed(name, rest.queue, rest), args, kwargs, embed, replyTo: rest.replyTo ?? this.replyTo() }, this.signals, this.taskEncoder())
-    return new AsyncResult(id, this)
+    if (!this.openTransport) throw new Error('the app was closed while a send was opening its connection')
+    return this.sendOwned(name, args, kwargs, options)
   }
 
   /**
@@ -559,11 +683,18 @@ export class App {
   private async sendSignatures(signatures: Signature[], extra: (index: number) => Partial<SendTaskOptions>): Promise<AsyncResult[]> {
     const transport = await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const encoder = this.taskEncoder()
-    // Started together so the transport writes them as one batch; each still
+    const plan = this.sendPlan()
+    // Started together, in one turn, so the transport writes them as one batch
+    // (one LPUSH per list on Redis, one socket write on RabbitMQ); each still
     // resolves on its own confirm.
-    const ids = await Promise.all(signatures.map((sig, index) => sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), ...extra(index) }, this.signals, encoder)))
-    return ids.map((id) => new AsyncResult(id, this))
+    const sends = new Array<Promise<AsyncResult>>(signatures.length)
+    for (let index = 0; index < signatures.length; index++) {
+      const sig = signatures[index]!
+      const o = this.signatureSendOptions(sig, plan)
+      Object.assign(o, extra(index))
+      sends[index] = sendTaskAs(transport, sig.task, o, this.signals, plan.encoder, this.resultOf)
+    }
+    return Promise.all(sends)
   }
 
   /**
@@ -617,16 +748,20 @@ export class App {
     return new AsyncResult(bodyId, this)
   }
 
-  private signatureSendOptions(sig: Signature): SendTaskOptions {
+  private signatureSendOptions(sig: Signature, plan: SendPlan = this.sendPlan()): SendTaskOptions {
     const queue = sig.options.queue
     const id = sig.options.task_id
-    return {
+    const o: SendTaskOptions = {
       id: typeof id === 'string' ? id : undefined,
       args: sig.args,
       kwargs: sig.kwargs,
-      ...this.routed(sig.task, queue),
-      replyTo: this.replyTo(),
+      queue: typeof queue === 'string' ? queue : undefined,
+      exchange: undefined,
+      routingKey: undefined,
     }
+    this.routeInto(o, sig.task, plan)
+    o.replyTo = this.replyTo()
+    return o
   }
 
   /**
@@ -649,6 +784,8 @@ export class App {
     const transport = this.transportPromise
     this.backendPromise = undefined
     this.transportPromise = undefined
+    this.openTransport = undefined
+    this.backendOpen = false
     if (backend) await (await backend).close().catch(() => undefined)
     if (transport) await (await transport).close().catch(() => undefined)
     // app.lock()'s store connection would keep a script's event loop alive.

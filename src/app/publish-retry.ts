@@ -60,16 +60,42 @@ export function retryInterval(policy: PublishRetryPolicy, n: number): number {
   return value
 }
 
-/** Runs `publish`, retrying on a lost connection as the policy says; `onRetry` hears each retry. */
-export async function withPublishRetry<T>(policy: PublishRetryPolicy | null | undefined, publish: () => Promise<T>, onRetry?: (error: Error, retries: number) => void): Promise<T> {
+/**
+ * Runs `publish`, retrying on a lost connection as the policy says; `onRetry`
+ * hears each retry. `publish` is called at once, in this turn (a send's write
+ * joins the batch of the sends made beside it), and the retry machinery costs
+ * nothing until it fails.
+ */
+export function withPublishRetry<T>(policy: PublishRetryPolicy | null | undefined, publish: () => Promise<T>, onRetry?: (error: Error, retries: number) => void): Promise<T> {
+  let first: Promise<T>
+  try {
+    first = publish()
+  } catch (error) {
+    first = Promise.reject(error)
+  }
+  if (!policy) return first
+  return first.catch((error: unknown) => retryAfter(error, policy, publish, onRetry))
+}
+
+/**
+ * What withPublishRetry does once `publish` has failed with `error`: retry
+ * as the policy says, or give the error back. For a caller that made the
+ * first attempt itself and chains this on its failure.
+ */
+export function retryFailedPublish<T>(error: unknown, policy: PublishRetryPolicy | null | undefined, publish: () => Promise<T>): Promise<T> {
+  return policy ? retryAfter(error, policy, publish) : Promise.reject(error)
+}
+
+async function retryAfter<T>(error: unknown, policy: PublishRetryPolicy, publish: () => Promise<T>, onRetry?: (error: Error, retries: number) => void): Promise<T> {
   for (let retries = 0; ; retries++) {
+    if (!(error instanceof BrokerConnectionError)) throw error
+    if (policy.maxRetries !== null && retries >= policy.maxRetries) throw error
+    onRetry?.(error, retries)
+    await sleep(retryInterval(policy, retries) * 1000)
     try {
       return await publish()
-    } catch (error) {
-      if (!policy || !(error instanceof BrokerConnectionError)) throw error
-      if (policy.maxRetries !== null && retries >= policy.maxRetries) throw error
-      onRetry?.(error, retries)
-      await sleep(retryInterval(policy, retries) * 1000)
+    } catch (next) {
+      error = next
     }
   }
 }

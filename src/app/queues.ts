@@ -270,6 +270,8 @@ export async function declareDefinition(transport: Transport, d: QueueDefinition
 }
 
 const declaredOn = new WeakMap<Transport, Map<string, Promise<void>>>()
+/** Queues whose declaration has completed: a send to one needs no wait at all. */
+const doneOn = new WeakMap<Transport, Set<string>>()
 
 /** `maybe_declare`: once per connection, as kombu's producer does. */
 export function declareTaskQueue(transport: Transport, name: string, definition?: QueueDefinition): Promise<void> {
@@ -281,9 +283,21 @@ export function declareTaskQueue(transport: Transport, name: string, definition?
   if (!declared) {
     declared = declareOnce(transport, name, definition)
     seen.set(name, declared)
-    declared.catch(() => seen.delete(name))
+    declared.then(
+      () => {
+        let done = doneOn.get(transport)
+        if (!done) doneOn.set(transport, (done = new Set()))
+        done.add(name)
+      },
+      () => seen.delete(name),
+    )
   }
   return declared
+}
+
+/** declareTaskQueue(transport, name) has completed: the send can publish at once. */
+export function isTaskQueueDeclared(transport: Transport, name: string): boolean {
+  return doneOn.get(transport)?.has(name) === true
 }
 
 async function declareOnce(transport: Transport, name: string, definition?: QueueDefinition): Promise<void> {

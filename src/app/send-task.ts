@@ -1,10 +1,10 @@
 import { hostname } from 'node:os'
-import { buildEvent, encodeEvent, encodeTaskV2With, orderEventFields, utcoffsetHours, type BodyEncoder, type TaskSendOptions } from '../protocol/index.js'
-import type { LamportClock, Transport } from '../transport/index.js'
+import { buildEvent, encodeEvent, encodeTaskV2With, orderEventFields, utcoffsetHours, type BodyEncoder, type SerializedTaskMessage, type TaskSendOptions } from '../protocol/index.js'
+import type { Headers, LamportClock, OutgoingMessage, Transport } from '../transport/index.js'
 import type { AppSignals } from './app-signals.js'
 import { declareEventExchange, EVENT_EXCHANGE } from './event-receiver.js'
-import { withPublishRetry, type PublishRetryPolicy } from './publish-retry.js'
-import { declareTaskQueue, isQuorumQueue, QueueSettingError, type QueueDefinition } from './queues.js'
+import { retryFailedPublish, withPublishRetry, type PublishRetryPolicy } from './publish-retry.js'
+import { declareTaskQueue, isQuorumQueue, isTaskQueueDeclared, QueueSettingError, type QueueDefinition } from './queues.js'
 
 export const DEFAULT_QUEUE = 'celery'
 
@@ -47,23 +47,48 @@ let origin: string | undefined
  */
 const JSON_BODY: BodyEncoder = { serializer: 'json' }
 
-export async function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
+export function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
+  return sendTaskAs(transport, name, options, signals, encoder, taskIdOf)
+}
+
+const taskIdOf = (id: string): string => id
+
+/**
+ * sendTask resolving with `resultOf(id)` (an app's AsyncResult), made when
+ * the message is: one promise less per send than chaining a then.
+ */
+export function sendTaskAs<R>(transport: Transport, name: string, options: SendTaskOptions, signals: AppSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
+  try {
+    return startSend(transport, name, options, signals, encoder, resultOf)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/**
+ * Everything up to the publish runs in the caller's turn, with no await
+ * unless the queue is not declared yet: concurrent sends then reach the
+ * transport together and share its batched write.
+ */
+function startSend<R>(transport: Transport, name: string, options: SendTaskOptions, signals: AppSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
   const queue = options.queue ?? DEFAULT_QUEUE
-  const { resolveQueue, deliveryMode: defaultDeliveryMode, retryPolicy, sentEvent, ...encodeOptions } = options
-  const message = encodeTaskV2With(name, { ...encodeOptions, origin: options.origin ?? clientOrigin() }, encoder)
+  const message = encodeTaskV2With(name, options, encoder, options.origin ?? clientOrigin())
+  const retryPolicy = options.retryPolicy
   let exchange = ''
   let routingKey = queue
-  let deliveryMode: 1 | 2 = defaultDeliveryMode ?? message.properties.deliveryMode
+  let deliveryMode: 1 | 2 = options.deliveryMode ?? message.properties.deliveryMode
   let quorum = false
+  let declared: Promise<void> | undefined
   if (options.exchange) {
     exchange = options.exchange
     routingKey = options.routingKey ?? queue
   } else {
-    const definition = resolveQueue?.(queue)
-    await withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
+    const definition = options.resolveQueue?.(queue)
+    if (!isTaskQueueDeclared(transport, queue)) declared = withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
     quorum = isQuorumQueue(definition)
     if (quorum && options.priority) {
-      throw new QueueSettingError(`queue ${JSON.stringify(queue)} is a quorum queue, whose messages have no priority (priority=${options.priority}); send without one or route to a classic queue`)
+      const refusal = new QueueSettingError(`queue ${JSON.stringify(queue)} is a quorum queue, whose messages have no priority (priority=${options.priority}); send without one or route to a classic queue`)
+      return declared ? declared.then(() => Promise.reject(refusal)) : Promise.reject(refusal)
     }
     if (definition) {
       deliveryMode = definition.deliveryMode ?? deliveryMode
@@ -76,27 +101,69 @@ export async function sendTask(transport: Transport, name: string, options: Send
       }
     }
   }
-  const announce = signals && (signals.has('before_task_publish') || signals.has('after_task_publish'))
-  const body = announce ? message.value : undefined
-  if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
-  const outgoing = {
-    body: message.body,
-    properties: {
-      contentType: message.contentType,
-      contentEncoding: message.contentEncoding,
-      headers: message.headers as Record<string, never>,
-      deliveryMode,
-      priority: message.properties.priority,
-      correlationId: message.properties.correlationId,
-      replyTo: message.properties.replyTo,
-      ...(message.properties.expiration !== undefined ? { expiration: message.properties.expiration } : {}),
-    },
+  const announce = signals !== undefined && (signals.has('before_task_publish') || signals.has('after_task_publish'))
+  if (announce || options.sentEvent) {
+    const target = { queue, exchange, routingKey, quorum, deliveryMode }
+    const announced = declared ? declared.then(() => publishAnnounced(transport, name, options, signals, message, target)) : publishAnnounced(transport, name, options, signals, message, target)
+    return announced.then(resultOf)
   }
+  const outgoing = outgoingOf(message, deliveryMode)
   // Celery 5.5's send_task: an ETA bound for a quorum queue waits in the
   // broker's native delayed delivery, not in a worker whose prefetch is
   // static there. It is sent BROKER_DELAY_LEAD_S early (and the ladder counts
   // whole seconds): each hop of the ladder is a replicated dead-lettering,
   // seconds in all on a loaded cluster, and the worker holds the rest.
+  const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
+  const publish = delayS >= 1 ? () => transport.publishDelayed!(queue, outgoing, delayS) : () => transport.publish(exchange, routingKey, outgoing)
+  const result = resultOf(message.properties.correlationId)
+  if (declared) return declared.then(() => withPublishRetry(retryPolicy, publish)).then(() => result)
+  let first: Promise<void>
+  try {
+    first = publish()
+  } catch (error) {
+    first = Promise.reject(error)
+  }
+  // withPublishRetry, written out: one promise for the send, not three.
+  return first.then(
+    () => result,
+    (error: unknown) => retryFailedPublish(error, retryPolicy, publish).then(() => result),
+  )
+}
+
+function outgoingOf(message: SerializedTaskMessage, deliveryMode: 1 | 2): OutgoingMessage {
+  const p = message.properties
+  const outgoing: OutgoingMessage = {
+    body: message.body,
+    properties: {
+      contentType: message.contentType,
+      contentEncoding: message.contentEncoding,
+      headers: message.headers as Headers,
+      deliveryMode,
+      priority: p.priority,
+      correlationId: p.correlationId,
+      replyTo: p.replyTo,
+    },
+  }
+  if (p.expiration !== undefined) outgoing.properties.expiration = p.expiration
+  return outgoing
+}
+
+/** The send with before/after_task_publish receivers or a task-sent event: the message as the receivers leave it. */
+async function publishAnnounced(
+  transport: Transport,
+  name: string,
+  options: SendTaskOptions,
+  signals: AppSignals | undefined,
+  message: SerializedTaskMessage,
+  target: { queue: string; exchange: string; routingKey: string; quorum: boolean; deliveryMode: 1 | 2 },
+): Promise<string> {
+  const { queue, exchange, routingKey, quorum } = target
+  const retryPolicy = options.retryPolicy
+  const sentEvent = options.sentEvent
+  const announce = signals !== undefined && (signals.has('before_task_publish') || signals.has('after_task_publish'))
+  const body = announce ? message.value : undefined
+  if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
+  const outgoing = outgoingOf(message, target.deliveryMode)
   const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
   if (delayS >= 1) await withPublishRetry(retryPolicy, () => transport.publishDelayed!(queue, outgoing, delayS))
   else await withPublishRetry(retryPolicy, () => transport.publish(exchange, routingKey, outgoing))

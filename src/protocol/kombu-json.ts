@@ -58,7 +58,18 @@ function keyText(k: unknown): string {
   throw new TypeError(`keys must be str, int, float, bool or None, not ${typeof k}`)
 }
 
-function write(value: unknown, seen: Set<object>): string {
+// Objects being written, outermost first. A cycle makes the walk go ever
+// deeper, so the path is searched only past CYCLE_CHECK_DEPTH levels: ordinary
+// messages (a few levels) pay no Set add/delete per object, and a cycle still
+// ends in Python's "Circular reference detected".
+const CYCLE_CHECK_DEPTH = 32
+
+function enter(obj: object, path: object[]): void {
+  if (path.length >= CYCLE_CHECK_DEPTH && path.includes(obj)) throw new TypeError('Circular reference detected')
+  path.push(obj)
+}
+
+function write(value: unknown, path: object[]): string {
   if (value === null || value === undefined) return 'null'
   switch (typeof value) {
     case 'string': return quoteJsonString(value)
@@ -68,6 +79,7 @@ function write(value: unknown, seen: Set<object>): string {
     case 'object': break
     default: throw new TypeError(`Object of type ${typeof value} is not JSON serializable`)
   }
+  if (Array.isArray(value)) return writeList(value, value, path)
   if (value instanceof PyFloat) return floatToken(value.value)
   if (value instanceof Date) return quoteJsonString(isoformatUtc(value, 'Z'))
   if (value instanceof Uint8Array || value instanceof ArrayBuffer) {
@@ -75,37 +87,40 @@ function write(value: unknown, seen: Set<object>): string {
     throw new TypeError('Object of type bytes is not JSON serializable')
   }
   const obj = value as object
-  if (seen.has(obj)) throw new TypeError('Circular reference detected')
-  seen.add(obj)
-  try {
-    if (obj instanceof PyTuple) return writeList(obj.items, seen)
-    if (Array.isArray(obj)) return writeList(obj, seen)
-    if (obj instanceof Map) {
-      const parts: string[] = []
-      for (const [k, v] of obj) {
-        if (v === undefined) continue
-        parts.push(`${quoteJsonString(keyText(k))}: ${write(v, seen)}`)
-      }
-      return `{${parts.join(', ')}}`
-    }
-    if (obj instanceof Set) return writeList([...obj], seen)
-    const toJSON = (obj as { toJSON?: unknown }).toJSON
-    if (typeof toJSON === 'function') return write((toJSON as () => unknown).call(obj), seen)
-    const parts: string[] = []
-    for (const [k, v] of Object.entries(obj)) {
+  if (obj instanceof PyTuple) return writeList(obj, obj.items, path)
+  if (obj instanceof Set) return writeList(obj, [...obj], path)
+  enter(obj, path)
+  let out = '{'
+  if (obj instanceof Map) {
+    for (const [k, v] of obj) {
       if (v === undefined) continue
-      parts.push(`${quoteJsonString(k)}: ${write(v, seen)}`)
+      out += `${out.length > 1 ? ', ' : ''}${quoteJsonString(keyText(k))}: ${write(v, path)}`
     }
-    return `{${parts.join(', ')}}`
-  } finally {
-    seen.delete(obj)
+  } else {
+    const toJSON = (obj as { toJSON?: unknown }).toJSON
+    if (typeof toJSON === 'function') {
+      const text = write((toJSON as () => unknown).call(obj), path)
+      path.pop()
+      return text
+    }
+    const record = obj as Record<string, unknown>
+    for (const k of Object.keys(record)) {
+      const v = record[k]
+      if (v === undefined) continue
+      out += `${out.length > 1 ? ', ' : ''}${quoteJsonString(k)}: ${write(v, path)}`
+    }
   }
+  // No finally: a throw ends the whole dumps, whose path goes with it.
+  path.pop()
+  return `${out}}`
 }
 
-function writeList(items: readonly unknown[], seen: Set<object>): string {
-  const parts = new Array<string>(items.length)
-  for (let i = 0; i < items.length; i++) parts[i] = write(items[i], seen)
-  return `[${parts.join(', ')}]`
+function writeList(owner: object, items: readonly unknown[], path: object[]): string {
+  enter(owner, path)
+  let out = '['
+  for (let i = 0; i < items.length; i++) out += i === 0 ? write(items[i], path) : `, ${write(items[i], path)}`
+  path.pop()
+  return `${out}]`
 }
 
 /**
@@ -114,7 +129,7 @@ function writeList(items: readonly unknown[], seen: Set<object>): string {
  */
 export function dumps(value: unknown): string {
   try {
-    return write(value, new Set())
+    return write(value, [])
   } catch (error) {
     throw new EncodeError(error)
   }

@@ -282,12 +282,57 @@ export function saferepr(value: unknown, maxlen: number | null = 1024, maxlevels
 /** Celery's argsrepr_maxsize / kwargsrepr_maxsize. */
 export const REPR_MAXSIZE = 1024
 
+// Every send writes argsrepr and kwargsrepr, and most sends carry a few
+// numbers or short strings, where the token stream above costs more than the
+// rest of the message. For those the text is written directly: one level, no
+// container, so maxlevels cannot apply, and kept under QUICK_LIMIT UTF-16
+// units (never fewer code points), so no token reaches saferepr's `left` and
+// nothing is cut. Anything else goes through saferepr.
+const QUICK_LIMIT = 1000
+
+function quickScalar(v: unknown): string | undefined {
+  switch (typeof v) {
+    case 'string': return v.includes("'") ? `'${v.replaceAll("'", "\\'")}'` : `'${v}'`
+    case 'number': return Number.isFinite(v) ? formatPyNumber(v) : formatPyFloat(v)
+    case 'boolean': return v ? 'True' : 'False'
+    case 'bigint': return v.toString()
+    case 'object': return v === null ? 'None' : undefined
+    default: return undefined
+  }
+}
+
+function quickArgsRepr(args: readonly unknown[]): string | undefined {
+  let out = '('
+  for (let i = 0; i < args.length; i++) {
+    const r = quickScalar(args[i])
+    if (r === undefined) return undefined
+    out += i === 0 ? r : `, ${r}`
+    if (out.length > QUICK_LIMIT) return undefined
+  }
+  return args.length === 1 ? `${out},)` : `${out})`
+}
+
+function quickKwargsRepr(kwargs: Record<string, unknown>): string | undefined {
+  const proto = Object.getPrototypeOf(kwargs)
+  if (proto !== Object.prototype && proto !== null) return undefined
+  let out = '{'
+  for (const k of Object.keys(kwargs)) {
+    const v = kwargs[k]
+    if (v === undefined) continue
+    const r = quickScalar(v)
+    if (r === undefined) return undefined
+    out += `${out.length > 1 ? ', ' : ''}${quickScalar(k)}: ${r}`
+    if (out.length > QUICK_LIMIT) return undefined
+  }
+  return `${out}}`
+}
+
 /** The `argsrepr` header: positional args are a tuple, so `[2, 3]` gives `(2, 3)`. */
 export function argsRepr(args: readonly unknown[]): string {
-  return saferepr(new PyTuple([...args]), REPR_MAXSIZE)
+  return quickArgsRepr(args) ?? saferepr(new PyTuple([...args]), REPR_MAXSIZE)
 }
 
 /** The `kwargsrepr` header. */
 export function kwargsRepr(kwargs: Record<string, unknown>): string {
-  return saferepr(kwargs, REPR_MAXSIZE)
+  return quickKwargsRepr(kwargs) ?? saferepr(kwargs, REPR_MAXSIZE)
 }

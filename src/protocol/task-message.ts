@@ -80,7 +80,7 @@ function checkSeconds(value: number, what: string): void {
 
 /** Build a protocol v2 task message (spec §1.1, §1.3, §1.4). */
 export function encodeTaskV2(name: string, options: TaskSendOptions): EncodedMessage {
-  const { value, headers, properties } = taskV2Parts(name, options)
+  const { value, headers, properties } = taskV2Parts(name, options, options.origin)
   return { body: dumps(value), contentType: 'application/json', contentEncoding: 'utf-8', headers, properties }
 }
 
@@ -93,22 +93,36 @@ export interface SerializedTaskMessage extends Omit<EncodedMessage, 'body' | 'co
   value: unknown[]
 }
 
-export function encodeTaskV2With(name: string, options: TaskSendOptions, encoder: BodyEncoder): SerializedTaskMessage {
-  const { value, headers, properties } = taskV2Parts(name, options)
+/** The body's third element when a task has no callbacks, errbacks, chain or chord: most sends. */
+const NO_EMBED_JSON = '{"callbacks": null, "errbacks": null, "chain": null, "chord": null}'
+
+/**
+ * `origin`, when given, stands in for options.origin: a sender passes its
+ * options through as they are instead of copying them to add it.
+ */
+export function encodeTaskV2With(name: string, options: Omit<TaskSendOptions, 'origin'> & { origin?: string }, encoder: BodyEncoder, origin?: string): SerializedTaskMessage {
+  const { value, headers, properties } = taskV2Parts(name, options, origin ?? options.origin)
+  const embed = options.embed
+  if (encoder.serializer === 'json' && (!embed || (!embed.callbacks && !embed.errbacks && !embed.chain && !embed.chord))) {
+    // The same text as dumps(value), with the all-null embed written once for all.
+    const text = `[${dumps(value[0])}, ${dumps(value[1])}, ${NO_EMBED_JSON}]`
+    return { body: Buffer.from(text, 'utf8'), contentType: 'application/json', contentEncoding: 'utf-8', headers, properties, value }
+  }
   const { body, contentType, contentEncoding } = encodeBody(value, encoder)
   return { body, contentType, contentEncoding, headers, properties, value }
 }
 
-function taskV2Parts(name: string, options: TaskSendOptions): { value: unknown[]; headers: Record<string, unknown>; properties: EncodedMessage['properties'] } {
+function taskV2Parts(name: string, options: Omit<TaskSendOptions, 'origin'>, origin: string | undefined): { value: unknown[]; headers: Record<string, unknown>; properties: EncodedMessage['properties'] } {
   const id = options.id ?? globalThis.crypto.randomUUID()
-  const now = options.now ?? new Date()
   const args = options.args ?? []
   const kwargs = options.kwargs ?? {}
+  // The clock is read only when a countdown or expiry needs it: most sends have neither.
+  const now = options.countdown || options.expires !== undefined ? (options.now ?? new Date()).getTime() : 0
 
   let eta: string | null = null
   if (options.countdown) {
     checkSeconds(options.countdown, 'countdown')
-    eta = formatIsoDate(new Date(now.getTime() + options.countdown * 1000))
+    eta = formatIsoDate(new Date(now + options.countdown * 1000))
   } else if (options.eta !== undefined) {
     eta = typeof options.eta === 'string' ? options.eta : formatIsoDate(options.eta)
   }
@@ -118,14 +132,14 @@ function taskV2Parts(name: string, options: TaskSendOptions): { value: unknown[]
   const exp = options.expires
   if (typeof exp === 'number') {
     checkSeconds(exp, 'expires')
-    expires = formatIsoDate(new Date(now.getTime() + exp * 1000))
+    expires = formatIsoDate(new Date(now + exp * 1000))
     expiresInS = exp
   } else if (exp instanceof Date) {
     expires = formatIsoDate(exp)
-    expiresInS = (exp.getTime() - now.getTime()) / 1000
+    expiresInS = (exp.getTime() - now) / 1000
   } else if (typeof exp === 'string') {
     expires = exp
-    expiresInS = (parseIsoDate(exp).getTime() - now.getTime()) / 1000
+    expiresInS = (parseIsoDate(exp).getTime() - now) / 1000
   }
 
   const headers: Record<string, unknown> = {
@@ -143,7 +157,7 @@ function taskV2Parts(name: string, options: TaskSendOptions): { value: unknown[]
     parent_id: options.parentId ?? null,
     argsrepr: options.argsrepr ?? argsRepr(args),
     kwargsrepr: options.kwargsrepr ?? kwargsRepr(kwargs),
-    origin: options.origin,
+    origin,
     ignore_result: options.ignoreResult ?? false,
   }
   if (options.headers) Object.assign(headers, options.headers)

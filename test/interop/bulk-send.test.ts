@@ -7,7 +7,6 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import { createApp, signature, type App } from '../../src/index.js'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
-import { sleep } from '../helpers/process-group.js'
 import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'
 import { PY_DIR, PYTHON, parseJsonOut, runCelery, startPythonWorker, type PeerEnv, type PythonWorker } from './helpers/python-worker.js'
 
@@ -44,7 +43,11 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
       let dumped = ''
       dump.stdout!.setEncoding('utf8').on('data', (d: string) => (dumped += d))
       dump.stderr!.resume()
-      await sleep(5_000)
+      // celery events prints "starting capture" before it subscribes, and a
+      // loaded machine takes seconds to get there: a task run before then is
+      // never dumped. The worker's heartbeat (every 2 s with -E) in the dump
+      // says the subscription is live.
+      await waitFor(() => dumped.split('\n').some((line) => line.includes(py!.nodename) && line.includes('heartbeat')), { timeoutMs: 60_000, intervalMs: 200, what: 'celery events --dump to receive the worker\'s heartbeat' })
 
       const results = await app!.sendMany(Array.from({ length: BULK }, (_, i) => signature('proj.add', [i, i])))
       ids.push(...results.map((r) => r.id))

@@ -70,6 +70,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private readonly deadConnections = new WeakSet<ChannelModel>()
   private controlChannel: Promise<Channel> | null = null
   private publishChannel: Promise<ConfirmChannel> | null = null
+  /** publishChannel once open: a publish on it needs no await while it is still the current one. */
+  private openPublishChannel: { opening: Promise<ConfirmChannel>; channel: ConfirmChannel } | null = null
   /** The broker's reason a channel closed, read by publishes whose confirm failed. */
   private readonly channelCloseErrors = new WeakMap<Channel, Error>()
   private readonly topology = new TopologyRegistry()
@@ -194,27 +196,38 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   async publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions: PublishOptions = {}): Promise<void> {
     const options = toPublishOptions(message.properties)
-    const what = `publish to exchange '${exchange}' key '${routingKey}'`
     if (publishOptions.confirm === false) {
-      await this.withControl(what, async (channel) => {
+      await this.withControl(`publish to exchange '${exchange}' key '${routingKey}'`, async (channel) => {
         channel.publish(exchange, routingKey, message.body, options)
       })
       return
     }
-    await this.retrying(what, async (conn) => {
-      const channel = await this.publishChannelFor(conn)
-      // Resolves on the broker's confirm, so an awaited publish survives a broker drop.
-      await new Promise<void>((resolve, reject) => {
-        try {
-          channel.publish(exchange, routingKey, message.body, options, (err) => {
-            if (err) reject(this.channelCloseErrors.get(channel) ?? err)
-            else resolve()
-          })
-          flushAtEndOfTurn(conn)
-        } catch (err) {
-          reject(err)
-        }
-      })
+    const open = this.openPublishChannel
+    if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
+      // The channel is up: publish in this turn, so the sends made beside this
+      // one share its socket write, with no await before. Only a failure takes
+      // the retrying path, as its first attempt.
+      const conn = this.conn
+      await this.confirmedPublish(conn, open.channel, exchange, routingKey, message.body, options).catch((err: unknown) =>
+        this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (next) => this.confirmedPublish(next, await this.publishChannelFor(next), exchange, routingKey, message.body, options), err),
+      )
+      return
+    }
+    await this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (conn) => this.confirmedPublish(conn, await this.publishChannelFor(conn), exchange, routingKey, message.body, options))
+  }
+
+  /** Resolves on the broker's confirm, so an awaited publish survives a broker drop. */
+  private confirmedPublish(conn: ChannelModel, channel: ConfirmChannel, exchange: string, routingKey: string, body: Buffer, options: ReturnType<typeof toPublishOptions>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      try {
+        channel.publish(exchange, routingKey, body, options, (err) => {
+          if (err) reject(this.channelCloseErrors.get(channel) ?? err)
+          else resolve()
+        })
+        flushAtEndOfTurn(conn)
+      } catch (err) {
+        reject(err)
+      }
     })
   }
 
@@ -484,7 +497,9 @@ export class AmqpTransport extends EventEmitter implements Transport {
         ch.on('error', (err: Error) => this.channelCloseErrors.set(ch, err))
         ch.on('close', () => {
           if (this.publishChannel === opening) this.publishChannel = null
+          if (this.openPublishChannel?.channel === ch) this.openPublishChannel = null
         })
+        if (this.publishChannel === opening) this.openPublishChannel = { opening, channel: ch }
         return ch
       })
       opening.catch(() => {
@@ -505,11 +520,13 @@ export class AmqpTransport extends EventEmitter implements Transport {
    * operation's error) or a lost connection means try again on a fresh channel,
    * after the reconnect if there is one.
    */
-  private async retrying<T>(what: string, op: (conn: ChannelModel) => Promise<T>): Promise<T> {
+  private async retrying<T>(what: string, op: (conn: ChannelModel) => Promise<T>, firstError?: unknown): Promise<T> {
     let lastError: unknown
+    // `firstError`: the caller made the first attempt itself, and it failed so.
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
-      const conn = await this.ready()
       try {
+        if (attempt === 0 && firstError !== undefined) throw firstError
+        const conn = await this.ready()
         return await op(conn)
       } catch (err) {
         if (err instanceof BrokerRequestError || isChannelError(err)) throw classifyAmqpError(err, what)

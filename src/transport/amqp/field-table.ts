@@ -79,7 +79,10 @@ function encodeValue(buffer: Buffer, value: unknown, offset: number): number {
     case 'string': {
       buffer[offset] = 0x53 // S
       const len = buffer.write(value, offset + 5, 'utf8')
-      if (len !== Buffer.byteLength(value, 'utf8')) throw new RangeError('field table does not fit the frame buffer')
+      // write() stops short only when the buffer ends, within 3 bytes of its
+      // end (a character that does not fit whole); with room left beyond that
+      // the whole string was written, and measuring it again is not needed.
+      if (buffer.length - (offset + 5 + len) < 4 && len !== Buffer.byteLength(value, 'utf8')) throw new RangeError('field table does not fit the frame buffer')
       buffer.writeUInt32BE(len, offset + 1)
       return 5 + len
     }
