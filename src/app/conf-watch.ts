@@ -17,33 +17,23 @@ export class ConfWatch {
 
   /** `options`, with its writes counted; a conf assigned to it is watched too. */
   watchOptions<T extends { conf?: Record<string, unknown> }>(options: T): T {
-    const proxy = new Proxy(options, {
-      set: (target, key, value) => {
-        const given = key === 'conf' && value !== null && typeof value === 'object' ? this.watchConf(value as Record<string, unknown>) : value
-        const set = Reflect.set(target, key, given)
-        this.version += 1
-        return set
-      },
-      deleteProperty: (target, key) => {
-        const deleted = Reflect.deleteProperty(target, key)
-        this.version += 1
-        return deleted
-      },
-      defineProperty: (target, key, descriptor) => {
-        const defined = Reflect.defineProperty(target, key, descriptor)
-        this.version += 1
-        return defined
-      },
-    })
+    const proxy = new Proxy(options, this.counting((key, value) => (key === 'conf' && value !== null && typeof value === 'object' ? this.watchConf(value as Record<string, unknown>) : value)))
     if (options.conf) proxy.conf = options.conf
     return proxy
   }
 
   watchConf(conf: Record<string, unknown>): Record<string, unknown> {
     if (this.watched.has(conf)) return conf
-    const proxy = new Proxy(conf, {
+    const proxy = new Proxy(conf, this.counting())
+    this.watched.add(proxy)
+    return proxy
+  }
+
+  /** Traps that count every assignment, definition and deletion; `written` may replace the value assigned. */
+  private counting<T extends object>(written: (key: string | symbol, value: unknown) => unknown = (_key, value) => value): ProxyHandler<T> {
+    return {
       set: (target, key, value) => {
-        const set = Reflect.set(target, key, value)
+        const set = Reflect.set(target, key, written(key, value))
         this.version += 1
         return set
       },
@@ -57,9 +47,7 @@ export class ConfWatch {
         this.version += 1
         return defined
       },
-    })
-    this.watched.add(proxy)
-    return proxy
+    }
   }
 
   /** A change the proxies cannot see (setupSecurity, configure): stale as after a write. */

@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test'
 import { sendTask } from '../../src/app/send-task.js'
 import { createTransport, defaultFileBrokerUrl } from '../../src/transport/index.js'
 import { waitFor } from '../helpers/brokers.js'
-import { BIN, embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome } from '../helpers/cli.js'
+import { BIN, callTask, embeddedBrokerEnv, ROOT, runTsq, startWorker, taskResult, tempTsqHome } from '../helpers/cli.js'
 
 const APP = 'test/fixtures/tasks/worker-extra-tasks.js'
 let n = 0
@@ -20,17 +20,6 @@ after(() => {
 
 function nodeName(): string {
   return `extra${++n}-${process.pid}@testhost`
-}
-
-async function call(env: NodeJS.ProcessEnv, task: string, args: unknown[]): Promise<string> {
-  const r = await runTsq(['call', task, '--args', JSON.stringify(args)], { env })
-  assert.equal(r.code, 0, r.stderr)
-  return r.stdout.trim()
-}
-
-async function result(env: NodeJS.ProcessEnv, id: string): Promise<{ status: string; result: unknown }> {
-  const r = await runTsq(['result', id, '-t', '30', '--json'], { env })
-  return JSON.parse(r.stdout) as { status: string; result: unknown }
 }
 
 async function stats(env: NodeJS.ProcessEnv, node: string): Promise<{ clock: string; pool: { processes: number[]; 'max-concurrency': number }; autoscaler?: Record<string, number> } | null> {
@@ -96,7 +85,7 @@ describe('[--statedb] revoked ids and the clock survive a restart', () => {
       const clockAfter = Number((await stats(env, node))?.clock ?? 0)
       assert.ok(clockAfter > clockBefore, `clock ${clockAfter} continues from ${clockBefore}`)
       await sendMany(env, 'extra.sleep', [0], 1, [id])
-      const meta = await result(env, id)
+      const meta = await taskResult(env, id)
       assert.deepEqual([meta.status, meta.result], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' }])
     } finally {
       await second.stop()
@@ -139,12 +128,12 @@ describe('[--max-memory-per-child] a child over the limit is replaced after its 
     const node = nodeName()
     const worker = await startWorker(['-A', APP, '-c', '1', '-l', 'INFO', '--without-heartbeat', '--max-memory-per-child', '200000'], { env, nodename: node })
     try {
-      const pid1 = (await result(env, await call(env, 'extra.pid', []))).result
-      const pid2 = (await result(env, await call(env, 'extra.pid', []))).result
+      const pid1 = (await taskResult(env, await callTask(env, 'extra.pid', []))).result
+      const pid2 = (await taskResult(env, await callTask(env, 'extra.pid', []))).result
       assert.equal(pid2, pid1, 'a child under the limit is kept')
-      const rss = (await result(env, await call(env, 'extra.alloc', [300]))).result as number
+      const rss = (await taskResult(env, await callTask(env, 'extra.alloc', [300]))).result as number
       assert.ok(rss > 200_000 * 1024, `the task grew the child to ${rss} bytes`)
-      const pid3 = (await result(env, await call(env, 'extra.pid', []))).result
+      const pid3 = (await taskResult(env, await callTask(env, 'extra.pid', []))).result
       assert.notEqual(pid3, pid1, 'the child over the limit was replaced')
       assert.match(worker.output(), /over --max-memory-per-child 200000 KiB; replacing it/)
     } finally {
@@ -178,9 +167,9 @@ describe('[%I] per-process log files', () => {
     const logs = join(home, 'logs')
     const child = await startLoggingWorker(['-A', APP, '-c', '2', '-l', 'INFO', '--without-heartbeat', '--max-tasks-per-child', '1', '--logfile', join(logs, '%n%I.log')], env, node)
     const ids: string[] = []
-    for (let i = 0; i < 6; i++) ids.push(await call(env, 'extra.log', [`line ${i}`]))
+    for (let i = 0; i < 6; i++) ids.push(await callTask(env, 'extra.log', [`line ${i}`]))
     const pids = new Set<unknown>()
-    for (const id of ids) pids.add((await result(env, id)).result)
+    for (const id of ids) pids.add((await taskResult(env, id)).result)
     await stopChild(child)
     assert.ok(pids.size >= 3, `children were replaced (saw ${pids.size} pids)`)
     const short = node.split('@')[0]!
@@ -283,7 +272,7 @@ describe('[broken pipe] a worker whose console pipe closes (`tsq worker | head`)
     // What `head` does once it has its lines: the read ends go, and the next log line gets EPIPE.
     worker.child.stdout!.destroy()
     worker.child.stderr!.destroy()
-    const r = await result(env, await call(env, 'extra.pid', []))
+    const r = await taskResult(env, await callTask(env, 'extra.pid', []))
     assert.equal(r.status, 'SUCCESS', 'it still runs tasks, logging into the closed pipe')
     assert.equal(await ping(env, node), true)
     assert.equal(await worker.stop('SIGTERM'), 0, 'it stops on SIGTERM')

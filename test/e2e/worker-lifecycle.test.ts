@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { embeddedBrokerEnv, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { callTask, embeddedBrokerEnv, runTsq, type SpawnedWorker, startWorker, tempTsqHome } from '../helpers/cli.js'
 import { waitFor } from '../helpers/brokers.js'
 
 const APP = 'test/fixtures/tasks/lifecycle-tasks.js'
@@ -16,12 +16,6 @@ async function setup(extra: string[] = [], envExtra: NodeJS.ProcessEnv = {}) {
   const node = `life${++n}-${process.pid}@testhost`
   const worker = await startWorker(['-A', APP, '-c', '1', '-l', 'INFO', '--without-heartbeat', ...extra], { env, nodename: node })
   return { env, node, worker, home }
-}
-
-async function call(env: NodeJS.ProcessEnv, task: string, args: unknown[]): Promise<string> {
-  const r = await runTsq(['call', task, '--args', JSON.stringify(args)], { env })
-  assert.equal(r.code, 0, r.stderr)
-  return r.stdout.trim()
 }
 
 async function waitActive(env: NodeJS.ProcessEnv, node: string, id: string): Promise<void> {
@@ -56,7 +50,7 @@ async function exitOf(worker: SpawnedWorker): Promise<number | null> {
 describe('worker shutdown phases and signals', () => {
   it('[TERM] warm: the running task finishes, the worker exits 0', async () => {
     const { env, node, worker } = await setup()
-    const id = await call(env, 'life.sleep', [2])
+    const id = await callTask(env, 'life.sleep', [2])
     await waitActive(env, node, id)
     worker.child.kill('SIGTERM')
     worker.child.kill('SIGTERM') // extra TERMs are ignored
@@ -67,7 +61,7 @@ describe('worker shutdown phases and signals', () => {
 
   it('[QUIT] cold: the running task is cancelled and its message restored', async () => {
     const { env, node, worker } = await setup()
-    const id = await call(env, 'life.sleep', [30])
+    const id = await callTask(env, 'life.sleep', [30])
     await waitActive(env, node, id)
     worker.child.kill('SIGQUIT')
     assert.equal(await exitOf(worker), 0)
@@ -79,7 +73,7 @@ describe('worker shutdown phases and signals', () => {
 
   it('[INT, INT] warm then cold, each announcing what the next Ctrl-C does', async () => {
     const { env, node, worker } = await setup()
-    const id = await call(env, 'life.sleep', [30])
+    const id = await callTask(env, 'life.sleep', [30])
     await waitActive(env, node, id)
     worker.child.kill('SIGINT')
     await waitFor(() => worker.output().includes('Hitting Ctrl+C again will initiate cold shutdown'), { what: 'warm hint' })
@@ -91,7 +85,7 @@ describe('worker shutdown phases and signals', () => {
 
   it('[REMAP_SIGTERM=SIGQUIT] TERM is a cold shutdown', async () => {
     const { env, node, worker } = await setup([], { REMAP_SIGTERM: 'SIGQUIT' })
-    const id = await call(env, 'life.sleep', [30])
+    const id = await callTask(env, 'life.sleep', [30])
     await waitActive(env, node, id)
     worker.child.kill('SIGTERM')
     assert.equal(await exitOf(worker), 0)
@@ -101,7 +95,7 @@ describe('worker shutdown phases and signals', () => {
 
   it('[--soft-shutdown-timeout] QUIT gives running tasks the window, then goes cold', async () => {
     const { env, node, worker } = await setup(['--soft-shutdown-timeout', '1'])
-    const id = await call(env, 'life.sleep', [30])
+    const id = await callTask(env, 'life.sleep', [30])
     await waitActive(env, node, id)
     worker.child.kill('SIGQUIT')
     assert.equal(await exitOf(worker), 0)
@@ -110,7 +104,7 @@ describe('worker shutdown phases and signals', () => {
 
   it('[QUIT during soft] cancels the tasks but the soft window still runs out', async () => {
     const { env, node, worker } = await setup(['--soft-shutdown-timeout', '3'])
-    const id = await call(env, 'life.sleep', [30])
+    const id = await callTask(env, 'life.sleep', [30])
     await waitActive(env, node, id)
     const started = Date.now()
     worker.child.kill('SIGQUIT')
@@ -144,7 +138,7 @@ describe('worker shutdown phases and signals', () => {
 
   it('[USR1] prints what each pool slot runs', async () => {
     const { env, node, worker } = await setup()
-    const id = await call(env, 'life.sleep', [30])
+    const id = await callTask(env, 'life.sleep', [30])
     await waitActive(env, node, id)
     worker.child.kill('SIGUSR1')
     await waitFor(() => worker.output().includes('Pool slots (USR1)') && worker.output().includes('reserved:'), { what: 'USR1 dump' })
@@ -156,12 +150,12 @@ describe('worker shutdown phases and signals', () => {
 describe('time limits and revokes (prefork)', () => {
   it('[--time-limit] a task past its hard limit is killed; the next runs in a fresh child', async () => {
     const { env, worker } = await setup(['--time-limit', '1'])
-    const pidBefore = (await resultMeta(env, await call(env, 'life.pid', []))).result
-    const id = await call(env, 'life.stubborn', [30])
+    const pidBefore = (await resultMeta(env, await callTask(env, 'life.pid', []))).result
+    const id = await callTask(env, 'life.stubborn', [30])
     const meta = await resultMeta(env, id)
     assert.equal(meta.status, 'FAILURE')
     assert.deepEqual(meta.result, { exc_type: 'TimeLimitExceeded', exc_message: [1], exc_module: 'celery.exceptions' })
-    const pidAfter = (await resultMeta(env, await call(env, 'life.pid', []))).result
+    const pidAfter = (await resultMeta(env, await callTask(env, 'life.pid', []))).result
     assert.notEqual(pidAfter, pidBefore)
     await worker.stop()
   })
@@ -169,7 +163,7 @@ describe('time limits and revokes (prefork)', () => {
   it('[--soft-time-limit] the task sees SoftTimeLimitExceeded and cleans up', async () => {
     const { env, worker, home } = await setup(['--soft-time-limit', '1'])
     const marker = join(home, 'cleanup-marker')
-    const meta = await resultMeta(env, await call(env, 'life.soft', [30, marker]))
+    const meta = await resultMeta(env, await callTask(env, 'life.soft', [30, marker]))
     assert.deepEqual([meta.status, meta.result], ['SUCCESS', 'cleaned up'])
     assert.ok(existsSync(marker))
     assert.equal(readFileSync(marker, 'utf8').trim(), 'SoftTimeLimitExceeded')
@@ -180,14 +174,14 @@ describe('time limits and revokes (prefork)', () => {
     const { env, node, worker } = await setup()
     const r = await runTsq(['control', 'time_limit', 'life.stubborn', '0.5', '1', '-d', node, '--json'], { env })
     assert.deepEqual(JSON.parse(r.stdout), [{ [node]: { ok: 'time limits set successfully' } }])
-    const meta = await resultMeta(env, await call(env, 'life.stubborn', [30]))
+    const meta = await resultMeta(env, await callTask(env, 'life.stubborn', [30]))
     assert.equal((meta.result as { exc_type: string }).exc_type, 'TimeLimitExceeded')
     await worker.stop()
   })
 
   it('[revoke --terminate --signal SIGKILL] kills the running task: REVOKED', async () => {
     const { env, node, worker } = await setup()
-    const id = await call(env, 'life.stubborn', [30])
+    const id = await callTask(env, 'life.stubborn', [30])
     await waitActive(env, node, id)
     const r = await runTsq(['control', 'revoke', id, '--terminate', '--signal', 'SIGKILL', '-d', node, '--json'], { env })
     assert.deepEqual(JSON.parse(r.stdout), [{ [node]: { ok: `terminate: ${id}` } }])
@@ -200,9 +194,9 @@ describe('time limits and revokes (prefork)', () => {
 
   it('[revoke] a revoked task is skipped when it arrives', async () => {
     const { env, node, worker } = await setup()
-    const blocker = await call(env, 'life.sleep', [8])
+    const blocker = await callTask(env, 'life.sleep', [8])
     await waitActive(env, node, blocker)
-    const id = await call(env, 'life.sleep', [0])
+    const id = await callTask(env, 'life.sleep', [0])
     await runTsq(['control', 'revoke', id, '-d', node], { env })
     const meta = await resultMeta(env, id)
     assert.deepEqual([meta.status, meta.result], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' }])
@@ -212,7 +206,7 @@ describe('time limits and revokes (prefork)', () => {
   it('[--max-tasks-per-child] replaces the child between tasks', async () => {
     const { env, worker } = await setup(['--max-tasks-per-child', '2'])
     const pids = new Set<unknown>()
-    for (let i = 0; i < 4; i++) pids.add((await resultMeta(env, await call(env, 'life.pid', []))).result)
+    for (let i = 0; i < 4; i++) pids.add((await resultMeta(env, await callTask(env, 'life.pid', []))).result)
     assert.ok(pids.size >= 2, `expected a replaced child, saw pids ${[...pids].join(', ')}`)
     await worker.stop()
   })

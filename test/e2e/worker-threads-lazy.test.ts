@@ -9,25 +9,13 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { waitFor } from '../helpers/brokers.js'
-import { BIN, embeddedBrokerEnv, ROOT, runTsq, tempTsqHome } from '../helpers/cli.js'
+import { BIN, callTask, embeddedBrokerEnv, ROOT, runTsq, taskResult, tempTsqHome } from '../helpers/cli.js'
 
 const APP = 'test/fixtures/tasks/worker-extra-tasks.js'
 const children: ChildProcess[] = []
 after(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 })
-
-async function call(env: NodeJS.ProcessEnv, task: string, args: unknown[]): Promise<string> {
-  const r = await runTsq(['call', task, '--args', JSON.stringify(args)], { env })
-  assert.equal(r.code, 0, r.stderr)
-  return r.stdout.trim()
-}
-
-async function result(env: NodeJS.ProcessEnv, id: string): Promise<{ status: string; result: unknown }> {
-  const r = await runTsq(['result', id, '-t', '30', '--json'], { env })
-  assert.equal(r.code, 0, r.stderr)
-  return JSON.parse(r.stdout) as { status: string; result: unknown }
-}
 
 async function ping(env: NodeJS.ProcessEnv, node: string): Promise<boolean> {
   const r = await runTsq(['inspect', 'ping', '-d', node, '--json', '-t', '1'], { env })
@@ -51,19 +39,19 @@ describe('[-P threads] threads start on demand', () => {
     const files = () => readdirSync(logs).sort()
     assert.deepEqual(files(), [`${short}.log`], 'no thread before the first task')
 
-    assert.equal((await result(env, await call(env, 'extra.pid', []))).status, 'SUCCESS')
+    assert.equal((await taskResult(env, await callTask(env, 'extra.pid', []))).status, 'SUCCESS')
     assert.deepEqual(files(), [`${short}-1.log`, `${short}.log`], 'one thread for one task')
 
     // The second arrives while the first sleeps in thread 1: a second thread takes it.
-    const first = await call(env, 'extra.sleep', [3])
-    const second = await call(env, 'extra.sleep', [0.2])
-    assert.equal((await result(env, second)).status, 'SUCCESS')
-    assert.equal((await result(env, first)).status, 'SUCCESS')
+    const first = await callTask(env, 'extra.sleep', [3])
+    const second = await callTask(env, 'extra.sleep', [0.2])
+    assert.equal((await taskResult(env, second)).status, 'SUCCESS')
+    assert.equal((await taskResult(env, first)).status, 'SUCCESS')
     assert.deepEqual(files(), [`${short}-1.log`, `${short}-2.log`, `${short}.log`])
 
     // Busier than -c: still two threads, every task run.
-    const ids = await Promise.all(Array.from({ length: 4 }, () => call(env, 'extra.sleep', [0.5])))
-    for (const id of ids) assert.equal((await result(env, id)).status, 'SUCCESS')
+    const ids = await Promise.all(Array.from({ length: 4 }, () => callTask(env, 'extra.sleep', [0.5])))
+    for (const id of ids) assert.equal((await taskResult(env, id)).status, 'SUCCESS')
     assert.deepEqual(files(), [`${short}-1.log`, `${short}-2.log`, `${short}.log`])
 
     const exited = new Promise((r) => child.once('exit', r))

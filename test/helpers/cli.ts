@@ -97,3 +97,20 @@ export async function startWorker(args: string[], options: { env?: NodeJS.Proces
     },
   }
 }
+
+/** `tsq call TASK --args JSON [extra...]`, as a script sends a task; the id it prints. */
+export async function callTask(env: NodeJS.ProcessEnv, task: string, args: unknown[], extra: string[] = []): Promise<string> {
+  const r = await runTsq(['call', task, '--args', JSON.stringify(args), ...extra], { env })
+  if (r.code !== 0) throw new Error(`tsq call ${task} exited ${r.code}: ${r.stderr}`)
+  return r.stdout.trim()
+}
+
+/** `tsq result ID --json`, waiting up to 30 s; a failed task's document too (its exit code is not 0). */
+export async function taskResult(env: NodeJS.ProcessEnv, id: string): Promise<{ status: string; result: unknown }> {
+  const r = await runTsq(['result', id, '-t', '30', '--json'], { env })
+  try {
+    return JSON.parse(r.stdout) as { status: string; result: unknown }
+  } catch {
+    throw new Error(`tsq result ${id} exited ${r.code} without a JSON document: ${r.stdout}${r.stderr}`)
+  }
+}

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { after, describe, it } from 'node:test'
 import { AMQP_URL, brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
-import { runTsq, startWorker, type SpawnedWorker } from '../../helpers/cli.js'
+import { callTask, runTsq, type SpawnedWorker, startWorker } from '../../helpers/cli.js'
 import { deleteCeleryQueues } from '../../interop/helpers/cleanup.js'
 
 const APP = 'test/fixtures/tasks/worker-extra-tasks.js'
@@ -66,12 +66,6 @@ function count(text: string, pattern: RegExp): number {
   return text.match(new RegExp(pattern.source, 'g'))?.length ?? 0
 }
 
-async function call(env: NodeJS.ProcessEnv, task: string, args: unknown[], queue: string): Promise<string> {
-  const r = await runTsq(['call', task, '--args', JSON.stringify(args), '-Q', queue], { env })
-  assert.equal(r.code, 0, r.stderr)
-  return r.stdout.trim()
-}
-
 async function waitActive(env: NodeJS.ProcessEnv, node: string, id: string): Promise<void> {
   await waitFor(
     async () => {
@@ -107,8 +101,8 @@ describe('broker connection loss on RabbitMQ', { skip: amqpSkip }, () => {
       const r = await runTsq(['control', 'add_consumer', q2, '-d', node, '--json'], { env })
       assert.deepEqual(JSON.parse(r.stdout), [{ [node]: { ok: `add consumer ${q2}` } }])
       await dropAndWait(worker, 'amqp')
-      const id1 = await call(env, 'extra.pid', [], q1)
-      const id2 = await call(env, 'extra.pid', [], q2)
+      const id1 = await callTask(env, 'extra.pid', [], ['-Q', q1])
+      const id2 = await callTask(env, 'extra.pid', [], ['-Q', q2])
       for (const id of [id1, id2]) await waitFor(() => worker.output().includes(`Task extra.pid[${id}] succeeded`), { timeoutMs: 20_000, what: `task ${id} run after reconnect` })
     } finally {
       await worker.stop()
@@ -120,7 +114,7 @@ describe('broker connection loss on RabbitMQ', { skip: amqpSkip }, () => {
     amqpQueues.push(q)
     const { worker, env, node } = await start(AMQP_URL, q, ['-c', '1', '--cancel-long-running-tasks-on-connection-loss'])
     try {
-      const id = await call(env, 'extra.sleep', [8], q)
+      const id = await callTask(env, 'extra.sleep', [8], ['-Q', q])
       await waitActive(env, node, id)
       await dropAndWait(worker, 'amqp')
       await waitFor(() => worker.output().includes(`Task extra.sleep[${id}] cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.`), { what: 'cancel warning' })
@@ -137,7 +131,7 @@ describe('broker connection loss on RabbitMQ', { skip: amqpSkip }, () => {
     amqpQueues.push(q)
     const { worker, env, node } = await start(AMQP_URL, q, ['-c', '2', '--prefetch-multiplier', '2'])
     try {
-      const id = await call(env, 'extra.sleep', [8], q)
+      const id = await callTask(env, 'extra.sleep', [8], ['-Q', q])
       await waitActive(env, node, id)
       await dropAndWait(worker, 'amqp')
       await waitFor(() => /Temporarily reducing the prefetch count to [1-3] to avoid over-fetching since [12] tasks are currently being processed/.test(worker.output()), { what: 'prefetch reduction' })
@@ -155,7 +149,7 @@ describe('broker connection loss on Redis', { skip: redisSkip }, () => {
     const { worker, env } = await start(REDIS_URL, q, ['-P', 'solo', '-c', '2'])
     try {
       await dropAndWait(worker, 'redis')
-      const id = await call(env, 'extra.pid', [], q)
+      const id = await callTask(env, 'extra.pid', [], ['-Q', q])
       await waitFor(() => worker.output().includes(`Task extra.pid[${id}] succeeded`), { timeoutMs: 20_000, what: 'task run after reconnect' })
     } finally {
       await worker.stop()
