@@ -4,7 +4,11 @@
 // connection dies, so a killed worker or pool process frees its locks at once
 // (the exclusive-queue mutex of aos-scheduler's beat, applied to tasks). No
 // lease runs out on the broker: the "lease" is the connection, kept alive by
-// its heartbeat; renewal checks the queue is still this connection's.
+// its heartbeat; renewal checks the queue is still this connection's. A lock
+// is declared on a connection whose heartbeat is half its lease (RabbitMQ
+// drops a silent peer within two heartbeat timeouts), so a holder that stops answering
+// without dying (paused, partitioned) loses the lock within about its lease,
+// as on Redis, and a fenced write then refuses its token.
 //
 // The holder consumes its own queue, bound to the fanout exchange `tsq.locks`,
 // and answers there: `who` (its record, for `tsq locks ls/show`) and `release`
@@ -39,13 +43,28 @@ interface Held {
   channel: Channel
   record: LockRecord
   lost: boolean
+  /** The heartbeat (s) of the connection it was declared on: that connection's close loses it. */
+  heartbeat: number
+}
+
+/**
+ * The heartbeat (s) for a lock of this lease: half of it, rounded up. RabbitMQ
+ * gives a silent peer up between one and two heartbeat timeouts, so a paused
+ * holder loses the lock within about its lease, and a busy one may stall for
+ * half its lease (on Redis: two thirds) before it does. Never longer than the
+ * URL's own heartbeat.
+ */
+export function lockHeartbeatS(leaseMs: number, urlHeartbeatS: number): number {
+  const half = Math.max(1, Math.ceil(leaseMs / 2000))
+  return urlHeartbeatS > 0 ? Math.min(urlHeartbeatS, half) : half
 }
 
 type Ask = { op: 'who' } | { op: 'release' }
 
 export class AmqpLockStore implements LockStore {
   readonly kind = 'amqp' as const
-  private connection: Promise<ChannelModel> | undefined
+  /** By heartbeat (s): the URL's for asks and marks, a lease's for the locks of that lease. */
+  private readonly connections = new Map<number, Promise<ChannelModel>>()
   private readonly held = new Map<string, Held>()
   /** Acquisitions in flight in this process: one connection may redeclare its own exclusive queue, so the process guards itself. */
   private readonly acquiring = new Set<string>()
@@ -59,27 +78,35 @@ export class AmqpLockStore implements LockStore {
     readonly counterUrl: string | null = null,
   ) {}
 
-  private connect(): Promise<ChannelModel> {
-    this.connection ??= openAmqpConnection(amqpConnectSettings(this.url), `tsq-locks ${hostname()}:${process.pid}`).then(
+  private get urlHeartbeatS(): number {
+    return amqpConnectSettings(this.url).connect.heartbeat ?? 0
+  }
+
+  private connect(heartbeat = this.urlHeartbeatS): Promise<ChannelModel> {
+    let connection = this.connections.get(heartbeat)
+    if (connection) return connection
+    const settings = amqpConnectSettings(this.url)
+    connection = openAmqpConnection({ ...settings, connect: { ...settings.connect, heartbeat } }, `tsq-locks ${hostname()}:${process.pid}`).then(
       (conn) => {
         conn.on('error', () => undefined)
         conn.on('close', () => {
-          // The broker freed every queue of this connection: each held lock is lost.
-          this.connection = undefined
-          for (const h of this.held.values()) h.lost = true
+          // The broker freed every queue of this connection: each lock held on it is lost.
+          if (this.connections.get(heartbeat) === connection) this.connections.delete(heartbeat)
+          for (const h of this.held.values()) if (h.heartbeat === heartbeat) h.lost = true
         })
         return conn
       },
       (error: unknown) => {
-        this.connection = undefined
+        if (this.connections.get(heartbeat) === connection) this.connections.delete(heartbeat)
         throw error
       },
     )
-    return this.connection
+    this.connections.set(heartbeat, connection)
+    return connection
   }
 
-  private async channel(confirm = false): Promise<Channel> {
-    const conn = await this.connect()
+  private async channel(confirm = false, heartbeat?: number): Promise<Channel> {
+    const conn = await this.connect(heartbeat)
     const ch = confirm ? await conn.createConfirmChannel() : await conn.createChannel()
     // A refused declare closes the channel; the promise carries the reason.
     ch.on('error', () => undefined)
@@ -101,8 +128,9 @@ export class AmqpLockStore implements LockStore {
     if (this.held.has(id) || this.acquiring.has(id)) return { acquired: false, remainingMs: leaseMs }
     this.acquiring.add(id)
     let ch: Channel | undefined
+    const heartbeat = lockHeartbeatS(leaseMs, this.urlHeartbeatS)
     try {
-      ch = await this.channel()
+      ch = await this.channel(false, heartbeat)
       const queue = AMQP_LOCK_QUEUE_PREFIX + id
       try {
         await ch.assertQueue(queue, { exclusive: true, durable: false, autoDelete: false })
@@ -112,7 +140,7 @@ export class AmqpLockStore implements LockStore {
       }
       const token = await this.nextToken(id)
       const record: LockRecord = { id, token, holder: holderOf(who), node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt: Date.now(), leaseMs }
-      const held: Held = { channel: ch, record, lost: false }
+      const held: Held = { channel: ch, record, lost: false, heartbeat }
       await ch.assertExchange(AMQP_LOCKS_EXCHANGE, 'fanout', { durable: true, autoDelete: false })
       await ch.bindQueue(queue, AMQP_LOCKS_EXCHANGE, '')
       await ch.consume(queue, (msg) => void this.answer(held, msg), { noAck: true })
@@ -317,13 +345,13 @@ export class AmqpLockStore implements LockStore {
   }
 
   async close(): Promise<void> {
-    const connection = this.connection
-    this.connection = undefined
+    const connections = [...this.connections.values()]
+    this.connections.clear()
     this.held.clear()
     const counter = this.counter
     this.counter = undefined
     if (counter) (await counter.catch(() => null))?.disconnect()
-    if (connection) await (await connection.catch(() => null))?.close().catch(() => undefined)
+    await Promise.all(connections.map(async (connection) => (await connection.catch(() => null))?.close().catch(() => undefined)))
   }
 }
 
