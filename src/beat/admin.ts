@@ -1,11 +1,13 @@
 // What `tsq schedule` does to a store: build definitions from flags, and the
 // rows `ls`/`show` print. The commands stay thin around these.
-import { crontabJson, describeSchedule, EntryError, intervalJson, scheduleOf, type Entry, type EntryDefinition, type EntryOptions } from './entry.js'
+import { crontabJson, describeSchedule, EntryError, intervalJson, scheduleOf, solarJson, type Entry, type EntryDefinition, type EntryOptions } from './entry.js'
 
 export interface EntryFlags {
   task?: string
   every?: string
   cron?: string
+  /** `EVENT:LAT,LON`, Celery's solar schedule. */
+  solar?: string
   relative?: boolean
   args?: string
   kwargs?: string
@@ -30,7 +32,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 
 /** A new definition (`add`), or `base` with the given flags changed (`set`). */
 export function definitionFromFlags(name: string, f: EntryFlags, base?: EntryDefinition): EntryDefinition {
-  if (f.every !== undefined && f.cron !== undefined) throw new EntryError('give --every or --cron, not both')
+  if ([f.every, f.cron, f.solar].filter((v) => v !== undefined).length > 1) throw new EntryError('give one of --every, --cron or --solar')
   const task = f.task ?? base?.task
   if (!task) throw new EntryError('--task is required')
   let schedule = base?.schedule
@@ -39,8 +41,9 @@ export function definitionFromFlags(name: string, f: EntryFlags, base?: EntryDef
     if (!Number.isFinite(n) || n <= 0) throw new EntryError(`--every must be a positive number of seconds, got ${JSON.stringify(f.every)}`)
     schedule = intervalJson(n, f.relative ?? false)
   } else if (f.cron !== undefined) schedule = crontabJson(f.cron)
+  else if (f.solar !== undefined) schedule = solarJson(f.solar)
   else if (f.relative !== undefined && schedule?.__type__ === 'interval') schedule = { ...schedule, relative: f.relative }
-  if (!schedule) throw new EntryError('--every SECONDS or --cron \'m h dom mon dow\' is required')
+  if (!schedule) throw new EntryError('--every SECONDS, --cron \'m h dom mon dow\' or --solar EVENT:LAT,LON is required')
   scheduleOf(schedule, 'UTC')
   const options: EntryOptions = { ...(base?.options ?? {}) }
   if (f.queue !== undefined) options.queue = f.queue

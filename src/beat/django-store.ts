@@ -14,6 +14,7 @@
 import { isoformatUtc } from '../protocol/index.js'
 import { openSqlClient, type Row, type SqlClient } from '../app/backends/sql-client.js'
 import { scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
+import { Solar } from './solar.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 const TASKS = 'django_celery_beat_periodictask'
@@ -45,7 +46,7 @@ interface TaskRow {
   oneOff: boolean
   startTime: number | null
   clocked: boolean
-  /** Why the row cannot run (a solar schedule, bad JSON, no schedule): logged once, skipped. */
+  /** Why the row cannot run (bad JSON, no schedule, a bad solar event or place): logged once, skipped. */
   problem: string | null
 }
 
@@ -88,7 +89,8 @@ function scheduleOfRow(r: Row): { schedule: ScheduleJson; clocked: boolean } {
     }
   }
   if (r.solar_id !== null && r.solar_id !== undefined) {
-    throw new DjangoStoreError(`its solar schedule (${String(r.s_event)} at ${String(r.s_lat)}, ${String(r.s_lon)}) is not run by tsq beat (interval, crontab and clocked are)`)
+    if (r.s_event === null || r.s_event === undefined) throw new DjangoStoreError(`its solar schedule ${r.solar_id} was removed`)
+    return { schedule: { __type__: 'solar', event: String(r.s_event), lat: Number(r.s_lat), lon: Number(r.s_lon) }, clocked: false }
   }
   if (r.clocked_id !== null && r.clocked_id !== undefined) {
     const at = instantOf(r.k_time)
@@ -135,6 +137,8 @@ export class DjangoStore implements BeatStore {
   /** For a reserved run whose row had no last_run_at: the instant assumed, so a release puts NULL back. */
   private readonly assumed = new Map<string, number>()
   private readonly reported = new Set<string>()
+  /** Per solar row, the run a polar gap was last reported for: one line per gap, not per tick. */
+  private readonly solarGaps = new Map<string, number>()
   private fenceCheck: ((fence: Fence) => Promise<boolean>) | undefined
   private readonly tz: string
   private readonly log: StoreLog
@@ -270,7 +274,17 @@ export class DjangoStore implements BeatStore {
     if (row.oneOff && entry.meta.totalRunCount > 0) return { kind: 'disable' }
     // A clocked schedule runs once; without one_off (which Django's validation requires) it would run again at every reload.
     if (row.clocked && entry.meta.totalRunCount > 0) return { kind: 'skip' }
-    return { kind: 'at', at: scheduleOf(entry.definition.schedule, this.tz).dueAt(entry.meta.lastRunAt!) }
+    const schedule = scheduleOf(entry.definition.schedule, this.tz)
+    if (schedule instanceof Solar) {
+      const { at, daysWithout } = schedule.next(entry.meta.lastRunAt!)
+      // Python's beat fails on such a row (see Solar.next); an operator should know why it waits.
+      if (daysWithout > 0 && this.solarGaps.get(entry.definition.name) !== at) {
+        this.solarGaps.set(entry.definition.name, at)
+        this.log.warning(`beat: PeriodicTask ${JSON.stringify(entry.definition.name)}: ${schedule.event} does not occur at ${schedule.lat}, ${schedule.lon} for ${daysWithout} day(s) after ${new Date(entry.meta.lastRunAt!).toISOString()} (polar day or night); next run at ${new Date(at).toISOString()}`)
+      }
+      return { kind: 'at', at }
+    }
+    return { kind: 'at', at: schedule.dueAt(entry.meta.lastRunAt!) }
   }
 
   async due(now: number): Promise<DueBatch> {
@@ -381,7 +395,7 @@ export class DjangoStore implements BeatStore {
     return row && row.problem === null ? row.entry : null
   }
 
-  /** The rows tsq can run (a solar row, or one with bad JSON, is left out: beat logs why). */
+  /** The rows tsq can run (one with bad JSON or no valid schedule is left out: beat logs why). */
   async list(): Promise<Entry[]> {
     return (await this.client.query(`${SELECT} ORDER BY t.name`)).map((r) => this.asStored(r)).filter((row) => row.problem === null).map((row) => row.entry)
   }

@@ -4,9 +4,10 @@
 import { Clocked } from './clocked.js'
 import { Crontab, type CrontabSpec } from './crontab.js'
 import { Interval } from './interval.js'
+import { Solar } from './solar.js'
 import { resolveWall } from './timezone.js'
 
-export type Schedule = Interval | Crontab | Clocked
+export type Schedule = Interval | Crontab | Clocked | Solar
 
 export type ScheduleJson =
   | { __type__: 'interval'; every: number; relative: boolean }
@@ -14,6 +15,8 @@ export type ScheduleJson =
   | ({ __type__: 'crontab'; timezone?: string } & CrontabSpec)
   /** django-celery-beat's clocked schedule: once, at an ISO instant. */
   | { __type__: 'clocked'; clocked_time: string }
+  /** Celery's solar schedule (django-celery-beat's solar rows): the next sun event at a place. */
+  | { __type__: 'solar'; event: string; lat: number; lon: number }
 
 /** apply_async options beat passes on (spec §8.1). */
 export interface EntryOptions {
@@ -56,12 +59,14 @@ export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
   if (json.__type__ === 'interval') return new Interval(Number(json.every), Boolean(json.relative), tz)
   if (json.__type__ === 'crontab') return new Crontab(json, json.timezone || tz)
   if (json.__type__ === 'clocked') return new Clocked(Date.parse(json.clocked_time))
-  throw new EntryError(`unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval, crontab and clocked)`)
+  if (json.__type__ === 'solar') return new Solar(json.event, Number(json.lat), Number(json.lon))
+  throw new EntryError(`unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval, crontab, solar and clocked)`)
 }
 
 export function describeSchedule(json: ScheduleJson): string {
   if (json.__type__ === 'interval') return `every ${json.every}s${json.relative ? ' (relative)' : ''}`
   if (json.__type__ === 'clocked') return `at ${json.clocked_time}`
+  if (json.__type__ === 'solar') return `solar ${json.event} at ${json.lat},${json.lon}`
   return `cron ${json.minute} ${json.hour} ${json.day_of_month} ${json.month_of_year} ${json.day_of_week}${json.timezone ? ` ${json.timezone}` : ''}`
 }
 
@@ -73,6 +78,19 @@ export function crontabJson(expr: string): ScheduleJson {
   const { minute, hour, day_of_week, day_of_month, month_of_year } = Crontab.fromExpression(expr).spec
   // RedBeat's field order.
   return { __type__: 'crontab', minute, hour, day_of_week, day_of_month, month_of_year }
+}
+
+/** `EVENT:LAT,LON` (e.g. `sunrise:51.5,-0.12`) as RedBeat's solar JSON. */
+export function solarJson(spec: string): ScheduleJson {
+  const m = /^\s*([a-z_]+)\s*:\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$/.exec(spec)
+  if (!m) throw new EntryError(`solar schedule must be EVENT:LAT,LON (e.g. sunrise:51.5,-0.12), got ${JSON.stringify(spec)}`)
+  const json: ScheduleJson = { __type__: 'solar', event: m[1]!, lat: Number(m[2]), lon: Number(m[3]) }
+  try {
+    scheduleOf(json, 'UTC')
+  } catch (error) {
+    throw new EntryError((error as Error).message)
+  }
+  return json
 }
 
 // RedBeat's datetime: wall fields plus a zone name, or a UTC offset in seconds.
@@ -145,7 +163,7 @@ export function decodeMeta(raw: string | null | undefined): EntryMeta {
 
 /**
  * An app's `beatSchedule` entry, in Celery's config shape:
- * `{task, schedule: seconds | {every, relative} | {cron: 'm h dom mon dow'} | crontab fields, args, kwargs, options, relative}`.
+ * `{task, schedule: seconds | {every, relative} | {cron: 'm h dom mon dow'} | {solar: 'EVENT:LAT,LON'} | crontab fields, args, kwargs, options, relative}`.
  */
 export function definitionFromConfig(name: string, raw: unknown): EntryDefinition {
   if (!raw || typeof raw !== 'object') throw new EntryError(`beatSchedule.${name}: expected an object`)
@@ -159,12 +177,13 @@ export function definitionFromConfig(name: string, raw: unknown): EntryDefinitio
     const o = s as Record<string, unknown>
     if (typeof o.every === 'number') schedule = intervalJson(o.every, o.relative === true || r.relative === true)
     else if (typeof o.cron === 'string') schedule = crontabJson(o.cron)
-    else if (o.__type__ === 'interval' || o.__type__ === 'crontab') schedule = o as unknown as ScheduleJson
+    else if (typeof o.solar === 'string') schedule = solarJson(o.solar)
+    else if (o.__type__ === 'interval' || o.__type__ === 'crontab' || o.__type__ === 'solar') schedule = o as unknown as ScheduleJson
     else {
       const f = (k: string) => (o[k] === undefined ? '*' : String(o[k]))
       schedule = { __type__: 'crontab', minute: f('minute'), hour: f('hour'), day_of_week: f('day_of_week'), day_of_month: f('day_of_month'), month_of_year: f('month_of_year') }
     }
-  } else throw new EntryError(`beatSchedule.${name}: schedule must be seconds, {every}, {cron} or crontab fields`)
+  } else throw new EntryError(`beatSchedule.${name}: schedule must be seconds, {every}, {cron}, {solar} or crontab fields`)
   scheduleOf(schedule, 'UTC')
   return {
     name,

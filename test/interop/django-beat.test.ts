@@ -204,6 +204,31 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
       assert.equal(shape(ts.raw), shape(py.raw), `raw columns: python ${py.raw}, tsq ${ts.raw}`)
     })
 
+    it('a solar row is sent at its sun event, and Python\'s DatabaseScheduler agrees on the next one', async () => {
+      const name = uniqueName('djb-solar')
+      const queue = uniqueName('tsq-djb-solar')
+      // Last run two days ago: the solar noon after it has passed, so the row is due at once, as in Python.
+      const lastRunAt = new Date(Date.now() - 2 * 86_400_000).toISOString()
+      await create({ name, task: 'proj.add', solar: { event: 'solar_noon', latitude: 51.5, longitude: -0.12 }, args: [6, 6], queue, last_run_at: lastRunAt })
+      const beat = await startTsqBeat()
+      await waitFor(async () => (await redis.llen(queue)) >= 1, { timeoutMs: 30_000, what: `${name} to be sent\n${beat.logTail()}` })
+      await sleep(3000)
+      await stop(beat)
+      assert.equal(beat.sends(name), 1, beat.logTail())
+      assert.equal(beat.log.match(/ERROR|Traceback|skipped/), null, beat.logTail())
+      const row = await orm('row', name)
+      assert.equal(row.total_run_count, 1)
+      // Python's beat on the same row: its next solar noon is after tsq's run, so it sends nothing now.
+      const py = await startPythonBeat()
+      await sleep(4000)
+      await stop(py)
+      assert.equal(py.sends(name), 0, py.logTail())
+      assert.equal(py.log.match(/Traceback/), null, py.logTail())
+      assert.equal(await redis.llen(queue), 1)
+      await set(name, { enabled: false })
+      await redis.del(queue)
+    })
+
     for (const ha of ['none', 'lease'] as const) {
       it(`two tsq beats on one database send each run once (--ha ${ha})`, async () => {
         const name = uniqueName(`djb-two-${ha}`)

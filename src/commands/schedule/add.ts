@@ -9,6 +9,7 @@ export const entryFlags = {
   task: Flags.string({ char: 't', description: 'Task name, e.g. proj.add.' }),
   every: Flags.string({ description: 'Run every SECONDS.' }),
   cron: Flags.string({ description: "Crontab 'm h dom mon dow' (Celery semantics: dom AND dow, sun=0, fri-mon wraps)." }),
+  solar: Flags.string({ description: "Celery's solar schedule EVENT:LAT,LON, e.g. sunrise:51.5,-0.12 (dawn_astronomical|dawn_nautical|dawn_civil|sunrise|solar_noon|sunset|dusk_civil|dusk_nautical|dusk_astronomical)." }),
   relative: Flags.boolean({ description: 'Celery\'s relative interval: round due times down to the interval\'s resolution.', allowNo: true }),
   args: Flags.string({ description: 'Positional arguments, a JSON array.' }),
   kwargs: Flags.string({ description: 'Keyword arguments, a JSON object.' }),
@@ -19,19 +20,20 @@ export const entryFlags = {
 
 export function entryFlagsOf(flags: Record<string, unknown>): EntryFlags {
   const pick = <K extends keyof EntryFlags>(k: K) => (flags[k] === undefined ? {} : { [k]: flags[k] })
-  return { ...pick('task'), ...pick('every'), ...pick('cron'), ...pick('relative'), ...pick('args'), ...pick('kwargs'), ...pick('queue'), ...pick('priority'), ...pick('expires') } as EntryFlags
+  return { ...pick('task'), ...pick('every'), ...pick('cron'), ...pick('solar'), ...pick('relative'), ...pick('args'), ...pick('kwargs'), ...pick('queue'), ...pick('priority'), ...pick('expires') } as EntryFlags
 }
 
 async function ask(name: string | undefined): Promise<{ name: string; flags: EntryFlags }> {
   const { input } = await import('@inquirer/prompts')
   const entry = name ?? (await input({ message: 'Entry name', required: true }))
   const task = await input({ message: 'Task name', required: true })
-  const when = await input({ message: "Every SECONDS, or a crontab 'm h dom mon dow'", required: true })
+  const when = await input({ message: "Every SECONDS, a crontab 'm h dom mon dow', or solar EVENT:LAT,LON", required: true })
   const args = await input({ message: 'Args (JSON array)', default: '[]' })
   const kwargs = await input({ message: 'Kwargs (JSON object)', default: '{}' })
   const queue = await input({ message: 'Queue', default: 'celery' })
   const flags: EntryFlags = { task, args, kwargs, queue }
   if (/^\s*\d+(\.\d+)?\s*$/.test(when)) flags.every = when.trim()
+  else if (/^\s*[a-z_]+\s*:/.test(when)) flags.solar = when
   else flags.cron = when
   return { name: entry, flags }
 }
@@ -43,6 +45,7 @@ export default class ScheduleAdd extends TsqCommand<EntryRow> {
   static examples = [
     "<%= config.bin %> schedule add cleanup --task proj.cleanup --cron '0 4 * * *'",
     '<%= config.bin %> schedule add ping --task proj.add --every 10 --args "[2, 2]" --scheduler redis',
+    '<%= config.bin %> schedule add lights --task home.lights_on --solar sunset:51.5,-0.12',
     '<%= config.bin %> schedule add   # asks for the fields on a terminal',
   ]
 
@@ -50,8 +53,8 @@ export default class ScheduleAdd extends TsqCommand<EntryRow> {
     const { args, flags } = await this.parse(ScheduleAdd)
     let name = args.name
     let fields = entryFlagsOf(flags)
-    if (!fields.task && !fields.every && !fields.cron) {
-      if (!process.stdin.isTTY) throw new UsageError('schedule add needs NAME --task TASK and --every or --cron (no terminal to ask on)')
+    if (!fields.task && !fields.every && !fields.cron && !fields.solar) {
+      if (!process.stdin.isTTY) throw new UsageError('schedule add needs NAME --task TASK and --every, --cron or --solar (no terminal to ask on)')
       const answered = await ask(name)
       name = answered.name
       fields = answered.flags

@@ -133,15 +133,40 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
     assert.equal(scheduleOf(e.definition.schedule, 'Europe/Berlin').dueAt(T0), Date.UTC(2026, 10, 28, 4, 0, 0))
   })
 
-  test('a solar row or one with bad JSON is skipped with one line naming it, once', async () => {
+  test('a solar row runs at its sun event, the one Celery computes', async () => {
     const id = Number(db.prepare('INSERT INTO django_celery_beat_solarschedule (latitude, longitude, event) VALUES (?, ?, ?)').run(52.5, 13.4, 'sunrise').lastInsertRowid)
     task('sunny', { solar_id: id, last_run_at: text(T0) })
+    bump(T0 + 100_000)
+    const e = (await store.get('sunny'))!
+    assert.deepEqual(e.definition.schedule, { __type__: 'solar', event: 'sunrise', lat: 52.5, lon: 13.4 })
+    const at = scheduleOf(e.definition.schedule, 'UTC').dueAt(T0)
+    // Celery 5.2.6 with PyEphem: solar('sunrise', 52.5, 13.4).remaining_estimate(T0) ends at
+    // 06:49:44 UTC; suncalc's ephemeris differs by well under 2 minutes (test/interop/solar-schedule.test.ts).
+    assert.ok(Math.abs(at - Date.parse('2026-11-28T06:49:44Z')) < 120_000, new Date(at).toISOString())
+    const before = await store.due(at - 1000)
+    assert.ok(!before.entries.some((x) => x.definition.name === 'sunny'))
+    assert.ok(before.nextDueAt !== null && before.nextDueAt <= at)
+    assert.ok((await names(at)).includes('sunny'))
+    assert.deepEqual(await store.reserveAll([{ name: 'sunny', expectedCount: 0, ranAt: at + 200, nextDueAt: at + 86_400_000 }]), ['ok'])
+    // The next is the following morning's.
+    const next = scheduleOf(e.definition.schedule, 'UTC').dueAt(at + 200)
+    assert.ok(next - at > 23.9 * 3600_000 && next - at < 24.1 * 3600_000, new Date(next).toISOString())
+    db.prepare('UPDATE django_celery_beat_periodictask SET enabled = 0 WHERE name = ?').run('sunny')
+  })
+
+  test('a solar row in polar night waits for the next sunrise with one line; a bad event or bad JSON is skipped with one line naming it, once', async () => {
+    const solar = (lat: number, lon: number, event: string) => Number(db.prepare('INSERT INTO django_celery_beat_solarschedule (latitude, longitude, event) VALUES (?, ?, ?)').run(lat, lon, event).lastInsertRowid)
+    task('tromso', { solar_id: solar(69.6, 18.9, 'sunrise'), last_run_at: text(T0) })
+    task('moony', { solar_id: solar(52.5, 13.4, 'moonrise'), last_run_at: text(T0) })
     task('badargs', { interval_id: interval(2, 'seconds'), args: '[1,', last_run_at: text(T0) })
     bump(T0 + 200_000)
     await names(T0 + 200_000)
     await names(T0 + 201_000)
-    assert.equal(warnings.filter((w) => w.includes('"sunny"')).length, 1, warnings.join('\n'))
-    assert.match(warnings.find((w) => w.includes('"sunny"'))!, /solar schedule \(sunrise at 52\.5, 13\.4\) is not run by tsq beat/)
+    for (const name of ['tromso', 'moony', 'badargs']) assert.equal(warnings.filter((w) => w.includes(`"${name}"`)).length, 1, warnings.join('\n'))
+    // Polar night in Tromso from late November to mid January.
+    const polar = warnings.find((w) => w.includes('"tromso"'))!
+    assert.match(polar, /sunrise does not occur at 69\.6, 18\.9 for \d+ day\(s\) after 2026-11-28T01:00:00\.000Z \(polar day or night\); next run at 2027-01-1\d/)
+    assert.match(warnings.find((w) => w.includes('"moony"'))!, /Argument event "moonrise" is invalid/)
     assert.match(warnings.find((w) => w.includes('"badargs"'))!, /args is not JSON/)
   })
 

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Crontab } from '../../../src/beat/crontab.js'
 import { Interval } from '../../../src/beat/interval.js'
-import { decodeDefinition, decodeMeta, definitionFromConfig, encodeDefinition, encodeMeta, intervalJson } from '../../../src/beat/entry.js'
+import { decodeDefinition, decodeMeta, definitionFromConfig, encodeDefinition, encodeMeta, intervalJson, scheduleOf } from '../../../src/beat/entry.js'
+import { definitionFromFlags } from '../../../src/beat/admin.js'
 import { FileStore } from '../../../src/beat/file-store.js'
 
 const at = (iso: string) => Date.parse(iso)
@@ -76,4 +77,22 @@ test('[--scheduler file] run history survives a restart; reservation is compare-
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+})
+
+test('solar in tsq\'s own entries: --solar EVENT:LAT,LON and beatSchedule {solar}, stored as RedBeat\'s solar JSON', () => {
+  const json = { __type__: 'solar', event: 'sunrise', lat: 51.5, lon: -0.12 }
+  const flagged = definitionFromFlags('lights', { task: 'home.lights', solar: 'sunrise:51.5,-0.12' })
+  assert.deepEqual(flagged.schedule, json)
+  // RedBeat's encoder writes {__type__, event, lat, lon}; decoded back unchanged.
+  assert.deepEqual(decodeDefinition(encodeDefinition(flagged)).schedule, json)
+  assert.deepEqual(definitionFromConfig('l', { task: 't', schedule: { solar: 'sunrise:51.5,-0.12' } }).schedule, json)
+  assert.deepEqual(definitionFromConfig('l', { task: 't', schedule: json }).schedule, json)
+  const s = scheduleOf(flagged.schedule, 'UTC')
+  assert.equal(String(s), '<solar: sunrise at latitude 51.5, longitude: -0.12>')
+  // London, 28 Nov 2026: sunrise about 07:39 UTC (PyEphem says 07:39:20).
+  assert.ok(Math.abs(s.dueAt(at('2026-11-28T02:00:00Z')) - at('2026-11-28T07:39:20Z')) < 120_000)
+  assert.throws(() => definitionFromFlags('x', { task: 't', solar: 'sunrise' }), /solar schedule must be EVENT:LAT,LON/)
+  assert.throws(() => definitionFromFlags('x', { task: 't', solar: 'noon:1,2' }), /Argument event "noon" is invalid/)
+  assert.throws(() => definitionFromFlags('x', { task: 't', solar: 'sunrise:95,2' }), /latitude 95 is invalid/)
+  assert.throws(() => definitionFromFlags('x', { task: 't', every: '5', solar: 'sunrise:1,2' }), /give one of --every, --cron or --solar/)
 })
