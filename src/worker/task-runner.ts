@@ -757,6 +757,12 @@ export class TaskRunner {
             return
           }
         }
+        if (outcome.skipped) {
+          // Celery sends no event for an Ignore, so a skipped run would look like one still running. A custom
+          // task event ends it: Celery's events.State (and so Flower and `celery events`) takes an unknown
+          // task-* event's type as the task's state (SKIPPED).
+          this.o.events.sendTask('task-skipped', { uuid: m.id, reason: 'locked', lock: outcome.skipped.lock, lease_left: outcome.skipped.leaseLeftMs / 1000 })
+        }
         if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] ignored`)
         this.settle(request, 'ack')
         return

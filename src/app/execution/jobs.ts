@@ -27,7 +27,7 @@ export type Outcome = (
    * replace(sig), and the worker sends this signature in its place, given
    * the task's id, links, group, chord and chain (follow-ups.ts).
    */
-  | { status: 'ignored'; runtime: number; replacedBy?: SignatureData }
+  | { status: 'ignored'; runtime: number; replacedBy?: SignatureData; skipped?: { lock: string; leaseLeftMs: number } }
   /** The task threw Reject: the message is rejected (or requeued), nothing stored. */
   | { status: 'rejected'; requeue: boolean; reason: string | null; runtime: number }
 ) & {

@@ -72,8 +72,8 @@ class LockedRun implements RunningJob {
         const error = new LockedError(answer.lockId, answer.remainingMs)
         if (onLocked === 'retry') return { status: 'retry', countdown: lockedRetryDelay(options), eta: null, maxRetries: null, exc: encodeError(error), runtime: this.runtime() }
         if (onLocked === 'fail') return { status: 'failure', exc: encodeError(error), traceback: null, runtime: this.runtime() }
-        // skip: Celery's Ignore (the cookbook's behaviour); the worker logs it at INFO.
-        return { status: 'ignored', runtime: this.runtime() }
+        // skip: Celery's Ignore (the cookbook's behaviour); the worker logs it at INFO and says why in a task-skipped event.
+        return { status: 'ignored', runtime: this.runtime(), skipped: { lock: answer.lockId, leaseLeftMs: answer.remainingMs } }
       }
       case 'held':
         return this.runHolding(answer.held)
