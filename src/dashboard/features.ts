@@ -10,7 +10,7 @@ import { countArchive, listArchive, replayArchive } from '../bus/archive.js'
 import type { ArchivedEvent } from '../bus/messages.js'
 import { findServices, type KnownService } from '../bus/services.js'
 import { lockRow, type LockRow } from '../cli/lock-store.js'
-import { lockStoreAt, lockUrlFor, type LockStore } from '../locks/index.js'
+import { closeLockStoreAt, lockStoreAt, lockUrlFor, type LockStore } from '../locks/index.js'
 import { maskUrl, type Transport } from '../transport/index.js'
 
 export interface FeatureOptions {
@@ -70,7 +70,8 @@ export class Features {
   }
 
   async close(): Promise<void> {
-    await this.lockStore?.then((store) => store.close()).catch(() => undefined)
+    // The store is the process's shared one for that URL (lockStoreAt): closed and forgotten together.
+    if (this.lockStore && this.lockUrl) await closeLockStoreAt(this.lockUrl)
     await this.beatStore?.close().catch(() => undefined)
     this.lockStore = null
     this.beatStore = null

@@ -4,7 +4,7 @@ export { lockIdFor, onceIdFor, parameterNames, DEFAULT_LOCK_TIMEOUT_S, DEFAULT_O
 export type { LockKey, TaskLockOptions, TaskOnceOptions } from './lock-id.js'
 export { tryHold } from './hold.js'
 export type { HeldLock, TryHold } from './hold.js'
-export { closeLockStores, lockStoreAt, lockUrlFor, openLockStore, tokenCounterFor } from './open-store.js'
+export { closeLockStoreAt, closeLockStores, lockStoreAt, lockUrlFor, openLockStore, tokenCounterFor } from './open-store.js'
 export type { LockSettings } from './open-store.js'
 export { acquireTaskLock, lockedRetryDelay } from './task-lock.js'
 export type { TaskLockAnswer, TaskLockRequest } from './task-lock.js'

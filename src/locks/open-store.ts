@@ -68,6 +68,14 @@ async function loadStore(url: string, counterUrl: string | null): Promise<LockSt
   throw new LockStoreUnavailableError(url, new Error('lock_url must be a redis://, amqp:// or file:// URL'))
 }
 
+/** Closes the store at this URL and forgets it, so a later lockStoreAt opens a new one instead of handing out a closed one. */
+export async function closeLockStoreAt(url: string): Promise<void> {
+  const store = stores.get(url)
+  if (!store) return
+  stores.delete(url)
+  await store.then((s) => s.close()).catch(() => undefined)
+}
+
 export async function closeLockStores(): Promise<void> {
   const all = [...stores.values()]
   stores.clear()
