@@ -24,7 +24,9 @@ export type BrokerKind = 'amqp' | 'redis' | 'file'
 
 export async function brokerAvailable(kind: BrokerKind): Promise<boolean> {
   if (kind === 'file') return true
-  return portOpen(kind === 'amqp' ? 5672 : 6379)
+  // The port of the broker the tests will use, which a helper or a lane may have moved off the default.
+  const url = new URL(kind === 'amqp' ? AMQP_URL : REDIS_URL)
+  return portOpen(Number(url.port) || (kind === 'amqp' ? 5672 : 6379))
 }
 
 /**
