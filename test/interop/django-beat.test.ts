@@ -189,16 +189,22 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
         await set(name, { enabled: false })
         const raw = await rawLastRunAt(db, name)
         await redis.del(queue)
-        return { row, sent: watch.arrivals.length, lastArrival: watch.arrivals.at(-1)!, raw, log: beat.logTail() }
+        return { row, sent: watch.arrivals.length, arrivals: [...watch.arrivals], raw, log: beat.logTail() }
       }
       const py = await measure('python')
       const ts = await measure('tsq')
+      // tsq writes each run before it sends it: its count is the sends, exactly. Python's scheduler saves
+      // its entries in a sync that can miss the last run before the stop (seen on PostgreSQL and MariaDB
+      // under load: 3 sent, 2 counted); its row is then that of the run before, which is still what is
+      // compared: the count of runs it saved, and last_run_at of the last of them.
+      assert.equal(ts.row.total_run_count, ts.sent, `tsq: one count per run sent\n${ts.log}`)
+      assert.ok(py.row.total_run_count >= py.sent - 1 && py.row.total_run_count <= py.sent, `python: ${py.row.total_run_count} counted for ${py.sent} sent\n${py.log}`)
       for (const [who, m] of [['python', py], ['tsq', ts]] as const) {
-        assert.equal(m.row.total_run_count, m.sent, `${who}: one count per run sent\n${m.log}`)
         assert.match(m.row.last_run_at ?? '', /\+00:00$/, `${who}: an aware UTC datetime`)
         const at = Date.parse(m.row.last_run_at!)
+        const counted = m.arrivals[m.row.total_run_count - 1]!
         // last_run_at is taken just before the send; the queue is read every 100 ms.
-        assert.ok(at <= m.lastArrival && m.lastArrival - at < 1500, `${who}: last_run_at ${m.row.last_run_at} vs the last send seen at ${new Date(m.lastArrival).toISOString()}`)
+        assert.ok(at <= counted && counted - at < 1500, `${who}: last_run_at ${m.row.last_run_at} vs the send it counts, seen at ${new Date(counted).toISOString()}`)
       }
       // The column itself holds the same kind of value (naive UTC text on MySQL and SQLite, an instant on PostgreSQL).
       assert.equal(shape(ts.raw), shape(py.raw), `raw columns: python ${py.raw}, tsq ${ts.raw}`)
