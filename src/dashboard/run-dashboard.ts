@@ -1,5 +1,6 @@
 // `tsq dashboard` as a process: connect, serve, say where, stop cleanly on
 // TERM or INT (state saved with --persistent, the event queue left to expire).
+import { trimMemoryWhenIdle } from '../app/idle-trim.js'
 import { Cluster, type ClusterOptions } from './cluster.js'
 import { DashboardServer, type ServerOptions } from './server.js'
 
@@ -44,6 +45,11 @@ export async function startDashboard(o: RunDashboardOptions): Promise<RunningDas
 /** Runs until TERM or INT. */
 export async function runDashboard(o: RunDashboardOptions): Promise<void> {
   const running = await startDashboard(o)
+  // A burst of events leaves the state's old tasks and the intake's buffers as
+  // garbage spread over the heap's pages; V8 keeps those pages while the
+  // process idles. A compacting GC once the events stop gives them back (the
+  // whole process here, so an in-process user of startDashboard keeps its own policy).
+  const stopTrimming = trimMemoryWhenIdle()
   o.log(`tsq dashboard: visit me at ${running.url} (broker ${running.cluster.displayUrl}, max ${o.maxTasks} tasks${o.persistent ? `, state in ${o.persistent.path}` : ''})`)
   await new Promise<void>((resolve) => {
     const stop = (): void => {
@@ -55,5 +61,6 @@ export async function runDashboard(o: RunDashboardOptions): Promise<void> {
     process.on('SIGINT', stop)
   })
   o.log('tsq dashboard: stopping')
+  stopTrimming()
   await running.stop()
 }
