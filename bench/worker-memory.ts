@@ -17,7 +17,11 @@
 // result backend); once it answers ping, wait 2 s and sample its memory three
 // times, 500 ms apart (idle = the largest); `control add_consumer Q`; sample
 // every 250 ms while it drains (peak); once Q is empty and the worker's CPU has
-// gone quiet, sample for --settle-ms (after = the largest). Rounds go through
+// gone quiet, sample every 500 ms for --settle-ms: `soon` is the largest sample
+// of the first 5 s, `after` the last one, what the worker holds at rest after
+// the run (a tsq worker compacts its heap once idle, and a threads pool's
+// threads exit after 10 s with nothing to do; Celery's figure does not move).
+// Rounds go through
 // every contender in turn (tsq and Celery interleaved), and each figure is
 // reported as the median of the rounds with its range.
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -43,7 +47,7 @@ const { values } = parseArgs({
     broker: { type: 'string', multiple: true },
     pools: { type: 'string', default: 'solo,prefork,threads' },
     runs: { type: 'string', default: '3' },
-    'settle-ms': { type: 'string', default: '5000' },
+    'settle-ms': { type: 'string', default: '15000' },
     json: { type: 'boolean', default: false },
     'node-arg': { type: 'string', multiple: true },
     'tsq-arg': { type: 'string', multiple: true },
@@ -153,6 +157,9 @@ interface Measured {
   pool: Pool
   idle: Sample
   peak: Sample
+  /** The largest sample in the first 5 s after the worker went quiet. */
+  soon: Sample
+  /** At rest: the last sample, --settle-ms after it went quiet. */
   after: Sample
   drainSeconds: number
   /** CPU (user + system) the worker tree spent per 1,000 tasks, from add_consumer until it went quiet. */
@@ -205,13 +212,15 @@ async function measureOne(broker: TaskQueueBroker, side: Side, pool: Pool): Prom
     // Under a loaded machine the drain's wall time says little; its CPU says what a memory setting costs.
     const cpuMsPer1000 = ((cpuSeconds(processTree(pid)) - cpuBefore) * 1000 * 1000) / tasks
     let after = ZERO
+    let soon = ZERO
     for (let waited = 0; waited <= settleMs; waited += 500) {
       await sleep(500)
       const now = sample(treeMemory(pid))
       peak = larger(peak, now)
-      after = larger(after, now)
+      if (waited < 5000) soon = larger(soon, now)
+      after = now
     }
-    return { broker: kind, side, pool, idle, peak, after, drainSeconds, cpuMsPer1000 }
+    return { broker: kind, side, pool, idle, peak, soon, after, drainSeconds, cpuMsPer1000 }
   } finally {
     await stopWorker(child)
     await broker.remove([queue, idleQueue])
@@ -238,7 +247,7 @@ for (const kind of kinds) {
           try {
             const m = await measureOne(broker, side, pool)
             all.push(m)
-            say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  anon idle=${m.idle.anonMb.toFixed(1)} peak=${m.peak.anonMb.toFixed(1)} after=${m.after.anonMb.toFixed(1)}  rss idle=${m.idle.rssMb.toFixed(1)} after=${m.after.rssMb.toFixed(1)}  processes=${m.after.processes}  drain=${m.drainSeconds.toFixed(1)}s cpu=${m.cpuMsPer1000.toFixed(0)}ms/1000`)
+            say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  anon idle=${m.idle.anonMb.toFixed(1)} peak=${m.peak.anonMb.toFixed(1)} soon=${m.soon.anonMb.toFixed(1)} after=${m.after.anonMb.toFixed(1)}  rss idle=${m.idle.rssMb.toFixed(1)} after=${m.after.rssMb.toFixed(1)}  processes=${m.after.processes}  drain=${m.drainSeconds.toFixed(1)}s cpu=${m.cpuMsPer1000.toFixed(0)}ms/1000`)
           } catch (error) {
             say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  FAILED: ${(error as Error).message.split('\n')[0]}`)
           }
@@ -265,7 +274,8 @@ for (const kind of kinds) {
     const label = `${pool} -c ${POOLS[pool]}`
     say(
       `worker-memory-${kind}  ${label.padEnd(12)} anon idle: tsq=${fig('tsq', pool, (m) => m.idle.anonMb)} celery=${fig('celery', pool, (m) => m.idle.anonMb)}${ok(pool, (m) => m.idle.anonMb)}` +
-        `  after ${tasks}: tsq=${fig('tsq', pool, (m) => m.after.anonMb)} celery=${fig('celery', pool, (m) => m.after.anonMb)}${ok(pool, (m) => m.after.anonMb)}` +
+        `  after ${tasks}, at rest: tsq=${fig('tsq', pool, (m) => m.after.anonMb)} celery=${fig('celery', pool, (m) => m.after.anonMb)}${ok(pool, (m) => m.after.anonMb)}` +
+        `  | first 5 s after: tsq=${fig('tsq', pool, (m) => m.soon.anonMb)} celery=${fig('celery', pool, (m) => m.soon.anonMb)}` +
         `  | peak: tsq=${fig('tsq', pool, (m) => m.peak.anonMb)} celery=${fig('celery', pool, (m) => m.peak.anonMb)}` +
         `  | rss after: tsq=${fig('tsq', pool, (m) => m.after.rssMb)} celery=${fig('celery', pool, (m) => m.after.rssMb)}`,
     )

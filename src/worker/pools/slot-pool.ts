@@ -86,6 +86,8 @@ interface Slot {
   unstageWaiters: Array<() => void>
   /** Recent tasks' run time in seconds (moving average): how deep the slot may be staged. */
   avgRuntime: number
+  /** When the slot last had a job or became ready (ms): the idle clock of idleExitMs. */
+  lastActive: number
 }
 
 export interface SlotPoolOptions {
@@ -132,6 +134,13 @@ export abstract class SlotPool implements Pool {
   private lazyFailure: { at: number; backoffMs: number } | undefined
   /** Slots start on demand (startsLazily) rather than all at start(). */
   protected readonly startsLazily: boolean = false
+  /**
+   * With startsLazily: a slot with nothing to do for this long exits, and is
+   * started again when jobs need it (undefined: slots stay). Read once the
+   * first slot is ready, so a subclass's field initialiser has run.
+   */
+  protected readonly idleExitMs: number | undefined = undefined
+  private idleTimer: NodeJS.Timeout | undefined
   size: number
 
   constructor(protected readonly options: SlotPoolOptions) {
@@ -175,7 +184,7 @@ export abstract class SlotPool implements Pool {
       resolveReady = resolve
       rejectReady = reject
     })
-    const slot: Slot = { index, handle, ready, isReady: false, queue: [], outbox: [], tasksRun: 0, retiring: false, draining: false, exiting: false, stopped: false, unstageWaiters: [], avgRuntime: 0 }
+    const slot: Slot = { index, handle, ready, isReady: false, queue: [], outbox: [], tasksRun: 0, retiring: false, draining: false, exiting: false, stopped: false, unstageWaiters: [], avgRuntime: 0, lastActive: Date.now() }
     // On demand, a slot that never became ready is not replaced on its exit: startOnDemand retries, with a backoff.
     let everReady = false
     void ready.then(() => (everReady = true), () => undefined)
@@ -207,6 +216,11 @@ export abstract class SlotPool implements Pool {
       for (const wake of slot.unstageWaiters.splice(0)) wake()
       if (this.slots_.get(index) !== slot) return
       this.slots_.delete(index)
+      // Jobs waiting for a slot while this one was leaving idle: room for a new one now.
+      if (slot.retiring) {
+        for (const wake of this.readyWaiters) wake()
+        this.readyWaiters.clear()
+      }
       if (!this.closing && !slot.retiring && index <= this.size && (everReady || !this.startsLazily)) {
         if (!head && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
         void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))
@@ -240,6 +254,8 @@ export abstract class SlotPool implements Pool {
         break
       case 'ready':
         slot.isReady = true
+        slot.lastActive = Date.now()
+        this.watchIdle()
         resolveReady()
         for (const wake of this.readyWaiters) wake()
         this.readyWaiters.clear()
@@ -300,6 +316,7 @@ export abstract class SlotPool implements Pool {
     if (entry.since === undefined) this.begin(slot, entry)
     slot.queue.shift()
     entry.timer?.clear()
+    slot.lastActive = Date.now()
     slot.tasksRun += 1
     slot.avgRuntime = slot.avgRuntime === 0 ? outcome.runtime : slot.avgRuntime * 0.8 + outcome.runtime * 0.2
     if (outcome.endHooks) slot.holding = id
@@ -467,6 +484,7 @@ export abstract class SlotPool implements Pool {
   private assign(slot: Slot, entry: Entry): Promise<Outcome> {
     return new Promise<Outcome>((settle) => {
       entry.settle = settle
+      slot.lastActive = Date.now()
       slot.queue.push(entry)
       this.sendJob(slot, entry.job)
       if (slot.queue.length === 1 && !slot.holding) this.begin(slot, entry)
@@ -491,6 +509,32 @@ export abstract class SlotPool implements Pool {
         const timer = setTimeout(wake, Math.min(200, 10 * (attempt + 1)))
         this.readyWaiters.add(wake)
       })
+    }
+  }
+
+  private watchIdle(): void {
+    if (!this.startsLazily || this.idleExitMs === undefined || this.idleTimer || this.closing) return
+    this.idleTimer = setInterval(this.exitIdle, Math.max(50, this.idleExitMs / 4))
+    this.idleTimer.unref()
+  }
+
+  /**
+   * Slots idle for idleExitMs leave as autoscale's shrink makes them leave
+   * (retiring: not replaced); the pool's size is unchanged, so the next jobs
+   * start them again on demand.
+   */
+  private readonly exitIdle = (): void => {
+    const now = Date.now()
+    for (const slot of this.slots_.values()) {
+      if (!slot.isReady || slot.queue.length > 0 || slot.holding || slot.draining || slot.exiting || slot.retiring) continue
+      if (now - slot.lastActive < this.idleExitMs!) continue
+      slot.retiring = true
+      this.drain(slot)
+      this.exitIfDrained(slot)
+    }
+    if (this.slots_.size === 0 && this.idleTimer) {
+      clearInterval(this.idleTimer)
+      this.idleTimer = undefined
     }
   }
 
@@ -610,6 +654,7 @@ export abstract class SlotPool implements Pool {
   async close({ cold }: { cold: boolean }): Promise<void> {
     this.closing = true
     if (this.sweepTimer) clearTimeout(this.sweepTimer)
+    if (this.idleTimer) clearInterval(this.idleTimer)
     const exits = [...this.slots_.values()].map(
       (slot) =>
         new Promise<void>((resolve) => {

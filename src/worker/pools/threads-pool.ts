@@ -6,10 +6,17 @@ import type { SlotSpawnOptions } from './prefork-pool.js'
 import { slotData, slotEntryPath, slotExecArgv } from './slot-entry.js'
 import { SlotPool, type SlotHandle } from './slot-pool.js'
 
+/** How long a pool thread may have nothing to do before it exits. */
+export const THREAD_IDLE_EXIT_MS = 10_000
+
 export class ThreadsPool extends SlotPool {
   readonly kind = 'threads' as const
   // Each thread is an isolate of its own (5-7 MB with tsq and the task module): started when jobs need it, as Python's ThreadPoolExecutor starts its threads.
   protected override readonly startsLazily = true
+  // An idle isolate still holds its heap and tsq's and the app's code: 12-15 MB each after a
+  // burst, where Python's idle threads share one interpreter. One idle this long exits, and is
+  // started again (50-100 ms) when jobs need it, as Piscina's idleTimeout retires its threads.
+  protected override readonly idleExitMs = THREAD_IDLE_EXIT_MS
 
   constructor(private readonly spawnOptions: SlotSpawnOptions) {
     super(spawnOptions)

@@ -277,4 +277,32 @@ describe('[slot-pool] keeping slots fed', () => {
       await single.close({ cold: true })
     }
   })
+
+  it('a lazily started pool\'s slot idle for idleExitMs exits, never while it runs a job, and the next job starts one again', async () => {
+    // The threads pool's policy (THREAD_IDLE_EXIT_MS) on the prefork pool's processes, which the tests can load.
+    class IdleExitPool extends PreforkPool {
+      protected override readonly startsLazily = true
+      protected override readonly idleExitMs = 300
+    }
+    const lazy = new IdleExitPool({ size: 2, modulePath: MODULE, includePaths: [], logfile: null, nodename: 'w@h', broker: 'memory://', resultBackend: null, loglevel: 'ERROR', redirectStdouts: null, log: () => undefined })
+    await lazy.start()
+    try {
+      assert.equal(lazy.processes().length, 0, 'none before the first job')
+      const first = await lazy.run(job('sp.where', [1]), null)
+      assert.equal(first.status, 'success')
+      const firstPid = lazy.processes()[0]
+      assert.equal(lazy.processes().length, 1)
+      // Busy for longer than idleExitMs: the slot stays for its job.
+      const long = await lazy.run(job('sp.sleep', [700]), null)
+      assert.deepEqual({ status: long.status, value: long.status === 'success' ? long.value : undefined }, { status: 'success', value: 700 })
+      assert.deepEqual(lazy.processes(), [firstPid], 'the slot that ran the long job is still there')
+      await until('the idle slot to exit', () => lazy.processes().length === 0, 5000)
+      const again = await lazy.run(job('sp.where', [2]), null)
+      assert.equal(again.status, 'success')
+      assert.equal(lazy.processes().length, 1, 'started again for the next job')
+      assert.notEqual(lazy.processes()[0], firstPid)
+    } finally {
+      await lazy.close({ cold: true })
+    }
+  })
 })
