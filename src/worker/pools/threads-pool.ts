@@ -15,7 +15,7 @@ export class ThreadsPool extends SlotPool {
   protected override readonly startsLazily = true
   // An idle isolate still holds its heap and tsq's and the app's code: 12-15 MB each after a
   // burst, where Python's idle threads share one interpreter. One idle this long exits, and is
-  // started again (50-100 ms) when jobs need it, as Piscina's idleTimeout retires its threads.
+  // started again (about 150 ms) when jobs need it, as Piscina's idleTimeout retires its threads.
   protected override readonly idleExitMs = THREAD_IDLE_EXIT_MS
 
   constructor(private readonly spawnOptions: SlotSpawnOptions) {
