@@ -12,7 +12,7 @@
 // Datetimes follow Django with USE_TZ = True: PostgreSQL's timestamptz holds
 // instants; MySQL's and SQLite's naive columns hold UTC.
 import { isoformatUtc } from '../protocol/index.js'
-import { openSqlClient, type Row, type SqlClient } from '../app/backends/sql-client.js'
+import { isMissingTable, openSqlClient, type Row, type SqlClient } from '../app/backends/sql-client.js'
 import { scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
 import { Solar } from './solar.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
@@ -170,7 +170,7 @@ export class DjangoStore implements BeatStore {
       await client.query(`SELECT 1 FROM ${TASKS} WHERE 1 = 0`)
     } catch (error) {
       await client.close().catch(() => undefined)
-      const missing = /relation \S+ does not exist|no such table|Table \S+ doesn't exist/i.test((error as Error).message)
+      const missing = isMissingTable(error)
       throw Object.assign(new Error(`cannot use the django-celery-beat schedule at ${client.displayUrl}: ${missing ? `${TASKS} is missing (add django_celery_beat to INSTALLED_APPS and run the Django project's \`manage.py migrate\`)` : (error as Error).message}`), { code: 'BROKER_UNREACHABLE' })
     }
     return new DjangoStore(client, options)

@@ -9,7 +9,7 @@ import { argsRepr, decodeBody, dumps, isoformatUtc, kwargsRepr, loads, type Resu
 import { BrokerConnectionError, maskUrl } from '../../transport/index.js'
 import { pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
-import { openSqlClient, type Row, type SqlClient } from './sql-client.js'
+import { isMissingTable, openSqlClient, type Row, type SqlClient } from './sql-client.js'
 
 const TASKS = 'django_celery_results_taskresult'
 const GROUPS = 'django_celery_results_groupresult'
@@ -51,7 +51,7 @@ export class DjangoResultBackend implements ResultBackend {
         return client
       } catch (error) {
         await client?.close().catch(() => undefined)
-        const missing = /does(n't| not) exist|no such table/i.test((error as Error).message)
+        const missing = isMissingTable(error)
         throw new BrokerConnectionError(`cannot use result backend ${this.displayUrl}: ${missing ? `${TASKS} is missing (run the Django project's \`manage.py migrate\`)` : (error as Error).message}`, { cause: error })
       }
     })()

@@ -175,3 +175,13 @@ export function qualified(dialect: Dialect, name: string, schema?: string | null
   const q = (s: string) => (dialect === 'mysql' ? `\`${s.replace(/`/g, '``')}\`` : `"${s.replace(/"/g, '""')}"`)
   return schema ? `${q(schema)}.${q(name)}` : q(name)
 }
+
+/**
+ * The error a query on a table that is not there gets, as PostgreSQL, MariaDB
+ * and SQLite word it: a missing table means "run the migrations", while a
+ * missing database (`database "x" does not exist`) or user is a different
+ * fault, told as the driver says it.
+ */
+export function isMissingTable(error: unknown): boolean {
+  return /relation \S+ does not exist|no such table|Table \S+ doesn't exist/i.test((error as Error | undefined)?.message ?? '')
+}
