@@ -10,7 +10,8 @@ import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../h
 import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'
 import { PY_DIR, PYTHON, parseJsonOut, runCelery, startPythonWorker, type PeerEnv, type PythonWorker } from './helpers/python-worker.js'
 
-const BACKEND = 'redis://127.0.0.1:6379/1'
+// The lane's own Redis database (TSQ_TEST_REDIS_URL), as every other test's results.
+const BACKEND = REDIS_URL
 const BULK = 200
 /** Bound on waiting for the dump to show every task (the worker is prefork -c 2, on a loaded machine). */
 const DUMP_WAIT_MS = 60_000
