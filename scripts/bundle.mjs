@@ -78,8 +78,8 @@ await build({
   target: 'node20',
   sourcemap: false,
   logLevel: 'warning',
-  // The database clients of the db+ result backend load lazily from node_modules; better-sqlite3 is a native addon.
-  external: ['@inquirer/prompts', 'tsx', 'tsx/*', 'typescript', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*'],
+  // The database clients of the db+ result backend load lazily from node_modules; better-sqlite3 and koffi (malloc_trim, idle-trim.ts) are native addons.
+  external: ['@inquirer/prompts', 'tsx', 'tsx/*', 'typescript', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
   // Whitespace and comments out: V8 keeps every loaded script's source in the heap for the life of
   // the process, and a single non-Latin-1 character in a kept comment (an arrow, a dash) stores the
   // whole 1.4 MB bundle as two-byte text: ~4 MB of every worker, child and thread at rest. Names are
@@ -105,7 +105,7 @@ await build({
   minifySyntax: true,
   plugins: [fastCommandPrototype, ioredisLateSocketErrors],
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
-  external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*'],
+  external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes
   // along with loadApp but never runs here: nothing in the fast path starts a pool.
   logOverride: { 'empty-import-meta': 'silent' },

@@ -5,6 +5,7 @@ import type { FromSlot } from './slot-messages.js'
 import type { SlotSpawnOptions } from './prefork-pool.js'
 import { slotData, slotEntryPath, slotExecArgv } from './slot-entry.js'
 import { SlotPool, type SlotHandle } from './slot-pool.js'
+import { releaseNativeMemory } from '../memory-footprint.js'
 
 /** How long a pool thread may have nothing to do before it exits. */
 export const THREAD_IDLE_EXIT_MS = 10_000
@@ -32,6 +33,9 @@ export class ThreadsPool extends SlotPool {
     let exited = false
     worker.once('exit', () => {
       exited = true
+      // The thread's malloc arena outlives it, holding what the thread freed: handed back now
+      // (the main loop may be idle, and its own idle trim has already run).
+      setImmediate(releaseNativeMemory)
     })
     // What escapes the thread ends it (its exit replaces it); unheard, it would end the worker too.
     worker.on('error', (error) => this.spawnOptions.log?.('error', `pool thread ${index}: ${error.stack ?? error.message}`))

@@ -11,7 +11,8 @@ import { getHeapSpaceStatistics } from 'node:v8'
 import { fileURLToPath } from 'node:url'
 import { runInNewContext } from 'node:vm'
 import { Worker } from 'node:worker_threads'
-import { compactingGc, fullGc, keepYoungGenerationSmall, trimMemoryWhenIdle } from '../../../src/worker/memory-footprint.js'
+import { readFileSync } from 'node:fs'
+import { compactingGc, fullGc, keepYoungGenerationSmall, releaseNativeMemory, trimMemoryWhenIdle } from '../../../src/worker/memory-footprint.js'
 
 const MB = 1024 * 1024
 const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
@@ -22,6 +23,7 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
  */
 function scripted(shares: number[], heap: { bytes: number }, onShare: (share: number) => void = () => undefined) {
   const collected: number[] = []
+  const released: number[] = []
   let i = 0
   const stop = trimMemoryWhenIdle({
     intervalMs: 2,
@@ -36,8 +38,9 @@ function scripted(shares: number[], heap: { bytes: number }, onShare: (share: nu
       collected.push(heap.bytes)
       heap.bytes = 20 * MB
     },
+    release: () => released.push(collected.length),
   })
-  return { collected, stop, done: () => i >= shares.length }
+  return { collected, released, stop, done: () => i >= shares.length }
 }
 
 async function untilDone(run: { done: () => boolean; stop: () => void }): Promise<void> {
@@ -50,6 +53,7 @@ it('[memory] the first quiet moment after start-up collects once, whatever the h
   const run = scripted([0.9, 0.3, 0, 0, 0, 0.03, 0, 0], heap)
   await untilDone(run)
   assert.deepEqual(run.collected, [12 * MB])
+  assert.deepEqual(run.released, [1], "malloc's free pages are handed back after each collection")
 
   const quietFromTheStart = scripted([0, 0, 0, 0], { bytes: 9 * MB })
   await untilDone(quietFromTheStart)
@@ -174,4 +178,22 @@ it("[memory] the threads pool's isolates, started after keepYoungGenerationSmall
   assert.ok(threadNewSpaceMb(false) > 2, 'a thread on node defaults grows its new space')
   const kept = threadNewSpaceMb(true)
   assert.ok(kept <= 2, `new space ${kept} MB`)
+})
+
+it("[memory] releaseNativeMemory hands back the pages of freed native buffers that malloc kept (Linux, glibc)", { skip: process.platform !== 'linux' && 'malloc_trim is glibc\'s' }, () => {
+  const anonMb = () => Number(/Pss_Anon:\s+(\d+)/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))![1]) / 1024
+  const gc = fullGc()!
+  // 64 MB of 16 KB buffers (under malloc's mmap threshold, so inside an arena), one in 64 kept:
+  // the survivors pin the arena's top, so free() alone returns almost none of it.
+  const kept: Buffer[] = []
+  let buffers: Buffer[] | null = Array.from({ length: 4096 }, (_, i) => Buffer.alloc(16 * 1024, i & 0xff))
+  for (let i = 0; i < buffers.length; i += 64) kept.push(buffers[i]!)
+  buffers = null
+  gc()
+  gc()
+  const freed = anonMb()
+  releaseNativeMemory()
+  const released = anonMb()
+  assert.equal(kept.length, 64)
+  assert.ok(freed - released > 16, `anonymous memory went from ${freed.toFixed(1)} to ${released.toFixed(1)} MB`)
 })
