@@ -1,7 +1,7 @@
 // The body of `tsq migrate`, shared by the oclif command and the fast path
 // (fast-path.ts), which must not load oclif: nothing here may import it.
 import { migrate, parseQueueRoutes, type MigratedTask, type MigrateResult } from '../admin/index.js'
-import { withTransport } from '../app/connection.js'
+import { withTransportPair } from '../app/connection.js'
 import { UsageError } from './errors.js'
 
 export interface MigrateFlagValues {
@@ -54,10 +54,8 @@ export async function runMigrate(run: MigrateRun): Promise<MigrateResult> {
     }
   }
   try {
-    return await withTransport(run.source, (source) =>
-      withTransport(run.destination, (destination) =>
-        migrate({ source, destination, queues, limit: flags.limit ?? null, timeoutSeconds: flags.timeout, ackMessages: flags['ack-messages'] === true, tasks, forever: flags.forever === true, onMigrated, stopRequested }),
-      ),
+    return await withTransportPair([run.source, run.destination], (source, destination) =>
+      migrate({ source, destination, queues, limit: flags.limit ?? null, timeoutSeconds: flags.timeout, ackMessages: flags['ack-messages'] === true, tasks, forever: flags.forever === true, onMigrated, stopRequested }),
     )
   } finally {
     if (flushSoon) clearImmediate(flushSoon)
