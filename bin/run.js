@@ -53,9 +53,11 @@ function fastModule() {
   return fastBundle
 }
 
-/** inspect/control/status without oclif when the command line allows (src/cli/fast-path.ts). */
+const FAST_COMMANDS = new Set(['inspect', 'control', 'status', 'migrate'])
+
+/** inspect/control/status/migrate without oclif when the command line allows (src/cli/fast-path.ts). */
 function tryFastPath() {
-  if (argv[0] !== 'inspect' && argv[0] !== 'control' && argv[0] !== 'status') return false
+  if (!FAST_COMMANDS.has(argv[0])) return false
   const fast = fastModule()
   const plan = fast.planFastRun(argv)
   if (!plan) return false

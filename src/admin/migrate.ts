@@ -82,18 +82,27 @@ export function parseQueueRoutes(spec: string): QueueRoute[] {
 }
 
 export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
+  // Both brokers' checks read only, so they go out together: a round trip or more less before the first task moves.
+  const [sources, destinations] = await Promise.allSettled([
+    Promise.all(o.queues.map((q) => (o.source.checkQueue ? o.source.checkQueue(q.from) : null))),
+    Promise.all(o.queues.map((q) => (o.destination.checkQueue ? o.destination.checkQueue(q.to) : null))),
+  ])
+  if (sources.status === 'rejected') throw sources.reason
   let total: number | null = 0
-  for (const q of o.queues) {
-    const status = o.source.checkQueue ? await o.source.checkQueue(q.from) : null
+  for (const [i, q] of o.queues.entries()) {
+    const status = sources.value[i] ?? null
     // Said here, naming the broker, rather than as the consumer's 404 (RabbitMQ) or a bare `no queue` (file://).
     if (o.source.checkQueue && status === null) throw new BrokerRequestError('NOT_FOUND', `no queue '${q.from}' on ${o.source.displayUrl}`)
     if (status === null || total === null) total = status === null ? null : total
     else total += status.messageCount
   }
-  for (const q of o.queues) {
-    const exists = o.destination.checkQueue ? await o.destination.checkQueue(q.to) : null
+  if (destinations.status === 'rejected') throw destinations.reason
+  const declared = new Set<string>()
+  for (const [i, q] of o.queues.entries()) {
     // An existing queue is left as it is: declaring it again with other arguments is a 406 on RabbitMQ.
-    if (exists === null) await o.destination.declareQueue({ name: q.to, durable: true, exclusive: false, autoDelete: false })
+    if ((destinations.value[i] ?? null) !== null || declared.has(q.to)) continue
+    await o.destination.declareQueue({ name: q.to, durable: true, exclusive: false, autoDelete: false })
+    declared.add(q.to)
   }
   const window = o.window ?? 512
   let reserved = 0

@@ -1,10 +1,10 @@
-// The flags of the commands that have a fast path (inspect, control, status),
+// The flags of the commands that have a fast path (inspect, control, status, migrate),
 // as plain data: oclif's flags are built from these (oclif-flags.ts) and so is
 // the fast path's parser (fast-path.ts), so the two can never disagree about a
 // name, a short letter or a default. Plain data because the fast path must not
 // load oclif at all.
 export interface FlagSpec {
-  kind: 'boolean' | 'string' | 'integer'
+  kind: 'boolean' | 'string' | 'integer' | 'float'
   description: string
   char?: string
   default?: string
@@ -42,4 +42,13 @@ export const CONTROL_FLAG_SPECS = {
   ...REMOTE_FLAG_SPECS,
   terminate: { kind: 'boolean', description: 'revoke: also kill the process running the task.' },
   signal: { kind: 'string', description: 'revoke --terminate: the signal to send (e.g. SIGKILL).', dependsOn: ['terminate'] },
+} as const satisfies Record<string, FlagSpec>
+
+export const MIGRATE_FLAG_SPECS = {
+  limit: { kind: 'integer', char: 'n', description: 'Number of tasks to migrate (default: all).', min: 0 },
+  timeout: { kind: 'float', char: 't', description: 'Stop once no message came for this many seconds.', default: '1', min: 0 },
+  'ack-messages': { kind: 'boolean', char: 'a', description: 'Ack messages on the source once the destination has them (a move).' },
+  tasks: { kind: 'string', char: 'T', description: 'Comma-separated task names to migrate (the others stay).' },
+  queues: { kind: 'string', char: 'Q', description: "Comma-separated queues, `from:to` to rename (default: the app's default queue)." },
+  forever: { kind: 'boolean', char: 'F', description: 'Keep migrating until stopped (TERM or Ctrl-C).' },
 } as const satisfies Record<string, FlagSpec>

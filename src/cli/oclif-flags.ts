@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { optionLabel } from './errors.js'
-import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from './flag-specs.js'
+import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, MIGRATE_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from './flag-specs.js'
 import { choiceValue, floatValue, integerValue, type NumberRange } from './flag-values.js'
 
 // oclif's flag types with click's sentence for a bad value (flag-values.ts):
@@ -36,13 +36,17 @@ type OclifFlagFor<S> = S extends { kind: 'boolean' }
   ? ReturnType<typeof booleanFlag>
   : S extends { kind: 'integer' }
     ? S extends { default: string } ? ReturnType<typeof integerWithDefault> : ReturnType<typeof integerOptional>
-    : S extends { default: string } ? ReturnType<typeof stringWithDefault> : ReturnType<typeof stringOptional>
+    : S extends { kind: 'float' }
+      ? S extends { default: string } ? ReturnType<typeof floatWithDefault> : ReturnType<typeof floatOptional>
+      : S extends { default: string } ? ReturnType<typeof stringWithDefault> : ReturnType<typeof stringOptional>
 
 const booleanFlag = () => Flags.boolean()
 const stringWithDefault = () => Flags.string({ default: '' })
 const stringOptional = () => Flags.string()
 const integerWithDefault = () => integerFlag({ default: 0 })
 const integerOptional = () => integerFlag()
+const floatWithDefault = () => floatFlag({ default: 0 })
+const floatOptional = () => floatFlag()
 
 function oclifFlag(spec: FlagSpec) {
   const common = {
@@ -56,6 +60,8 @@ function oclifFlag(spec: FlagSpec) {
       return Flags.boolean(common)
     case 'integer':
       return integerFlag({ ...common, ...(spec.min !== undefined ? { min: spec.min } : {}), ...(spec.default !== undefined ? { default: Number(spec.default) } : {}) })
+    case 'float':
+      return floatFlag({ ...common, ...(spec.min !== undefined ? { min: spec.min } : {}), ...(spec.default !== undefined ? { default: Number(spec.default) } : {}) })
     case 'string':
       if (spec.options) return choiceFlag({ ...common, choices: spec.options, ...(spec.default !== undefined ? { default: spec.default } : {}) })
       return Flags.string({ ...common, ...(spec.default !== undefined ? { default: spec.default } : {}) })
@@ -72,3 +78,4 @@ export function oclifFlags<T extends Record<string, FlagSpec>>(specs: T): { [K i
 export const globalFlags = oclifFlags(GLOBAL_FLAG_SPECS)
 export const remoteFlags = oclifFlags(REMOTE_FLAG_SPECS)
 export const controlFlags = oclifFlags(CONTROL_FLAG_SPECS)
+export const migrateFlags = oclifFlags(MIGRATE_FLAG_SPECS)

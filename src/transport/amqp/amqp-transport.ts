@@ -30,7 +30,6 @@ import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
-import { flushAtEndOfTurn } from './flush-per-tick.js'
 import { toPublishOptions } from './properties.js'
 import { assertExchange, assertQueue, declareTopologyPipelined, TopologyRegistry } from './topology.js'
 
@@ -207,24 +206,22 @@ export class AmqpTransport extends EventEmitter implements Transport {
       // The channel is up: publish in this turn, so the sends made beside this
       // one share its socket write, with no await before. Only a failure takes
       // the retrying path, as its first attempt.
-      const conn = this.conn
-      await this.confirmedPublish(conn, open.channel, exchange, routingKey, message.body, options).catch((err: unknown) =>
-        this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (next) => this.confirmedPublish(next, await this.publishChannelFor(next), exchange, routingKey, message.body, options), err),
+      await this.confirmedPublish(open.channel, exchange, routingKey, message.body, options).catch((err: unknown) =>
+        this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (next) => this.confirmedPublish(await this.publishChannelFor(next), exchange, routingKey, message.body, options), err),
       )
       return
     }
-    await this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (conn) => this.confirmedPublish(conn, await this.publishChannelFor(conn), exchange, routingKey, message.body, options))
+    await this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (conn) => this.confirmedPublish(await this.publishChannelFor(conn), exchange, routingKey, message.body, options))
   }
 
   /** Resolves on the broker's confirm, so an awaited publish survives a broker drop. */
-  private confirmedPublish(conn: ChannelModel, channel: ConfirmChannel, exchange: string, routingKey: string, body: Buffer, options: ReturnType<typeof toPublishOptions>): Promise<void> {
+  private confirmedPublish(channel: ConfirmChannel, exchange: string, routingKey: string, body: Buffer, options: ReturnType<typeof toPublishOptions>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       try {
         channel.publish(exchange, routingKey, body, options, (err) => {
           if (err) reject(this.channelCloseErrors.get(channel) ?? err)
           else resolve()
         })
-        flushAtEndOfTurn(conn)
       } catch (err) {
         reject(err)
       }

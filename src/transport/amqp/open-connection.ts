@@ -3,6 +3,7 @@ import type { ChannelModel } from 'amqplib'
 import { isIP } from 'node:net'
 import { BrokerConnectionError } from '../errors.js'
 import { describeTlsFailure } from '../tls.js'
+import { batchSocketWrites } from './batch-writes.js'
 import { describeConnectFailure } from './classify-error.js'
 import { amqpSocketTlsOptions, type AmqpConnectSettings } from './connect-options.js'
 
@@ -46,7 +47,9 @@ export async function openAmqpConnection(settings: AmqpConnectSettings, connecti
     timer = setTimeout(() => reject(Object.assign(new Error('connection timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS)
   })
   try {
-    return await Promise.race([attempt, timeout])
+    const conn = await Promise.race([attempt, timeout])
+    batchSocketWrites(conn)
+    return conn
   } catch (err) {
     // The handshake may still complete after the deadline; do not leak it.
     attempt.then((late) => late.close()).catch(() => undefined)

