@@ -137,6 +137,42 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.zscore('unacked_index', tag), null)
   })
 
+  it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {
+    const q = queue()
+    // json.dumps's separators (kombu's, and tsq's own), as the claim reads them without a full decode.
+    const py = (v: unknown): string =>
+      Array.isArray(v) ? `[${v.map(py).join(', ')}]` : v !== null && typeof v === 'object' ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`).join(', ')}}` : JSON.stringify(v)
+    const envelope = (tag: string, headers: Record<string, unknown> = {}) => ({
+      body: Buffer.from('[[], {}, {}]').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers,
+      properties: { delivery_mode: 2, delivery_info: { exchange: '', routing_key: q }, priority: 0, body_encoding: 'base64', delivery_tag: tag },
+    })
+    const texts = {
+      'python-written': py(envelope('tag-py')),
+      compact: JSON.stringify(envelope('tag-compact')),
+      // Two spaced `"delivery_tag": "` keys: the text is ambiguous, so the claim decodes it whole.
+      'header-decoy-twice': py(envelope('tag-twice', { extra: { delivery_tag: 'decoy-1' } })),
+      // One spaced key, a header's; the properties' own is written compactly: the claim's reading is wrong and the client redoes it.
+      'header-decoy-once': py(envelope('tag-once', { extra: { delivery_tag: 'decoy-2' } })).replace('"delivery_tag": "tag-once"', '"delivery_tag":"tag-once"'),
+    }
+    for (const text of Object.values(texts)) await raw.lpush(q, text)
+    const t = await open()
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
+    await waitFor(() => got.length === 4, { what: 'the four deliveries' })
+    assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['tag-compact', 'tag-once', 'tag-py', 'tag-twice'])
+    await waitFor(async () => (await raw.hlen('unacked')) >= 4 && (await raw.hexists('unacked', 'decoy-2')) === 0, { what: 'the decoy record replaced' })
+    for (const [tag, text] of [['tag-py', texts['python-written']], ['tag-compact', texts.compact], ['tag-twice', texts['header-decoy-twice']], ['tag-once', texts['header-decoy-once']]] as const) {
+      assert.equal(await raw.hget('unacked', tag), `[${text}, "", "${q}"]`, tag)
+      assert.notEqual(await raw.zscore('unacked_index', tag), null, tag)
+    }
+    for (const decoy of ['decoy-1', 'decoy-2']) {
+      assert.equal(await raw.hexists('unacked', decoy), 0, decoy)
+      assert.equal(await raw.zscore('unacked_index', decoy), null, decoy)
+    }
+    for (const d of got) await d.ack()
+    for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0)
+  })
+
   /** A consumer of two fresh queues, named so that CLIENT LIST shows when its idle waits are on both. */
   async function idleOnTwoQueues(name: string) {
     const [first, second] = [queue(), queue()]
