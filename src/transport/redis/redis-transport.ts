@@ -33,7 +33,7 @@ import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
 import { retryWhileDemoted } from './sentinel.js'
 import { Router } from './routing.js'
-import { recordedAs, UnackedStore } from './unacked.js'
+import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
 import { PublishBatcher } from './publish-batch.js'
 
@@ -374,18 +374,16 @@ export class RedisTransport implements Transport {
     return this.hub
   }
 
-  /**
-   * A BRPOP returned a message: record it as unacked (unless noAck) and hand it
-   * over. A claimed one may come recorded already (`tag\nexchange\nrouting_key`).
-   */
-  private async onPopped(queue: string, key: string, raw: string, recorded?: string): Promise<void> {
+  /** A BRPOP returned a message: record it as unacked (unless noAck) and hand it over. */
+  private async onPopped(queue: string, key: string, raw: string, recorded = false): Promise<void> {
     const cmd = this.cmd!
     const consumer = this.state === 'open' ? this.consumers.pick(queue) : undefined
-    const recordedTag = recorded === undefined ? undefined : recorded.slice(0, recorded.indexOf('\n'))
-    if (!consumer || (recordedTag !== undefined && consumer.noAck)) {
+    if (!consumer || (recorded && consumer.noAck)) {
       // Cancelled or full while the pop was in flight: back to the head of its list.
-      if (recordedTag !== undefined) await this.unacked!.restore(recordedTag, { leftmost: false }).catch((error: unknown) => this.emitError(error))
-      else await cmd.rpush(key, raw).catch((error: unknown) => this.emitError(error))
+      if (recorded) {
+        const tag = safeTag(raw)
+        if (tag !== undefined) await this.unacked!.restore(tag, { leftmost: false }).catch((error: unknown) => this.emitError(error))
+      } else await cmd.rpush(key, raw).catch((error: unknown) => this.emitError(error))
       return
     }
     this.consumers.rotate(queue)
@@ -393,7 +391,7 @@ export class RedisTransport implements Transport {
     try {
       envelope = parseEnvelope(raw)
     } catch (error) {
-      if (recordedTag !== undefined) await this.unacked!.remove(recordedTag).catch(() => undefined)
+      if (recorded) await this.unacked!.remove(safeTag(raw) ?? '').catch(() => undefined)
       this.emitError(error)
       return
     }
@@ -403,16 +401,9 @@ export class RedisTransport implements Transport {
     }
     const tag = envelope.properties.delivery_tag
     const info = envelope.properties.delivery_info
-    const [exchange, routingKey] = [String(info.exchange ?? ''), String(info.routing_key ?? '')]
-    let alreadyRecorded = recordedTag !== undefined
-    // The claim read the tag and delivery_info from the text; where that was not the properties' own, the record is redone under them.
-    if (alreadyRecorded && recorded !== recordedAs(tag, exchange, routingKey)) {
-      alreadyRecorded = false
-      await this.unacked!.remove(recordedTag!).catch(() => undefined)
-    }
     let tracked
     try {
-      tracked = await this.acks!.track(consumer, tag, raw, exchange, routingKey, alreadyRecorded)
+      tracked = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
     } catch (error) {
       await cmd.rpush(key, raw).catch(() => undefined)
       this.emitError(error)
@@ -503,5 +494,15 @@ export class RedisTransport implements Transport {
     // Together: each QUIT waits for its reply, and a one-shot CLI pays every round trip.
     await Promise.all([this.subConn, this.brpopConn, this.cmd].map((conn) => conn && closeConnection(conn)))
     this.state = 'closed'
+  }
+}
+
+/** The delivery tag of a raw envelope, without trusting the rest of it. */
+function safeTag(raw: string): string | undefined {
+  try {
+    const tag = (JSON.parse(raw) as { properties?: { delivery_tag?: unknown } }).properties?.delivery_tag
+    return tag === undefined || tag === null ? undefined : String(tag)
+  } catch {
+    return undefined
   }
 }

@@ -31,21 +31,6 @@ redis.call('del', KEYS[1])
 return 1
 `
 
-/**
- * A message a claim took: its list, its text, and, when the claim recorded it
- * in `unacked`, what under: `tag\nexchange\nrouting_key` (recordedAs).
- */
-export interface ClaimedRaw {
-  key: string
-  raw: string
-  recorded?: string
-}
-
-/** The record line a claim writes for a message with this tag and delivery_info. */
-export function recordedAs(tag: unknown, exchange: string, routingKey: string): string {
-  return `${String(tag)}\n${exchange}\n${routingKey}`
-}
-
 export type DestinationLookup = (exchange: string, routingKey: string) => Promise<string[]>
 
 /** Acks waiting to be written: sent on their own at the turn's end, or with a claim sent before then. */
@@ -78,7 +63,7 @@ export class UnackedStore {
    * worker killed with -9 loses the popped message for good (kombu has the same
    * gap); a script closes it. Returns null when every list is empty.
    */
-  async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<ClaimedRaw[]> {
+  async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<Array<{ key: string; raw: string; recorded: boolean }>> {
     // The acks of this turn ride along (removed before the pop, in the same
     // atomic step): one round trip and one script run instead of two writes.
     const acks = this.pendingRemoval
@@ -91,8 +76,8 @@ export class UnackedStore {
       throw error
     }
     acks?.settle()
-    const claimed: ClaimedRaw[] = []
-    for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recorded: result[i + 2] || undefined })
+    const claimed: Array<{ key: string; raw: string; recorded: boolean }> = []
+    for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recorded: result[i + 2] === '1' })
     return claimed
   }
 
@@ -104,7 +89,7 @@ export class UnackedStore {
   }
 
   /** Takes the message a BLMOVE put in `staging` and records it, in one step. */
-  async claimStaged(staging: string, record: boolean): Promise<Omit<ClaimedRaw, 'key'> | null> {
+  async claimStaged(staging: string, record: boolean): Promise<{ raw: string; recorded: boolean } | null> {
     const [claimed] = await this.claim([staging], [record])
     return claimed ? { raw: claimed.raw, recorded: claimed.recorded } : null
   }
@@ -246,39 +231,8 @@ export class UnackedStore {
 // '1'/'0' per list (record as unacked or not), the most to take, then the tags
 // of acked messages to remove first (kombu's ack: HDEL unacked, ZREM index).
 // The stored value is kombu's `[envelope, exchange, routing_key]`, with the
-// envelope kept byte for byte. Each message comes back as its list, its text,
-// and '' or what it was recorded as: `tag\nexchange\nrouting_key`, which the
-// client checks against its own parse.
-//
-// The tag and delivery_info are read from the text as json.dumps writes them
-// (kombu's envelope, and tsq's), each key found exactly once and no escapes in
-// the values; anything else takes cjson. A full decode of a ~1 KB envelope was
-// two thirds of the script's time (17-19 µs a message against 6 µs), on the
-// CPU a 2-core machine shares between Redis and the worker. A string value
-// cannot hold an unescaped quote, so a match is a real key; were it a header's
-// rather than the properties', the client's check sees the difference.
+// envelope kept byte for byte.
 const CLAIM_SCRIPT = `
-local function pick(raw)
-  local t = string.find(raw, '"delivery_tag": "', 1, true)
-  local d = string.find(raw, '"delivery_info": {', 1, true)
-  if t and d and not string.find(raw, '"delivery_tag": "', t + 17, true) and not string.find(raw, '"delivery_info": {', d + 18, true) then
-    local e = string.find(raw, '"', t + 17, true)
-    local tag = e and string.sub(raw, t + 17, e - 1)
-    local ex, rk = string.match(raw, '^"exchange": "([^"\\\\]*)", "routing_key": "([^"\\\\]*)"}', d + 18)
-    if tag and tag ~= '' and ex and not string.find(tag, '\\\\', 1, true) then
-      return tag, '"' .. ex .. '"', '"' .. rk .. '"', ex, rk
-    end
-  end
-  local ok, env = pcall(cjson.decode, raw)
-  if not (ok and type(env) == 'table' and type(env.properties) == 'table' and env.properties.delivery_tag ~= nil) then return nil end
-  local info = env.properties.delivery_info
-  if type(info) ~= 'table' then info = {} end
-  local ex = info.exchange
-  local rk = info.routing_key
-  if type(ex) ~= 'string' then ex = '' end
-  if type(rk) ~= 'string' then rk = '' end
-  return tostring(env.properties.delivery_tag), cjson.encode(ex), cjson.encode(rk), ex, rk
-end
 local first = #KEYS + 1
 for i = first, #ARGV, 1000 do
   local last = math.min(i + 999, #ARGV)
@@ -293,13 +247,20 @@ while #claimed < max * 3 do
     local raw = redis.call('RPOP', KEYS[i])
     if raw then
       found = true
-      local recorded = ''
+      local recorded = '0'
       if ARGV[i - 1] == '1' then
-        local tag, exJson, rkJson, ex, rk = pick(raw)
-        if tag then
+        local ok, env = pcall(cjson.decode, raw)
+        if ok and type(env) == 'table' and type(env.properties) == 'table' and env.properties.delivery_tag ~= nil then
+          local info = env.properties.delivery_info
+          if type(info) ~= 'table' then info = {} end
+          local ex = info.exchange
+          local rk = info.routing_key
+          if type(ex) ~= 'string' then ex = '' end
+          if type(rk) ~= 'string' then rk = '' end
+          local tag = tostring(env.properties.delivery_tag)
           redis.call('ZADD', KEYS[2], ARGV[1], tag)
-          redis.call('HSET', KEYS[1], tag, '[' .. raw .. ', ' .. exJson .. ', ' .. rkJson .. ']')
-          recorded = tag .. '\\n' .. ex .. '\\n' .. rk
+          redis.call('HSET', KEYS[1], tag, '[' .. raw .. ', ' .. cjson.encode(ex) .. ', ' .. cjson.encode(rk) .. ']')
+          recorded = '1'
         end
       end
       local n = #claimed
