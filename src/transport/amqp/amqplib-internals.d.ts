@@ -31,3 +31,11 @@ declare module 'amqplib/lib/api_args.js' {
   }
   export default Args
 }
+
+// Connection#sendMessage, which tests hold publish-frames.ts's bytes against.
+declare module 'amqplib/lib/connection.js' {
+  const connection: {
+    Connection: { prototype: { sendMessage(this: unknown, channel: number, method: number, fields: object, properties: number, props: object, content: Buffer): void } }
+  }
+  export default connection
+}

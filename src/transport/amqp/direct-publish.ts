@@ -16,8 +16,16 @@
 // (lib/channel.js and lib/channel_model.js since 0.5); where either is
 // missing, the ordinary publish runs instead, which reads the same object as
 // its options.
+//
+// A message under amqplib's single-chunk threshold skips sendMessage too: its
+// frames are written here (publish-frames.ts says why) and put on the
+// channel's frame stream, as Connection#sendMessage puts them, while that
+// stream is still this channel's (connection.channels[ch], freed on close)
+// and the channel is not closing (amqplib then replaces sendMessage on the
+// channel itself, with one that throws).
 import type { Channel, ConfirmChannel } from 'amqplib'
 import type { MessageProperties } from '../transport.js'
+import { encodePublishFrames } from './publish-frames.js'
 
 /** Args.publish's result: basic.publish's method fields and the message's properties, in one object. */
 export interface PublishFields {
@@ -43,8 +51,26 @@ export interface PublishFields {
 }
 
 interface ChannelInternals {
+  ch?: number
+  connection?: { channels?: Array<{ channel: unknown; buffer?: { write?: (frames: Buffer) => boolean } } | null>; sentSinceLastCheck?: boolean }
   pushConfirmCallback?: (cb: (err: unknown) => void) => void
   sendMessage?: (fields: PublishFields, properties: PublishFields, content: Buffer) => boolean
+}
+
+/** The channel's own frame stream while it is open, as Connection#sendMessage finds it; else undefined. */
+function frameStream(ch: ChannelInternals): { write: (frames: Buffer) => boolean } | undefined {
+  if (Object.prototype.hasOwnProperty.call(ch, 'sendMessage') || typeof ch.ch !== 'number') return undefined
+  const entry = ch.connection?.channels?.[ch.ch]
+  const stream = entry?.buffer
+  return entry?.channel === ch && typeof stream?.write === 'function' ? (stream as { write: (frames: Buffer) => boolean }) : undefined
+}
+
+/** Writes the message on the channel, by its own frames where it can. */
+function send(ch: ChannelInternals, fields: PublishFields, body: Buffer, stream: { write: (frames: Buffer) => boolean } | undefined, frames: Buffer | undefined): void {
+  if (stream && frames) {
+    ch.connection!.sentSinceLastCheck = true
+    stream.write(frames)
+  } else ch.sendMessage!(fields, fields, body)
 }
 
 /** The fields of one publish; every property is always present, so all share one hidden class. */
@@ -76,8 +102,10 @@ export function publishFields(exchange: string, routingKey: string, props: Messa
 export function publishConfirmed(channel: ConfirmChannel, fields: PublishFields, body: Buffer, cb: (err: unknown) => void): void {
   const ch = channel as unknown as ChannelInternals
   if (typeof ch.pushConfirmCallback === 'function' && typeof ch.sendMessage === 'function') {
+    const stream = frameStream(ch)
+    const frames = stream ? encodePublishFrames(ch.ch!, fields, body) : undefined
     ch.pushConfirmCallback(cb)
-    ch.sendMessage(fields, fields, body)
+    send(ch, fields, body, stream, frames)
     return
   }
   channel.publish(fields.exchange, fields.routingKey, body, fields, cb)
@@ -87,7 +115,8 @@ export function publishConfirmed(channel: ConfirmChannel, fields: PublishFields,
 export function publishUnconfirmed(channel: Channel, fields: PublishFields, body: Buffer): void {
   const ch = channel as unknown as ChannelInternals
   if (typeof ch.sendMessage === 'function') {
-    ch.sendMessage(fields, fields, body)
+    const stream = frameStream(ch)
+    send(ch, fields, body, stream, stream ? encodePublishFrames(ch.ch!, fields, body) : undefined)
     return
   }
   channel.publish(fields.exchange, fields.routingKey, body, fields)

@@ -79,3 +79,38 @@ it("[amqp direct publish] without amqplib's internals, the public publish, with 
   }
   assert.equal(seen[0]![4], cb)
 })
+
+it("[amqp direct publish] an open channel's frames go on its own frame stream; a closing one, or a stream now another channel's, goes through sendMessage", () => {
+  const body = Buffer.from('[]')
+  const fields = publishFields('', 'q', withExpiry)
+  const calls: string[] = []
+  const stream = { write: (frames: Buffer) => calls.push(`stream ${frames[0]}`) > 0 }
+  class FakeChannel {
+    ch = 3
+    connection: { channels: unknown[]; sentSinceLastCheck: boolean } = { channels: [], sentSinceLastCheck: false }
+    pushConfirmCallback(): void {
+      calls.push('confirm')
+    }
+    sendMessage(): boolean {
+      calls.push('sendMessage')
+      return true
+    }
+  }
+  const open = new FakeChannel()
+  open.connection.channels[3] = { channel: open, buffer: stream }
+  publishConfirmed(open as unknown as ConfirmChannel, fields, body, () => undefined)
+  assert.deepEqual(calls.splice(0), ['confirm', 'stream 1'])
+  assert.equal(open.connection.sentSinceLastCheck, true)
+
+  const closing = new FakeChannel()
+  closing.connection.channels[3] = { channel: closing, buffer: stream }
+  Object.assign(closing, { sendMessage: () => calls.push('closing: throws') })
+  publishConfirmed(closing as unknown as ConfirmChannel, fields, body, () => undefined)
+  assert.deepEqual(calls.splice(0), ['confirm', 'closing: throws'])
+
+  const reused = new FakeChannel()
+  reused.connection.channels[3] = { channel: new FakeChannel(), buffer: stream }
+  publishConfirmed(reused as unknown as ConfirmChannel, fields, body, () => undefined)
+  publishUnconfirmed(reused as unknown as ConfirmChannel, fields, body)
+  assert.deepEqual(calls.splice(0), ['confirm', 'sendMessage', 'sendMessage'])
+})
