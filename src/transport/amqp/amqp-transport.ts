@@ -30,7 +30,7 @@ import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
-import { toPublishOptions } from './properties.js'
+import { publishConfirmed, publishFields, publishUnconfirmed, type PublishFields } from './direct-publish.js'
 import { assertExchange, assertQueue, declareTopologyPipelined, TopologyRegistry } from './topology.js'
 
 /** Attempts per operation across channel reopenings and reconnects before giving up. */
@@ -193,32 +193,42 @@ export class AmqpTransport extends EventEmitter implements Transport {
     }
   }
 
-  async publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions: PublishOptions = {}): Promise<void> {
-    const options = toPublishOptions(message.properties)
-    if (publishOptions.confirm === false) {
-      await this.withControl(`publish to exchange '${exchange}' key '${routingKey}'`, async (channel) => {
-        channel.publish(exchange, routingKey, message.body, options)
-      })
-      return
+  publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions?: PublishOptions): Promise<void> {
+    const fields = publishFields(exchange, routingKey, message.properties)
+    const body = message.body
+    if (publishOptions?.confirm === false) {
+      return this.withControl(`publish to exchange '${exchange}' key '${routingKey}'`, async (channel) => publishUnconfirmed(channel, fields, body))
     }
+    const again = (conn: ChannelModel): Promise<void> => this.publishChannelFor(conn).then((channel) => this.confirmedPublish(channel, fields, body))
     const open = this.openPublishChannel
     if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
       // The channel is up: publish in this turn, so the sends made beside this
       // one share its socket write, with no await before. Only a failure takes
-      // the retrying path, as its first attempt.
-      await this.confirmedPublish(open.channel, exchange, routingKey, message.body, options).catch((err: unknown) =>
-        this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (next) => this.confirmedPublish(await this.publishChannelFor(next), exchange, routingKey, message.body, options), err),
-      )
-      return
+      // the retrying path, as its first attempt. One promise per send: the
+      // confirm settles it, or hands it to the retrying path.
+      const channel = open.channel
+      return new Promise<void>((resolve, reject) => {
+        const retry = (err: unknown): void => {
+          this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err).then(resolve, reject)
+        }
+        try {
+          publishConfirmed(channel, fields, body, (err) => {
+            if (err) retry(this.channelCloseErrors.get(channel) ?? err)
+            else resolve()
+          })
+        } catch (err) {
+          retry(err)
+        }
+      })
     }
-    await this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, async (conn) => this.confirmedPublish(await this.publishChannelFor(conn), exchange, routingKey, message.body, options))
+    return this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again)
   }
 
   /** Resolves on the broker's confirm, so an awaited publish survives a broker drop. */
-  private confirmedPublish(channel: ConfirmChannel, exchange: string, routingKey: string, body: Buffer, options: ReturnType<typeof toPublishOptions>): Promise<void> {
+  private confirmedPublish(channel: ConfirmChannel, fields: PublishFields, body: Buffer): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       try {
-        channel.publish(exchange, routingKey, body, options, (err) => {
+        publishConfirmed(channel, fields, body, (err) => {
           if (err) reject(this.channelCloseErrors.get(channel) ?? err)
           else resolve()
         })

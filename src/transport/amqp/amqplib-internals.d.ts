@@ -10,10 +10,12 @@ declare module 'amqplib/lib/codec.js' {
 declare module 'amqplib/lib/defs.js' {
   const defs: {
     BasicProperties: number
+    BasicPublish: number
     ExchangeDeclare: number
     QueueDeclare: number
     QueueBind: number
     encodeProperties(id: number, channel: number, size: number, fields: Record<string, unknown>): Buffer
+    encodeMethod(id: number, channel: number, fields: Record<string, unknown>): Buffer
   }
   export default defs
 }
@@ -25,6 +27,15 @@ declare module 'amqplib/lib/api_args.js' {
     assertExchange(exchange: string, type: string, options?: Record<string, unknown>): Fields
     assertQueue(queue: string, options?: Record<string, unknown>): Fields
     bindQueue(queue: string, source: string, pattern: string, argt?: Record<string, unknown>): Fields
+    publish(exchange: string, routingKey: string, options?: Record<string, unknown>): Fields
   }
   export default Args
+}
+
+// Connection#sendMessage, which tests hold publish-frames.ts's bytes against.
+declare module 'amqplib/lib/connection.js' {
+  const connection: {
+    Connection: { prototype: { sendMessage(this: unknown, channel: number, method: number, fields: object, properties: number, props: object, content: Buffer): void } }
+  }
+  export default connection
 }

@@ -55,7 +55,7 @@ export function encodeTable(buffer: Buffer, table: Record<string, unknown>, offs
   for (const key in table) {
     const value = table[key]
     if (value === undefined) continue
-    const len = buffer.write(key, offset + 1, 'utf8')
+    const len = writeUtf8(buffer, key, offset + 1)
     if (len > 255) throw new FieldTableError(`field name longer than 255 bytes: ${key.slice(0, 40)}...`)
     buffer.writeUInt8(len, offset)
     offset += 1 + len
@@ -64,6 +64,26 @@ export function encodeTable(buffer: Buffer, table: Record<string, unknown>, offs
   buffer.writeUInt32BE(offset - start - 4, start)
   return offset - start
 }
+
+/**
+ * Buffer#write, but a short ASCII string is copied here: a task's table is a
+ * few dozen short names and values, and each write() is a call into C++ that
+ * costs several times the loop (~70-100 ns against ~20 ns for a 10-character
+ * name). Anything longer, non-ASCII, or near the buffer's end goes to write().
+ */
+function writeUtf8(buffer: Buffer, text: string, offset: number): number {
+  const n = text.length
+  if (n > SHORT_STRING || offset + n > buffer.length) return buffer.write(text, offset, 'utf8')
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i)
+    if (c > 0x7f) return buffer.write(text, offset, 'utf8')
+    buffer[offset + i] = c
+  }
+  return n
+}
+
+/** Past this length write() is as quick as the loop (measured on node 20). */
+const SHORT_STRING = 24
 
 function encodeArray(buffer: Buffer, items: readonly unknown[], offset: number): number {
   const start = offset
@@ -78,7 +98,7 @@ function encodeValue(buffer: Buffer, value: unknown, offset: number): number {
   switch (typeof value) {
     case 'string': {
       buffer[offset] = 0x53 // S
-      const len = buffer.write(value, offset + 5, 'utf8')
+      const len = writeUtf8(buffer, value, offset + 5)
       // write() stops short only when the buffer ends, within 3 bytes of its
       // end (a character that does not fit whole); with room left beyond that
       // the whole string was written, and measuring it again is not needed.

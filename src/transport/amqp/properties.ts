@@ -1,21 +1,7 @@
-// MessageProperties <-> amqplib's publish options and message properties.
-import type { MessageProperties as AmqplibProperties, Options } from 'amqplib'
+// amqplib's message properties -> MessageProperties (the way out: direct-publish.ts).
+import type { MessageProperties as AmqplibProperties } from 'amqplib'
 import type { HeaderValue, Headers, MessageProperties, QueueArguments } from '../transport.js'
 import { unreadableReason } from './field-table.js'
-
-export function toPublishOptions(props: MessageProperties): Options.Publish {
-  const options: Options.Publish = {
-    contentType: props.contentType,
-    contentEncoding: props.contentEncoding,
-    headers: props.headers,
-    deliveryMode: props.deliveryMode,
-    priority: props.priority,
-  }
-  if (props.correlationId !== undefined) options.correlationId = props.correlationId
-  if (props.replyTo !== undefined) options.replyTo = props.replyTo
-  if (props.expiration !== undefined) options.expiration = props.expiration
-  return options
-}
 
 /**
  * The field-table codec (field-table.ts) gives plain values but for byte

@@ -103,3 +103,26 @@ describe('[amqp field table] tags other clients write', () => {
     assert.match(unreadableReason(decodeFields(truncated)) ?? '', /ends inside a value/)
   })
 })
+
+describe('[amqp field table] short strings copied without write()', () => {
+  it('writes names and values of every length around the cut-over, ASCII or not, as Buffer#write does', () => {
+    for (const n of [0, 1, 23, 24, 25, 40]) {
+      for (const text of ['a'.repeat(n), `${'b'.repeat(Math.max(0, n - 1))}é`, `${'c'.repeat(Math.max(0, n - 2))}😀`]) {
+        const key = text.slice(0, 200) || 'k'
+        const bytes = encode({ [key]: text })
+        const name = Buffer.from(key, 'utf8')
+        const value = Buffer.from(text, 'utf8')
+        const expected = Buffer.concat([Buffer.from([name.length]), name, Buffer.from([0x53]), Buffer.alloc(4), value])
+        expected.writeUInt32BE(value.length, 1 + name.length + 1)
+        assert.deepEqual(bytes, expected)
+        assert.deepEqual(decodeFields(bytes), { [key]: text })
+      }
+    }
+  })
+
+  it('still refuses a string that does not fit the buffer, ASCII or not', () => {
+    for (const text of ['x'.repeat(20), 'é'.repeat(10)]) {
+      assert.throws(() => encodeTable(Buffer.alloc(16), { k: text }, 0), RangeError)
+    }
+  })
+})
