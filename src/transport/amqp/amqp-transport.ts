@@ -206,34 +206,29 @@ export class AmqpTransport extends EventEmitter implements Transport {
       // one share its socket write, with no await before. Only a failure takes
       // the retrying path, as its first attempt. One promise per send: the
       // confirm settles it, or hands it to the retrying path.
-      const channel = open.channel
-      return new Promise<void>((resolve, reject) => {
-        const retry = (err: unknown): void => {
-          this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err).then(resolve, reject)
-        }
-        try {
-          publishConfirmed(channel, fields, body, (err) => {
-            if (err) retry(this.channelCloseErrors.get(channel) ?? err)
-            else resolve()
-          })
-        } catch (err) {
-          retry(err)
-        }
-      })
+      return this.confirmedPublish(open.channel, fields, body, (err) => this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err))
     }
     return this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again)
   }
 
-  /** Resolves on the broker's confirm, so an awaited publish survives a broker drop. */
-  private confirmedPublish(channel: ConfirmChannel, fields: PublishFields, body: Buffer): Promise<void> {
+  /**
+   * Resolves on the broker's confirm, so an awaited publish survives a broker
+   * drop. A failure rejects, or, given `recover`, settles as recover's does:
+   * still one promise per send.
+   */
+  private confirmedPublish(channel: ConfirmChannel, fields: PublishFields, body: Buffer, recover?: (err: unknown) => Promise<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      const fail = (err: unknown): void => {
+        if (recover) recover(err).then(resolve, reject)
+        else reject(err)
+      }
       try {
         publishConfirmed(channel, fields, body, (err) => {
-          if (err) reject(this.channelCloseErrors.get(channel) ?? err)
+          if (err) fail(this.channelCloseErrors.get(channel) ?? err)
           else resolve()
         })
       } catch (err) {
-        reject(err)
+        fail(err)
       }
     })
   }
