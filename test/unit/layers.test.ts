@@ -3,14 +3,20 @@
 //
 // Where DESIGN.md leaves a folder's level open, the map below fixes it from
 // what the folder needs:
-// - locks/ sits under app/: the app takes a task's `once` lock when it sends
-//   (celery-once's QueueOnce does it in apply_async), and eager mode runs a
-//   locked task as the worker does. locks/ itself needs only transport/.
+// - locks/ is one of the capabilities above app/ (DESIGN.md: the worker calls
+//   it around a run); it needs only transport/ itself.
 // - admin/ (the broker verbs of `amqp`, `list bindings`, `migrate`) needs only
-//   transport/ and protocol/, so it is a peer of locks/.
+//   transport/ and protocol/.
 // - bus/ builds on the app (an events app is an app); the worker runs it.
 // - dashboard/ renders with cli/, as commands do; commands/ is the top, and
 //   bundle/ (the CLI's one-file build) and index.ts (the package entry) sit above all.
+//
+// KNOWN_UPWARD lists the imports that still point up, so that no new one can
+// join them unseen: app/ reaches into locks/ for a task's `once` lock at send
+// time, the app lock, and eager mode's locked run. The mend: the lock glue
+// (app/once.ts, app/app-lock.ts, app/execution/{locked-run,once-mark}.ts) moves
+// into locks/, the option types move into app/, and the app calls it through a
+// hook that locks/ fills when the package entry or the worker loads it.
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
@@ -23,8 +29,8 @@ const LEVEL: Record<string, number> = {
   protocol: 0,
   logtool: 0,
   transport: 1,
-  locks: 2,
   admin: 2,
+  locks: 4,
   app: 3,
   bus: 4,
   worker: 5,
@@ -49,6 +55,15 @@ function sources(dir: string): string[] {
 const topOf = (path: string): string => relative(SRC, path).split(sep)[0]!
 
 // Static imports and re-exports (`from '…'`, `import '…'`) and dynamic `import('…')`.
+const KNOWN_UPWARD = [
+  'app/app.ts imports ../locks/lock-id.js (app → locks)',
+  'app/app.ts imports ../locks/index.js (app → locks)',
+  'app/app-lock.ts imports ../locks/index.js (app → locks)',
+  'app/once.ts imports ../locks/index.js (app → locks)',
+  'app/execution/locked-run.ts imports ../../locks/index.js (app → locks)',
+  'app/execution/once-mark.ts imports ../../locks/index.js (app → locks)',
+]
+
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g
 
 describe('layers (DESIGN.md): imports point down only', () => {
@@ -57,7 +72,7 @@ describe('layers (DESIGN.md): imports point down only', () => {
     assert.deepEqual(unmapped, [], `give these a level in test/unit/layers.test.ts: ${unmapped.join(', ')}`)
   })
 
-  it('no file imports a layer above its own or a peer', () => {
+  it('no file imports a layer above its own or a peer, but for the known app → locks imports', () => {
     const wrong: string[] = []
     for (const file of sources(SRC)) {
       const from = topOf(file)
@@ -68,7 +83,9 @@ describe('layers (DESIGN.md): imports point down only', () => {
         if (a === undefined || b === undefined || b >= a) wrong.push(`${relative(SRC, file)} imports ${match[1]} (${from} → ${to})`)
       }
     }
-    assert.deepEqual(wrong, [])
+    assert.deepEqual(wrong.filter((w) => !KNOWN_UPWARD.includes(w)), [], 'imports that point up or sideways')
+    // A mended one leaves the list, so the list stays the debt there is.
+    assert.deepEqual(KNOWN_UPWARD.filter((k) => !wrong.includes(k)), [], 'no longer found: take them off KNOWN_UPWARD')
   })
 
   it('sees a wrong import: the check is not empty', () => {
