@@ -54,6 +54,8 @@ export function formatPyFloat(x: number): string {
  * 2^53 where String() would switch to exponent form), others as floats.
  */
 export function formatPyNumber(x: number): string {
+  // String() writes a safe integer (and -0, as '0') as Python's int does, without a BigInt per number.
+  if (Number.isSafeInteger(x)) return String(x)
   if (Number.isInteger(x)) return Object.is(x, -0) ? '0' : BigInt(x).toString()
   return formatPyFloat(x)
 }
