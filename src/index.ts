@@ -10,9 +10,11 @@ export { currentTask, Ignore, Reject, RetryRequest, SoftTimeLimitExceeded } from
 export type { RetryOptions, TaskContext } from './app/task-context.js'
 export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app/app-signals.js'
 export { loadConfig } from './app/config.js'
-export type { AppLockOptions, Lease } from './app/app-lock.js'
+export type { AppLockOptions, Lease, TaskLockOptions, TaskOnceOptions } from './app/lock-hooks.js'
+// Loaded for its side effect too, whatever is exported from it: it fills the
+// app's lock hooks, through which the lock and once options and app.lock() work.
+import './locks/index.js'
 export { AlreadyQueued, LockedError, LockLostError, LockStoreUnavailableError } from './locks/index.js'
-export type { TaskLockOptions, TaskOnceOptions } from './locks/index.js'
 export type { ResolvedConfig } from './app/config.js'
 // The events bus between services (celery-amqp-events' design): src/bus.
 export { createEventsApp, EventsApp } from './bus/index.js'

@@ -1,8 +1,7 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
 // and custom remote-control commands. Nothing here runs tasks, the worker does,
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
-import type { TaskLockOptions, TaskOnceOptions } from '../locks/lock-id.js'
-import { sendOnce, type OnceSendOptions } from './once.js'
+import { closeLockStores, sendOnce, withAppLock, type AppLockOptions, type Lease, type OnceSendOptions, type TaskLockOptions, type TaskOnceOptions } from './lock-hooks.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
@@ -20,8 +19,6 @@ import { queueDefinition, queueSettings, type QueueDefinition, type QueueSetting
 import { annotationsFor } from './annotations.js'
 import { runningTask, type RetryOptions, type TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
-import { closeLockStores } from '../locks/index.js'
-import { withAppLock, type AppLockOptions, type Lease } from './app-lock.js'
 import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyEagerly, applyGroupEagerly, isAlwaysEager, EagerResult, type EagerApplyOptions } from './eager.js'
 
 export interface TaskOptions {
@@ -770,9 +767,7 @@ export class App {
    * (after `wait` seconds of trying, when given).
    */
   lock<T>(name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
-    const lockUrl = this.conf.lock_url
-    const config = this.config
-    return withAppLock({ lockUrl: typeof lockUrl === 'string' ? lockUrl : null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }, name, options, fn)
+    return withAppLock(this, name, options, fn)
   }
 
   asyncResult(id: string): AsyncResult {

@@ -1,37 +1,9 @@
 // The id of a task's lock: the task's name plus an MD5 of its key, as the
 // Celery cookbook's `<task>-lock-<md5>`.
 import { createHash } from 'node:crypto'
-
-export type LockKey = ((...args: any[]) => unknown) | readonly string[]
-
-/** The task option `lock`. */
-export interface TaskLockOptions {
-  /**
-   * A function of the task's positional arguments (the kwargs object last), or
-   * a list of argument names (kwargs first, then positions by the function's
-   * parameter names). Absent: one run of the task at a time.
-   */
-  key?: LockKey
-  /** Seconds of lease; renewed every third of it while the task runs. Default 60. */
-  timeout?: number
-  /** What a run that finds the lock held does. Default 'skip'. */
-  onLocked?: 'skip' | 'retry' | 'fail'
-  /** Seconds before the retry with `onLocked: 'retry'` (up to 1 s of jitter added). Default 1. */
-  retryDelay?: number
-}
+import type { LockKey, TaskLockOptions, TaskOnceOptions } from '../app/lock-hooks.js'
 
 export const DEFAULT_LOCK_TIMEOUT_S = 60
-
-/** The task option `once` (celery-once): refuse to send a task whose key is already queued or running. */
-export interface TaskOnceOptions {
-  /** As the lock's `key`; absent: one queued or running task of this name at a time, whatever its arguments. */
-  key?: LockKey
-  /** Seconds the mark lives at most (celery-once's default, an hour): a sender's guard against a mark nobody clears. */
-  timeout?: number
-  /** A refused send gives the queued task's AsyncResult instead of throwing AlreadyQueued. */
-  graceful?: boolean
-}
-
 export const DEFAULT_ONCE_TIMEOUT_S = 3600
 
 export function lockIdFor(taskName: string, options: TaskLockOptions, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[] = []): string {

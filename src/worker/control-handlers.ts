@@ -7,7 +7,7 @@ import type { QueueDefinition } from '../app/queues.js'
 import type { EventDispatcher } from './events.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Pool } from './pools/pool.js'
-import { heldLockOf } from '../app/execution/locked-run.js'
+import { heldLockOf } from '../locks/index.js'
 import { RateLimitError } from './rate-limit.js'
 import type { TaskRunner } from './task-runner.js'
 

@@ -12,7 +12,7 @@ import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendRe
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import { encodeError, encodeFailure, retriesExhausted } from '../app/execution/executor.js'
-import { clearOnceMark } from '../app/execution/once-mark.js'
+import { clearOnceMark } from '../locks/index.js'
 import { setRequestFields, type EncodedException, type Job, type Outcome } from '../app/execution/jobs.js'
 import type { Placement, Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'

@@ -2,7 +2,7 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { setTimeout as sleepFor } from 'node:timers/promises'
-import { releaseLostSlotLocks } from '../app/execution/locked-run.js'
+import { releaseLostSlotLocks } from '../locks/index.js'
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
 import { BusWorker } from '../bus/bus-worker.js'

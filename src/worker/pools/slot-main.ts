@@ -10,6 +10,8 @@ import { announceProcessInit } from '../../app/app-signals.js'
 import { loadApp } from '../../app/load-app.js'
 import { trimMemoryWhenIdle } from '../memory-footprint.js'
 import { executeJob, unsendableOutcome, type RunningJob } from '../../app/execution/executor.js'
+// A locked task runs here: the executor takes its lock through the hooks this fills (app/lock-hooks.ts).
+import '../../locks/index.js'
 import { withToJSONApplied } from './wire-value.js'
 import type { Job, Outcome } from '../../app/execution/jobs.js'
 import { unpackJobs, type FromSlot, type ToSlot } from './slot-messages.js'

@@ -2,16 +2,16 @@
 // send, a mark `<task>-once-<md5 of key>` naming the new task's id is set in
 // the lock store unless one is there; a send that finds one throws
 // AlreadyQueued, or with `graceful` gives the queued task's AsyncResult. The
-// worker clears the mark when the task ends (execution/once-mark.ts); the
-// mark's timeout bounds it when nobody does (a revoked task no worker takes).
+// worker clears the mark when the task ends (once-mark.ts); the mark's
+// timeout bounds it when nobody does (a revoked task no worker takes).
 import { randomUUID } from 'node:crypto'
-import { AlreadyQueued, DEFAULT_ONCE_TIMEOUT_S, LockStoreUnavailableError, onceIdFor, openLockStore, parameterNames, type TaskOnceOptions } from '../locks/index.js'
-import { AsyncResult } from './async-result.js'
-import { lockSettings } from './execution/locked-run.js'
-import type { App, Task } from './app.js'
-
-/** What one send may change of the task's `once` (celery-once's `apply_async(once={...})`). */
-export type OnceSendOptions = Pick<TaskOnceOptions, 'graceful' | 'timeout'>
+import { AlreadyQueued, LockStoreUnavailableError } from './lock.js'
+import { DEFAULT_ONCE_TIMEOUT_S, onceIdFor, parameterNames } from './lock-id.js'
+import { openLockStore } from './open-store.js'
+import { lockSettings } from './locked-run.js'
+import { AsyncResult } from '../app/async-result.js'
+import type { App, Task } from '../app/app.js'
+import type { OnceSendOptions } from '../app/lock-hooks.js'
 
 export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Record<string, unknown>, given: OnceSendOptions | undefined, taskId: string | undefined, send: (id: string) => Promise<AsyncResult>): Promise<AsyncResult> {
   const options = { ...task.options.once, ...given }

@@ -1,8 +1,9 @@
-// The worker's side of the task option `once` (app/once.ts): the mark is
+// The worker's side of the task option `once` (once.ts): the mark is
 // cleared when the task ends, however it ends; not when it goes back to its
 // queue (a retry, a requeue), where it is still queued.
-import type { App } from '../app.js'
-import { onceIdFor, openLockStore, parameterNames } from '../../locks/index.js'
+import type { App } from '../app/app.js'
+import { onceIdFor, parameterNames } from './lock-id.js'
+import { openLockStore } from './open-store.js'
 import { lockSettings } from './locked-run.js'
 
 export function clearOnceMark(app: App, run: { id: string; task: string; args: readonly unknown[]; kwargs: Record<string, unknown> }, log: (message: string) => void): Promise<void> | undefined {

@@ -1,19 +1,17 @@
-// The extension point between a pool slot's run and the task locks (src/locks):
-// take the task's lock before its function runs, renew it while it runs, free
-// it the moment the run ends, however it ends. What the slot cannot free (its
+// The extension point between a pool slot's run and the task locks: take the
+// task's lock before its function runs, renew it while it runs, free it the
+// moment the run ends, however it ends. What the slot cannot free (its
 // process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
 // the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
-import type { App, Task } from '../app.js'
-import { acquireTaskLock, holderOf, lockedRetryDelay, LockedError, LockLostError, lockIdFor, openLockStore, parameterNames, type HeldLock, type LockSettings } from '../../locks/index.js'
-import { encodeError } from './executor.js'
-import type { Outcome } from './jobs.js'
-import type { Job } from './jobs.js'
-import type { RunningJob } from './executor.js'
-
-/** What the slot runs once the lock is held: a JobExecution with the lock in its context. */
-interface LockableRun extends RunningJob {
-  lockLost(reason: Error): void
-}
+import type { App, Task } from '../app/app.js'
+import { encodeError, type RunningJob } from '../app/execution/executor.js'
+import type { Job, Outcome } from '../app/execution/jobs.js'
+import type { LockableRun } from '../app/lock-hooks.js'
+import type { HeldLock } from './hold.js'
+import { holderOf, LockedError, LockLostError } from './lock.js'
+import { lockIdFor, parameterNames } from './lock-id.js'
+import { openLockStore, type LockSettings } from './open-store.js'
+import { acquireTaskLock, lockedRetryDelay } from './task-lock.js'
 
 const settingsOf = new WeakMap<App, LockSettings>()
 

@@ -1,26 +1,20 @@
-// app.lock(): the task locks (src/locks) around user code outside a task: a
-// migration, a cron script. Same store, renewal, release and fencing token.
+// app.lock(): the task locks around user code outside a task: a migration, a
+// cron script. Same store, renewal, release and fencing token.
 import { hostname } from 'node:os'
-import { LockedError, openLockStore, tryHold, type LockSettings } from '../locks/index.js'
-
-export interface AppLockOptions {
-  /** Seconds of lease, renewed every third of it while `fn` runs. Default 60. */
-  timeout?: number
-  /** Seconds to keep trying while another holder has it; absent or 0: throw LockedError at once. */
-  wait?: number
-}
-
-/** What `fn` is given: the lock's id, its fencing token, and a signal that fires if the lease is lost. */
-export interface Lease {
-  readonly id: string
-  readonly token: number
-  readonly signal: AbortSignal
-}
+import { LockedError } from './lock.js'
+import { tryHold } from './hold.js'
+import { openLockStore } from './open-store.js'
+import type { App } from '../app/app.js'
+import type { AppLockOptions, Lease } from '../app/lock-hooks.js'
 
 /** Between tries while waiting: short, so a released lock is taken soon after. */
 const WAIT_STEP_MS = 100
 
-export async function withAppLock<T>(settings: LockSettings, name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+export async function withAppLock<T>(app: App, name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+  // Read at each call, as app.lock() always has (a task's lockSettings are read once per process).
+  const lockUrl = app.conf.lock_url
+  const config = app.config
+  const settings = { lockUrl: typeof lockUrl === 'string' ? lockUrl : null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }
   if (typeof name !== 'string' || name === '') throw new TypeError('app.lock(name, ...): name must be a non-empty string')
   const timeout = options.timeout ?? 60
   if (!(timeout > 0)) throw new RangeError(`app.lock(${name}): timeout must be a number of seconds above 0, got ${String(options.timeout)}`)
