@@ -64,6 +64,16 @@ describe('kombu JSON', () => {
     assert.equal(dumps(v), text)
     assert.equal(Object.getPrototypeOf(v[4]), Object.prototype)
   })
+  it('dumps writes the same keys the same way on every call, escaped as Python does, and integers past 2**53 digit for digit', () => {
+    // Python: json.dumps({'a"b': 1, '\u00e9': -0.0 + 0, 'n': 2**53, 'big': 10**21, 'neg': -(2**53) - 2})
+    const value = () => ({ 'a"b': 1, 'é': -0, n: 2 ** 53, big: 1e21, neg: -(2 ** 53) - 2 })
+    const expected = '{"a\\"b": 1, "\\u00e9": 0, "n": 9007199254740992, "big": 1000000000000000000000, "neg": -9007199254740994}'
+    assert.equal(dumps(value()), expected)
+    assert.equal(dumps(value()), expected)
+    // Many distinct keys (a dict argument's) are written right past the prefix cache's bound too.
+    const wide = Object.fromEntries(Array.from({ length: 700 }, (_, i) => [`k${i}`, i]))
+    assert.equal(dumps(wide), `{${Array.from({ length: 700 }, (_, i) => `"k${i}": ${i}`).join(', ')}}`)
+  })
   it('dumps → loads round-trips nested values', () => {
     const value = { s: 'é\u2028"\\\n', n: [1, -2.5, 0, true, false, null], o: { deep: { list: [{}] } } }
     assert.deepEqual(loads(dumps(value)), value)
