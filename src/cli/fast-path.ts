@@ -134,7 +134,7 @@ export async function runFast(plan: FastPlan): Promise<void> {
       usedScheme = `${schemeOf(source)}>${schemeOf(destination)}`
       result = await runMigrate({ source, destination, flags: flags as unknown as MigrateFlagValues, defaultQueue: config.defaultQueue, lines: !json && flags.quiet !== true })
     } else if (plan.command === 'status') {
-      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, transportSettings: config.transportSettings, json, color, print })
+      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, transportSettings: config.transportSettings, json, color, print, exiting: true })
     } else {
       const [method, ...words] = plan.positionals as [string, ...string[]]
       result = await runRemote({
@@ -148,6 +148,8 @@ export async function runFast(plan: FastPlan): Promise<void> {
         json,
         color,
         print,
+        // bin/run.js exits once this run is over and its output is out.
+        exiting: true,
       })
     }
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`)

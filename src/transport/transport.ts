@@ -220,6 +220,13 @@ export interface BrokerNode {
 export interface CloseOptions {
   /** Hand unacked deliveries back to their queues (default true). */
   requeueUnacked?: boolean
+  /**
+   * The process exits as soon as this resolves (a one-shot CLI): resolve once
+   * everything the broker must see, the goodbye included, is written, without
+   * waiting for the broker's answer to it; the exit ends the socket. Otherwise
+   * (a process that lives on) the close still completes in the background.
+   */
+  exiting?: boolean
 }
 
 export interface TopologySpec {

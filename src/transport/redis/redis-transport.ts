@@ -76,7 +76,8 @@ export class RedisTransport implements Transport {
   private acks: AckTracker | undefined
   private readonly autoDelete = new Set<string>()
   private restoreTimer: NodeJS.Timeout | undefined
-  private restoring = false
+  /** The restore pass in flight: a close waits for it, so its lock is released, not left for 300 s. */
+  private restoring: Promise<number> | undefined
   private readonly down = new Set<ConnectionRole>()
   private readonly publishes = new PublishBatcher(
     () => this.cmd!,
@@ -431,13 +432,12 @@ export class RedisTransport implements Transport {
    */
   async restoreVisible(): Promise<number> {
     if (this.restoring || this.state !== 'open') return 0
-    this.restoring = true
+    const pass = this.unacked!.restoreVisible(this.options.visibilityTimeout).catch(() => 0)
+    this.restoring = pass
     try {
-      return await this.unacked!.restoreVisible(this.options.visibilityTimeout)
-    } catch {
-      return 0
+      return await pass
     } finally {
-      this.restoring = false
+      this.restoring = undefined
     }
   }
 
@@ -458,16 +458,19 @@ export class RedisTransport implements Transport {
   }
 
   close(options: CloseOptions = {}): Promise<void> {
-    this.closing ??= this.shutdown(options.requeueUnacked ?? true)
+    this.closing ??= this.shutdown(options.requeueUnacked ?? true, options.exiting ?? false)
     return this.closing
   }
 
-  private async shutdown(requeueUnacked: boolean): Promise<void> {
+  private async shutdown(requeueUnacked: boolean, exiting: boolean): Promise<void> {
     await this.connecting?.catch(() => undefined)
     const wasOpen = this.state === 'open'
     this.state = 'closing'
     if (wasOpen) await this.publishes.drain()
     clearInterval(this.restoreTimer)
+    // A QUIT sent mid-pass would refuse the pass's lock release (the lock then blocks every
+    // worker's restore for 300 s); a process exiting mid-pass would never send it.
+    await this.restoring
     for (const consumer of this.consumers.all()) {
       consumer.cancelled = true
       this.consumers.remove(consumer)
@@ -491,8 +494,12 @@ export class RedisTransport implements Transport {
     }
     const hub = await this.hub?.catch(() => undefined)
     hub?.close()
+    const conns = [this.subConn, this.brpopConn, this.cmd]
+    // Every command above has had its reply. An exiting process ends its sockets without a QUIT,
+    // as redis-py's disconnect does; the exit would cut the wait for QUIT's reply anyway.
+    if (exiting) for (const conn of conns) conn?.disconnect()
     // Together: each QUIT waits for its reply, and a one-shot CLI pays every round trip.
-    await Promise.all([this.subConn, this.brpopConn, this.cmd].map((conn) => conn && closeConnection(conn)))
+    else await Promise.all(conns.map((conn) => conn && closeConnection(conn)))
     this.state = 'closed'
   }
 }
