@@ -135,6 +135,7 @@ export class MailboxClient {
         exchanges: [pidboxExchange(this.namespace), replyExchange(this.namespace)],
         queue: pidboxQueue(this.replyQueueName),
         bindings: [{ exchange: replyExchange(this.namespace).name, routingKey: this.oid }],
+        consumeNext: true,
       })
       this.declared = true
       expires = Date.now() / 1000 + timeoutMs / 1000

@@ -233,6 +233,11 @@ export interface TopologySpec {
   exchanges: readonly ExchangeSpec[]
   queue: QueueSpec
   bindings: ReadonlyArray<{ exchange: string; routingKey: string }>
+  /**
+   * The caller consumes this queue next: a transport whose consumers need a
+   * connection of their own (Redis's BRPOP) opens it now, beside the declares.
+   */
+  consumeNext?: boolean
 }
 
 export interface Transport {

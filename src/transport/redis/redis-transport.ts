@@ -206,6 +206,11 @@ export class RedisTransport implements Transport {
 
   /** Redis has no queue object: only the bindings are written (no LLENs of a declare, whose count nobody reads here). */
   async declareTopology(t: TopologySpec): Promise<void> {
+    // The BRPOP connection connects while the bindings are written, not after them (a queue
+    // bound to a fanout exchange is consumed by SUBSCRIBE instead). A failure is consume()'s to
+    // report: ensureLoop forgets a failed attempt, and consume() makes its own.
+    const fanout = t.bindings.some((b) => t.exchanges.some((ex) => ex.name === b.exchange && ex.type === 'fanout'))
+    if (t.consumeNext && !fanout && this.state === 'open') void this.ensureLoop().catch(() => undefined)
     await Promise.all(t.exchanges.map((ex) => this.declareExchange(ex)))
     if (t.queue.autoDelete) this.autoDelete.add(t.queue.name)
     await Promise.all(t.bindings.map((b) => this.bindQueue(t.queue.name, b.exchange, b.routingKey)))
