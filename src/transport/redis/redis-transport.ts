@@ -300,7 +300,10 @@ export class RedisTransport implements Transport {
     this.consumers.add(consumer)
     loop.start()
     loop.nudge()
-    this.startRestoreTimer()
+    // restore_visible is upkeep for consumers that ack: kombu runs it only when a poll found
+    // nothing, so a one-shot broadcast, whose reply is there at once, never does; here its
+    // passes ran beside the reply and held the close until done.
+    if (!consumer.noAck) this.startRestoreTimer()
     return consumer
   }
 
@@ -338,9 +341,11 @@ export class RedisTransport implements Transport {
     this.loop ??= (async () => {
       const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
       this.brpopConn = conn
-      await open()
       const refreshOwner = () => this.cmd?.set(this.keys.stagingOwner(this.loopId), String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
-      await refreshOwner()
+      // On the other connection, while this one connects: the key is there before the first pop either way.
+      const owned = refreshOwner()
+      await open()
+      await owned
       this.ownerTimer = setInterval(() => void refreshOwner(), STAGING_OWNER_TTL_MS / 3)
       this.ownerTimer.unref()
       return new BrpopLoop(conn, this.cmd!, {
