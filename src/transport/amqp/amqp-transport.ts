@@ -78,9 +78,11 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private readonly consumers = new Set<AmqpConsumer>()
   private connecting: Promise<void> | null = null
   private closing: Promise<void> | null = null
-  private closedWhere = ''
+  /** Where close() was called, for closedError(); its stack is read only if that error is made. */
+  private closedAt: Error | null = null
   private stateWaiters: Array<() => void> = []
-  private readonly stopReconnect = new AbortController()
+  /** Made by the first reconnect: aborting one (a DOMException per abort) is a cost every close paid. */
+  private stopReconnect: AbortController | null = null
   private readonly consumerHost: ConsumerHost
   /** kombu 5.5's delayed-delivery ladder, declared on the first delayed publish. */
   private delayedLadder: Promise<void> | null = null
@@ -309,10 +311,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
    */
   close(options: CloseOptions = {}): Promise<void> {
     if (this.closing) return this.closing
-    this.closedWhere = new Error('transport closed').stack?.split('\n')[2]?.trim() ?? ''
+    this.closedAt = new Error('transport closed')
     this.closing = (async () => {
       this.setState('closed')
-      this.stopReconnect.abort()
+      this.stopReconnect?.abort()
       const conn = this.conn
       this.conn = null
       this.controlChannel = null
@@ -404,7 +406,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     let backOff = this.nodes.failed()
     for (let round = 0; this.state === 'reconnecting'; ) {
       if (backOff) {
-        await sleep(reconnectDelayMs(round), this.stopReconnect.signal)
+        await sleep(reconnectDelayMs(round), (this.stopReconnect ??= new AbortController()).signal)
         round += 1
       }
       if (this.state !== 'reconnecting') return
@@ -476,7 +478,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   private closedError(): TransportClosedError {
-    return new TransportClosedError(`transport to ${this.displayUrl} is closed${this.closedWhere ? ` (closed ${this.closedWhere})` : ''}`)
+    const where = this.closedAt?.stack?.split('\n')[2]?.trim() ?? ''
+    return new TransportClosedError(`transport to ${this.displayUrl} is closed${where ? ` (closed ${where})` : ''}`)
   }
 
   // ---- channels and operations ---------------------------------------------
