@@ -234,8 +234,9 @@ export interface TopologySpec {
   queue: QueueSpec
   bindings: ReadonlyArray<{ exchange: string; routingKey: string }>
   /**
-   * The caller consumes this queue next: a transport whose consumers need a
-   * connection of their own (Redis's BRPOP) opens it now, beside the declares.
+   * The caller consumes this queue next: what a consumer needs of its own (a
+   * channel on RabbitMQ, the BRPOP connection on Redis) is opened now, beside
+   * the declares.
    */
   consumeNext?: boolean
 }

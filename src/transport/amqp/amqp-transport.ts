@@ -81,6 +81,12 @@ export class AmqpTransport extends EventEmitter implements Transport {
   /** Where close() was called, for closedError(); its stack is read only if that error is made. */
   private closedAt: Error | null = null
   private stateWaiters: Array<() => void> = []
+  /**
+   * A channel opened beside a declare whose queue is consumed next (TopologySpec.consumeNext), for
+   * that consumer: its Channel.Open then costs no round trip of its own, and its Basic.Consume
+   * goes out with the request the consumer awaits the reply to.
+   */
+  private spareChannel: { conn: ChannelModel; channel: Promise<Channel> } | null = null
   /** Made by the first reconnect: aborting one (a DOMException per abort) is a cost every close paid. */
   private stopReconnect: AbortController | null = null
   private readonly consumerHost: ConsumerHost
@@ -106,6 +112,11 @@ export class AmqpTransport extends EventEmitter implements Transport {
       redeclareQueue: (channel, queue) => this.redeclareQueue(channel, queue),
       connectionUsable: (conn) => this.state === 'open' && this.conn === conn,
       deliveriesLost: (consumer, reason) => this.emitSafely('deliveries:lost', { queue: consumer.queue, reason, ...ackTimeoutOf(reason) }),
+      takeChannel: (conn) => {
+        const spare = this.spareChannel
+        this.spareChannel = null
+        return spare?.conn === conn ? spare.channel : undefined
+      },
     }
   }
 
@@ -162,6 +173,16 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   async declareTopology(t: TopologySpec): Promise<void> {
+    if (t.consumeNext && this.state === 'open' && this.conn && !this.spareChannel) {
+      const channel = this.conn.createChannel().then((ch) => {
+        // Until its consumer takes it, a broker's close of it must not go unheard (an 'error' without listener throws).
+        ch.on('error', () => undefined)
+        return ch
+      })
+      // Never taken (the declare failed): the connection's close takes the channel along.
+      channel.catch(() => undefined)
+      this.spareChannel = { conn: this.conn, channel }
+    }
     await this.withControl(`declare queue '${t.queue.name}' and its bindings`, (ch) => declareTopologyPipelined(ch, t))
     for (const ex of t.exchanges) if (ex.name !== '' && !ex.name.startsWith('amq.')) this.topology.addExchange(ex)
     if (t.queue.name !== '') this.topology.addQueue(t.queue)
@@ -319,6 +340,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
       this.conn = null
       this.controlChannel = null
       this.publishChannel = null
+      this.spareChannel = null
       const consumers = [...this.consumers]
       this.consumers.clear()
       // amqplib multiplexes channel frames behind connection-level ones, so an
@@ -387,6 +409,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     this.conn = null
     this.controlChannel = null
     this.publishChannel = null
+    this.spareChannel = null
     for (const consumer of this.consumers) consumer.detach()
     if (this.state !== 'open') return
     this.setState('reconnecting')
