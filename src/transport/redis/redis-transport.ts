@@ -1,6 +1,5 @@
 // The Redis broker in kombu 5.2.4's exact layout (spec §4), so a Python Celery
 // worker or client shares queues, bindings, pidbox and unacked keys with tsq.
-import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import type { Redis } from 'ioredis'
 import { TransportClosedError } from '../errors.js'
@@ -36,6 +35,7 @@ import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
 import { PublishBatcher } from './publish-batch.js'
+import { uuid4 } from '../uuid.js'
 
 export type { RedisTransportOptions } from './options.js'
 
@@ -66,7 +66,7 @@ export class RedisTransport implements Transport {
   private unacked: UnackedStore | undefined
   private loop: Promise<BrpopLoop> | undefined
   /** Names this process's staging lists; its owner key says the process is alive. */
-  private readonly loopId = randomUUID()
+  private readonly loopId = uuid4()
   private ownerTimer: NodeJS.Timeout | undefined
   private brpopConn: Redis | undefined
   private hub: Promise<FanoutHub> | undefined
@@ -289,7 +289,7 @@ export class RedisTransport implements Transport {
     const fanout = router.fanoutBindings.get(queue)
     if (fanout) return this.consumeFanout(queue, handler, fanout)
     const loop = await this.ensureLoop()
-    const consumer = new ListConsumer(queue, randomUUID(), handler, options.prefetch ?? 0, options.noAck ?? false, {
+    const consumer = new ListConsumer(queue, uuid4(), handler, options.prefetch ?? 0, options.noAck ?? false, {
       cancel: async (c) => {
         c.cancelled = true
         this.consumers.remove(c)
