@@ -40,6 +40,18 @@ const fastCommandPrototype = sourcePatch(
   `Commander.prototype.__tsqDictionary = true;\ndelete Commander.prototype.__tsqDictionary;\n${COMMAND_LOOP}`,
 )
 
+// ioredis loads node:crypto with its Script module, to hash a Lua script it is given
+// (defineCommand), which tsq's Redis code never does: ~3 ms of every Redis run of the
+// fast path, where nothing else needs crypto (the transports' ids come from uuid.ts).
+// The patch loads it with the first hash.
+const IOREDIS_SCRIPT_CRYPTO = 'const crypto_1 = require("crypto");'
+const ioredisLazyScriptCrypto = sourcePatch(
+  'ioredis-lazy-script-crypto',
+  /[\\/]ioredis[\\/]built[\\/]Script\.js$/,
+  IOREDIS_SCRIPT_CRYPTO,
+  'const crypto_1 = { createHash: (...args) => require("crypto").createHash(...args) };',
+)
+
 // oclif sorts its command list with String#localeCompare on every start. The
 // first localeCompare in a process builds ICU's collator: 6-8 ms of every
 // oclif-path command (worker, beat, multi, call, ...) and 2.6 MB more resident
@@ -145,7 +157,7 @@ await build({
   // --debug stack trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [fastCommandPrototype, ioredisLateSocketErrors, lazyBuiltins],
+  plugins: [fastCommandPrototype, ioredisLateSocketErrors, ioredisLazyScriptCrypto, lazyBuiltins],
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
   external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes
