@@ -479,8 +479,13 @@ export class RedisTransport implements Transport {
     if (wasOpen) await this.publishes.drain()
     clearInterval(this.restoreTimer)
     // A QUIT sent mid-pass would refuse the pass's lock release (the lock then blocks every
-    // worker's restore for 300 s); a process exiting mid-pass would never send it.
-    await this.restoring
+    // worker's restore for 300 s); a process exiting mid-pass would never send it. Bounded as
+    // the QUITs are: a pass stuck on a dead broker must not hold the close.
+    if (this.restoring) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([this.restoring, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))])
+      clearTimeout(timer)
+    }
     for (const consumer of this.consumers.all()) {
       consumer.cancelled = true
       this.consumers.remove(consumer)
