@@ -84,10 +84,10 @@ function tryFastPath() {
   fast
     .runFast(plan)
     .catch(reportCrash)
-    // The broker has been told goodbye by now, its answer not awaited (runFast
-    // closes with `exiting`); what is left is that answer and Node tearing down
-    // handles nobody waits for. Exit once the output is out (pipes can be async
-    // on some platforms, so wait for a drain rather than assume).
+    // The broker connection is closed by now (on Redis without waiting for
+    // QUIT's reply: runFast closes with `exiting`); what is left is Node tearing
+    // down handles nobody waits for. Exit once the output is out (pipes can be
+    // async on some platforms, so wait for a drain rather than assume).
     .then(() => exitWhenFlushed())
   return true
 }

@@ -221,10 +221,9 @@ export interface CloseOptions {
   /** Hand unacked deliveries back to their queues (default true). */
   requeueUnacked?: boolean
   /**
-   * The process exits as soon as this resolves (a one-shot CLI): resolve once
-   * everything the broker must see, the goodbye included, is written, without
-   * waiting for the broker's answer to it; the exit ends the socket. Otherwise
-   * (a process that lives on) the close still completes in the background.
+   * The process exits as soon as this resolves (a one-shot CLI): where the
+   * broker does not need to answer the goodbye (Redis: no QUIT, as redis-py),
+   * the close skips it. RabbitMQ's Close-Ok is still awaited (amqp-transport.ts).
    */
   exiting?: boolean
 }
