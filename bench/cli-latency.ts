@@ -36,9 +36,18 @@ function say(line: string): void {
   else process.stdout.write(`${line}\n`)
 }
 
-function tsqCmd(args: readonly string[]): Command {
-  return { cmd: process.execPath, args: [TSQ_BIN, ...args], cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: '1' } }
+function tsqCmd(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
+  return { cmd: process.execPath, args: [TSQ_BIN, ...args], cwd: REPO_ROOT, env: { ...env, NO_COLOR: '1' } }
 }
+
+// Node 20 reads NODE_EXTRA_CA_CERTS's file at every start, whatever the program
+// does (a system bundle of ~150 certificates: 50-80 ms of `node -e 0` on this
+// VM, where the variable is set for every process); Python does not read it.
+// Where it is set, each figure is measured a second time without it, so the
+// line shows what tsq costs apart from that file.
+const EXTRA_CA = process.env.NODE_EXTRA_CA_CERTS
+const withoutExtraCa: NodeJS.ProcessEnv = { ...process.env }
+delete withoutExtraCa.NODE_EXTRA_CA_CERTS
 
 function celeryCmd(peer: PeerEnv, args: readonly string[]): Command {
   return {
@@ -49,10 +58,10 @@ function celeryCmd(peer: PeerEnv, args: readonly string[]): Command {
   }
 }
 
-async function pingFigure(broker: Broker): Promise<Figure | undefined> {
+async function pingFigures(broker: Broker): Promise<Figure[]> {
   if (!(await brokerAvailable(broker))) {
     say(`inspect-ping-${broker}  skipped: broker not reachable on 127.0.0.1`)
-    return undefined
+    return []
   }
   const peer: PeerEnv = {
     broker: broker === 'amqp' ? AMQP_URL : REDIS_URL,
@@ -64,12 +73,14 @@ async function pingFigure(broker: Broker): Promise<Figure | undefined> {
   try {
     worker = await startPythonWorker({ peer, concurrency: 1 })
     const node = worker.nodename
-    const [tsq, celery] = await measurePair(
-      tsqCmd(['inspect', 'ping', '-d', node, '-b', peer.broker]),
-      celeryCmd(peer, ['inspect', 'ping', '-d', node]),
-      opts,
-    )
-    return { name: `inspect-ping-${broker}`, peerLabel: 'celery inspect ping', tsq, peer: celery }
+    const args = ['inspect', 'ping', '-d', node, '-b', peer.broker]
+    const [tsq, celery] = await measurePair(tsqCmd(args), celeryCmd(peer, ['inspect', 'ping', '-d', node]), opts)
+    const figures: Figure[] = [{ name: `inspect-ping-${broker}`, peerLabel: 'celery inspect ping', tsq, peer: celery }]
+    if (EXTRA_CA) {
+      const [bare, celeryAgain] = await measurePair(tsqCmd(args, withoutExtraCa), celeryCmd(peer, ['inspect', 'ping', '-d', node]), opts)
+      figures.push({ name: `inspect-ping-${broker}-no-extra-ca`, peerLabel: 'celery inspect ping; tsq without NODE_EXTRA_CA_CERTS', tsq: bare, peer: celeryAgain })
+    }
+    return figures
   } finally {
     await worker?.stop()
     await deleteCeleryQueues(broker, peer.broker, [peer.queue]).catch(() => {})
@@ -92,7 +103,12 @@ async function main(): Promise<void> {
   }
   const [version, node0] = await measurePair(tsqCmd(['--version']), { cmd: process.execPath, args: ['-e', '0'] }, opts)
   report({ name: 'cli-start', peerLabel: 'node -e 0', tsq: version, peer: node0 })
-  for (const b of brokers) report(await pingFigure(b))
+  if (EXTRA_CA) {
+    say(`# NODE_EXTRA_CA_CERTS=${EXTRA_CA} is set: every node process reads it at start; the -no-extra-ca lines run tsq and node without it`)
+    const [bareVersion, bareNode] = await measurePair(tsqCmd(['--version'], withoutExtraCa), { cmd: process.execPath, args: ['-e', '0'], env: withoutExtraCa }, opts)
+    report({ name: 'cli-start-no-extra-ca', peerLabel: 'node -e 0, both without NODE_EXTRA_CA_CERTS', tsq: bareVersion, peer: bareNode })
+  }
+  for (const b of brokers) for (const f of await pingFigures(b)) report(f)
   if (values.json) process.stdout.write(`${toJson(figures, env)}\n`)
 }
 
