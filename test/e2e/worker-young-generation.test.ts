@@ -29,11 +29,13 @@ describe('the young generation of a worker at rest (file://)', () => {
       nodename: `younggen-${process.pid}@${hostname()}`,
       readyTimeoutMs: 90_000,
     })
+    // A probe's file being written is `<pid>.tmp` until it is renamed into place.
+    const figures = () => readdirSync(probes).filter((name) => !name.endsWith('.tmp'))
     // Ready means the children have loaded the task module; each then writes its figure within 200 ms.
     const deadline = Date.now() + 10_000
-    while (readdirSync(probes).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    while (figures().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
     await new Promise((r) => setTimeout(r, 500))
-    const sizes = Object.fromEntries(readdirSync(probes).map((pid) => [pid, Number(readFileSync(join(probes, pid), 'utf8')) / MB]))
+    const sizes = Object.fromEntries(figures().map((pid) => [pid, Number(readFileSync(join(probes, pid), 'utf8')) / MB]))
     assert.equal(Object.keys(sizes).length, 3, `one figure per process: ${JSON.stringify(sizes)}`)
     for (const [pid, mb] of Object.entries(sizes)) assert.ok(mb > 0 && mb <= 2, `process ${pid}: new space ${mb} MB\n${worker.output().slice(-2000)}`)
   })
