@@ -45,10 +45,8 @@ function writeCache(cacheFile, stamp, keys, data) {
 /**
  * require(file), compiled with the cache when there is a valid one.
  * `keyOf(exports)` names what this run exercised; a new key refreshes the cache.
- * `variant` picks one of several caches of the same file (`<bundle>.<variant>.v8cache`),
- * so that runs of one kind load only the code that kind runs.
  */
-function requireWithCodeCache(file, keyOf, variant) {
+function requireWithCodeCache(file, keyOf) {
   if (typeof Module.enableCompileCache === 'function') {
     Module.enableCompileCache()
     return require(file)
@@ -56,7 +54,7 @@ function requireWithCodeCache(file, keyOf, variant) {
   const source = fs.readFileSync(file, 'utf8')
   const stat = fs.statSync(file)
   const stamp = `${stat.size}:${stat.mtimeMs}`
-  const cacheFile = variant ? `${file}.${variant}.v8cache` : `${file}.v8cache`
+  const cacheFile = `${file}.v8cache`
   const cache = readCache(cacheFile, stamp)
   const script = new vm.Script(Module.wrap(source), { filename: file, cachedData: cache && cache.data })
   const mod = new Module(file, module)

@@ -38,26 +38,6 @@ function exitWhenFlushed() {
  */
 const importsModules = Boolean(process.env.TSQ_CONFIG_MODULE) || argv.some((arg) => /^(-A|--app(=|$)|--config(=|$))/.test(arg))
 
-/**
- * Which of the fast bundle's code caches this run loads: one per broker family,
- * named after the URL on the command line or in the environment, as far as it
- * can be read before the bundle loads (the bundle then resolves the real one;
- * a wrong guess only loads a cache that fits less well). A cache holding the
- * code of both brokers took ~2 ms longer to load than one of the broker in use.
- */
-function codeCacheVariant() {
-  let url = process.env.TSQ_BROKER_URL || process.env.CELERY_BROKER_URL || ''
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i]
-    if (arg === '-b' || arg === '--broker') url = argv[i + 1] || ''
-    else if (arg.startsWith('--broker=')) url = arg.slice('--broker='.length)
-  }
-  const scheme = (/^([a-z][a-z0-9+.-]*):/i.exec(url) || [])[1] || ''
-  if (/^(py)?amqps?$/i.test(scheme)) return 'amqp'
-  if (/^(rediss?|sentinel)$/i.test(scheme)) return 'redis'
-  return 'other'
-}
-
 let fastBundle
 /** The fast path's bundle (src/cli/fast-path.ts): one file, no oclif, through V8's code cache. */
 function fastModule() {
@@ -67,7 +47,7 @@ function fastModule() {
       fastBundle = require(file)
     } else {
       const { requireWithCodeCache } = require('./code-cache.js')
-      fastBundle = requireWithCodeCache(file, (exports) => exports.codeCacheKey(), codeCacheVariant())
+      fastBundle = requireWithCodeCache(file, (exports) => exports.codeCacheKey())
     }
   }
   return fastBundle
@@ -84,10 +64,9 @@ function tryFastPath() {
   fast
     .runFast(plan)
     .catch(reportCrash)
-    // The broker connection is closed by now (on Redis without waiting for
-    // QUIT's reply: runFast closes with `exiting`); what is left is Node tearing
-    // down handles nobody waits for. Exit once the output is out (pipes can be
-    // async on some platforms, so wait for a drain rather than assume).
+    // The broker connection is closed by now; what is left is Node tearing down
+    // handles nobody waits for. Exit once the output is out (pipes can be async
+    // on some platforms, so wait for a drain rather than assume).
     .then(() => exitWhenFlushed())
   return true
 }

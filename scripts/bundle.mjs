@@ -40,18 +40,6 @@ const fastCommandPrototype = sourcePatch(
   `Commander.prototype.__tsqDictionary = true;\ndelete Commander.prototype.__tsqDictionary;\n${COMMAND_LOOP}`,
 )
 
-// ioredis loads node:crypto with its Script module, to hash a Lua script it is given
-// (defineCommand), which tsq's Redis code never does: ~3 ms of every Redis run of the
-// fast path, where nothing else needs crypto (the transports' ids come from uuid.ts).
-// The patch loads it with the first hash.
-const IOREDIS_SCRIPT_CRYPTO = 'const crypto_1 = require("crypto");'
-const ioredisLazyScriptCrypto = sourcePatch(
-  'ioredis-lazy-script-crypto',
-  /[\\/]ioredis[\\/]built[\\/]Script\.js$/,
-  IOREDIS_SCRIPT_CRYPTO,
-  'const crypto_1 = { createHash: (...args) => require("crypto").createHash(...args) };',
-)
-
 // oclif sorts its command list with String#localeCompare on every start. The
 // first localeCompare in a process builds ICU's collator: 6-8 ms of every
 // oclif-path command (worker, beat, multi, call, ...) and 2.6 MB more resident
@@ -76,48 +64,6 @@ const ioredisLateSocketErrors = sourcePatch(
   IOREDIS_ERROR_ONCE,
   `${IOREDIS_ERROR_ONCE}\nstream.on("error", () => {});`,
 )
-
-// Node builtins the fast bundle's code needs only on some runs, loaded when first used rather
-// than with the bundle: tls (for a TLS broker: 1-4 ms to load here, and every run paid it),
-// dns (ioredis's cluster mode) and assert (amqplib and redis-errors check invariants with it;
-// the real module loads only to throw for a failing check). tls and dns are ES modules, so
-// tsq's own code importing a name they lack fails the build; the CommonJS users (amqplib,
-// ioredis, redis-errors) use only what is listed, checked when this was written.
-const LAZY_BUILTINS = {
-  tls: `let real
-const tls = () => (real ??= require('node:tls'))
-export const connect = (...args) => tls().connect(...args)
-export const checkServerIdentity = (...args) => tls().checkServerIdentity(...args)`,
-  dns: `let real
-const dns = () => (real ??= require('node:dns'))
-export const lookup = (...args) => dns().lookup(...args)
-export const resolveSrv = (...args) => dns().resolveSrv(...args)`,
-  assert: `let real
-const load = () => (real ??= require('node:assert'))
-function ok(value, message) {
-  if (!value) load().ok(value, message)
-}
-ok.ok = ok
-ok.equal = (actual, expected, message) => {
-  if (actual != expected) load().equal(actual, expected, message)
-}
-ok.strictEqual = (actual, expected, message) => {
-  if (!Object.is(actual, expected)) load().strictEqual(actual, expected, message)
-}
-module.exports = ok`,
-}
-const lazyBuiltins = {
-  name: 'lazy-builtins',
-  setup(b) {
-    b.onResolve({ filter: /^(node:)?(tls|dns|assert)$/ }, (args) => {
-      const name = args.path.replace(/^node:/, '')
-      // The stand-in's own require of the real module.
-      if (args.namespace === 'lazy-builtin') return { path: `node:${name}`, external: true }
-      return { path: name, namespace: 'lazy-builtin' }
-    })
-    b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({ contents: LAZY_BUILTINS[args.path], loader: 'js' }))
-  },
-}
 
 await build({
   entryPoints: { tsq: 'dist/bundle/tsq.js' },
@@ -157,7 +103,7 @@ await build({
   // --debug stack trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [fastCommandPrototype, ioredisLateSocketErrors, ioredisLazyScriptCrypto, lazyBuiltins],
+  plugins: [fastCommandPrototype, ioredisLateSocketErrors],
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
   external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes

@@ -1,20 +1,12 @@
 import { createTransport, maskUrl, parseBrokerUrl, type Transport, type TransportSettings } from '../transport/index.js'
 
-/**
- * Connects a transport for one CLI operation and always closes it afterwards. `settings`: the app's broker_transport_options.
- * `exiting`: the process exits once this returns (CloseOptions.exiting).
- */
-export async function withTransport<T>(
-  brokerUrl: string,
-  work: (transport: Transport) => Promise<T>,
-  settings: TransportSettings = {},
-  { exiting = false }: { exiting?: boolean } = {},
-): Promise<T> {
+/** Connects a transport for one CLI operation and always closes it afterwards. `settings`: the app's broker_transport_options. */
+export async function withTransport<T>(brokerUrl: string, work: (transport: Transport) => Promise<T>, settings: TransportSettings = {}): Promise<T> {
   const transport = await openTransport(brokerUrl, settings)
   try {
     return await work(transport)
   } finally {
-    await transport.close({ requeueUnacked: true, exiting }).catch(() => undefined)
+    await transport.close({ requeueUnacked: true }).catch(() => undefined)
   }
 }
 

@@ -17,8 +17,6 @@ export interface RemoteCallOptions {
   /** false: send and return at once with no replies (Celery's reply=False, revoke's default). */
   reply?: boolean
   onReply?: (reply: NodeReply) => void
-  /** The process exits once this returns (a one-shot CLI): the connection's close is sent, not waited for. */
-  exiting?: boolean
 }
 
 export async function broadcast(method: string, options: RemoteCallOptions): Promise<NodeReply[]> {
@@ -37,10 +35,10 @@ export async function broadcast(method: string, options: RemoteCallOptions): Pro
       lastUse: true,
     })
     return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
-  }, options.transportSettings, { exiting: options.exiting })
+  }, options.transportSettings)
 }
 
-export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments' | 'transportSettings' | 'exiting'>
+export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments' | 'transportSettings'>
 
 /**
  * `app.control` of Celery, for code: the same broadcasts as `tsq control` and

@@ -7,6 +7,7 @@
 // usage error, an unusual form) goes to oclif, so oclif stays the one voice for
 // help and for usage errors. The flags come from the same specs as oclif's
 // (flag-specs.ts), and the work from the same functions the oclif commands call.
+import { parseArgs } from 'node:util'
 import { parseBrokerUrl } from '../transport/index.js'
 import { applyGlobalOptions, clientConfig, type GlobalFlagValues } from './client-config.js'
 import { makeChalk } from './color.js'
@@ -61,8 +62,22 @@ export function planFastRun(argv: readonly string[]): FastPlan | undefined {
   if (!isFastCommand(command)) return undefined
   if (rest.some((arg) => arg === '--' || arg === '--help' || arg === '-h' || /^-[^-]=/.test(arg))) return undefined
   const specs = COMMAND_FLAGS[command]
-  const parsed = readLine(rest, specs)
-  if (!parsed) return undefined
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
+  for (const [name, spec] of Object.entries(specs)) {
+    options[name] = { type: spec.kind === 'boolean' ? 'boolean' : 'string', ...(spec.char ? { short: spec.char } : {}) }
+  }
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true; tokens: true }>>
+  try {
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true, tokens: true })
+  } catch {
+    return undefined
+  }
+  const seen = new Set<string>()
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue
+    if (seen.has(token.name)) return undefined
+    seen.add(token.name)
+  }
   const flags: FlagValues = {}
   for (const [name, spec] of Object.entries(specs)) {
     const raw = parsed.values[name]
@@ -77,44 +92,6 @@ export function planFastRun(argv: readonly string[]): FastPlan | undefined {
   const [least, most] = POSITIONALS[command]
   if (positionals.length < least || positionals.length > most) return undefined
   return { command, positionals, flags }
-}
-
-/**
- * The command line's options and positionals, for the plain forms only:
- * `--name value`, `--name=value`, `-c value` and lone boolean flags. Anything
- * else (`-abc`, `-cvalue`, a value that starts with `-`, an unknown or repeated
- * flag, a missing value) is undefined and goes to oclif. Hand-written, not
- * node:util's parseArgs, whose module and first run were ~1 ms of every start;
- * what it accepts, parseArgs (strict) reads the same way.
- */
-function readLine(args: readonly string[], specs: Record<string, FlagSpec>): { values: Record<string, string | boolean>; positionals: string[] } | undefined {
-  const byChar = new Map<string, string>()
-  for (const [name, spec] of Object.entries(specs)) if (spec.char) byChar.set(spec.char, name)
-  const values: Record<string, string | boolean> = {}
-  const positionals: string[] = []
-  for (let i = 0; i < args.length; i += 1) {
-    const arg = args[i]!
-    if (arg === '-' || !arg.startsWith('-')) {
-      positionals.push(arg)
-      continue
-    }
-    const long = arg.startsWith('--')
-    const eq = long ? arg.indexOf('=') : -1
-    const name = long ? arg.slice(2, eq === -1 ? undefined : eq) : arg.length === 2 ? byChar.get(arg[1]!) : undefined
-    if (name === undefined || !Object.hasOwn(specs, name) || Object.hasOwn(values, name)) return undefined
-    if (specs[name]!.kind === 'boolean') {
-      if (eq !== -1) return undefined
-      values[name] = true
-    } else if (eq !== -1) {
-      values[name] = arg.slice(eq + 1)
-    } else {
-      const value = args[i + 1]
-      if (value === undefined || value.startsWith('-')) return undefined
-      values[name] = value
-      i += 1
-    }
-  }
-  return { values, positionals }
 }
 
 const INVALID = Symbol('invalid')
@@ -157,7 +134,7 @@ export async function runFast(plan: FastPlan): Promise<void> {
       usedScheme = `${schemeOf(source)}>${schemeOf(destination)}`
       result = await runMigrate({ source, destination, flags: flags as unknown as MigrateFlagValues, defaultQueue: config.defaultQueue, lines: !json && flags.quiet !== true })
     } else if (plan.command === 'status') {
-      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, transportSettings: config.transportSettings, json, color, print, exiting: true })
+      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, transportSettings: config.transportSettings, json, color, print })
     } else {
       const [method, ...words] = plan.positionals as [string, ...string[]]
       result = await runRemote({
@@ -171,8 +148,6 @@ export async function runFast(plan: FastPlan): Promise<void> {
         json,
         color,
         print,
-        // bin/run.js exits once this run is over and its output is out.
-        exiting: true,
       })
     }
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`)

@@ -23,8 +23,6 @@ export interface RemoteRun {
   json: boolean
   color: ChalkInstance
   print: (line: string) => void
-  /** The process exits once this returns (the fast path): the broker connection's close is not waited for. */
-  exiting?: boolean
 }
 
 const TABLES: Record<string, (r: Record<string, unknown>, c: ChalkInstance) => Promise<string>> = {
@@ -72,7 +70,6 @@ export async function runRemote(run: RemoteRun): Promise<NodeReply | NodeReply[]
     arguments: args,
     ...options,
     onReply: streamed ? (reply) => run.print(renderReply(reply, run.color, true)) : undefined,
-    exiting: run.exiting,
   })
   if (replies.length === 0) throw new NoRepliesError()
   const merged = flattenReplies(replies)
@@ -106,13 +103,11 @@ export interface StatusRun {
   json: boolean
   color: ChalkInstance
   print: (line: string) => void
-  /** The process exits once this returns (the fast path): the broker connection's close is not waited for. */
-  exiting?: boolean
 }
 
 /** `tsq status`: ping everyone, a table of who answered, then the count. */
 export async function runStatus(run: StatusRun): Promise<NodeReply> {
-  const replies = await broadcast('ping', { brokerUrl: run.brokerUrl, transportSettings: run.transportSettings, ...remoteOptions(run.flags), exiting: run.exiting })
+  const replies = await broadcast('ping', { brokerUrl: run.brokerUrl, transportSettings: run.transportSettings, ...remoteOptions(run.flags) })
   if (replies.length === 0) throw new NoRepliesError()
   const merged = flattenReplies(replies)
   const count = renderNodeCount(Object.keys(merged).length)

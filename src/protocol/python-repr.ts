@@ -8,10 +8,7 @@ import { PyFloat, PyTuple, formatPyFloat, formatPyNumber } from './py-types.js'
 export { PyTuple } from './py-types.js'
 
 // Python's str.isprintable() is false for these categories (space excepted).
-// Made on first use: V8 builds the Unicode classes when the expression is created (~0.4 ms),
-// which every one-shot CLI paid on loading, and only a non-ASCII character needs it.
-let nonPrintable: RegExp | undefined
-const NON_PRINTABLE = (): RegExp => (nonPrintable ??= /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u)
+const NON_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u
 
 function hex(n: number, width: number): string {
   return n.toString(16).padStart(width, '0')
@@ -29,7 +26,7 @@ export function pyStrRepr(s: string): string {
     else if (ch === '\r') out += '\\r'
     else if (cp < 0x20 || cp === 0x7f) out += `\\x${hex(cp, 2)}`
     else if (cp < 0x7f) out += ch
-    else if (ch !== ' ' && NON_PRINTABLE().test(ch)) {
+    else if (ch !== ' ' && NON_PRINTABLE.test(ch)) {
       out += cp <= 0xff ? `\\x${hex(cp, 2)}` : cp <= 0xffff ? `\\u${hex(cp, 4)}` : `\\U${hex(cp, 8)}`
     } else out += ch
   }

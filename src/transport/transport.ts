@@ -220,24 +220,12 @@ export interface BrokerNode {
 export interface CloseOptions {
   /** Hand unacked deliveries back to their queues (default true). */
   requeueUnacked?: boolean
-  /**
-   * The process exits as soon as this resolves (a one-shot CLI): where the
-   * broker does not need to answer the goodbye (Redis: no QUIT, as redis-py),
-   * the close skips it. RabbitMQ's Close-Ok is still awaited (amqp-transport.ts).
-   */
-  exiting?: boolean
 }
 
 export interface TopologySpec {
   exchanges: readonly ExchangeSpec[]
   queue: QueueSpec
   bindings: ReadonlyArray<{ exchange: string; routingKey: string }>
-  /**
-   * The caller consumes this queue next: what a consumer needs of its own (a
-   * channel on RabbitMQ, the BRPOP connection on Redis) is opened now, beside
-   * the declares.
-   */
-  consumeNext?: boolean
 }
 
 export interface Transport {

@@ -24,8 +24,6 @@ export interface ConsumerHost {
   connectionUsable(conn: ChannelModel): boolean
   /** The channel holding this consumer's unsettled deliveries is gone; `reason` is the broker's, if any. */
   deliveriesLost(consumer: AmqpConsumer, reason: Error | null): void
-  /** A channel already opening on `conn` for the next consumer (TopologySpec.consumeNext), if there is one. */
-  takeChannel?(conn: ChannelModel): Promise<Channel> | undefined
 }
 
 let consumerSeq = 0
@@ -77,7 +75,7 @@ export class AmqpConsumer implements Consumer {
     this.channel?.close().catch(() => undefined)
     this.channel = null
     this.conn = conn
-    const channel = await (this.host.takeChannel?.(conn) ?? conn.createChannel())
+    const channel = await conn.createChannel()
     const batcher = new AckBatcher(channel)
     // The broker's reason comes as 'error' just before 'close' (an ack timeout, a deleted queue).
     let closeReason: Error | null = null

@@ -77,17 +77,9 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private readonly consumers = new Set<AmqpConsumer>()
   private connecting: Promise<void> | null = null
   private closing: Promise<void> | null = null
-  /** Where close() was called, for closedError(); its stack is read only if that error is made. */
-  private closedAt: Error | null = null
+  private closedWhere = ''
   private stateWaiters: Array<() => void> = []
-  /**
-   * A channel opened beside a declare whose queue is consumed next (TopologySpec.consumeNext), for
-   * that consumer: its Channel.Open then costs no round trip of its own, and its Basic.Consume
-   * goes out with the request the consumer awaits the reply to.
-   */
-  private spareChannel: { conn: ChannelModel; channel: Promise<Channel> } | null = null
-  /** Made by the first reconnect: aborting one (a DOMException per abort) is a cost every close paid. */
-  private stopReconnect: AbortController | null = null
+  private readonly stopReconnect = new AbortController()
   private readonly consumerHost: ConsumerHost
   /** kombu 5.5's delayed-delivery ladder, declared on the first delayed publish. */
   private delayedLadder: Promise<void> | null = null
@@ -111,11 +103,6 @@ export class AmqpTransport extends EventEmitter implements Transport {
       redeclareQueue: (channel, queue) => this.redeclareQueue(channel, queue),
       connectionUsable: (conn) => this.state === 'open' && this.conn === conn,
       deliveriesLost: (consumer, reason) => this.emitSafely('deliveries:lost', { queue: consumer.queue, reason, ...ackTimeoutOf(reason) }),
-      takeChannel: (conn) => {
-        const spare = this.spareChannel
-        this.spareChannel = null
-        return spare?.conn === conn ? spare.channel : undefined
-      },
     }
   }
 
@@ -172,16 +159,6 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   async declareTopology(t: TopologySpec): Promise<void> {
-    if (t.consumeNext && this.state === 'open' && this.conn && !this.spareChannel) {
-      const channel = this.conn.createChannel().then((ch) => {
-        // Until its consumer takes it, a broker's close of it must not go unheard (an 'error' without listener throws).
-        ch.on('error', () => undefined)
-        return ch
-      })
-      // Never taken (the declare failed): the connection's close takes the channel along.
-      channel.catch(() => undefined)
-      this.spareChannel = { conn: this.conn, channel }
-    }
     await this.withControl(`declare queue '${t.queue.name}' and its bindings`, (ch) => declareTopologyPipelined(ch, t))
     for (const ex of t.exchanges) if (ex.name !== '' && !ex.name.startsWith('amq.')) this.topology.addExchange(ex)
     if (t.queue.name !== '') this.topology.addQueue(t.queue)
@@ -331,24 +308,20 @@ export class AmqpTransport extends EventEmitter implements Transport {
    */
   close(_options: CloseOptions = {}): Promise<void> {
     if (this.closing) return this.closing
-    this.closedAt = new Error('transport closed')
+    this.closedWhere = new Error('transport closed').stack?.split('\n')[2]?.trim() ?? ''
     this.closing = (async () => {
       this.setState('closed')
-      this.stopReconnect?.abort()
+      this.stopReconnect.abort()
       const conn = this.conn
       this.conn = null
       this.controlChannel = null
       this.publishChannel = null
-      this.spareChannel = null
       const consumers = [...this.consumers]
       this.consumers.clear()
       // amqplib multiplexes channel frames behind connection-level ones, so an
       // ack sent just before close could be overtaken by connection.close and
       // lost. Closing each consumer channel first flushes its acks.
       await Promise.all(consumers.map((c) => c.closeChannel()))
-      // Close-Ok is awaited even when the process exits next (options.exiting): exiting once
-      // Connection.Close was written left RabbitMQ logging "client unexpectedly closed TCP
-      // connection" in 2 runs of 150, the socket closed by the exit before it read the Close.
       if (conn) await conn.close().catch(() => undefined)
     })()
     return this.closing
@@ -407,7 +380,6 @@ export class AmqpTransport extends EventEmitter implements Transport {
     this.conn = null
     this.controlChannel = null
     this.publishChannel = null
-    this.spareChannel = null
     for (const consumer of this.consumers) consumer.detach()
     if (this.state !== 'open') return
     this.setState('reconnecting')
@@ -427,7 +399,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     let backOff = this.nodes.failed()
     for (let round = 0; this.state === 'reconnecting'; ) {
       if (backOff) {
-        await sleep(reconnectDelayMs(round), (this.stopReconnect ??= new AbortController()).signal)
+        await sleep(reconnectDelayMs(round), this.stopReconnect.signal)
         round += 1
       }
       if (this.state !== 'reconnecting') return
@@ -499,8 +471,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   private closedError(): TransportClosedError {
-    const where = this.closedAt?.stack?.split('\n')[2]?.trim() ?? ''
-    return new TransportClosedError(`transport to ${this.displayUrl} is closed${where ? ` (closed ${where})` : ''}`)
+    return new TransportClosedError(`transport to ${this.displayUrl} is closed${this.closedWhere ? ` (closed ${this.closedWhere})` : ''}`)
   }
 
   // ---- channels and operations ---------------------------------------------

@@ -1,9 +1,9 @@
 // Fanout on Redis is pub/sub (spec §4.5): one subscriber connection per transport
 // PSUBSCRIBEs `/{db}.<exchange>[/<key>]` for every consuming fanout queue. Nothing
 // is stored, so a queue hears only what is published while it listens.
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Consumer } from '../transport.js'
-import { uuid4 } from '../uuid.js'
 
 export interface FanoutListener {
   readonly patterns: readonly string[]
@@ -62,7 +62,7 @@ export class FanoutHub {
 
 /** A consumer of a fanout-bound queue: a set of patterns on the hub, nothing in Redis lists. */
 export class FanoutConsumer implements Consumer, FanoutListener {
-  readonly tag = uuid4()
+  readonly tag = randomUUID()
   private active = true
 
   constructor(

@@ -132,17 +132,12 @@ export interface RedisClientOptions {
   /** Set for sentinel://: the master's name (ioredis `name`), with `sentinels` and its Sentinel options. */
   name?: string
   sentinels?: Array<{ host: string; port: number }>
-  disableClientInfo: true
 }
 
 export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' | 'port' | 'db' | 'username' | 'password' | 'tls' | 'displayUrl' | 'sentinel'>): RedisClientOptions {
   const { host, port, db, username, password } = resolved
-  // No CLIENT SETINFO: ioredis reads the version it sends from the package.json two folders
-  // above its code, which in tsq's bundle is tsq's own, and holds every connection's ready
-  // check until that file is read (fs/promises loaded, a thread-pool read, then one more round
-  // trip): time a one-shot CLI pays twice. redis-py, as Celery 5.2 uses it, sends none either.
-  if (resolved.sentinel) return { host, port, disableClientInfo: true, ...sentinelClientOptions(resolved.sentinel) }
-  return { host, port, db, username, password, disableClientInfo: true, ...(resolved.tls ? { tls: tlsConnectOptions(resolved.tls, host, resolved.displayUrl) } : {}) }
+  if (resolved.sentinel) return { host, port, ...sentinelClientOptions(resolved.sentinel) }
+  return { host, port, db, username, password, ...(resolved.tls ? { tls: tlsConnectOptions(resolved.tls, host, resolved.displayUrl) } : {}) }
 }
 
 /**

@@ -1,5 +1,6 @@
 // The Redis broker in kombu 5.2.4's exact layout (spec §4), so a Python Celery
 // worker or client shares queues, bindings, pidbox and unacked keys with tsq.
+import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import type { Redis } from 'ioredis'
 import { TransportClosedError } from '../errors.js'
@@ -35,7 +36,6 @@ import { Router } from './routing.js'
 import { UnackedStore } from './unacked.js'
 import { RedisParking } from './parking.js'
 import { PublishBatcher } from './publish-batch.js'
-import { uuid4 } from '../uuid.js'
 
 export type { RedisTransportOptions } from './options.js'
 
@@ -66,7 +66,7 @@ export class RedisTransport implements Transport {
   private unacked: UnackedStore | undefined
   private loop: Promise<BrpopLoop> | undefined
   /** Names this process's staging lists; its owner key says the process is alive. */
-  private readonly loopId = uuid4()
+  private readonly loopId = randomUUID()
   private ownerTimer: NodeJS.Timeout | undefined
   private brpopConn: Redis | undefined
   private hub: Promise<FanoutHub> | undefined
@@ -76,8 +76,7 @@ export class RedisTransport implements Transport {
   private acks: AckTracker | undefined
   private readonly autoDelete = new Set<string>()
   private restoreTimer: NodeJS.Timeout | undefined
-  /** The restore pass in flight: a close waits for it, so its lock is released, not left for 300 s. */
-  private restoring: Promise<number> | undefined
+  private restoring = false
   private readonly down = new Set<ConnectionRole>()
   private readonly publishes = new PublishBatcher(
     () => this.cmd!,
@@ -206,11 +205,6 @@ export class RedisTransport implements Transport {
 
   /** Redis has no queue object: only the bindings are written (no LLENs of a declare, whose count nobody reads here). */
   async declareTopology(t: TopologySpec): Promise<void> {
-    // The BRPOP connection connects while the bindings are written, not after them (a queue
-    // bound to a fanout exchange is consumed by SUBSCRIBE instead). A failure is consume()'s to
-    // report: ensureLoop forgets a failed attempt, and consume() makes its own.
-    const fanout = t.bindings.some((b) => t.exchanges.some((ex) => ex.name === b.exchange && ex.type === 'fanout'))
-    if (t.consumeNext && !fanout && this.state === 'open') void this.ensureLoop().catch(() => undefined)
     await Promise.all(t.exchanges.map((ex) => this.declareExchange(ex)))
     if (t.queue.autoDelete) this.autoDelete.add(t.queue.name)
     await Promise.all(t.bindings.map((b) => this.bindQueue(t.queue.name, b.exchange, b.routingKey)))
@@ -289,7 +283,7 @@ export class RedisTransport implements Transport {
     const fanout = router.fanoutBindings.get(queue)
     if (fanout) return this.consumeFanout(queue, handler, fanout)
     const loop = await this.ensureLoop()
-    const consumer = new ListConsumer(queue, uuid4(), handler, options.prefetch ?? 0, options.noAck ?? false, {
+    const consumer = new ListConsumer(queue, randomUUID(), handler, options.prefetch ?? 0, options.noAck ?? false, {
       cancel: async (c) => {
         c.cancelled = true
         this.consumers.remove(c)
@@ -300,10 +294,7 @@ export class RedisTransport implements Transport {
     this.consumers.add(consumer)
     loop.start()
     loop.nudge()
-    // restore_visible is upkeep for consumers that ack: kombu runs it only when a poll found
-    // nothing, so a one-shot broadcast, whose reply is there at once, never does; here its
-    // passes ran beside the reply and held the close until done.
-    if (!consumer.noAck) this.startRestoreTimer()
+    this.startRestoreTimer()
     return consumer
   }
 
@@ -341,11 +332,9 @@ export class RedisTransport implements Transport {
     this.loop ??= (async () => {
       const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
       this.brpopConn = conn
-      const refreshOwner = () => this.cmd?.set(this.keys.stagingOwner(this.loopId), String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
-      // On the other connection, while this one connects: the key is there before the first pop either way.
-      const owned = refreshOwner()
       await open()
-      await owned
+      const refreshOwner = () => this.cmd?.set(this.keys.stagingOwner(this.loopId), String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
+      await refreshOwner()
       this.ownerTimer = setInterval(() => void refreshOwner(), STAGING_OWNER_TTL_MS / 3)
       this.ownerTimer.unref()
       return new BrpopLoop(conn, this.cmd!, {
@@ -442,12 +431,13 @@ export class RedisTransport implements Transport {
    */
   async restoreVisible(): Promise<number> {
     if (this.restoring || this.state !== 'open') return 0
-    const pass = this.unacked!.restoreVisible(this.options.visibilityTimeout).catch(() => 0)
-    this.restoring = pass
+    this.restoring = true
     try {
-      return await pass
+      return await this.unacked!.restoreVisible(this.options.visibilityTimeout)
+    } catch {
+      return 0
     } finally {
-      this.restoring = undefined
+      this.restoring = false
     }
   }
 
@@ -468,24 +458,16 @@ export class RedisTransport implements Transport {
   }
 
   close(options: CloseOptions = {}): Promise<void> {
-    this.closing ??= this.shutdown(options.requeueUnacked ?? true, options.exiting ?? false)
+    this.closing ??= this.shutdown(options.requeueUnacked ?? true)
     return this.closing
   }
 
-  private async shutdown(requeueUnacked: boolean, exiting: boolean): Promise<void> {
+  private async shutdown(requeueUnacked: boolean): Promise<void> {
     await this.connecting?.catch(() => undefined)
     const wasOpen = this.state === 'open'
     this.state = 'closing'
     if (wasOpen) await this.publishes.drain()
     clearInterval(this.restoreTimer)
-    // A QUIT sent mid-pass would refuse the pass's lock release (the lock then blocks every
-    // worker's restore for 300 s); a process exiting mid-pass would never send it. Bounded as
-    // the QUITs are: a pass stuck on a dead broker must not hold the close.
-    if (this.restoring) {
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([this.restoring, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))])
-      clearTimeout(timer)
-    }
     for (const consumer of this.consumers.all()) {
       consumer.cancelled = true
       this.consumers.remove(consumer)
@@ -509,12 +491,8 @@ export class RedisTransport implements Transport {
     }
     const hub = await this.hub?.catch(() => undefined)
     hub?.close()
-    const conns = [this.subConn, this.brpopConn, this.cmd]
-    // Every command above has had its reply. An exiting process ends its sockets without a QUIT,
-    // as redis-py's disconnect does; the exit would cut the wait for QUIT's reply anyway.
-    if (exiting) for (const conn of conns) conn?.disconnect()
     // Together: each QUIT waits for its reply, and a one-shot CLI pays every round trip.
-    else await Promise.all(conns.map((conn) => conn && closeConnection(conn)))
+    await Promise.all([this.subConn, this.brpopConn, this.cmd].map((conn) => conn && closeConnection(conn)))
     this.state = 'closed'
   }
 }

@@ -1,12 +1,12 @@
 // kombu's ack emulation (spec §4.6): a delivered message waits in the `unacked`
 // hash (indexed by delivery time in `unacked_index`) until acked; if it stays
 // longer than the visibility timeout, any consumer's restore_visible puts it back.
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { markRedelivered, asEnvelope, serializeEnvelope } from '../kombu-envelope.js'
 import { UNACKED_MUTEX_EXPIRE, type RedisKeys } from './keys.js'
 import { dumps, loads } from '../../protocol/index.js'
 import { execChecked } from './batch.js'
-import { uuid4 } from '../uuid.js'
 
 // Atomic stand-in for kombu's WATCH unacked / HGET / MULTI: the restore happens only
 // if the hash still holds exactly what we read, so two restorers never both push.
@@ -205,7 +205,7 @@ export class UnackedStore {
       await this.conn.eval(RELEASE_SCRIPT, 1, this.keys.unackedMutex, this.unreleasedToken)
       this.unreleasedToken = undefined
     }
-    const token = uuid4().replace(/-/g, '')
+    const token = randomUUID().replace(/-/g, '')
     const locked = await this.conn.set(this.keys.unackedMutex, token, 'PX', UNACKED_MUTEX_EXPIRE * 1000, 'NX')
     if (locked !== 'OK') return -1
     try {

@@ -11,15 +11,15 @@ import { ROOT } from '../../helpers/cli.js'
 
 const LOADER = join(ROOT, 'bin', 'code-cache.js')
 
-function header(file: string, variant?: string): { stamp: string; keys: string[] } {
-  const raw = readFileSync(variant ? `${file}.${variant}.v8cache` : `${file}.v8cache`)
+function header(file: string): { stamp: string; keys: string[] } {
+  const raw = readFileSync(`${file}.v8cache`)
   return JSON.parse(raw.subarray(0, raw.indexOf(10)).toString('utf8'))
 }
 
 /** Loads `file` in a fresh process, as bin/run.js does, and prints what it exports. */
-function load(file: string, key: string, variant?: string): string {
+function load(file: string, key: string): string {
   const script = `const { requireWithCodeCache } = require(${JSON.stringify(LOADER)});
-    const m = requireWithCodeCache(${JSON.stringify(file)}, () => ${JSON.stringify(key)}, ${JSON.stringify(variant)});
+    const m = requireWithCodeCache(${JSON.stringify(file)}, () => ${JSON.stringify(key)});
     process.stdout.write(m.answer())`
   return execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })
 }
@@ -49,15 +49,6 @@ describe('code cache loader', { skip: typeof (Module as unknown as { enableCompi
     utimesSync(file, new Date(), new Date(Date.now() + 5_000))
     assert.equal(load(file, 'amqp'), '24')
     assert.deepEqual(header(file).keys, ['amqp'])
-  })
-
-  it('keeps a variant\'s cache apart from the others', () => {
-    const before = readFileSync(`${file}.v8cache`)
-    assert.equal(load(file, 'redis', 'redis'), '24')
-    assert.deepEqual(header(file, 'redis').keys, ['redis'])
-    assert.ok(readFileSync(`${file}.v8cache`).equals(before), 'the plain cache is left alone')
-    assert.equal(load(file, 'redis', 'redis'), '24')
-    assert.deepEqual(header(file, 'redis').keys, ['redis'])
   })
 
   it('runs without a cache when the cache is garbage', () => {
