@@ -36,15 +36,17 @@ function say(line: string): void {
   else process.stdout.write(`${line}\n`)
 }
 
+/** bin/run.js executed itself, as the `tsq` a shell finds: its first line (sh) starts Node. */
 function tsqCmd(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
-  return { cmd: process.execPath, args: [TSQ_BIN, ...args], cwd: REPO_ROOT, env: { ...env, NO_COLOR: '1' } }
+  return { cmd: TSQ_BIN, args: [...args], cwd: REPO_ROOT, env: { ...env, NO_COLOR: '1' } }
 }
 
 // Node 20 reads NODE_EXTRA_CA_CERTS's file at every start, whatever the program
-// does (a system bundle of ~150 certificates: 50-80 ms of `node -e 0` on this
+// does (a system bundle of ~150 certificates: 40-80 ms of `node -e 0` on this
 // VM, where the variable is set for every process); Python does not read it.
-// Where it is set, each figure is measured a second time without it, so the
-// line shows what tsq costs apart from that file.
+// tsq's launcher keeps it from Node for the one-shot remote commands (bin/run.js)
+// but not for `--version`. Where it is set, each figure is measured a second
+// time without it, so the line shows what tsq costs apart from that file.
 const EXTRA_CA = process.env.NODE_EXTRA_CA_CERTS
 const withoutExtraCa: NodeJS.ProcessEnv = { ...process.env }
 delete withoutExtraCa.NODE_EXTRA_CA_CERTS

@@ -7,7 +7,7 @@
 // cert_reqs is `none`; nothing else turns it off.
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
-import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions } from 'node:tls'
+import { checkServerIdentity, connect as tlsConnect, rootCertificates, type ConnectionOptions } from 'node:tls'
 import { BadBrokerUrlError } from './errors.js'
 import { maskUrl } from './url.js'
 
@@ -84,9 +84,37 @@ function readPem(path: string, what: string, where: string): Buffer {
   }
 }
 
+const DEFERRED_EXTRA_CA = Symbol.for('tsq.deferredExtraCaCerts')
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g
+let deferredExtraCa: string[] | null | undefined
+
+/**
+ * NODE_EXTRA_CA_CERTS's certificates when bin/run.js's launcher kept the file
+ * from Node's start (a one-shot command: Node would spend 40-50 ms on it
+ * before any JavaScript ran), else null: Node then loaded it itself. Node adds
+ * them to its bundled roots, and warns and goes on without them when the file
+ * cannot be read; so here, read once, when the first TLS connection is made.
+ */
+function deferredExtraCaCerts(): string[] | null {
+  if (deferredExtraCa !== undefined) return deferredExtraCa
+  const file = (process as unknown as Record<symbol, unknown>)[DEFERRED_EXTRA_CA]
+  deferredExtraCa = null
+  if (typeof file !== 'string' || file === '') return null
+  let certs: string[] = []
+  try {
+    certs = readFileSync(file, 'utf8').match(PEM_CERT) ?? []
+    if (certs.length === 0) process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: no certificate in the file`)
+  } catch (error) {
+    process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+  }
+  deferredExtraCa = certs.length ? [...rootCertificates, ...certs] : null
+  return deferredExtraCa
+}
+
 /**
  * Node's tls options for `plan` on `host`: the CA file (else Node's own
- * store), the client certificate and key, verification as cert_reqs says.
+ * store, with NODE_EXTRA_CA_CERTS's certificates as Node would add them),
+ * the client certificate and key, verification as cert_reqs says.
  * `optional` verifies like `required`: for a client, Python's CERT_OPTIONAL
  * still checks the certificate the server always sends.
  */
@@ -95,6 +123,10 @@ export function tlsConnectOptions(plan: TlsPlan, host: string, url: string): Con
   if (plan.keyfile && !plan.certfile) throw new BadBrokerUrlError(`${where}: a keyfile needs its certfile`)
   const options: ConnectionOptions = {}
   if (plan.caCerts) options.ca = readPem(plan.caCerts, 'ca_certs', where)
+  else {
+    const extra = deferredExtraCaCerts()
+    if (extra) options.ca = extra
+  }
   if (plan.certfile) {
     options.cert = readPem(plan.certfile, 'certfile', where)
     // Python's load_cert_chain reads the key from the certificate file when no keyfile is given.
