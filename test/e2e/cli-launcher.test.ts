@@ -62,19 +62,7 @@ describe('the tsq launcher and NODE_EXTRA_CA_CERTS', () => {
     const r = await runLauncher(['status', '--help'], BAD_CA)
     assert.equal(r.code, 0, r.stderr)
     assert.doesNotMatch(r.stderr, NODE_WARNING)
-    const probe = await new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(BIN, ['status', '-b', NOWHERE, '-t', '1'], {
-        cwd: ROOT,
-        env: { ...process.env, ...BAD_CA, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_CONFIG_MODULE: '', NODE_OPTIONS: `--require ${join(ROOT, 'test/fixtures/print-extra-ca-env.cjs')}` },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.on('data', (d) => (stdout += d))
-      child.stderr.on('data', (d) => (stderr += d))
-      child.on('error', reject)
-      child.on('close', (code) => resolve({ code, stdout, stderr }))
-    })
+    const probe = await runLauncher(['status', '-b', NOWHERE, '-t', '1'], { ...BAD_CA, NODE_OPTIONS: `--require ${join(ROOT, 'test/fixtures/print-extra-ca-env.cjs')}` })
     assert.match(probe.stderr, /at exit: NODE_EXTRA_CA_CERTS=\/nonexistent\/tsq-ca\.pem TSQ_DEFERRED_EXTRA_CA_CERTS=-/, probe.stderr)
   })
 })
