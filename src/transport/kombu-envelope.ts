@@ -125,16 +125,6 @@ export function envelopeProperties(envelope: KombuEnvelope): MessageProperties {
   return props
 }
 
-/**
- * encodeEnvelope as bytes, for an LPUSH: ioredis then copies a batch's
- * messages into one Buffer instead of joining a megabyte-long string per batch
- * (which the GC paid for). The text is ASCII (kombu's JSON escapes everything
- * else, as Python's ensure_ascii does; the body is base64), so latin1 is exact.
- */
-export function envelopeBytes(exchange: string, routingKey: string, message: OutgoingMessage): Buffer {
-  return Buffer.from(encodeEnvelope(exchange, routingKey, message), 'latin1')
-}
-
 /** kombu `_do_restore_message`: both flags, or neither when headers are missing. */
 export function markRedelivered(envelope: KombuEnvelope): void {
   if (!isObject(envelope.headers) || !isObject(envelope.properties.delivery_info)) return

@@ -26,7 +26,7 @@ import { BrpopLoop } from './brpop-loop.js'
 import { classifyRedisError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
 import { makeDelivery } from './deliveries.js'
-import { encodeEnvelope, envelopeBytes, parseEnvelope } from '../kombu-envelope.js'
+import { encodeEnvelope, parseEnvelope } from '../kombu-envelope.js'
 import { FanoutConsumer, FanoutHub } from './fanout.js'
 import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
@@ -248,7 +248,7 @@ export class RedisTransport implements Transport {
     // await before the LPUSH is queued, no closures per send.
     if (!exchange && this.state === 'open' && !this.options.sentinel) {
       try {
-        return this.publishes.push(this.keys.list(routingKey, this.keys.step(message.properties.priority)), envelopeBytes(exchange, routingKey, message))
+        return this.publishes.push(this.keys.list(routingKey, this.keys.step(message.properties.priority)), encodeEnvelope(exchange, routingKey, message))
       } catch (error) {
         return Promise.reject(error)
       }
@@ -262,7 +262,7 @@ export class RedisTransport implements Transport {
     const step = this.keys.step(message.properties.priority)
     await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, async () => {
       if (!exchange) {
-        await this.publishes.push(this.keys.list(routingKey, step), envelopeBytes(exchange, routingKey, message))
+        await this.publishes.push(this.keys.list(routingKey, step), encodeEnvelope(exchange, routingKey, message))
         return
       }
       if ((await router.resolveType(exchange)) === 'fanout') {
