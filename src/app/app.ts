@@ -4,6 +4,7 @@
 import { closeLockStores, sendOnce, withAppLock, type AppLockOptions, type Lease, type OnceSendOptions, type TaskLockOptions, type TaskOnceOptions } from './lock-hooks.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
+import { uuid4 } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
@@ -147,7 +148,7 @@ function frozenStep(sig: Signature): { signature: Signature; result: FrozenResul
     const frozen = frozenStep(body)
     return { signature: { ...sig, kwargs: { ...kwargs, body: frozen.signature } }, result: frozen.result }
   }
-  const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
+  const id = typeof options.task_id === 'string' ? options.task_id : uuid4()
   return { signature: { ...sig, options: { ...options, task_id: id } }, result: { kind: 'task', id } }
 }
 

@@ -7,6 +7,7 @@ import { MalformedMessageError } from './errors.js'
 import { formatIsoDate, parseIsoDate } from './iso-date.js'
 import { argsRepr, kwargsRepr, saferepr } from './python-repr.js'
 import { decodeBody, encodeBody, type BodyDecoder, type BodyEncoder } from './message-body.js'
+import { uuid4 } from './uuid.js'
 
 export interface Signature {
   task: string
@@ -113,7 +114,7 @@ export function encodeTaskV2With(name: string, options: Omit<TaskSendOptions, 'o
 }
 
 function taskV2Parts(name: string, options: Omit<TaskSendOptions, 'origin'>, origin: string | undefined): { value: unknown[]; headers: Record<string, unknown>; properties: EncodedMessage['properties'] } {
-  const id = options.id ?? globalThis.crypto.randomUUID()
+  const id = options.id ?? uuid4()
   const args = options.args ?? []
   const kwargs = options.kwargs ?? {}
   // The clock is read only when a countdown or expiry needs it: most sends have neither.

@@ -1,9 +1,8 @@
 // kombu's JSON envelope (spec §4.2): what Redis LPUSHes and PUBLISHes, and what
 // the file broker stores. Keys are written in kombu's order so a captured Python
 // message and ours compare equal.
-import { randomUUID } from 'node:crypto'
 import type { HeaderValue, Headers, MessageProperties, OutgoingMessage } from './transport.js'
-import { dumps, loads, quoteJsonString } from '../protocol/index.js'
+import { dumps, loads, quoteJsonString, uuid4 } from '../protocol/index.js'
 
 export interface DeliveryInfo {
   exchange: string
@@ -44,7 +43,7 @@ export function buildEnvelope(exchange: string, routingKey: string, message: Out
     delivery_info: { exchange, routing_key: routingKey },
     priority: p.priority,
     body_encoding: 'base64',
-    delivery_tag: randomUUID(),
+    delivery_tag: uuid4(),
   }
   return {
     body: message.body.toString('base64'),
@@ -75,7 +74,7 @@ export function encodeEnvelope(exchange: string, routingKey: string, message: Ou
   const properties =
     `{${member('correlation_id', p.correlationId)}${member('reply_to', p.replyTo)}${member('delivery_mode', p.deliveryMode)}${member('expiration', p.expiration)}` +
     `"delivery_info": {"exchange": ${quoteJsonString(exchange)}, "routing_key": ${quoteJsonString(routingKey)}}, ` +
-    `${member('priority', p.priority)}"body_encoding": "base64", "delivery_tag": "${randomUUID()}"}`
+    `${member('priority', p.priority)}"body_encoding": "base64", "delivery_tag": "${uuid4()}"}`
   return `{"body": "${message.body.toString('base64')}", ${member('content-encoding', p.contentEncoding)}${member('content-type', p.contentType)}${member('headers', p.headers)}"properties": ${properties}}`
 }
 
@@ -98,7 +97,7 @@ export function asEnvelope(value: unknown, raw = ''): KombuEnvelope {
     throw new MalformedEnvelopeError(`not a kombu envelope: ${raw.slice(0, 120)}`)
   }
   const props = value.properties
-  if (typeof props.delivery_tag !== 'string') props.delivery_tag = randomUUID()
+  if (typeof props.delivery_tag !== 'string') props.delivery_tag = uuid4()
   if (!isObject(props.delivery_info)) props.delivery_info = { exchange: '', routing_key: '' }
   return value as unknown as KombuEnvelope
 }
