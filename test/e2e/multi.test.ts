@@ -82,11 +82,17 @@ function scenario(kind: 'file' | 'amqp'): void {
   const pids = () => nodes.map((n) => Number(readFileSync(join(dir, `${n.split('@')[0]}.pid`), 'utf8').trim()))
   const concurrency = async (): Promise<Record<string, number>> => {
     const r = await tsq(['inspect', 'stats', '--json', '-d', nodes.join(','), '-t', '5', ...broker], env)
-    assert.equal(r.code, 0, r.stderr)
+    assert.equal(r.code, 0, r.stderr + nodeLogs())
     const stats = JSON.parse(r.stdout) as Record<string, { pool: { 'max-concurrency': number } }>
     return Object.fromEntries(Object.entries(stats).map(([n, s]) => [n, s.pool['max-concurrency']]))
   }
   const expected = { [nodes[0]!]: 4, [nodes[1]!]: 2, [nodes[2]!]: 2 }
+  /** The tails of the nodes' log files, for a failure's message: the directory goes with the run. */
+  const nodeLogs = (): string => {
+    if (!dir || !existsSync(dir)) return ''
+    const logs = readdirSync(dir).filter((f) => f.endsWith('.log')).sort()
+    return logs.map((f) => `\n--- ${f} ---\n${readFileSync(join(dir, f), 'utf8').slice(-3000)}`).join('')
+  }
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'tsq-multi-e2e-'))
@@ -108,7 +114,7 @@ function scenario(kind: 'file' | 'amqp'): void {
 
   it('start 3 -c 2 -c:1 4: three workers answer ping, with concurrency 4, 2, 2 and a log per process', async () => {
     const r = await tsq(['multi', 'start', ...startArgs()], env)
-    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.equal(r.code, 0, r.stdout + r.stderr + nodeLogs())
     assert.match(r.stdout, /> Starting nodes\.\.\./)
     for (const n of nodes) assert.match(r.stdout, new RegExp(`\\t> ${n}: OK`))
     assert.deepEqual(await concurrency(), expected)
@@ -122,7 +128,7 @@ function scenario(kind: 'file' | 'amqp'): void {
   it('restart 3 without repeating options brings them back with the same concurrency', async () => {
     const before = pids()
     const r = await tsq(['multi', 'restart', ...nodeArgs, '--json'], env)
-    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.equal(r.code, 0, r.stdout + r.stderr + nodeLogs())
     const results = JSON.parse(r.stdout) as Array<{ node: string; status: string; pid: number }>
     assert.deepEqual(results.map((x) => [x.node, x.status]), nodes.map((n) => [n, 'OK']))
     for (const pid of before) assert.equal(alive(pid), false, `old worker ${pid} is gone`)
@@ -136,7 +142,7 @@ function scenario(kind: 'file' | 'amqp'): void {
     for (const pid of killed) assert.match(k.stdout, new RegExp(`KILL -> ${pid}`))
     await waitFor(() => killed.every((p) => !alive(p)), { timeoutMs: 10_000, what: 'killed workers to go' })
     const r = await tsq(['multi', 'start', ...startArgs()], env)
-    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.equal(r.code, 0, r.stdout + r.stderr + nodeLogs())
     assert.match(r.stderr, /stale pidfile .* is not running\): removed/)
     assert.deepEqual(await concurrency(), expected)
   })
@@ -163,7 +169,7 @@ function scenario(kind: 'file' | 'amqp'): void {
   it('stopwait 3 leaves no worker process', async () => {
     const running = pids()
     const r = await tsq(['multi', 'stopwait', ...nodeArgs, '--timeout', '60'], env)
-    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.equal(r.code, 0, r.stdout + r.stderr + nodeLogs())
     for (const n of nodes) assert.match(r.stdout, new RegExp(`\\t> ${n}: OK`))
     for (const pid of running) assert.equal(alive(pid), false)
     await waitFor(() => workerPids(prefix).length === 0, { timeoutMs: 10_000, what: 'pool processes to exit' })
