@@ -254,8 +254,11 @@ export class AmqpTransport extends EventEmitter implements Transport {
       this.delayedQueues.set(queue, bound)
     }
     await bound
-    const remaining = delaySeconds - (Date.now() - asked) / 1000
-    const target = delayedPublishTarget(Math.min(Math.max(0, Math.floor(remaining)), MAX_DELAY_SECONDS), queue)
+    // Whole seconds of it: the ladder counts whole seconds, and taking the
+    // binding's few ms off a whole-second delay before flooring made a queue's
+    // first delayed message a second early.
+    const remaining = Math.floor(delaySeconds) - Math.round((Date.now() - asked) / 1000)
+    const target = delayedPublishTarget(Math.min(Math.max(0, remaining), MAX_DELAY_SECONDS), queue)
     // Without the expiration property: RabbitMQ drops it on dead-lettering anyway,
     // and a shorter one would let the message out of the ladder early.
     const { expiration: _expiration, ...properties } = message.properties

@@ -18,6 +18,7 @@ import {
   levelName,
 } from '../../../src/transport/amqp/delayed-delivery.js'
 import { AMQP_URL, brokerSkipReason, uniqueName } from '../../helpers/brokers.js'
+import { createTransport, type Headers } from '../../../src/transport/index.js'
 
 const skip = await brokerSkipReason('amqp')
 
@@ -154,6 +155,28 @@ describe('amqp native delayed delivery (kombu 5.5 ladder)', { skip }, () => {
     const deaths = (got.properties.headers?.['x-death'] ?? []) as { queue: string; reason: string }[]
     assert.deepEqual(deaths.map((d) => d.queue).sort(), [levelName(0), levelName(1)])
     assert.ok(deaths.every((d) => d.reason === 'expired'))
+  })
+
+  it("the transport's publishDelayed keeps the whole delay on a queue's first use (the binding's round trip is not a second off)", async () => {
+    const queue = uniqueName('tsq-delayed-first')
+    queues.push(queue)
+    const transport = await createTransport(AMQP_URL)
+    await transport.connect()
+    try {
+      await transport.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })
+      const sent = taskMessage(3000)
+      const start = Date.now()
+      // The first delayed publish to this queue binds it to the ladder first: a few ms, which must not
+      // turn a 3 s delay into 2 s (the whole seconds the ladder counts).
+      await transport.publishDelayed!(queue, { body: sent.body, properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: sent.options.headers as Headers, deliveryMode: 2, priority: 0 } }, 3)
+      await sleep(Math.max(0, start + 2400 - Date.now()))
+      assert.equal(await channel.get(queue, { noAck: true }), false, 'back before 2.4 s of a 3 s delay')
+      const got = await getWithin(queue, start + 10_000 - Date.now())
+      assert.ok(got, 'not delivered within 10 s')
+      assert.deepEqual(got.content, sent.body)
+    } finally {
+      await transport.close()
+    }
   })
 
   it('a 0 s delay is delivered promptly, without touching a delay queue', async () => {
