@@ -1,9 +1,9 @@
-// Version 4 UUIDs for the ids a send makes (the task id, the Redis envelope's
-// delivery tag): random bytes from node:crypto, as crypto.randomUUID's, drawn
-// from a pool refilled 256 ids at a time, and written as text in one piece.
-// crypto.randomUUID joins its 36 characters from 20 pieces: about 600 bytes
-// of garbage per id, two ids per send, an eighth of what a send allocates
-// (bench/README.md, producer).
+// Version 4 UUIDs for the ids tsq makes per message (task ids, the Redis
+// envelope's delivery tag, the mailbox's reply queues and tickets): random
+// bytes from node:crypto, as crypto.randomUUID's, drawn from a pool refilled
+// 256 ids at a time, and written as text in one piece. crypto.randomUUID joins
+// its 36 characters from 20 pieces: about 600 bytes of garbage per id, two ids
+// per send, an eighth of what a send allocates (bench/README.md, producer).
 import { randomFillSync } from 'node:crypto'
 
 const IDS_PER_FILL = 256

@@ -7,6 +7,7 @@ import {
   encodeControlRequest,
   loads,
   matchesDestination,
+  uuid4,
   type ControlRequest,
 } from '../protocol/index.js'
 import type { Consumer, Delivery, ExchangeSpec, QueueSpec, Transport } from './transport.js'
@@ -282,22 +283,4 @@ export class MailboxServer {
       }, { confirm: false })
       .catch((error: Error) => this.onError(error))
   }
-}
-
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'))
-
-/**
- * A random (version 4) UUID from Math.random. Tickets and reply-queue names
- * must be unique, not secret (anyone who can read the broker sees them), and
- * V8 seeds Math.random per process from the OS. node:crypto is not used
- * because loading it was ~4 ms of a one-shot `tsq inspect` on RabbitMQ,
- * where nothing else needs it.
- */
-function uuid4(): string {
-  const b: number[] = []
-  for (let i = 0; i < 16; i += 1) b.push((Math.random() * 256) | 0)
-  b[6] = (b[6]! & 0x0f) | 0x40
-  b[8] = (b[8]! & 0x3f) | 0x80
-  const h = b.map((byte) => HEX[byte])
-  return `${h.slice(0, 4).join('')}-${h.slice(4, 6).join('')}-${h.slice(6, 8).join('')}-${h.slice(8, 10).join('')}-${h.slice(10).join('')}`
 }

@@ -1,5 +1,5 @@
 // Mailbox ids (the reply queue's oid, each request's ticket) are random
-// version-4 UUIDs made without node:crypto: well-formed and unique.
+// version-4 UUIDs (protocol/uuid.ts): well-formed and unique.
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { MailboxClient } from '../../../src/transport/mailbox.js'
