@@ -26,7 +26,7 @@ interface Pending {
   reject: (error: unknown) => void
 }
 
-interface Settle {
+export interface Settle {
   resolve: () => void
   reject: (error: unknown) => void
 }
@@ -42,7 +42,7 @@ const LARGEST_CHUNK = 1024 * 1024
  * collection (copied, then flattened from the old space: measured slower
  * than ioredis's own path).
  */
-class ListBatch {
+export class ListBatch {
   readonly sends: Settle[] = []
   private readonly chunks: Buffer[] = []
   private chunk: Buffer = Buffer.allocUnsafe(FIRST_CHUNK)
@@ -52,7 +52,8 @@ class ListBatch {
 
   add(payload: string, settle: Settle): void {
     const length = payload.length
-    const need = length + decimalDigits(length) + 5
+    const lengthText = String(length)
+    const need = length + lengthText.length + 5
     if (this.chunk.length - this.at < need) {
       this.chunks.push(this.chunk.subarray(0, this.at))
       this.chunk = Buffer.allocUnsafe(Math.max(need, Math.min(LARGEST_CHUNK, this.chunk.length * 2)))
@@ -61,7 +62,7 @@ class ListBatch {
     const chunk = this.chunk
     let at = this.at
     chunk[at++] = 36 // $
-    at += chunk.write(String(length), at, 'latin1')
+    at += chunk.write(lengthText, at, 'latin1')
     chunk[at++] = 13
     chunk[at++] = 10
     at += chunk.write(payload, at, 'latin1')
@@ -87,27 +88,9 @@ export class LpushWire extends Command {
     super('lpush', [])
   }
 
-  /** `LPUSH key m1 … mN` for ASCII messages (ListBatch writes them one byte a character). */
-  static of(key: string, payloads: readonly string[]): LpushWire {
-    const batch = new ListBatch(key)
-    for (const p of payloads) batch.add(p, NO_SETTLE)
-    return batch.command()
-  }
-
   override toWritable(): Buffer {
     return this.wire
   }
-}
-
-const NO_SETTLE: Settle = { resolve: () => undefined, reject: () => undefined }
-
-function decimalDigits(n: number): number {
-  let digits = 1
-  while (n >= 10) {
-    n = Math.floor(n / 10)
-    digits += 1
-  }
-  return digits
 }
 
 /** Most messages one write carries; a bigger batch is cut into several. */

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Command, type Redis } from 'ioredis'
-import { LpushWire, PublishBatcher } from '../../../src/transport/redis/publish-batch.js'
+import { ListBatch, LpushWire, PublishBatcher } from '../../../src/transport/redis/publish-batch.js'
 
 interface Call {
   key: string
@@ -116,7 +116,9 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
   it("LpushWire's bytes are what ioredis writes for the same LPUSH, a UTF-8 key and lengths across digit counts included", () => {
     const key = 'queue-ünï-🚀{tsq}'
     const payloads = ['', 'x', 'y'.repeat(9), 'z'.repeat(10), 'a'.repeat(99), 'b'.repeat(100), `{"body": "${'Q'.repeat(1234)}"}`, '\\u00e9 \\ud83d\\ude80']
-    const ours = LpushWire.of(key, payloads).toWritable()
+    const batch = new ListBatch(key)
+    for (const p of payloads) batch.add(p, { resolve: () => undefined, reject: () => undefined })
+    const ours = batch.command().toWritable()
     const theirs = new Command('lpush', [key, ...payloads]).toWritable(undefined as never)
     const theirBytes = typeof theirs === 'string' ? Buffer.from(theirs, 'utf8') : theirs
     // ioredis writes the command's name as given; Redis reads it in any case.
