@@ -6,26 +6,17 @@
 // CA trusted that way). Node's own load is seen by the warning it prints for
 // a file it cannot read; every other command line must still print it.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BIN, ROOT, type CliResult } from '../helpers/cli.js'
+import { ROOT, runTsq, type CliResult } from '../helpers/cli.js'
 
 const NODE_WARNING = /Warning: Ignoring extra certs from `\/nonexistent\/tsq-ca\.pem`, load failed/
 /** Nothing listens on port 1: the remote commands fail at once, without a broker. */
 const NOWHERE = 'redis://127.0.0.1:1/0'
 
-/** Executes bin/run.js itself, so its first line picks the interpreter. */
+/** bin/run.js executed itself, with no broker or config module from the caller's shell. */
 function runLauncher(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, { cwd: ROOT, env: { ...process.env, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_CONFIG_MODULE: '', NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+  return runTsq(args, { asExecutable: true, env: { TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_CONFIG_MODULE: '', NO_COLOR: '1', ...env } })
 }
 
 const BAD_CA = { NODE_EXTRA_CA_CERTS: '/nonexistent/tsq-ca.pem' }

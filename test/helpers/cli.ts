@@ -14,9 +14,14 @@ export interface CliResult {
   stderr: string
 }
 
-export function runTsq(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+/**
+ * `tsq args`. `asExecutable`: run bin/run.js itself, as a shell runs the `tsq`
+ * on its PATH (its first line, sh, starts Node), not `node bin/run.js`.
+ */
+export function runTsq(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string; asExecutable?: boolean } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] })
+    const [cmd, argv] = options.asExecutable ? [BIN, args] : [process.execPath, [BIN, ...args]]
+    const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))

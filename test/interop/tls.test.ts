@@ -8,7 +8,7 @@
 // The brokers are this file's own (helpers/tls-brokers.ts), started once and
 // stopped also on failure.
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -51,23 +51,6 @@ const SECRETS = [REDIS_PASSWORD, AMQP_PASSWORD, 'tok-should-not-print']
 function assertNoSecrets(text: string, what: string): void {
   for (const secret of SECRETS) assert.ok(!text.includes(secret), `${what} printed a secret (${secret.slice(0, 4)}…):\n${text}`)
   assert.ok(!text.includes('PRIVATE KEY'), `${what} printed key material:\n${text}`)
-}
-
-/** Executes `file` itself (its first line picks the interpreter), as a shell runs `tsq`. */
-function runExecutable(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
 }
 
 /** A refused connection: exit 69, one line on stderr naming the masked broker and the reason. */
@@ -149,7 +132,7 @@ describe('TLS with a private CA and client certificates (issue 29)', { skip: mis
       const args = ['inspect', 'ping', '-j', '-b', url]
       // Run as a shell runs it (bin/run.js's sh lines defer the file; test/e2e/cli-launcher.test.ts), then through node.
       for (const [how, r] of [
-        ['launcher', await runExecutable(BIN, args, { ...CLEAN_ENV, NODE_EXTRA_CA_CERTS: certs.ca })],
+        ['launcher', await runTsq(args, { asExecutable: true, env: { ...CLEAN_ENV, NODE_EXTRA_CA_CERTS: certs.ca }, timeoutMs: 60_000 })],
         ['node bin/run.js', await runTsq(args, { env: { ...CLEAN_ENV, NODE_EXTRA_CA_CERTS: certs.ca }, timeoutMs: 60_000 })],
       ] as const) {
         assertNoSecrets(r.stdout + r.stderr, how)
@@ -157,7 +140,7 @@ describe('TLS with a private CA and client certificates (issue 29)', { skip: mis
         assert.deepEqual(Object.keys(JSON.parse(r.stdout) as object).sort(), nodes, how)
       }
       // Without it the server cannot be verified: the CA above came from the variable.
-      assertRefused(await runExecutable(BIN, args, { ...CLEAN_ENV, NODE_EXTRA_CA_CERTS: '' }), new RegExp(`cannot connect to rediss://:\\*\\*@127\\.0\\.0\\.1:${redis!.port}/0`), /not signed by a trusted CA/)
+      assertRefused(await runTsq(args, { asExecutable: true, env: { ...CLEAN_ENV, NODE_EXTRA_CA_CERTS: '' }, timeoutMs: 60_000 }), new RegExp(`cannot connect to rediss://:\\*\\*@127\\.0\\.0\\.1:${redis!.port}/0`), /not signed by a trusted CA/)
     })
 
     it('call and result: a task on each worker, its result read back over TLS', async () => {
