@@ -238,22 +238,29 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
     })
 
     // On RabbitMQ the paused holder's lock connection has a heartbeat of half the lease: the broker gives it up, and its exclusive queue with it.
-    it('a deposed holder (SIGSTOPped past its lease) has its token refused by a fenced write', async () => {
-      await send('locks.fenced', ['g', 1500])
+    it('a deposed holder (SIGSTOPped past its lease) has its token refused by a fenced write', async (t) => {
+      // The first run waits 6 s before its write: the SIGSTOP below must land before it, and
+      // 1.5 s was too little for a test process starved by the other lanes of a CI run.
+      await send('locks.fenced', ['g', 6000])
       const [first] = await startsOf('g')
+      const stoppedAt = Date.now()
       process.kill(first!.pid, 'SIGSTOP')
+      const gRuns = async () => JSON.stringify((await events()).filter((e) => e.key === 'g'))
       try {
         // Past the lease: no renewal came, so the next run takes the lock with a higher token.
         await send('locks.fenced', ['g', 10])
         const accepted = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-accepted') ?? null, { timeoutMs: 40_000, what: 'the new holder writes' })
-        assert.notEqual(accepted.id, first!.id)
-        assert.ok(accepted.token > first!.token)
+        assert.ok(stoppedAt - first!.at! < 6000, `the first run was stopped ${stoppedAt - first!.at!} ms after its start, after its write was due`)
+        assert.notEqual(accepted.id, first!.id, await gRuns())
+        assert.ok(accepted.token > first!.token, await gRuns())
+        t.diagnostic(`the new holder wrote ${accepted.at! - stoppedAt} ms after the first was stopped`)
       } finally {
         process.kill(first!.pid, 'SIGCONT')
       }
       const refused = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-refused') ?? null, { timeoutMs: 40_000, what: 'the deposed write' })
-      assert.equal(refused.id, first!.id)
-      assert.match(workerOf(first!.pid).output(), new RegExp(`Lock locks\\.fenced-lock-[0-9a-f]+ \\(token ${first!.token}\\) was lost`))
+      assert.equal(refused.id, first!.id, await gRuns())
+      const owner = workerOf(first!.pid)
+      assert.match(owner.output(), new RegExp(`Lock locks\\.fenced-lock-[0-9a-f]+ \\(token ${first!.token}\\) was lost`), owner.output().slice(-3000))
     })
 
     it('bad input: a key function that throws fails the task with its error, the worker goes on', async () => {
