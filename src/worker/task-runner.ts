@@ -389,7 +389,8 @@ export class TaskRunner {
   /**
    * Moves a far ETA task to the broker's delayed delivery: published there
    * (confirmed), then acked, so it is never lost; it comes back to its queue
-   * a second before its ETA and is held for the rest as any near ETA is.
+   * one to two seconds before its ETA (the wait's whole seconds less one: the
+   * fraction is dropped too) and is held for the rest as any near ETA is.
    */
   private async delayOnBroker(request: Request, waitMs: number): Promise<void> {
     const m = request.message
