@@ -99,10 +99,27 @@ function runFile(file, env, label) {
       const ok = code === 0 && !timedOut
       const why = timedOut ? ` (killed after ${FILE_TIMEOUT_MS / 1000} s)` : signal ? ` (${signal})` : ''
       process.stdout.write(`\n=== ${file} [${label}] ${ok ? 'ok' : 'FAILED'} in ${seconds.toFixed(1)} s${why}\n`)
-      process.stdout.write(Buffer.concat(chunks))
-      resolve({ file, ok, seconds, label })
+      const output = Buffer.concat(chunks)
+      process.stdout.write(output)
+      resolve({ file, ok, seconds, label, failures: ok ? '' : failureSummary(output.toString('utf8')) })
     })
   })
+}
+
+/** Most characters of a failed file's output repeated at the end of the run. */
+const FAILURE_SUMMARY_MAX = 8000
+
+/**
+ * A failed file's errors, for the end of the run: a CI record may keep only the
+ * log's tail, where a file's own output, printed when it ended, is not. The
+ * spec reporter's closing "failing tests" section when there is one (each
+ * failure with its error), else the output's last lines (a file killed, or
+ * one that failed outside a test).
+ */
+function failureSummary(text) {
+  const at = text.lastIndexOf('✖ failing tests:')
+  const part = at >= 0 ? text.slice(at) : text.split('\n').slice(-60).join('\n')
+  return part.length > FAILURE_SUMMARY_MAX ? `${part.slice(0, FAILURE_SUMMARY_MAX)}\n[… ${part.length - FAILURE_SUMMARY_MAX} more characters in the file's output above]` : part
 }
 
 const files = testFiles(process.argv.slice(2))
@@ -143,5 +160,6 @@ for (const file of exclusive) results.push(await runFile(file, laneEnv(0, '/'), 
 const failed = results.filter((r) => !r.ok)
 process.stdout.write(`\n[lanes] ${results.length} files in ${((Date.now() - started) / 1000).toFixed(0)} s; slowest:\n`)
 for (const r of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 12)) process.stdout.write(`  ${r.seconds.toFixed(1).padStart(7)} s  ${r.file} [${r.label}]\n`)
+for (const r of failed) process.stdout.write(`\n[lanes] ${r.file} [${r.label}] failed:\n${r.failures.trimEnd()}\n`)
 if (failed.length) process.stdout.write(`[lanes] FAILED: ${failed.map((r) => r.file).join(' ')}\n`)
 process.exit(failed.length ? 1 : 0)
