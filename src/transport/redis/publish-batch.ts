@@ -18,17 +18,15 @@
 // list's RESP cut a send's CPU by about a tenth (bench/README.md, producer).
 import { Command, type Redis } from 'ioredis'
 
-interface Pending {
-  key: string
-  /** A kombu envelope's text: ASCII (kombu's JSON escapes the rest, the body is base64). */
-  payload: string
+export interface Settle {
   resolve: () => void
   reject: (error: unknown) => void
 }
 
-export interface Settle {
-  resolve: () => void
-  reject: (error: unknown) => void
+interface Pending extends Settle {
+  key: string
+  /** A kombu envelope's text: ASCII (kombu's JSON escapes the rest, the body is base64). */
+  payload: string
 }
 
 /** The first chunk of a list's batch; each next one doubles, up to LARGEST_CHUNK. */
