@@ -241,7 +241,8 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
     it('a deposed holder (SIGSTOPped past its lease) has its token refused by a fenced write', async (t) => {
       // The first run waits 6 s before its write: the SIGSTOP below must land before it, and
       // 1.5 s was too little for a test process starved by the other lanes of a CI run.
-      await send('locks.fenced', ['g', 6000])
+      const firstWriteMs = 6000
+      await send('locks.fenced', ['g', firstWriteMs])
       const [first] = await startsOf('g')
       const stoppedAt = Date.now()
       process.kill(first!.pid, 'SIGSTOP')
@@ -250,9 +251,10 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
         // Past the lease: no renewal came, so the next run takes the lock with a higher token.
         await send('locks.fenced', ['g', 10])
         const accepted = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-accepted') ?? null, { timeoutMs: 40_000, what: 'the new holder writes' })
-        assert.ok(stoppedAt - first!.at! < 6000, `the first run was stopped ${stoppedAt - first!.at!} ms after its start, after its write was due`)
-        assert.notEqual(accepted.id, first!.id, await gRuns())
-        assert.ok(accepted.token > first!.token, await gRuns())
+        assert.ok(stoppedAt - first!.at! < firstWriteMs, `the first run was stopped ${stoppedAt - first!.at!} ms after its start, after its write was due`)
+        const runs = await gRuns()
+        assert.notEqual(accepted.id, first!.id, runs)
+        assert.ok(accepted.token > first!.token, runs)
         t.diagnostic(`the new holder wrote ${accepted.at! - stoppedAt} ms after the first was stopped`)
       } finally {
         process.kill(first!.pid, 'SIGCONT')
