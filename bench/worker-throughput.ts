@@ -26,6 +26,8 @@ import { Redis } from 'ioredis'
 import { encodeTaskV2 } from '../src/protocol/index.js'
 import { benchEnv, formatEnv } from './lib/env.js'
 import { BROKER_URLS } from './lib/task-queue.js'
+import { RedisKeys } from '../src/transport/redis/keys.js'
+import { UnackedStore } from '../src/transport/redis/unacked.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const TSQ_BIN = resolve(ROOT, 'bin/run.js')
@@ -38,7 +40,7 @@ type Kind = keyof typeof URLS
 interface Contender {
   name: string
   label: string
-  side: 'tsq' | 'celery' | 'raw' | 'bullmq'
+  side: 'tsq' | 'celery' | 'raw' | 'bullmq' | 'floor'
   /** BullMQ Worker's concurrency (side 'bullmq', Redis only). */
   bullmqConcurrency?: number
   /** argv for the worker; none for the plain consumer. */
@@ -78,6 +80,8 @@ const CONTENDERS: Contender[] = [
   { name: 'celery-prefork', label: 'celery prefork -c 2', side: 'celery', argv: celeryWorker('prefork', 2) },
   { name: 'celery-threads', label: 'celery threads -c 8', side: 'celery', argv: celeryWorker('threads', 8) },
   { name: 'celery-solo', label: 'celery solo', side: 'celery', argv: celeryWorker('solo', 1) },
+  // What tsq's own claim path drains at the default window with no worker behind it (Redis only).
+  { name: 'claim-floor', label: `claim floor (window ${4 * availableParallelism()})`, side: 'floor' },
   // The Node queue tsq is measured against on Redis; its best of three concurrencies is reported.
   ...[8, 50, 100].map((c): Contender => ({ name: `bullmq-${c}`, label: `bullmq Worker -c ${c}`, side: 'bullmq', bullmqConcurrency: c })),
 ]
@@ -223,6 +227,44 @@ async function rawRedis(queue: string, n: number): Promise<number> {
     return ((n - 1) * 1000) / (performance.now() - start)
   } finally {
     for (const r of clients) r.disconnect()
+  }
+}
+
+/**
+ * The ceiling of tsq solo at its default concurrency: tsq's own UnackedStore
+ * claims (the worker's script and key layout) at the default window (Celery's
+ * prefetch, 4 × the CPU count), one claim out at a time as the worker sends
+ * them when the window is that small, each message's envelope and body
+ * JSON-decoded and its ack riding in the next claim. No request, pool or task:
+ * what the worker adds per task is the distance between this and tsq solo.
+ */
+async function claimFloor(queue: string, n: number): Promise<number> {
+  const redis = new Redis(URLS.redis)
+  const keys = new RedisKeys(0)
+  const store = new UnackedStore(redis, async () => [], keys)
+  const lists = keys.lists(queue)
+  const window = 4 * availableParallelism()
+  let got = 0
+  let start = 0
+  try {
+    for (;;) {
+      const batch = await store.claim(lists, lists.map(() => true), window)
+      if (batch.length === 0) break
+      if (got === 0) start = performance.now()
+      for (const m of batch) {
+        const env = JSON.parse(m.raw) as { body: string; properties: { delivery_tag: string } }
+        JSON.parse(Buffer.from(env.body, 'base64').toString('utf8'))
+        // Queued, not awaited: the next claim carries it, as the worker's acks ride.
+        void store.remove(env.properties.delivery_tag)
+        got += 1
+      }
+    }
+    // The last batch's acks go out on their own at the turn's end.
+    await new Promise((r) => setImmediate(r))
+    await redis.ping()
+    return ((got - 1) * 1000) / (performance.now() - start)
+  } finally {
+    redis.disconnect()
   }
 }
 
@@ -439,6 +481,7 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
 
 async function runContender(kind: Kind, broker: Broker, c: Contender, n: number): Promise<Result> {
   if (c.side === 'bullmq') return bullmqDrain(c, n)
+  if (c.side === 'floor' && kind !== 'redis') throw new Error('Redis only')
   const queue = `tsq-bench-tp-${process.pid}-${c.name}-${kind}`
   const idleQueue = `${queue}-idle`
   await broker.remove([queue, idleQueue])
@@ -452,7 +495,7 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
         return (user + system) / 1e6
       }
       const before = [ownCpu(), cpuSeconds(brokerServer)]
-      const perSecond = kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
+      const perSecond = c.side === 'floor' ? await claimFloor(queue, n) : kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
       const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
       return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, anonIdleMb: null, anonAfterMb: null, cpuPerThousand: cpu }
     }
@@ -559,7 +602,7 @@ for (const kind of kinds) {
     const rounds = new Map<string, Result[]>()
     for (let round = 0; round < runs; round += 1) {
       for (const c of contenders) {
-        if (c.side === 'bullmq' && kind !== 'redis') continue
+        if ((c.side === 'bullmq' || c.side === 'floor') && kind !== 'redis') continue
         const done = rounds.get(c.name) ?? []
         if (round > 0 && (done.length === 0 || done.some((r) => r.partial))) continue
         try {
@@ -593,6 +636,9 @@ for (const kind of kinds) {
   const bull = best('bullmq')
   const solo = mine.find((r) => r.name === 'tsq-solo-default')
   if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
+  // How far the default window itself allows: the claim path alone against BullMQ, and tsq's share of it.
+  const floor = best('floor')
+  if (floor && (bull || solo)) say(`worker-throughput-claim-floor-${kind}  floor=${floor.perSecond.toFixed(0)}/s (${floor.label})${bull ? `  floor/bullmq=${(floor.perSecond / bull.perSecond).toFixed(2)}` : ''}${solo ? `  tsq/floor=${((100 * solo.perSecond) / floor.perSecond).toFixed(0)}% (${solo.label})` : ''}`)
   if (t && p) {
     const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
     say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
