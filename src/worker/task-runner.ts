@@ -427,20 +427,33 @@ export class TaskRunner {
         // Past its free slots, a pool that keeps its slots fed takes a few more (staged behind short tasks).
         const free = this.active.size + this.staged.size < pool.size
         if (!free && !pool.canPlace?.()) break
-        const index = this.waiting.findIndex((r) => (free || !this.tracksStarted(r)) && this.rateWait(r.name) === 0)
+        const index = this.startable(free)
         if (index === -1) {
           const wait = Math.min(...this.waiting.map((r) => this.peekRateWait(r.name)))
           // Not free: what waits may be a tracked task waiting for a slot, which the next task's end pumps.
           if (free || wait > 0) setTimeout(() => this.pump(), Math.max(5, wait * 1000)).unref()
           break
         }
-        const [request] = this.waiting.splice(index, 1)
+        const request = index === 0 ? this.waiting.shift() : this.waiting.splice(index, 1)[0]
         // Staged, it stays reserved until the pool starts it.
         void this.execute(request!, pool.place !== undefined && !this.tracksStarted(request!))
       }
     } finally {
       this.pumping = false
     }
+  }
+
+  /**
+   * The first waiting request that may start now (a free slot, or one that
+   * need not wait for one, and its rate limit's token, which this takes).
+   * A loop, not findIndex: pump runs per task, and the usual answer is 0.
+   */
+  private startable(free: boolean): number {
+    for (let i = 0; i < this.waiting.length; i += 1) {
+      const r = this.waiting[i]!
+      if ((free || !this.tracksStarted(r)) && this.rateWait(r.name) === 0) return i
+    }
+    return -1
   }
 
   /** track_started: STARTED is stored before the task runs, so such a task only goes to a free slot. */
@@ -912,7 +925,7 @@ export class TaskRunner {
   }
 
   private wakeIdleWaiters(): void {
-    if (this.isIdle()) for (const wake of this.idleWaiters.splice(0)) wake()
+    if (this.idleWaiters.length > 0 && this.isIdle()) for (const wake of this.idleWaiters.splice(0)) wake()
   }
 
   /**

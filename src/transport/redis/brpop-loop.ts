@@ -10,7 +10,7 @@ export interface BrpopTarget {
   /** Queues to wait on now, in cycle order; empty means wait for a nudge. */
   readyQueues(): string[]
   /** A message was popped from list `key` of `queue`. */
-  deliver(queue: string, key: string, raw: string): Promise<void>
+  deliver(queue: string, key: string, raw: string): void | Promise<void>
   /** A BRPOP came back empty. */
   idle(): void
   /** The BRPOP failed (typically the connection dropped). */
@@ -21,8 +21,8 @@ export interface BrpopTarget {
   claimRoom(queues: string[]): { room: number; window: number }
   /** Pops and records in one step, at most `max`; empty when every list is empty. */
   claim(keys: string[], queues: string[], max: number): Promise<ClaimedMessage[]>
-  /** A claimed message: already in `unacked` when recorded. */
-  deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): Promise<void>
+  /** A claimed message: already in `unacked` when recorded. A promise only when it must be waited for. */
+  deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): void | Promise<void>
   /** Records what a BLMOVE moved from `source` into the loop's staging list for it. */
   claimStaged(source: string): Promise<{ raw: string; recorded: boolean } | null>
   /** The staging list this loop moves messages of `source` into. */
@@ -131,6 +131,8 @@ export class BrpopLoop {
   private undelivered = 0
   /** The last claim found every list empty: the next wait blocks instead of claiming again. */
   private drained = false
+  /** What listsOf answered last. */
+  private lastLists: { queues: readonly string[]; lists: string[] } | undefined
 
   constructor(
     private readonly conn: Redis,
@@ -351,9 +353,19 @@ export class BrpopLoop {
     for (const one of claimed) {
       // Counted against the window by the consumer from here (its delivery is held synchronously).
       this.undelivered -= 1
-      await this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recorded)
+      const handing = this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recorded)
+      if (handing) await handing
       this.topUp()
     }
+  }
+
+  /** The lists a claim over `queues` pops, in BRPOP order; the same queues as last time reuse the last answer. */
+  private listsOf(queues: readonly string[]): string[] {
+    const last = this.lastLists
+    if (last && last.queues.length === queues.length && last.queues.every((q, i) => q === queues[i])) return last.lists
+    const lists = this.keys.brpopKeys([...queues])
+    this.lastLists = { queues: [...queues], lists }
+    return lists
   }
 
   /**
@@ -377,7 +389,7 @@ export class BrpopLoop {
       const worth = this.inflight.length === 0 && this.undelivered === 0 ? 1 : Math.max(1, Math.min(CLAIM_BATCH_MAX, window))
       if (free < worth) return
       const asked = Math.min(free, CLAIM_BATCH_MAX)
-      const reply = this.target.claim(this.keys.brpopKeys(queues), queues, asked)
+      const reply = this.target.claim(this.listsOf(queues), queues, asked)
       // Its failure is handled when the loop takes its answer.
       reply.catch(() => undefined)
       this.reserved += asked

@@ -32,19 +32,32 @@ export function makeDelivery(envelope: KombuEnvelope, queue: string, settler: Se
   return delivery
 }
 
-/** Settle once: a second ack or reject of the same delivery is a no-op, as a retry-safe caller expects. */
+/**
+ * Settle once: a second ack or reject of the same delivery is a no-op, as a
+ * retry-safe caller expects. Not an async function: every ack passes here,
+ * and its frame and extra promise were a share of a noop task's cost.
+ */
 export function onceSettler(settle: (requeue: boolean | 'ack') => Promise<void>): Settler {
   let state: 'open' | 'busy' | 'done' = 'open'
-  const run = async (what: boolean | 'ack'): Promise<void> => {
-    if (state !== 'open') return
+  const run = (what: boolean | 'ack'): Promise<void> => {
+    if (state !== 'open') return Promise.resolve()
     state = 'busy'
+    let settling: Promise<void>
     try {
-      await settle(what)
-      state = 'done'
+      settling = settle(what)
     } catch (error) {
       state = 'open'
-      throw error
+      return Promise.reject(error)
     }
+    return settling.then(
+      () => {
+        state = 'done'
+      },
+      (error: unknown) => {
+        state = 'open'
+        throw error
+      },
+    )
   }
   return { ack: () => run('ack'), reject: (requeue) => run(requeue) }
 }

@@ -116,7 +116,8 @@ export class ConsumerSet {
   rotate(queue: string): void {
     if (this.strategy !== 'round_robin') return
     const at = this.order.indexOf(queue)
-    if (at === -1) return
+    // Already last (always so with one queue): nothing moves, and no array is made per message.
+    if (at === -1 || at === this.order.length - 1) return
     this.order.splice(at, 1)
     this.order.push(queue)
   }
@@ -125,6 +126,8 @@ export class ConsumerSet {
   pick(queue: string): ListConsumer | undefined {
     const list = this.byQueue.get(queue)
     if (!list) return undefined
+    // One consumer (the usual case): no search and no turn to take.
+    if (list.length === 1) return list[0]!.hasRoom() ? list[0] : undefined
     const at = list.findIndex((c) => c.hasRoom())
     if (at === -1) return undefined
     const [chosen] = list.splice(at, 1)

@@ -21,12 +21,12 @@ import type {
 } from '../transport.js'
 import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
-import { AckTracker } from './ack-tracker.js'
+import { AckTracker, type Tracked } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
 import { classifyRedisError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
 import { makeDelivery } from './deliveries.js'
-import { encodeEnvelope, parseEnvelope } from '../kombu-envelope.js'
+import { encodeEnvelope, parseEnvelope, type KombuEnvelope } from '../kombu-envelope.js'
 import { FanoutConsumer, FanoutHub } from './fanout.js'
 import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
@@ -65,6 +65,7 @@ export class RedisTransport implements Transport {
   private router: Router | undefined
   private unacked: UnackedStore | undefined
   private loop: Promise<BrpopLoop> | undefined
+  private loopRunning: BrpopLoop | undefined
   /** Names this process's staging lists; its owner key says the process is alive. */
   private readonly loopId = randomUUID()
   private ownerTimer: NodeJS.Timeout | undefined
@@ -153,7 +154,8 @@ export class RedisTransport implements Transport {
         assertOpen: () => {
           if (this.state === 'closed') throw this.closedError()
         },
-        settled: () => void this.loop?.then((loop) => loop.nudge()),
+        // Once per ack: the loop itself once it runs, not a then() on its promise.
+        settled: () => (this.loopRunning ? this.loopRunning.nudge() : void this.loop?.then((loop) => loop.nudge())),
         classify: (error, where) => classifyRedisError(error, where, this.displayUrl),
       })
       this.state = 'open'
@@ -337,7 +339,7 @@ export class RedisTransport implements Transport {
       await refreshOwner()
       this.ownerTimer = setInterval(() => void refreshOwner(), STAGING_OWNER_TTL_MS / 3)
       this.ownerTimer.unref()
-      return new BrpopLoop(conn, this.cmd!, {
+      return (this.loopRunning = new BrpopLoop(conn, this.cmd!, {
         readyQueues: () => this.consumers.ready(),
         deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
         idle: () => undefined,
@@ -353,7 +355,7 @@ export class RedisTransport implements Transport {
           await extra.open()
           return extra.conn
         },
-      }, this.keys)
+      }, this.keys))
     })().catch((error: unknown) => {
       this.loop = undefined
       throw error
@@ -374,24 +376,21 @@ export class RedisTransport implements Transport {
     return this.hub
   }
 
-  /** A BRPOP returned a message: record it as unacked (unless noAck) and hand it over. */
-  private async onPopped(queue: string, key: string, raw: string, recorded = false): Promise<void> {
-    const cmd = this.cmd!
+  /**
+   * A BRPOP or a claim returned a message: record it as unacked (unless noAck)
+   * and hand it over. Returns a promise only when something must be waited
+   * for: a claimed message (already recorded) goes to its consumer within the
+   * call, as the claim loop hands a batch over.
+   */
+  private onPopped(queue: string, key: string, raw: string, recorded = false): void | Promise<void> {
     const consumer = this.state === 'open' ? this.consumers.pick(queue) : undefined
-    if (!consumer || (recorded && consumer.noAck)) {
-      // Cancelled or full while the pop was in flight: back to the head of its list.
-      if (recorded) {
-        const tag = safeTag(raw)
-        if (tag !== undefined) await this.unacked!.restore(tag, { leftmost: false }).catch((error: unknown) => this.emitError(error))
-      } else await cmd.rpush(key, raw).catch((error: unknown) => this.emitError(error))
-      return
-    }
+    if (!consumer || (recorded && consumer.noAck)) return this.putBack(key, raw, recorded)
     this.consumers.rotate(queue)
     let envelope
     try {
       envelope = parseEnvelope(raw)
     } catch (error) {
-      if (recorded) await this.unacked!.remove(safeTag(raw) ?? '').catch(() => undefined)
+      if (recorded) return this.unacked!.remove(safeTag(raw) ?? '').then(() => this.emitError(error), () => this.emitError(error))
       this.emitError(error)
       return
     }
@@ -401,14 +400,35 @@ export class RedisTransport implements Transport {
     }
     const tag = envelope.properties.delivery_tag
     const info = envelope.properties.delivery_info
-    let tracked
+    let tracking
     try {
-      tracked = await this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
+      tracking = this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
     } catch (error) {
-      await cmd.rpush(key, raw).catch(() => undefined)
-      this.emitError(error)
-      return
+      return this.notTracked(key, raw, error)
     }
+    if (tracking instanceof Promise) {
+      return tracking.then(
+        (tracked) => this.handTracked(consumer, envelope, queue, tag, tracked),
+        (error: unknown) => this.notTracked(key, raw, error),
+      )
+    }
+    this.handTracked(consumer, envelope, queue, tag, tracking)
+  }
+
+  /** Cancelled or full while the pop was in flight: back to the head of its list. */
+  private async putBack(key: string, raw: string, recorded: boolean): Promise<void> {
+    if (recorded) {
+      const tag = safeTag(raw)
+      if (tag !== undefined) await this.unacked!.restore(tag, { leftmost: false }).catch((error: unknown) => this.emitError(error))
+    } else await this.cmd!.rpush(key, raw).catch((error: unknown) => this.emitError(error))
+  }
+
+  private async notTracked(key: string, raw: string, error: unknown): Promise<void> {
+    await this.cmd!.rpush(key, raw).catch(() => undefined)
+    this.emitError(error)
+  }
+
+  private handTracked(consumer: ListConsumer, envelope: KombuEnvelope, queue: string, tag: string, tracked: Tracked): void {
     const unacked = this.unacked!
     const delivery = makeDelivery(envelope, queue, tracked.settler, (until) => {
       tracked.deferred(until)
