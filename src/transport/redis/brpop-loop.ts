@@ -5,6 +5,7 @@
 import type { Redis } from 'ioredis'
 import { closeConnection } from './connections.js'
 import type { RedisKeys } from './keys.js'
+import type { ClaimedMessage } from './unacked.js'
 
 export interface BrpopTarget {
   /** Queues to wait on now, in cycle order; empty means wait for a nudge. */
@@ -21,20 +22,14 @@ export interface BrpopTarget {
   claimRoom(queues: string[]): { room: number; window: number }
   /** Pops and records in one step, at most `max`; empty when every list is empty. */
   claim(keys: string[], queues: string[], max: number): Promise<ClaimedMessage[]>
-  /** A claimed message: already in `unacked` when recorded. A promise only when it must be waited for. */
-  deliverClaimed(queue: string, key: string, raw: string, recorded: boolean): void | Promise<void>
+  /** A claimed message: already in `unacked` under `recordedAs` when recorded. A promise only when it must be waited for. */
+  deliverClaimed(queue: string, key: string, raw: string, recordedAs: string | undefined): void | Promise<void>
   /** Records what a BLMOVE moved from `source` into the loop's staging list for it. */
-  claimStaged(source: string): Promise<{ raw: string; recorded: boolean } | null>
+  claimStaged(source: string): Promise<{ raw: string; recordedAs: string | undefined } | null>
   /** The staging list this loop moves messages of `source` into. */
   stagingFor(source: string): string
   /** Another blocking connection, so that an idle claim can wait on each queue at once. */
   openBlocker(): Promise<Redis>
-}
-
-export interface ClaimedMessage {
-  key: string
-  raw: string
-  recorded: boolean
 }
 
 /** A claim on the wire: how many it asked for (held against the window until it answers). */
@@ -303,7 +298,7 @@ export class BrpopLoop {
             this.target.failed(error)
             continue
           }
-          if (staged) await this.target.deliverClaimed(this.keys.queueOfList(wait.source), wait.source, staged.raw, staged.recorded)
+          if (staged) await this.target.deliverClaimed(this.keys.queueOfList(wait.source), wait.source, staged.raw, staged.recordedAs)
         }
         if (this.stopping) break
         if (failed) {
@@ -353,7 +348,7 @@ export class BrpopLoop {
     for (const one of claimed) {
       // Counted against the window by the consumer from here (its delivery is held synchronously).
       this.undelivered -= 1
-      const handing = this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recorded)
+      const handing = this.target.deliverClaimed(this.keys.queueOfList(one.key), one.key, one.raw, one.recordedAs)
       if (handing) await handing
       this.topUp()
     }

@@ -347,7 +347,7 @@ export class RedisTransport implements Transport {
         wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
         claimRoom: (queues) => ({ room: this.consumers.room(queues), window: this.consumers.window(queues) }),
         claim: (keys, _queues, max) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))), max),
-        deliverClaimed: (queue, key, raw, recorded) => this.onPopped(queue, key, raw, recorded),
+        deliverClaimed: (queue, key, raw, recordedAs) => this.onPopped(queue, key, raw, recordedAs),
         claimStaged: (source) => this.unacked!.claimStaged(this.keys.stagingKey(this.loopId, source), this.consumers.hasAcking(this.keys.queueOfList(source))),
         stagingFor: (source) => this.keys.stagingKey(this.loopId, source),
         openBlocker: async () => {
@@ -382,15 +382,15 @@ export class RedisTransport implements Transport {
    * for: a claimed message (already recorded) goes to its consumer within the
    * call, as the claim loop hands a batch over.
    */
-  private onPopped(queue: string, key: string, raw: string, recorded = false): void | Promise<void> {
+  private onPopped(queue: string, key: string, raw: string, recordedAs?: string): void | Promise<void> {
     const consumer = this.state === 'open' ? this.consumers.pick(queue) : undefined
-    if (!consumer || (recorded && consumer.noAck)) return this.putBack(key, raw, recorded)
+    if (!consumer || (recordedAs !== undefined && consumer.noAck)) return this.putBack(key, raw, recordedAs)
     this.consumers.rotate(queue)
     let envelope
     try {
       envelope = parseEnvelope(raw)
     } catch (error) {
-      if (recorded) return this.unacked!.remove(safeTag(raw) ?? '').then(() => this.emitError(error), () => this.emitError(error))
+      if (recordedAs !== undefined) return this.unacked!.remove(recordedAs).then(() => this.emitError(error), () => this.emitError(error))
       this.emitError(error)
       return
     }
@@ -400,11 +400,20 @@ export class RedisTransport implements Transport {
     }
     const tag = envelope.properties.delivery_tag
     const info = envelope.properties.delivery_info
+    // Recorded under another tag than the one this process acks by (a tag that is not a string,
+    // which the envelope's reader replaces): recorded again under the right one, then the other goes.
+    const misrecorded = recordedAs !== undefined && recordedAs !== tag ? recordedAs : undefined
     let tracking
     try {
-      tracking = this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recorded)
+      tracking = this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recordedAs !== undefined && misrecorded === undefined)
     } catch (error) {
       return this.notTracked(key, raw, error)
+    }
+    if (misrecorded !== undefined && tracking instanceof Promise) {
+      tracking = tracking.then((tracked) => {
+        this.unacked!.remove(misrecorded).catch((error: unknown) => this.emitError(error))
+        return tracked
+      })
     }
     if (tracking instanceof Promise) {
       return tracking.then(
@@ -416,11 +425,9 @@ export class RedisTransport implements Transport {
   }
 
   /** Cancelled or full while the pop was in flight: back to the head of its list. */
-  private async putBack(key: string, raw: string, recorded: boolean): Promise<void> {
-    if (recorded) {
-      const tag = safeTag(raw)
-      if (tag !== undefined) await this.unacked!.restore(tag, { leftmost: false }).catch((error: unknown) => this.emitError(error))
-    } else await this.cmd!.rpush(key, raw).catch((error: unknown) => this.emitError(error))
+  private async putBack(key: string, raw: string, recordedAs: string | undefined): Promise<void> {
+    if (recordedAs !== undefined) await this.unacked!.restore(recordedAs, { leftmost: false }).catch((error: unknown) => this.emitError(error))
+    else await this.cmd!.rpush(key, raw).catch((error: unknown) => this.emitError(error))
   }
 
   private async notTracked(key: string, raw: string, error: unknown): Promise<void> {
@@ -514,15 +521,5 @@ export class RedisTransport implements Transport {
     // Together: each QUIT waits for its reply, and a one-shot CLI pays every round trip.
     await Promise.all([this.subConn, this.brpopConn, this.cmd].map((conn) => conn && closeConnection(conn)))
     this.state = 'closed'
-  }
-}
-
-/** The delivery tag of a raw envelope, without trusting the rest of it. */
-function safeTag(raw: string): string | undefined {
-  try {
-    const tag = (JSON.parse(raw) as { properties?: { delivery_tag?: unknown } }).properties?.delivery_tag
-    return tag === undefined || tag === null ? undefined : String(tag)
-  } catch {
-    return undefined
   }
 }

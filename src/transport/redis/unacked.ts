@@ -31,6 +31,13 @@ redis.call('del', KEYS[1])
 return 1
 `
 
+/** A message a claim took: its list, its text, and the tag it was recorded in `unacked` under (none: not recorded). */
+export interface ClaimedMessage {
+  key: string
+  raw: string
+  recordedAs: string | undefined
+}
+
 export type DestinationLookup = (exchange: string, routingKey: string) => Promise<string[]>
 
 /** Acks waiting to be written: sent on their own at the turn's end, or with a claim sent before then. */
@@ -63,7 +70,7 @@ export class UnackedStore {
    * worker killed with -9 loses the popped message for good (kombu has the same
    * gap); a script closes it. Returns null when every list is empty.
    */
-  async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<Array<{ key: string; raw: string; recorded: boolean }>> {
+  async claim(keys: readonly string[], record: readonly boolean[], max = 1): Promise<ClaimedMessage[]> {
     // The acks of this turn ride along (removed before the pop, in the same
     // atomic step): one round trip and one script run instead of two writes.
     const acks = this.pendingRemoval
@@ -76,8 +83,8 @@ export class UnackedStore {
       throw error
     }
     acks?.settle()
-    const claimed: Array<{ key: string; raw: string; recorded: boolean }> = []
-    for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recorded: result[i + 2] === '1' })
+    const claimed: ClaimedMessage[] = []
+    for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recordedAs: result[i + 2] === '' ? undefined : result[i + 2] })
     return claimed
   }
 
@@ -89,9 +96,9 @@ export class UnackedStore {
   }
 
   /** Takes the message a BLMOVE put in `staging` and records it, in one step. */
-  async claimStaged(staging: string, record: boolean): Promise<{ raw: string; recorded: boolean } | null> {
+  async claimStaged(staging: string, record: boolean): Promise<{ raw: string; recordedAs: string | undefined } | null> {
     const [claimed] = await this.claim([staging], [record])
-    return claimed ? { raw: claimed.raw, recorded: claimed.recorded } : null
+    return claimed ? { raw: claimed.raw, recordedAs: claimed.recordedAs } : null
   }
 
   /** Staging lists of dead consumer loops: their messages go back to the list they came from. */
@@ -231,7 +238,9 @@ export class UnackedStore {
 // '1'/'0' per list (record as unacked or not), the most to take, then the tags
 // of acked messages to remove first (kombu's ack: HDEL unacked, ZREM index).
 // The stored value is kombu's `[envelope, exchange, routing_key]`, with the
-// envelope kept byte for byte.
+// envelope kept byte for byte. Each message comes back as its list, its text
+// and the tag it was recorded under ('' when it was not), which the caller
+// checks against the tag its own reading of the envelope acks by.
 const CLAIM_SCRIPT = `
 local first = #KEYS + 1
 for i = first, #ARGV, 1000 do
@@ -247,7 +256,7 @@ while #claimed < max * 3 do
     local raw = redis.call('RPOP', KEYS[i])
     if raw then
       found = true
-      local recorded = '0'
+      local recorded = ''
       if ARGV[i - 1] == '1' then
         local ok, env = pcall(cjson.decode, raw)
         if ok and type(env) == 'table' and type(env.properties) == 'table' and env.properties.delivery_tag ~= nil then
@@ -260,7 +269,7 @@ while #claimed < max * 3 do
           local tag = tostring(env.properties.delivery_tag)
           redis.call('ZADD', KEYS[2], ARGV[1], tag)
           redis.call('HSET', KEYS[1], tag, '[' .. raw .. ', ' .. cjson.encode(ex) .. ', ' .. cjson.encode(rk) .. ']')
-          recorded = '1'
+          recorded = tag
         end
       end
       local n = #claimed

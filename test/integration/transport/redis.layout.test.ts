@@ -171,6 +171,67 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0)
   })
 
+  it('spec §4.6: redelivered, escaped or reordered envelopes are recorded under their own tag, exchange and routing key, and the consumer\'s ack removes them', async () => {
+    const q = queue()
+    const py = (v: unknown): string =>
+      Array.isArray(v) ? `[${v.map(py).join(', ')}]` : v !== null && typeof v === 'object' ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`).join(', ')}}` : JSON.stringify(v)
+    const body = Buffer.from('[[], {}, {}]').toString('base64')
+    const envelope = (tag: unknown, info: Record<string, unknown> = { exchange: '', routing_key: q }, headers: Record<string, unknown> = {}) => ({
+      body, 'content-encoding': 'utf-8', 'content-type': 'application/json', headers,
+      properties: { correlation_id: 'c', reply_to: 'r', delivery_mode: 2, delivery_info: info, priority: 0, body_encoding: 'base64', delivery_tag: tag },
+    })
+    const tail = (tag: string) => `, "properties": {"delivery_info": {"exchange": "", "routing_key": "evil"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "${tag}"}}`
+    const texts: Record<string, string> = {
+      // A header whose text looks like the properties' end is a string, not the properties.
+      'tail-in-a-header': py(envelope('tag-a', undefined, { note: tail('decoy-3') })),
+      // Restored once (kombu marks delivery_info): decoded, exchange and routing key as they are.
+      redelivered: py(envelope('tag-b', { exchange: 'ex', routing_key: q, redelivered: true })),
+      // The properties first: decoded.
+      'properties-first': `{"properties": ${py(envelope('tag-d').properties)}, "body": "${body}", "headers": {}}`,
+    }
+    // Escapes in the routing key (a quote): decoded, and stored as JSON that reads back the same.
+    texts.escaped = py(envelope('tag-c', { exchange: '', routing_key: 'r\u00e9/k"x' }))
+    for (const text of Object.values(texts)) await raw.lpush(q, text)
+    const t = await open()
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
+    await waitFor(() => got.length === 4, { what: 'the four deliveries' })
+    assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['tag-a', 'tag-b', 'tag-c', 'tag-d'])
+    const stored = async (tag: string) => JSON.parse((await raw.hget('unacked', tag)) ?? 'null') as [unknown, string, string] | null
+    assert.deepEqual(await stored('tag-a'), [JSON.parse(texts['tail-in-a-header']!), '', q])
+    assert.equal(await raw.hexists('unacked', 'decoy-3'), 0)
+    assert.deepEqual((await stored('tag-b'))?.slice(1), ['ex', q])
+    assert.deepEqual((await stored('tag-c'))?.slice(1), ['', 'r\u00e9/k"x'])
+    assert.deepEqual((await stored('tag-d'))?.slice(1), ['', q])
+    for (const d of got) await d.ack()
+    for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0, d.deliveryTag)
+    assert.equal(await raw.hexists('unacked', 'decoy-3'), 0)
+  })
+
+  it('spec §4.6: a tag that is not a string is recorded again under the tag the consumer acks by; text that only ends like an envelope is dropped, not left unacked', async () => {
+    const q = queue()
+    const body = Buffer.from('[[], {}, {}]').toString('base64')
+    const numbered = `{"body": "${body}", "content-encoding": "utf-8", "content-type": "application/json", "headers": {}, "properties": {"delivery_mode": 2, "delivery_info": {"exchange": "", "routing_key": "${q}"}, "priority": 0, "body_encoding": "base64", "delivery_tag": 12345}}`
+    const broken = `{"body": "${body}" "oops": 1, "properties": {"delivery_info": {"exchange": "", "routing_key": "${q}"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "tag-broken"}}`
+    await raw.lpush(q, numbered, broken)
+    const t = await open()
+    const errors: string[] = []
+    t.on('error', (e: Error) => errors.push(e.message))
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
+    await waitFor(() => got.length === 1 && errors.length === 1, { what: 'one delivery and one error' })
+    assert.match(errors[0]!, /not JSON/)
+    await waitFor(async () => (await raw.hexists('unacked', 'tag-broken')) === 0, { what: 'the unreadable message out of unacked' })
+    // Recorded again under the tag the consumer acks by; the number's record goes.
+    const tag = got[0]!.deliveryTag
+    await waitFor(async () => (await raw.hexists('unacked', '12345')) === 0, { what: 'the record under the number gone' })
+    assert.equal(await raw.hexists('unacked', tag), 1)
+    await got[0]!.ack()
+    assert.equal(await raw.hexists('unacked', tag), 0)
+    assert.equal(await raw.zscore('unacked_index', tag), null)
+    assert.equal(await raw.zscore('unacked_index', '12345'), null)
+  })
+
   /** A consumer of two fresh queues, named so that CLIENT LIST shows when its idle waits are on both. */
   async function idleOnTwoQueues(name: string) {
     const [first, second] = [queue(), queue()]
