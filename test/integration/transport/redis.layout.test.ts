@@ -35,6 +35,10 @@ function python(code: string): string {
   return r.stdout
 }
 
+/** JSON text with json.dumps's separators (kombu's, and tsq's own). */
+const py = (v: unknown): string =>
+  Array.isArray(v) ? `[${v.map(py).join(', ')}]` : v !== null && typeof v === 'object' ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`).join(', ')}}` : JSON.stringify(v)
+
 const allLists = (q: string): string[] => [q, `${q}${SEP}3`, `${q}${SEP}6`, `${q}${SEP}9`]
 
 describe('redis transport layout (spec §4)', { skip }, () => {
@@ -139,9 +143,6 @@ describe('redis transport layout (spec §4)', { skip }, () => {
 
   it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {
     const q = queue()
-    // json.dumps's separators (kombu's, and tsq's own).
-    const py = (v: unknown): string =>
-      Array.isArray(v) ? `[${v.map(py).join(', ')}]` : v !== null && typeof v === 'object' ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`).join(', ')}}` : JSON.stringify(v)
     const envelope = (tag: string, headers: Record<string, unknown> = {}) => ({
       body: Buffer.from('[[], {}, {}]').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers,
       properties: { delivery_mode: 2, delivery_info: { exchange: '', routing_key: q }, priority: 0, body_encoding: 'base64', delivery_tag: tag },
@@ -153,11 +154,7 @@ describe('redis transport layout (spec §4)', { skip }, () => {
       'header-decoy-twice': py(envelope('tag-twice', { extra: { delivery_tag: 'decoy-1' } })),
       'header-decoy-once': py(envelope('tag-once', { extra: { delivery_tag: 'decoy-2' } })).replace('"delivery_tag": "tag-once"', '"delivery_tag":"tag-once"'),
     }
-    for (const text of Object.values(texts)) await raw.lpush(q, text)
-    const t = await open()
-    const got: Delivery[] = []
-    await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
-    await waitFor(() => got.length === 4, { what: 'the four deliveries' })
+    const got = await consumeAll(q, Object.values(texts))
     assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['tag-compact', 'tag-once', 'tag-py', 'tag-twice'])
     for (const [tag, text] of [['tag-py', texts['python-written']], ['tag-compact', texts.compact], ['tag-twice', texts['header-decoy-twice']], ['tag-once', texts['header-decoy-once']]] as const) {
       assert.equal(await raw.hget('unacked', tag), `[${text}, "", "${q}"]`, tag)
@@ -173,8 +170,6 @@ describe('redis transport layout (spec §4)', { skip }, () => {
 
   it('spec §4.6: redelivered, escaped or reordered envelopes are recorded under their own tag, exchange and routing key, and the consumer\'s ack removes them', async () => {
     const q = queue()
-    const py = (v: unknown): string =>
-      Array.isArray(v) ? `[${v.map(py).join(', ')}]` : v !== null && typeof v === 'object' ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`).join(', ')}}` : JSON.stringify(v)
     const body = Buffer.from('[[], {}, {}]').toString('base64')
     const envelope = (tag: unknown, info: Record<string, unknown> = { exchange: '', routing_key: q }, headers: Record<string, unknown> = {}) => ({
       body, 'content-encoding': 'utf-8', 'content-type': 'application/json', headers,
@@ -191,11 +186,7 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     }
     // Escapes in the routing key (a quote): decoded, and stored as JSON that reads back the same.
     texts.escaped = py(envelope('tag-c', { exchange: '', routing_key: 'r\u00e9/k"x' }))
-    for (const text of Object.values(texts)) await raw.lpush(q, text)
-    const t = await open()
-    const got: Delivery[] = []
-    await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
-    await waitFor(() => got.length === 4, { what: 'the four deliveries' })
+    const got = await consumeAll(q, Object.values(texts))
     assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['tag-a', 'tag-b', 'tag-c', 'tag-d'])
     const stored = async (tag: string) => JSON.parse((await raw.hget('unacked', tag)) ?? 'null') as [unknown, string, string] | null
     assert.deepEqual(await stored('tag-a'), [JSON.parse(texts['tail-in-a-header']!), '', q])
@@ -231,6 +222,16 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.zscore('unacked_index', tag), null)
     assert.equal(await raw.zscore('unacked_index', '12345'), null)
   })
+
+  /** Pushes `texts` to `q` as other producers would, and takes them all with one acking consumer. */
+  async function consumeAll(q: string, texts: string[]): Promise<Delivery[]> {
+    for (const text of texts) await raw.lpush(q, text)
+    const t = await open()
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
+    await waitFor(() => got.length === texts.length, { what: `the ${texts.length} deliveries` })
+    return got
+  }
 
   /** A consumer of two fresh queues, named so that CLIENT LIST shows when its idle waits are on both. */
   async function idleOnTwoQueues(name: string) {
