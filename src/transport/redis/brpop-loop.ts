@@ -358,7 +358,7 @@ export class BrpopLoop {
   private listsOf(queues: readonly string[]): string[] {
     const last = this.lastLists
     if (last && last.queues.length === queues.length && last.queues.every((q, i) => q === queues[i])) return last.lists
-    const lists = this.keys.brpopKeys([...queues])
+    const lists = this.keys.brpopKeys(queues)
     this.lastLists = { queues: [...queues], lists }
     return lists
   }

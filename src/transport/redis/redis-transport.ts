@@ -154,8 +154,8 @@ export class RedisTransport implements Transport {
         assertOpen: () => {
           if (this.state === 'closed') throw this.closedError()
         },
-        // Once per ack: the loop itself once it runs, not a then() on its promise.
-        settled: () => (this.loopRunning ? this.loopRunning.nudge() : void this.loop?.then((loop) => loop.nudge())),
+        // Once per ack: the loop itself, not a then() on its promise (before it exists there is nothing to nudge).
+        settled: () => this.loopRunning?.nudge(),
         classify: (error, where) => classifyRedisError(error, where, this.displayUrl),
       })
       this.state = 'open'
@@ -409,15 +409,13 @@ export class RedisTransport implements Transport {
     } catch (error) {
       return this.notTracked(key, raw, error)
     }
-    if (misrecorded !== undefined && tracking instanceof Promise) {
-      tracking = tracking.then((tracked) => {
-        this.unacked!.remove(misrecorded).catch((error: unknown) => this.emitError(error))
-        return tracked
-      })
-    }
     if (tracking instanceof Promise) {
       return tracking.then(
-        (tracked) => this.handTracked(consumer, envelope, queue, tag, tracked),
+        (tracked) => {
+          // Written under the right tag first: the stray record goes only once nothing can be lost.
+          if (misrecorded !== undefined) this.unacked!.remove(misrecorded).catch((error: unknown) => this.emitError(error))
+          this.handTracked(consumer, envelope, queue, tag, tracked)
+        },
         (error: unknown) => this.notTracked(key, raw, error),
       )
     }
