@@ -148,8 +148,10 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   async declareQueue(spec: QueueSpec): Promise<{ messageCount: number }> {
     this.assertOpen()
     if (spec.name === '') throw new BrokerRequestError('PRECONDITION_FAILED', 'the file broker needs a queue name')
-    escapeName(spec.name)
-    return { messageCount: await this.queues.declare(spec) }
+    const escaped = escapeName(spec.name)
+    const messageCount = await this.queues.declare(spec)
+    await this.sweeper.forgetDeadConsumers(escaped)
+    return { messageCount }
   }
 
   async bindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {

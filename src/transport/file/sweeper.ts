@@ -13,6 +13,12 @@ import type { QueueMeta, QueueStore } from './queues.js'
 
 /** Temp files older than this belong to a publisher that died mid-write. */
 const STALE_TMP_MS = 10 * 60_000
+/**
+ * An auto-delete queue whose consumers all died goes only once nobody has
+ * declared or consumed it for this long. Live consumers touch it every
+ * heartbeat (1 s), so a few seconds tell a dead queue from one being declared.
+ */
+export const AUTO_DELETE_GRACE_MS = 3_000
 
 export const CONSUMER_SEP = '~'
 
@@ -50,23 +56,35 @@ export class Sweeper {
     return report
   }
 
+  /**
+   * A queue declared after its consumers died starts a new life, as RabbitMQ
+   * would have deleted the old one with its consumers' connection: its dead
+   * consumer files must not make a sweeper auto-delete it before it is consumed.
+   */
+  async forgetDeadConsumers(escaped: string): Promise<void> {
+    const consumers = queuePathsIn(join(this.layout.queues, escaped)).consumers
+    const { dead } = await consumersOf(consumers, new OwnerLiveness(this.layout, this.self))
+    for (const file of dead) await ignoreMissing(unlink(join(consumers, file)))
+  }
+
   private async sweepOne(escaped: string, live: OwnerLiveness, report: SweepReport): Promise<void> {
     const q = queuePathsIn(join(this.layout.queues, escaped))
     for (const owner of await listDir(q.claimed)) {
       if (!(await live.isAlive(owner))) report.restored += await restoreClaimDir(q, owner)
     }
-    let liveConsumers = 0
-    let deadConsumers = 0
-    for (const file of await listDir(q.consumers)) {
-      if (await live.isAlive(file.split(CONSUMER_SEP)[0] ?? '')) liveConsumers += 1
-      else if (await ignoreMissing(unlink(join(q.consumers, file)))) deadConsumers += 1
-    }
+    const { liveConsumers, dead } = await consumersOf(q.consumers, live)
     const meta = await readMeta(q.meta)
+    // The dead files are how a later sweep knows an auto-delete queue lost its
+    // last consumer, so they stay until it is deleted or has a live one again.
+    const lostLast = meta?.autoDelete === true && liveConsumers === 0 && dead.length > 0
+    if (!lostLast) for (const file of dead) await ignoreMissing(unlink(join(q.consumers, file)))
     if (!meta) return
-    const name = meta.name
-    if (liveConsumers === 0 && ((meta.autoDelete && deadConsumers > 0) || (await expired(q.used, meta)))) {
-      await this.queues.delete(name)
-      report.deletedQueues.push(name)
+    // A used queue is not deleted for its dead consumers alone: a queue declared
+    // again (a worker restarted under its old name) is touched at once but
+    // writes its consumer file only when it consumes.
+    if (liveConsumers === 0 && ((lostLast && (await idleFor(q.used, AUTO_DELETE_GRACE_MS))) || (await expired(q.used, meta)))) {
+      await this.queues.delete(meta.name)
+      report.deletedQueues.push(meta.name)
       return
     }
     const ttl = meta.arguments['x-message-ttl']
@@ -92,6 +110,16 @@ export class Sweeper {
   }
 }
 
+async function consumersOf(dir: string, live: OwnerLiveness): Promise<{ liveConsumers: number; dead: string[] }> {
+  let liveConsumers = 0
+  const dead: string[] = []
+  for (const file of await listDir(dir)) {
+    if (await live.isAlive(file.split(CONSUMER_SEP)[0] ?? '')) liveConsumers += 1
+    else dead.push(file)
+  }
+  return { liveConsumers, dead }
+}
+
 async function readMeta(path: string): Promise<QueueMeta | undefined> {
   try {
     return JSON.parse(await readFile(path, 'utf8')) as QueueMeta
@@ -103,9 +131,12 @@ async function readMeta(path: string): Promise<QueueMeta | undefined> {
 
 async function expired(usedPath: string, meta: QueueMeta): Promise<boolean> {
   const expires = meta.arguments['x-expires']
-  if (typeof expires !== 'number') return false
+  return typeof expires === 'number' && (await idleFor(usedPath, expires))
+}
+
+async function idleFor(usedPath: string, ms: number): Promise<boolean> {
   try {
-    return Date.now() - (await stat(usedPath)).mtimeMs > expires
+    return Date.now() - (await stat(usedPath)).mtimeMs > ms
   } catch (err) {
     if (isErrno(err, 'ENOENT')) return false
     throw err

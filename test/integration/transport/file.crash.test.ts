@@ -9,7 +9,11 @@ import { createInterface } from 'node:readline'
 import { describe, it, type TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { waitFor } from '../../helpers/brokers.js'
-import { brokerDir, collect, openTransport, queueSpec, message } from './fixtures/file-kit.js'
+import { FileLayout } from '../../../src/transport/file/layout.js'
+import { QueueStore } from '../../../src/transport/file/queues.js'
+import { ExchangeTable } from '../../../src/transport/file/routing.js'
+import { AUTO_DELETE_GRACE_MS, Sweeper } from '../../../src/transport/file/sweeper.js'
+import { brokerDir, collect, openTransport, queueSpec, message, sleep } from './fixtures/file-kit.js'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url))
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
@@ -84,6 +88,45 @@ describe('file transport crash safety', () => {
       timeoutMs: 15_000,
       what: 'the dead auto-delete queue to go',
     })
+  })
+
+  it('[autoDelete] a queue declared again after its consumer was SIGKILLed is not swept before it is consumed', async (t) => {
+    // `multi kill` then `multi start` under the same names: the new worker
+    // declares its pidbox, and another node's sweep may run before it consumes.
+    const dir = await brokerDir(t)
+    const pidbox = 'w7@host.celery.pidbox'
+    const child = runChild(t, 'file-consumer-child.ts', [dir, pidbox, '1', 'autoDelete'])
+    await waitFor(() => child.lines.includes('ready'), { timeoutMs: 20_000, what: 'the child consumer' })
+    child.proc.kill('SIGKILL')
+    await child.exited
+    const restarted = await openTransport(t, dir)
+    await restarted.declareQueue(queueSpec(pidbox, {}, true))
+    const layout = new FileLayout(dir)
+    const otherNode = new Sweeper(layout, new QueueStore(layout, new ExchangeTable(layout)), 'another-node')
+    const report = await otherNode.sweepAll()
+    assert.deepEqual(report.deletedQueues, [])
+    const c = await collect(restarted, pidbox)
+    await restarted.publish('', pidbox, message('after restart'))
+    await waitFor(() => c.received.length === 1, { timeoutMs: 15_000, what: 'the restarted consumer\'s message' })
+  })
+
+  it('[autoDelete] a sweep in the gap between a SIGKILL and a declare again does not delete the queue being declared', async (t) => {
+    // The sweep that runs first sees only the dead consumer; the queue was used
+    // a moment ago (the dead worker's last heartbeat, or the new declare), so it waits.
+    const dir = await brokerDir(t)
+    const pidbox = 'w8@host.celery.pidbox'
+    const child = runChild(t, 'file-consumer-child.ts', [dir, pidbox, '1', 'autoDelete'])
+    await waitFor(() => child.lines.includes('ready'), { timeoutMs: 20_000, what: 'the child consumer' })
+    child.proc.kill('SIGKILL')
+    await child.exited
+    const layout = new FileLayout(dir)
+    const otherNode = new Sweeper(layout, new QueueStore(layout, new ExchangeTable(layout)), 'another-node')
+    assert.deepEqual((await otherNode.sweepAll()).deletedQueues, [])
+    const restarted = await openTransport(t, dir)
+    await restarted.declareQueue(queueSpec(pidbox, {}, true))
+    await collect(restarted, pidbox)
+    await sleep(AUTO_DELETE_GRACE_MS + 500)
+    assert.deepEqual((await otherNode.sweepAll()).deletedQueues, [], 'a queue with a live consumer again stays')
   })
 
   it('2 publisher processes x 500 messages: one consumer gets all 1000 exactly once', async (t) => {
