@@ -8,7 +8,7 @@
 //   <root>/exchanges/<ex>.json          exchange declarations
 //   <root>/bindings/<ex>/<queue>~<key>  one empty file per binding
 //   <root>/queues/<q>/meta.json         queue declaration (arguments)
-//   <root>/queues/<q>/used              mtime = last declare or consumer heartbeat (x-expires)
+//   <root>/queues/<q>/used              mtime = last declare or consumer heartbeat (x-expires, auto-delete grace)
 //   <root>/queues/<q>/ready/*.msg       messages waiting, sorted by name
 //   <root>/queues/<q>/claimed/<owner>/  messages delivered to that owner, not yet acked
 //   <root>/queues/<q>/consumers/<owner>~<tag>
