@@ -40,6 +40,20 @@ function runChild(t: TestContext, script: string, args: string[]): Child {
 
 const exists = (p: string) => stat(p).then(() => true, () => false)
 
+/** A child process that declared `queue` auto-delete and consumed it, killed with SIGKILL. */
+async function killedAutoDeleteConsumer(t: TestContext, dir: string, queue: string): Promise<void> {
+  const child = runChild(t, 'file-consumer-child.ts', [dir, queue, '1', 'autoDelete'])
+  await waitFor(() => child.lines.includes('ready'), { timeoutMs: 20_000, what: 'the child consumer' })
+  child.proc.kill('SIGKILL')
+  await child.exited
+}
+
+/** Another node's housekeeping, run when the test says. */
+function sweeperOf(dir: string): Sweeper {
+  const layout = new FileLayout(dir)
+  return new Sweeper(layout, new QueueStore(layout, new ExchangeTable(layout)), 'another-node')
+}
+
 describe('file transport crash safety', () => {
   it('a SIGKILLed consumer\'s unacked message comes back to another consumer, redelivered', async (t) => {
     const dir = await brokerDir(t)
@@ -78,10 +92,7 @@ describe('file transport crash safety', () => {
   it('[autoDelete] a crashed process\'s auto-delete queue is removed by a sweeper', async (t) => {
     const dir = await brokerDir(t)
     const tr = await openTransport(t, dir)
-    const child = runChild(t, 'file-consumer-child.ts', [dir, 'w9@host.celery.pidbox', '1', 'autoDelete'])
-    await waitFor(() => child.lines.includes('ready'), { timeoutMs: 20_000, what: 'the child consumer' })
-    child.proc.kill('SIGKILL')
-    await child.exited
+    await killedAutoDeleteConsumer(t, dir, 'w9@host.celery.pidbox')
     await tr.declareQueue(queueSpec('sweeper-trigger'))
     await collect(tr, 'sweeper-trigger')
     await waitFor(async () => !(await exists(join(dir, 'queues', 'w9@host.celery.pidbox'))), {
@@ -95,14 +106,10 @@ describe('file transport crash safety', () => {
     // declares its pidbox, and another node's sweep may run before it consumes.
     const dir = await brokerDir(t)
     const pidbox = 'w7@host.celery.pidbox'
-    const child = runChild(t, 'file-consumer-child.ts', [dir, pidbox, '1', 'autoDelete'])
-    await waitFor(() => child.lines.includes('ready'), { timeoutMs: 20_000, what: 'the child consumer' })
-    child.proc.kill('SIGKILL')
-    await child.exited
+    await killedAutoDeleteConsumer(t, dir, pidbox)
     const restarted = await openTransport(t, dir)
     await restarted.declareQueue(queueSpec(pidbox, {}, true))
-    const layout = new FileLayout(dir)
-    const otherNode = new Sweeper(layout, new QueueStore(layout, new ExchangeTable(layout)), 'another-node')
+    const otherNode = sweeperOf(dir)
     const report = await otherNode.sweepAll()
     assert.deepEqual(report.deletedQueues, [])
     const c = await collect(restarted, pidbox)
@@ -115,12 +122,8 @@ describe('file transport crash safety', () => {
     // a moment ago (the dead worker's last heartbeat, or the new declare), so it waits.
     const dir = await brokerDir(t)
     const pidbox = 'w8@host.celery.pidbox'
-    const child = runChild(t, 'file-consumer-child.ts', [dir, pidbox, '1', 'autoDelete'])
-    await waitFor(() => child.lines.includes('ready'), { timeoutMs: 20_000, what: 'the child consumer' })
-    child.proc.kill('SIGKILL')
-    await child.exited
-    const layout = new FileLayout(dir)
-    const otherNode = new Sweeper(layout, new QueueStore(layout, new ExchangeTable(layout)), 'another-node')
+    await killedAutoDeleteConsumer(t, dir, pidbox)
+    const otherNode = sweeperOf(dir)
     assert.deepEqual((await otherNode.sweepAll()).deletedQueues, [])
     const restarted = await openTransport(t, dir)
     await restarted.declareQueue(queueSpec(pidbox, {}, true))
