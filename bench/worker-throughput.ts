@@ -43,8 +43,9 @@ interface Contender {
   side: 'tsq' | 'celery' | 'raw' | 'bullmq' | 'floor'
   /** BullMQ Worker's concurrency (side 'bullmq', Redis only). */
   bullmqConcurrency?: number
-  /** The claim floor's window (side 'floor', Redis only). */
+  /** The claim floor's window, and its claims on the wire at once (side 'floor', Redis only). */
   floorWindow?: number
+  floorInFlight?: number
   /** argv for the worker; none for the plain consumer. */
   argv?: (kind: Kind, node: string, idleQueue: string) => { cmd: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }
 }
@@ -84,6 +85,8 @@ const CONTENDERS: Contender[] = [
   { name: 'celery-solo', label: 'celery solo', side: 'celery', argv: celeryWorker('solo', 1) },
   // What tsq's own claim path drains at the default window with no worker behind it (Redis only).
   { name: 'claim-floor', label: `claim floor (window ${4 * availableParallelism()})`, side: 'floor', floorWindow: 4 * availableParallelism() },
+  // The default window as two claims on the wire at once: what any claim policy could get from it.
+  { name: 'claim-floor-2', label: `claim floor (window ${4 * availableParallelism()}, 2 claims out)`, side: 'floor', floorWindow: 4 * availableParallelism(), floorInFlight: 2 },
   // The same at tsq solo -c 8's window (32), four times the default here: does any window near Celery's reach the target?
   { name: 'claim-floor-c8', label: 'claim floor (window 32)', side: 'floor', floorWindow: 32 },
   // The Node queue tsq is measured against on Redis; its best of three concurrencies is reported.
@@ -241,18 +244,26 @@ async function rawRedis(queue: string, n: number): Promise<number> {
  * them when the window is that small, each message's envelope and body
  * JSON-decoded and its ack riding in the next claim. No request, pool or task:
  * what the worker adds per task is the distance between this and tsq solo.
+ * `inFlight` > 1 splits the window into that many claims on the wire at once
+ * (never more messages held than the window), so Redis runs one claim while
+ * the consumer reads the last: the most the window allows with any claim policy.
  */
-async function claimFloor(queue: string, n: number, window: number): Promise<number> {
+async function claimFloor(queue: string, n: number, window: number, inFlight = 1): Promise<number> {
   const redis = new Redis(URLS.redis)
   const keys = new RedisKeys(0)
   const store = new UnackedStore(redis, async () => [], keys)
   const lists = keys.lists(queue)
+  const perClaim = Math.max(1, Math.floor(window / inFlight))
   let got = 0
   let start = 0
-  try {
-    for (;;) {
-      const batch = await store.claim(lists, lists.map(() => true), window)
-      if (batch.length === 0) break
+  let drained = false
+  const claimer = async (): Promise<void> => {
+    while (!drained) {
+      const batch = await store.claim(lists, lists.map(() => true), perClaim)
+      if (batch.length === 0) {
+        drained = true
+        break
+      }
       if (got === 0) start = performance.now()
       for (const m of batch) {
         const env = JSON.parse(m.raw) as { body: string; properties: { delivery_tag: string } }
@@ -262,6 +273,9 @@ async function claimFloor(queue: string, n: number, window: number): Promise<num
         got += 1
       }
     }
+  }
+  try {
+    await Promise.all(Array.from({ length: inFlight }, claimer))
     // The last batch's acks go out on their own at the turn's end.
     await new Promise((r) => setImmediate(r))
     await redis.ping()
@@ -498,7 +512,7 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
         return (user + system) / 1e6
       }
       const before = [ownCpu(), cpuSeconds(brokerServer)]
-      const perSecond = c.side === 'floor' ? await claimFloor(queue, n, c.floorWindow!) : kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
+      const perSecond = c.side === 'floor' ? await claimFloor(queue, n, c.floorWindow!, c.floorInFlight) : kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
       const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
       return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, anonIdleMb: null, anonAfterMb: null, cpuPerThousand: cpu }
     }
@@ -641,7 +655,7 @@ for (const kind of kinds) {
   if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
   // How far the default window itself allows: the claim path alone against BullMQ, and tsq's share of it.
   // Each floor beside the tsq worker that claims at its window.
-  for (const [floorName, workerName] of [['claim-floor', 'tsq-solo-default'], ['claim-floor-c8', 'tsq-solo']] as const) {
+  for (const [floorName, workerName] of [['claim-floor', 'tsq-solo-default'], ['claim-floor-2', 'tsq-solo-default'], ['claim-floor-c8', 'tsq-solo']] as const) {
     const floor = mine.find((r) => r.name === floorName)
     const worker = mine.find((r) => r.name === workerName)
     if (!floor || !(bull || worker)) continue
