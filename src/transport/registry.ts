@@ -49,6 +49,8 @@ export interface TransportSettings {
   failoverStrategy?: FailoverStrategy
   /** broker_native_delayed_delivery_queue_type (AMQP): the x-queue-type of kombu's celery_delayed_* queues. */
   delayedQueueType?: DelayedQueueType
+  /** Redis: claims may overlap within a small prefetch window while a CPU is free (the solo pool's worker; see redis/claim-overlap.ts). */
+  overlapClaims?: boolean
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
@@ -77,11 +79,11 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'redis':
     case 'rediss': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout })
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, overlapClaims: settings.overlapClaims })
     }
     case 'sentinel': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel })
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel, overlapClaims: settings.overlapClaims })
     }
     case 'file':
     case 'filesystem': {

@@ -252,7 +252,8 @@ export class Worker {
    */
   private async connectBroker(): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const transport = await createTransport(this.readUrl, this.o.app.transportSettings)
+      // The solo pool runs tasks on the thread that reads the claims, which is where overlapping claims pays (redis/claim-overlap.ts).
+      const transport = await createTransport(this.readUrl, { ...this.o.app.transportSettings, overlapClaims: this.o.pool === 'solo' })
       try {
         await transport.connect()
       } catch (error) {

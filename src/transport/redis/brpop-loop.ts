@@ -4,6 +4,7 @@
 // UNBLOCK ends the wait early instead of letting a new consumer sit for 1 s.
 import type { Redis } from 'ioredis'
 import { closeConnection } from './connections.js'
+import type { ClaimOverlap } from './claim-overlap.js'
 import type { RedisKeys } from './keys.js'
 import type { ClaimedMessage } from './unacked.js'
 
@@ -128,14 +129,18 @@ export class BrpopLoop {
   private drained = false
   /** What listsOf answered last. */
   private lastLists: { queues: readonly string[]; lists: string[] } | undefined
+  /** Whether a small window may go out as two claims at once; none: always whole. */
+  private readonly overlap: ClaimOverlap | undefined
 
   constructor(
     private readonly conn: Redis,
     private readonly control: Redis,
     private readonly target: BrpopTarget,
     private readonly keys: RedisKeys,
+    overlap?: ClaimOverlap,
   ) {
     this.blockers = [new Blocker(conn, () => this.wake?.())]
+    this.overlap = overlap
   }
 
   start(): void {
@@ -365,14 +370,11 @@ export class BrpopLoop {
 
   /**
    * Sends claims for the room the consumers have and no claim has asked for
-   * yet. With a claim already out, only for a full batch (the whole window when
-   * it is smaller): tasks ending one by one then do not each send a claim of
-   * one, and a small window still moves whole per round trip, which on a
-   * 2-core machine shared with Redis costs less CPU than splitting it.
-   * (Measured again: claims of half the window, two out at once at the
-   * default -c 2, drained 17% faster on an idle machine, slower on a busy
-   * one, for 10-15% more CPU per task in the worker and in Redis: each claim
-   * is a socket write that wakes Redis, 30-100 µs of the worker's time here.)
+   * yet. With a claim already out, only for a full batch: tasks ending one by
+   * one then do not each send a claim of one. A batch is the whole window up
+   * to CLAIM_BATCH_MAX; a window smaller than two batches is split in two
+   * while a CPU is free for Redis to run one claim as the worker reads the
+   * other (ClaimOverlap): on a busy machine one claim at a time is faster.
    */
   private topUp(): void {
     while (this.inflight.length < MAX_CLAIMS_IN_FLIGHT && !this.stopping && !this.drained) {
@@ -380,10 +382,13 @@ export class BrpopLoop {
       if (queues.length === 0 || !this.target.wantsClaim(queues)) return
       const { room, window } = this.target.claimRoom(queues)
       const free = room - this.reserved - this.undelivered
+      // A window of two batches or more already keeps claims overlapping.
+      const splittable = window >= 2 && window < 2 * CLAIM_BATCH_MAX
+      const batch = Math.min(CLAIM_BATCH_MAX, splittable && this.overlap?.split() === true ? Math.ceil(window / 2) : window)
       // Mid-batch (messages still to hand over) counts as a claim out: the batch's end claims the rest.
-      const worth = this.inflight.length === 0 && this.undelivered === 0 ? 1 : Math.max(1, Math.min(CLAIM_BATCH_MAX, window))
+      const worth = this.inflight.length === 0 && this.undelivered === 0 ? 1 : Math.max(1, batch)
       if (free < worth) return
-      const asked = Math.min(free, CLAIM_BATCH_MAX)
+      const asked = Math.min(free, batch)
       const reply = this.target.claim(this.listsOf(queues), queues, asked)
       // Its failure is handled when the loop takes its answer.
       reply.catch(() => undefined)

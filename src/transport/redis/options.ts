@@ -34,6 +34,14 @@ export interface RedisTransportOptions {
   sentinel?: SentinelSettings
   /** The setting `sentinel` came from, for the line that says master_name is missing. */
   sentinelOptionsName?: string
+  /**
+   * Split a prefetch window smaller than two claims into two claims on the
+   * wire while a CPU is free (claim-overlap.ts). For a consumer whose own
+   * thread does the work, as the solo pool does: where tasks run in other
+   * processes or threads, the split cost the pool's CPU-bound dispatcher more
+   * than it gained (prefork and threads -c 2 drained 6-10% less).
+   */
+  overlapClaims?: boolean
 }
 
 export interface ResolvedRedisOptions {

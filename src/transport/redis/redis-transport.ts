@@ -23,6 +23,7 @@ import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
 import { AckTracker, type Tracked } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
+import { ClaimOverlap } from './claim-overlap.js'
 import { classifyRedisError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
 import { makeDelivery } from './deliveries.js'
@@ -57,6 +58,7 @@ export class RedisTransport implements Transport {
   private readonly options: ResolvedRedisOptions
   /** Every key and channel name (global_keyprefix, sep, priority_steps, fanout_prefix...). */
   private readonly keys: RedisKeys
+  private readonly overlapClaims: boolean
   private readonly events = new EventEmitter()
   private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
   private connecting: Promise<void> | undefined
@@ -95,6 +97,7 @@ export class RedisTransport implements Transport {
     })
     this.connectionName = this.options.connectionName
     this.keys = this.options.keys
+    this.overlapClaims = options.overlapClaims === true
     this.consumers = new ConsumerSet(this.options.queueOrderStrategy)
     this.parking = new RedisParking(
       async () => (await this.ready()).cmd,
@@ -355,7 +358,7 @@ export class RedisTransport implements Transport {
           await extra.open()
           return extra.conn
         },
-      }, this.keys))
+      }, this.keys, this.overlapClaims ? new ClaimOverlap() : undefined))
     })().catch((error: unknown) => {
       this.loop = undefined
       throw error
