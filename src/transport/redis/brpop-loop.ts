@@ -384,9 +384,11 @@ export class BrpopLoop {
       const free = room - this.reserved - this.undelivered
       // A window of two batches or more already keeps claims overlapping.
       const splittable = window >= 2 && window < 2 * CLAIM_BATCH_MAX
-      const batch = Math.min(CLAIM_BATCH_MAX, splittable && this.overlap?.split() === true ? Math.ceil(window / 2) : window)
+      const split = splittable && this.overlap?.split() === true
+      const batch = Math.min(CLAIM_BATCH_MAX, split ? Math.ceil(window / 2) : window)
       // Mid-batch (messages still to hand over) counts as a claim out: the batch's end claims the rest.
-      const worth = this.inflight.length === 0 && this.undelivered === 0 ? 1 : Math.max(1, batch)
+      // Split, the second claim is the window's other half, one smaller when the window is odd.
+      const worth = this.inflight.length === 0 && this.undelivered === 0 ? 1 : Math.max(1, split ? window - batch : batch)
       if (free < worth) return
       const asked = Math.min(free, batch)
       const reply = this.target.claim(this.listsOf(queues), queues, asked)
