@@ -77,12 +77,10 @@ export async function createTransport(url: string, settings: TransportSettings =
       })
     }
     case 'redis':
-    case 'rediss': {
-      const { RedisTransport } = await import('./redis/redis-transport.js')
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, overlapClaims: settings.overlapClaims })
-    }
+    case 'rediss':
     case 'sentinel': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
+      // `sentinel` is read for sentinel:// URLs only.
       return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel, overlapClaims: settings.overlapClaims })
     }
     case 'file':

@@ -29,7 +29,7 @@ import { OwnerLease, OwnerLiveness } from './owners.js'
 import { QueueStore } from './queues.js'
 import { FileParking } from './parking.js'
 import { ExchangeTable } from './routing.js'
-import { CONSUMER_SEP, Sweeper } from './sweeper.js'
+import { CONSUMER_SEP, consumersOf, Sweeper } from './sweeper.js'
 
 /** Heartbeat period; also how often consumed queues are marked used (x-expires). */
 const HEARTBEAT_MS = 1000
@@ -218,11 +218,8 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   private async autoDelete(queue: string): Promise<void> {
     const meta = await this.queues.meta(queue)
     if (!meta?.autoDelete) return
-    const live = new OwnerLiveness(this.layout, this.lease.id)
-    for (const file of await listDir(this.layout.queuePaths(queue).consumers)) {
-      if (await live.isAlive(file.split(CONSUMER_SEP)[0] ?? '')) return
-    }
-    await this.queues.delete(queue)
+    const { liveConsumers } = await consumersOf(this.layout.queuePaths(queue).consumers, new OwnerLiveness(this.layout, this.lease.id))
+    if (liveConsumers === 0) await this.queues.delete(queue)
   }
 
   async purge(queue: string): Promise<number> {

@@ -110,7 +110,8 @@ export class Sweeper {
   }
 }
 
-async function consumersOf(dir: string, live: OwnerLiveness): Promise<{ liveConsumers: number; dead: string[] }> {
+/** A queue's consumer files: how many belong to live owners, and the dead owners' files. */
+export async function consumersOf(dir: string, live: OwnerLiveness): Promise<{ liveConsumers: number; dead: string[] }> {
   let liveConsumers = 0
   const dead: string[] = []
   for (const file of await listDir(dir)) {

@@ -129,18 +129,16 @@ export class BrpopLoop {
   private drained = false
   /** What listsOf answered last. */
   private lastLists: { queues: readonly string[]; lists: string[] } | undefined
-  /** Whether a small window may go out as two claims at once; none: always whole. */
-  private readonly overlap: ClaimOverlap | undefined
 
   constructor(
     private readonly conn: Redis,
     private readonly control: Redis,
     private readonly target: BrpopTarget,
     private readonly keys: RedisKeys,
-    overlap?: ClaimOverlap,
+    /** Whether a small window may go out as two claims at once; none: always whole. */
+    private readonly overlap?: ClaimOverlap,
   ) {
     this.blockers = [new Blocker(conn, () => this.wake?.())]
-    this.overlap = overlap
   }
 
   start(): void {
