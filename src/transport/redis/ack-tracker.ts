@@ -1,28 +1,58 @@
 // This transport's share of the ack emulation: which deliveries it handed out and
 // has not seen settled, so the prefetch window and close({requeueUnacked}) are right.
-import { onceSettler, type Settler } from './deliveries.js'
+import type { HeldDelivery, Settler } from './deliveries.js'
 import type { ListConsumer } from './list-consumers.js'
 import type { UnackedStore } from './unacked.js'
 
-interface Outstanding {
-  tag: string
-  consumer: ListConsumer
-  /** The `unacked_index` score this delivery was given (its delivery time, or the time it was deferred to). */
-  score: number
-  /** Restored by a visibility-timeout pass (any process's): the broker delivers it again. */
-  lost: boolean
-  /** Where it sits in `outstanding`; -1 when not there. */
-  at: number
-  /** Its place in delivery order (removals reorder `outstanding`). */
-  seq: number
+/** A tracked delivery: how to settle it (itself, or as `settler`), whether the copy held here is still the live one, and its visibility. */
+export interface Tracked extends HeldDelivery {
+  settler: Settler
 }
 
-/** A tracked delivery: how to settle it, and whether the copy held here is still the live one. */
-export interface Tracked {
-  settler: Settler
-  isLive(): boolean
-  /** The delivery's visibility now runs from `untilUnixSeconds` (Delivery.deferVisibility). */
-  deferred(untilUnixSeconds: number): void
+/**
+ * One delivery this transport handed out and has not seen settled. It is its
+ * own settler, with methods, not closures: the settler, its once-only guard,
+ * isLive and defer were a dozen closures, contexts and objects per message,
+ * a visible share of a drain's allocations (and so of its GC).
+ */
+class Outstanding implements Tracked, Settler {
+  /** Restored by a visibility-timeout pass (any process's): the broker delivers it again. */
+  lost = false
+  /** Where it sits in `outstanding`; -1 when not there. */
+  at = -1
+  /** Settle once: a second ack or reject of the same delivery is a no-op, as a retry-safe caller expects. */
+  state: 'open' | 'busy' | 'done' = 'open'
+
+  constructor(
+    private readonly tracker: AckTracker,
+    readonly tag: string,
+    readonly consumer: ListConsumer,
+    /** The `unacked_index` score this delivery was given (its delivery time, or the time it was deferred to). */
+    public score: number,
+    /** Its place in delivery order (removals reorder `outstanding`). */
+    readonly seq: number,
+  ) {}
+
+  get settler(): Settler {
+    return this
+  }
+
+  isLive(): boolean {
+    return !this.lost
+  }
+
+  defer(untilUnixSeconds: number): Promise<void> {
+    this.score = untilUnixSeconds
+    return this.tracker.deferred(this.tag, untilUnixSeconds)
+  }
+
+  ack(): Promise<void> {
+    return this.tracker.settle(this, 'ack')
+  }
+
+  reject(requeue: boolean): Promise<void> {
+    return this.tracker.settle(this, requeue)
+  }
 }
 
 export interface AckTrackerHooks {
@@ -55,12 +85,11 @@ export class AckTracker {
    */
   track(consumer: ListConsumer, tag: string, raw: string, exchange: string, routingKey: string, alreadyRecorded = false): Tracked | Promise<Tracked> {
     // At or after the score the claim wrote, which is all findLost needs to know.
-    const record: Outstanding = { tag, consumer, score: Date.now() / 1000, lost: false, at: -1, seq: this.delivered++ }
+    const record = new Outstanding(this, tag, consumer, Date.now() / 1000, this.delivered++)
     this.hold(record)
-    const tracked = this.trackedFor(record)
-    if (alreadyRecorded) return tracked
+    if (alreadyRecorded) return record
     return this.unacked.add(tag, raw, exchange, routingKey).then(
-      () => tracked,
+      () => record,
       (error: unknown) => {
         this.release(record)
         throw this.hooks.classify(error, `record unacked ${tag}`)
@@ -88,33 +117,46 @@ export class AckTracker {
     last.at = at
   }
 
-  private trackedFor(record: Outstanding): Tracked {
-    const { tag } = record
-    const settler = onceSettler((what) => {
+  /**
+   * Writes a settlement, once: the slot frees at once, the write follows. A
+   * refused write holds the delivery again, and the same settlement can be
+   * tried again. One promise per settlement: not an async function, and the
+   * once-only guard lives here rather than in a then() of its own.
+   */
+  settle(record: Outstanding, what: boolean | 'ack'): Promise<void> {
+    if (record.state !== 'open') return Promise.resolve()
+    try {
       this.hooks.assertOpen()
-      this.release(record)
-      // Its tag now names the restored copy, which another delivery holds: not ours to settle.
-      if (record.lost) {
-        this.hooks.settled()
-        return Promise.resolve()
-      }
-      // kombu: reject(requeue) restores leftmost (LPUSH, back of the queue); reject(no requeue) is an ack.
-      const settling = what === true ? this.unacked.restore(tag, { leftmost: true }).then(() => undefined) : this.unacked.remove(tag)
-      return settling.then(
-        () => this.hooks.settled(),
-        (error: unknown) => {
-          this.hold(record)
-          throw this.hooks.classify(error, what === 'ack' ? `ack ${tag}` : `reject ${tag}`)
-        },
-      )
-    })
-    return {
-      settler,
-      isLive: () => !record.lost,
-      deferred: (until) => {
-        record.score = until
-      },
+    } catch (error) {
+      return Promise.reject(error)
     }
+    record.state = 'busy'
+    this.release(record)
+    // Its tag now names the restored copy, which another delivery holds: not ours to settle.
+    if (record.lost) {
+      record.state = 'done'
+      this.hooks.settled()
+      return Promise.resolve()
+    }
+    const { tag } = record
+    // kombu: reject(requeue) restores leftmost (LPUSH, back of the queue); reject(no requeue) is an ack.
+    const settling = what === true ? this.unacked.restore(tag, { leftmost: true }) : this.unacked.remove(tag)
+    return settling.then(
+      () => {
+        record.state = 'done'
+        this.hooks.settled()
+      },
+      (error: unknown) => {
+        record.state = 'open'
+        this.hold(record)
+        throw this.hooks.classify(error, what === 'ack' ? `ack ${tag}` : `reject ${tag}`)
+      },
+    )
+  }
+
+  /** A held delivery's visibility runs from `untilUnixSeconds` (ZADD XX: only while it is still unacked). */
+  deferred(tag: string, untilUnixSeconds: number): Promise<void> {
+    return this.unacked.defer(tag, untilUnixSeconds)
   }
 
   /**

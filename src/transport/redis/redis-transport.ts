@@ -417,12 +417,12 @@ export class RedisTransport implements Transport {
         (tracked) => {
           // Written under the right tag first: the stray record goes only once nothing can be lost.
           if (misrecorded !== undefined) this.unacked!.remove(misrecorded).catch((error: unknown) => this.emitError(error))
-          this.handTracked(consumer, envelope, queue, tag, tracked)
+          this.handTracked(consumer, envelope, queue, tracked)
         },
         (error: unknown) => this.notTracked(key, raw, error),
       )
     }
-    this.handTracked(consumer, envelope, queue, tag, tracking)
+    this.handTracked(consumer, envelope, queue, tracking)
   }
 
   /** Cancelled or full while the pop was in flight: back to the head of its list. */
@@ -436,14 +436,8 @@ export class RedisTransport implements Transport {
     this.emitError(error)
   }
 
-  private handTracked(consumer: ListConsumer, envelope: KombuEnvelope, queue: string, tag: string, tracked: Tracked): void {
-    const unacked = this.unacked!
-    const delivery = makeDelivery(envelope, queue, tracked.settler, (until) => {
-      tracked.deferred(until)
-      return unacked.defer(tag, until)
-    })
-    delivery.isLive = tracked.isLive
-    this.dispatch(consumer.handler, delivery)
+  private handTracked(consumer: ListConsumer, envelope: KombuEnvelope, queue: string, tracked: Tracked): void {
+    this.dispatch(consumer.handler, makeDelivery(envelope, queue, tracked))
   }
 
   private startRestoreTimer(): void {

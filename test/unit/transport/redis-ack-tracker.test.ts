@@ -7,6 +7,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { AckTracker, type Tracked } from '../../../src/transport/redis/ack-tracker.js'
 import { ConsumerSet, ListConsumer } from '../../../src/transport/redis/list-consumers.js'
+import { makeDelivery } from '../../../src/transport/redis/deliveries.js'
+import { parseEnvelope } from '../../../src/transport/kombu-envelope.js'
 import type { UnackedStore } from '../../../src/transport/redis/unacked.js'
 
 class FakeStore {
@@ -24,6 +26,15 @@ class FakeStore {
   remove(tag: string): Promise<void> {
     this.calls.push(`remove ${tag}`)
     return this.failRemove ? Promise.reject(new Error('remove refused')) : Promise.resolve()
+  }
+
+  async defer(tag: string, until: number): Promise<void> {
+    this.calls.push(`defer ${tag} ${until}`)
+  }
+
+  /** Every tag asked about is gone from unacked_index, as after another worker's visibility pass. */
+  async scores(tags: readonly string[]): Promise<Array<number | null>> {
+    return tags.map(() => null)
   }
 
   async restore(tag: string, { leftmost }: { leftmost: boolean }): Promise<boolean> {
@@ -134,6 +145,23 @@ describe('AckTracker', () => {
     await tracker.restoreAll()
     assert.deepEqual(store.calls, ['remove a', 'remove c', 'restore b'])
     await b!.settler.ack()
+    assert.equal(consumer.inFlight, 0)
+  })
+
+  it("the Delivery made from a tracked delivery defers its visibility, and turns not live once a visibility pass restored it; its ack then writes nothing", async () => {
+    const { store, tracker, consumer, deliver } = setUp()
+    const tracked = deliver('a')
+    const envelope = parseEnvelope('{"body": "", "headers": {}, "properties": {"delivery_tag": "a", "delivery_info": {"exchange": "", "routing_key": "q"}, "body_encoding": "base64"}}')
+    const delivery = makeDelivery(envelope, 'q', tracked)
+    assert.equal(delivery.isLive?.(), true)
+    await delivery.deferVisibility!(1000)
+    assert.deepEqual(store.calls, ['defer a 1000'])
+    // Deferred to 1970: old enough for any visibility timeout, and gone from the index.
+    assert.deepEqual(await tracker.findLost(60), [{ queue: 'q' }])
+    assert.equal(delivery.isLive?.(), false)
+    await delivery.ack()
+    await delivery.ack()
+    assert.deepEqual(store.calls, ['defer a 1000'], 'a restored copy is not ours to ack')
     assert.equal(consumer.inFlight, 0)
   })
 
