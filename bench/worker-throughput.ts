@@ -110,6 +110,7 @@ function noopMessages(n: number, queue: string): { body: Buffer; headers: Record
 interface Broker {
   fill(queue: string, n: number): Promise<void>
   depth(queue: string): Promise<number>
+  purge(queue: string): Promise<void>
   remove(queues: string[]): Promise<void>
   close(): Promise<void>
 }
@@ -132,6 +133,9 @@ async function amqpBroker(): Promise<Broker> {
     },
     async depth(queue) {
       return (await probe.checkQueue(queue)).messageCount
+    },
+    async purge(queue) {
+      await probe.purgeQueue(queue)
     },
     async remove(queues) {
       for (const q of queues) {
@@ -168,6 +172,9 @@ async function redisBroker(): Promise<Broker> {
     },
     async depth(queue) {
       return redis.llen(queue)
+    },
+    async purge(queue) {
+      await redis.del(queue)
     },
     async remove(queues) {
       const keys = queues.flatMap((q) => [q, `${q}\x06\x163`, `${q}\x06\x166`, `${q}\x06\x169`, `_kombu.binding.${q}`])
@@ -496,7 +503,39 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
   }
 }
 
-async function runContender(kind: Kind, broker: Broker, c: Contender, n: number): Promise<Result> {
+/**
+ * A worker process drains `count` tasks from the queue it consumes from the
+ * start, before it is given the timed one; a slow one (Celery's threads and
+ * solo pools on RabbitMQ) has the rest purged after WARMUP_MS.
+ */
+async function warmUp(broker: Broker, idleQueue: string, count: number, child: ChildProcess): Promise<void> {
+  await broker.fill(idleQueue, count)
+  const deadline = Date.now() + WARMUP_MS
+  while ((await broker.depth(idleQueue)) > 0) {
+    if (child.exitCode !== null) throw new Error('the worker exited during its warm-up')
+    if (Date.now() > deadline) {
+      await broker.purge(idleQueue)
+      break
+    }
+    await sleep(20)
+  }
+  // What it prefetched last is still running when the queue reads empty.
+  await sleep(500)
+}
+
+/** How long a worker process's warm-up drain may take before what is left of it is purged. */
+const WARMUP_MS = 15_000
+
+/**
+ * Every contender drains `warmup` tasks, untimed, before the timed drain: a
+ * worker runs for hours, and what it does in its first second (V8's JIT
+ * compiling the hot path) is not what it does after. Without it the bench
+ * compared a fresh tsq process with BullMQ's Worker and the floors, which run
+ * in this process, JIT-warm after their first round.
+ */
+async function runContender(kind: Kind, broker: Broker, c: Contender, n: number, warm = warmup): Promise<Result> {
+  // In this process: a first, discarded drain of the same kind.
+  if (warm > 0 && !c.argv) await runContender(kind, broker, c, warm, 0)
   if (c.side === 'bullmq') return bullmqDrain(c, n)
   if (c.side === 'floor' && kind !== 'redis') throw new Error('Redis only')
   const queue = `tsq-bench-tp-${process.pid}-${c.name}-${kind}`
@@ -529,6 +568,7 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number)
       await sleep(1000)
       const rssIdleMb = treeRssMb(child.pid as number)
       const anonIdleMb = treeAnonMb(child.pid as number)
+      if (warm > 0) await warmUp(broker, idleQueue, warm, child)
       await brokerQuiet(brokerServer)
       const added = tsqCli(['control', 'add_consumer', queue, '-d', node, '-b', URLS[kind], '-t', '5', '--json'])
       // Poll the depth: the clock starts at the first message taken.
@@ -591,10 +631,13 @@ const { values } = parseArgs({
     'celery-arg': { type: 'string', multiple: true },
     'raw-prefetch': { type: 'string', default: '32' },
     runs: { type: 'string', default: '1' },
+    warmup: { type: 'string', default: '10000' },
   },
 })
 const n = Number(values.tasks)
 const runs = Number(values.runs)
+const warmup = Number(values.warmup)
+if (!(Number.isInteger(warmup) && warmup >= 0)) throw new Error('--warmup must be a whole number >= 0')
 if (!(Number.isInteger(runs) && runs >= 1)) throw new Error('--runs must be a whole number >= 1')
 const kinds = (values.broker ?? ['amqp', 'redis']) as Kind[]
 const only = values.only ? new Set(values.only.split(',')) : null
