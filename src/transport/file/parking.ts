@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
 import { decodeEnvelope, encodeEnvelope } from './envelope.js'
 import { type FileLayout, ignoreMissing, isErrno, listDir, writeFileAtomic } from './layout.js'
-import { escapeName, messageFileName, newMessageBase, randomId, unescapeName } from './names.js'
+import { escapeName, messageFileName, newMessageBase, unescapeName } from './names.js'
+import { parkedId } from '../parked-id.js'
 
 const SEP = '~'
 const EXT = '.msg'
@@ -66,7 +67,7 @@ export class FileParking implements Parking {
     const now = Date.now()
     const dir = this.lotDir(lot)
     await mkdir(dir, { recursive: true })
-    await writeFileAtomic(this.layout, join(dir, parkedFileName(at, message.properties.priority, randomId(8), target.queue)), encodeEnvelope(target.exchange, target.routingKey, message))
+    await writeFileAtomic(this.layout, join(dir, parkedFileName(at, message.properties.priority, parkedId(), target.queue)), encodeEnvelope(target.exchange, target.routingKey, message))
     if (options.maxAgeMs === undefined && options.maxLength === undefined) return
     const all = await this.entries(lot)
     const oldest = options.maxAgeMs !== undefined ? now - options.maxAgeMs : Number.NEGATIVE_INFINITY

@@ -4,11 +4,11 @@
 // priority, e: the kombu envelope it goes back as}. A member moves into its
 // list in one Lua script (LPUSH then ZREM), so a process that dies mid-move
 // loses nothing and moves nothing twice.
-import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { buildEnvelope, envelopeBody, envelopeProperties, parseEnvelope, serializeEnvelope } from '../kombu-envelope.js'
 import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
 import type { RedisKeys } from './keys.js'
+import { parkedId } from '../parked-id.js'
 
 export const PARKED_PREFIX = '_tsq.parked.'
 
@@ -95,7 +95,8 @@ export class RedisParking implements Parking {
 
   async park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options: ParkOptions = {}): Promise<void> {
     const envelope = serializeEnvelope(buildEnvelope(target.exchange, target.routingKey, message))
-    const member: Member = { i: randomUUID(), q: target.queue, l: this.keys.list(target.queue, this.keys.step(message.properties.priority)), e: envelope }
+    // `i` first: members of one score sort by it (parkedId).
+    const member: Member = { i: parkedId(), q: target.queue, l: this.keys.list(target.queue, this.keys.step(message.properties.priority)), e: envelope }
     const minScore = options.maxAgeMs !== undefined ? String(Date.now() - options.maxAgeMs) : ''
     const scripts = await this.scripts()
     await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, this.lotKey(lot), String(Math.round(at)), JSON.stringify(member), String(options.maxLength ?? -1), minScore))

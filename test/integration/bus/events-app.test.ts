@@ -81,6 +81,10 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
           assert.equal(await parking.drop(lot, [left[0]!.id, randomUUID()]), 1)
           for (let i = 0; i < 5; i += 1) await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(i), now + i, { maxLength: 3 })
           assert.deepEqual((await parking.list(lot)).map((p) => p.message.body.toString()), ['2', '3', '4'])
+          // Parked in one millisecond (a burst of failures into the archive): still the oldest go first.
+          await parking.drop(lot, (await parking.list(lot)).map((p) => p.id))
+          for (let i = 0; i < 8; i += 1) await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(i), now, { maxLength: 3 })
+          assert.deepEqual((await parking.list(lot)).map((p) => p.message.body.toString()), ['5', '6', '7'])
           await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(9), Date.now(), { maxAgeMs: 200 })
           await new Promise((r) => setTimeout(r, 300))
           await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(10), Date.now(), { maxAgeMs: 200 })
