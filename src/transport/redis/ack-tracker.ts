@@ -1,13 +1,8 @@
 // This transport's share of the ack emulation: which deliveries it handed out and
 // has not seen settled, so the prefetch window and close({requeueUnacked}) are right.
-import type { HeldDelivery, Settler } from './deliveries.js'
+import type { HeldDelivery } from './deliveries.js'
 import type { ListConsumer } from './list-consumers.js'
 import type { UnackedStore } from './unacked.js'
-
-/** A tracked delivery: how to settle it (itself, or as `settler`), whether the copy held here is still the live one, and its visibility. */
-export interface Tracked extends HeldDelivery {
-  settler: Settler
-}
 
 /**
  * One delivery this transport handed out and has not seen settled. It is its
@@ -15,7 +10,7 @@ export interface Tracked extends HeldDelivery {
  * isLive and defer were a dozen closures, contexts and objects per message,
  * a visible share of a drain's allocations (and so of its GC).
  */
-class Outstanding implements Tracked, Settler {
+class Outstanding implements HeldDelivery {
   /** Restored by a visibility-timeout pass (any process's): the broker delivers it again. */
   lost = false
   /** Where it sits in `outstanding`; -1 when not there. */
@@ -32,10 +27,6 @@ class Outstanding implements Tracked, Settler {
     /** Its place in delivery order (removals reorder `outstanding`). */
     readonly seq: number,
   ) {}
-
-  get settler(): Settler {
-    return this
-  }
 
   isLive(): boolean {
     return !this.lost
@@ -83,7 +74,7 @@ export class AckTracker {
    * without a promise: on the drain's hot path each promise and await was a
    * visible share of a noop task's cost.
    */
-  track(consumer: ListConsumer, tag: string, raw: string, exchange: string, routingKey: string, alreadyRecorded = false): Tracked | Promise<Tracked> {
+  track(consumer: ListConsumer, tag: string, raw: string, exchange: string, routingKey: string, alreadyRecorded = false): HeldDelivery | Promise<HeldDelivery> {
     // At or after the score the claim wrote, which is all findLost needs to know.
     const record = new Outstanding(this, tag, consumer, Date.now() / 1000, this.delivered++)
     this.hold(record)

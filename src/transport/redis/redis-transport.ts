@@ -21,12 +21,12 @@ import type {
 } from '../transport.js'
 import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
-import { AckTracker, type Tracked } from './ack-tracker.js'
+import { AckTracker } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
 import { ClaimOverlap } from './claim-overlap.js'
 import { classifyRedisError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
-import { makeDelivery } from './deliveries.js'
+import { makeDelivery, type HeldDelivery } from './deliveries.js'
 import { encodeEnvelope, parseEnvelope, type KombuEnvelope } from '../kombu-envelope.js'
 import { FanoutConsumer, FanoutHub } from './fanout.js'
 import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
@@ -436,7 +436,7 @@ export class RedisTransport implements Transport {
     this.emitError(error)
   }
 
-  private handTracked(consumer: ListConsumer, envelope: KombuEnvelope, queue: string, tracked: Tracked): void {
+  private handTracked(consumer: ListConsumer, envelope: KombuEnvelope, queue: string, tracked: HeldDelivery): void {
     this.dispatch(consumer.handler, makeDelivery(envelope, queue, tracked))
   }
 

@@ -5,9 +5,9 @@
 // prefetch and the no-loss tests rest on.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { AckTracker, type Tracked } from '../../../src/transport/redis/ack-tracker.js'
+import { AckTracker } from '../../../src/transport/redis/ack-tracker.js'
 import { ConsumerSet, ListConsumer } from '../../../src/transport/redis/list-consumers.js'
-import { makeDelivery } from '../../../src/transport/redis/deliveries.js'
+import { makeDelivery, type HeldDelivery } from '../../../src/transport/redis/deliveries.js'
 import { parseEnvelope } from '../../../src/transport/kombu-envelope.js'
 import type { UnackedStore } from '../../../src/transport/redis/unacked.js'
 
@@ -55,7 +55,7 @@ function setUp() {
     classify: (error, where) => new Error(`${where}: ${(error as Error).message}`),
   })
   const consumer = new ListConsumer('q', 'ctag', () => undefined, 8, false, { cancel: async () => undefined, changed: () => undefined })
-  const deliver = (tag: string): Tracked => {
+  const deliver = (tag: string): HeldDelivery => {
     const tracked = tracker.track(consumer, tag, `{"raw": "${tag}"}`, '', 'q', true)
     assert.ok(!(tracked instanceof Promise), 'a claimed (already recorded) delivery is tracked without a promise')
     return tracked
@@ -70,11 +70,11 @@ describe('AckTracker', () => {
     deliver('b')
     assert.equal(consumer.inFlight, 2)
     assert.equal(consumer.room(), 6)
-    const acking = a.settler.ack()
+    const acking = a.ack()
     // The slot frees when the ack is made, before Redis answers.
     assert.equal(consumer.inFlight, 1)
     await acking
-    await a.settler.ack()
+    await a.ack()
     assert.deepEqual(store.calls, ['remove a'])
     assert.equal(settledCount(), 1)
   })
@@ -87,7 +87,7 @@ describe('AckTracker', () => {
     await tracking
     assert.deepEqual(store.calls, ['add p'])
     store.failAdd = true
-    await assert.rejects(tracker.track(consumer, 'r', '{}', '', 'q', false) as Promise<Tracked>, /record unacked r: add refused/)
+    await assert.rejects(tracker.track(consumer, 'r', '{}', '', 'q', false) as Promise<HeldDelivery>, /record unacked r: add refused/)
     assert.equal(consumer.inFlight, 1)
   })
 
@@ -95,10 +95,10 @@ describe('AckTracker', () => {
     const { store, tracker, consumer, deliver } = setUp()
     const a = deliver('a')
     store.failRemove = true
-    await assert.rejects(a.settler.ack(), /ack a: remove refused/)
+    await assert.rejects(a.ack(), /ack a: remove refused/)
     assert.equal(consumer.inFlight, 1)
     store.failRemove = false
-    await a.settler.ack()
+    await a.ack()
     assert.equal(consumer.inFlight, 0)
     await tracker.restoreAll()
     assert.deepEqual(store.calls, ['remove a', 'remove a'])
@@ -106,8 +106,8 @@ describe('AckTracker', () => {
 
   it('reject(requeue) restores to the back of the queue; reject without requeue is an ack', async () => {
     const { store, deliver } = setUp()
-    await deliver('a').settler.reject(true)
-    await deliver('b').settler.reject(false)
+    await deliver('a').reject(true)
+    await deliver('b').reject(false)
     assert.deepEqual(store.calls, ['restore a leftmost', 'remove b'])
   })
 
@@ -115,9 +115,9 @@ describe('AckTracker', () => {
     const { store, tracker, consumer, deliver } = setUp()
     const held = ['t0', 't1', 't2', 't3', 't4', 't5'].map(deliver)
     // Settled out of order: the records left behind move within the tracker.
-    await held[1]!.settler.ack()
-    await held[4]!.settler.ack()
-    await held[0]!.settler.ack()
+    await held[1]!.ack()
+    await held[4]!.ack()
+    await held[0]!.ack()
     store.calls.length = 0
     let open!: () => void
     store.gate = new Promise((resolve) => {
@@ -125,7 +125,7 @@ describe('AckTracker', () => {
     })
     const closing = tracker.restoreAll()
     // t2 is being restored; t5 is acked before its turn comes.
-    await held[5]!.settler.ack()
+    await held[5]!.ack()
     open()
     await closing
     assert.deepEqual(store.calls, ['restore t2', 'remove t5', 'restore t3'])
@@ -139,12 +139,12 @@ describe('AckTracker', () => {
   it('a delivery settled after another took its place leaves, and only what is still held is restored', async () => {
     const { store, tracker, consumer, deliver } = setUp()
     const [a, b, c] = ['a', 'b', 'c'].map(deliver)
-    await a!.settler.ack()
-    await c!.settler.ack()
+    await a!.ack()
+    await c!.ack()
     assert.equal(consumer.inFlight, 1)
     await tracker.restoreAll()
     assert.deepEqual(store.calls, ['remove a', 'remove c', 'restore b'])
-    await b!.settler.ack()
+    await b!.ack()
     assert.equal(consumer.inFlight, 0)
   })
 
@@ -170,12 +170,12 @@ describe('AckTracker', () => {
     const a = deliver('a')
     deliver('b')
     tracker.forget()
-    await a.settler.ack()
+    await a.ack()
     assert.equal(consumer.inFlight, 1)
     const c = deliver('c')
     await tracker.restoreAll()
     assert.deepEqual(store.calls, ['remove a', 'restore c'])
-    await c.settler.ack()
+    await c.ack()
     assert.equal(consumer.inFlight, 1)
   })
 })
