@@ -21,12 +21,13 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
  * A trimmer on a scripted event loop: each interval reads the next
  * utilisation; `onShare` runs before each (to grow the heap mid-script).
  */
-function scripted(shares: number[], heap: { bytes: number }, onShare: (share: number) => void = () => undefined) {
+function scripted(shares: number[], heap: { bytes: number }, onShare: (share: number) => void = () => undefined, settleIntervals = 1) {
   const collected: number[] = []
   const released: number[] = []
   let i = 0
   const stop = trimMemoryWhenIdle({
     intervalMs: 2,
+    settleMs: 2 * settleIntervals,
     growthBytes: 8 * MB,
     utilization: () => {
       const share = shares[Math.min(i++, shares.length - 1)]!
@@ -100,6 +101,18 @@ it('[memory] a second burst after a collection is trimmed again', async () => {
   })
   await untilDone(run)
   assert.deepEqual(run.collected, [20 * MB, 50 * MB, 80 * MB])
+})
+
+it('[memory] after a burst the loop must stay quiet for the settle time; start-up needs one quiet interval', async () => {
+  const heap = { bytes: 20 * MB }
+  const grow = (share: number) => {
+    if (share > 0.5) heap.bytes += 30 * MB
+  }
+  // Start-up collects at once; the pause after the first burst is two intervals (a half-busy one
+  // ends it), too short; the one after the second is three, which settles.
+  const run = scripted([0, 0.9, 0, 0, 0.03, 0.9, 0, 0, 0, 0], heap, grow, 3)
+  await untilDone(run)
+  assert.deepEqual(run.collected, [20 * MB, 80 * MB])
 })
 
 it('[memory] the collection compacts the old generation: pages left with few survivors are given back', () => {
