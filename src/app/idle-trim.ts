@@ -72,11 +72,8 @@ export function trimMemoryWhenIdle(options: IdleTrimOptions = {}): () => void {
       quietFor = 0
       return
     }
-    if (!worked) return
-    if (share > QUIET) {
-      quietFor = 0
-      return
-    }
+    // A half-busy interval (a heartbeat, a visibility pass) neither counts towards the settle nor ends it.
+    if (!worked || share > QUIET) return
     quietFor += 1
     if (!startingUp && quietFor < settleIntervals) return
     worked = false

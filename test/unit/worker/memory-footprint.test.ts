@@ -108,9 +108,9 @@ it('[memory] after a burst the loop must stay quiet for the settle time; start-u
   const grow = (share: number) => {
     if (share > 0.5) heap.bytes += 30 * MB
   }
-  // Start-up collects at once; the pause after the first burst is two intervals (a half-busy one
-  // ends it), too short; the one after the second is three, which settles.
-  const run = scripted([0, 0.9, 0, 0, 0.03, 0.9, 0, 0, 0, 0], heap, grow, 3)
+  // Start-up collects at once; the pause after the first burst is two quiet intervals, too short;
+  // the one after the second is three, with a half-busy one among them, which settles.
+  const run = scripted([0, 0.9, 0, 0, 0.9, 0, 0.03, 0, 0], heap, grow, 3)
   await untilDone(run)
   assert.deepEqual(run.collected, [20 * MB, 80 * MB])
 })
