@@ -631,7 +631,7 @@ const { values } = parseArgs({
     'celery-arg': { type: 'string', multiple: true },
     'raw-prefetch': { type: 'string', default: '32' },
     runs: { type: 'string', default: '1' },
-    warmup: { type: 'string', default: '10000' },
+    warmup: { type: 'string', default: '30000' },
   },
 })
 const n = Number(values.tasks)
