@@ -44,12 +44,12 @@ const SETTLE_MS = 5_000
  * Collects and compacts the heap when the event loop has stayed quiet for
  * `settleMs` after work that grew it by `growthBytes` or more, so a burst's
  * garbage, and the pages it spread its survivors over, are given back while
- * the worker waits for the next one. Start-up counts as such work: the first quiet moment after the
- * trimmer starts collects once, whatever the heap's size (loading the code
- * leaves garbage and half-empty pages: ~1.3 MB of a solo worker's 22 MB idle,
- * ~1.5 MB per thread of the threads pool). Each check costs one utilisation
- * sample; a collection costs 10-30 ms of an idle loop, at most once per
- * burst. Returns the function that stops it.
+ * the worker waits for the next one. Start-up counts as such work: the first
+ * quiet moment after the trimmer starts collects once, whatever the heap's
+ * size, without waiting to settle (loading the code leaves garbage and
+ * half-empty pages: ~1.3 MB of a solo worker's 22 MB idle, ~1.5 MB per thread
+ * of the threads pool). Each check costs one utilisation sample; a collection
+ * costs 10-30 ms of an idle loop, at most once per burst. Returns the function that stops it.
  */
 export function trimMemoryWhenIdle(options: IdleTrimOptions = {}): () => void {
   const collect = options.collect ?? compactingGc()
@@ -60,10 +60,10 @@ export function trimMemoryWhenIdle(options: IdleTrimOptions = {}): () => void {
   const growthBytes = options.growthBytes ?? 4 * 1024 * 1024
   const intervalMs = options.intervalMs ?? 250
   const settleIntervals = Math.max(1, Math.ceil((options.settleMs ?? SETTLE_MS) / intervalMs))
-  // Start-up was the first burst, and what it left is all growth; nothing is hot yet, so it need not settle.
+  // Start-up was the first burst, and what it left is all growth; nothing is hot yet, so one quiet interval settles it.
   let baseline = Number.NEGATIVE_INFINITY
   let worked = true
-  let startingUp = true
+  let settleFor = 1
   let quietFor = 0
   const timer = setInterval(() => {
     const share = utilization()
@@ -75,9 +75,9 @@ export function trimMemoryWhenIdle(options: IdleTrimOptions = {}): () => void {
     // A half-busy interval (a heartbeat, a visibility pass) neither counts towards the settle nor ends it.
     if (!worked || share > QUIET) return
     quietFor += 1
-    if (!startingUp && quietFor < settleIntervals) return
+    if (quietFor < settleFor) return
     worked = false
-    startingUp = false
+    settleFor = settleIntervals
     quietFor = 0
     if (heapBytes() - baseline < growthBytes) return
     collect()
