@@ -141,6 +141,24 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.zscore('unacked_index', tag), null)
   })
 
+  it('a Redis that has lost its scripts (SCRIPT FLUSH; a restart that keeps nothing) still has each message claimed, once', async () => {
+    const q = queue()
+    const t = await open()
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 4 })
+    await t.publish('', q, msg('before'))
+    await waitFor(() => got.length === 1, { what: 'the first delivery' })
+    await got[0]!.ack()
+    await raw.script('FLUSH')
+    for (const body of ['after-1', 'after-2', 'after-3']) await t.publish('', q, msg(body))
+    await waitFor(() => got.length === 4, { what: 'the deliveries after the flush' })
+    assert.deepEqual(got.map((d) => d.body.toString()), ['before', 'after-1', 'after-2', 'after-3'])
+    for (const d of got.slice(1)) assert.notEqual(await raw.hget('unacked', d.deliveryTag), null, 'recorded as unacked')
+    for (const d of got.slice(1)) await d.ack()
+    for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0)
+    assert.equal(await raw.llen(q), 0)
+  })
+
   it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {
     const q = queue()
     const envelope = (tag: string, headers: Record<string, unknown> = {}) => ({
