@@ -217,6 +217,31 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.hexists('unacked', 'decoy-3'), 0)
   })
 
+  it('spec §4.6: braces, slashes and non-ASCII in the properties\' strings, a number or null where a string goes: recorded under the envelope\'s own tag, exchange and routing key', async () => {
+    const q = queue()
+    const body = Buffer.from('[[], {}, {}]').toString('base64')
+    // The claim reads plain properties off the text and decodes the rest; a brace inside a string cuts a balanced match short.
+    const env = (props: string) => `{"body": "${body}", "content-encoding": "utf-8", "content-type": "application/json", "headers": {}, "properties": ${props}}`
+    const texts: Record<string, [text: string, exchange: string, routingKey: string]> = {
+      'brace-tag': [env(`{"delivery_tag": "brace}tag", "delivery_info": {"exchange": "", "routing_key": "${q}"}}`), '', q],
+      'close-brace-reply-to': [env(`{"reply_to": "a}b", "delivery_info": {"exchange": "ex1", "routing_key": "${q}"}, "delivery_tag": "tag-reply"}`), 'ex1', q],
+      'open-brace-exchange': [env(`{"delivery_info": {"exchange": "e{x", "routing_key": "${q}"}, "delivery_tag": "tag-open"}`), 'e{x', q],
+      'slash-exchange': [env(`{"delivery_info": {"exchange": "e/x/\u00e9", "routing_key": "${q}"}, "delivery_tag": "tag-slash"}`), 'e/x/\u00e9', q],
+      'null-exchange': [env(`{"delivery_info": {"exchange": null, "routing_key": "${q}"}, "delivery_tag": "tag-null"}`), '', q],
+      'spaced-out': [env(`{ "delivery_info" : { "routing_key" : "${q}" , "exchange" : "ex2" } , "delivery_tag" : "tag-spaced" }`), 'ex2', q],
+    }
+    const got = await consumeAll(q, Object.values(texts).map(([text]) => text))
+    assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['brace}tag', 'tag-null', 'tag-open', 'tag-reply', 'tag-slash', 'tag-spaced'])
+    for (const d of got) {
+      const [text, exchange, routingKey] = Object.values(texts).find(([t]) => t.includes(`"${d.deliveryTag}"`))!
+      const stored = await raw.hget('unacked', d.deliveryTag)
+      assert.ok(stored?.startsWith(`[${text}, `), d.deliveryTag)
+      assert.deepEqual(JSON.parse(stored!), [JSON.parse(text), exchange, routingKey], d.deliveryTag)
+    }
+    for (const d of got) await d.ack()
+    for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0, d.deliveryTag)
+  })
+
   it('spec §4.6: a tag that is not a string is recorded again under the tag the consumer acks by; text that only ends like an envelope is dropped, not left unacked', async () => {
     const q = queue()
     const body = Buffer.from('[[], {}, {}]').toString('base64')
