@@ -24,7 +24,7 @@ import { execChecked } from './batch.js'
 import { AckTracker } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
 import { ClaimOverlap } from './claim-overlap.js'
-import { classifyRedisError } from './classify-error.js'
+import { classifyRedisError, isConnectionError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
 import { makeDelivery, type HeldDelivery } from './deliveries.js'
 import { encodeEnvelope, parseEnvelope, type KombuEnvelope } from '../kombu-envelope.js'
@@ -41,6 +41,9 @@ import { PublishBatcher } from './publish-batch.js'
 export type { RedisTransportOptions } from './options.js'
 
 let instances = 0
+
+/** How often a claim loop failure that lasts is reported again. */
+const LOOP_FAILURE_REPEAT_MS = 60_000
 
 export class RedisTransport implements Transport {
   readonly kind = 'redis' as const
@@ -61,6 +64,7 @@ export class RedisTransport implements Transport {
   private readonly overlapClaims: boolean
   private readonly events = new EventEmitter()
   private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
+  private lastLoopFailure: { message: string; at: number } | undefined
   private connecting: Promise<void> | undefined
   private closing: Promise<void> | undefined
   private cmd: Redis | undefined
@@ -118,6 +122,22 @@ export class RedisTransport implements Transport {
   off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
     this.events.off(event, listener as unknown as (...args: unknown[]) => void)
     return this
+  }
+
+  /**
+   * A claim, BRPOP or idle wait that failed other than by the connection
+   * (the watcher reports that): the loop retries with a back-off, and the
+   * operator is told, once, then once a minute while the same failure lasts.
+   * A claim script Redis refuses (scripting off, OOM under maxmemory) otherwise
+   * left a worker taking nothing, silently.
+   */
+  private loopFailed(error: unknown): void {
+    if (this.state !== 'open' || isConnectionError(error)) return
+    const err = classifyRedisError(error, 'taking messages', this.displayUrl)
+    const now = Date.now()
+    if (this.lastLoopFailure?.message === err.message && now - this.lastLoopFailure.at < LOOP_FAILURE_REPEAT_MS) return
+    this.lastLoopFailure = { message: err.message, at: now }
+    this.emitError(err)
   }
 
   private emitError(error: unknown): void {
@@ -346,8 +366,11 @@ export class RedisTransport implements Transport {
         readyQueues: () => this.consumers.ready(),
         deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
         idle: () => undefined,
-        failed: () => undefined,
-        wantsClaim: (queues) => queues.some((q) => this.consumers.hasAcking(q)),
+        failed: (error) => this.loopFailed(error),
+        wantsClaim: (queues) => {
+          for (const q of queues) if (this.consumers.hasAcking(q)) return true
+          return false
+        },
         claimRoom: (queues) => ({ room: this.consumers.room(queues), window: this.consumers.window(queues) }),
         claim: (keys, _queues, max) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))), max),
         deliverClaimed: (queue, key, raw, recordedAs) => this.onPopped(queue, key, raw, recordedAs),

@@ -159,6 +159,26 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.llen(q), 0)
   })
 
+  it('a wait or claim that Redis refuses (a queue\'s list holding a string) is reported once as a broker error while it lasts, and retried until it goes through', async () => {
+    const q = queue()
+    await raw.set(q, 'not a list')
+    const t = await open()
+    const errors: string[] = []
+    t.on('error', (e: Error) => errors.push(e.message))
+    const got: Delivery[] = []
+    await t.consume(q, (d) => void got.push(d), { prefetch: 4 })
+    await waitFor(() => errors.length > 0, { what: 'the refusal reported' })
+    assert.match(errors[0]!, /^redis broker .*: taking messages: WRONGTYPE/)
+    // The loop retries at most a second apart: several retries, one line.
+    await new Promise((r) => setTimeout(r, 2500))
+    assert.equal(errors.length, 1, errors.join('\n'))
+    await raw.del(q)
+    await t.publish('', q, msg('after the refusal'))
+    await waitFor(() => got.length === 1, { what: 'the delivery once Redis takes the wait' })
+    assert.equal(got[0]!.body.toString(), 'after the refusal')
+    await got[0]!.ack()
+  })
+
   it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {
     const q = queue()
     const envelope = (tag: string, headers: Record<string, unknown> = {}) => ({
