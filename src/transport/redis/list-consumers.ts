@@ -44,6 +44,8 @@ export class ListConsumer implements Consumer {
   }
 }
 
+const NONE: readonly ListConsumer[] = []
+
 export class ConsumerSet {
   private readonly byQueue = new Map<string, ListConsumer[]>()
   /** Queues in the order consumers were added, rotated by round_robin. */
@@ -82,7 +84,16 @@ export class ConsumerSet {
 
   /** Queues with at least one consumer that has room, in cycle order. */
   ready(): string[] {
-    const ready = this.order.filter((q) => this.byQueue.get(q)?.some((c) => c.hasRoom()))
+    // Loops, not filter/some: the claim loop asks after every message it hands over.
+    const ready: string[] = []
+    for (const q of this.order) {
+      for (const c of this.byQueue.get(q) ?? NONE) {
+        if (c.hasRoom()) {
+          ready.push(q)
+          break
+        }
+      }
+    }
     return this.strategy === 'sorted' ? ready.sort() : ready
   }
 
@@ -110,7 +121,8 @@ export class ConsumerSet {
 
   /** Some consumer of `queue` acks: its messages must be recorded in `unacked` as they are taken. */
   hasAcking(queue: string): boolean {
-    return this.byQueue.get(queue)?.some((c) => !c.noAck) ?? false
+    for (const c of this.byQueue.get(queue) ?? NONE) if (!c.noAck) return true
+    return false
   }
 
   rotate(queue: string): void {
