@@ -286,6 +286,15 @@ local function string_after(raw, e, to)
   if not ve or ve > to then return nil end
   return value
 end
+-- The string value of the quoted key in raw[from..to]: '' when the key is not
+-- there, nil when it is there twice or its value is not a whole string.
+local function optional_string(raw, key, from, to)
+  local s = string.find(raw, key, from, true)
+  if not s or s > to then return '' end
+  local e = once(raw, key, from, to)
+  if not e then return nil end
+  return string_after(raw, e, to)
+end
 -- The tag, exchange and routing key (as JSON) of an envelope, read off its
 -- text, or nil wherever the text leaves any doubt, for cjson to decode then.
 -- With Redis's time per message as near the worker's as it is (a noop task's
@@ -323,21 +332,9 @@ local function plain_fields(raw)
   if not tag then return nil end
   local is, iend = string.find(raw, '^%s*:%s*%b{}', ie + 1)
   if not is or iend > pe then return nil end
-  local ex, rk = '', ''
-  local s = string.find(raw, '"exchange"', ie, true)
-  if s and s <= iend then
-    local e = once(raw, '"exchange"', ie, iend)
-    if not e then return nil end
-    ex = string_after(raw, e, iend)
-    if not ex then return nil end
-  end
-  s = string.find(raw, '"routing_key"', ie, true)
-  if s and s <= iend then
-    local e = once(raw, '"routing_key"', ie, iend)
-    if not e then return nil end
-    rk = string_after(raw, e, iend)
-    if not rk then return nil end
-  end
+  local ex = optional_string(raw, '"exchange"', ie, iend)
+  local rk = optional_string(raw, '"routing_key"', ie, iend)
+  if not ex or not rk then return nil end
   return tag, '"' .. ex .. '"', '"' .. rk .. '"'
 end
 
