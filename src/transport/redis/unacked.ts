@@ -272,12 +272,13 @@ export class UnackedStore {
 // and the tag it was recorded under ('' when it was not), which the caller
 // checks against the tag its own reading of the envelope acks by.
 const CLAIM_SCRIPT = `
--- Where the quoted key ends, if it occurs exactly once in raw[from..to].
+-- Where the quoted key ends if it occurs exactly once in raw[from..to]; nil
+-- when it is not there, false when it is there more than once.
 local function once(raw, key, from, to)
   local s, e = string.find(raw, key, from, true)
   if not s or e > to then return nil end
   local again = string.find(raw, key, e + 1, true)
-  if again and again <= to then return nil end
+  if again and again <= to then return false end
   return e
 end
 -- The value after the key ending at e, if it is a whole string ending by to.
@@ -289,18 +290,17 @@ end
 -- The string value of the quoted key in raw[from..to]: '' when the key is not
 -- there, nil when it is there twice or its value is not a whole string.
 local function optional_string(raw, key, from, to)
-  local s = string.find(raw, key, from, true)
-  if not s or s > to then return '' end
   local e = once(raw, key, from, to)
+  if e == nil then return '' end
   if not e then return nil end
   return string_after(raw, e, to)
 end
 -- The tag, exchange and routing key (as JSON) of an envelope, read off its
 -- text, or nil wherever the text leaves any doubt, for cjson to decode then.
--- With Redis's time per message as near the worker's as it is (a noop task's
--- claim share and the worker's own are both ~20 us), decoding whole envelopes
--- held the drain back: claims of four took 57-62 us of Redis's time decoded,
--- 48-50 read off the text (commandstats). Read only when "properties"
+-- Redis's time per message is near the worker's (~20 us each for a noop task),
+-- so decoding whole envelopes held the drain back: claims of four took 57-62 us
+-- of Redis's time decoded, 48-50 read off the text (commandstats). Read only
+-- when "properties"
 -- occurs once and its object holds no backslash (no escapes to undo: a string
 -- there is its bytes between two quotes, and no quote inside one can be taken
 -- for a key's), exactly one object within it (delivery_info's: a brace inside
@@ -358,11 +358,10 @@ for i = first, #ARGV, 1000 do
 end
 local claimed = {}
 -- Recorded with one ZADD and one HSET for the whole claim, and popped with
--- RPOP's count (Redis 6.2, as BLMOVE): each redis.call costs the script about
--- as much as decoding an envelope, and one a message for each of three
--- commands was most of a claim's time in Redis. The lists do not change while
--- the script runs, so emptying one before the next takes what popping one at
--- a time from the first non-empty list would.
+-- RPOP's count (Redis 6.2, as BLMOVE): three calls a claim, not three a
+-- message (no change in the script's time that commandstats could show). The
+-- lists do not change while the script runs, so emptying one before the next
+-- takes what popping one at a time from the first non-empty list would.
 local scores = {}
 local records = {}
 local left = tonumber(ARGV[#KEYS])
