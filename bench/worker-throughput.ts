@@ -8,22 +8,25 @@
 //   npm run build && node --import tsx bench/worker-throughput.ts [--tasks 20000] [--broker amqp --broker redis] [--only tsq-solo,celery-prefork] [--runs 3] [--json]
 //     [--node-arg=--cpu-prof ...] [--tsq-arg=--prefetch-multiplier=64 ...] [--celery-arg=--prefetch-multiplier=64 ...] [--raw-prefetch 32]
 //
-// Method per contender: fill queue Q with N protocol-v2 `proj.noop` messages;
-// start the worker on an empty queue, wait until it answers ping, read its
-// idle RSS, wait for the broker server to go quiet, then `control add_consumer
-// Q`. The rate is the messages consumed between the first drop in Q's depth and
-// the poll that sees Q empty, over that time: start-up is not counted, and no
-// worker logs per task (-l WARNING).
+// Method per contender: start the worker on an empty queue, wait until it
+// answers ping, read its idle RSS; warm it up through queue Q (add_consumer Q,
+// two untimed bursts, cancel_consumer Q); fill Q with N protocol-v2
+// `proj.noop` messages, wait for the broker server to go quiet, then
+// add_consumer Q again. The rate is the messages consumed between the first
+// drop in Q's depth and the poll that sees Q empty, over that time: start-up
+// is not counted, and no worker logs per task (-l WARNING).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { availableParallelism, hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import amqplib from 'amqplib'
+// Through tsq's loader: the fill's headers are then encoded as py-amqp encodes them, and tsq's own client (add_consumer) can load it too.
+import amqplib from '../src/transport/amqp/amqplib.js'
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { encodeTaskV2 } from '../src/protocol/index.js'
+import { broadcast } from '../src/app/control.js'
 import { benchEnv, formatEnv } from './lib/env.js'
 import { BROKER_URLS } from './lib/task-queue.js'
 import { RedisKeys } from '../src/transport/redis/keys.js'
@@ -504,17 +507,17 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
 }
 
 /**
- * A worker process drains `count` tasks from the queue it consumes from the
- * start, before it is given the timed one; a slow one (Celery's threads and
- * solo pools on RabbitMQ) has the rest purged after WARMUP_MS.
+ * A worker process drains `count` tasks from `queue`, untimed; a slow one
+ * (Celery's threads and solo pools on RabbitMQ) has the rest purged after
+ * WARMUP_MS.
  */
-async function warmUp(broker: Broker, idleQueue: string, count: number, child: ChildProcess): Promise<void> {
-  await broker.fill(idleQueue, count)
+async function warmUp(broker: Broker, queue: string, count: number, child: ChildProcess): Promise<void> {
+  await broker.fill(queue, count)
   const deadline = Date.now() + WARMUP_MS
-  while ((await broker.depth(idleQueue)) > 0) {
+  while ((await broker.depth(queue)) > 0) {
     if (child.exitCode !== null) throw new Error('the worker exited during its warm-up')
     if (Date.now() > deadline) {
-      await broker.purge(idleQueue)
+      await broker.purge(queue)
       break
     }
     await sleep(20)
@@ -527,11 +530,28 @@ async function warmUp(broker: Broker, idleQueue: string, count: number, child: C
 const WARMUP_MS = 15_000
 
 /**
+ * Untimed bursts a worker process drains before the timed one. V8 is still
+ * compiling a tsq worker's hot path in its second burst: 20,000-task bursts
+ * into one solo worker on Redis drained at 13.4k, 23.7k, then 28-34k tasks/s
+ * from the third on; in another run (with --trace-opt) 18.3k, 31.7k, 32.5k,
+ * V8 optimising 266 functions in the first burst, 28 in the second and 1 in
+ * the third. With one burst of warm-up the timed drain was a second burst.
+ */
+const WARMUP_BURSTS = 2
+
+/** Celery's add_consumer/cancel_consumer sent from this process, replied to by `node` alone. */
+function pointAt(kind: Kind, node: string, method: 'add_consumer' | 'cancel_consumer', queue: string): Promise<unknown> {
+  return broadcast(method, { brokerUrl: URLS[kind], arguments: { queue }, destination: [node], timeout: 5, limit: 1 })
+}
+
+/**
  * Every contender drains `warmup` tasks, untimed, before the timed drain: a
  * worker runs for hours, and what it does in its first second (V8's JIT
  * compiling the hot path) is not what it does after. Without it the bench
  * compared a fresh tsq process with BullMQ's Worker and the floors, which run
- * in this process, JIT-warm after their first round.
+ * in this process, JIT-warm after their first round. A worker process warms
+ * up through the queue it is then timed on, consuming the same queues as in
+ * the timed drain, so that the timed drain runs no path the warm-up did not.
  */
 async function runContender(kind: Kind, broker: Broker, c: Contender, n: number, warm = warmup): Promise<Result> {
   // In this process: a first, discarded drain of the same kind.
@@ -541,7 +561,8 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number,
   const queue = `tsq-bench-tp-${process.pid}-${c.name}-${kind}`
   const idleQueue = `${queue}-idle`
   await broker.remove([queue, idleQueue])
-  await broker.fill(queue, n)
+  // A worker process is warmed up through the queue first, and filled after.
+  if (!c.argv) await broker.fill(queue, n)
   try {
     const brokerServer = brokerPids(kind)
     if (!c.argv) {
@@ -568,9 +589,18 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number,
       await sleep(1000)
       const rssIdleMb = treeRssMb(child.pid as number)
       const anonIdleMb = treeAnonMb(child.pid as number)
-      if (warm > 0) await warmUp(broker, idleQueue, warm, child)
+      if (warm > 0) {
+        await pointAt(kind, node, 'add_consumer', queue)
+        for (let burst = 0; burst < WARMUP_BURSTS; burst += 1) await warmUp(broker, queue, warm, child)
+        await pointAt(kind, node, 'cancel_consumer', queue)
+      }
+      await broker.fill(queue, n)
       await brokerQuiet(brokerServer)
-      const added = tsqCli(['control', 'add_consumer', queue, '-d', node, '-b', URLS[kind], '-t', '5', '--json'])
+      // A worker that kept taking from the queue after cancel_consumer replied would be timed on less than n.
+      const before = await broker.depth(queue)
+      if (before !== n) throw new Error(`${c.label} took ${n - before} messages from ${queue} after cancel_consumer`)
+      // From this process, not a CLI process of its own, whose start-up and exit overlapped the drain's start.
+      const added = pointAt(kind, node, 'add_consumer', queue)
       // Poll the depth: the clock starts at the first message taken.
       let start = 0
       let startDepth = n
@@ -696,6 +726,17 @@ for (const kind of kinds) {
   const bull = best('bullmq')
   const solo = mine.find((r) => r.name === 'tsq-solo-default')
   if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
+  // Round by round, tsq against BullMQ's best concurrency of the same round: the two ran a few
+  // seconds apart, so a slow spell of a shared machine falls on both more often than in the medians.
+  const bullRounds = mine.filter((r) => r.side === 'bullmq' && r.rounds).map((r) => r.rounds!)
+  if (solo?.rounds && bullRounds.length > 0 && solo.rounds.length > 1) {
+    const paired = solo.rounds.flatMap((t, i) => {
+      const peer = Math.max(...bullRounds.map((rs) => rs[i] ?? 0))
+      return peer > 0 ? [t / peer] : []
+    })
+    const sorted = [...paired].sort((a, b) => a - b)
+    say(`worker-throughput-bullmq-${kind}-rounds  ratio by round=${paired.map((x) => x.toFixed(2)).join(', ')}  median=${sorted[(sorted.length - 1) >> 1]!.toFixed(2)}`)
+  }
   // How far the default window itself allows: the claim path alone against BullMQ, and tsq's share of it.
   // Each floor beside the tsq worker that claims at its window.
   for (const [floorName, workerName] of [['claim-floor', 'tsq-solo-default'], ['claim-floor-2', 'tsq-solo-default'], ['claim-floor-c8', 'tsq-solo']] as const) {
