@@ -364,11 +364,26 @@ local claimed = {}
 -- takes what popping one at a time from the first non-empty list would.
 local scores = {}
 local records = {}
+-- Each list's pops, to push back if the claim cannot complete.
+local pops = {}
+-- Redis keeps what a script wrote before an error, so a call that fails after
+-- a pop (a later list, or the unacked keys, holding another type) must not end
+-- the script: the pops go back to the tails they came from, in their order, and
+-- the claim fails with the error, having taken nothing.
+local function undo(err)
+  for j = #pops, 1, -1 do
+    local popped = pops[j].popped
+    for k = #popped, 1, -1 do redis.call('RPUSH', pops[j].key, popped[k]) end
+  end
+  return redis.error_reply(err)
+end
 local left = tonumber(ARGV[#KEYS])
 for i = 3, #KEYS do
   if left <= 0 then break end
-  local popped = redis.call('RPOP', KEYS[i], left)
+  local popped = redis.pcall('RPOP', KEYS[i], left)
+  if type(popped) == 'table' and popped.err then return undo(popped.err) end
   if popped then
+    pops[#pops + 1] = { key = KEYS[i], popped = popped }
     left = left - #popped
     for _, raw in ipairs(popped) do
       local recorded = ''
@@ -391,8 +406,13 @@ for i = 3, #KEYS do
   end
 end
 if #scores > 0 then
-  redis.call('ZADD', KEYS[2], unpack(scores))
-  redis.call('HSET', KEYS[1], unpack(records))
+  local added = redis.pcall('ZADD', KEYS[2], unpack(scores))
+  if type(added) == 'table' and added.err then return undo(added.err) end
+  local set = redis.pcall('HSET', KEYS[1], unpack(records))
+  if type(set) == 'table' and set.err then
+    for j = 2, #scores, 2 do redis.call('ZREM', KEYS[2], scores[j]) end
+    return undo(set.err)
+  end
 end
 if #claimed == 0 then return false end
 return claimed

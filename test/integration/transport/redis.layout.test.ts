@@ -7,7 +7,9 @@ import { existsSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { BrokerConnectionError } from '../../../src/transport/errors.js'
+import { RedisKeys } from '../../../src/transport/redis/keys.js'
 import { RedisTransport } from '../../../src/transport/redis/redis-transport.js'
+import { UnackedStore } from '../../../src/transport/redis/unacked.js'
 import type { Delivery, MessageProperties, OutgoingMessage } from '../../../src/transport/transport.js'
 import { brokerSkipReason, deleteRedisBindingsOfThisProcess, REDIS_URL, uniqueName, waitFor } from '../../helpers/brokers.js'
 import { killRedisConnections } from './conformance/kill-connections.js'
@@ -177,6 +179,48 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     await waitFor(() => got.length === 1, { what: 'the delivery once Redis takes the wait' })
     assert.equal(got[0]!.body.toString(), 'after the refusal')
     await got[0]!.ack()
+  })
+
+  it('a claim that meets a key of another type after popping (a priority list, the unacked index or hash) takes nothing: what it popped is back in place, in order, and nothing stays recorded', async () => {
+    // Keys of its own (kombu's global_keyprefix): the unacked index and hash are broken on purpose here.
+    const prefix = `${uniqueName('tsq-layout-undo')}:`
+    const layout = new RedisKeys(0, { globalKeyprefix: prefix })
+    const store = new UnackedStore(raw, async () => [], layout)
+    const lists = layout.lists('q')
+    const envelope = (tag: string) => py({ body: Buffer.from('{}').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: {}, properties: { delivery_info: { exchange: '', routing_key: 'q' }, delivery_tag: tag, body_encoding: 'base64', priority: 0 } })
+    const record = lists.map(() => true)
+    try {
+      // Oldest first at the tail, as LPUSH leaves them.
+      for (const tag of ['m1', 'm2', 'm3']) await raw.lpush(lists[0]!, envelope(tag))
+      const queued = await raw.lrange(lists[0]!, 0, -1)
+      const nothingRecorded = async () => {
+        assert.deepEqual(await raw.lrange(lists[0]!, 0, -1), queued, 'the popped messages are back, in order')
+        assert.equal(await raw.exists(layout.unacked), 0, 'nothing recorded in unacked')
+        assert.equal(await raw.type(layout.unackedIndex) === 'zset' ? await raw.zcard(layout.unackedIndex) : 0, 0, 'nothing left in the index')
+      }
+      // The next list in BRPOP order holds a string: met after the main list was popped.
+      await raw.set(lists[1]!, 'not a list')
+      await assert.rejects(store.claim(lists, record, 10), /WRONGTYPE/)
+      await nothingRecorded()
+      await raw.del(lists[1]!)
+      // The index, then the hash, holding a string: met after every pop.
+      await raw.set(layout.unackedIndex, 'not a sorted set')
+      await assert.rejects(store.claim(lists, record, 10), /WRONGTYPE/)
+      await raw.del(layout.unackedIndex)
+      await nothingRecorded()
+      await raw.set(layout.unacked, 'not a hash')
+      await assert.rejects(store.claim(lists, record, 10), /WRONGTYPE/)
+      await raw.del(layout.unacked)
+      await nothingRecorded()
+      // Fixed, the same claim takes each message once, oldest first, each recorded under its tag.
+      const claimed = await store.claim(lists, record, 10)
+      assert.deepEqual(claimed.map((c) => c.recordedAs), ['m1', 'm2', 'm3'])
+      assert.deepEqual(claimed.map((c) => c.raw), ['m1', 'm2', 'm3'].map(envelope))
+      assert.deepEqual(await raw.zrange(layout.unackedIndex, 0, -1), ['m1', 'm2', 'm3'])
+      assert.equal(await raw.llen(lists[0]!), 0)
+    } finally {
+      await raw.del(...lists, layout.unacked, layout.unackedIndex)
+    }
   })
 
   it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {

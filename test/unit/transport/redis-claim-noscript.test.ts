@@ -40,7 +40,7 @@ describe('Redis claim script', () => {
     // What ioredis writes as is: strings (a number here would fail in its toWritable).
     for (const s of sent) assert.ok(s.args.every((a) => typeof a === 'string'), `${s.name}: strings only`)
     const script = evalScript.args[0] as string
-    assert.match(script, /redis\.call\('RPOP'/)
+    assert.match(script, /redis\.pcall\('RPOP'/)
     assert.equal(evalsha.args[0], createHash('sha1').update(script).digest('hex'))
     // numkeys, unacked, unacked_index, the list; then now, the record flag, the most to take.
     assert.deepEqual(evalsha.args.slice(1, 5), ['3', 'unacked', 'unacked_index', 'q'])
