@@ -129,11 +129,12 @@ export class RedisTransport implements Transport {
    * (the watcher reports that): the loop retries with a back-off, and the
    * operator is told, once, then once a minute while the same failure lasts.
    * A claim script Redis refuses (scripting off, OOM under maxmemory) otherwise
-   * left a worker taking nothing, silently.
+   * left a worker taking nothing, silently. A visibility pass that Redis
+   * refuses is said the same way.
    */
-  private loopFailed(error: unknown): void {
+  private loopFailed(error: unknown, doing = 'taking messages'): void {
     if (this.state !== 'open' || isConnectionError(error)) return
-    const err = classifyRedisError(error, 'taking messages', this.displayUrl)
+    const err = classifyRedisError(error, doing, this.displayUrl)
     const now = Date.now()
     if (this.lastLoopFailure?.message === err.message && now - this.lastLoopFailure.at < LOOP_FAILURE_REPEAT_MS) return
     this.lastLoopFailure = { message: err.message, at: now }
@@ -479,7 +480,9 @@ export class RedisTransport implements Transport {
     this.restoring = true
     try {
       return await this.unacked!.restoreVisible(this.options.visibilityTimeout)
-    } catch {
+    } catch (error) {
+      // The next pass tries again; a refusal that lasts (a queue's key of another type) is said, as a refused claim is.
+      this.loopFailed(error, 'restoring unacked messages')
       return 0
     } finally {
       this.restoring = false

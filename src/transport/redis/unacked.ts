@@ -10,9 +10,19 @@ import { execChecked } from './batch.js'
 
 // Atomic stand-in for kombu's WATCH unacked / HGET / MULTI: the restore happens only
 // if the hash still holds exactly what we read, so two restorers never both push.
+// A destination that is not a list is refused before anything changes: Redis keeps
+// what a script wrote before an error, and a push failing after the ZREM/HDEL lost
+// the message (kombu's MULTI, which runs every command whatever one of them does,
+// loses it the same way). It stays unacked, to be restored once the key is a list.
 const RESTORE_SCRIPT = `
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current ~= ARGV[2] then return -1 end
+for i = 3, #KEYS do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'list' and kind ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a list: message ' .. ARGV[1] .. ' stays unacked')
+  end
+end
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[1], ARGV[1])
 for i = 3, #KEYS do
@@ -252,9 +262,16 @@ export class UnackedStore {
       if (limit) args.push('LIMIT', 0, limit)
       const found = (await this.conn.call('ZREVRANGEBYSCORE', ...args)) as string[]
       let restored = 0
+      let failure: unknown
       for (let i = 0; i < found.length; i += 2) {
-        if (await this.restore(found[i]!, { leftmost: false })) restored += 1
+        // One message Redis refuses to restore (its queue's key holds another type) holds back none of the others.
+        try {
+          if (await this.restore(found[i]!, { leftmost: false })) restored += 1
+        } catch (error) {
+          failure ??= error
+        }
       }
+      if (failure !== undefined) throw failure
       return restored
     } finally {
       await this.conn.eval(RELEASE_SCRIPT, 1, this.keys.unackedMutex, token).catch(() => {

@@ -223,6 +223,37 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     }
   })
 
+  it('a restore (requeue, or the visibility pass) to a queue whose key holds another type changes nothing and fails; the pass still restores the other messages', async () => {
+    const prefix = `${uniqueName('tsq-layout-restore-type')}:`
+    const layout = new RedisKeys(0, { globalKeyprefix: prefix })
+    const [good, bad] = [layout.lists('good')[0]!, layout.lists('bad')[0]!]
+    // What kombu's binding table would answer: the routing key's own queue.
+    const store = new UnackedStore(raw, async (_exchange, routingKey) => [routingKey === 'bad' ? bad : good], layout)
+    const envelope = (tag: string, rk: string) => py({ body: Buffer.from('{}').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: {}, properties: { delivery_info: { exchange: '', routing_key: rk }, delivery_tag: tag, body_encoding: 'base64', priority: 0 } })
+    try {
+      await raw.lpush(good, envelope('g1', 'good'))
+      await raw.lpush(bad, envelope('b1', 'bad'))
+      assert.equal((await store.claim([good, bad], [true, true], 2)).length, 2)
+      await raw.set(bad, 'not a list')
+      // A requeue: refused, and b1 is still unacked, indexed, and nowhere else.
+      await assert.rejects(store.restore('b1', { leftmost: true }), /WRONGTYPE .* stays unacked/)
+      assert.notEqual(await raw.hget(layout.unacked, 'b1'), null)
+      assert.notEqual(await raw.zscore(layout.unackedIndex, 'b1'), null)
+      // The visibility pass (a 0 s timeout: both are stale) restores g1 and reports b1's refusal.
+      await assert.rejects(store.restoreVisible(0), /WRONGTYPE/)
+      assert.equal(await raw.llen(good), 1)
+      assert.equal(await raw.hexists(layout.unacked, 'g1'), 0)
+      assert.notEqual(await raw.hget(layout.unacked, 'b1'), null)
+      // Once the key is a list again, the next pass restores b1 there.
+      await raw.del(bad)
+      assert.equal(await store.restoreVisible(0), 1)
+      assert.equal(JSON.parse((await raw.lrange(bad, 0, -1))[0]!).properties.delivery_tag, 'b1')
+      assert.equal(await raw.exists(layout.unacked), 0)
+    } finally {
+      await raw.del(good, bad, layout.unacked, layout.unackedIndex, layout.unackedMutex)
+    }
+  })
+
   it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {
     const q = queue()
     const envelope = (tag: string, headers: Record<string, unknown> = {}) => ({
