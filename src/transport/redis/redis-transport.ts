@@ -64,7 +64,8 @@ export class RedisTransport implements Transport {
   private readonly overlapClaims: boolean
   private readonly events = new EventEmitter()
   private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
-  private lastLoopFailure: { message: string; at: number } | undefined
+  /** When each loop failure was last said, by its message. */
+  private readonly loopFailures = new Map<string, number>()
   private connecting: Promise<void> | undefined
   private closing: Promise<void> | undefined
   private cmd: Redis | undefined
@@ -136,8 +137,11 @@ export class RedisTransport implements Transport {
     if (this.state !== 'open' || isConnectionError(error)) return
     const err = classifyRedisError(error, doing, this.displayUrl)
     const now = Date.now()
-    if (this.lastLoopFailure?.message === err.message && now - this.lastLoopFailure.at < LOOP_FAILURE_REPEAT_MS) return
-    this.lastLoopFailure = { message: err.message, at: now }
+    // By message: a refused claim and a refused restore that both last (a queue's key of another type) are each said once a minute, not each time the other was.
+    const said = this.loopFailures.get(err.message)
+    if (said !== undefined && now - said < LOOP_FAILURE_REPEAT_MS) return
+    for (const [message, at] of this.loopFailures) if (now - at >= LOOP_FAILURE_REPEAT_MS) this.loopFailures.delete(message)
+    this.loopFailures.set(err.message, now)
     this.emitError(err)
   }
 
