@@ -65,6 +65,7 @@ export function uniqueName(prefix = 'tsq-test'): string {
  */
 export async function deleteRedisBindingsOfThisProcess(url: string, prefix: string): Promise<void> {
   const { Redis } = await import('ioredis')
+  const { EXCHANGE_TYPES_KEY } = await import('../../src/transport/redis/routing.js')
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 })
   try {
     await redis.connect()
@@ -76,6 +77,15 @@ export async function deleteRedisBindingsOfThisProcess(url: string, prefix: stri
       keys.push(...found)
     } while (cursor !== '0')
     if (keys.length) await redis.del(...keys)
+    // The types tsq records for this process's fanout and topic exchanges, fields of one shared hash (EXCHANGE_TYPES_KEY).
+    const fields: string[] = []
+    cursor = '0'
+    do {
+      const [next, found] = await redis.hscan(EXCHANGE_TYPES_KEY, cursor, 'MATCH', `${prefix}*-${process.pid}-*`, 'COUNT', 1000)
+      cursor = next
+      for (let i = 0; i < found.length; i += 2) fields.push(found[i]!)
+    } while (cursor !== '0')
+    if (fields.length) await redis.hdel(EXCHANGE_TYPES_KEY, ...fields)
   } finally {
     redis.disconnect()
   }
