@@ -381,17 +381,13 @@ local claimed = {}
 -- takes what popping one at a time from the first non-empty list would.
 local scores = {}
 local records = {}
--- Each list's pops, to push back if the claim cannot complete.
-local pops = {}
 -- Redis keeps what a script wrote before an error, so a call that fails after
 -- a pop (a later list, or the unacked keys, holding another type) must not end
--- the script: the pops go back to the tails they came from, in their order, and
--- the claim fails with the error, having taken nothing.
+-- the script: what was popped (claimed, in pop order) goes back to the tails it
+-- came from, last popped first, and the claim fails with the error, having
+-- taken nothing.
 local function undo(err)
-  for j = #pops, 1, -1 do
-    local popped = pops[j].popped
-    for k = #popped, 1, -1 do redis.call('RPUSH', pops[j].key, popped[k]) end
-  end
+  for n = #claimed - 2, 1, -3 do redis.call('RPUSH', claimed[n], claimed[n + 1]) end
   return redis.error_reply(err)
 end
 local left = tonumber(ARGV[#KEYS])
@@ -400,7 +396,6 @@ for i = 3, #KEYS do
   local popped = redis.pcall('RPOP', KEYS[i], left)
   if type(popped) == 'table' and popped.err then return undo(popped.err) end
   if popped then
-    pops[#pops + 1] = { key = KEYS[i], popped = popped }
     left = left - #popped
     for _, raw in ipairs(popped) do
       local recorded = ''
