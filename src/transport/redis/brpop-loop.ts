@@ -4,6 +4,7 @@
 // UNBLOCK ends the wait early instead of letting a new consumer sit for 1 s.
 import type { Redis } from 'ioredis'
 import { closeConnection } from './connections.js'
+import type { BusyPoll } from './busy-poll.js'
 import type { ClaimOverlap } from './claim-overlap.js'
 import type { RedisKeys } from './keys.js'
 import type { ClaimedMessage } from './unacked.js'
@@ -137,6 +138,8 @@ export class BrpopLoop {
     private readonly keys: RedisKeys,
     /** Whether a small window may go out as two claims at once; none: always whole. */
     private readonly overlap?: ClaimOverlap,
+    /** Keeps the event loop polling while a claim's answer is due, where a CPU is free (overlap says). */
+    private readonly poll?: BusyPoll,
   ) {
     this.blockers = [new Blocker(conn, () => this.wake?.())]
   }
@@ -162,6 +165,7 @@ export class BrpopLoop {
 
   async stop(): Promise<void> {
     this.stopping = true
+    this.poll?.stop()
     this.nudge()
     await this.unblockAll()
     let timer: NodeJS.Timeout | undefined
@@ -380,9 +384,9 @@ export class BrpopLoop {
       if (queues.length === 0 || !this.target.wantsClaim(queues)) return
       const { room, window } = this.target.claimRoom(queues)
       const free = room - this.reserved - this.undelivered
+      const cpuFree = this.overlap?.split() === true
       // A window of two batches or more already keeps claims overlapping.
-      const splittable = window >= 2 && window < 2 * CLAIM_BATCH_MAX
-      const split = splittable && this.overlap?.split() === true
+      const split = cpuFree && window >= 2 && window < 2 * CLAIM_BATCH_MAX
       const batch = Math.min(CLAIM_BATCH_MAX, split ? Math.ceil(window / 2) : window)
       // Mid-batch (messages still to hand over) counts as a claim out: the batch's end claims the rest.
       // Split, the second claim is the window's other half, one smaller when the window is odd.
@@ -394,6 +398,7 @@ export class BrpopLoop {
       reply.catch(() => undefined)
       this.reserved += asked
       this.inflight.push({ asked, reply })
+      if (cpuFree) this.poll?.sent(reply)
     }
   }
 }

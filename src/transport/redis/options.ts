@@ -39,7 +39,9 @@ export interface RedisTransportOptions {
    * wire while a CPU is free (claim-overlap.ts). For a consumer whose own
    * thread does the work, as the solo pool does: where tasks run in other
    * processes or threads, the split cost the pool's CPU-bound dispatcher more
-   * than it gained (prefork and threads -c 2 drained 6-10% less).
+   * than it gained (prefork and threads -c 2 drained 6-10% less). The same
+   * consumer also keeps its event loop polling while a claim's answer is due
+   * (busy-poll.ts).
    */
   overlapClaims?: boolean
 }

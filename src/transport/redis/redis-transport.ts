@@ -23,6 +23,7 @@ import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
 import { AckTracker } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
+import { BusyPoll } from './busy-poll.js'
 import { ClaimOverlap } from './claim-overlap.js'
 import { classifyRedisError, isConnectionError } from './classify-error.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
@@ -386,7 +387,7 @@ export class RedisTransport implements Transport {
           await extra.open()
           return extra.conn
         },
-      }, this.keys, this.overlapClaims ? new ClaimOverlap() : undefined))
+      }, this.keys, this.overlapClaims ? new ClaimOverlap() : undefined, this.overlapClaims ? new BusyPoll() : undefined))
     })().catch((error: unknown) => {
       this.loop = undefined
       throw error

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Redis } from 'ioredis'
 import { BrpopLoop, type BrpopTarget } from '../../../src/transport/redis/brpop-loop.js'
+import type { BusyPoll } from '../../../src/transport/redis/busy-poll.js'
 import { ClaimOverlap } from '../../../src/transport/redis/claim-overlap.js'
 import { RedisKeys } from '../../../src/transport/redis/keys.js'
 import type { ClaimedMessage } from '../../../src/transport/redis/unacked.js'
@@ -13,7 +14,7 @@ import type { ClaimedMessage } from '../../../src/transport/redis/unacked.js'
 const fakeConn = () => ({ status: 'ready', on() {}, off() {}, client: async () => 1, disconnect() {} }) as unknown as Redis
 
 /** The sizes of the claims the loop sends before any is answered, at `window`. */
-async function firstClaims(window: number, overlap: ClaimOverlap | undefined): Promise<number[]> {
+async function firstClaims(window: number, overlap: ClaimOverlap | undefined, poll?: BusyPoll): Promise<number[]> {
   const asked: number[] = []
   const answers: Array<(m: ClaimedMessage[]) => void> = []
   const target: BrpopTarget = {
@@ -32,7 +33,7 @@ async function firstClaims(window: number, overlap: ClaimOverlap | undefined): P
     stagingFor: (source) => `${source}.staging`,
     openBlocker: async () => fakeConn(),
   }
-  const loop = new BrpopLoop(fakeConn(), fakeConn(), target, new RedisKeys(0), overlap)
+  const loop = new BrpopLoop(fakeConn(), fakeConn(), target, new RedisKeys(0), overlap, poll)
   loop.start()
   await new Promise((r) => setImmediate(r))
   const sent = [...asked]
@@ -67,6 +68,24 @@ describe('Redis claim sizes', () => {
 
   it('window 1 is not split', async () => {
     assert.deepEqual(await firstClaims(1, freeCpu()), [1])
+  })
+
+  it('keeps the loop polling for each claim only while a CPU is free', async () => {
+    const spy = () => {
+      const seen = { sent: 0, stopped: false }
+      const poll = { sent: () => void (seen.sent += 1), stop: () => void (seen.stopped = true) } as unknown as BusyPoll
+      return { poll, seen }
+    }
+    const free = spy()
+    await firstClaims(8, freeCpu(), free.poll)
+    assert.deepEqual(free.seen, { sent: 2, stopped: true })
+    const unknown = spy()
+    await firstClaims(8, unknownCpu(), unknown.poll)
+    assert.equal(unknown.seen.sent, 0)
+    // A window too large to split still polls while the CPU is free.
+    const large = spy()
+    await firstClaims(200, freeCpu(), large.poll)
+    assert.equal(large.seen.sent, 4)
   })
 
   it('window 200 keeps its claims of 32, four on the wire, split or not', async () => {
