@@ -10,10 +10,10 @@
 // microseconds before the answer is read (the hypervisor parks an idle vCPU).
 // Per 1,000 tasks the worker spent 18-21 ms of CPU over 20-28 ms of wall time:
 // waiting, not working, for a fifth of each drain. Polling while the answer is
-// due (round trips here: 60-100 us median, 250 us at the 90th percentile), four
-// interleaved runs of 30,000-task bursts gave 41-51k tasks/s against 33-41k,
-// at slightly less CPU per task (18.4-19.4 against 19.4-20.6 ms per 1,000),
-// since a poll that finds the answer costs less than a sleep and a wake-up.
+// due (round trips here: 60-100 us median, 250 us at the 90th percentile),
+// interleaved 30,000-task bursts drained at 48-54k tasks/s against 30-43k, at
+// less worker CPU per task (18-21 us against 19-26), since a poll that finds
+// the answer costs less than a sleep and a wake-up (bench/README.md).
 //
 // What it costs, and where it stops:
 // - it runs only while a claim is unanswered, and never longer than SPIN_MS
