@@ -536,6 +536,17 @@ const WARMUP_MS = 15_000
  * from the third on; in another run (with --trace-opt) 18.3k, 31.7k, 32.5k,
  * V8 optimising 266 functions in the first burst, 28 in the second and 1 in
  * the third. With one burst of warm-up the timed drain was a second burst.
+ *
+ * The bursts come after a first cancel_consumer and add_consumer of the timed
+ * queue. Without it, the cancel that follows the bursts was the worker's first:
+ * V8's log (--log-deopt) showed it deoptimising the tsq worker's claim path (the
+ * consumer's `cancelled` field, until then never written again, stopped being a
+ * constant: "dependency-change" in `room`, `ready`, `topUp`, `onPopped` and the
+ * loop), and the control messages' envelopes, of another shape than a task's,
+ * deoptimising `makeDelivery` ("wrong map"). The timed drain then began on
+ * unoptimised code: its first 200-600 tasks cost the worker 75-120 us each,
+ * against 17-25 from then on. A worker pays that once in its life, not at the
+ * start of every burst, so the bench has it paid before the warm-up.
  */
 const WARMUP_BURSTS = 2
 
@@ -590,6 +601,10 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number,
       const rssIdleMb = treeRssMb(child.pid as number)
       const anonIdleMb = treeAnonMb(child.pid as number)
       if (warm > 0) {
+        await pointAt(kind, node, 'add_consumer', queue)
+        // One cancel_consumer and add_consumer before the bursts, not only after them: the process's first
+        // cancel and its first control messages undo some of what V8 compiled for the hot path (below).
+        await pointAt(kind, node, 'cancel_consumer', queue)
         await pointAt(kind, node, 'add_consumer', queue)
         for (let burst = 0; burst < WARMUP_BURSTS; burst += 1) await warmUp(broker, queue, warm, child)
         await pointAt(kind, node, 'cancel_consumer', queue)
