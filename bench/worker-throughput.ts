@@ -539,9 +539,9 @@ const WARMUP_MS = 15_000
  *
  * The bursts come after a first cancel_consumer and add_consumer of the timed
  * queue. Without it, the cancel that follows the bursts was the worker's first:
- * V8's log (--log-deopt) showed it deoptimising the tsq worker's claim path (the
- * consumer's `cancelled` field, until then never written again, stopped being a
- * constant: "dependency-change" in `room`, `ready`, `topUp`, `onPopped` and the
+ * V8's log (--log-deopt) showed it deoptimising the tsq worker's claim path (most
+ * likely the consumer's `cancelled` field, never written again until then, no
+ * longer a constant: "dependency-change" in `room`, `ready`, `topUp`, `onPopped` and the
  * loop), and the control messages' envelopes, of another shape than a task's,
  * deoptimising `makeDelivery` ("wrong map"). The timed drain then began on
  * unoptimised code: its first 200-600 tasks cost the worker 75-120 us each,
