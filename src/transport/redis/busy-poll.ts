@@ -7,7 +7,8 @@
 // worker and Redis hand each claim back and forth every ~80 us. Each time the
 // worker slept for an answer, its CPU went idle, and on the 2-core VM the
 // benches run on, a CPU that idles and is woken again costs tens of
-// microseconds before the answer is read (the hypervisor parks an idle vCPU).
+// microseconds before the answer is read (most likely because the hypervisor
+// parks an idle vCPU).
 // Per 1,000 tasks the worker spent 18-21 ms of CPU over 20-28 ms of wall time:
 // waiting, not working, for a fifth of each drain. Polling while the answer is
 // due (round trips here: 60-100 us median, 250 us at the 90th percentile),
