@@ -5,6 +5,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { globSync } from 'tinyglobby'
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits } from '../protocol/limits.js'
 import {
   SecurityError, acceptContent, certificateId, serializerSpec, storeCertificate,
   type BodyDecoder, type BodyEncoder, type CertStore, type Signer, type StoreCertificate,
@@ -134,10 +135,22 @@ export function taskEncoder(conf: Record<string, unknown>, security: LoadedSecur
   return { serializer, signer: security.signer, inner: security.inner }
 }
 
-/** What a worker accepts (accept_content) and verifies signed bodies with. */
+/** What a worker accepts (accept_content), verifies signed bodies with, and how deep and large a message may be. */
 export function taskDecoder(conf: Record<string, unknown>, security: LoadedSecurity | undefined, allowed?: string[]): BodyDecoder {
   const accept = acceptContent(allowed ? [...(conf.accept_content as string[] | undefined ?? []), ...allowed] : conf.accept_content)
-  return { accept, ...(security ? { verify: { store: security.store, digest: security.digest } } : {}) }
+  return { accept, limits: messageLimits(conf), ...(security ? { verify: { store: security.store, digest: security.digest } } : {}) }
+}
+
+/** worker_message_max_depth and worker_message_max_bytes (tsq's own settings; see protocol/limits.ts). */
+export function messageLimits(conf: Record<string, unknown>): MessageLimits {
+  try {
+    return {
+      maxDepth: limitSetting(conf.worker_message_max_depth, 'worker_message_max_depth', DEFAULT_MAX_DEPTH),
+      maxBytes: limitSetting(conf.worker_message_max_bytes, 'worker_message_max_bytes', DEFAULT_MAX_BYTES),
+    }
+  } catch (error) {
+    throw new ImproperlyConfiguredError((error as Error).message)
+  }
 }
 
 /** result_serializer (json by default; Celery's results stay JSON under auth unless set) and result_accept_content (accept_content when unset). */

@@ -15,6 +15,11 @@ export type { SerializerName, SerializerSpec, Serialized } from './serializers.j
 export { SecurityError, certificateId, storeCertificate, digestName, signAndPack, unpackAndVerify } from './auth.js'
 export type { CertStore, StoreCertificate, Signer, InnerBody } from './auth.js'
 export { encodeBody, decodeBody } from './message-body.js'
+export {
+  DEFAULT_MAX_DEPTH, DEFAULT_MAX_BYTES, DEFAULT_MESSAGE_LIMITS, YAML_MAX_DEPTH, MessageLimitError,
+  jsonDepthExceeds, yamlDepthBound, valueLimitExceeded, checkJsonDepth, checkYamlDepth, checkValueLimits, depthError, sizeError, limitSetting,
+} from './limits.js'
+export type { MessageLimits } from './limits.js'
 export type { BodyEncoder, BodyDecoder } from './message-body.js'
 export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,

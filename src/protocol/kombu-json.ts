@@ -5,6 +5,7 @@
 // layout matters, not just the values.
 
 import { EncodeError } from './errors.js'
+import { DEFAULT_MAX_DEPTH } from './limits.js'
 import { PyFloat, PyTuple, formatPyFloat, formatPyNumber } from './py-types.js'
 
 export { PyFloat } from './py-types.js'
@@ -187,8 +188,12 @@ export function loads(text: string, options: LoadsOptions = {}): unknown {
 
 const NUMBER_RE = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
 
+/** The slow parser recurses per level: past this it refuses, as Python's json.loads does past its recursion limit. */
+const PARSER_MAX_DEPTH = DEFAULT_MAX_DEPTH
+
 class Parser {
   private i = 0
+  private depth = 0
   constructor(
     private readonly s: string,
     private readonly keepFloats: boolean,
@@ -296,25 +301,31 @@ class Parser {
     return out
   }
 
+  private enter(): void {
+    if (++this.depth > PARSER_MAX_DEPTH) this.fail(`Nesting deeper than ${PARSER_MAX_DEPTH} levels`)
+  }
+
   private array(): unknown[] {
     this.i++
+    this.enter()
     const out: unknown[] = []
     this.ws()
-    if (this.s[this.i] === ']') { this.i++; return out }
+    if (this.s[this.i] === ']') { this.i++; this.depth--; return out }
     for (;;) {
       out.push(this.value())
       this.ws()
       const c = this.s[this.i++]
-      if (c === ']') return out
+      if (c === ']') { this.depth--; return out }
       if (c !== ',') { this.i--; this.fail("Expecting ',' delimiter") }
     }
   }
 
   private object(): Record<string, unknown> {
     this.i++
+    this.enter()
     const out: Record<string, unknown> = {}
     this.ws()
-    if (this.s[this.i] === '}') { this.i++; return out }
+    if (this.s[this.i] === '}') { this.i++; this.depth--; return out }
     for (;;) {
       this.ws()
       if (this.s[this.i] !== '"') this.fail('Expecting property name enclosed in double quotes')
@@ -326,7 +337,7 @@ class Parser {
       Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true })
       this.ws()
       const c = this.s[this.i++]
-      if (c === '}') return out
+      if (c === '}') { this.depth--; return out }
       if (c !== ',') { this.i--; this.fail("Expecting ',' delimiter") }
     }
   }

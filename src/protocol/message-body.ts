@@ -4,6 +4,7 @@
 
 import { signAndPack, unpackAndVerify, type CertStore, type Signer } from './auth.js'
 import { ContentDisallowedError, SERIALIZERS, deserialize, serialize, serializerSpec, type Serialized } from './serializers.js'
+import type { MessageLimits } from './limits.js'
 
 export interface BodyEncoder {
   /** task_serializer (or result_serializer): json, msgpack, yaml or auth. */
@@ -18,6 +19,8 @@ export interface BodyDecoder {
   accept: ReadonlySet<string>
   /** The certificate store and digest, when security is set up. */
   verify?: { store: CertStore; digest: string }
+  /** Depth and size limits (limits.ts); the defaults when absent. */
+  limits?: MessageLimits
 }
 
 export function encodeBody(value: unknown, enc: BodyEncoder): Serialized {
@@ -36,8 +39,8 @@ export function encodeBody(value: unknown, enc: BodyEncoder): Serialized {
  */
 export function decodeBody(body: Uint8Array | string, contentType: string, contentEncoding: string | undefined, dec: BodyDecoder, what = 'body'): unknown {
   const type = (contentType || 'application/data').trim().toLowerCase()
-  if (type !== SERIALIZERS.auth.contentType) return deserialize(body, type, contentEncoding, dec.accept, what)
+  if (type !== SERIALIZERS.auth.contentType) return deserialize(body, type, contentEncoding, dec.accept, what, dec.limits)
   if (!dec.verify) throw new ContentDisallowedError(type, 'Refusing to deserialize signed content (application/data): this worker has no security settings to verify it (security_cert_store)')
   const inner = unpackAndVerify(body, dec.verify.store, dec.verify.digest)
-  return deserialize(inner.body, inner.contentType, inner.contentEncoding, null, what)
+  return deserialize(inner.body, inner.contentType, inner.contentEncoding, null, what, dec.limits)
 }

@@ -9,6 +9,7 @@ import type * as Msgpack from '@msgpack/msgpack'
 import type * as Yaml from 'yaml'
 import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from './errors.js'
 import { dumps, loads } from './kombu-json.js'
+import { DEFAULT_MESSAGE_LIMITS, checkJsonDepth, checkValueLimits, checkYamlDepth, depthError, sizeError, type MessageLimits } from './limits.js'
 
 // msgpack and YAML are loaded on first use: most apps never see either, and the two libraries
 // are ~1.7 MB of heap in every process, pool child and thread that loads the protocol. A
@@ -182,17 +183,20 @@ function utf8(body: Uint8Array | string, what: string): string {
 /**
  * kombu's loads for one content type tsq can read. `accept` null skips the
  * accept check (kombu's force=True, used for the body inside a verified auth
- * envelope); application/data is not handled here (see auth.ts).
+ * envelope); application/data is not handled here (see auth.ts). `limits`
+ * are checked before the decoder, or anything after it, recurses (limits.ts).
  */
-export function deserialize(body: Uint8Array | string, contentType: string, contentEncoding: string | undefined, accept: ReadonlySet<string> | null, what = 'body'): unknown {
+export function deserialize(body: Uint8Array | string, contentType: string, contentEncoding: string | undefined, accept: ReadonlySet<string> | null, what = 'body', limits: MessageLimits = DEFAULT_MESSAGE_LIMITS): unknown {
   const type = (contentType || 'application/data').trim().toLowerCase()
   if (type === SERIALIZERS.pickle.contentType) throw new PickleRefusedError()
   if (accept && !TRUSTED_CONTENT.has(type) && !accept.has(type)) throw new ContentDisallowedError(type)
+  if (body.length > limits.maxBytes) throw sizeError(what, body.length, limits.maxBytes)
   switch (type) {
     case 'application/json': {
       const enc = (contentEncoding ?? 'utf-8').toLowerCase()
       if (enc !== 'utf-8' && enc !== 'utf8' && enc !== '') throw new MalformedMessageError(`content encoding ${JSON.stringify(contentEncoding)} is not supported for JSON`)
       const text = utf8(body, what)
+      checkJsonDepth(text, limits.maxDepth, what)
       try {
         // A Python int past 2**53 (a 64-bit id) arrives as a BigInt, not rounded.
         return loads(text, { integers: 'exact' })
@@ -205,15 +209,25 @@ export function deserialize(body: Uint8Array | string, contentType: string, cont
         const raw = typeof body === 'string' ? Buffer.from(body, 'latin1') : body
         // A plain Uint8Array view, so bin values come out as Uint8Array whatever held the body.
         const bytes = new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength)
-        return narrowIntegers(msgpack().decode(bytes, { useBigInt64: true }))
+        // The decoder keeps its own stack; what walks the value after it recurses, so the value is checked first.
+        const value = msgpack().decode(bytes, { useBigInt64: true })
+        checkValueLimits(value, limits, what)
+        return narrowIntegers(value)
       } catch (cause) {
+        if (cause instanceof MalformedMessageError) throw cause
         throw new MalformedMessageError(`${what} is not valid msgpack: ${(cause as Error).message}`, { cause })
       }
     case 'application/x-yaml': {
       const text = utf8(body, what)
+      checkYamlDepth(text, limits.maxDepth, what)
       try {
-        return narrowIntegers(yaml().parse(text, YAML_OPTIONS))
+        const value: unknown = yaml().parse(text, YAML_OPTIONS)
+        checkValueLimits(value, limits, what)
+        return narrowIntegers(value)
       } catch (cause) {
+        if (cause instanceof MalformedMessageError) throw cause
+        // The library's recursion, should a shape the bound missed reach it.
+        if (cause instanceof RangeError || /call stack/.test((cause as Error).message)) throw depthError(what, limits.maxDepth)
         throw new MalformedMessageError(`${what} is not valid YAML: ${(cause as Error).message.split('\n')[0]}`, { cause })
       }
     }

@@ -8,6 +8,7 @@ import { formatIsoDate, parseIsoDate } from './iso-date.js'
 import { argsRepr, kwargsRepr, saferepr } from './python-repr.js'
 import { decodeBody, encodeBody, type BodyDecoder, type BodyEncoder } from './message-body.js'
 import { uuid4 } from './uuid.js'
+import { DEFAULT_MESSAGE_LIMITS, checkValueLimits } from './limits.js'
 
 export interface Signature {
   task: string
@@ -339,6 +340,8 @@ function fromDictBody(body: Record<string, unknown>, headers: Record<string, unk
 export function decodeTaskMessage(input: TaskMessageInput): TaskRequest {
   const headers = input.headers ?? {}
   if (!isPlainObject(headers)) throw new MalformedMessageError('task message headers are not a mapping')
+  // Before anything reads them: the headers are copied and walked (repr, IPC) below and later.
+  checkValueLimits(headers, input.decoder?.limits ?? DEFAULT_MESSAGE_LIMITS, 'task headers')
   const body = parseBody(input)
   if ('task' in headers) {
     if (isPlainObject(body) && 'args' in body) return fromDictBody(body, headers)

@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App, Task } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { ContentDisallowedError, SecurityError, decodeTaskMessage, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, sizeError, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement, unlockChord } from './follow-ups.js'
@@ -21,8 +21,6 @@ import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
 import { BROKER_DELAY_LEAD_S } from '../app/send-task.js'
 
-/** Bodies past this are rejected unread: no task needs 64 MiB of arguments. */
-const MAX_BODY_BYTES = 64 * 1024 * 1024
 const DEFAULT_RETRY_DELAY = 180
 
 export interface RunnerOptions {
@@ -168,11 +166,12 @@ export class TaskRunner {
   onDelivery(delivery: Delivery): void | Promise<void> {
     let message: TaskRequest
     try {
-      if (delivery.body.length > MAX_BODY_BYTES) throw new Error(`body of ${delivery.body.length} bytes exceeds ${MAX_BODY_BYTES}`)
+      const maxBytes = this.o.decoder?.limits?.maxBytes ?? DEFAULT_MESSAGE_LIMITS.maxBytes
+      if (delivery.body.length > maxBytes) throw sizeError('task body', delivery.body.length, maxBytes)
       if (delivery.properties.unreadableHeaders !== undefined) throw new Error(`unreadable header table: ${delivery.properties.unreadableHeaders}`)
-      message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding, ...(this.o.decoder ? { decoder: this.o.decoder } : {}) })
+      message = decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery, maxBytes), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding, ...(this.o.decoder ? { decoder: this.o.decoder } : {}) })
     } catch (error) {
-      if (error instanceof SecurityError || error instanceof ContentDisallowedError) return this.refuse(delivery, error)
+      if (error instanceof SecurityError || error instanceof ContentDisallowedError || error instanceof MessageLimitError) return this.refuse(delivery, error)
       this.o.log.error(`Received invalid task message (rejected, not requeued): ${(error as Error).message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
       if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: delivery.properties.headers, body: delivery.body }, exc: error as Error })
       return delivery.reject({ requeue: false }).catch(() => undefined)
@@ -198,11 +197,14 @@ export class TaskRunner {
   }
 
   /**
-   * Celery's two refusals, one line each, nothing run: a content type outside
+   * Celery's refusals, one line each, nothing run: a content type outside
    * accept_content is an invalid task (on_invalid_task: rejected), a signature
-   * that does not verify is a decode error (on_decode_error: acked).
+   * that does not verify is a decode error (on_decode_error: acked). A body
+   * past the limits is Celery's decode error too (its json.loads hits the
+   * recursion limit), logged at its level, but rejected without requeue, so a
+   * queue's dead-letter exchange keeps it for inspection.
    */
-  private refuse(delivery: Delivery, error: SecurityError | ContentDisallowedError): Promise<void> {
+  private refuse(delivery: Delivery, error: SecurityError | ContentDisallowedError | MessageLimitError): Promise<void> {
     const p = delivery.properties
     const h = p.headers ?? {}
     const where = `${typeof h.task === 'string' ? h.task : '?'}[${typeof h.id === 'string' ? h.id : p.correlationId ?? '?'}]`
@@ -210,6 +212,10 @@ export class TaskRunner {
     if (error instanceof SecurityError) {
       this.o.log.error(`Can't decode message body: DecodeError(SecurityError(${pyRepr(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`)
       return delivery.ack().catch(() => undefined)
+    }
+    if (error instanceof MessageLimitError) {
+      this.o.log.critical(`Can't decode message body: DecodeError(${error.pythonRepr}) [type:${pyRepr(p.contentType ?? '')} encoding:${pyRepr(p.contentEncoding ?? '')}] ${where} (${delivery.body.length}b, rejected, not requeued)`)
+      return delivery.reject({ requeue: false }).catch(() => undefined)
     }
     this.o.log.error(`Received invalid task message (rejected, not requeued): ${error.message} ${where}`)
     return delivery.reject({ requeue: false }).catch(() => undefined)
@@ -580,8 +586,10 @@ export class TaskRunner {
       running = placement ? this.o.pool.place!(job, limits.hard, this.stateOfTask, placement) : this.o.pool.run(job, limits.hard, this.stateOfTask)
       request.pidProbe = this.pidOfTask
     } catch (error) {
+      // The pool could not take it at all: rejected, not requeued, or it would come back and fail again.
       if (placement) this.staged.delete(request)
-      running = this.lost(request, error)
+      this.o.log.error(`Pool could not run ${m.task}[${m.id}]: ${(error as Error).message}; rejected, not requeued`)
+      running = { status: 'rejected', requeue: false, reason: `the pool could not take it: ${(error as Error).message}`, runtime: 0 }
     }
     if (placement && running instanceof Promise) {
       return running.then(
@@ -982,13 +990,14 @@ export class TaskRunner {
  * 'zlib' are zlib streams. A body that does not inflate, or a codec we lack,
  * is unreadable, so the message is rejected instead of run as if plain.
  */
-function decompress(delivery: Delivery): Buffer {
+function decompress(delivery: Delivery, maxBytes: number): Buffer {
   const codec = delivery.properties.headers?.compression
   if (codec === undefined || codec === null) return delivery.body
   if (codec === 'application/x-gzip' || codec === 'zlib') {
     try {
-      return inflateSync(delivery.body, { maxOutputLength: MAX_BODY_BYTES })
+      return inflateSync(delivery.body, { maxOutputLength: maxBytes })
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new MessageLimitError(`decompressed task body exceeds the limit of ${maxBytes} bytes (worker_message_max_bytes)`, 'ValueError')
       throw new Error(`cannot decompress body (${String(codec)}): ${(error as Error).message}`)
     }
   }

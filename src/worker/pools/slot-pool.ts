@@ -298,13 +298,63 @@ export abstract class SlotPool implements Pool {
 
   private flush(slot: Slot): void {
     if (slot.outbox.length === 0) return
+    const outbox = slot.outbox
     const batch: ToSlot[] = []
-    for (const message of slot.outbox) {
+    for (const message of outbox) {
       if (message.type === 'jobs') batch.push(...packJobs(message.jobs))
       else batch.push(message)
     }
     slot.outbox = []
-    slot.handle.send(batch)
+    try {
+      slot.handle.send(batch)
+    } catch (error) {
+      // Nothing crossed (the channel serializes before it writes): each message again, alone.
+      this.sendApart(slot, outbox, error)
+    }
+  }
+
+  /** A batch the channel could not carry: sent message by message, and a job that still cannot cross is ended here. */
+  private sendApart(slot: Slot, outbox: ToSlot[], batchError: unknown): void {
+    for (const message of outbox) {
+      if (message.type !== 'jobs') {
+        try {
+          slot.handle.send([message])
+        } catch (error) {
+          this.options.log?.('error', `pool process ${slot.handle.pid} (index ${slot.index}): could not send ${message.type}: ${(error as Error).message}`)
+        }
+        continue
+      }
+      for (const job of message.jobs) {
+        try {
+          slot.handle.send(packJobs([job]))
+        } catch (error) {
+          this.handOffFailed(slot, job, error ?? batchError)
+        }
+      }
+    }
+  }
+
+  /**
+   * A job that never reached its slot: out of the slot's queue (the slot
+   * takes its next job), and rejected, not requeued, since it would fail the
+   * same way every time it came back.
+   */
+  private handOffFailed(slot: Slot, job: Job, error: unknown): void {
+    const i = slot.queue.findIndex((e) => e.job === job)
+    if (i < 0) return
+    const entry = slot.queue[i]!
+    slot.queue.splice(i, 1)
+    entry.timer?.clear()
+    const reason = `could not be handed to pool process ${slot.handle.pid} (index ${slot.index}): ${(error as Error)?.message ?? String(error)}`
+    this.options.log?.('error', `Task ${job.task}[${job.id}] ${reason}; rejected, not requeued`)
+    // The worker sees it start and end at once, so it is never left counted as reserved or active.
+    if (entry.since === undefined) {
+      entry.since = Date.now()
+      entry.placement?.started()
+    }
+    entry.settle({ status: 'rejected', requeue: false, reason, runtime: 0 })
+    if (i === 0) this.startNext(slot)
+    this.exitIfDrained(slot)
   }
 
   // ---- ends ------------------------------------------------------------
