@@ -1,0 +1,128 @@
+// Deeply nested task bodies, published raw as an attacker would (100,000 and
+// 6,000 levels, then a normal task): the worker refuses them with Celery's
+// "Can't decode message body" line, runs the normal task, answers `inspect
+// active`, ends on one TERM, and the nested messages are gone (a worker
+// started again on the queue never sees them). RabbitMQ with the prefork pool,
+// Redis with the threads pool.
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { after, describe, it } from 'node:test'
+import { Redis } from 'ioredis'
+import amqplib from '../../src/transport/amqp/amqplib.js'
+import { encodeEnvelope } from '../../src/transport/kombu-envelope.js'
+import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
+import { sleep } from '../helpers/process-group.js'
+import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
+import { runTsq } from '../interop/helpers/python-worker.js'
+import { startTsqWorker, type TsqWorker } from '../interop/worker-helpers/tsq-worker.js'
+
+const EMBED = '{"callbacks": null, "errbacks": null, "chain": null, "chord": null}'
+const DECODE_LINE = "CRITICAL/MainProcess] Can't decode message body: DecodeError(RecursionError('maximum nesting depth 1000 exceeded"
+
+function backendUrl(): string {
+  const u = new URL(REDIS_URL)
+  u.pathname = '/2'
+  return u.toString()
+}
+
+interface Raw {
+  id: string
+  body: Buffer
+  headers: Record<string, unknown>
+}
+
+function taskMessage(args: string): Raw {
+  const id = randomUUID()
+  const headers = {
+    lang: 'py', task: 'proj.add', id, shadow: null, eta: null, expires: null, group: null, group_index: null, retries: 0,
+    timelimit: [null, null], root_id: id, parent_id: null, argsrepr: '(...)', kwargsrepr: '{}', origin: 'attacker@probe', ignore_result: false,
+  }
+  return { id, body: Buffer.from(`[${args}, {}, ${EMBED}]`, 'utf8'), headers }
+}
+
+const nested = (depth: number): Raw => taskMessage(`${'['.repeat(depth)}${']'.repeat(depth)}`)
+
+async function publishAmqp(queue: string, messages: Raw[]): Promise<void> {
+  const conn = await amqplib.connect(AMQP_URL)
+  try {
+    const ch = await conn.createConfirmChannel()
+    // As Celery declares a task queue: durable, no arguments.
+    await ch.assertQueue(queue, { durable: true })
+    for (const m of messages) ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, deliveryMode: 2, priority: 0 })
+    await ch.waitForConfirms()
+  } finally {
+    await conn.close()
+  }
+}
+
+async function publishRedis(queue: string, messages: Raw[]): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 })
+  try {
+    for (const m of messages) {
+      const envelope = encodeEnvelope('', queue, { body: m.body, properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers as never, correlationId: m.id, deliveryMode: 2, priority: 0 } })
+      await redis.lpush(queue, envelope)
+    }
+  } finally {
+    redis.disconnect()
+  }
+}
+
+async function waitForLog(worker: TsqWorker, text: string, count = 1, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (worker.log.split(text).length - 1 < count) {
+    if (worker.hasExited) throw new Error(`worker exited while waiting for ${JSON.stringify(text)}\n${worker.logTail()}`)
+    if (Date.now() > deadline) throw new Error(`no ${count} x ${JSON.stringify(text)} in the worker's log\n${worker.logTail()}`)
+    await sleep(100)
+  }
+}
+
+for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads']] as const) {
+  const skip = await brokerSkipReason(kind)
+  const broker = kind === 'amqp' ? AMQP_URL : REDIS_URL
+
+  describe(`nested task bodies do not stop a worker (${kind}, ${pool})`, { skip }, () => {
+    const queue = uniqueName('tsq-nested')
+    const workers: TsqWorker[] = []
+
+    after(async () => {
+      for (const w of workers) await w.stop(5_000)
+      await deleteCeleryQueues(kind, broker, [queue])
+    })
+
+    it('refuses the nested bodies, runs the normal task, answers inspect active, ends on TERM, and never sees them again', async () => {
+      const deep = nested(100_000)
+      const shallow = nested(6_000)
+      const normal = taskMessage('[2, 3]')
+      const messages = [deep, shallow, normal]
+      if (kind === 'amqp') await publishAmqp(queue, messages)
+      else await publishRedis(queue, messages)
+
+      const env = { broker, backend: backendUrl(), queue }
+      const first = await startTsqWorker({ env, pool, concurrency: 2 })
+      workers.push(first)
+      await waitForLog(first, `Task proj.add[${normal.id}] succeeded`)
+      await waitForLog(first, DECODE_LINE, 2)
+      for (const m of [deep, shallow]) assert.match(first.log, new RegExp(`Can't decode message body: .*proj\\.add\\[${m.id}\\] \\(\\d+b, rejected, not requeued\\)`))
+      assert.doesNotMatch(first.log, /Maximum call stack size exceeded/)
+
+      const active = await runTsq(['inspect', 'active', '-b', broker, '-d', first.nodename, '-t', '10', '--json'], { timeoutMs: 30_000 })
+      assert.equal(active.code, 0, `inspect active: ${active.stdout}\n${active.stderr}`)
+      assert.match(active.stdout, new RegExp(first.nodename.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+
+      // One TERM ends it: nothing holds a slot.
+      process.kill(first.pid, 'SIGTERM')
+      const ended = await Promise.race([first.exited.then(() => true), sleep(30_000).then(() => false)])
+      assert.ok(ended, `one TERM did not end the worker\n${first.logTail()}`)
+
+      // Started again: the nested messages were not requeued; a new task runs.
+      const again = taskMessage('[4, 5]')
+      if (kind === 'amqp') await publishAmqp(queue, [again])
+      else await publishRedis(queue, [again])
+      const second = await startTsqWorker({ env, pool, concurrency: 2 })
+      workers.push(second)
+      await waitForLog(second, `Task proj.add[${again.id}] succeeded`)
+      assert.ok(!second.log.includes("Can't decode message body"), `a nested message came back\n${second.logTail()}`)
+      assert.ok(!second.log.includes(deep.id) && !second.log.includes(shallow.id))
+    })
+  })
+}
