@@ -145,7 +145,7 @@ export function taskDecoder(conf: Record<string, unknown>, security: LoadedSecur
 export function messageLimits(conf: Record<string, unknown>): MessageLimits {
   try {
     return {
-      maxDepth: limitSetting(conf.worker_message_max_depth, 'worker_message_max_depth', DEFAULT_MAX_DEPTH),
+      maxDepth: limitSetting(conf.worker_message_max_depth, 'worker_message_max_depth', DEFAULT_MAX_DEPTH, DEFAULT_MAX_DEPTH),
       maxBytes: limitSetting(conf.worker_message_max_bytes, 'worker_message_max_bytes', DEFAULT_MAX_BYTES),
     }
   } catch (error) {

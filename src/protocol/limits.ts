@@ -16,6 +16,8 @@ export interface MessageLimits {
  * Python's recursion limit (1000) is what stops Celery: its json.loads fails
  * past ~997 levels, so no Python client can send deeper, and tsq's own
  * recursive walks (dumps, repr, structured clone) hold more than twice this.
+ * Also the highest worker_message_max_depth: a setting may lower it only, so
+ * those walks (the pool channel, inspect replies) always have room.
  */
 export const DEFAULT_MAX_DEPTH = 1000
 /** No task needs 64 MiB of arguments. */
@@ -125,12 +127,12 @@ export function checkJsonDepth(text: string, maxDepth: number, what: string): vo
 
 /**
  * Resolves a limits setting (worker_message_max_depth, worker_message_max_bytes):
- * a whole number >= 1, or the default when unset.
+ * a whole number from 1 to `max`, or the default when unset.
  */
-export function limitSetting(raw: unknown, name: string, fallback: number): number {
+export function limitSetting(raw: unknown, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (raw === undefined || raw === null || raw === '') return fallback
   const n = typeof raw === 'string' ? Number(raw) : raw
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw new RangeError(`${name} = ${JSON.stringify(raw)}: expected a whole number >= 1`)
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max) throw new RangeError(`${name} = ${JSON.stringify(raw)}: expected a whole number from 1 to ${max}`)
   return n
 }
 
