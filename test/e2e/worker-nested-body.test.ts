@@ -3,13 +3,17 @@
 // "Can't decode message body" line, runs the normal task, answers `inspect
 // active`, ends on one TERM, and the nested messages are gone (a worker
 // started again on the queue never sees them). RabbitMQ with the prefork pool,
-// Redis with the threads pool.
+// Redis with the threads pool, the embedded file:// broker with the solo pool.
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import amqplib from '../../src/transport/amqp/amqplib.js'
 import { encodeEnvelope } from '../../src/transport/kombu-envelope.js'
+import { createTransport } from '../../src/transport/registry.js'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
 import { sleep } from '../helpers/process-group.js'
 import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
@@ -67,6 +71,18 @@ async function publishRedis(queue: string, messages: Raw[]): Promise<void> {
   }
 }
 
+/** Through tsq's own file:// transport: the embedded broker has no other client. */
+async function publishFile(url: string, queue: string, messages: Raw[]): Promise<void> {
+  const transport = await createTransport(url)
+  try {
+    await transport.connect()
+    await transport.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })
+    for (const m of messages) await transport.publish('', queue, { body: m.body, properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers as never, correlationId: m.id, deliveryMode: 2, priority: 0 } })
+  } finally {
+    await transport.close()
+  }
+}
+
 async function waitForLog(worker: TsqWorker, text: string, count = 1, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (worker.log.split(text).length - 1 < count) {
@@ -76,9 +92,13 @@ async function waitForLog(worker: TsqWorker, text: string, count = 1, timeoutMs 
   }
 }
 
-for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads']] as const) {
+const fileHome = mkdtempSync(join(tmpdir(), 'tsq-nested-'))
+after(() => rmSync(fileHome, { recursive: true, force: true }))
+
+for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads'], ['file', 'solo']] as const) {
   const skip = await brokerSkipReason(kind)
-  const broker = kind === 'amqp' ? AMQP_URL : REDIS_URL
+  const broker = kind === 'amqp' ? AMQP_URL : kind === 'redis' ? REDIS_URL : `file://${join(fileHome, 'broker')}`
+  const publish = (queue: string, messages: Raw[]): Promise<void> => (kind === 'amqp' ? publishAmqp(queue, messages) : kind === 'redis' ? publishRedis(queue, messages) : publishFile(broker, queue, messages))
 
   describe(`nested task bodies do not stop a worker (${kind}, ${pool})`, { skip }, () => {
     const queue = uniqueName('tsq-nested')
@@ -86,7 +106,7 @@ for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads']] as const)
 
     after(async () => {
       for (const w of workers) await w.stop(5_000)
-      await deleteCeleryQueues(kind, broker, [queue])
+      if (kind !== 'file') await deleteCeleryQueues(kind, broker, [queue])
     })
 
     it('refuses the nested bodies, runs the normal task, answers inspect active, ends on TERM, and never sees them again', async () => {
@@ -94,8 +114,7 @@ for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads']] as const)
       const shallow = nested(6_000)
       const normal = taskMessage('[2, 3]')
       const messages = [deep, shallow, normal]
-      if (kind === 'amqp') await publishAmqp(queue, messages)
-      else await publishRedis(queue, messages)
+      await publish(queue, messages)
 
       const env = { broker, backend: backendUrl(), queue }
       const first = await startTsqWorker({ env, pool, concurrency: 2 })
@@ -116,8 +135,7 @@ for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads']] as const)
 
       // Started again: the nested messages were not requeued; a new task runs.
       const again = taskMessage('[4, 5]')
-      if (kind === 'amqp') await publishAmqp(queue, [again])
-      else await publishRedis(queue, [again])
+      await publish(queue, [again])
       const second = await startTsqWorker({ env, pool, concurrency: 2 })
       workers.push(second)
       await waitForLog(second, `Task proj.add[${again.id}] succeeded`)
