@@ -87,24 +87,45 @@ function isContainer(v: unknown): v is object {
  */
 export function valueLimitExceeded(value: unknown, maxDepth: number, maxNodes = Number.POSITIVE_INFINITY): 'depth' | 'size' | null {
   if (!isContainer(value)) return null
-  const nodes: object[] = [value]
-  const depths: number[] = [1]
+  // Runs per message (its headers): nothing allocated until a container holds another.
+  const nodes: object[] = []
+  const depths: number[] = []
+  let node: object | undefined = value
+  let depth = 1
   let seen = 1
-  while (nodes.length > 0) {
-    const node = nodes.pop()!
-    const depth = depths.pop()!
+  while (node !== undefined) {
     if (depth > maxDepth) return 'depth'
-    const children: Iterable<unknown> = Array.isArray(node)
-      ? node
-      : node instanceof Map || node instanceof Set
-        ? node.values()
-        : Object.values(node)
-    for (const child of children) {
-      if (++seen > maxNodes) return 'size'
-      if (!isContainer(child)) continue
-      nodes.push(child)
-      depths.push(depth + 1)
+    if (Array.isArray(node)) {
+      seen += node.length
+      for (let i = 0; i < node.length; i++) {
+        const child: unknown = node[i]
+        if (typeof child === 'object' && child !== null && isContainer(child)) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        }
+      }
+    } else if (node instanceof Map || node instanceof Set) {
+      seen += node.size
+      for (const child of node.values()) {
+        if (typeof child === 'object' && child !== null && isContainer(child)) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        }
+      }
+    } else {
+      const record = node as Record<string, unknown>
+      for (const k in record) {
+        seen++
+        const child = record[k]
+        if (typeof child === 'object' && child !== null && isContainer(child)) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        }
+      }
     }
+    if (seen > maxNodes) return 'size'
+    node = nodes.pop()
+    depth = depths.pop() ?? 0
   }
   return null
 }
