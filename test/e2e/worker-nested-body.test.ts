@@ -144,3 +144,63 @@ for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads'], ['file', 
     })
   })
 }
+
+const amqpSkip = await brokerSkipReason('amqp')
+
+describe('a refused nested body goes to the queue\'s dead-letter exchange (amqp)', { skip: amqpSkip }, () => {
+  const queue = uniqueName('tsq-nested-dl')
+  const deadExchange = `${queue}-dlx`
+  const deadQueue = `${queue}-dead`
+  let worker: TsqWorker | undefined
+
+  after(async () => {
+    await worker?.stop(5_000)
+    await deleteCeleryQueues('amqp', AMQP_URL, [queue, deadQueue])
+    const conn = await amqplib.connect(AMQP_URL)
+    try {
+      const ch = await conn.createChannel()
+      await ch.deleteExchange(deadExchange)
+    } finally {
+      await conn.close()
+    }
+  })
+
+  it('is dead-lettered as rejected, and the next task runs', async () => {
+    const shallow = nested(6_000)
+    const normal = taskMessage('[2, 3]')
+    const conn = await amqplib.connect(AMQP_URL)
+    try {
+      const ch = await conn.createConfirmChannel()
+      await ch.assertExchange(deadExchange, 'fanout', { durable: true, autoDelete: false })
+      await ch.assertQueue(deadQueue, { durable: true })
+      await ch.bindQueue(deadQueue, deadExchange, '')
+      // As the app's task_queues declares it (test/fixtures/tasks/dead-letter-tasks.js).
+      await ch.assertQueue(queue, { durable: true, arguments: { 'x-dead-letter-exchange': deadExchange } })
+      for (const m of [shallow, normal]) ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, deliveryMode: 2 })
+      await ch.waitForConfirms()
+    } finally {
+      await conn.close()
+    }
+    process.env.TSQ_DL_QUEUE = queue
+    process.env.TSQ_DL_EXCHANGE = deadExchange
+    try {
+      worker = await startTsqWorker({ env: { broker: AMQP_URL, backend: backendUrl(), queue }, module: 'test/fixtures/tasks/dead-letter-tasks.js', queueFromApp: true, pool: 'prefork', concurrency: 1 })
+    } finally {
+      delete process.env.TSQ_DL_QUEUE
+      delete process.env.TSQ_DL_EXCHANGE
+    }
+    await waitForLog(worker, `Task proj.add[${normal.id}] succeeded`)
+    await waitForLog(worker, DECODE_LINE)
+    const check = await amqplib.connect(AMQP_URL)
+    try {
+      const ch = await check.createChannel()
+      const dead = await ch.get(deadQueue, { noAck: true })
+      assert.ok(dead, 'nothing was dead-lettered')
+      assert.equal(dead.properties.correlationId, shallow.id)
+      assert.equal((dead.properties.headers?.['x-death'] as Array<{ reason: string }> | undefined)?.[0]?.reason, 'rejected')
+      assert.equal(dead.content.length, shallow.body.length)
+    } finally {
+      await check.close()
+    }
+  })
+})
