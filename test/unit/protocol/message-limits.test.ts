@@ -92,3 +92,16 @@ describe('decoded values and task messages', () => {
     assert.equal(ok.id, 'a-1')
   })
 })
+
+describe('the limits settings', () => {
+  it('worker_message_max_depth lowers the depth, never raises it; worker_message_max_bytes sets the size', async () => {
+    const { messageLimits, ImproperlyConfiguredError, taskDecoder } = await import('../../../src/app/security.js')
+    assert.deepEqual(messageLimits({}), { maxDepth: DEFAULT_MAX_DEPTH, maxBytes: 64 * 1024 * 1024 })
+    assert.deepEqual(messageLimits({ worker_message_max_depth: 50, worker_message_max_bytes: '4096' }), { maxDepth: 50, maxBytes: 4096 })
+    for (const conf of [{ worker_message_max_depth: DEFAULT_MAX_DEPTH + 1 }, { worker_message_max_depth: 0 }, { worker_message_max_bytes: 'lots' }]) {
+      assert.throws(() => messageLimits(conf), ImproperlyConfiguredError)
+    }
+    const decoder = taskDecoder({ worker_message_max_depth: 5 }, undefined)
+    assert.throws(() => decodeTaskMessage({ headers: HEADERS, body: `[${nestedJson(5)}, {}, ${EMBED}]`, contentType: 'application/json', contentEncoding: 'utf-8', decoder }), /maximum nesting depth 5 exceeded/)
+  })
+})
