@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { timingSafeEqual } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { extname, join, normalize } from 'node:path'
+import { hostname as machineName, networkInterfaces } from 'node:os'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import type { EntryFlags } from '../beat/index.js'
@@ -34,6 +35,8 @@ export interface ServerOptions {
   basicAuth?: { user: string; pass: string }[]
   /** Names tasks may be applied by (the -A app's), besides those workers registered. */
   appTasks?: string[]
+  /** Host names requests may name besides the bound address and localhost (--allowed-hosts); `*` turns the check off. */
+  allowedHosts?: string[]
   log?: (line: string) => void
 }
 
@@ -49,12 +52,55 @@ const MAX_BODY = 1 << 20
 /** Control commands the pages may send (the worker page's actions and the task page's revoke). */
 const UI_COMMANDS = new Set(['shutdown', 'pool_grow', 'pool_shrink', 'autoscale', 'add_consumer', 'cancel_consumer', 'rate_limit', 'time_limit', 'revoke', 'pool_restart', 'enable_events', 'disable_events'])
 const SSE_FLUSH_MS = 250
+/** Why a feature's page is hidden, as its refused calls say. */
+const HIDDEN_PAGE = {
+  archive: 'the archive page is not shown: no tsq service has recorded itself on this broker',
+  locks: 'the locks page is not shown: there is no lock store (set --lock-url)',
+  schedule: 'the schedule page is not shown: no schedule store (--schedule FILE of an existing file, or --scheduler redis)',
+} as const
+const LOOPBACK = ['localhost', '127.0.0.1', '::1']
 const SSE_MAX_TASKS = 200
 
 interface StreamClient {
   res: ServerResponse
   /** The socket's buffer is full: this client gets a resync instead of more data. */
   stalled: boolean
+}
+
+/** A Host header's or an origin's name: lower case, without port, brackets or a trailing dot. */
+export function hostName(host: string): string {
+  const h = host.trim().toLowerCase()
+  const bracket = /^\[([^\]]*)\](:\d*)?$/.exec(h)
+  const name = bracket ? bracket[1]! : h.replace(/:\d*$/, '')
+  return name.replace(/\.$/, '')
+}
+
+/**
+ * The names a request's Host may give (against DNS rebinding: a page on
+ * another name that resolves here must not be answered): the bound address,
+ * localhost and the loopback addresses when bound to one, every address and
+ * the name of this machine when bound to all, and those given.
+ */
+export function allowedHostNames(address: string, extra: readonly string[] = []): Set<string> | null {
+  const names = new Set<string>(['localhost'])
+  for (const e of extra) {
+    if (e.trim() === '*') return null
+    if (e.trim()) names.add(hostName(e))
+  }
+  const bound = hostName(address)
+  names.add(bound)
+  if (bound === '127.0.0.1' || bound === '::1' || bound === 'localhost' || bound.startsWith('127.')) for (const n of LOOPBACK) names.add(n)
+  if (bound === '0.0.0.0' || bound === '::' || bound === '') {
+    for (const n of LOOPBACK) names.add(n)
+    names.add(machineName().toLowerCase())
+    for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) names.add(hostName(i.address))
+  }
+  return names
+}
+
+/** What an error page echoes, safe in HTML. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
 export function parseBasicAuth(spec: string): { user: string; pass: string }[] {
@@ -106,8 +152,11 @@ export class DashboardServer {
   private readonly changedWorkers = new Set<string>()
   private flushTimer: NodeJS.Timeout | undefined
   private indexHtml: string | undefined
+  /** null: any Host (--allowed-hosts '*'). */
+  private readonly allowedHosts: Set<string> | null
 
   constructor(private readonly o: ServerOptions) {
+    this.allowedHosts = allowedHostNames(o.address, o.allowedHosts)
     this.prefix = (o.urlPrefix ?? '').replace(/^\/*/, '/').replace(/\/+$/, '')
     if (this.prefix === '/') this.prefix = ''
     o.cluster.state.onChange((change) => {
@@ -164,6 +213,7 @@ export class DashboardServer {
         if (path !== this.prefix && !path.startsWith(`${this.prefix}/`)) throw new HttpError(404, 'Not found')
         path = path.slice(this.prefix.length) || '/'
       }
+      this.checkHost(req)
       // The health check answers without credentials, as load balancers call it (Flower's does too).
       if (path === '/healthcheck') return this.send(res, 200, 'OK', 'text/plain; charset=utf-8')
       if (!this.authorized(req)) {
@@ -204,6 +254,16 @@ export class DashboardServer {
     return ok
   }
 
+  /** 421 Misdirected Request for a Host this dashboard does not answer to. A request without Host (HTTP/1.0) has no name to rebind. */
+  private checkHost(req: IncomingMessage): void {
+    const host = req.headers.host
+    if (this.allowedHosts === null || host === undefined) return
+    if (!this.allowedHosts.has(hostName(host))) {
+      const shown = host.replace(/[^\x20-\x7e]/g, '?').slice(0, 200)
+      throw new HttpError(421, `Misdirected Request: this dashboard does not answer to host '${shown}' (allow it with --allowed-hosts)`)
+    }
+  }
+
   /**
    * A state-changing request must come from this dashboard's own pages or
    * from a non-browser client: a browser names the page that sent it
@@ -220,7 +280,8 @@ export class DashboardServer {
       } catch {
         throw new HttpError(403, 'Cross-site request refused')
       }
-      if (host !== req.headers.host) throw new HttpError(403, 'Cross-site request refused')
+      // The page's own origin: the Host it was served under, and a name on the allow-list (not just equal to a rebound Host).
+      if (host !== req.headers.host || (this.allowedHosts !== null && !this.allowedHosts.has(hostName(host)))) throw new HttpError(403, 'Cross-site request refused')
     }
   }
 
@@ -345,6 +406,9 @@ export class DashboardServer {
     }
     let name: string | null
     if (path === '/api/ui/features' && get) return this.json(res, 200, await f.present())
+    // A page the dashboard does not show takes no action and answers no read (its store may not exist yet: an action would create it).
+    const page = path.startsWith('/api/ui/archive') ? 'archive' : path.startsWith('/api/ui/lock') ? 'locks' : path.startsWith('/api/ui/schedule') ? 'schedule' : null
+    if (page && !(await f.present())[page]) throw new HttpError(404, HIDDEN_PAGE[page], true)
     if (path === '/api/ui/archive' && get) return this.json(res, 200, await this.answer(() => f.archive()))
     if ((name = tail('/api/ui/archive/replay/'))) {
       const service = name
@@ -510,7 +574,7 @@ export class DashboardServer {
     const replies = await this.cluster.broadcast(method, params, { destination: [name] })
     const reply = this.replyOf(name, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: success })
-    this.send(res, 403, `${failure}: ${reply?.error ?? 'Unknown reason'}`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`${failure}: ${reply?.error ?? 'Unknown reason'}`), 'text/html; charset=UTF-8')
   }
 
   private async workerQueue(action: string, name: string, args: URLSearchParams, res: ServerResponse): Promise<void> {
@@ -522,7 +586,7 @@ export class DashboardServer {
     const reply = this.replyOf(name, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: reply.ok })
     const failure = action === 'add-consumer' ? `Failed to add '${queue}' consumer to '${name}' worker` : `Failed to cancel '${queue}' consumer from '${name}' worker`
-    this.send(res, 403, `${failure}: ${reply?.error ?? 'Unknown reason'}`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`${failure}: ${reply?.error ?? 'Unknown reason'}`), 'text/html; charset=UTF-8')
   }
 
   // ---- Flower's tasks API ---------------------------------------------------
@@ -649,7 +713,7 @@ export class DashboardServer {
     const replies = await this.cluster.broadcast('time_limit', { task_name: taskname, hard, soft }, { destination: [workername] })
     const reply = this.replyOf(workername, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: reply.ok })
-    this.send(res, 403, `Failed to set timeouts: '${reply?.error ?? 'Unknown reason'}'`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`Failed to set timeouts: '${reply?.error ?? 'Unknown reason'}'`), 'text/html; charset=UTF-8')
   }
 
   private async taskRateLimit(taskname: string, args: URLSearchParams, res: ServerResponse): Promise<void> {
@@ -659,7 +723,7 @@ export class DashboardServer {
     const replies = await this.cluster.broadcast('rate_limit', { task_name: taskname, rate_limit: ratelimit }, { destination: [workername] })
     const reply = this.replyOf(workername, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: reply.ok })
-    this.send(res, 403, `Failed to set rate limit: '${reply?.error ?? 'Unknown reason'}'`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`Failed to set rate limit: '${reply?.error ?? 'Unknown reason'}'`), 'text/html; charset=UTF-8')
   }
 
   // ---- the pages' JSON ------------------------------------------------------
@@ -676,6 +740,7 @@ export class DashboardServer {
       workersOnline: workers.filter((w) => state.alive(w)).length,
       workers: workers.length,
       unreadableEvents: this.cluster.unreadableEvents,
+      refusedEvents: this.cluster.refusedEvents,
       lag: this.cluster.lastLag,
       // What the held state takes (the heap in use) beside what the process holds (V8 keeps freed pages a while).
       heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1e5) / 10,
@@ -817,6 +882,18 @@ export class DashboardServer {
 
   private flush(): void {
     this.flushTimer = undefined
+    // Runs from a timer: whatever a task holds, a failure here must not end the process.
+    try {
+      this.flushChanges()
+    } catch (error) {
+      this.changedTasks.clear()
+      this.changedWorkers.clear()
+      this.o.log?.(`live update failed: ${(error as Error).message}`)
+      for (const client of this.clients) this.write(client, `event: resync\ndata: {}\n\n`)
+    }
+  }
+
+  private flushChanges(): void {
     const state = this.cluster.state
     const ids = [...this.changedTasks]
     this.changedTasks.clear()
