@@ -16,6 +16,7 @@ import type { EntryFlags } from '../beat/index.js'
 import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
+import { ProtocolError } from '../protocol/index.js'
 import { QuerySyntaxError } from './search.js'
 import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
 
@@ -638,10 +639,20 @@ export class DashboardServer {
   private async taskResult(id: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
     if (!this.cluster.hasBackend()) throw new HttpError(503, 'No result backend configured')
     const timeout = floatArg(query.get('timeout'), 'timeout')
-    const meta = await this.cluster.result(id, timeout ? timeout * 1000 : undefined)
+    const meta = await this.storedResult(id, timeout ? timeout * 1000 : undefined)
     const response: Record<string, unknown> = { 'task-id': id, state: meta?.status ?? 'PENDING' }
     if (meta && (timeout || READY_STATES.has(meta.status))) Object.assign(response, this.resultFields(meta))
     this.json(res, 200, response)
+  }
+
+  /** The backend's answer; a stored result the decoder refuses (a pickle over the limits, code in it) is a 502 saying so, not a 500. */
+  private async storedResult(id: string, timeoutMs?: number): Promise<Awaited<ReturnType<Cluster['result']>>> {
+    try {
+      return await this.cluster.result(id, timeoutMs)
+    } catch (error) {
+      if (error instanceof ProtocolError) throw new HttpError(502, `the stored result of '${id}' is refused: ${error.message}`, true)
+      throw error
+    }
   }
 
   private knownTaskNames(): Set<string> {
@@ -681,7 +692,7 @@ export class DashboardServer {
     const response: Record<string, unknown> = { 'task-id': id }
     if (kind === 'apply') {
       if (this.cluster.hasBackend()) {
-        const meta = await this.cluster.result(id, 24 * 3600 * 1000)
+        const meta = await this.storedResult(id, 24 * 3600 * 1000)
         Object.assign(response, meta ? this.resultFields(meta) : { result: null }, { state: meta?.status ?? 'PENDING' })
       }
     } else if (this.cluster.hasBackend()) {

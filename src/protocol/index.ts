@@ -39,4 +39,4 @@ export {
   hostFormat, workerNodename, nodeFormat, multiExpand,
 } from './nodenames.js'
 export * from './control-commands.js'
-export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle } from './plain-pickle.js'
+export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle, MAX_PICKLE_DEPTH, MAX_PICKLE_VALUES, MAX_PICKLE_CHARS } from './plain-pickle.js'
