@@ -7,6 +7,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../app/backends/index.js'
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
+import { originalCall } from '../app/resend.js'
 import { EventLimitError, checkEventValue, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
 import { createTransport, MailboxClient, maskUrl, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
 import { Features, type FeatureOptions } from './features.js'
@@ -351,6 +352,12 @@ export class Cluster {
     const backend = await this.resultBackend()
     if (timeoutMs) return backend.waitReady(taskId, timeoutMs).catch(() => backend.get(taskId))
     return backend.get(taskId)
+  }
+
+  /** Sends a task again with the exact arguments of its message (app/resend.ts); ResendRefusedError where they are not stored. */
+  async resend(taskId: string): Promise<string> {
+    const call = await originalCall(taskId, this.o.resultBackend ? await this.resultBackend() : null)
+    return this.sendTask(call.task, call.args, call.kwargs, call.queue ? { queue: call.queue } : {})
   }
 
   /** celery.contrib.abortable: the task reads ABORTED from the backend and stops itself. */

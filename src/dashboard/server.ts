@@ -17,6 +17,7 @@ import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
 import { ProtocolError } from '../protocol/index.js'
+import { ResendRefusedError } from '../app/resend.js'
 import { QuerySyntaxError } from './search.js'
 import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
 
@@ -844,15 +845,15 @@ export class DashboardServer {
     this.json(res, 200, { replies: scrubSecrets(replies) })
   }
 
-  /** Re-sends a task with its arguments, as received (Python literals are read where JSON cannot). */
+  /** Sends the task again with its message's exact arguments (from the result backend); refused with the reason where they are not stored. */
   private async retry(id: string, res: ServerResponse): Promise<void> {
-    const task = this.cluster.state.tasks.get(id)
-    if (!task || typeof task.fields.name !== 'string') throw new HttpError(404, `Unknown task '${id}'`)
-    const args = pythonLiteral(task.fields.args, [])
-    const kwargs = pythonLiteral(task.fields.kwargs, {})
-    if (!Array.isArray(args) || !kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new HttpError(400, `The arguments of '${id}' are not plain values (${String(task.fields.args)}); send it again from its client`)
-    const newId = await this.cluster.sendTask(task.fields.name, args, kwargs as Record<string, unknown>, typeof task.fields.routing_key === 'string' && task.fields.routing_key ? { queue: task.fields.routing_key } : {})
-    this.json(res, 200, { 'task-id': newId })
+    try {
+      this.json(res, 200, { 'task-id': await this.cluster.resend(id) })
+    } catch (error) {
+      if (error instanceof ResendRefusedError) throw new HttpError(409, error.message, true)
+      if (error instanceof ProtocolError) throw new HttpError(502, `the stored result of '${id}' is refused: ${error.message}`, true)
+      throw error
+    }
   }
 
   // ---- live stream ----------------------------------------------------------
@@ -945,44 +946,4 @@ export function entryFieldsOf(body: string): EntryFlags {
     } else throw new HttpError(400, `unknown field ${JSON.stringify(key)}`, true)
   }
   return fields
-}
-
-/** Python's repr of plain values (what Celery's argsrepr/kwargsrepr hold) read as JSON values; `fallback` when absent. */
-export function pythonLiteral(text: unknown, fallback: unknown): unknown {
-  if (text === null || text === undefined || text === '') return fallback
-  if (typeof text !== 'string') return text
-  let s = text.trim()
-  if (s.startsWith('(') && s.endsWith(')')) s = `[${s.slice(1, -1).replace(/,\s*$/, '')}]`
-  let out = ''
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!
-    if (c === "'" || c === '"') {
-      const quote = c
-      let j = i + 1
-      let value = ''
-      while (j < s.length && s[j] !== quote) {
-        if (s[j] === '\\' && j + 1 < s.length) {
-          const n = s[j + 1]!
-          value += n === 'n' ? '\n' : n === 't' ? '\t' : n
-          j += 2
-        } else value += s[j++]
-      }
-      if (j >= s.length) return undefined
-      out += JSON.stringify(value)
-      i = j
-      continue
-    }
-    const word = /^(None|True|False)\b/.exec(s.slice(i))
-    if (word) {
-      out += word[1] === 'None' ? 'null' : word[1] === 'True' ? 'true' : 'false'
-      i += word[1]!.length - 1
-      continue
-    }
-    out += c
-  }
-  try {
-    return JSON.parse(out) as unknown
-  } catch {
-    return undefined
-  }
 }

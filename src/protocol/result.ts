@@ -159,6 +159,12 @@ export function decodeResultMeta(text: string): ResultMeta {
   } catch (cause) {
     throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
   }
+  // result_extended's args and kwargs are the call as sent: read again keeping
+  // every int (BigInt beyond 2^53) and float (2.0) as it was, so a re-send is exact.
+  if (v && typeof v === 'object' && ('args' in v || 'kwargs' in v)) {
+    const exact = loads(text, { integers: 'exact', floats: 'pyfloat' }) as Record<string, unknown>
+    Object.assign(v, { args: exact.args, kwargs: exact.kwargs })
+  }
   return resultMetaFrom(v)
 }
 
