@@ -73,7 +73,8 @@ interface StreamClient {
 export function hostName(host: string): string {
   const h = host.trim().toLowerCase()
   const bracket = /^\[([^\]]*)\](:\d*)?$/.exec(h)
-  const name = bracket ? bracket[1]! : h.replace(/:\d*$/, '')
+  // Two colons or more without brackets: a bare IPv6 address (an interface's or --address), no port.
+  const name = bracket ? bracket[1]! : h.indexOf(':') !== h.lastIndexOf(':') ? h : h.replace(/:\d*$/, '')
   return name.replace(/\.$/, '')
 }
 

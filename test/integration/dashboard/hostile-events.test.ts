@@ -6,7 +6,7 @@
 // against DNS rebinding (421) and a hidden page's action refused.
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -131,3 +131,19 @@ for (const kind of ['redis', 'amqp'] as BrokerKind[]) {
     })
   })
 }
+
+describe('--allowed-hosts and conf.dashboard_allowed_hosts reach the Host check', { timeout: 60_000 }, () => {
+  it('names from the flag (repeated, comma lists) and the config are answered, others get 421', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tsq-dash-hosts-'))
+    const config = join(dir, 'celeryconfig.json')
+    writeFileSync(config, JSON.stringify({ dashboard_allowed_hosts: ['conf.example'] }))
+    const dashboard = await startDashboard(['-b', `file://${join(dir, 'broker')}`, '--config', config, '--allowed-hosts', 'a.example,b.example', '--allowed-hosts', 'c.example'])
+    try {
+      for (const host of ['a.example', 'b.example:5555', 'c.example', 'conf.example', 'localhost']) assert.equal((await call(dashboard.url, '/api/tasks', { headers: { Host: host } })).status, 200, host)
+      assert.equal((await call(dashboard.url, '/api/tasks', { headers: { Host: 'd.example' } })).status, 421)
+    } finally {
+      await dashboard.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
