@@ -42,20 +42,31 @@ export const MAX_EVENT_VALUES = 100_000
  * stack, never recursion, that stops at the first value over a limit.
  */
 export function checkEventValue(event: unknown, maxDepth = MAX_EVENT_DEPTH, maxValues = MAX_EVENT_VALUES): void {
-  const pending: unknown[] = [event]
-  const depths: number[] = [1]
-  let seen = 0
+  if (event === null || typeof event !== 'object') return
+  const tooMany = (): EventLimitError => new EventLimitError(`event refused: more than ${maxValues} values`)
+  // The event's own fields without allocating: most events are flat and stop here.
+  let pending: unknown[] | null = null
+  let seen = 1
+  for (const key in event) {
+    const item = (event as Record<string, unknown>)[key]
+    if (++seen > maxValues) throw tooMany()
+    if (item !== null && typeof item === 'object') {
+      pending ??= []
+      pending.push(item)
+    }
+  }
+  if (!pending) return
+  const depths = pending.map(() => 2)
   while (pending.length) {
-    const value = pending.pop()
+    const value = pending.pop()!
     const depth = depths.pop()!
-    if (++seen > maxValues) throw new EventLimitError(`event refused: more than ${maxValues} values`)
-    if (value === null || typeof value !== 'object') continue
     if (depth > maxDepth) throw new EventLimitError(`event refused: nests deeper than ${maxDepth} levels`)
-    for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    for (const item of Array.isArray(value) ? value : Object.values(value as object)) {
+      if (++seen > maxValues) throw tooMany()
       if (item !== null && typeof item === 'object') {
         pending.push(item)
         depths.push(depth + 1)
-      } else if (++seen > maxValues) throw new EventLimitError(`event refused: more than ${maxValues} values`)
+      }
     }
   }
 }
