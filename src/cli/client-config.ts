@@ -41,6 +41,8 @@ export interface ClientConfig extends ResolvedConfig {
   taskEncoder?: () => BodyEncoder
   /** conf.lock_url (the app's with -A, else the config module's), for `tsq locks`. */
   lockUrl?: string | null
+  /** conf.dashboard_allowed_hosts: Host names the dashboard answers to besides its own address and localhost. */
+  dashboardAllowedHosts?: string[]
 }
 
 /**
@@ -81,6 +83,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
       deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
       taskEncoder: () => app.taskEncoder(),
       lockUrl: stringOr(app.conf.lock_url),
+      dashboardAllowedHosts: hostList(app.conf.dashboard_allowed_hosts),
     }
   }
   const settings = await loadConfigModule()
@@ -100,7 +103,14 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
     deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
     lockUrl: stringOr(settings.lock_url),
+    dashboardAllowedHosts: hostList(settings.dashboard_allowed_hosts),
   }
+}
+
+/** A list of names, or one string of them separated by commas. */
+function hostList(value: unknown): string[] {
+  const items = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+  return items.map((h) => h.trim()).filter(Boolean)
 }
 
 function stringOr(value: unknown): string | null {

@@ -7,7 +7,8 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../app/backends/index.js'
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
-import { encodeResultMeta, type ResultMeta } from '../protocol/index.js'
+import { originalCall } from '../app/resend.js'
+import { EventLimitError, checkEventValue, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
 import { createTransport, MailboxClient, maskUrl, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
@@ -102,6 +103,9 @@ export class Cluster {
   private currentSecond = { at: 0, succeeded: 0, failed: 0, runtimes: [] as number[] }
   private inspecting = new Map<string, Promise<void>>()
   unreadableEvents = 0
+  /** Events over the size or depth limit (also counted in unreadableEvents). */
+  refusedEvents = 0
+  private refusedLoggedAt = 0
   connected = false
   /** Event lag: local_received minus the event's timestamp, seconds, of the last event. */
   lastLag = 0
@@ -134,7 +138,8 @@ export class Cluster {
     this.connected = true
     this.receiver = new EventReceiver(transport, {
       onEvent: (event) => this.onEvent(event),
-      onUnreadable: () => {
+      onUnreadable: (error) => {
+        if (error instanceof EventLimitError) return this.refuse(error)
         this.unreadableEvents += 1
         this.metrics.received('unreadable')
       },
@@ -163,13 +168,37 @@ export class Cluster {
     for (const timer of this.timers) clearInterval(timer)
     this.timers = []
     await this.receiver?.stop().catch(() => undefined)
-    if (this.o.persistent) this.save()
+    if (this.o.persistent) {
+      try {
+        this.save()
+      } catch (error) {
+        this.log(`--persistent: the state could not be written to ${this.o.persistent.path}: ${(error as Error).message}`)
+      }
+    }
     await this.features.close()
     await this.backend?.close().catch(() => undefined)
     await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
   }
 
+  /** An event over the limits: dropped, counted, and said at most once a minute. */
+  private refuse(error: EventLimitError): void {
+    this.unreadableEvents += 1
+    this.refusedEvents += 1
+    this.metrics.received('refused')
+    const now = Date.now()
+    if (now - this.refusedLoggedAt >= 60_000) {
+      this.refusedLoggedAt = now
+      this.log(`${error.message} (${this.refusedEvents} refused so far)`)
+    }
+  }
+
   onEvent(event: Record<string, unknown>): void {
+    // The receiver checked the text; an event handed over otherwise is checked here, so nothing the state keeps can break a page, an API or --persistent.
+    try {
+      checkEventValue(event)
+    } catch (error) {
+      return this.refuse(error as EventLimitError)
+    }
     this.metrics.received('applied')
     let applied = false
     try {
@@ -323,6 +352,12 @@ export class Cluster {
     const backend = await this.resultBackend()
     if (timeoutMs) return backend.waitReady(taskId, timeoutMs).catch(() => backend.get(taskId))
     return backend.get(taskId)
+  }
+
+  /** Sends a task again with the exact arguments of its message (app/resend.ts); ResendRefusedError where they are not stored. */
+  async resend(taskId: string): Promise<string> {
+    const call = await originalCall(taskId, this.o.resultBackend ? await this.resultBackend() : null)
+    return this.sendTask(call.task, call.args, call.kwargs, call.queue ? { queue: call.queue } : {})
   }
 
   /** celery.contrib.abortable: the task reads ABORTED from the backend and stops itself. */

@@ -16,7 +16,7 @@ export class DashboardMetrics {
   readonly executing = new Gauge({ name: 'flower_worker_number_of_currently_executing_tasks', help: 'Number of tasks currently executing at a worker', labelNames: ['worker'], registers: [this.registry] })
   readonly queueMessages = new Gauge({ name: 'tsq_queue_messages', help: 'Messages ready in the queue (passive declare, list lengths with priority sub-lists, or files)', labelNames: ['queue'], registers: [this.registry] })
   readonly queueConsumers = new Gauge({ name: 'tsq_queue_consumers', help: 'Consumers of the queue, where the broker tracks them', labelNames: ['queue'], registers: [this.registry] })
-  readonly eventsReceived = new Counter({ name: 'tsq_dashboard_events_received_total', help: 'Events the dashboard received, including unreadable ones', labelNames: ['outcome'], registers: [this.registry] })
+  readonly eventsReceived = new Counter({ name: 'tsq_dashboard_events_received_total', help: 'Events the dashboard received: applied, unreadable, or refused (over the size or depth limit, dropped unparsed)', labelNames: ['outcome'], registers: [this.registry] })
 
   /**
    * Counts and gauge moves kept here between scrapes, by worker, then type
@@ -29,7 +29,7 @@ export class DashboardMetrics {
   private readonly pendingReceived = new Map<string, { n: number }>()
 
   /** tsq_dashboard_events_received_total{outcome}. */
-  received(outcome: 'applied' | 'unreadable'): void {
+  received(outcome: 'applied' | 'unreadable' | 'refused'): void {
     let cell = this.pendingReceived.get(outcome)
     if (!cell) this.pendingReceived.set(outcome, (cell = { n: 0 }))
     cell.n += 1

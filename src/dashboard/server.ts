@@ -9,12 +9,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { timingSafeEqual } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { extname, join, normalize } from 'node:path'
+import { hostname as machineName, networkInterfaces } from 'node:os'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import type { EntryFlags } from '../beat/index.js'
 import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
+import { ProtocolError } from '../protocol/index.js'
+import { ResendRefusedError } from '../app/resend.js'
 import { QuerySyntaxError } from './search.js'
 import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
 
@@ -34,6 +37,8 @@ export interface ServerOptions {
   basicAuth?: { user: string; pass: string }[]
   /** Names tasks may be applied by (the -A app's), besides those workers registered. */
   appTasks?: string[]
+  /** Host names requests may name besides the bound address and localhost (--allowed-hosts); `*` turns the check off. */
+  allowedHosts?: string[]
   log?: (line: string) => void
 }
 
@@ -49,12 +54,56 @@ const MAX_BODY = 1 << 20
 /** Control commands the pages may send (the worker page's actions and the task page's revoke). */
 const UI_COMMANDS = new Set(['shutdown', 'pool_grow', 'pool_shrink', 'autoscale', 'add_consumer', 'cancel_consumer', 'rate_limit', 'time_limit', 'revoke', 'pool_restart', 'enable_events', 'disable_events'])
 const SSE_FLUSH_MS = 250
+/** Why a feature's page is hidden, as its refused calls say. */
+const HIDDEN_PAGE = {
+  archive: 'the archive page is not shown: no tsq service has recorded itself on this broker',
+  locks: 'the locks page is not shown: there is no lock store (set --lock-url)',
+  schedule: 'the schedule page is not shown: no schedule store (--schedule FILE of an existing file, or --scheduler redis)',
+} as const
+const LOOPBACK = ['localhost', '127.0.0.1', '::1']
 const SSE_MAX_TASKS = 200
 
 interface StreamClient {
   res: ServerResponse
   /** The socket's buffer is full: this client gets a resync instead of more data. */
   stalled: boolean
+}
+
+/** A Host header's or an origin's name: lower case, without port, brackets or a trailing dot. */
+export function hostName(host: string): string {
+  const h = host.trim().toLowerCase()
+  const bracket = /^\[([^\]]*)\](:\d*)?$/.exec(h)
+  // Two colons or more without brackets: a bare IPv6 address (an interface's or --address), no port.
+  const name = bracket ? bracket[1]! : h.indexOf(':') !== h.lastIndexOf(':') ? h : h.replace(/:\d*$/, '')
+  return name.replace(/\.$/, '')
+}
+
+/**
+ * The names a request's Host may give (against DNS rebinding: a page on
+ * another name that resolves here must not be answered): the bound address,
+ * localhost and the loopback addresses when bound to one, every address and
+ * the name of this machine when bound to all, and those given.
+ */
+export function allowedHostNames(address: string, extra: readonly string[] = []): Set<string> | null {
+  const names = new Set<string>(['localhost'])
+  for (const e of extra) {
+    if (e.trim() === '*') return null
+    if (e.trim()) names.add(hostName(e))
+  }
+  const bound = hostName(address)
+  names.add(bound)
+  if (bound === '127.0.0.1' || bound === '::1' || bound === 'localhost' || bound.startsWith('127.')) for (const n of LOOPBACK) names.add(n)
+  if (bound === '0.0.0.0' || bound === '::' || bound === '') {
+    for (const n of LOOPBACK) names.add(n)
+    names.add(machineName().toLowerCase())
+    for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) names.add(hostName(i.address))
+  }
+  return names
+}
+
+/** What an error page echoes, safe in HTML. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
 export function parseBasicAuth(spec: string): { user: string; pass: string }[] {
@@ -106,8 +155,11 @@ export class DashboardServer {
   private readonly changedWorkers = new Set<string>()
   private flushTimer: NodeJS.Timeout | undefined
   private indexHtml: string | undefined
+  /** null: any Host (--allowed-hosts '*'). */
+  private readonly allowedHosts: Set<string> | null
 
   constructor(private readonly o: ServerOptions) {
+    this.allowedHosts = allowedHostNames(o.address, o.allowedHosts)
     this.prefix = (o.urlPrefix ?? '').replace(/^\/*/, '/').replace(/\/+$/, '')
     if (this.prefix === '/') this.prefix = ''
     o.cluster.state.onChange((change) => {
@@ -164,6 +216,7 @@ export class DashboardServer {
         if (path !== this.prefix && !path.startsWith(`${this.prefix}/`)) throw new HttpError(404, 'Not found')
         path = path.slice(this.prefix.length) || '/'
       }
+      this.checkHost(req)
       // The health check answers without credentials, as load balancers call it (Flower's does too).
       if (path === '/healthcheck') return this.send(res, 200, 'OK', 'text/plain; charset=utf-8')
       if (!this.authorized(req)) {
@@ -204,6 +257,16 @@ export class DashboardServer {
     return ok
   }
 
+  /** 421 Misdirected Request for a Host this dashboard does not answer to. A request without Host (HTTP/1.0) has no name to rebind. */
+  private checkHost(req: IncomingMessage): void {
+    const host = req.headers.host
+    if (this.allowedHosts === null || host === undefined) return
+    if (!this.allowedHosts.has(hostName(host))) {
+      const shown = host.replace(/[^\x20-\x7e]/g, '?').slice(0, 200)
+      throw new HttpError(421, `Misdirected Request: this dashboard does not answer to host '${shown}' (allow it with --allowed-hosts)`)
+    }
+  }
+
   /**
    * A state-changing request must come from this dashboard's own pages or
    * from a non-browser client: a browser names the page that sent it
@@ -220,7 +283,8 @@ export class DashboardServer {
       } catch {
         throw new HttpError(403, 'Cross-site request refused')
       }
-      if (host !== req.headers.host) throw new HttpError(403, 'Cross-site request refused')
+      // The page's own origin: the Host it was served under, and a name on the allow-list (not just equal to a rebound Host).
+      if (host !== req.headers.host || (this.allowedHosts !== null && !this.allowedHosts.has(hostName(host)))) throw new HttpError(403, 'Cross-site request refused')
     }
   }
 
@@ -345,6 +409,9 @@ export class DashboardServer {
     }
     let name: string | null
     if (path === '/api/ui/features' && get) return this.json(res, 200, await f.present())
+    // A page the dashboard does not show takes no action and answers no read (its store may not exist yet: an action would create it).
+    const page = path.startsWith('/api/ui/archive') ? 'archive' : path.startsWith('/api/ui/lock') ? 'locks' : path.startsWith('/api/ui/schedule') ? 'schedule' : null
+    if (page && !(await f.present())[page]) throw new HttpError(404, HIDDEN_PAGE[page], true)
     if (path === '/api/ui/archive' && get) return this.json(res, 200, await this.answer(() => f.archive()))
     if ((name = tail('/api/ui/archive/replay/'))) {
       const service = name
@@ -510,7 +577,7 @@ export class DashboardServer {
     const replies = await this.cluster.broadcast(method, params, { destination: [name] })
     const reply = this.replyOf(name, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: success })
-    this.send(res, 403, `${failure}: ${reply?.error ?? 'Unknown reason'}`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`${failure}: ${reply?.error ?? 'Unknown reason'}`), 'text/html; charset=UTF-8')
   }
 
   private async workerQueue(action: string, name: string, args: URLSearchParams, res: ServerResponse): Promise<void> {
@@ -522,7 +589,7 @@ export class DashboardServer {
     const reply = this.replyOf(name, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: reply.ok })
     const failure = action === 'add-consumer' ? `Failed to add '${queue}' consumer to '${name}' worker` : `Failed to cancel '${queue}' consumer from '${name}' worker`
-    this.send(res, 403, `${failure}: ${reply?.error ?? 'Unknown reason'}`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`${failure}: ${reply?.error ?? 'Unknown reason'}`), 'text/html; charset=UTF-8')
   }
 
   // ---- Flower's tasks API ---------------------------------------------------
@@ -574,10 +641,20 @@ export class DashboardServer {
   private async taskResult(id: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
     if (!this.cluster.hasBackend()) throw new HttpError(503, 'No result backend configured')
     const timeout = floatArg(query.get('timeout'), 'timeout')
-    const meta = await this.cluster.result(id, timeout ? timeout * 1000 : undefined)
+    const meta = await this.storedResult(id, timeout ? timeout * 1000 : undefined)
     const response: Record<string, unknown> = { 'task-id': id, state: meta?.status ?? 'PENDING' }
     if (meta && (timeout || READY_STATES.has(meta.status))) Object.assign(response, this.resultFields(meta))
     this.json(res, 200, response)
+  }
+
+  /** The backend's answer; a stored result the decoder refuses (a pickle over the limits, code in it) is a 502 saying so, not a 500. */
+  private async storedResult(id: string, timeoutMs?: number): Promise<Awaited<ReturnType<Cluster['result']>>> {
+    try {
+      return await this.cluster.result(id, timeoutMs)
+    } catch (error) {
+      if (error instanceof ProtocolError) throw new HttpError(502, `the stored result of '${id}' is refused: ${error.message}`, true)
+      throw error
+    }
   }
 
   private knownTaskNames(): Set<string> {
@@ -617,7 +694,7 @@ export class DashboardServer {
     const response: Record<string, unknown> = { 'task-id': id }
     if (kind === 'apply') {
       if (this.cluster.hasBackend()) {
-        const meta = await this.cluster.result(id, 24 * 3600 * 1000)
+        const meta = await this.storedResult(id, 24 * 3600 * 1000)
         Object.assign(response, meta ? this.resultFields(meta) : { result: null }, { state: meta?.status ?? 'PENDING' })
       }
     } else if (this.cluster.hasBackend()) {
@@ -649,7 +726,7 @@ export class DashboardServer {
     const replies = await this.cluster.broadcast('time_limit', { task_name: taskname, hard, soft }, { destination: [workername] })
     const reply = this.replyOf(workername, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: reply.ok })
-    this.send(res, 403, `Failed to set timeouts: '${reply?.error ?? 'Unknown reason'}'`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`Failed to set timeouts: '${reply?.error ?? 'Unknown reason'}'`), 'text/html; charset=UTF-8')
   }
 
   private async taskRateLimit(taskname: string, args: URLSearchParams, res: ServerResponse): Promise<void> {
@@ -659,7 +736,7 @@ export class DashboardServer {
     const replies = await this.cluster.broadcast('rate_limit', { task_name: taskname, rate_limit: ratelimit }, { destination: [workername] })
     const reply = this.replyOf(workername, replies)
     if (reply && 'ok' in reply) return this.json(res, 200, { message: reply.ok })
-    this.send(res, 403, `Failed to set rate limit: '${reply?.error ?? 'Unknown reason'}'`, 'text/html; charset=UTF-8')
+    this.send(res, 403, escapeHtml(`Failed to set rate limit: '${reply?.error ?? 'Unknown reason'}'`), 'text/html; charset=UTF-8')
   }
 
   // ---- the pages' JSON ------------------------------------------------------
@@ -676,6 +753,7 @@ export class DashboardServer {
       workersOnline: workers.filter((w) => state.alive(w)).length,
       workers: workers.length,
       unreadableEvents: this.cluster.unreadableEvents,
+      refusedEvents: this.cluster.refusedEvents,
       lag: this.cluster.lastLag,
       // What the held state takes (the heap in use) beside what the process holds (V8 keeps freed pages a while).
       heapUsedMb: Math.round(process.memoryUsage().heapUsed / 1e5) / 10,
@@ -768,15 +846,15 @@ export class DashboardServer {
     this.json(res, 200, { replies: scrubSecrets(replies) })
   }
 
-  /** Re-sends a task with its arguments, as received (Python literals are read where JSON cannot). */
+  /** Sends the task again with its message's exact arguments (from the result backend); refused with the reason where they are not stored. */
   private async retry(id: string, res: ServerResponse): Promise<void> {
-    const task = this.cluster.state.tasks.get(id)
-    if (!task || typeof task.fields.name !== 'string') throw new HttpError(404, `Unknown task '${id}'`)
-    const args = pythonLiteral(task.fields.args, [])
-    const kwargs = pythonLiteral(task.fields.kwargs, {})
-    if (!Array.isArray(args) || !kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new HttpError(400, `The arguments of '${id}' are not plain values (${String(task.fields.args)}); send it again from its client`)
-    const newId = await this.cluster.sendTask(task.fields.name, args, kwargs as Record<string, unknown>, typeof task.fields.routing_key === 'string' && task.fields.routing_key ? { queue: task.fields.routing_key } : {})
-    this.json(res, 200, { 'task-id': newId })
+    try {
+      this.json(res, 200, { 'task-id': await this.cluster.resend(id) })
+    } catch (error) {
+      if (error instanceof ResendRefusedError) throw new HttpError(409, error.message, true)
+      if (error instanceof ProtocolError) throw new HttpError(502, `the stored result of '${id}' is refused: ${error.message}`, true)
+      throw error
+    }
   }
 
   // ---- live stream ----------------------------------------------------------
@@ -817,6 +895,18 @@ export class DashboardServer {
 
   private flush(): void {
     this.flushTimer = undefined
+    // Runs from a timer: whatever a task holds, a failure here must not end the process.
+    try {
+      this.flushChanges()
+    } catch (error) {
+      this.changedTasks.clear()
+      this.changedWorkers.clear()
+      this.o.log?.(`live update failed: ${(error as Error).message}`)
+      for (const client of this.clients) this.write(client, `event: resync\ndata: {}\n\n`)
+    }
+  }
+
+  private flushChanges(): void {
     const state = this.cluster.state
     const ids = [...this.changedTasks]
     this.changedTasks.clear()
@@ -857,44 +947,4 @@ export function entryFieldsOf(body: string): EntryFlags {
     } else throw new HttpError(400, `unknown field ${JSON.stringify(key)}`, true)
   }
   return fields
-}
-
-/** Python's repr of plain values (what Celery's argsrepr/kwargsrepr hold) read as JSON values; `fallback` when absent. */
-export function pythonLiteral(text: unknown, fallback: unknown): unknown {
-  if (text === null || text === undefined || text === '') return fallback
-  if (typeof text !== 'string') return text
-  let s = text.trim()
-  if (s.startsWith('(') && s.endsWith(')')) s = `[${s.slice(1, -1).replace(/,\s*$/, '')}]`
-  let out = ''
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!
-    if (c === "'" || c === '"') {
-      const quote = c
-      let j = i + 1
-      let value = ''
-      while (j < s.length && s[j] !== quote) {
-        if (s[j] === '\\' && j + 1 < s.length) {
-          const n = s[j + 1]!
-          value += n === 'n' ? '\n' : n === 't' ? '\t' : n
-          j += 2
-        } else value += s[j++]
-      }
-      if (j >= s.length) return undefined
-      out += JSON.stringify(value)
-      i = j
-      continue
-    }
-    const word = /^(None|True|False)\b/.exec(s.slice(i))
-    if (word) {
-      out += word[1] === 'None' ? 'null' : word[1] === 'True' ? 'true' : 'false'
-      i += word[1]!.length - 1
-      continue
-    }
-    out += c
-  }
-  try {
-    return JSON.parse(out) as unknown
-  } catch {
-    return undefined
-  }
 }

@@ -3,6 +3,7 @@
 
 import { dumps, loads, type LoadsOptions } from './kombu-json.js'
 import { MalformedMessageError } from './errors.js'
+import { checkEventText } from './event-limits.js'
 import { comparePyStr, PyFloat } from './py-types.js'
 import { pyStr } from './python-repr.js'
 
@@ -141,8 +142,9 @@ export function encodeEventBatch(events: readonly Record<string, unknown>[]): st
   return dumps(events.map(floatify))
 }
 
-/** Receivers accept both a single event object and a batched list. */
+/** Receivers accept both a single event object and a batched list; a body over the event limits throws EventLimitError before it is parsed. */
 export function decodeEvents(text: string, options: LoadsOptions = {}): Record<string, unknown>[] {
+  checkEventText(text)
   let v: unknown
   try {
     v = loads(text, options)

@@ -2,6 +2,7 @@
 // sign and verify, for the auth serializer, keys passed in).
 
 export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
+export { EventLimitError, checkEventText, checkEventValue, MAX_EVENT_DEPTH, MAX_EVENT_BODY, MAX_EVENT_VALUES } from './event-limits.js'
 export { PyFloat, PyTuple, comparePyStr, formatPyFloat, formatPyNumber } from './py-types.js'
 export { dumps, loads, quoteJsonString, isoformatUtc } from './kombu-json.js'
 export type { LoadsOptions } from './kombu-json.js'
@@ -43,4 +44,4 @@ export {
   hostFormat, workerNodename, nodeFormat, multiExpand,
 } from './nodenames.js'
 export * from './control-commands.js'
-export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle } from './plain-pickle.js'
+export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle, MAX_PICKLE_DEPTH, MAX_PICKLE_VALUES, MAX_PICKLE_CHARS } from './plain-pickle.js'

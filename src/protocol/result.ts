@@ -151,6 +151,9 @@ export interface ResultMeta {
   [k: string]: unknown
 }
 
+/** Text a plain JSON read may change: a long digit run (an int past 2^53) or a float with an integral value (2.0, 1e+20). */
+const MAY_ROUND = /\d{16}|\d\.0(?![0-9])|\d[eE]/
+
 /** Read either the kv meta or the rpc short form; missing optional fields become null/[]. */
 export function decodeResultMeta(text: string): ResultMeta {
   let v: unknown
@@ -158,6 +161,12 @@ export function decodeResultMeta(text: string): ResultMeta {
     v = loads(text)
   } catch (cause) {
     throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
+  }
+  // result_extended's args and kwargs are the call as sent: read again keeping
+  // every int (BigInt beyond 2^53) and float (2.0) as it was, so a re-send is exact.
+  if (v && typeof v === 'object' && ('args' in v || 'kwargs' in v) && MAY_ROUND.test(text)) {
+    const exact = loads(text, { integers: 'exact', floats: 'pyfloat' }) as Record<string, unknown>
+    Object.assign(v, { args: exact.args, kwargs: exact.kwargs })
   }
   return resultMetaFrom(v)
 }

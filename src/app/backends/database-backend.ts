@@ -153,7 +153,8 @@ export class DatabaseResultBackend implements ResultBackend {
     const raw = bytesOf(row.result)
     const jsonText = (v: unknown) => {
       const b = bytesOf(v)
-      return b === null ? null : loads(b.toString('utf8'))
+      // The call's args and kwargs as sent (ints beyond 2^53, floats like 2.0), for an exact re-send.
+      return b === null ? null : loads(b.toString('utf8'), { integers: 'exact', floats: 'pyfloat' })
     }
     const meta: ResultMeta = {
       status: String(row.status ?? 'PENDING'),

@@ -39,7 +39,15 @@ function toast(message) {
 async function api(path, options = {}) {
   const res = await fetch(url(path), { credentials: 'same-origin', ...options })
   const body = await res.text()
-  if (!res.ok) throw new Error(`${res.status}: ${body.trim().slice(0, 300)}`)
+  if (!res.ok) {
+    // A JSON refusal shows its reason, not its braces.
+    let reason = body.trim()
+    try {
+      const parsed = JSON.parse(reason)
+      if (parsed && typeof parsed.error === 'string') reason = parsed.error
+    } catch {}
+    throw new Error(`${res.status}: ${reason.slice(0, 300)}`)
+  }
   return res.headers.get('content-type')?.includes('json') ? JSON.parse(body) : body
 }
 

@@ -129,6 +129,34 @@ describe('dashboard HTTP API (file:// broker)', () => {
     assert.equal((await call(base, '/api/task/revoke/x', { method: 'DELETE' })).status, 405)
   })
 
+  it('a 403 page escapes the worker name and the reason it echoes', async () => {
+    const name = '<img src=x onerror=alert(1)>@w'
+    cluster.onEvent(event('worker-online', { hostname: name, freq: 2, active: 0, processed: 0, loadavg: [0, 0, 0] }))
+    const broadcast = cluster.broadcast
+    cluster.broadcast = async () => [{ [name]: { error: '<script>alert(2)</script>' } }]
+    try {
+      const res = await call(base, `/api/worker/pool/grow/${encodeURIComponent(name)}`, { method: 'POST' })
+      assert.equal(res.status, 403)
+      assert.equal(res.body, "Failed to grow &#39;&#60;img src=x onerror=alert(1)&#62;@w&#39; worker&#39;s pool: &#60;script&#62;alert(2)&#60;/script&#62;")
+    } finally {
+      cluster.broadcast = broadcast
+    }
+  })
+
+  it('--allowed-hosts: the names given are answered, others get 421', async () => {
+    const named = new DashboardServer({ cluster, port: 0, address: '127.0.0.1', allowedHosts: ['dash.example', 'ops.example'] })
+    const url = (await named.listen()).url.replace(/\/$/, '')
+    try {
+      for (const host of ['dash.example', 'ops.example:8080', `127.0.0.1:${new URL(url).port}`]) assert.equal((await call(url, '/api/tasks', { headers: { Host: host } })).status, 200, host)
+      assert.equal((await call(url, '/api/tasks', { headers: { Host: 'evil.example' } })).status, 421)
+      assert.equal((await call(url, '/healthcheck', { headers: { Host: 'evil.example' } })).status, 421)
+      // The page's own origin on an allowed name may act.
+      assert.equal((await call(url, '/api/task/revoke/x', { method: 'POST', headers: { Host: 'dash.example', Origin: 'http://dash.example' } })).status, 200)
+    } finally {
+      await named.close()
+    }
+  })
+
   it('GET /metrics parses as Prometheus text with Flower\'s metric names and labels, and queue gauges', async () => {
     await new Promise((r) => setTimeout(r, 1500))
     const res = await call(base, '/metrics')

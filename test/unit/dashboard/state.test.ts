@@ -2,7 +2,6 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ClusterState, TASK_FIELDS } from '../../../src/dashboard/state.js'
 import { kwargsPairs, parseQuery, QuerySyntaxError } from '../../../src/dashboard/search.js'
-import { pythonLiteral } from '../../../src/dashboard/server.js'
 import { scrubSecrets } from '../../../src/dashboard/cluster.js'
 
 let clock = 1_700_000_000
@@ -152,13 +151,6 @@ test('[--persistent] a snapshot restores tasks, indexes and workers', () => {
   assert.equal(copy.queryTasks({ taskname: 'proj.keep' }).filtered, 1)
   assert.ok(copy.workers.has('celery@a'))
   assert.ok(copy.taskTypes.has('proj.keep'))
-})
-
-test('[retry] Python reprs of plain arguments are read back', () => {
-  assert.deepEqual(pythonLiteral("(1, 'a', None, True)", []), [1, 'a', null, true])
-  assert.deepEqual(pythonLiteral('(5,)', []), [5])
-  assert.deepEqual(pythonLiteral("{'x': [1, 2], 'y': 'it\\'s'}", {}), { x: [1, 2], y: "it's" })
-  assert.equal(pythonLiteral('(<object at 0x1>,)', []), undefined)
 })
 
 test('[secrets] passwords leave replies: keys and URLs', () => {
