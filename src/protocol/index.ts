@@ -39,3 +39,4 @@ export {
 } from './nodenames.js'
 export * from './control-commands.js'
 export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle } from './plain-pickle.js'
+export { HIDDEN_SETTINGS, SETTING_MASK, URL_MASK, maskUrl, maskUrlsInText, urlHasSecret, maskSetting, filterHiddenSettings, shownSetting, escapeControl, escapeControlKeepLines, taskLabel } from './secrets.js'

@@ -25,6 +25,7 @@ import { annotationsFor } from '../app/annotations.js'
 import { queueDefinition } from '../app/queues.js'
 import { settingsRefusals } from '../app/settings.js'
 import { resolveWorkerSettings } from './worker-settings.js'
+import { escapeControl, taskLabel } from '../protocol/secrets.js'
 
 export interface RunWorkerOptions {
   /** The task module; null runs the default app (built-in tasks only), as `celery worker` without --app. */
@@ -304,7 +305,7 @@ function dumpSlots(worker: Worker): string {
   const lines = ['worker: Pool slots (USR1):']
   for (const slot of worker.poolForSignals?.slots() ?? []) {
     const request = slot.taskId ? runner?.active.get(slot.taskId) : undefined
-    const where = request ? `${request.name}[${request.id}] args=${request.message.argsrepr} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s` : 'idle'
+    const where = request ? `${taskLabel(request.name, request.id)} args=${escapeControl(String(request.message.argsrepr))} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s` : 'idle'
     lines.push(`  #${slot.index} pid ${slot.pid}: ${where}`)
   }
   lines.push(`  reserved: ${runner?.reserved.length ?? 0}, scheduled: ${runner?.scheduled.size ?? 0}`)
