@@ -107,7 +107,7 @@ export class Worker {
   private makePool(): Pool {
     const log = (level: 'info' | 'warning' | 'error', message: string) => this.o.log[level](message)
     const size = this.o.autoscale ? Math.max(1, this.o.autoscale.min) : this.o.concurrency
-    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log, onLost: (pid: number, threadId?: number) => releaseLostSlotLocks(this.o.app, { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null }, this.o.hostname, pid, (m) => this.o.log.warning(m), threadId) }
+    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, brokerReadUrl: this.o.brokerReadUrl, brokerWriteUrl: this.o.brokerWriteUrl, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log, onLost: (pid: number, threadId?: number) => releaseLostSlotLocks(this.o.app, { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null }, this.o.hostname, pid, (m) => this.o.log.warning(m), threadId) }
     switch (this.o.pool) {
       case 'prefork':
         return new PreforkPool(slotOptions)
