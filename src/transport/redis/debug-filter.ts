@@ -4,16 +4,16 @@
 // by each module that makes an ioredis client.
 import createDebug from 'debug'
 import { formatWithOptions } from 'node:util'
-import { maskUrlsInText, URL_MASK } from '../../protocol/secrets.js'
+import { escapeControlKeepLines, maskUrlsInText, URL_MASK } from '../../protocol/secrets.js'
 
 /** Commands whose arguments hold credentials: AUTH, HELLO ... AUTH, ACL SETUSER, CONFIG SET requirepass, MIGRATE ... AUTH. */
 const CREDENTIAL_COMMAND = /(\b(?:auth|hello|acl|config|migrate)\()(.*)$/gim
 /** `password: 'x'` as util.inspect writes an options object. */
 const PASSWORD_FIELD = /(\b[\w]*(?:password|passwd|secret|token)[\w]*['"]?\s*[:=]\s*)(['"])(?:\\.|(?!\2).)*\2/gi
 
-/** One DEBUG line with its secrets masked. */
+/** One DEBUG line with its secrets masked and control characters from values (a task name's ESC) escaped. */
 export function redactDebugLine(line: string): string {
-  return maskUrlsInText(line)
+  return escapeControlKeepLines(maskUrlsInText(line))
     .replace(CREDENTIAL_COMMAND, (_m, head: string) => `${head}[${URL_MASK}])`)
     .replace(PASSWORD_FIELD, (_m, head: string, quote: string) => `${head}${quote}${URL_MASK}${quote}`)
 }

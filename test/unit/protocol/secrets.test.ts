@@ -129,6 +129,7 @@ describe('redactDebugLine (DEBUG=ioredis:*)', () => {
     assert.equal(redactDebugLine("options { host: 'h', password: 'sekr1t', sentinelPassword: \"s2\" }"), "options { host: 'h', password: '**', sentinelPassword: \"**\" }")
     assert.equal(redactDebugLine('connect redis://:sekr1t@h/0'), 'connect redis://:**@h/0')
     assert.equal(redactDebugLine("0 -> get([ 'k' ])"), "0 -> get([ 'k' ])")
+    assert.equal(redactDebugLine("0 -> get([ 'proj.red\x1b[31m' ])"), "0 -> get([ 'proj.red\\x1b[31m' ])")
   })
 })
 
