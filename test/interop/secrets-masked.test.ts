@@ -87,6 +87,23 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
     assert.ok(!/TSQ_BROKER_URL|TSQ_RESULT_BACKEND/.test(seen), seen)
   })
 
+  it("a subprocess started by a task of the threads pool sees no TSQ_* secret either (the worker's own environment is cleared)", async () => {
+    // A broker database of its own, so the prefork worker cannot take the task.
+    const threadsBroker = `redis://:${PW}@127.0.0.1:${port}/5`
+    const threadsBackend = `redis://:${PW}@127.0.0.1:${port}/6`
+    const threads = await startWorker(['-A', FIXTURE, '-P', 'threads', '-c', '1', '-l', 'INFO', '--without-gossip', '--without-mingle'], { env: { ...env, TSQ_BROKER_URL: threadsBroker, TSQ_RESULT_BACKEND: threadsBackend }, nodename: `threads-${nodename}` })
+    const client = createApp({ name: 'proj', broker: threadsBroker, resultBackend: threadsBackend })
+    try {
+      const seen = (await (await client.sendTask('proj.env')).get({ timeout: 30 })) as string
+      assert.match(seen, /TSQ_SECRETS_CONF=/, seen)
+      assert.deepEqual(leaked(seen), [], seen)
+      assert.ok(!/TSQ_BROKER_URL|TSQ_RESULT_BACKEND/.test(seen), seen)
+    } finally {
+      await client.close()
+      await threads.stop()
+    }
+  })
+
   it('tsq inspect conf masks the broker, the backend and every URL-valued setting', async () => {
     const r = await runTsq(['inspect', 'conf', '-d', nodename, '--json', '-t', '10'], { env })
     assert.equal(r.code, 0, r.stderr)
@@ -136,7 +153,8 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
     dump.stdout.on('data', (d) => (dumped += d))
     dump.stderr.on('data', (d) => (dumped += d))
     try {
-      await waitFor(() => dumped.includes('starting capture'), { timeoutMs: 20_000, what: 'events --dump to start' })
+      // The first event from the worker (a heartbeat, every 2 s) says the dump is subscribed.
+      await waitFor(() => dumped.includes(nodename), { timeoutMs: 20_000, what: 'events --dump to show the worker' })
       const id = `lf-${tag}\n[2026-01-01 00:00:00,000: WARNING/MainProcess] forged`
       const r = await app.sendTask('proj.red\x1b[31m', [], {}, { id })
       assert.equal(await r.get({ timeout: 30 }), 'red', withLog(''))

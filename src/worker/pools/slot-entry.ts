@@ -2,7 +2,6 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isTypeScript, nearestPackageDir, tsxImportUrl } from '../../app/load-app.js'
 import type { LevelName } from '../../app/logger.js'
-import { HIDDEN_SETTINGS, urlHasSecret } from '../../protocol/secrets.js'
 
 /** The package root: the nearest folder above this file with package.json (works from src/, dist/ and dist/bundle/). */
 function packageRoot(): string {
@@ -56,16 +55,23 @@ export function slotData(o: Omit<SlotData, 'index'>, index: number): SlotData {
 const SECRET_ENV = new Set(['TSQ_BROKER_URL', 'CELERY_BROKER_URL', 'TSQ_RESULT_BACKEND', 'CELERY_RESULT_BACKEND', 'CELERY_BROKER_READ_URL', 'CELERY_BROKER_WRITE_URL', 'FLOWER_BASIC_AUTH', 'TSQ_DASHBOARD_BASIC_AUTH'])
 
 /**
+ * Whether an environment variable is one through which tsq takes a secret. Only
+ * those: a slot gets their values over IPC, while a variable the user's own
+ * config module reads (CELERY_LOCK_URL, say) must reach the slot that loads it.
+ */
+export function isSecretEnv(name: string): boolean {
+  return SECRET_ENV.has(name)
+}
+
+/**
  * A prefork child's environment: the worker's, without the variables that carry
- * tsq's secrets (nor any TSQ_/CELERY_/FLOWER_ one whose value is a URL with a
- * password), so neither /proc/<pid>/environ nor a subprocess a task starts sees
+ * tsq's secrets, so neither /proc/<pid>/environ nor a subprocess a task starts sees
  * them. The slot gets its broker and backend over the IPC channel instead.
  */
 export function slotEnv(env: NodeJS.ProcessEnv, index: number): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {}
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || SECRET_ENV.has(name) || name === 'TSQ_SLOT_DATA') continue
-    if (/^(TSQ|CELERY|FLOWER)_/.test(name) && (urlHasSecret(value) || HIDDEN_SETTINGS.test(name.replace(/^(TSQ|CELERY|FLOWER)_/, '')))) continue
+    if (value === undefined || name === 'TSQ_SLOT_DATA' || isSecretEnv(name)) continue
     out[name] = value
   }
   out.TSQ_POOL_INDEX = String(index)
