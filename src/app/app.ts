@@ -336,7 +336,7 @@ export class App {
   /** Remote control of the app's workers (Celery's `app.control`): revoke, ping, inspect, broadcast. */
   readonly control = new AppControl(() => this.config.brokerUrl, () => this.transportSettings)
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
-  private overrides: { broker?: string; resultBackend?: string; timezone?: string } = {}
+  private overrides: { broker?: string; resultBackend?: string; timezone?: string; brokerRead?: string; brokerWrite?: string } = {}
   private transportPromise: Promise<Transport> | undefined
   private backendPromise: Promise<ResultBackend> | undefined
   private rpcReplyTo: string | undefined
@@ -495,7 +495,7 @@ export class App {
   }
 
   /** The worker and CLI flags win over env, which wins over the module's own options. */
-  configure(overrides: { broker?: string; resultBackend?: string }): void {
+  configure(overrides: { broker?: string; resultBackend?: string; brokerRead?: string; brokerWrite?: string }): void {
     this.overrides = { ...this.overrides, ...overrides }
     this.watch.touch()
   }

@@ -14,6 +14,9 @@ export interface ConfigInput {
   /** broker_read_url / broker_write_url from the app's conf. */
   appBrokerRead?: string
   appBrokerWrite?: string
+  /** broker_read_url / broker_write_url as a worker resolved them, for its pool slots (whose environment lacks CELERY_BROKER_*_URL). */
+  brokerRead?: string
+  brokerWrite?: string
 }
 
 export interface ResolvedConfig {
@@ -60,8 +63,8 @@ export function loadConfig(input: ConfigInput, env: NodeJS.ProcessEnv = process.
   // so `tsq call` then `tsq result` work on a fresh machine with no flags.
   if (resultBackend === undefined && brokerUrl.startsWith('file://')) resultBackend = brokerUrl
   const timezone = firstSet(input.timezone, env.TSQ_TIMEZONE) ?? 'UTC'
-  const brokerReadUrl = firstSet(env.CELERY_BROKER_READ_URL, input.appBrokerRead) ?? brokerUrl
-  const brokerWriteUrl = firstSet(env.CELERY_BROKER_WRITE_URL, input.appBrokerWrite) ?? brokerUrl
+  const brokerReadUrl = firstSet(input.brokerRead, env.CELERY_BROKER_READ_URL, input.appBrokerRead) ?? brokerUrl
+  const brokerWriteUrl = firstSet(input.brokerWrite, env.CELERY_BROKER_WRITE_URL, input.appBrokerWrite) ?? brokerUrl
   return { brokerUrl, brokerSource, resultBackend, timezone, brokerReadUrl, brokerWriteUrl }
 }
 

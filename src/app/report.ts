@@ -2,12 +2,8 @@
 // versions, the app's module, the broker and backend with passwords masked,
 // and the app's settings, masked as Celery's filter_hidden_settings masks them.
 import { arch, release, type as osType } from 'node:os'
-import { maskUrl } from '../transport/index.js'
+import { maskSetting } from '../protocol/secrets.js'
 import type { App } from './app.js'
-
-/** Celery's HIDDEN_SETTINGS (celery/app/utils.py): a setting whose name matches has its value hidden. */
-const HIDDEN_SETTINGS = /API|TOKEN|KEY|SECRET|PASS|PROFANITIES_LIST|SIGNATURE|DATABASE/i
-const MASK = '********'
 
 export interface Report {
   software: { tsq: string; node: string }
@@ -19,14 +15,8 @@ export interface Report {
   settings: Record<string, unknown>
 }
 
-/** A value as Celery hides it: hidden names wholesale, URLs with their password masked, nested values likewise. */
-export function maskSetting(name: string, value: unknown): unknown {
-  if (HIDDEN_SETTINGS.test(name)) return MASK
-  if (typeof value === 'string') return value.includes('://') ? maskUrl(value).replace(/:\*\*@/, `:${MASK}@`) : value
-  if (Array.isArray(value)) return value.map((v) => maskSetting('', v))
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskSetting(k, v)]))
-  return value
-}
+/** A value as Celery hides it (hidden names wholesale, URLs with their password masked, nested values likewise): protocol/secrets.ts. */
+export { maskSetting }
 
 export function buildReport(o: { version: string; app: App | null; modulePath: string | null; broker: string; resultBackend: string | null }): Report {
   const settings: Record<string, unknown> = {}

@@ -12,6 +12,7 @@
 //                  internals); nothing on the wire or in behaviour depends on it.
 
 import { annotationRefusals } from './annotations.js'
+import { shownSetting } from '../protocol/secrets.js'
 import { checkBackendTransportOptions, checkTransportOptions } from './transport-options.js'
 import { publishRetryPolicyRefusal } from './publish-retry.js'
 import { queueSettings } from './queues.js'
@@ -257,7 +258,7 @@ export function refusals(conf: Record<string, unknown>): string[] {
     let why: string | null = null
     if (setting.status === 'refused') why = setting.note
     else if (setting.refuse) why = setting.refuse(value)
-    if (why) lines.push(`${name} = ${JSON.stringify(value)}: ${why}`)
+    if (why) lines.push(`${shownSetting(name, value)}: ${why}`)
     if (setting.check) lines.push(...setting.check(value))
   }
   return lines

@@ -3,6 +3,7 @@
 // tsq's transports take. A value tsq would not honour is refused, not dropped:
 // a tsq worker that silently used another key layout or priority order than
 // its Python peers would lose or reorder their messages.
+import { shownSetting } from '../protocol/secrets.js'
 import type { RedisLayoutOptions } from '../transport/index.js'
 import { sentinelSettingsFrom } from '../transport/index.js'
 
@@ -83,7 +84,7 @@ export function checkBackendTransportOptions(value: unknown): string[] {
   if (typeof value !== 'object' || Array.isArray(value)) return ['result_backend_transport_options: expected a map of option to value']
   const refusals = sentinelSettingsFrom(value, 'result_backend_transport_options').refusals
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    if (!SENTINEL_OPTIONS.has(key)) refusals.push(`result_backend_transport_options.${key} = ${JSON.stringify(v)}: not an option tsq's result backend reads (master_name, sentinel_kwargs)`)
+    if (!SENTINEL_OPTIONS.has(key)) refusals.push(`${shownSetting(`result_backend_transport_options.${key}`, v)}: not an option tsq's result backend reads (master_name, sentinel_kwargs)`)
   }
   return refusals
 }
@@ -100,16 +101,16 @@ export function checkTransportOptions(value: unknown): CheckedTransportOptions {
     const read = LAYOUT[key]
     if (key === 'visibility_timeout') {
       if (typeof v === 'number' && Number.isFinite(v) && v > 0) visibilityTimeout = v
-      else refusals.push(`broker_transport_options.visibility_timeout = ${JSON.stringify(v)}: expected seconds > 0`)
+      else refusals.push(`${shownSetting('broker_transport_options.visibility_timeout', v)}: expected seconds > 0`)
     } else if (read) {
       const why = read(v, redisLayout)
-      if (why) refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: ${why}`)
+      if (why) refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: ${why}`)
     } else if (key in KEPT_AT_DEFAULT) {
       if (JSON.stringify(v) !== JSON.stringify(KEPT_AT_DEFAULT[key])) {
-        refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: tsq keeps kombu's default (${JSON.stringify(KEPT_AT_DEFAULT[key])}), so another value would split its Redis layout from the Python workers'`)
+        refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: tsq keeps kombu's default (${JSON.stringify(KEPT_AT_DEFAULT[key])}), so another value would split its Redis layout from the Python workers'`)
       }
     } else if (!CLIENT_ONLY.has(key) && !ALWAYS.has(key)) {
-      refusals.push(`broker_transport_options.${key} = ${JSON.stringify(v)}: not an option tsq's transports read`)
+      refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: not an option tsq's transports read`)
     }
   }
   return { ...(visibilityTimeout !== undefined ? { visibilityTimeout } : {}), redisLayout, refusals }

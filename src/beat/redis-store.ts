@@ -4,6 +4,8 @@
 // (per 500 runs), so the lease (fencing) check and every run's run-count check
 // and update are one atomic step.
 import type { Redis } from 'ioredis'
+// DEBUG=ioredis:* lines with their passwords masked.
+import '../transport/redis/debug-filter.js'
 import { comparePyStr } from '../protocol/index.js'
 import { explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'

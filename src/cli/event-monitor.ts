@@ -9,7 +9,7 @@
 // whole, which is all a library's renderer would be used for here.
 import { withTransport } from '../app/connection.js'
 import { EventReceiver } from '../app/event-receiver.js'
-import { heartbeatExpires } from '../protocol/index.js'
+import { escapeControl, heartbeatExpires } from '../protocol/index.js'
 import { MailboxClient, type NodeReply, type TransportSettings } from '../transport/index.js'
 
 const UUID_WIDTH = 36
@@ -131,6 +131,10 @@ export function formatRow(displayWidth: number, uuid: string, task: string | nul
   detailWidth = detailWidth - uuidWidth - 1
   const taskWidth = Math.max(0, Math.ceil(detailWidth / 2))
   const workerWidth = Math.max(0, detailWidth - taskWidth - 1)
+  // Values from events are escaped (a newline or an ESC in a task name would break or repaint the screen).
+  uuid = escapeControl(uuid)
+  task = task === null ? null : escapeControl(task)
+  worker = worker === null ? null : escapeControl(worker)
   const row = `${abbr(uuid, uuidWidth).padEnd(uuidWidth)} ${abbr(worker, workerWidth).padEnd(workerWidth)} ${abbrtask(task, taskWidth).padEnd(taskWidth)} ${time.padEnd(TIMESTAMP_WIDTH)} ${abbr(state, STATE_WIDTH).padEnd(STATE_WIDTH)} `
   return row.slice(0, Math.max(0, displayWidth))
 }
@@ -140,7 +144,7 @@ function infoOf(task: MonitoredTask): string {
     .map(([key, value]) => {
       if (key === 'runtime' && typeof value === 'number') return `${key}=${value.toFixed(2)}`
       const text = typeof value === 'string' ? value : JSON.stringify(value)
-      return `${key}=${key === 'result' ? abbr(text, 16) : text}`
+      return `${escapeControl(key)}=${escapeControl(key === 'result' ? abbr(text, 16) : text)}`
     })
     .join(' ')
 }
@@ -181,7 +185,7 @@ export function renderScreen(view: ClusterView, o: ScreenOptions): string[] {
   lines.push(
     fit('─'.repeat(Math.max(0, width - LEFT_OFFSET - 4))),
     fit(o.notice ? abbr(o.notice, displayWidth) : selected ? abbr(`Selected: ${infoOf(selected) || 'Missing extended info'}`, displayWidth) : 'No task selected'),
-    fit(workers.length ? `Workers online: ${workers.join(', ')}` : 'No workers discovered.'),
+    fit(workers.length ? `Workers online: ${escapeControl(workers.join(', '))}` : 'No workers discovered.'),
     fit(`Info: events: ${view.eventCount} tasks:${view.tasks.size} workers:${workers.length}/${view.workerCount}`),
     fit('Keys: j:down k:up c:revoke q: quit'),
   )

@@ -3,6 +3,7 @@
 import { migrate, parseQueueRoutes, type MigratedTask, type MigrateResult } from '../admin/index.js'
 import { withTransportPair } from '../app/connection.js'
 import { UsageError } from './errors.js'
+import { taskLabel } from '../protocol/secrets.js'
 
 export interface MigrateFlagValues {
   limit?: number
@@ -47,9 +48,9 @@ export async function runMigrate(run: MigrateRun): Promise<MigrateResult> {
     if (bar) {
       if (task.count === 1) bar.start(task.total ?? 0, 0, { name: '' })
       if (task.total !== null && task.count > task.total) bar.setTotal(task.count)
-      bar.update(task.count, { name: `${task.name}[${task.id}]` })
+      bar.update(task.count, { name: `${taskLabel(task.name, task.id)}` })
     } else if (run.lines) {
-      pending.push(`Migrating task ${task.count}/${task.total ?? '?'}: ${task.name}[${task.id}]\n`)
+      pending.push(`Migrating task ${task.count}/${task.total ?? '?'}: ${taskLabel(task.name, task.id)}\n`)
       flushSoon ??= setImmediate(flush)
     }
   }

@@ -1,4 +1,5 @@
 import { InvalidValueError } from './errors.js'
+import { escapeControl, escapeControlKeepLines, maskUrlsInText } from '../protocol/secrets.js'
 import { exitCodeFor, isOclifUsageError } from './exit-codes.js'
 
 /**
@@ -30,10 +31,11 @@ export function reportCliError(err: Error & { code?: string }, mode: { json: boo
   process.exitCode = exitCode
   // A flag's bad value keeps click's sentence, whatever oclif did to the message.
   const text = err instanceof InvalidValueError ? err.line : (oclifDetail(err) ?? err.message ?? String(err))
-  let message = text.split('\n')[0]!.replace(/^Error: /, '')
+  // A URL a driver or the user's code put in the message is shown with its password masked.
+  let message = escapeControl(maskUrlsInText(text.split('\n')[0]!.replace(/^Error: /, '')))
   // click's "Try 'celery worker --help' for help.", on the same line: one line per error.
   if (mode.command && isOclifUsageError(err)) message += ` (try 'tsq ${mode.command} --help')`
   if (mode.json) process.stdout.write(`${JSON.stringify({ error: { code: err.code ?? err.name ?? 'ERROR', message, exitCode } })}\n`)
-  if (mode.debug && err.stack) process.stderr.write(`${err.stack}\n`)
+  if (mode.debug && err.stack) process.stderr.write(`${escapeControlKeepLines(maskUrlsInText(err.stack))}\n`)
   process.stderr.write(`Error: ${message}\n`)
 }

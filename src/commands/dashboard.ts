@@ -6,7 +6,7 @@ import { storeFlags, storeOpenOptions } from '../cli/beat-store-flags.js'
 import { lockFlags } from '../cli/lock-store.js'
 import { integerFlag } from '../cli/oclif-flags.js'
 import { UsageError } from '../cli/errors.js'
-import { parseBasicAuth } from '../dashboard/server.js'
+import { resolveBasicAuth, type ResolvedBasicAuth } from '../dashboard/basic-auth.js'
 import { runDashboard } from '../dashboard/run-dashboard.js'
 
 export default class Dashboard extends TsqCommand<void> {
@@ -20,7 +20,8 @@ export default class Dashboard extends TsqCommand<void> {
     port: integerFlag({ description: 'Port to serve on (0: any free port).', default: 5555, min: 0, max: 65535 }),
     address: Flags.string({ description: 'Address to bind.', default: '127.0.0.1' }),
     'url-prefix': Flags.string({ description: 'Serve everything under this path (behind a reverse proxy), e.g. /flower.' }),
-    'basic-auth': Flags.string({ description: 'Require HTTP basic auth: user:password[,user:password].' }),
+    'basic-auth': Flags.string({ description: 'Require HTTP basic auth: user:password[,user:password] (visible in `ps`: prefer --basic-auth-file or $TSQ_DASHBOARD_BASIC_AUTH / $FLOWER_BASIC_AUTH).' }),
+    'basic-auth-file': Flags.string({ description: 'Require HTTP basic auth, the user:password entries read from this file (comma- or newline-separated).' }),
     'allowed-hosts': Flags.string({
       description: "Host names the dashboard answers to besides its bound address and localhost (repeatable, or a comma list; also conf.dashboard_allowed_hosts). Any other Host gets 421; '*' turns the check off.",
       multiple: true,
@@ -39,18 +40,22 @@ export default class Dashboard extends TsqCommand<void> {
   static examples = [
     '<%= config.bin %> dashboard -b amqp://guest:guest@127.0.0.1:5672//',
     '<%= config.bin %> flower -b redis://127.0.0.1:6379/0 --port 5566 --basic-auth admin:s3cret',
+    'FLOWER_BASIC_AUTH=admin:s3cret <%= config.bin %> dashboard -b redis://127.0.0.1:6379/0',
+    '<%= config.bin %> dashboard -b redis://127.0.0.1:6379/0 --basic-auth-file ./dashboard-users',
     '<%= config.bin %> dashboard -A ./tasks.js --persistent --db ./dashboard.db --max-tasks 50000',
   ]
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Dashboard)
     const config = await this.clientConfig(flags)
-    let basicAuth: { user: string; pass: string }[] | undefined
+    let auth: ResolvedBasicAuth | undefined
     try {
-      basicAuth = flags['basic-auth'] ? parseBasicAuth(flags['basic-auth']) : undefined
+      auth = resolveBasicAuth({ flag: flags['basic-auth'], file: flags['basic-auth-file'], env: process.env })
     } catch (error) {
       throw new UsageError((error as Error).message)
     }
+    if (auth?.warning) process.stderr.write(`Warning: ${auth.warning}\n`)
+    const basicAuth = auth?.users
     if (flags['url-prefix'] !== undefined && !/^\/?[A-Za-z0-9._~\-/]*$/.test(flags['url-prefix'])) throw new UsageError(`--url-prefix: letters, digits and . _ ~ - / only, got '${flags['url-prefix']}'`)
     let appTasks: string[] | undefined
     if (flags.app) {

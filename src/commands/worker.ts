@@ -120,9 +120,10 @@ export default class WorkerCommand extends TsqCommand<void> {
       quiet: flags.quiet,
       version: this.config.version,
       startCompanion: flags.beat
-        ? async (log) => {
+        ? async (log, brokerUrl) => {
             // HA as `tsq beat` defaults it: a lease with the Redis store, none with a file.
-            const beat = await startBeat({ appSpec: flags.app, broker: flags.broker, ...storeOptionsOf(flags), ha: undefined, lockTimeout: DEFAULT_LOCK_TIMEOUT, maxInterval: undefined, log })
+            // The worker's broker as it resolved it (its environment no longer holds TSQ_BROKER_URL).
+            const beat = await startBeat({ appSpec: flags.app, broker: brokerUrl, ...storeOptionsOf(flags), ha: undefined, lockTimeout: DEFAULT_LOCK_TIMEOUT, maxInterval: undefined, log })
             beat.done.catch((error: Error) => log.error(`beat: stopped: ${error.message}`))
             return beat
           }

@@ -10,6 +10,7 @@ import { sendTask } from '../app/send-task.js'
 import { originalCall } from '../app/resend.js'
 import { EventLimitError, checkEventValue, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
 import { createTransport, MailboxClient, maskUrl, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
+import { maskUrlsInText } from '../protocol/secrets.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from './state.js'
@@ -66,7 +67,6 @@ const WARM_BUDGET_MS = 25
 
 /** An hour of one-second samples. */
 const HISTORY_SECONDS = 3600
-const PASSWORD_IN_URL = /([a-z][a-z0-9+.-]*:\/\/[^:@/\s'"]*):[^@/\s'"]*@/gi
 
 /**
  * A copy with every password gone: keys named like one are dropped and URLs
@@ -74,7 +74,8 @@ const PASSWORD_IN_URL = /([a-z][a-z0-9+.-]*:\/\/[^:@/\s'"]*):[^@/\s'"]*@/gi
  * before it leaves the dashboard.
  */
 export function scrubSecrets(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(PASSWORD_IN_URL, '$1:**@')
+  // The one masking function: user-info passwords and `?password=`-like query parameters.
+  if (typeof value === 'string') return maskUrlsInText(value)
   if (Array.isArray(value)) return value.map(scrubSecrets)
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {}

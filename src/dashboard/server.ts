@@ -106,10 +106,11 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
-export function parseBasicAuth(spec: string): { user: string; pass: string }[] {
-  return spec.split(',').map((pair) => {
+export function parseBasicAuth(spec: string, source = '--basic-auth'): { user: string; pass: string }[] {
+  return spec.split(',').map((pair, i) => {
     const colon = pair.indexOf(':')
-    if (colon <= 0) throw Object.assign(new Error(`--basic-auth: expected user:password[,user:password], got '${pair}'`), { code: 'USAGE' })
+    // The entry is not echoed: it may be a password typed without its user.
+    if (colon <= 0) throw Object.assign(new Error(`${source}: expected user:password[,user:password], entry ${i + 1} has no 'user:'`), { code: 'USAGE' })
     return { user: pair.slice(0, colon), pass: pair.slice(colon + 1) }
   })
 }

@@ -22,6 +22,8 @@
 // in the queue `tsq.once.<id>` ({taskId, expiresAt}, with a per-message TTL),
 // read and written only while holding the exclusive queue `tsq.once.<id>.mutex`.
 import type { Redis } from 'ioredis'
+// DEBUG=ioredis:* lines with their passwords masked.
+import '../transport/redis/debug-filter.js'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
 import { hostname } from 'node:os'
 import { amqpConnectSettings } from '../transport/amqp/connect-options.js'

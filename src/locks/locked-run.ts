@@ -12,6 +12,7 @@ import { holderOf, LockedError, LockLostError } from './lock.js'
 import { lockIdFor, parameterNames } from './lock-id.js'
 import { openLockStore, type LockSettings } from './open-store.js'
 import { acquireTaskLock, lockedRetryDelay } from './task-lock.js'
+import { taskLabel } from '../protocol/secrets.js'
 
 const settingsOf = new WeakMap<App, LockSettings>()
 
@@ -62,7 +63,7 @@ class LockedRun implements RunningJob {
       case 'key-error':
         return { status: 'failure', exc: encodeError(answer.error), traceback: answer.error instanceof Error ? (answer.error.stack ?? null) : null, runtime: this.runtime() }
       case 'unavailable':
-        console.error(`Task ${job.task}[${job.id}] not run: ${answer.error.message}; its message goes back to the queue`)
+        console.error(`Task ${taskLabel(job.task, job.id)} not run: ${answer.error.message}; its message goes back to the queue`)
         await new Promise((r) => setTimeout(r, UNAVAILABLE_PAUSE_MS))
         return { status: 'rejected', requeue: true, reason: answer.error.message, runtime: this.runtime() }
       case 'locked': {

@@ -9,6 +9,8 @@
 // Renewal and release compare the whole value (holder and token) in a script,
 // so a deposed holder can neither extend nor free its successor's lock.
 import { Redis } from 'ioredis'
+// DEBUG=ioredis:* lines with their passwords masked.
+import '../transport/redis/debug-filter.js'
 import { redisUrlClientOptions } from '../transport/index.js'
 import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 

@@ -6,6 +6,7 @@ import { MalformedMessageError } from './errors.js'
 import { checkEventText } from './event-limits.js'
 import { comparePyStr, PyFloat } from './py-types.js'
 import { pyStr } from './python-repr.js'
+import { escapeControl } from './secrets.js'
 
 export interface EventBase {
   hostname: string
@@ -211,5 +212,6 @@ export function dumpEventLine(event: Record<string, unknown>, taskNames: Map<str
   }
   const fields = Object.keys(ev).sort(comparePyStr).map((key) => `${key}=${pyStr(ev[key])}`).join(', ')
   const sep = fields ? ':' : ''
-  return task === null ? `${hostname} [${timestamp}] ${human}${sep} ${fields}` : `${hostname} [${timestamp}] ${human}${sep} ${task} ${fields}`
+  // One event, one line: a newline or an ESC sent in a field is shown as Python's repr writes it (Celery prints it raw).
+  return escapeControl(task === null ? `${hostname} [${timestamp}] ${human}${sep} ${fields}` : `${hostname} [${timestamp}] ${human}${sep} ${task} ${fields}`)
 }

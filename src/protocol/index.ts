@@ -45,3 +45,4 @@ export {
 } from './nodenames.js'
 export * from './control-commands.js'
 export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle, MAX_PICKLE_DEPTH, MAX_PICKLE_VALUES, MAX_PICKLE_CHARS } from './plain-pickle.js'
+export { HIDDEN_SETTINGS, SETTING_MASK, URL_MASK, maskUrl, maskUrlsInText, urlHasSecret, maskSetting, filterHiddenSettings, shownSetting, escapeControl, escapeControlKeepLines, taskLabel } from './secrets.js'

@@ -1,4 +1,5 @@
 import { BadBrokerUrlError } from './errors.js'
+import { maskUrl } from '../protocol/secrets.js'
 
 /**
  * kombu's failover list separator: `amqp://a//;amqp://b//` is a list of
@@ -25,21 +26,8 @@ export function urlListSetting(value: unknown): string | undefined {
   return undefined
 }
 
-function maskOne(url: string, mask: string): string {
-  return url.replace(/^(\s*[a-z0-9+.-]+:\/\/)([^:@/]*):([^@/]*)@/i, (_m, scheme: string, user: string) => `${scheme}${user}:${mask}@`)
-}
-
-/**
- * kombu's `as_uri(include_password=False)`: the password becomes `**`, so
- * `amqp://guest:guest@host//` prints as `amqp://guest:**@host//`. Every URL
- * of a failover list is masked (`a;b` keeps its shape).
- */
-export function maskUrl(url: string, mask = '**'): string {
-  return url
-    .split(URL_LIST_SEPARATOR)
-    .map((u) => maskOne(u, mask))
-    .join(URL_LIST_SEPARATOR)
-}
+/** kombu's as_uri(include_password=False), the one masking function (protocol/secrets.ts). */
+export { maskUrl } from '../protocol/secrets.js'
 
 export type FailoverStrategy = 'round-robin' | 'shuffle'
 

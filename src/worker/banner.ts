@@ -2,6 +2,7 @@
 // they expect them: app, transport (password masked), results, pool, events, queues.
 import { arch, platform, release } from 'node:os'
 import { maskUrl } from '../transport/index.js'
+import { escapeControl } from '../protocol/secrets.js'
 import type { QueueDeclaration } from './control-handlers.js'
 
 export interface BannerInfo {
@@ -39,6 +40,6 @@ export function banner(b: BannerInfo): string {
   ]
   const lines = left.map((l, i) => `${l}${right[i] ?? ''}`.trimEnd())
   for (const q of b.queues) lines.push(`                .> ${q.name.padEnd(16)} exchange=${q.exchange}(${q.exchangeType}) key=${q.routingKey}`)
-  lines.push('', '[tasks]', ...b.tasks.sort().map((t) => `  . ${t}`), '')
+  lines.push('', '[tasks]', ...b.tasks.sort().map((t) => `  . ${escapeControl(t)}`), '')
   return lines.join('\n')
 }

@@ -8,6 +8,7 @@
 import type { Transport } from '../transport/index.js'
 import type { Logger } from '../app/logger.js'
 import type { Request } from './request.js'
+import { taskLabel } from '../protocol/secrets.js'
 
 export const DEFAULT_WATCHDOG_INTERVAL_S = 10
 
@@ -84,7 +85,7 @@ export class ConnectionGuard {
     if (!this.o.cancelLongRunningOnLoss) return
     for (const request of this.o.activeRequests()) {
       if (request.restored || !this.o.isAcksLate(request)) continue
-      this.o.log.warning(`Task ${request.name}[${request.id}] cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.\nTerminating it instead.`)
+      this.o.log.warning(`Task ${taskLabel(request.name, request.id)} cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.\nTerminating it instead.`)
       this.o.cancel(request)
     }
   }

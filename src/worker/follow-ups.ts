@@ -11,6 +11,7 @@ import type { AppSignals } from '../app/app-signals.js'
 import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
+import { escapeControl, taskLabel } from '../protocol/secrets.js'
 
 export interface Sender {
   transport: Transport
@@ -108,7 +109,7 @@ export async function sendReplacement(sender: Sender, request: Request, sig: Sig
     if (m.embed.chord) out.chord = m.embed.chord
     return out
   })
-  if (!patched) throw new Error(`cannot replace ${m.task}[${m.id}] with ${sig.task}: its result is not one task's`)
+  if (!patched) throw new Error(`cannot replace ${taskLabel(m.task, m.id)} with ${sig.task}: its result is not one task's`)
   const errbacks = (m.embed.errbacks ?? []) as Signature[]
   const chain = m.embed.chain?.length ? (m.embed.chain as Signature[]) : undefined
   await applySignature(sender, errbacks.length ? withErrbacks(patched, errbacks) : patched, [], request, chain)
@@ -144,7 +145,7 @@ export async function returnChordPart(sender: Sender, request: Request, state: T
   const backend = sender.backend
   if (backend?.chordUnlock) return
   if (!backend?.chordPartReturn) {
-    sender.log.error(`Chord ${m.group}: ${m.task}[${m.id}] is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`)
+    sender.log.error(`Chord ${escapeControl(String(m.group))}: ${taskLabel(m.task, m.id)} is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`)
     return
   }
   let join: ReturnType<typeof joinChordParts>
@@ -211,7 +212,7 @@ async function failChordBody(sender: Sender, backend: ResultBackend, body: Signa
     await backend.store(bodyId, meta, 'FAILURE')
   }
   for (const errback of signatures(options.link_error)) {
-    await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${errback.task} not sent: ${e.message}`))
+    await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${escapeControl(errback.task)} not sent: ${e.message}`))
   }
 }
 
@@ -277,7 +278,7 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
   const headerOptions = (Array.isArray(header) ? {} : (header?.options ?? {})) as Record<string, unknown>
   const bodySig = kwargs.body as Signature | undefined
   if (!bodySig) {
-    sender.log.error(`Chord ${optionString(sig, 'task_id') ?? ''} not started: it has no body`)
+    sender.log.error(`Chord ${escapeControl(optionString(sig, 'task_id') ?? '')} not started: it has no body`)
     return
   }
   // The rest of the chain continues after the body, as Celery clones it into the body's options.
@@ -301,7 +302,7 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
     ? `chord header member ${unsupported.task} (a ${canvasKind(unsupported)}) ends in a group; tsq workers count chord header members that end in one task`
     : !backend?.setChordSize ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts` : null
   if (refusal || !backend?.setChordSize) {
-    sender.log.error(`Chord ${optionString(sig, 'task_id') ?? ''} not started: ${refusal}`)
+    sender.log.error(`Chord ${escapeControl(optionString(sig, 'task_id') ?? '')} not started: ${refusal}`)
     if (backend) await failChordBody(sender, backend, body, `NotImplementedError: ${refusal}`, parent)
     return
   }

@@ -25,6 +25,8 @@ import { annotationsFor } from '../app/annotations.js'
 import { queueDefinition } from '../app/queues.js'
 import { settingsRefusals } from '../app/settings.js'
 import { resolveWorkerSettings } from './worker-settings.js'
+import { escapeControl, taskLabel } from '../protocol/secrets.js'
+import { isSecretEnv } from './pools/slot-entry.js'
 
 export interface RunWorkerOptions {
   /** The task module; null runs the default app (built-in tasks only), as `celery worker` without --app. */
@@ -73,7 +75,7 @@ export interface RunWorkerOptions {
    * Something to run in this process beside the worker (`-B`: the embedded
    * beat): started before the worker consumes, stopped first in its shutdown.
    */
-  startCompanion?: (log: Logger) => Promise<WorkerCompanion>
+  startCompanion?: (log: Logger, brokerUrl: string) => Promise<WorkerCompanion>
 }
 
 export interface WorkerCompanion {
@@ -104,6 +106,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const busQueues = BusWorker.defaultQueues(app)
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
+  // The app keeps what the environment said: the variables leave this process's environment below.
+  app.configure({ broker: config.brokerUrl, resultBackend: config.resultBackend, brokerRead: config.brokerReadUrl, brokerWrite: config.brokerWriteUrl })
   const conf = app.options.conf ?? {}
   // A setting tsq cannot honour stops the start, one line each, before anything is declared.
   const refusals = settingsRefusals(conf, app.defaultQueue)
@@ -141,6 +145,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const workerDirect = conf.worker_direct === true
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
+  // So a task of the threads or solo pool that starts a subprocess hands it no password (a HUP restart gets them back).
+  launchEnv = { ...process.env }
+  for (const name of Object.keys(process.env)) if (isSecretEnv(name)) delete process.env[name]
   const worker = new Worker({
     app,
     modulePath,
@@ -224,7 +231,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     // The companion first: if it cannot start (a store or broker it cannot
     // open), the worker has not taken a message yet.
     if (o.startCompanion) {
-      const started = await o.startCompanion(log)
+      const started = await o.startCompanion(log, config.brokerUrl)
       companion = started
       worker.beforeStop(() => started.stop())
     }
@@ -304,7 +311,7 @@ function dumpSlots(worker: Worker): string {
   const lines = ['worker: Pool slots (USR1):']
   for (const slot of worker.poolForSignals?.slots() ?? []) {
     const request = slot.taskId ? runner?.active.get(slot.taskId) : undefined
-    const where = request ? `${request.name}[${request.id}] args=${request.message.argsrepr} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s` : 'idle'
+    const where = request ? `${taskLabel(request.name, request.id)} args=${escapeControl(String(request.message.argsrepr))} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s` : 'idle'
     lines.push(`  #${slot.index} pid ${slot.pid}: ${where}`)
   }
   lines.push(`  reserved: ${runner?.reserved.length ?? 0}, scheduled: ${runner?.scheduled.size ?? 0}`)
@@ -317,10 +324,13 @@ async function openInspector(): Promise<string> {
   return inspector.url() ?? 'unavailable'
 }
 
+/** The environment the worker was started with, secrets included: what a HUP restart is given. */
+let launchEnv: NodeJS.ProcessEnv = process.env
+
 /** HUP when detached: the same command again, in a new session; this process then exits. */
 function restartInPlace(logfile: string | null): void {
   let out: number | 'ignore' = 'ignore'
   if (logfile) out = openSync(logfile, 'a')
-  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: ['ignore', out, out], env: process.env })
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: ['ignore', out, out], env: launchEnv })
   child.unref()
 }

@@ -20,6 +20,7 @@ import { setLongTimeout, type LongTimeout } from '../app/execution/long-timeout.
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
 import { BROKER_DELAY_LEAD_S } from '../app/send-task.js'
+import { escapeControl, taskLabel } from '../protocol/secrets.js'
 
 const DEFAULT_RETRY_DELAY = 180
 
@@ -127,7 +128,7 @@ export class TaskRunner {
     const write = (request.stateWrites ?? Promise.resolve()).then(() => this.store(request, state, meta, null))
     // A meta that cannot be encoded fails its own updateState(), not the task's end.
     request.stateWrites = write.catch((error: unknown) => {
-      this.o.log.error(`Could not store the ${state} state of ${request.message.task}[${taskId}]: ${(error as Error).message}`)
+      this.o.log.error(`Could not store the ${state} state of ${taskLabel(request.message.task, taskId)}: ${(error as Error).message}`)
     })
     return write
   }
@@ -188,7 +189,7 @@ export class TaskRunner {
     if (wait > toBroker * 1000 && this.etaDelay.enabled && this.o.transport.publishDelayed) return this.delayOnBroker(request, wait)
     if (wait > this.etaDelay.afterSeconds * 1000) {
       this.o.log.warning(
-        `Task ${message.task}[${message.id}] has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer_timeout (RabbitMQ's default is 1800 s; this worker counts ${this.etaDelay.afterSeconds} s as safe): ` +
+        `Task ${taskLabel(message.task, message.id)} has an ETA ${Math.round(wait / 1000)} s away, past the broker's consumer_timeout (RabbitMQ's default is 1800 s; this worker counts ${this.etaDelay.afterSeconds} s as safe): ` +
           `the broker will take it back from this worker before then and deliver it again. Raise the broker's consumer_timeout` +
           (this.o.transport.publishDelayed ? ' or turn on worker_eta_broker_delay.' : '.'),
       )
@@ -225,7 +226,7 @@ export class TaskRunner {
   private accept(request: Request): void | Promise<void> {
     const { message, delivery } = request
     if (this.o.app.signals.has('task_received')) this.o.app.signals.send('task_received', { sender: this.o.hostname, request: request.info() })
-    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${message.task}[${message.id}] received`)
+    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${taskLabel(message.task, message.id)} received`)
     if (this.o.events.taskEvents) {
       this.o.events.sendTask('task-received', {
         uuid: message.id,
@@ -251,14 +252,14 @@ export class TaskRunner {
       this.scheduled.set(request.id, { request, timer })
       this.o.onScheduledChange(this.scheduled.size)
       // On Redis the visibility timeout then runs from the ETA, not from now.
-      return delivery.deferVisibility?.(eta.getTime() / 1000).catch((e: Error) => this.o.log.warning(`could not defer visibility of ${message.id}: ${e.message}`))
+      return delivery.deferVisibility?.(eta.getTime() / 1000).catch((e: Error) => this.o.log.warning(`could not defer visibility of ${escapeControl(message.id)}: ${e.message}`))
     }
     this.reserve(request)
   }
 
   private async unregistered(request: Request): Promise<void> {
     const name = request.name
-    this.o.log.error(`Received unregistered task of type '${name}'.\nThe message has been ignored and discarded.`)
+    this.o.log.error(`Received unregistered task of type '${escapeControl(name)}'.\nThe message has been ignored and discarded.`)
     if (this.o.app.signals.has('task_unknown')) {
       const exc = Object.assign(new Error(`'${name}'`), { name: 'NotRegistered' })
       this.o.app.signals.send('task_unknown', { sender: this.o.hostname, name, id: request.id, message: { headers: request.delivery.properties.headers, body: request.delivery.body }, exc })
@@ -269,7 +270,7 @@ export class TaskRunner {
   }
 
   private async revokeOnArrival(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
-    this.o.log.info(`Discarding revoked task: ${request.name}[${request.id}]${reason === 'expired' ? ' (expired)' : ''}`)
+    this.o.log.info(`Discarding revoked task: ${taskLabel(request.name, request.id)}${reason === 'expired' ? ' (expired)' : ''}`)
     await this.clearOnce(request)
     await request.ack().catch(() => undefined)
     await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null, true)
@@ -295,7 +296,7 @@ export class TaskRunner {
    */
   private lostDelivery(request: Request): boolean {
     if (request.delivery.isLive?.() !== false) return false
-    this.o.log.debug(`Dropped ${request.name}[${request.id}]: the broker took its delivery back and delivers it again`)
+    this.o.log.debug(`Dropped ${taskLabel(request.name, request.id)}: the broker took its delivery back and delivers it again`)
     return true
   }
 
@@ -338,13 +339,13 @@ export class TaskRunner {
     const running = this.active.get(message.id)
     if (running && running.successor === null && running.message.retries === message.retries && running.delivery.isLive?.() === false) {
       running.successor = delivery
-      this.o.log.info(`Task ${message.task}[${message.id}] delivered again while it still runs from a closed channel: this copy takes that run's outcome`)
+      this.o.log.info(`Task ${taskLabel(message.task, message.id)} delivered again while it still runs from a closed channel: this copy takes that run's outcome`)
       return true
     }
     const settled = this.settledOnLost.get(message.id)
     if (!settled || settled.retries !== message.retries) return false
     this.settledOnLost.delete(message.id)
-    this.o.log.info(`Task ${message.task}[${message.id}] delivered again after it ended on a closed channel: settled (${settled.how}), not run again`)
+    this.o.log.info(`Task ${taskLabel(message.task, message.id)} delivered again after it ended on a closed channel: settled (${settled.how}), not run again`)
     this.track(settled.how === 'ack' ? delivery.ack() : delivery.reject({ requeue: false }))
     return true
   }
@@ -364,10 +365,10 @@ export class TaskRunner {
       // Running: the second copy is settled as the run ends, as the first is, so
       // a requeue still leaves one copy (on Redis both carry the same tag).
       held.successor = delivery
-      this.o.log.warning(`Task ${message.task}[${message.id}] delivered twice while it runs here: the second copy takes this run's outcome`)
+      this.o.log.warning(`Task ${taskLabel(message.task, message.id)} delivered twice while it runs here: the second copy takes this run's outcome`)
       return true
     }
-    this.o.log.warning(`Task ${message.task}[${message.id}] delivered twice (this worker holds it already): the second copy is acked, not run`)
+    this.o.log.warning(`Task ${taskLabel(message.task, message.id)} delivered twice (this worker holds it already): the second copy is acked, not run`)
     this.track(delivery.ack())
     return true
   }
@@ -405,11 +406,11 @@ export class TaskRunner {
     try {
       await this.o.transport.publishDelayed!(d.queue, { body: d.body, properties: withoutDeathRecord(d.properties) }, delaySeconds)
     } catch (error) {
-      this.o.log.warning(`Task ${m.task}[${m.id}]: could not hand its ETA to the broker's delayed delivery (${(error as Error).message}); holding it here`)
+      this.o.log.warning(`Task ${taskLabel(m.task, m.id)}: could not hand its ETA to the broker's delayed delivery (${(error as Error).message}); holding it here`)
       return this.accept(request)
     }
     this.track(request.ack())
-    this.o.log.info(`Task ${m.task}[${m.id}] has an ETA ${Math.round(waitMs / 1000)} s away: handed to the broker's delayed delivery, back in ${d.queue} at ${m.eta}`)
+    this.o.log.info(`Task ${taskLabel(m.task, m.id)} has an ETA ${Math.round(waitMs / 1000)} s away: handed to the broker's delayed delivery, back in ${d.queue} at ${m.eta}`)
   }
 
   // ---- dispatching -----------------------------------------------------
@@ -629,7 +630,7 @@ export class TaskRunner {
   }
 
   private lost(request: Request, error: unknown): Outcome {
-    this.o.log.error(`Pool could not run ${request.message.task}[${request.message.id}]: ${(error as Error).message}`)
+    this.o.log.error(`Pool could not run ${taskLabel(request.message.task, request.message.id)}: ${(error as Error).message}`)
     return { status: 'killed', reason: 'worker-lost', signal: null, runtime: 0 }
   }
 
@@ -651,7 +652,7 @@ export class TaskRunner {
     try {
       await finishing
     } catch (error) {
-      this.o.log.error(`Could not record the outcome of ${request.message.task}[${request.message.id}]: ${(error as Error).message}`)
+      this.o.log.error(`Could not record the outcome of ${taskLabel(request.message.task, request.message.id)}: ${(error as Error).message}`)
       await request.reject(true).catch(() => undefined)
     } finally {
       this.done(request)
@@ -712,7 +713,7 @@ export class TaskRunner {
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
     // Celery's handle_error_state: a task that ignores its result stores its errors only under task_store_errors_even_if_ignored.
     if (outcome.status !== 'success') return this.finishUnsuccessful(request, outcome, ignoreResult && this.o.app.conf.task_store_errors_even_if_ignored !== true)
-    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
+    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${taskLabel(m.task, m.id)} succeeded in ${outcome.runtime.toFixed(6)}s: ${saferepr(outcome.value)}`)
     const storing = (!ignoreResult && !!this.o.backend) || isChordPart(m)
     const following = !!(m.embed.callbacks?.length || m.embed.chain?.length)
     if (storing || following) return this.succeedLater(request, outcome, !ignoreResult, following)
@@ -734,7 +735,7 @@ export class TaskRunner {
     } catch (error) {
       if (!(error instanceof EncodeError)) throw error
       const m = request.message
-      this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: EncodeError(${error.reason})`)
+      this.o.log.error(`Task ${taskLabel(m.task, m.id)} raised unexpected: EncodeError(${error.reason})`)
       await this.fail(request, encodeFailure(error), null, !keepResult)
       this.settle(request, this.afterFailure(m.task))
       return
@@ -752,7 +753,7 @@ export class TaskRunner {
     switch (outcome.status) {
       case 'failure': {
         // The traceback on the lines after, as Celery logs exc_info (`tsq logtool errors` prints them whole).
-        this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(outcome.exc)}${outcome.traceback ? `\n${outcome.traceback}` : ''}`)
+        this.o.log.error(`Task ${taskLabel(m.task, m.id)} raised unexpected: ${excRepr(outcome.exc)}${outcome.traceback ? `\n${outcome.traceback}` : ''}`)
         await this.fail(request, outcome.exc, outcome.traceback, ignoreResult)
         this.settle(request, this.afterFailure(m.task))
         return
@@ -773,7 +774,7 @@ export class TaskRunner {
             await sendReplacement(this.o, request, outcome.replacedBy as Parameters<typeof sendReplacement>[2])
           } catch (error) {
             const exc = encodeError(error)
-            this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(exc)}`)
+            this.o.log.error(`Task ${taskLabel(m.task, m.id)} raised unexpected: ${excRepr(exc)}`)
             await this.fail(request, exc, (error as Error).stack ?? null, ignoreResult)
             this.settle(request, this.afterFailure(m.task))
             return
@@ -785,11 +786,11 @@ export class TaskRunner {
           // task-* event's type as the task's state (SKIPPED).
           this.o.events.sendTask('task-skipped', { uuid: m.id, reason: 'locked', lock: outcome.skipped.lock, lease_left: outcome.skipped.leaseLeftMs / 1000 })
         }
-        if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${m.task}[${m.id}] ignored`)
+        if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${taskLabel(m.task, m.id)} ignored`)
         this.settle(request, 'ack')
         return
       case 'rejected':
-        this.o.log.warning(`Task ${m.task}[${m.id}] reject requeue=${outcome.requeue ? 'True' : 'False'}: ${outcome.reason ?? 'None'}`)
+        this.o.log.warning(`Task ${taskLabel(m.task, m.id)} reject requeue=${outcome.requeue ? 'True' : 'False'}: ${outcome.reason ?? 'None'}`)
         // After an early ack there is nothing left to reject, as in Celery.
         if (!request.settled) this.o.events.sendTask('task-rejected', { uuid: m.id, requeue: outcome.requeue })
         this.settle(request, outcome.requeue ? 'requeue' : 'reject')
@@ -801,7 +802,7 @@ export class TaskRunner {
           await this.fail(request, exc, null, ignoreResult)
           this.settle(request, this.afterFailure(m.task))
         } else if (outcome.reason === 'terminated') {
-          this.o.log.info(`Terminating ${m.id} (${outcome.signal ?? 'SIGTERM'})`)
+          this.o.log.info(`Terminating ${escapeControl(m.id)} (${outcome.signal ?? 'SIGTERM'})`)
           await this.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null, true)
           this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(outcome.signal), expired: false })
           this.signalRevoked(request, true, signum(outcome.signal), false)
@@ -815,7 +816,7 @@ export class TaskRunner {
           this.settle(request, this.afterFailure(m.task))
         } else {
           // reject_on_worker_lost: the message goes back for another try (at-least-once).
-          this.o.log.error(`Process running ${m.task}[${m.id}] was lost; the task is requeued`)
+          this.o.log.error(`Process running ${taskLabel(m.task, m.id)} was lost; the task is requeued`)
           this.settle(request, 'requeue')
         }
         return
@@ -832,7 +833,7 @@ export class TaskRunner {
     const m = request.message
     await this.storeEnd(request, 'FAILURE', { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
-    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${task} not sent: ${e.message}`))
+    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${escapeControl(task)} not sent: ${e.message}`))
   }
 
   private async retry(request: Request, outcome: Extract<Outcome, { status: 'retry' }>, ignoreResult: boolean): Promise<void> {
@@ -841,7 +842,7 @@ export class TaskRunner {
     if (retriesExhausted(m.retries, outcome.maxRetries, task?.options.maxRetries)) {
       const exc = outcome.exc ?? { type: 'MaxRetriesExceededError', args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`], module: 'celery.exceptions', message: '' }
       // As Celery's trace logs the error retry() raises past the limit; silent, the run just vanished from the log.
-      this.o.log.error(`Task ${m.task}[${m.id}] raised unexpected: ${excRepr(exc)}`)
+      this.o.log.error(`Task ${taskLabel(m.task, m.id)} raised unexpected: ${excRepr(exc)}`)
       await this.fail(request, exc, null, ignoreResult)
       this.settle(request, 'ack')
       return
@@ -850,7 +851,7 @@ export class TaskRunner {
     const eta = outcome.eta ?? new Date(Date.now() + countdown * 1000).toISOString()
     await republishForRetry(this.o, request, eta)
     const exc = outcome.exc ?? { type: 'Retry', args: [`Retry in ${countdown}s`], module: 'celery.exceptions', message: `Retry in ${countdown}s` }
-    this.o.log.info(`Task ${m.task}[${m.id}] retry: Retry in ${countdown}s`)
+    this.o.log.info(`Task ${taskLabel(m.task, m.id)} retry: Retry in ${countdown}s`)
     if (!ignoreResult) await this.store(request, 'RETRY', { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }, null)
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
     this.settle(request, 'ack')
@@ -868,7 +869,7 @@ export class TaskRunner {
       await returnChordPart(this.o, request, status, result)
     } catch (error) {
       const m = request.message
-      this.o.log.error(`Chord ${m.group}: the part of ${m.task}[${m.id}] was not recorded: ${(error as Error).message}`)
+      this.o.log.error(`Chord ${escapeControl(String(m.group))}: the part of ${taskLabel(m.task, m.id)} was not recorded: ${(error as Error).message}`)
     }
   }
 
@@ -884,7 +885,7 @@ export class TaskRunner {
     try {
       await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
     } catch (error) {
-      this.o.log.error(`Could not store the ${status} result of ${m.task}[${m.id}]: ${(error as Error).message}`)
+      this.o.log.error(`Could not store the ${status} result of ${taskLabel(m.task, m.id)}: ${(error as Error).message}`)
       // Raised outside the task's body, as Celery's trace sends it when mark_as_done/failure raise.
       const signals = this.o.app.signals
       if (signals.has('task_internal_error')) signals.send('task_internal_error', { sender: m.task, taskId: m.id, args: m.args, kwargs: m.kwargs, request: request.info(), exception: error, traceback: (error as Error).stack ?? null })
@@ -958,7 +959,7 @@ export class TaskRunner {
       else this.noteSettled(m, how)
     }
     this.track(how === 'ack' ? request.ack() : request.reject(how === 'requeue'), (error) => {
-      this.o.log.error(`Could not ${how} ${m.task}[${m.id}], the broker will deliver it again: ${(error as Error).message}`)
+      this.o.log.error(`Could not ${how} ${taskLabel(m.task, m.id)}, the broker will deliver it again: ${(error as Error).message}`)
       this.settled()
     })
   }

@@ -23,6 +23,7 @@ import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
 import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../app/queues.js'
+import { taskLabel } from '../protocol/secrets.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -106,7 +107,7 @@ export class Worker {
   private makePool(): Pool {
     const log = (level: 'info' | 'warning' | 'error', message: string) => this.o.log[level](message)
     const size = this.o.autoscale ? Math.max(1, this.o.autoscale.min) : this.o.concurrency
-    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log, onLost: (pid: number, threadId?: number) => releaseLostSlotLocks(this.o.app, { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null }, this.o.hostname, pid, (m) => this.o.log.warning(m), threadId) }
+    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, brokerReadUrl: this.o.brokerReadUrl, brokerWriteUrl: this.o.brokerWriteUrl, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log, onLost: (pid: number, threadId?: number) => releaseLostSlotLocks(this.o.app, { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null }, this.o.hostname, pid, (m) => this.o.log.warning(m), threadId) }
     switch (this.o.pool) {
       case 'prefork':
         return new PreforkPool(slotOptions)
@@ -404,7 +405,7 @@ export class Worker {
     const timeout = lost.ackTimeoutMs > 0 ? `${lost.ackTimeoutMs / 1000} s` : 'its length not given'
     const policy = this.o.etaDelay
     if (lost.ackTimeoutMs > 0) policy.afterSeconds = Math.min(policy.afterSeconds, Math.max(1, Math.floor((lost.ackTimeoutMs / 1000) * 0.8)))
-    const what = oldest ? `Task ${oldest.name}[${oldest.id}]` : `A delivery of ${lost.queue}`
+    const what = oldest ? `Task ${taskLabel(oldest.name, oldest.id)}` : `A delivery of ${lost.queue}`
     const advice = policy.enabled && this.transport.publishDelayed
       ? `ETAs more than ${policy.afterSeconds} s away now wait in the broker's delayed delivery instead of in this worker.`
       : `Raise RabbitMQ's consumer_timeout above the longest countdown, or turn on worker_eta_broker_delay.`

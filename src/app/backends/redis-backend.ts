@@ -1,6 +1,8 @@
 // Celery's Redis result backend (spec §2.3): `celery-task-meta-<id>` written
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
+// DEBUG=ioredis:* lines with their passwords masked.
+import '../../transport/redis/debug-filter.js'
 import type { ResultMeta } from '../../protocol/index.js'
 import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SentinelSettings, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'

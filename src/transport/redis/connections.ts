@@ -2,6 +2,8 @@
 // the blocking pop, `sub` for pub/sub. The first connect fails fast with one line;
 // after that ioredis reconnects by itself with backoff.
 import { Redis } from 'ioredis'
+// DEBUG=ioredis:* lines with their passwords masked.
+import './debug-filter.js'
 import { BrokerConnectionError } from '../errors.js'
 import { explainRedisConnectFailure, redisClientOptions, type ResolvedRedisOptions } from './options.js'
 

@@ -2,6 +2,8 @@
 // Transport contract leaves out (virtual-admin.ts): every binding set, an
 // exchange's removal, a queue's existence as kombu's `_has_queue` sees it.
 import { Redis } from 'ioredis'
+// DEBUG=ioredis:* lines with their passwords masked.
+import './debug-filter.js'
 import type { BindingRow } from '../admin.js'
 import { BrokerConnectionError } from '../errors.js'
 import type { TransportSettings } from '../registry.js'

@@ -8,6 +8,7 @@
 // role on every connect, and moves on when one announces +switch-master.
 import { BadBrokerUrlError } from '../errors.js'
 import { maskUrl } from '../url.js'
+import { shownSetting } from '../../protocol/secrets.js'
 
 export const SENTINEL_DEFAULT_PORT = 26379
 
@@ -49,7 +50,7 @@ export function sentinelSettingsFrom(options: unknown, where: string): { setting
   const o = options as Record<string, unknown>
   if (o.master_name !== undefined && o.master_name !== null) {
     if (typeof o.master_name === 'string' && o.master_name !== '') settings.masterName = o.master_name
-    else refusals.push(`${where}.master_name = ${JSON.stringify(o.master_name)}: expected the Sentinel master's name`)
+    else refusals.push(`${shownSetting(`${where}.master_name`, o.master_name)}: expected the Sentinel master's name`)
   }
   const kwargs = o.sentinel_kwargs
   if (kwargs !== undefined && kwargs !== null) {
@@ -67,7 +68,7 @@ export function sentinelSettingsFrom(options: unknown, where: string): { setting
   }
   // redis-py's check that the answering Sentinel sees this many peers; ioredis trusts any Sentinel's answer.
   if (o.min_other_sentinels !== undefined && o.min_other_sentinels !== 0) {
-    refusals.push(`${where}.min_other_sentinels = ${JSON.stringify(o.min_other_sentinels)}: tsq takes the master from any Sentinel that answers (only 0 is honoured)`)
+    refusals.push(`${shownSetting(`${where}.min_other_sentinels`, o.min_other_sentinels)}: tsq takes the master from any Sentinel that answers (only 0 is honoured)`)
   }
   return { settings, refusals }
 }

@@ -2,7 +2,7 @@
 // limits and revoke --terminate really stop the code.
 import { fork } from 'node:child_process'
 import type { FromSlot } from './slot-messages.js'
-import { slotData, slotEntryPath, slotExecArgv, type SlotData } from './slot-entry.js'
+import { slotData, slotEntryPath, slotEnv, slotExecArgv, type SlotData, type SlotInit } from './slot-entry.js'
 import { SlotPool, type SlotHandle, type SlotPoolOptions } from './slot-pool.js'
 import { youngGenerationExecArgv } from '../memory-footprint.js'
 
@@ -20,12 +20,16 @@ export class PreforkPool extends SlotPool {
     const { modulePath, includePaths } = this.spawnOptions
     const child = fork(slotEntryPath(), [], {
       execArgv: [...youngGenerationExecArgv(), ...slotExecArgv([modulePath, ...includePaths]), ...profilingArgv()],
-      env: { ...process.env, TSQ_SLOT_DATA: JSON.stringify(slotData(this.spawnOptions, index)), TSQ_POOL_INDEX: String(index) },
+      // No secret in the child's environment or argv: its data (broker and backend URLs) comes over the IPC channel.
+      env: slotEnv(process.env, index),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // Structured clone, as worker threads use: a result with a Map, a Set or a
       // BigInt reaches the worker as it does from a thread, not as JSON's {}.
       serialization: 'advanced',
     })
+    // Sent at once, before any job: it waits in the channel for the child to read, no round trip.
+    const init: SlotInit = { type: 'slot-init', data: slotData(this.spawnOptions, index) }
+    child.send(init, (error) => void error)
     // A child that dies while a message is on its way (EPIPE) is reported by its
     // exit; the error must not take the worker down with it.
     child.on('error', (error) => this.spawnOptions.log?.('warning', `pool process ${child.pid ?? '?'} (index ${index}): ${error.message}`))

@@ -35,6 +35,9 @@ export interface SlotData {
   index: number
   broker: string
   resultBackend: string | null
+  /** The worker's broker_read_url / broker_write_url (CELERY_BROKER_READ_URL/WRITE_URL are not in a slot's environment). */
+  brokerReadUrl?: string
+  brokerWriteUrl?: string
   /** The worker's -l. */
   loglevel: LevelName
   /** worker_redirect_stdouts_level, or null when prints are not redirected. */
@@ -45,5 +48,38 @@ export interface SlotData {
 
 /** Slot `index`'s data, out of its pool's options (which carry the pool's own settings too). */
 export function slotData(o: Omit<SlotData, 'index'>, index: number): SlotData {
-  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts, maxMemoryPerChild: o.maxMemoryPerChild }
+  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, brokerReadUrl: o.brokerReadUrl, brokerWriteUrl: o.brokerWriteUrl, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts, maxMemoryPerChild: o.maxMemoryPerChild }
+}
+
+/** The environment variables through which tsq (and Celery, Flower) take secrets: never handed to a prefork child. */
+const SECRET_ENV = new Set(['TSQ_BROKER_URL', 'CELERY_BROKER_URL', 'TSQ_RESULT_BACKEND', 'CELERY_RESULT_BACKEND', 'CELERY_BROKER_READ_URL', 'CELERY_BROKER_WRITE_URL', 'FLOWER_BASIC_AUTH', 'TSQ_DASHBOARD_BASIC_AUTH'])
+
+/**
+ * Whether an environment variable is one through which tsq takes a secret. Only
+ * those: a slot gets their values over IPC, while a variable the user's own
+ * config module reads (CELERY_LOCK_URL, say) must reach the slot that loads it.
+ */
+export function isSecretEnv(name: string): boolean {
+  return SECRET_ENV.has(name)
+}
+
+/**
+ * A prefork child's environment: the worker's, without the variables that carry
+ * tsq's secrets, so neither /proc/<pid>/environ nor a subprocess a task starts sees
+ * them. The slot gets its broker and backend over the IPC channel instead.
+ */
+export function slotEnv(env: NodeJS.ProcessEnv, index: number): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || name === 'TSQ_SLOT_DATA' || isSecretEnv(name)) continue
+    out[name] = value
+  }
+  out.TSQ_POOL_INDEX = String(index)
+  return out
+}
+
+/** The first message a prefork child reads: its SlotData, sent by the worker right after the fork. */
+export interface SlotInit {
+  type: 'slot-init'
+  data: SlotData
 }

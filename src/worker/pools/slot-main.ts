@@ -15,13 +15,25 @@ import '../../locks/index.js'
 import { withToJSONApplied } from './wire-value.js'
 import type { Job, Outcome } from '../../app/execution/jobs.js'
 import { unpackJobs, type FromSlot, type ToSlot } from './slot-messages.js'
-import type { SlotData } from './slot-entry.js'
+import type { SlotData, SlotInit } from './slot-entry.js'
 import { Logger } from '../../app/logger.js'
 import { nodeFormat } from '../../protocol/index.js'
 import { redirectConsole } from '../redirect-stdouts.js'
 import { surviveStrayErrors } from '../stray-errors.js'
 
-const data: SlotData = isMainThread ? (JSON.parse(process.env.TSQ_SLOT_DATA ?? '{}') as SlotData) : (workerData as SlotData)
+/** A prefork child's data is the first message on its IPC channel (never its environment: it holds the broker's password). */
+function slotInit(): Promise<SlotData> {
+  return new Promise((resolve) => {
+    const onInit = (message: unknown): void => {
+      if ((message as SlotInit | null)?.type !== 'slot-init') return
+      process.off('message', onInit)
+      resolve((message as SlotInit).data)
+    }
+    process.on('message', onInit)
+  })
+}
+
+const data: SlotData = isMainThread ? await slotInit() : (workerData as SlotData)
 
 /** Throws at once (nothing sent) when a message cannot be cloned. */
 function send(batch: FromSlot[]): void {
@@ -121,7 +133,7 @@ function sendState(id: string, state: string, meta: unknown): void {
 
 try {
   const app = await loadApp(data.modulePath, data.includePaths)
-  app.configure({ broker: data.broker, resultBackend: data.resultBackend ?? undefined })
+  app.configure({ broker: data.broker, resultBackend: data.resultBackend ?? undefined, brokerRead: data.brokerReadUrl, brokerWrite: data.brokerWriteUrl })
   const slot = { sender: data.nodename, pid: process.pid, index: data.index }
   const maxKiB = data.maxMemoryPerChild
 

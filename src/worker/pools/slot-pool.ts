@@ -28,6 +28,7 @@ import type { Job, Outcome } from '../../app/execution/jobs.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
 import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
 import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
+import { taskLabel } from '../../protocol/secrets.js'
 
 export interface SlotHandle {
   readonly pid: number
@@ -405,7 +406,7 @@ export abstract class SlotPool implements Pool {
     if (timeLimit && timeLimit > 0) {
       entry.timer = setLongTimeout(() => {
         if (slot.queue[0] !== entry) return
-        this.options.log?.('error', `Hard time limit (${timeLimit}s) exceeded for ${job.task}[${job.id}]`)
+        this.options.log?.('error', `Hard time limit (${timeLimit}s) exceeded for ${taskLabel(job.task, job.id)}`)
         entry.killReason = 'time-limit'
         entry.signal = 'SIGKILL'
         slot.handle.kill('SIGKILL')
