@@ -39,6 +39,8 @@ export interface ClientConfig extends ResolvedConfig {
   deliveryMode(): 1 | 2
   /** With -A: the app's task_serializer (signed under auth). */
   taskEncoder?: () => BodyEncoder
+  /** task_publish_timeout: seconds a send waits for the broker's confirm; null: no limit. */
+  publishTimeout: number | null
   /** conf.lock_url (the app's with -A, else the config module's), for `tsq locks`. */
   lockUrl?: string | null
 }
@@ -81,6 +83,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
       deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
       taskEncoder: () => app.taskEncoder(),
       lockUrl: stringOr(app.conf.lock_url),
+      publishTimeout: secondsOr(app.conf.task_publish_timeout),
     }
   }
   const settings = await loadConfigModule()
@@ -100,7 +103,12 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     resolveQueue: (name) => queueDefinition(settingsOfQueues(), name),
     deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
     lockUrl: stringOr(settings.lock_url),
+    publishTimeout: secondsOr(settings.task_publish_timeout),
   }
+}
+
+function secondsOr(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null
 }
 
 function stringOr(value: unknown): string | null {
