@@ -188,7 +188,6 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_store_eager_result: refused(false, 'eager runs in tsq do not write to the result backend'),
   task_protocol: honoured(2, 'tsq sends protocol 2', { refuse: (v) => (v === 2 ? null : 'tsq sends task protocol 2 only') }),
   task_publish_retry: honoured(true, 'a task publish cut by a lost broker connection is tried again (app/publish-retry.ts); False: it fails at once'),
-  task_publish_timeout: honoured(null, "tsq's own: seconds a client's send (delay, applyAsync, sendTask, tsq call) waits for the broker's confirm before it fails saying whether the message may still be delivered (a RabbitMQ alarm blocks publishing); None: it waits, as Celery's apply_async without timeout= (app/send-task.ts)", { refuse: (v) => (v === null || (typeof v === 'number' && Number.isFinite(v) && v > 0) ? null : 'expected seconds > 0 or None') }),
   task_publish_retry_policy: honoured({ max_retries: 3, interval_start: 0, interval_max: 1, interval_step: 0.2 }, 'max_retries (None: no limit), interval_start, interval_step, interval_max, as kombu\'s ensure() reads them (app/publish-retry.ts)', { refuse: publishRetryPolicyRefusal }),
   task_queues: honoured(null, 'queues as kombu declares them: exchange and type, routing key, bindings, queue_arguments (x-max-priority...), consumer_arguments, durable, auto_delete, exclusive, no_declare; used by sends, -Q and add_consumer (app/queues.ts)'),
   task_queue_max_priority: honoured(null, 'x-max-priority of every queue task_queues declares without one (app/queues.ts)'),
