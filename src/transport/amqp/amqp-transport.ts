@@ -122,6 +122,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
   /** Publishes with a timeout, oldest first, and the one timer for the earliest deadline. */
   private timedSends: TimedSend[] = []
   private deadlineTimer: NodeJS.Timeout | null = null
+  private armedFor = Infinity
 
   constructor(url: string, urlSettings: AmqpTransportSettings = {}) {
     super()
@@ -294,7 +295,11 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   private trackDeadline(send: TimedSend): void {
     this.timedSends.push(send)
-    if (!this.deadlineTimer) this.armDeadline()
+    // A shorter timeout than the pending ones' re-arms the timer for its earlier deadline.
+    if (!this.deadlineTimer || send.deadline < this.armedFor) {
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer)
+      this.armDeadline()
+    }
   }
 
   /** Fails the sends past their deadline, drops the settled, and waits for the next deadline. */
@@ -314,6 +319,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
       next = Math.min(next, send.deadline)
     }
     this.timedSends = pending
+    this.armedFor = next
     if (pending.length > 0) this.deadlineTimer = setTimeout(() => this.armDeadline(), next - now)
   }
 
