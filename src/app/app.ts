@@ -321,6 +321,12 @@ class SendPlan {
     return (this.queues ??= queueSettings(this.conf, this.app.defaultQueue))
   }
 
+  /** task_publish_timeout: seconds a client's send waits for the broker's confirm; null: no limit. */
+  get publishTimeout(): number | null {
+    const t = this.conf.task_publish_timeout
+    return typeof t === 'number' && Number.isFinite(t) && t > 0 ? t : null
+  }
+
   get retryPolicy(): PublishRetryPolicy | null {
     if (this.policy === undefined) this.policy = publishRetryPolicy(this.conf)
     return this.policy
@@ -456,13 +462,14 @@ export class App {
    * task_queues says; and how every send of this app publishes
    * (task_publish_retry_policy, task_send_sent_event).
    */
-  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent'> {
+  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent' | 'timeout'> {
     const plan = this.sendPlan()
     return {
       ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName)),
       resolveQueue: plan.resolveQueue,
       deliveryMode: plan.settings.defaultDeliveryMode,
       ...this.publishing(),
+      ...(plan.publishTimeout !== null ? { timeout: plan.publishTimeout } : {}),
     }
   }
 
@@ -481,6 +488,7 @@ export class App {
     o.deliveryMode = plan.settings.defaultDeliveryMode
     o.retryPolicy = plan.retryPolicy
     if (plan.sentEvent) o.sentEvent = plan.sentEvent
+    if (o.timeout === undefined && plan.publishTimeout !== null) o.timeout = plan.publishTimeout
   }
 
   /** How this app's sends publish, the worker's follow-ups too: task_publish_retry_policy and task_send_sent_event. */
@@ -540,6 +548,9 @@ export class App {
   async transport(): Promise<Transport> {
     this.transportPromise ??= (async () => {
       const t = await createTransport(this.config.brokerWriteUrl, this.transportSettings)
+      // The app has no log of its own: a broker alarm holding its sends is said on stderr, once each way.
+      t.on('connection:blocked', (reason) => process.emitWarning(`the broker blocks publishing (${reason}): sends wait until it clears${this.sendPlan().publishTimeout === null ? ' (task_publish_timeout gives up sooner)' : ''}`, 'TsqBrokerBlocked'))
+      t.on('connection:unblocked', () => process.emitWarning('the broker publishes again', 'TsqBrokerBlocked'))
       await t.connect()
       this.openTransport = t
       return t

@@ -27,6 +27,12 @@ export interface SendTaskOptions extends Omit<TaskSendOptions, 'origin'> {
   deliveryMode?: 1 | 2
   /** task_publish_retry_policy (null: task_publish_retry off): a publish cut by a lost connection is tried again. */
   retryPolicy?: PublishRetryPolicy | null
+  /**
+   * Seconds the broker has to confirm the publish (Celery's apply_async(timeout=),
+   * task_publish_timeout); past it the send fails with PublishTimeoutError, which
+   * says whether the message may still be delivered. Absent: it waits (a blocked broker).
+   */
+  timeout?: number | null
   /** task_send_sent_event: after the publish, a task-sent event from this node name, on this clock. */
   sentEvent?: { hostname: string; clock: LamportClock }
 }
@@ -114,7 +120,8 @@ function startSend<R>(transport: Transport, name: string, options: SendTaskOptio
   // whole seconds): each hop of the ladder is a replicated dead-lettering,
   // seconds in all on a loaded cluster, and the worker holds the rest.
   const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
-  const publish = delayS >= 1 ? () => transport.publishDelayed!(queue, outgoing, delayS) : () => transport.publish(exchange, routingKey, outgoing)
+  const timed = publishTimeout(options)
+  const publish = delayS >= 1 ? () => transport.publishDelayed!(queue, outgoing, delayS) : () => transport.publish(exchange, routingKey, outgoing, timed)
   const result = resultOf(message.properties.correlationId)
   if (declared) return declared.then(() => withPublishRetry(retryPolicy, publish)).then(() => result)
   let first: Promise<void>
@@ -128,6 +135,12 @@ function startSend<R>(transport: Transport, name: string, options: SendTaskOptio
     () => result,
     (error: unknown) => retryFailedPublish(error, retryPolicy, publish).then(() => result),
   )
+}
+
+/** The publish options of a send with a timeout; undefined (the common case) without one. */
+function publishTimeout(options: SendTaskOptions): { timeoutMs: number } | undefined {
+  const t = options.timeout
+  return typeof t === 'number' && t > 0 ? { timeoutMs: t * 1000 } : undefined
 }
 
 function outgoingOf(message: SerializedTaskMessage, deliveryMode: 1 | 2): OutgoingMessage {
@@ -166,7 +179,7 @@ async function publishAnnounced(
   const outgoing = outgoingOf(message, target.deliveryMode)
   const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
   if (delayS >= 1) await withPublishRetry(retryPolicy, () => transport.publishDelayed!(queue, outgoing, delayS))
-  else await withPublishRetry(retryPolicy, () => transport.publish(exchange, routingKey, outgoing))
+  else await withPublishRetry(retryPolicy, () => transport.publish(exchange, routingKey, outgoing, publishTimeout(options)))
   if (sentEvent) {
     const h = message.headers as unknown as Record<string, unknown>
     // Celery's as_task_v2 sent_event, then send_task_message's queue, exchange and routing key.

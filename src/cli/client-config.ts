@@ -39,6 +39,8 @@ export interface ClientConfig extends ResolvedConfig {
   deliveryMode(): 1 | 2
   /** With -A: the app's task_serializer (signed under auth). */
   taskEncoder?: () => BodyEncoder
+  /** task_publish_timeout: seconds a send waits for the broker's confirm; null: no limit. */
+  publishTimeout: number | null
   /** conf.lock_url (the app's with -A, else the config module's), for `tsq locks`. */
   lockUrl?: string | null
   /** conf.dashboard_allowed_hosts: Host names the dashboard answers to besides its own address and localhost. */
@@ -84,6 +86,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
       taskEncoder: () => app.taskEncoder(),
       lockUrl: stringOr(app.conf.lock_url),
       dashboardAllowedHosts: hostList(app.conf.dashboard_allowed_hosts),
+      publishTimeout: secondsOr(app.conf.task_publish_timeout),
     }
   }
   const settings = await loadConfigModule()
@@ -104,6 +107,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
     deliveryMode: () => settingsOfQueues().defaultDeliveryMode,
     lockUrl: stringOr(settings.lock_url),
     dashboardAllowedHosts: hostList(settings.dashboard_allowed_hosts),
+    publishTimeout: secondsOr(settings.task_publish_timeout),
   }
 }
 
@@ -111,6 +115,10 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
 function hostList(value: unknown): string[] {
   const items = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
   return items.map((h) => h.trim()).filter(Boolean)
+}
+
+function secondsOr(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null
 }
 
 function stringOr(value: unknown): string | null {

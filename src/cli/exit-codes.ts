@@ -5,6 +5,7 @@ export const ExitCode = {
   FAILURE: 1,
   USAGE: 64,
   UNAVAILABLE: 69,
+  TEMPFAIL: 75,
   SOFTWARE: 70,
   CANTCREAT: 73,
 } as const
@@ -23,6 +24,9 @@ const BY_CODE: Record<string, ExitCodeValue> = {
   // A stored result tsq will not unpickle (protocol/plain-pickle.ts): the data, not the command, is at fault.
   UNSAFE_PICKLE: ExitCode.FAILURE,
   RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
+  // A send past its --timeout / task_publish_timeout: 69 when the message may still be delivered (do not send it again blindly), 75 when it was not sent (safe to retry).
+  PUBLISH_UNCONFIRMED: ExitCode.UNAVAILABLE,
+  PUBLISH_NOT_SENT: ExitCode.TEMPFAIL,
   TASK_FAILED: ExitCode.FAILURE,
   // A `tsq shell` script that threw.
   SCRIPT_FAILED: ExitCode.FAILURE,

@@ -35,6 +35,10 @@ export default class Call extends TsqCommand<{ id: string }> {
     priority: integerFlag({ description: 'Message priority 0-9.', min: 0, max: 255 }),
     'time-limit': floatFlag({ description: 'Hard time limit in seconds.' }),
     'soft-time-limit': floatFlag({ description: 'Soft time limit in seconds.' }),
+    timeout: floatFlag({
+      description: "Seconds the broker has to confirm the send (task_publish_timeout; 0: wait). Past them it fails (exit 69: the message may still be delivered; 75: it was not sent) instead of waiting out a blocked broker.",
+      min: 0,
+    }),
   }
   static examples = [
     "<%= config.bin %> call proj.add --args '[2, 3]'",
@@ -56,8 +60,13 @@ export default class Call extends TsqCommand<{ id: string }> {
     }
     // What the flags name wins; the route (task_routes, else the default queue) fills in the rest, as Celery's router does.
     const destination = routedSend({ queue: flags.queue, exchange: flags.exchange, routingKey: flags['routing-key'] }, () => config.routeFor(args.task))
-    const id = await withTransport(config.brokerUrl, (transport) =>
-      sendTask(transport, args.task, {
+    const timeout = flags.timeout ?? config.publishTimeout
+    const id = await withTransport(config.brokerUrl, (transport) => {
+      // A RabbitMQ alarm holds the send: said at once, not waited out in silence.
+      transport.on('connection:blocked', (reason) =>
+        process.stderr.write(`tsq call: the broker blocks publishing (${reason}); waiting${timeout ? ` up to ${timeout} s` : ' until it clears (--timeout gives up sooner)'}\n`),
+      )
+      return sendTask(transport, args.task, {
         args: taskArgs,
         kwargs,
         ...destination,
@@ -69,9 +78,9 @@ export default class Call extends TsqCommand<{ id: string }> {
         priority: flags.priority,
         timeLimit: flags['time-limit'] ?? null,
         softTimeLimit: flags['soft-time-limit'] ?? null,
-      }, undefined, config.taskEncoder?.()),
-      config.transportSettings,
-    )
+        timeout: timeout || null,
+      }, undefined, config.taskEncoder?.())
+    }, config.transportSettings)
     if (!this.jsonEnabled()) this.log(id)
     return { id }
   }

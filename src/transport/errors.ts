@@ -34,3 +34,18 @@ export class TransportClosedError extends TsqTransportError {
     super('TRANSPORT_CLOSED', message)
   }
 }
+
+/**
+ * A publish given a timeout that the broker did not confirm in time (a
+ * RabbitMQ memory or disk alarm blocks publishing). `mayBeDelivered`: the
+ * message left this process (it may sit in the socket or the broker's buffer
+ * and still be routed once the alarm clears), so sending it again may run the
+ * task twice; false: it was never written, and sending it again is safe.
+ */
+export class PublishTimeoutError extends TsqTransportError {
+  readonly mayBeDelivered: boolean
+  constructor(message: string, mayBeDelivered: boolean) {
+    super(mayBeDelivered ? 'PUBLISH_UNCONFIRMED' : 'PUBLISH_NOT_SENT', message)
+    this.mayBeDelivered = mayBeDelivered
+  }
+}

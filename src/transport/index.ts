@@ -24,7 +24,7 @@ export type {
   TransportEvents,
   DeliveriesLost,
 } from './transport.js'
-export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, TransportClosedError, TsqTransportError } from './errors.js'
+export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError, TsqTransportError } from './errors.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
 export type { TransportSettings } from './registry.js'
 export { FAILOVER_STRATEGIES, FailoverCycle, maskUrl, parseBrokerUrl, parseFailoverStrategy, splitUrlList, URL_LIST_SEPARATOR, urlListSetting } from './url.js'

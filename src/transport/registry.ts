@@ -51,6 +51,8 @@ export interface TransportSettings {
   delayedQueueType?: DelayedQueueType
   /** Redis: claims may overlap within a small prefetch window while a CPU is free (the solo pool's worker; see redis/claim-overlap.ts). */
   overlapClaims?: boolean
+  /** AMQP: publishes on a connection of their own, so consuming and acking go on under a RabbitMQ alarm (a worker's transport). */
+  separatePublisher?: boolean
 }
 
 export async function createTransport(url: string, settings: TransportSettings = {}): Promise<Transport> {
@@ -74,6 +76,7 @@ export async function createTransport(url: string, settings: TransportSettings =
         loginMethod: settings.loginMethod,
         failoverStrategy: settings.failoverStrategy,
         delayedQueueType: settings.delayedQueueType,
+        separatePublisher: settings.separatePublisher,
       })
     }
     case 'redis':

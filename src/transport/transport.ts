@@ -103,6 +103,12 @@ export interface PublishOptions {
    * saves the round trips of a confirm channel.
    */
   confirm?: boolean
+  /**
+   * A confirmed publish not confirmed within this many ms fails with
+   * PublishTimeoutError (which says whether the message may still be
+   * delivered) instead of waiting out a blocked broker. Absent: it waits.
+   */
+  timeoutMs?: number
 }
 
 export interface ConsumeOptions {
@@ -207,6 +213,10 @@ export interface TransportEvents {
   'connection:restored': () => void
   /** Deliveries still unsettled on `queue` are no longer live (see Delivery.isLive). */
   'deliveries:lost': (lost: DeliveriesLost) => void
+  /** The broker stopped reading this transport's publishes (a RabbitMQ memory or disk alarm); `reason` is its own, e.g. `low on memory`. Once per alarm. */
+  'connection:blocked': (reason: string) => void
+  /** The alarm cleared: publishes go out again. Once, after 'connection:blocked'. */
+  'connection:unblocked': () => void
   error: (error: Error) => void
 }
 
@@ -239,6 +249,8 @@ export interface Transport {
   readonly alternates?: readonly string[]
   readonly kind: 'amqp' | 'redis' | 'file'
   readonly capabilities: TransportCapabilities
+  /** The broker's reason while it blocks this transport's publishes (RabbitMQ's connection.blocked), else null; absent where brokers do not say. */
+  readonly blockedReason?: string | null
 
   connect(): Promise<void>
   declareExchange(spec: ExchangeSpec): Promise<void>

@@ -154,6 +154,7 @@ export class Worker {
         // broker_write_url: publishes (results over rpc aside, events, retries) go to their own broker.
         if (this.o.brokerWriteUrl && this.o.brokerWriteUrl !== this.readUrl) {
           this.writer = await createTransport(this.o.brokerWriteUrl, this.o.app.transportSettings)
+          this.sayBlocked(this.writer)
           await this.writer.connect()
           this.o.log.info(`Publishing to ${maskUrl(this.o.brokerWriteUrl)}`)
         }
@@ -231,7 +232,8 @@ export class Worker {
         this.autoscaler?.start()
       },
       Heart: async () => {
-        await this.sendHeartbeat('worker-online')
+        // Sent, but not waited for past a broker alarm: the worker consumes and acks meanwhile.
+        await this.notPastBlock(this.sendHeartbeat('worker-online'))
         this.heartbeatTimer = setInterval(() => void this.sendHeartbeat('worker-heartbeat'), this.o.heartbeatInterval * 1000)
       },
     }
@@ -254,7 +256,8 @@ export class Worker {
   private async connectBroker(): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       // The solo pool runs tasks on the thread that reads the claims, which is where overlapping claims pays (redis/claim-overlap.ts).
-      const transport = await createTransport(this.readUrl, { ...this.o.app.transportSettings, overlapClaims: this.o.pool === 'solo' })
+      // separatePublisher: events, results and replies publish on a connection of their own, so a RabbitMQ alarm blocking them leaves acks and consuming alone.
+      const transport = await createTransport(this.readUrl, { ...this.o.app.transportSettings, overlapClaims: this.o.pool === 'solo', separatePublisher: true })
       try {
         await transport.connect()
       } catch (error) {
@@ -273,8 +276,34 @@ export class Worker {
       }
       this.transport = transport
       this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
+      this.sayBlocked(transport)
       return true
     }
+  }
+
+  /** RabbitMQ's connection.blocked (a memory or disk alarm) and its end, one line each. */
+  private sayBlocked(transport: Transport): void {
+    transport.on('connection:blocked', (reason) =>
+      this.o.log.warning(`Connection blocked by the broker: ${reason}; waiting for the alarm to clear to publish (events, results, replies); tasks are still received and acknowledged`),
+    )
+    transport.on('connection:unblocked', () => this.o.log.info('Connection unblocked by the broker: publishing resumes'))
+  }
+
+  /** Resolves when `sent` settles, or once the broker blocks publishing: what waits then is sent when the alarm clears. */
+  private notPastBlock(sent: Promise<void>): Promise<void> {
+    const publisher = this.writer ?? this.transport
+    if (!publisher || publisher.blockedReason) {
+      sent.catch(() => undefined)
+      return Promise.resolve()
+    }
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        publisher.off('connection:blocked', done)
+        resolve()
+      }
+      publisher.on('connection:blocked', done)
+      sent.then(done, done)
+    })
   }
 
   /** Celery's Heart sends heartbeat_sent with each of its events. */
@@ -552,8 +581,8 @@ export class Worker {
     this.autoscaler?.stop()
     this.guard?.stop()
     this.statedb?.close()
-    if (this.o.heartbeat && this.events) await this.sendHeartbeat('worker-offline').catch(() => undefined)
-    await this.events?.flush().catch(() => undefined)
+    if (this.o.heartbeat && this.events) await this.notPastBlock(this.sendHeartbeat('worker-offline'))
+    if (this.events) await this.notPastBlock(this.events.flush())
     await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)
     await this.gossip?.stop()
     await this.bus?.stop()

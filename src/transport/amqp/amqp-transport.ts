@@ -5,9 +5,14 @@
 // list (`amqp://a//;amqp://b//`, the nodes of a cluster), it moves to the next
 // URL on every failed attempt, as kombu does, and backs off only once a whole
 // round of them has failed.
+//
+// With `separatePublisher` (a worker), publishes go on a second connection,
+// as kombu keeps its producer pool apart from the consumer's connection:
+// RabbitMQ's memory and disk alarms block a connection once it publishes, and
+// a blocked connection reads no frame at all, acks and declarations included.
 import { EventEmitter } from 'node:events'
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
-import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
+import { BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError } from '../errors.js'
 import type {
   CloseOptions,
   ConsumeOptions,
@@ -43,6 +48,27 @@ export interface AmqpTransportSettings extends AmqpUrlSettings {
   failoverStrategy?: FailoverStrategy
   /** broker_native_delayed_delivery_queue_type: the x-queue-type of the celery_delayed_* queues. */
   delayedQueueType?: DelayedQueueType
+  /** Publishes on a connection of their own, so consuming and acking go on while the broker blocks publishing (a worker). */
+  separatePublisher?: boolean
+}
+
+/** A publish given a timeout, until its confirm or its deadline. */
+interface TimedSend {
+  deadline: number
+  timeoutMs: number
+  what: string
+  /** Its frames were handed to a connection: it may reach the broker whatever happens next. */
+  written: boolean
+  done: boolean
+  fail: (err: Error) => void
+}
+
+/** Closing a connection the broker has blocked would wait for a close-ok it never sends. */
+function destroyConnection(conn: ChannelModel): void {
+  const stream = (conn as unknown as { connection?: { stream?: { destroy?: (err?: Error) => void } } }).connection?.stream
+  // With an error: amqplib closes its side on the socket's 'error' (its heartbeat timer too), not on a bare 'close'.
+  if (typeof stream?.destroy === 'function') stream.destroy(new Error('closed while the broker blocks the connection'))
+  else void conn.close().catch(() => undefined)
 }
 
 let connectionSeq = 0
@@ -85,6 +111,18 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private delayedLadder: Promise<void> | null = null
   /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
   private readonly delayedQueues = new Map<string, Promise<void>>()
+  private readonly separatePublisher: boolean
+  /** The publishing connection, with separatePublisher; opened on the first publish. */
+  private publisher: Promise<ChannelModel> | null = null
+  /** Unconfirmed publishes (control casts, replies) on the publishing connection. */
+  private castChannel: Promise<Channel> | null = null
+  /** Connections the broker said it blocks, and the reason announced (null: none). */
+  private readonly blockedConnections = new Set<ChannelModel>()
+  private announcedBlock: string | null = null
+  /** Publishes with a timeout, oldest first, and the one timer for the earliest deadline. */
+  private timedSends: TimedSend[] = []
+  private deadlineTimer: NodeJS.Timeout | null = null
+  private armedFor = Infinity
 
   constructor(url: string, urlSettings: AmqpTransportSettings = {}) {
     super()
@@ -95,6 +133,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     )
     this.displayUrl = maskUrl(urls.join(';'))
     this.delayedQueueType = urlSettings.delayedQueueType
+    this.separatePublisher = urlSettings.separatePublisher === true
     connectionSeq += 1
     this.connectionName = `tsq-${process.pid}-${connectionSeq}`
     this.consumerHost = {
@@ -193,12 +232,21 @@ export class AmqpTransport extends EventEmitter implements Transport {
     }
   }
 
+  /** The broker's reason while it blocks publishing on any of this transport's connections. */
+  get blockedReason(): string | null {
+    return this.announcedBlock
+  }
+
   publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions?: PublishOptions): Promise<void> {
     const fields = publishFields(exchange, routingKey, message.properties)
     const body = message.body
     if (publishOptions?.confirm === false) {
-      return this.withControl(`publish to exchange '${exchange}' key '${routingKey}'`, async (channel) => publishUnconfirmed(channel, fields, body))
+      const what = `publish to exchange '${exchange}' key '${routingKey}'`
+      if (this.separatePublisher) return this.retrying(what, async (conn) => publishUnconfirmed(await this.castChannelFor(conn), fields, body))
+      return this.withControl(what, async (channel) => publishUnconfirmed(channel, fields, body))
     }
+    const timeoutMs = publishOptions?.timeoutMs
+    if (timeoutMs !== undefined && timeoutMs > 0) return this.timedPublish(`publish to exchange '${exchange}' key '${routingKey}'`, fields, body, timeoutMs)
     const again = (conn: ChannelModel): Promise<void> => this.publishChannelFor(conn).then((channel) => this.confirmedPublish(channel, fields, body))
     const open = this.openPublishChannel
     if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
@@ -209,6 +257,78 @@ export class AmqpTransport extends EventEmitter implements Transport {
       return this.confirmedPublish(open.channel, fields, body, (err) => this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err))
     }
     return this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again)
+  }
+
+  /**
+   * publish() with a deadline: one timer for all pending ones (armDeadline),
+   * none per message. Past it the send fails, saying whether its frames left
+   * (the message may still be delivered) or not (it never will be: a retry
+   * after the deadline does not publish).
+   */
+  private timedPublish(what: string, fields: PublishFields, body: Buffer, timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const send: TimedSend = { deadline: Date.now() + timeoutMs, timeoutMs, what, written: false, done: false, fail: reject }
+      const ok = (): void => {
+        if (send.done) return
+        send.done = true
+        resolve()
+      }
+      const failed = (err: unknown): void => {
+        if (send.done) return
+        send.done = true
+        reject(err)
+      }
+      const again = (conn: ChannelModel): Promise<void> =>
+        this.publishChannelFor(conn).then((channel) => {
+          if (send.done) throw this.timeoutError(send)
+          send.written = true
+          return this.confirmedPublish(channel, fields, body)
+        })
+      this.trackDeadline(send)
+      const open = this.openPublishChannel
+      if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
+        send.written = true
+        this.confirmedPublish(open.channel, fields, body, (err) => this.retrying(what, again, err)).then(ok, failed)
+      } else this.retrying(what, again).then(ok, failed)
+    })
+  }
+
+  private trackDeadline(send: TimedSend): void {
+    this.timedSends.push(send)
+    // A shorter timeout than the pending ones' re-arms the timer for its earlier deadline.
+    if (!this.deadlineTimer || send.deadline < this.armedFor) {
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer)
+      this.armDeadline()
+    }
+  }
+
+  /** Fails the sends past their deadline, drops the settled, and waits for the next deadline. */
+  private armDeadline(): void {
+    this.deadlineTimer = null
+    const now = Date.now()
+    let next = Infinity
+    const pending: TimedSend[] = []
+    for (const send of this.timedSends) {
+      if (send.done) continue
+      if (send.deadline <= now) {
+        send.done = true
+        send.fail(this.timeoutError(send))
+        continue
+      }
+      pending.push(send)
+      next = Math.min(next, send.deadline)
+    }
+    this.timedSends = pending
+    this.armedFor = next
+    if (pending.length > 0) this.deadlineTimer = setTimeout(() => this.armDeadline(), next - now)
+  }
+
+  private timeoutError(send: TimedSend): PublishTimeoutError {
+    const seconds = `${+(send.timeoutMs / 1000).toFixed(3)} s`
+    const blocked = this.announcedBlock !== null ? `: the broker blocks publishing (${this.announcedBlock})` : ''
+    return send.written
+      ? new PublishTimeoutError(`${send.what} not confirmed within ${seconds}${blocked}; the message may still be delivered, so sending it again may run the task twice`, true)
+      : new PublishTimeoutError(`${send.what} not sent within ${seconds}${blocked || ' (no connection to the broker)'}; the message was not sent`, false)
   }
 
   /**
@@ -225,7 +345,11 @@ export class AmqpTransport extends EventEmitter implements Transport {
       try {
         publishConfirmed(channel, fields, body, (err) => {
           if (err) fail(this.channelCloseErrors.get(channel) ?? err)
-          else resolve()
+          else {
+            // A confirm means the broker reads again: a block lost with its connection is over.
+            if (this.announcedBlock !== null && this.blockedConnections.size === 0) this.announceUnblocked()
+            resolve()
+          }
         })
       } catch (err) {
         fail(err)
@@ -319,18 +443,58 @@ export class AmqpTransport extends EventEmitter implements Transport {
       this.conn = null
       this.controlChannel = null
       this.publishChannel = null
+      this.castChannel = null
+      const publisher = this.publisher
+      this.publisher = null
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer)
+      this.deadlineTimer = null
+      for (const send of this.timedSends.splice(0)) {
+        if (send.done) continue
+        send.done = true
+        send.fail(send.written ? new PublishTimeoutError(`${send.what}: the transport closed before the broker confirmed it; the message may still be delivered`, true) : this.closedError())
+      }
       const consumers = [...this.consumers]
       this.consumers.clear()
       // amqplib multiplexes channel frames behind connection-level ones, so an
       // ack sent just before close could be overtaken by connection.close and
-      // lost. Closing each consumer channel first flushes its acks.
-      await Promise.all(consumers.map((c) => c.closeChannel()))
-      if (conn) await conn.close().catch(() => undefined)
+      // lost. Closing each consumer channel first flushes its acks. A blocked
+      // connection reads nothing, close-ok included: it is dropped instead.
+      const blocked = conn !== null && this.blockedConnections.has(conn)
+      if (blocked) for (const c of consumers) void c.closeChannel()
+      else await Promise.all(consumers.map((c) => c.closeChannel()))
+      await Promise.all([
+        conn ? this.closeConnection(conn) : undefined,
+        publisher?.then((p) => this.closeConnection(p), () => undefined),
+      ])
     })()
     return this.closing
   }
 
   // ---- connection lifecycle ------------------------------------------------
+
+  private async closeConnection(conn: ChannelModel): Promise<void> {
+    if (this.blockedConnections.has(conn)) destroyConnection(conn)
+    else await conn.close().catch(() => undefined)
+  }
+
+  /** RabbitMQ's connection.blocked / unblocked, said once per alarm whichever connections hear it. */
+  private watchBlocked(conn: ChannelModel): void {
+    conn.on('blocked', (reason: unknown) => {
+      this.blockedConnections.add(conn)
+      if (this.announcedBlock !== null) return
+      this.announcedBlock = typeof reason === 'string' && reason !== '' ? reason : 'no reason given'
+      this.emitSafely('connection:blocked', this.announcedBlock)
+    })
+    conn.on('unblocked', () => {
+      this.blockedConnections.delete(conn)
+      if (this.blockedConnections.size === 0 && this.announcedBlock !== null) this.announceUnblocked()
+    })
+  }
+
+  private announceUnblocked(): void {
+    this.announcedBlock = null
+    this.emitSafely('connection:unblocked')
+  }
 
   /** The masked URL of the node in use (connected, or tried next). */
   get connectedUrl(): string {
@@ -352,6 +516,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     const conn = await openAmqpConnection(this.nodes.current, this.connectionName)
     conn.on('error', () => undefined)
     conn.on('close', (err?: Error) => this.onConnectionClosed(conn, err))
+    this.watchBlocked(conn)
     return conn
   }
 
@@ -379,10 +544,13 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   private onConnectionClosed(conn: ChannelModel, err: Error | undefined): void {
     this.deadConnections.add(conn)
+    // Not unblocked: the alarm may go on; the next confirm or unblocked says so.
+    this.blockedConnections.delete(conn)
     if (conn !== this.conn) return
     this.conn = null
     this.controlChannel = null
-    this.publishChannel = null
+    // A publish channel on the publishing connection outlives this one.
+    if (!this.separatePublisher) this.publishChannel = null
     for (const consumer of this.consumers) consumer.detach()
     if (this.state !== 'open') return
     this.setState('reconnecting')
@@ -496,9 +664,53 @@ export class AmqpTransport extends EventEmitter implements Transport {
     return this.controlChannel
   }
 
+  /** The connection publishes go on: `conn` itself, or with separatePublisher one of their own, opened on first use. */
+  private publishingConnection(conn: ChannelModel): Promise<ChannelModel> {
+    if (!this.separatePublisher) return Promise.resolve(conn)
+    if (!this.publisher) {
+      const opening: Promise<ChannelModel> = openAmqpConnection(this.nodes.current, `${this.connectionName}-publish`).then((pc) => {
+        pc.on('error', () => undefined)
+        pc.on('close', () => {
+          this.blockedConnections.delete(pc)
+          if (this.publisher === opening) this.publisher = null
+        })
+        this.watchBlocked(pc)
+        if (this.state === 'closed') {
+          void pc.close().catch(() => undefined)
+          throw this.closedError()
+        }
+        return pc
+      })
+      opening.catch(() => {
+        if (this.publisher === opening) this.publisher = null
+      })
+      this.publisher = opening
+    }
+    return this.publisher
+  }
+
+  private castChannelFor(conn: ChannelModel): Promise<Channel> {
+    if (!this.castChannel) {
+      const opening: Promise<Channel> = this.publishingConnection(conn)
+        .then((pc) => pc.createChannel())
+        .then((ch) => {
+          ch.on('error', () => undefined)
+          ch.on('close', () => {
+            if (this.castChannel === opening) this.castChannel = null
+          })
+          return ch
+        })
+      opening.catch(() => {
+        if (this.castChannel === opening) this.castChannel = null
+      })
+      this.castChannel = opening
+    }
+    return this.castChannel
+  }
+
   private publishChannelFor(conn: ChannelModel): Promise<ConfirmChannel> {
     if (!this.publishChannel) {
-      const opening: Promise<ConfirmChannel> = conn.createConfirmChannel().then((ch) => {
+      const opening: Promise<ConfirmChannel> = this.publishingConnection(conn).then((pc) => pc.createConfirmChannel()).then((ch) => {
         ch.on('error', (err: Error) => this.channelCloseErrors.set(ch, err))
         ch.on('close', () => {
           if (this.publishChannel === opening) this.publishChannel = null
@@ -534,6 +746,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
         const conn = await this.ready()
         return await op(conn)
       } catch (err) {
+        if (err instanceof PublishTimeoutError) throw err
         if (err instanceof BrokerRequestError || isChannelError(err)) throw classifyAmqpError(err, what)
         if (this.state === 'closed') throw this.closedError()
         lastError = err

@@ -31,7 +31,9 @@ function envFor(broker: string): NodeJS.ProcessEnv {
 export function closeAmqpConnectionsOf(pid: number): number {
   const out = execFileSync('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'pid', 'client_properties'], { encoding: 'utf8' })
   let closed = 0
-  for (const line of out.split('\n')) {
+  // The consumer's connection first, then the worker's publishing one (`-publish`): the loss is noticed after one close, as before there were two.
+  const lines = out.split('\n').sort((a, b) => Number(a.includes('-publish"')) - Number(b.includes('-publish"')))
+  for (const line of lines) {
     const [connPid] = line.split('\t')
     if (!connPid || !line.includes(`"tsq-${pid}-`)) continue
     try {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ExitCode, exitCodeFor } from '../../../src/cli/exit-codes.js'
 import { NoRepliesError, UsageError } from '../../../src/cli/errors.js'
-import { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError } from '../../../src/transport/errors.js'
+import { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError } from '../../../src/transport/errors.js'
 import { PrivilegeError } from '../../../src/app/privileges.js'
 
 describe('exitCodeFor maps by error class and code, never by message', () => {
@@ -16,6 +16,8 @@ describe('exitCodeFor maps by error class and code, never by message', () => {
     ['oclif flag syntax', Object.assign(new Error('Nonexistent flag'), { oclif: { exit: 2 } }), ExitCode.USAGE],
     ['oclif explicit exit', Object.assign(new Error('x'), { oclif: { exit: 73 } }), 73],
     ['broker refused the request (404, 406)', new BrokerRequestError('NOT_FOUND', "no queue 'x'"), ExitCode.FAILURE],
+    ['a send past its timeout that may still be delivered', new PublishTimeoutError('x', true), ExitCode.UNAVAILABLE],
+    ['a send past its timeout that was not sent (safe to retry)', new PublishTimeoutError('x', false), ExitCode.TEMPFAIL],
     ['unknown bug', new TypeError('undefined is not a function'), ExitCode.SOFTWARE],
     ['message text is ignored', new Error('No nodes replied within time constraint'), ExitCode.SOFTWARE],
   ]
