@@ -53,6 +53,9 @@ const contentList = (names: readonly string[]) => (value: unknown): string | nul
 const serializer = (names: readonly string[]) => (value: unknown): string | null =>
   value === undefined || names.includes(String(value)) ? null : value === 'pickle' ? 'pickle is never decoded by tsq (it would run code from the message)' : `tsq encodes ${names.join(', ')} (not ${String(value)})`
 const noBackend = (kind: string) => `tsq has no ${kind} result backend (it has redis://, sentinel://, rpc://, file://, db+ SQL and django-db)`
+/** Seconds, or None: the Redis socket settings. */
+const seconds = (range: '> 0' | '>= 0') => (v: unknown): string | null =>
+  v === null || (typeof v === 'number' && Number.isFinite(v) && (range === '>= 0' ? v >= 0 : v > 0) && v <= 86_400) ? null : `expected seconds ${range}, or None`
 const POSITIVE_INT = (value: unknown): string | null => (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 0) ? null : 'expected a whole number >= 0')
 
 export const SETTINGS: Readonly<Record<string, Setting>> = {
@@ -78,8 +81,12 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   broker_failover_strategy: honoured(null, "how a failover list in broker_url (`url1;url2` or a list) is walked on a lost connection: round-robin (the default) or shuffle (transport/url.ts; RabbitMQ)", {
     refuse: (v) => (v === null || v === undefined || v === 'round-robin' || v === 'shuffle' ? null : 'expected round-robin or shuffle'),
   }),
-  broker_heartbeat: refused(120, 'give the AMQP heartbeat as the URL\'s ?heartbeat= (default 120 s, as kombu\'s)'),
-  broker_heartbeat_checkrate: na(3, 'py-amqp\'s polling rate for heartbeats; amqplib checks on its own timer'),
+  broker_heartbeat: honoured(120, 'the AMQP heartbeat a worker, beat and clients ask RabbitMQ for, seconds (the lower of it and the server\'s is used); 0 or None turns heartbeats off; an amqp:// URL\'s ?heartbeat= wins (transport/amqp/heartbeat.ts)', {
+    refuse: (v) => (v === null || (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 65_535) ? null : 'expected seconds >= 0 (0 or None: off)'),
+  }),
+  broker_heartbeat_checkrate: honoured(3.0, 'the heartbeat is checked every heartbeat / rate seconds, as py-amqp\'s heartbeat_tick; no byte from the broker for two heartbeats ends the connection ("Too many heartbeats missed")', {
+    refuse: (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= 1000 ? null : 'expected a number > 0'),
+  }),
   broker_login_method: honoured(null, 'PLAIN by default; EXTERNAL logs in with the TLS client certificate (also login_method= in an amqps:// URL)', { refuse: (v) => (v === null || v === undefined || v === 'PLAIN' || v === 'AMQPLAIN' || v === 'EXTERNAL' ? null : 'tsq logs in with PLAIN or EXTERNAL') }),
   broker_pool_limit: na(10, 'kombu\'s producer pool; a tsq process publishes through one connection'),
   broker_use_ssl: honoured(false, 'ca_certs, certfile, keyfile, cert_reqs for the broker (and beat\'s Redis store); an amqps:// or rediss:// URL\'s ssl_* parameters win (src/transport/tls.ts)'),
@@ -137,9 +144,10 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   redis_password: refused(null, 'give the result backend as a redis:// URL'),
   redis_port: refused(null, 'give the result backend as a redis:// URL'),
   redis_retry_on_timeout: refused(false, 'tsq\'s Redis backend does not retry a command that timed out'),
-  redis_socket_connect_timeout: refused(null, 'tsq\'s Redis connect timeout is fixed (5 s)'),
-  redis_socket_timeout: refused(120, 'tsq\'s Redis backend sets no socket timeout of its own'),
-  redis_socket_keepalive: refused(false, 'tsq\'s Redis connections use ioredis\'s keepalive'),
+  redis_socket_connect_timeout: honoured(null, 'the Redis result backend\'s connect and handshake timeout, seconds (None: 5 s)', { refuse: seconds('> 0') }),
+  redis_socket_timeout: honoured(120, 'a command of the Redis result backend with no reply for this long ends its connection, which is then reconnected (transport/redis/liveness.ts)', { refuse: seconds('> 0') }),
+  redis_socket_keepalive: honoured(false, 'TCP keep-alive on the Redis result backend\'s connection; tsq keeps it on unless this is set to False explicitly', { refuse: (v) => (v === null || typeof v === 'boolean' ? null : 'expected True, False or None') }),
+  redis_backend_health_check_interval: honoured(null, 'a PING every this many seconds on the Redis result backend\'s connection, which must answer within it; unset: 25 s (Celery: off), 0: off', { refuse: seconds('>= 0') }),
   result_backend: honoured(null, 'the result store (app/config.ts): --result-backend > TSQ_RESULT_BACKEND > CELERY_RESULT_BACKEND > conf', { env: 'CELERY_RESULT_BACKEND', flag: '--result-backend' }),
   result_backend_always_retry: refused(false, 'tsq\'s backends do not retry failed writes'),
   result_backend_max_retries: refused(Infinity, 'tsq\'s backends do not retry failed writes'),

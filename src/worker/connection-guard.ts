@@ -5,7 +5,7 @@
 // window after a reconnect while old tasks still run
 // (worker_enable_prefetch_count_reduction), and a watchdog that re-creates a
 // consumer which receives nothing while its queue has ready messages.
-import type { Transport } from '../transport/index.js'
+import type { ConnectionRetry, Transport } from '../transport/index.js'
 import type { Logger } from '../app/logger.js'
 import type { Request } from './request.js'
 
@@ -45,12 +45,14 @@ export class ConnectionGuard {
   private readonly seen = new Map<string, number>()
   private readonly onLost = (error: Error) => this.lost(error)
   private readonly onRestored = () => this.restored()
+  private readonly onRetry = (retry: ConnectionRetry) => this.retry(retry)
 
   constructor(private readonly o: ConnectionGuardOptions) {}
 
   start(): void {
     this.o.transport.on('connection:lost', this.onLost)
     this.o.transport.on('connection:restored', this.onRestored)
+    this.o.transport.on('connection:retry', this.onRetry)
     const interval = this.o.watchdogIntervalS ?? Number(process.env.TSQ_CONSUMER_WATCHDOG_INTERVAL ?? DEFAULT_WATCHDOG_INTERVAL_S)
     if (interval > 0) {
       this.timer = setInterval(() => void this.watch(), interval * 1000)
@@ -61,6 +63,7 @@ export class ConnectionGuard {
   stop(): void {
     this.o.transport.off('connection:lost', this.onLost)
     this.o.transport.off('connection:restored', this.onRestored)
+    this.o.transport.off('connection:retry', this.onRetry)
     if (this.timer) clearInterval(this.timer)
   }
 
@@ -87,6 +90,11 @@ export class ConnectionGuard {
       this.o.log.warning(`Task ${request.name}[${request.id}] cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.\nTerminating it instead.`)
       this.o.cancel(request)
     }
+  }
+
+  /** Celery's consumer line for each failed attempt (consumer.py's CONNECTION_ERROR with CONNECTION_RETRY_STEP). */
+  private retry(retry: ConnectionRetry): void {
+    this.o.log.error(`consumer: Cannot connect to ${retry.url}: ${retry.reason}.\n${retryStep(retry)}`)
   }
 
   private restored(): void {
@@ -126,4 +134,10 @@ export class ConnectionGuard {
       }
     }
   }
+}
+
+/** "Trying again in 2.00 seconds... (3)", or Celery's failover line when the next URL is tried at once. */
+export function retryStep(retry: Pick<ConnectionRetry, 'attempt' | 'delayMs' | 'failover'>): string {
+  if (retry.failover && retry.delayMs === 0) return 'Will retry using next failover.'
+  return `Trying again in ${(retry.delayMs / 1000).toFixed(2)} seconds... (${retry.attempt})`
 }

@@ -2,7 +2,7 @@
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
 import type { ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
@@ -44,11 +44,24 @@ export class RedisResultBackend implements ResultBackend {
     readonly codec: ResultCodec = JSON_RESULTS,
     ssl?: SslSettings | boolean | null,
     sentinel?: SentinelSettings,
+    liveness: RedisLiveness = {},
   ) {
     this.displayUrl = maskUrl(url)
     this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
     this.write = this.clientOptions.sentinels ? retried : (op) => op()
-    this.client = new Redis({ ...this.clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
+    // Celery's redis_socket_timeout default (120 s) when unset; the health check (25 s unless set) notices a silent path sooner.
+    this.liveness = { ...liveness, socketTimeout: liveness.socketTimeout === undefined ? 120 : liveness.socketTimeout }
+    const connectTimeout = this.liveness.socketConnectTimeout ? Math.round(this.liveness.socketConnectTimeout * 1000) : 5000
+    this.connectTimeoutMs = connectTimeout
+    this.client = new Redis({
+      ...this.clientOptions,
+      ...livenessClientOptions(this.liveness),
+      connectTimeout,
+      lazyConnect: true,
+      maxRetriesPerRequest: 2,
+      connectionName: `tsq-result-${process.pid}`,
+    })
+    watchLiveness(this.client, this.liveness, connectTimeout)
     this.client.on('error', (error: Error) => {
       this.lastError = error
     })
@@ -57,6 +70,8 @@ export class RedisResultBackend implements ResultBackend {
     })
   }
 
+  private readonly liveness: RedisLiveness
+  private readonly connectTimeoutMs: number
   private lastError: Error | undefined
   private lastSentinelError: Error | undefined
   private readonly clientOptions: RedisClientOptions
@@ -87,6 +102,7 @@ export class RedisResultBackend implements ResultBackend {
     await this.ready()
     const channel = KEY_PREFIX + taskId
     const subscriber = this.client.duplicate({ connectionName: `tsq-result-sub-${process.pid}` })
+    watchLiveness(subscriber, this.liveness, this.connectTimeoutMs)
     try {
       return await new Promise<ResultMeta>((resolve, reject) => {
         let timer: NodeJS.Timeout | undefined
@@ -103,6 +119,12 @@ export class RedisResultBackend implements ResultBackend {
           }
         })
         if (timeoutMs !== undefined) timer = setTimeout(() => reject(new ResultTimeoutError(taskId, timeoutMs / 1000)), timeoutMs)
+        // Resubscribed after a drop: a result published while the path was down is read from its key.
+        let readies = 0
+        subscriber.on('ready', () => {
+          readies += 1
+          if (readies > 1) this.get(taskId).then((meta) => meta && READY.has(meta.status) && settle(meta), () => undefined)
+        })
         // Subscribe first, then read the key, so a result stored in between is not missed.
         subscriber
           .subscribe(channel)
