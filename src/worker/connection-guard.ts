@@ -94,7 +94,7 @@ export class ConnectionGuard {
 
   /** Celery's consumer line for each failed attempt (consumer.py's CONNECTION_ERROR with CONNECTION_RETRY_STEP). */
   private retry(retry: ConnectionRetry): void {
-    this.o.log.error(`consumer: Cannot connect to ${retry.url}: ${retry.reason}.\n${retryStep(retry)}`)
+    this.o.log.error(`consumer: Cannot connect to ${retry.url}: ${retry.reason.replace(/\.+$/, '')}.\n${retryStep(retry)}`)
   }
 
   private restored(): void {
