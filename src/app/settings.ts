@@ -74,7 +74,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   broker_read_url: honoured(null, 'what a worker consumes from (its task queues, the mailbox): CELERY_BROKER_READ_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_READ_URL' }),
   broker_write_url: honoured(null, 'what every send publishes to (clients, beat, a worker\'s events and follow-up tasks): CELERY_BROKER_WRITE_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_WRITE_URL' }),
   broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
-  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; for sentinel://, master_name (required) and sentinel_kwargs (password, username) as kombu\'s SentinelChannel reads them (transport/redis/sentinel.ts); global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. ack_emulation and body_encoding only at kombu\'s default; the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; for sentinel://, master_name (required) and sentinel_kwargs (password, username) as kombu\'s SentinelChannel reads them (transport/redis/sentinel.ts); global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. socket_timeout, socket_connect_timeout, socket_keepalive and health_check_interval (default 25 s) for the broker\'s and beat\'s Redis connections (transport/redis/liveness.ts); ack_emulation and body_encoding only at kombu\'s default; the Python client\'s other socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
   broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
   broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
   broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),
@@ -147,7 +147,6 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   redis_socket_connect_timeout: honoured(null, 'the Redis result backend\'s connect and handshake timeout, seconds (None: 5 s)', { refuse: seconds('> 0') }),
   redis_socket_timeout: honoured(120, 'a command of the Redis result backend with no reply for this long ends its connection, which is then reconnected (transport/redis/liveness.ts)', { refuse: seconds('> 0') }),
   redis_socket_keepalive: honoured(false, 'TCP keep-alive on the Redis result backend\'s connection; tsq keeps it on unless this is set to False explicitly', { refuse: (v) => (v === null || typeof v === 'boolean' ? null : 'expected True, False or None') }),
-  redis_backend_health_check_interval: honoured(null, 'a PING every this many seconds on the Redis result backend\'s connection, which must answer within it; unset: 25 s (Celery: off), 0: off', { refuse: seconds('>= 0') }),
   result_backend: honoured(null, 'the result store (app/config.ts): --result-backend > TSQ_RESULT_BACKEND > CELERY_RESULT_BACKEND > conf', { env: 'CELERY_RESULT_BACKEND', flag: '--result-backend' }),
   result_backend_always_retry: refused(false, 'tsq\'s backends do not retry failed writes'),
   result_backend_max_retries: refused(Infinity, 'tsq\'s backends do not retry failed writes'),
@@ -274,6 +273,10 @@ export function refusals(conf: Record<string, unknown>): string[] {
 /** Every refusal a start-up makes: the settings' own, then what task_queues and its siblings cannot be read as. */
 export function settingsRefusals(conf: Record<string, unknown>, defaultQueue: string): string[] {
   const lines = refusals(conf)
+  // Read by Celery's Redis backend from conf, though not one of its declared settings (so not in the table).
+  const hc = conf.redis_backend_health_check_interval
+  const hcWhy = hc === undefined ? null : seconds('>= 0')(hc)
+  if (hcWhy) lines.push(`redis_backend_health_check_interval = ${JSON.stringify(hc)}: ${hcWhy}`)
   try {
     queueSettings(conf, defaultQueue)
   } catch (error) {
