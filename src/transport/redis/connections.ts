@@ -47,7 +47,7 @@ export function createConnection(
       return delayMs
     },
   })
-  watchLiveness(conn, options.liveness, options.connectTimeoutMs)
+  watchLiveness(conn, options.liveness, options.connectTimeoutMs, role === 'brpop' ? BLOCKING_S : 0)
   conn.on('error', (error: Error) => {
     lastError = error
   })

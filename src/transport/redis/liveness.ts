@@ -50,10 +50,12 @@ interface Stream {
  * Keeps `conn` honest: a PING every health-check interval while it is ready,
  * and a handshake that does not finish within the connect timeout, each end
  * the socket with a one-line reason (ioredis then reconnects as after any
- * drop). Returns the stop function; it also stops when the client ends.
+ * drop). `blockingS`: how long a command of this connection blocks by design. Returns the stop function; it also stops when the client ends.
  */
-export function watchLiveness(conn: Redis, liveness: RedisLiveness | undefined, connectTimeoutMs: number): () => void {
-  const timings = healthCheckTimings(liveness)
+export function watchLiveness(conn: Redis, liveness: RedisLiveness | undefined, connectTimeoutMs: number, blockingS = 0): () => void {
+  const checks = healthCheckTimings(liveness)
+  // A PING on a blocking connection waits behind the blocking command's own wait.
+  const timings = checks && { everyMs: checks.everyMs, deadlineMs: checks.deadlineMs + blockingS * 1000 }
   const kill = (reason: string): void => {
     const stream = (conn as unknown as { stream?: Stream }).stream
     stream?.destroy(new Error(reason))
