@@ -42,6 +42,7 @@ export class ConnectionGuard {
   /** Slots of prefetch held back after a reconnect, given back one per finished task. */
   deficit = 0
   private timer: NodeJS.Timeout | undefined
+  private watching = false
   private readonly seen = new Map<string, number>()
   private readonly onLost = (error: Error) => this.lost(error)
   private readonly onRestored = () => this.restored()
@@ -116,7 +117,17 @@ export class ConnectionGuard {
 
   /** A consumer that got nothing for a whole interval while it had room and its queue had messages is re-created. */
   private async watch(): Promise<void> {
-    if (!this.connected) return
+    // One pass at a time: passes stuck on a dead path must not all wake and warn together when it heals.
+    if (!this.connected || this.watching) return
+    this.watching = true
+    try {
+      await this.watchOnce()
+    } finally {
+      this.watching = false
+    }
+  }
+
+  private async watchOnce(): Promise<void> {
     for (const consumer of this.o.consumers()) {
       const before = this.seen.get(consumer.name)
       this.seen.set(consumer.name, consumer.received)
