@@ -25,6 +25,8 @@ export interface BackendOptions {
   database?: DatabaseOptions
   /** redis_socket_timeout, redis_socket_connect_timeout, redis_socket_keepalive, redis_backend_health_check_interval. */
   liveness?: RedisLiveness
+  /** Told when a Redis backend's connection is lost (with why) and when it is back, for a worker's log. */
+  onConnection?: (event: 'lost' | 'restored', line: string) => void
 }
 
 /** The Redis backend's liveness settings (refused values are said at start-up by settings.ts; here they are left out). */
@@ -50,7 +52,7 @@ export function backendOptionsFromConf(conf: Record<string, unknown>): Omit<Back
 }
 
 export async function createResultBackend(url: string | undefined, options: BackendOptions = {}): Promise<ResultBackend> {
-  const { codec, ssl, sentinel, database, liveness } = options
+  const { codec, ssl, sentinel, database, liveness, onConnection } = options
   if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
   if (url === 'django-db') {
     // django-celery-results names no database in the backend setting: Django's own is used. tsq takes it as a URL.
@@ -66,11 +68,11 @@ export async function createResultBackend(url: string | undefined, options: Back
     case 'redis':
     case 'rediss': {
       const { RedisResultBackend } = await import('./redis-backend.js')
-      return new RedisResultBackend(url, codec, ssl, undefined, liveness)
+      return new RedisResultBackend(url, codec, ssl, undefined, liveness, onConnection)
     }
     case 'sentinel': {
       const { RedisResultBackend } = await import('./redis-backend.js')
-      return new RedisResultBackend(url, codec, ssl, sentinel ?? {}, liveness)
+      return new RedisResultBackend(url, codec, ssl, sentinel ?? {}, liveness, onConnection)
     }
     case 'file':
     case 'filesystem': {

@@ -45,6 +45,7 @@ export class RedisResultBackend implements ResultBackend {
     ssl?: SslSettings | boolean | null,
     sentinel?: SentinelSettings,
     liveness: RedisLiveness = {},
+    onConnection?: (event: 'lost' | 'restored', line: string) => void,
   ) {
     this.displayUrl = maskUrl(url)
     this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
@@ -65,12 +66,28 @@ export class RedisResultBackend implements ResultBackend {
     this.client.on('error', (error: Error) => {
       this.lastError = error
     })
+    if (onConnection) {
+      // Once per loss: the drop with its reason, then the reconnect (attempts in between are ioredis's).
+      let ready = false
+      let down = false
+      this.client.on('ready', () => {
+        if (down) onConnection('restored', `Result backend: connected to ${this.displayUrl} again`)
+        ready = true
+        down = false
+      })
+      this.client.on('close', () => {
+        if (!ready || down || this.closed) return
+        down = true
+        onConnection('lost', `Result backend: connection to ${this.displayUrl} lost: ${this.lastError?.message ?? 'closed'}. Trying to re-establish the connection...`)
+      })
+    }
     this.client.on('sentinelError', (error: Error) => {
       this.lastSentinelError = error
     })
   }
 
   private readonly liveness: RedisLiveness
+  private closed = false
   private readonly connectTimeoutMs: number
   private lastError: Error | undefined
   private lastSentinelError: Error | undefined
@@ -199,6 +216,7 @@ export class RedisResultBackend implements ResultBackend {
   }
 
   async close(): Promise<void> {
+    this.closed = true
     this.client.disconnect()
   }
 }

@@ -118,6 +118,7 @@ describe('a blackholed path to RabbitMQ', { skip: amqpSkip }, () => {
     } finally {
       await worker.stop()
     }
+    assert.doesNotMatch(worker.output().split('Warm shutdown')[1] ?? '', /Result backend: connection/, 'no loss said at shutdown')
   })
 })
 
@@ -136,6 +137,7 @@ describe('a blackholed path to Redis', { skip: redisSkip }, () => {
     } finally {
       await worker.stop()
     }
+    assert.doesNotMatch(worker.output().split('Warm shutdown')[1] ?? '', /Result backend: connection/, 'no loss said at shutdown')
   })
 })
 
@@ -164,12 +166,15 @@ describe('a blackholed path to the Redis result backend', { skip: amqpSkip || re
       // The dead connection is noticed and given up: the backend tries new ones (three, past ioredis's retries of one command).
       const acceptedBefore = proxy.accepted
       await waitFor(() => proxy.accepted >= acceptedBefore + 3, { timeoutMs: 60_000, intervalMs: 200, what: 'three reconnect attempts of the backend' })
+      assert.equal(count(worker.output(), /Result backend: connection to redis:\/\/[^\n]+ lost: [^\n]+\. Trying to re-establish the connection\.\.\./), 1, worker.output())
       proxy.heal()
       // The store waiting on the dead connection is sent again once the path is back: the result is not lost.
       const stored = await taskResult(direct, during)
       assert.equal(stored.status, 'SUCCESS', worker.output())
+      await waitFor(() => worker.output().includes('Result backend: connected to redis://'), { timeoutMs: 30_000, what: 'the backend said connected again' })
     } finally {
       await worker.stop()
     }
+    assert.doesNotMatch(worker.output().split('Warm shutdown')[1] ?? '', /Result backend: connection/, 'no loss said at shutdown')
   })
 })
