@@ -57,7 +57,9 @@ export function watchHeartbeats(conn: ChannelModel, rate: number, now: () => num
   let seen = stream.bytesRead ?? 0
   let lastReceived = now()
   const tickMs = (heartbeat * 1000) / (rate > 0 ? rate : 2)
+  let stopped = false
   const timer = setInterval(() => {
+    if (stopped) return
     const read = stream.bytesRead ?? 0
     if (read !== seen) {
       seen = read
@@ -72,7 +74,10 @@ export function watchHeartbeats(conn: ChannelModel, rate: number, now: () => num
     stream.destroy?.()
   }, tickMs)
   timer.unref()
-  const stop = (): void => clearInterval(timer)
+  const stop = (): void => {
+    stopped = true
+    clearInterval(timer)
+  }
   conn.once('close', stop)
   return stop
 }
