@@ -85,9 +85,15 @@ function sslSetting(value: unknown, name: string): SslSettings | boolean | null 
 export function transportSettingsFromConf(conf: Record<string, unknown>): TransportSettings {
   const settings: TransportSettings = {}
   // Values refused here stop a worker or beat at start-up (settings.ts); a client takes what it can read.
-  const { visibilityTimeout, redisLayout } = checkTransportOptions(conf.broker_transport_options)
+  const { visibilityTimeout, redisLayout, redisLiveness } = checkTransportOptions(conf.broker_transport_options)
   if (visibilityTimeout !== undefined) settings.visibilityTimeout = visibilityTimeout
   if (Object.keys(redisLayout).length > 0) settings.redisLayout = redisLayout
+  if (Object.keys(redisLiveness).length > 0) settings.redisLiveness = redisLiveness
+  // broker_heartbeat: None and 0 both mean off, as in Celery; a bad value is refused at start-up (settings.ts).
+  if (conf.broker_heartbeat === null) settings.heartbeat = 0
+  else if (typeof conf.broker_heartbeat === 'number' && Number.isFinite(conf.broker_heartbeat) && conf.broker_heartbeat >= 0) settings.heartbeat = conf.broker_heartbeat
+  const checkrate = positiveSetting(conf.broker_heartbeat_checkrate)
+  if (checkrate !== null) settings.heartbeatCheckrate = checkrate
   const ssl = sslSetting(conf.broker_use_ssl, 'broker_use_ssl')
   if (ssl !== null) settings.ssl = ssl
   if (typeof conf.broker_login_method === 'string' && conf.broker_login_method) settings.loginMethod = conf.broker_login_method

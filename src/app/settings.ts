@@ -54,6 +54,9 @@ const contentList = (names: readonly string[]) => (value: unknown): string | nul
 const serializer = (names: readonly string[]) => (value: unknown): string | null =>
   value === undefined || names.includes(String(value)) ? null : value === 'pickle' ? 'pickle is never decoded by tsq (it would run code from the message)' : `tsq encodes ${names.join(', ')} (not ${String(value)})`
 const noBackend = (kind: string) => `tsq has no ${kind} result backend (it has redis://, sentinel://, rpc://, file://, db+ SQL and django-db)`
+/** Seconds, or None: the Redis socket settings. */
+const seconds = (range: '> 0' | '>= 0') => (v: unknown): string | null =>
+  v === null || (typeof v === 'number' && Number.isFinite(v) && (range === '>= 0' ? v >= 0 : v > 0) && v <= 86_400) ? null : `expected seconds ${range}, or None`
 const POSITIVE_INT = (value: unknown): string | null => (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 0) ? null : 'expected a whole number >= 0')
 
 export const SETTINGS: Readonly<Record<string, Setting>> = {
@@ -72,15 +75,19 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   broker_read_url: honoured(null, 'what a worker consumes from (its task queues, the mailbox): CELERY_BROKER_READ_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_READ_URL' }),
   broker_write_url: honoured(null, 'what every send publishes to (clients, beat, a worker\'s events and follow-up tasks): CELERY_BROKER_WRITE_URL > conf > broker_url, as in Celery (app/config.ts)', { env: 'CELERY_BROKER_WRITE_URL' }),
   broker_transport: refused(null, 'the transport is the scheme of broker_url (amqp, redis, file)'),
-  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; for sentinel://, master_name (required) and sentinel_kwargs (password, username) as kombu\'s SentinelChannel reads them (transport/redis/sentinel.ts); global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. ack_emulation and body_encoding only at kombu\'s default; the Python client\'s socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
+  broker_transport_options: honoured({}, 'Redis, as kombu 5.2.4 reads them (app/transport-options.ts, transport/redis/keys.ts): visibility_timeout; for sentinel://, master_name (required) and sentinel_kwargs (password, username) as kombu\'s SentinelChannel reads them (transport/redis/sentinel.ts); global_keyprefix (every key, bindings, unacked, unacked_index, unacked_mutex, and the fanout channels, as kombu prefixes them); sep; priority_steps; queue_order_strategy (round_robin, priority, sorted); fanout_prefix; fanout_patterns; unacked_key, unacked_index_key, unacked_mutex_key. socket_timeout, socket_connect_timeout, socket_keepalive and health_check_interval (default 25 s) for the broker\'s and beat\'s Redis connections (transport/redis/liveness.ts); ack_emulation and body_encoding only at kombu\'s default; the Python client\'s other socket and pool options are not applicable; confirm_publish is what tsq always does on RabbitMQ', { check: (v) => checkTransportOptions(v).refusals }),
   broker_connection_timeout: refused(4, 'tsq\'s connect timeout is fixed (5 s on Redis, the socket\'s on RabbitMQ)'),
   broker_connection_retry: refused(true, 'tsq always reconnects with backoff after a lost connection'),
   broker_connection_max_retries: refused(100, 'tsq retries a lost connection without a limit'),
   broker_failover_strategy: honoured(null, "how a failover list in broker_url (`url1;url2` or a list) is walked on a lost connection: round-robin (the default) or shuffle (transport/url.ts; RabbitMQ)", {
     refuse: (v) => (v === null || v === undefined || v === 'round-robin' || v === 'shuffle' ? null : 'expected round-robin or shuffle'),
   }),
-  broker_heartbeat: refused(120, 'give the AMQP heartbeat as the URL\'s ?heartbeat= (default 120 s, as kombu\'s)'),
-  broker_heartbeat_checkrate: na(3, 'py-amqp\'s polling rate for heartbeats; amqplib checks on its own timer'),
+  broker_heartbeat: honoured(120, 'the AMQP heartbeat a worker, beat and clients ask RabbitMQ for, seconds (the lower of it and the server\'s is used); 0 or None turns heartbeats off; an amqp:// URL\'s ?heartbeat= wins (transport/amqp/heartbeat.ts)', {
+    refuse: (v) => (v === null || (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 65_535) ? null : 'expected seconds >= 0 (0 or None: off)'),
+  }),
+  broker_heartbeat_checkrate: honoured(3.0, 'the heartbeat is checked every heartbeat / rate seconds, as py-amqp\'s heartbeat_tick; no byte from the broker for two heartbeats ends the connection ("Too many heartbeats missed")', {
+    refuse: (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= 1000 ? null : 'expected a number > 0'),
+  }),
   broker_login_method: honoured(null, 'PLAIN by default; EXTERNAL logs in with the TLS client certificate (also login_method= in an amqps:// URL)', { refuse: (v) => (v === null || v === undefined || v === 'PLAIN' || v === 'AMQPLAIN' || v === 'EXTERNAL' ? null : 'tsq logs in with PLAIN or EXTERNAL') }),
   broker_pool_limit: na(10, 'kombu\'s producer pool; a tsq process publishes through one connection'),
   broker_use_ssl: honoured(false, 'ca_certs, certfile, keyfile, cert_reqs for the broker (and beat\'s Redis store); an amqps:// or rediss:// URL\'s ssl_* parameters win (src/transport/tls.ts)'),
@@ -138,9 +145,9 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   redis_password: refused(null, 'give the result backend as a redis:// URL'),
   redis_port: refused(null, 'give the result backend as a redis:// URL'),
   redis_retry_on_timeout: refused(false, 'tsq\'s Redis backend does not retry a command that timed out'),
-  redis_socket_connect_timeout: refused(null, 'tsq\'s Redis connect timeout is fixed (5 s)'),
-  redis_socket_timeout: refused(120, 'tsq\'s Redis backend sets no socket timeout of its own'),
-  redis_socket_keepalive: refused(false, 'tsq\'s Redis connections use ioredis\'s keepalive'),
+  redis_socket_connect_timeout: honoured(null, 'the Redis result backend\'s connect and handshake timeout, seconds (None: 5 s)', { refuse: seconds('> 0') }),
+  redis_socket_timeout: honoured(120, 'a command of the Redis result backend with no reply for this long ends its connection, which is then reconnected (transport/redis/liveness.ts)', { refuse: seconds('> 0') }),
+  redis_socket_keepalive: honoured(false, 'TCP keep-alive on the Redis result backend\'s connection; tsq keeps it on unless this is set to False explicitly', { refuse: (v) => (v === null || typeof v === 'boolean' ? null : 'expected True, False or None') }),
   result_backend: honoured(null, 'the result store (app/config.ts): --result-backend > TSQ_RESULT_BACKEND > CELERY_RESULT_BACKEND > conf', { env: 'CELERY_RESULT_BACKEND', flag: '--result-backend' }),
   result_backend_always_retry: refused(false, 'tsq\'s backends do not retry failed writes'),
   result_backend_max_retries: refused(Infinity, 'tsq\'s backends do not retry failed writes'),
@@ -267,6 +274,10 @@ export function refusals(conf: Record<string, unknown>): string[] {
 /** Every refusal a start-up makes: the settings' own, then what task_queues and its siblings cannot be read as. */
 export function settingsRefusals(conf: Record<string, unknown>, defaultQueue: string): string[] {
   const lines = refusals(conf)
+  // Read by Celery's Redis backend from conf, though not one of its declared settings (so not in the table).
+  const hc = conf.redis_backend_health_check_interval
+  const hcWhy = hc === undefined ? null : seconds('>= 0')(hc)
+  if (hcWhy) lines.push(`redis_backend_health_check_interval = ${JSON.stringify(hc)}: ${hcWhy}`)
   try {
     queueSettings(conf, defaultQueue)
   } catch (error) {

@@ -4,7 +4,7 @@
 // a tsq worker that silently used another key layout or priority order than
 // its Python peers would lose or reorder their messages.
 import { shownSetting } from '../protocol/secrets.js'
-import type { RedisLayoutOptions } from '../transport/index.js'
+import type { RedisLayoutOptions, RedisLiveness } from '../transport/index.js'
 import { sentinelSettingsFrom } from '../transport/index.js'
 
 /** What kombu's Redis channel reads that tsq only takes at kombu's default. */
@@ -20,7 +20,41 @@ const SENTINEL_OPTIONS = new Set(['master_name', 'sentinel_kwargs', 'min_other_s
 const ALWAYS = new Set(['confirm_publish'])
 
 /** Options kombu reads that only tune the Python client's sockets and pools: nothing another process sees. */
-const CLIENT_ONLY = new Set(['socket_timeout', 'socket_connect_timeout', 'socket_keepalive', 'socket_keepalive_options', 'max_connections', 'health_check_interval', 'retry_on_timeout', 'unacked_restore_limit', 'unacked_mutex_expire'])
+const CLIENT_ONLY = new Set(['socket_keepalive_options', 'max_connections', 'retry_on_timeout', 'unacked_restore_limit', 'unacked_mutex_expire'])
+
+/**
+ * How a Redis connection notices a dead path (transport/redis/liveness.ts),
+ * for the broker and beat's store from broker_transport_options, for the
+ * result backend from the redis_socket_* settings: seconds, None allowed.
+ */
+export function readLiveness(
+  values: { socket_timeout?: unknown; socket_connect_timeout?: unknown; socket_keepalive?: unknown; health_check_interval?: unknown },
+  names: { socket_timeout: string; socket_connect_timeout: string; socket_keepalive: string; health_check_interval: string },
+): { liveness: RedisLiveness; refusals: string[] } {
+  const liveness: RedisLiveness = {}
+  const refusals: string[] = []
+  const seconds = (v: unknown, name: string, zeroOk: boolean): number | null | undefined => {
+    if (v === undefined) return undefined
+    if (v === null) return null
+    if (typeof v === 'number' && Number.isFinite(v) && (v > 0 || (zeroOk && v === 0)) && v <= 86_400) return v
+    refusals.push(`${name} = ${JSON.stringify(v)}: expected seconds ${zeroOk ? '>= 0' : '> 0'} (at most a day), or None`)
+    return undefined
+  }
+  const t = seconds(values.socket_timeout, names.socket_timeout, false)
+  if (t !== undefined) liveness.socketTimeout = t
+  const c = seconds(values.socket_connect_timeout, names.socket_connect_timeout, false)
+  if (c !== undefined) liveness.socketConnectTimeout = c
+  const h = seconds(values.health_check_interval, names.health_check_interval, true)
+  if (h !== undefined) liveness.healthCheckInterval = h ?? 0
+  const k = values.socket_keepalive
+  if (k !== undefined) {
+    if (k === null || typeof k === 'boolean') liveness.socketKeepalive = k
+    else refusals.push(`${names.socket_keepalive} = ${JSON.stringify(k)}: expected True, False or None`)
+  }
+  return { liveness, refusals }
+}
+
+const LIVENESS_KEYS = new Set(['socket_timeout', 'socket_connect_timeout', 'socket_keepalive', 'health_check_interval'])
 
 const QUEUE_ORDER = ['round_robin', 'priority', 'sorted'] as const
 
@@ -29,6 +63,8 @@ export interface CheckedTransportOptions {
   visibilityTimeout?: number
   /** The Redis layout (global_keyprefix, sep, priority_steps...), only what the options set. */
   redisLayout: RedisLayoutOptions
+  /** socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval, only what the options set. */
+  redisLiveness: RedisLiveness
   refusals: string[]
 }
 
@@ -91,13 +127,21 @@ export function checkBackendTransportOptions(value: unknown): string[] {
 
 export function checkTransportOptions(value: unknown): CheckedTransportOptions {
   const redisLayout: RedisLayoutOptions = {}
-  if (value === undefined || value === null) return { redisLayout, refusals: [] }
-  if (typeof value !== 'object' || Array.isArray(value)) return { redisLayout, refusals: ['broker_transport_options: expected a map of option to value'] }
+  if (value === undefined || value === null) return { redisLayout, redisLiveness: {}, refusals: [] }
+  if (typeof value !== 'object' || Array.isArray(value)) return { redisLayout, redisLiveness: {}, refusals: ['broker_transport_options: expected a map of option to value'] }
   const refusals: string[] = []
+  const prefixed = (k: string) => `broker_transport_options.${k}`
+  const { liveness: redisLiveness, refusals: livenessRefusals } = readLiveness(value as Record<string, unknown>, {
+    socket_timeout: prefixed('socket_timeout'),
+    socket_connect_timeout: prefixed('socket_connect_timeout'),
+    socket_keepalive: prefixed('socket_keepalive'),
+    health_check_interval: prefixed('health_check_interval'),
+  })
+  refusals.push(...livenessRefusals)
   let visibilityTimeout: number | undefined
   refusals.push(...sentinelSettingsFrom(value, 'broker_transport_options').refusals)
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    if (SENTINEL_OPTIONS.has(key)) continue
+    if (SENTINEL_OPTIONS.has(key) || LIVENESS_KEYS.has(key)) continue
     const read = LAYOUT[key]
     if (key === 'visibility_timeout') {
       if (typeof v === 'number' && Number.isFinite(v) && v > 0) visibilityTimeout = v
@@ -113,5 +157,5 @@ export function checkTransportOptions(value: unknown): CheckedTransportOptions {
       refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: not an option tsq's transports read`)
     }
   }
-  return { ...(visibilityTimeout !== undefined ? { visibilityTimeout } : {}), redisLayout, refusals }
+  return { ...(visibilityTimeout !== undefined ? { visibilityTimeout } : {}), redisLayout, redisLiveness, refusals }
 }

@@ -3,7 +3,7 @@ import { DjangoStore, type StoreLog } from './django-store.js'
 import { DEFAULT_SCHEDULE_FILE, FileStore } from './file-store.js'
 import { DEFAULT_KEY_PREFIX, RedisStore } from './redis-store.js'
 import type { BeatStore } from './store.js'
-import type { SentinelSettings, SslSettings } from '../transport/index.js'
+import type { RedisLiveness, SentinelSettings, SslSettings } from '../transport/index.js'
 
 export type StoreKind = 'file' | 'redis' | 'django'
 
@@ -28,6 +28,8 @@ export interface StoreOptions {
   ssl?: SslSettings | boolean | null
   /** broker_transport_options' master_name and sentinel_kwargs, for a sentinel:// store. */
   sentinel?: SentinelSettings
+  /** broker_transport_options' socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval, for a Redis store. */
+  liveness?: RedisLiveness
   /** The Django project's database for --scheduler django (--database-url, database_url, DATABASE_URL). */
   databaseUrl?: string
   /** Where a store reports a row it cannot run, and a schedule change it took up. */
@@ -51,6 +53,6 @@ export function databaseUrlFor(o: StoreOptions): string {
 
 export async function openStore(o: StoreOptions): Promise<BeatStore> {
   if (o.scheduler === 'django') return DjangoStore.open({ url: databaseUrlFor(o), tz: o.tz, log: o.log })
-  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), ssl: o.ssl, sentinel: o.sentinel, keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
+  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), ssl: o.ssl, sentinel: o.sentinel, liveness: o.liveness, keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
   return new FileStore(o.schedulePath ?? DEFAULT_SCHEDULE_FILE, o.tz)
 }

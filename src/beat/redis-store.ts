@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/debug-filter.js'
 import { comparePyStr } from '../protocol/index.js'
-import { explainRedisConnectFailure, maskUrl, redisUrlClientOptions, type SentinelSettings, type SslSettings } from '../transport/index.js'
+import { explainRedisConnectFailure, livenessClientOptions, maskUrl, redisUrlClientOptions, watchLiveness, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
@@ -85,6 +85,8 @@ export interface RedisStoreOptions {
   ssl?: SslSettings | boolean | null
   /** For a sentinel:// URL: the broker's master_name and sentinel_kwargs (RedBeat shares the broker's Redis). */
   sentinel?: SentinelSettings
+  /** broker_transport_options' socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval. */
+  liveness?: RedisLiveness
   keyPrefix?: string
   tz?: string
   /** Keys fetched per round trip when many entries are due at once. */
@@ -124,7 +126,10 @@ export class RedisStore implements BeatStore {
     const ioredis = await import('ioredis')
     const Redis = ioredis.Redis ?? (ioredis as unknown as { default: typeof ioredis.Redis }).default
     const clientOptions = redisUrlClientOptions(options.url, options.ssl, { settings: options.sentinel, optionsName: 'broker_transport_options' })
-    const redis = new Redis({ ...clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
+    const connectTimeout = options.liveness?.socketConnectTimeout ? Math.round(options.liveness.socketConnectTimeout * 1000) : 5000
+    const redis = new Redis({ ...clientOptions, ...livenessClientOptions(options.liveness), connectTimeout, lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
+    // A silent path to the store (and the lease on it) is noticed by a PING every health_check_interval (25 s by default).
+    watchLiveness(redis, options.liveness, connectTimeout)
     let lastError: Error | undefined
     let lastSentinelError: Error | undefined
     redis.on('error', (error: Error) => {

@@ -124,7 +124,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   // beat_max_loop_interval: 0 (Celery's default) leaves tsq's.
   const maxInterval = o.maxInterval ?? confMaxInterval ?? (o.scheduler === 'django' ? DJANGO_MAX_INTERVAL : DEFAULT_MAX_INTERVAL)
   let transport: Transport | undefined
-  const storeOptions = { scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl, sentinel: transportSettings.sentinel, databaseUrl: o.databaseUrl ?? confDatabaseUrl ?? (process.env.DATABASE_URL || undefined), log }
+  const storeOptions = { scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl, sentinel: transportSettings.sentinel, liveness: transportSettings.redisLiveness, databaseUrl: o.databaseUrl ?? confDatabaseUrl ?? (process.env.DATABASE_URL || undefined), log }
   const store = await openStore(storeOptions)
   // The django store's lease lives in a Redis of its own (--redis-url, or a Redis broker).
   let leaseRedis: RedisStore | undefined
@@ -140,7 +140,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     if (ha === 'mutex' && transport.kind !== 'amqp') throw new StoreConfigError('--ha mutex needs a RabbitMQ broker (amqp://): it uses exclusive queues')
     let lease: RedisLease | undefined
     if (ha === 'lease' && store instanceof DjangoStore) {
-      leaseRedis = await RedisStore.open({ url: redisUrlFor(storeOptions), ssl: storeSsl, sentinel: transportSettings.sentinel, keyPrefix: o.keyPrefix, tz: o.timezone })
+      leaseRedis = await RedisStore.open({ url: redisUrlFor(storeOptions), ssl: storeSsl, sentinel: transportSettings.sentinel, liveness: transportSettings.redisLiveness, keyPrefix: o.keyPrefix, tz: o.timezone })
       const redis = leaseRedis.redis
       lease = new RedisLease(redis, store.leaseKey, Math.round(o.lockTimeout * 1000))
       store.useFence(async (fence) => (await redis.get(fence.key)) === fence.token)

@@ -22,6 +22,7 @@ export type {
   Transport,
   TransportCapabilities,
   TransportEvents,
+  ConnectionRetry,
   DeliveriesLost,
 } from './transport.js'
 export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError, TsqTransportError } from './errors.js'
@@ -35,6 +36,8 @@ export { describeTlsFailure, describeTlsPlan, parseCertReqs, tlsConnectOptions, 
 export type { CertReqs, SslSettings, TlsPlan } from './tls.js'
 export { explainRedisConnectFailure, redisUrlClientOptions } from './redis/options.js'
 export type { RedisClientOptions, RedisLayoutOptions, QueueOrderStrategy } from './redis/options.js'
+export type { RedisLiveness } from './redis/liveness.js'
+export { DEFAULT_HEALTH_CHECK_INTERVAL_S, livenessClientOptions, watchLiveness } from './redis/liveness.js'
 export { isSentinelUrl, sentinelSettingsFrom } from './redis/sentinel.js'
 export { isConnectionError as isRedisConnectionError } from './redis/classify-error.js'
 export type { SentinelSettings } from './redis/sentinel.js'

@@ -2,6 +2,7 @@ import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { BadBrokerUrlError } from './errors.js'
 import type { RedisLayoutOptions } from './redis/options.js'
+import type { RedisLiveness } from './redis/liveness.js'
 import type { SentinelSettings } from './redis/sentinel.js'
 import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
@@ -49,6 +50,12 @@ export interface TransportSettings {
   failoverStrategy?: FailoverStrategy
   /** broker_native_delayed_delivery_queue_type (AMQP): the x-queue-type of kombu's celery_delayed_* queues. */
   delayedQueueType?: DelayedQueueType
+  /** broker_heartbeat (AMQP), seconds; 0 or null: off; the URL's ?heartbeat= wins. */
+  heartbeat?: number | null
+  /** broker_heartbeat_checkrate (AMQP). */
+  heartbeatCheckrate?: number
+  /** Redis: broker_transport_options' socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval. */
+  redisLiveness?: RedisLiveness
   /** Redis: claims may overlap within a small prefetch window while a CPU is free (the solo pool's worker; see redis/claim-overlap.ts). */
   overlapClaims?: boolean
   /** AMQP: publishes on a connection of their own, so consuming and acking go on under a RabbitMQ alarm (a worker's transport). */
@@ -77,6 +84,8 @@ export async function createTransport(url: string, settings: TransportSettings =
         failoverStrategy: settings.failoverStrategy,
         delayedQueueType: settings.delayedQueueType,
         separatePublisher: settings.separatePublisher,
+        ...(settings.heartbeat !== undefined ? { heartbeat: settings.heartbeat } : {}),
+        ...(settings.heartbeatCheckrate !== undefined ? { heartbeatCheckrate: settings.heartbeatCheckrate } : {}),
       })
     }
     case 'redis':
@@ -84,7 +93,7 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'sentinel': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
       // `sentinel` is read for sentinel:// URLs only.
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel, overlapClaims: settings.overlapClaims })
+      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel, overlapClaims: settings.overlapClaims, liveness: settings.redisLiveness })
     }
     case 'file':
     case 'filesystem': {

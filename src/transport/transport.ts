@@ -208,8 +208,24 @@ export interface Parking {
   count(lot: string): Promise<number>
 }
 
+/** One failed attempt to get a lost connection back, and what comes next. */
+export interface ConnectionRetry {
+  /** The broker tried, password masked. */
+  url: string
+  /** Why the attempt failed, one line. */
+  reason: string
+  /** 1 for the first attempt after the loss. */
+  attempt: number
+  /** Wait before the next attempt, ms (0 with a failover list: the next URL at once). */
+  delayMs: number
+  /** The next attempt goes to another URL of the failover list. */
+  failover: boolean
+}
+
 export interface TransportEvents {
   'connection:lost': (error: Error) => void
+  /** After each failed reconnect attempt, before the wait (Celery's "Cannot connect to ... Trying again"). */
+  'connection:retry': (retry: ConnectionRetry) => void
   'connection:restored': () => void
   /** Deliveries still unsettled on `queue` are no longer live (see Delivery.isLive). */
   'deliveries:lost': (lost: DeliveriesLost) => void

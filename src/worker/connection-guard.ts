@@ -5,7 +5,7 @@
 // window after a reconnect while old tasks still run
 // (worker_enable_prefetch_count_reduction), and a watchdog that re-creates a
 // consumer which receives nothing while its queue has ready messages.
-import type { Transport } from '../transport/index.js'
+import type { ConnectionRetry, Transport } from '../transport/index.js'
 import type { Logger } from '../app/logger.js'
 import type { Request } from './request.js'
 import { taskLabel } from '../protocol/secrets.js'
@@ -43,15 +43,18 @@ export class ConnectionGuard {
   /** Slots of prefetch held back after a reconnect, given back one per finished task. */
   deficit = 0
   private timer: NodeJS.Timeout | undefined
+  private watching = false
   private readonly seen = new Map<string, number>()
   private readonly onLost = (error: Error) => this.lost(error)
   private readonly onRestored = () => this.restored()
+  private readonly onRetry = (retry: ConnectionRetry) => this.retry(retry)
 
   constructor(private readonly o: ConnectionGuardOptions) {}
 
   start(): void {
     this.o.transport.on('connection:lost', this.onLost)
     this.o.transport.on('connection:restored', this.onRestored)
+    this.o.transport.on('connection:retry', this.onRetry)
     const interval = this.o.watchdogIntervalS ?? Number(process.env.TSQ_CONSUMER_WATCHDOG_INTERVAL ?? DEFAULT_WATCHDOG_INTERVAL_S)
     if (interval > 0) {
       this.timer = setInterval(() => void this.watch(), interval * 1000)
@@ -62,6 +65,7 @@ export class ConnectionGuard {
   stop(): void {
     this.o.transport.off('connection:lost', this.onLost)
     this.o.transport.off('connection:restored', this.onRestored)
+    this.o.transport.off('connection:retry', this.onRetry)
     if (this.timer) clearInterval(this.timer)
   }
 
@@ -90,6 +94,11 @@ export class ConnectionGuard {
     }
   }
 
+  /** Celery's consumer line for each failed attempt (consumer.py's CONNECTION_ERROR with CONNECTION_RETRY_STEP). */
+  private retry(retry: ConnectionRetry): void {
+    this.o.log.error(`consumer: Cannot connect to ${retry.url}: ${retry.reason.replace(/\.+$/, '')}.\n${retryStep(retry)}`)
+  }
+
   private restored(): void {
     this.connected = true
     this.o.log.info(`Connected to ${this.o.transport.connectedUrl ?? this.o.transport.displayUrl}`)
@@ -109,7 +118,17 @@ export class ConnectionGuard {
 
   /** A consumer that got nothing for a whole interval while it had room and its queue had messages is re-created. */
   private async watch(): Promise<void> {
-    if (!this.connected) return
+    // One pass at a time: passes stuck on a dead path must not all wake and warn together when it heals.
+    if (!this.connected || this.watching) return
+    this.watching = true
+    try {
+      await this.watchOnce()
+    } finally {
+      this.watching = false
+    }
+  }
+
+  private async watchOnce(): Promise<void> {
     for (const consumer of this.o.consumers()) {
       const before = this.seen.get(consumer.name)
       this.seen.set(consumer.name, consumer.received)
@@ -127,4 +146,10 @@ export class ConnectionGuard {
       }
     }
   }
+}
+
+/** "Trying again in 2.00 seconds... (3)", or Celery's failover line when the next URL is tried at once. */
+export function retryStep(retry: Pick<ConnectionRetry, 'attempt' | 'delayMs' | 'failover'>): string {
+  if (retry.failover && retry.delayMs === 0) return 'Will retry using next failover.'
+  return `Trying again in ${(retry.delayMs / 1000).toFixed(2)} seconds... (${retry.attempt})`
 }

@@ -169,7 +169,8 @@ export class Worker {
           const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
           this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
         } else if (this.o.resultBackend) {
-          this.backend = await createResultBackend(this.o.resultBackend, { ...this.o.app.backendOptions, codec: resultCodec })
+          const onConnection = (event: 'lost' | 'restored', line: string) => (event === 'lost' ? this.o.log.warning(line) : this.o.log.info(line))
+          this.backend = await createResultBackend(this.o.resultBackend, { ...this.o.app.backendOptions, codec: resultCodec, onConnection })
         }
       },
       Pool: async () => {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
-import { defaultFileBrokerDir, parseBrokerUrl, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { defaultFileBrokerDir, parseBrokerUrl, type RedisLiveness, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { readLiveness } from '../transport-options.js'
 import { backendSentinelFromConf, backendSslFromConf } from '../config.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
@@ -22,6 +23,23 @@ export interface BackendOptions {
   sentinel?: SentinelSettings
   /** The database_* settings, for `db+` and `django-db`. */
   database?: DatabaseOptions
+  /** redis_socket_timeout, redis_socket_connect_timeout, redis_socket_keepalive, redis_backend_health_check_interval. */
+  liveness?: RedisLiveness
+  /** Told when a Redis backend's connection is lost (with why) and when it is back, for a worker's log. */
+  onConnection?: (event: 'lost' | 'restored', line: string) => void
+}
+
+/** The Redis backend's liveness settings (refused values are said at start-up by settings.ts; here they are left out). */
+export function backendLivenessFromConf(conf: Record<string, unknown>): RedisLiveness {
+  return readLiveness(
+    {
+      socket_timeout: conf.redis_socket_timeout,
+      socket_connect_timeout: conf.redis_socket_connect_timeout,
+      socket_keepalive: conf.redis_socket_keepalive,
+      health_check_interval: conf.redis_backend_health_check_interval,
+    },
+    { socket_timeout: 'redis_socket_timeout', socket_connect_timeout: 'redis_socket_connect_timeout', socket_keepalive: 'redis_socket_keepalive', health_check_interval: 'redis_backend_health_check_interval' },
+  ).liveness
 }
 
 /**
@@ -30,11 +48,11 @@ export interface BackendOptions {
  * the same ones.
  */
 export function backendOptionsFromConf(conf: Record<string, unknown>): Omit<BackendOptions, 'codec'> {
-  return { ssl: backendSslFromConf(conf), sentinel: backendSentinelFromConf(conf), database: databaseOptionsFromConf(conf) }
+  return { ssl: backendSslFromConf(conf), sentinel: backendSentinelFromConf(conf), database: databaseOptionsFromConf(conf), liveness: backendLivenessFromConf(conf) }
 }
 
 export async function createResultBackend(url: string | undefined, options: BackendOptions = {}): Promise<ResultBackend> {
-  const { codec, ssl, sentinel, database } = options
+  const { codec, ssl, sentinel, database, liveness, onConnection } = options
   if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
   if (url === 'django-db') {
     // django-celery-results names no database in the backend setting: Django's own is used. tsq takes it as a URL.
@@ -50,11 +68,11 @@ export async function createResultBackend(url: string | undefined, options: Back
     case 'redis':
     case 'rediss': {
       const { RedisResultBackend } = await import('./redis-backend.js')
-      return new RedisResultBackend(url, codec, ssl)
+      return new RedisResultBackend(url, codec, ssl, undefined, liveness, onConnection)
     }
     case 'sentinel': {
       const { RedisResultBackend } = await import('./redis-backend.js')
-      return new RedisResultBackend(url, codec, ssl, sentinel ?? {})
+      return new RedisResultBackend(url, codec, ssl, sentinel ?? {}, liveness, onConnection)
     }
     case 'file':
     case 'filesystem': {

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../../transport/redis/debug-filter.js'
 import type { ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
@@ -46,19 +46,51 @@ export class RedisResultBackend implements ResultBackend {
     readonly codec: ResultCodec = JSON_RESULTS,
     ssl?: SslSettings | boolean | null,
     sentinel?: SentinelSettings,
+    liveness: RedisLiveness = {},
+    onConnection?: (event: 'lost' | 'restored', line: string) => void,
   ) {
     this.displayUrl = maskUrl(url)
     this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
     this.write = this.clientOptions.sentinels ? retried : (op) => op()
-    this.client = new Redis({ ...this.clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
+    // Celery's redis_socket_timeout default (120 s) when unset; the health check (25 s unless set) notices a silent path sooner.
+    this.liveness = { ...liveness, socketTimeout: liveness.socketTimeout === undefined ? 120 : liveness.socketTimeout }
+    const connectTimeout = this.liveness.socketConnectTimeout ? Math.round(this.liveness.socketConnectTimeout * 1000) : 5000
+    this.connectTimeoutMs = connectTimeout
+    this.client = new Redis({
+      ...this.clientOptions,
+      ...livenessClientOptions(this.liveness),
+      connectTimeout,
+      lazyConnect: true,
+      maxRetriesPerRequest: 2,
+      connectionName: `tsq-result-${process.pid}`,
+    })
+    watchLiveness(this.client, this.liveness, connectTimeout)
     this.client.on('error', (error: Error) => {
       this.lastError = error
     })
+    if (onConnection) {
+      // Once per loss: the drop with its reason, then the reconnect (attempts in between are ioredis's).
+      let ready = false
+      let down = false
+      this.client.on('ready', () => {
+        if (down) onConnection('restored', `Result backend: connected to ${this.displayUrl} again`)
+        ready = true
+        down = false
+      })
+      this.client.on('close', () => {
+        if (!ready || down || this.closed) return
+        down = true
+        onConnection('lost', `Result backend: connection to ${this.displayUrl} lost: ${this.lastError?.message ?? 'closed'}. Trying to re-establish the connection...`)
+      })
+    }
     this.client.on('sentinelError', (error: Error) => {
       this.lastSentinelError = error
     })
   }
 
+  private readonly liveness: RedisLiveness
+  private closed = false
+  private readonly connectTimeoutMs: number
   private lastError: Error | undefined
   private lastSentinelError: Error | undefined
   private readonly clientOptions: RedisClientOptions
@@ -89,6 +121,7 @@ export class RedisResultBackend implements ResultBackend {
     await this.ready()
     const channel = KEY_PREFIX + taskId
     const subscriber = this.client.duplicate({ connectionName: `tsq-result-sub-${process.pid}` })
+    watchLiveness(subscriber, this.liveness, this.connectTimeoutMs)
     try {
       return await new Promise<ResultMeta>((resolve, reject) => {
         let timer: NodeJS.Timeout | undefined
@@ -105,6 +138,12 @@ export class RedisResultBackend implements ResultBackend {
           }
         })
         if (timeoutMs !== undefined) timer = setTimeout(() => reject(new ResultTimeoutError(taskId, timeoutMs / 1000)), timeoutMs)
+        // Resubscribed after a drop: a result published while the path was down is read from its key.
+        let readies = 0
+        subscriber.on('ready', () => {
+          readies += 1
+          if (readies > 1) this.get(taskId).then((meta) => meta && READY.has(meta.status) && settle(meta), () => undefined)
+        })
         // Subscribe first, then read the key, so a result stored in between is not missed.
         subscriber
           .subscribe(channel)
@@ -179,6 +218,7 @@ export class RedisResultBackend implements ResultBackend {
   }
 
   async close(): Promise<void> {
+    this.closed = true
     this.client.disconnect()
   }
 }

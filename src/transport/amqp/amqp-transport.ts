@@ -35,6 +35,7 @@ import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
+import { watchHeartbeats } from './heartbeat.js'
 import { publishConfirmed, publishFields, publishUnconfirmed, type PublishFields } from './direct-publish.js'
 import { assertExchange, assertQueue, declareTopologyPipelined, TopologyRegistry } from './topology.js'
 
@@ -515,6 +516,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private async openConnection(): Promise<ChannelModel> {
     const conn = await openAmqpConnection(this.nodes.current, this.connectionName)
     conn.on('error', () => undefined)
+    watchHeartbeats(conn, this.nodes.current.heartbeatCheckrate)
     conn.on('close', (err?: Error) => this.onConnectionClosed(conn, err))
     this.watchBlocked(conn)
     return conn
@@ -567,30 +569,36 @@ export class AmqpTransport extends EventEmitter implements Transport {
    * failed (with one URL, before every attempt, as before lists).
    */
   private async reconnect(): Promise<void> {
-    let backOff = this.nodes.failed()
-    for (let round = 0; this.state === 'reconnecting'; ) {
-      if (backOff) {
-        await sleep(reconnectDelayMs(round), this.stopReconnect.signal)
-        round += 1
-      }
+    let round = 0
+    let delayMs = this.nodes.failed() ? reconnectDelayMs(round++) : 0
+    // Each failed attempt is said once (connection:retry), with the wait that follows it.
+    const failed = (attempt: number, url: string, err: unknown): void => {
+      const backOff = this.nodes.failed()
+      delayMs = backOff ? reconnectDelayMs(round++) : 0
+      const reason = err instanceof Error ? err.message.replace(`cannot connect to ${url}: `, '') : String(err)
+      if (this.state === 'reconnecting') this.emitSafely('connection:retry', { url, reason, attempt, delayMs, failover: !backOff })
+    }
+    for (let attempt = 1; this.state === 'reconnecting'; attempt += 1) {
+      if (delayMs > 0) await sleep(delayMs, this.stopReconnect.signal)
       if (this.state !== 'reconnecting') return
+      const url = this.nodes.current.displayUrl
       let conn: ChannelModel
       try {
         conn = await this.openConnection()
-      } catch {
-        backOff = this.nodes.failed()
+      } catch (err) {
+        failed(attempt, url, err)
         continue
       }
       try {
         await this.restoreOn(conn)
-      } catch {
+      } catch (err) {
         await conn.close().catch(() => undefined)
-        backOff = this.nodes.failed()
+        failed(attempt, url, err)
         continue
       }
       if (this.state !== 'reconnecting' || this.deadConnections.has(conn)) {
         await conn.close().catch(() => undefined)
-        backOff = this.nodes.failed()
+        failed(attempt, url, new Error('connection closed while its topology was restored'))
         continue
       }
       this.nodes.succeeded()
@@ -670,6 +678,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     if (!this.publisher) {
       const opening: Promise<ChannelModel> = openAmqpConnection(this.nodes.current, `${this.connectionName}-publish`).then((pc) => {
         pc.on('error', () => undefined)
+        watchHeartbeats(pc, this.nodes.current.heartbeatCheckrate)
         pc.on('close', () => {
           this.blockedConnections.delete(pc)
           if (this.publisher === opening) this.publisher = null

@@ -11,6 +11,7 @@ declare module 'amqplib/lib/defs.js' {
   const defs: {
     BasicProperties: number
     BasicPublish: number
+    ConnectionTuneOk: number
     ExchangeDeclare: number
     QueueDeclare: number
     QueueBind: number
@@ -32,7 +33,7 @@ declare module 'amqplib/lib/api_args.js' {
   export default Args
 }
 
-// Connection#sendMessage, which tests hold publish-frames.ts's bytes against.
+// Connection#sendMessage, which tests hold publish-frames.ts's bytes against; open and sendMethod, wrapped by heartbeat.ts.
 declare module 'amqplib/lib/connection.js' {
   const connection: {
     Connection: { prototype: { sendMessage(this: unknown, channel: number, method: number, fields: object, properties: number, props: object, content: Buffer): void } }

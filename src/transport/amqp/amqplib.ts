@@ -3,6 +3,7 @@
 import './install-codec.js'
 import amqp from 'amqplib'
 import defs from 'amqplib/lib/defs.js'
+import { installHeartbeatOff } from './heartbeat.js'
 
 /**
  * Proves the replacement took: a header of 300 must go out as py-amqp's `I`
@@ -18,5 +19,6 @@ function assertCodecInstalled(): void {
 }
 
 assertCodecInstalled()
+installHeartbeatOff()
 
 export default amqp

@@ -8,6 +8,10 @@ import { maskUrl, parseBrokerUrl } from '../url.js'
 export interface AmqpUrlSettings {
   ssl?: SslSettings | boolean | null
   loginMethod?: string
+  /** broker_heartbeat, seconds: 0 or null turns heartbeats off; the URL's ?heartbeat= wins. */
+  heartbeat?: number | null
+  /** broker_heartbeat_checkrate: the heartbeat is checked every heartbeat / rate seconds. */
+  heartbeatCheckrate?: number
 }
 
 export interface AmqpConnectSettings {
@@ -18,10 +22,14 @@ export interface AmqpConnectSettings {
   external: boolean
   /** One line naming the broker without its password, for errors and banners. */
   displayUrl: string
+  /** broker_heartbeat_checkrate (Celery's default 3.0). */
+  heartbeatCheckrate: number
 }
 
-/** kombu's broker_heartbeat default is 120 s; a shorter one notices a dead broker sooner. */
-const DEFAULT_HEARTBEAT_S = 60
+/** Celery's broker_heartbeat; RabbitMQ's own 60 s is lower, and the lower one is used. */
+export const DEFAULT_HEARTBEAT_S = 120
+/** Celery 5.2's broker_heartbeat_checkrate. */
+export const DEFAULT_HEARTBEAT_CHECKRATE = 3
 /** RabbitMQ's own frame_max; amqplib's 4 KiB default splits task bodies into many frames. */
 const FRAME_MAX = 131_072
 
@@ -44,7 +52,8 @@ export function amqpConnectSettings(url: string, settings: AmqpUrlSettings = {})
   }
   const query = new URL(url).searchParams
   const heartbeatParam = query.get('heartbeat')
-  const heartbeat = heartbeatParam === null ? DEFAULT_HEARTBEAT_S : Number(heartbeatParam)
+  const fromConf = settings.heartbeat === undefined ? DEFAULT_HEARTBEAT_S : (settings.heartbeat ?? 0)
+  const heartbeat = heartbeatParam === null ? fromConf : Number(heartbeatParam)
   if (!Number.isFinite(heartbeat) || heartbeat < 0) {
     throw new BadBrokerUrlError(`bad heartbeat in broker URL: ${maskUrl(url)} (expected seconds >= 0)`)
   }
@@ -69,6 +78,7 @@ export function amqpConnectSettings(url: string, settings: AmqpUrlSettings = {})
       frameMax: FRAME_MAX,
     },
     displayUrl: maskUrl(url),
+    heartbeatCheckrate: settings.heartbeatCheckrate && settings.heartbeatCheckrate > 0 ? settings.heartbeatCheckrate : DEFAULT_HEARTBEAT_CHECKRATE,
   }
 }
 

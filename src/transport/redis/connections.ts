@@ -6,12 +6,18 @@ import { Redis } from 'ioredis'
 import './debug-filter.js'
 import { BrokerConnectionError } from '../errors.js'
 import { explainRedisConnectFailure, redisClientOptions, type ResolvedRedisOptions } from './options.js'
+import { livenessClientOptions, watchLiveness } from './liveness.js'
 
 export type ConnectionRole = 'cmd' | 'brpop' | 'sub'
+
+/** The longest a blocking connection's command waits by design (BRPOP's 1 s), added to its socket timeout. */
+const BLOCKING_S = 1
 
 export interface ConnectionWatcher {
   up(role: ConnectionRole): void
   down(role: ConnectionRole, error: Error): void
+  /** A reconnect attempt failed; the next one comes in `delayMs`. */
+  retry?(role: ConnectionRole, attempt: number, error: Error, delayMs: number): void
 }
 
 export function createConnection(
@@ -26,6 +32,7 @@ export function createConnection(
   const clientOptions = redisClientOptions(options)
   const conn = new Redis({
     ...clientOptions,
+    ...livenessClientOptions(options.liveness, role === 'brpop' ? BLOCKING_S : 0),
     connectionName: `${options.connectionName}-${role}`,
     lazyConnect: true,
     connectTimeout: options.connectTimeoutMs,
@@ -34,8 +41,15 @@ export function createConnection(
     // A BRPOP cut by a drop is sent again after the reconnect (otherwise its promise never settles).
     autoResendUnfulfilledCommands: true,
     // No retries until the first connect worked, so an unreachable broker is reported at once.
-    retryStrategy: (times) => (everReady && !closing ? Math.min(100 * times, 2000) : null),
+    retryStrategy: (times) => {
+      if (!everReady || closing) return null
+      const delayMs = Math.min(100 * times, 2000)
+      // times 1 is the drop itself; each later call follows a failed attempt.
+      if (times > 1) watcher.retry?.(role, times - 1, lastError ?? new Error(`redis ${role} connection closed`), delayMs)
+      return delayMs
+    },
   })
+  watchLiveness(conn, options.liveness, options.connectTimeoutMs, role === 'brpop' ? BLOCKING_S : 0)
   conn.on('error', (error: Error) => {
     lastError = error
   })

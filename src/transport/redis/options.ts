@@ -5,6 +5,7 @@ import { describeTlsFailure, isTlsReset, probeTlsRefusal, tlsConnectOptions, tls
 import { maskUrl, parseBrokerUrl } from '../url.js'
 import type { ConnectionOptions } from 'node:tls'
 import { RedisKeys, type RedisKeyOptions } from './keys.js'
+import type { RedisLiveness } from './liveness.js'
 
 /** kombu `queue_order_strategy`: which queue the next BRPOP names first. */
 export type QueueOrderStrategy = 'round_robin' | 'priority' | 'sorted'
@@ -44,6 +45,8 @@ export interface RedisTransportOptions {
    * (busy-poll.ts).
    */
   overlapClaims?: boolean
+  /** socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval (broker_transport_options). */
+  liveness?: RedisLiveness
 }
 
 export interface ResolvedRedisOptions {
@@ -65,6 +68,7 @@ export interface ResolvedRedisOptions {
   /** Every key and channel name, as the layout options make them. */
   keys: RedisKeys
   queueOrderStrategy: QueueOrderStrategy
+  liveness?: RedisLiveness
 }
 
 function positiveNumber(value: string, name: string, url: string): number {
@@ -102,7 +106,8 @@ function timings(url: string, query: URLSearchParams, options: RedisTransportOpt
     displayUrl: maskUrl(url),
     visibilityTimeout,
     restoreIntervalMs: options.restoreIntervalMs ?? Math.min(10_000, Math.max(250, (visibilityTimeout * 1000) / 2)),
-    connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+    connectTimeoutMs: options.connectTimeoutMs ?? (options.liveness?.socketConnectTimeout ? Math.round(options.liveness.socketConnectTimeout * 1000) : 5000),
+    ...(options.liveness ? { liveness: options.liveness } : {}),
     connectionName: options.connectionName ?? `tsq-${process.pid}`,
     keys: new RedisKeys(db, options.layout),
     queueOrderStrategy: options.layout?.queueOrderStrategy ?? 'round_robin',

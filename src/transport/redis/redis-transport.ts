@@ -152,6 +152,8 @@ export class RedisTransport implements Transport {
     else process.emitWarning(`redis transport: ${err.message}`)
   }
 
+  /** The connection whose reconnect attempts are reported (connection:retry). */
+  private retrySpeaker: ConnectionRole | undefined
   private readonly watcher = {
     up: (role: ConnectionRole): void => {
       const wasDown = this.down.size > 0
@@ -162,7 +164,15 @@ export class RedisTransport implements Transport {
       if (this.state !== 'open') return
       const wasUp = this.down.size === 0
       this.down.add(role)
-      if (wasUp) this.events.emit('connection:lost', classifyRedisError(error, `${role} connection lost`, this.displayUrl))
+      if (wasUp) {
+        this.retrySpeaker = role
+        this.events.emit('connection:lost', classifyRedisError(error, `${role} connection lost`, this.displayUrl))
+      }
+    },
+    // Every connection retries on its own; the one that went down first speaks for them, one line per attempt.
+    retry: (role: ConnectionRole, attempt: number, error: Error, delayMs: number): void => {
+      if (this.state !== 'open' || role !== this.retrySpeaker || !this.down.has(role)) return
+      this.events.emit('connection:retry', { url: this.displayUrl, reason: error.message, attempt, delayMs, failover: false })
     },
   }
 

@@ -94,7 +94,7 @@ describe('refusal lines', () => {
     assert.deepEqual(refusals({ result_serializer: 'auth' }), ['result_serializer = "auth": tsq encodes json, msgpack, yaml (not auth)'])
   })
   it('[broker_transport_options] kombu\'s layout options read (tested in redis-keys.test.ts), what tsq cannot do refused by key', () => {
-    assert.deepEqual(checkTransportOptions({ visibility_timeout: 60, sep: '\x06\x16', queue_order_strategy: 'round_robin', socket_timeout: 5 }), { visibilityTimeout: 60, redisLayout: { sep: '\x06\x16', queueOrderStrategy: 'round_robin' }, refusals: [] })
+    assert.deepEqual(checkTransportOptions({ visibility_timeout: 60, sep: '\x06\x16', queue_order_strategy: 'round_robin', socket_timeout: 5 }), { visibilityTimeout: 60, redisLayout: { sep: '\x06\x16', queueOrderStrategy: 'round_robin' }, redisLiveness: { socketTimeout: 5 }, refusals: [] })
     // confirm_publish: tsq's RabbitMQ publishes always wait for the confirm (an events app sets it).
     assert.deepEqual(refusals({ broker_transport_options: { confirm_publish: true } }), [])
     assert.deepEqual(refusals({ broker_transport_options: { priority_steps: [0, 1, 2], global_keyprefix: 'svc:', body_encoding: 'plain', max_retries: 3 } }), [

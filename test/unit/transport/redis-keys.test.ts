@@ -96,6 +96,7 @@ describe('[broker_transport_options] the Redis layout from an app\'s conf', () =
     const opts = { global_keyprefix: 'svc:', sep: '|', priority_steps: [0, 5], queue_order_strategy: 'priority', fanout_prefix: '/x{db}.', fanout_patterns: false, unacked_key: 'u' }
     assert.deepEqual(checkTransportOptions(opts), {
       redisLayout: { globalKeyprefix: 'svc:', sep: '|', prioritySteps: [0, 5], queueOrderStrategy: 'priority', fanoutPrefix: '/x{db}.', fanoutPatterns: false, unackedKey: 'u' },
+      redisLiveness: {},
       refusals: [],
     })
     assert.deepEqual(checkTransportOptions({ global_keyprefix: 3, sep: '', priority_steps: [], queue_order_strategy: 'myproj.Cycle', fanout_patterns: 'yes', ack_emulation: false }).refusals, [

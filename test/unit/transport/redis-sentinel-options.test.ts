@@ -61,7 +61,7 @@ it('[sentinel://] master_name and sentinel_kwargs from the transport options; ot
   assert.deepEqual(sentinelSettingsFrom({ master_name: 'm', sentinel_kwargs: { password: 'p', socket_timeout: 1 } }, 'broker_transport_options'), { settings: { masterName: 'm', sentinelPassword: 'p' }, refusals: [] })
   const bad = sentinelSettingsFrom({ master_name: 3, sentinel_kwargs: { ssl: true }, min_other_sentinels: 1 }, 'broker_transport_options')
   assert.equal(bad.refusals.length, 3)
-  assert.deepEqual(checkTransportOptions({ master_name: 'm', sentinel_kwargs: { password: 'p' }, visibility_timeout: 10 }), { visibilityTimeout: 10, redisLayout: {}, refusals: [] })
+  assert.deepEqual(checkTransportOptions({ master_name: 'm', sentinel_kwargs: { password: 'p' }, visibility_timeout: 10 }), { visibilityTimeout: 10, redisLayout: {}, redisLiveness: {}, refusals: [] })
   assert.deepEqual(checkBackendTransportOptions({ master_name: 'm' }), [])
   assert.match(checkBackendTransportOptions({ master_name: 'm', retry_policy: {} })[0]!, /result_backend_transport_options\.retry_policy/)
   assert.deepEqual(backendSentinelFromConf({ result_backend_transport_options: { master_name: 'rm' } }), { masterName: 'rm' })
