@@ -155,7 +155,8 @@ export interface ResultMeta {
 export function decodeResultMeta(text: string): ResultMeta {
   let v: unknown
   try {
-    v = loads(text)
+    // A Python int past 2**53 (2**64 + 1) reads back exact, as a BigInt.
+    v = loads(text, { integers: 'exact' })
   } catch (cause) {
     throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
   }

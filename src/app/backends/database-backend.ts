@@ -153,7 +153,7 @@ export class DatabaseResultBackend implements ResultBackend {
     const raw = bytesOf(row.result)
     const jsonText = (v: unknown) => {
       const b = bytesOf(v)
-      return b === null ? null : loads(b.toString('utf8'))
+      return b === null ? null : loads(b.toString('utf8'), { integers: 'exact' })
     }
     const meta: ResultMeta = {
       status: String(row.status ?? 'PENDING'),
