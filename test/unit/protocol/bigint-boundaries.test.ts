@@ -8,7 +8,7 @@ import { describe, it } from 'node:test'
 import { EncodeError, deserialize, dumps, loads, serialize } from '../../../src/protocol/index.js'
 import { dumpsPickle, loadsPickle } from '../../../src/protocol/plain-pickle.js'
 
-const fixture = JSON.parse(readFileSync(new URL('../../fixtures/python-bigints.json', import.meta.url), 'utf8')) as { values: string[]; pickle: Record<string, string>; msgpack: Record<string, string>; yaml: string }
+const fixture = JSON.parse(readFileSync(new URL('../../fixtures/python-bigints.json', import.meta.url), 'utf8')) as { values: string[]; pickle: Record<string, string>; msgpack: Record<string, string>; yaml: string; long4: Record<string, string> }
 /** The JS shape tsq reads an int as: a number while it is safe, else a BigInt. */
 const jsInt = (s: string): number | bigint => (Number.isSafeInteger(Number(s)) ? Number(s) : BigInt(s))
 const exact = (v: unknown): string => (typeof v === 'number' && !Number.isInteger(v) ? `float ${v}` : BigInt(v as number).toString())
@@ -22,6 +22,13 @@ describe('big integers, byte for byte with Python', () => {
       const n = Number(s)
       // A number that holds the int exactly (2**70 does) is the int: kombu's JSON writes it so.
       if (BigInt(n) === BigInt(s)) assert.equal(dumpsPickle(n).toString('hex'), hex, `${s} as a number`)
+    }
+  })
+
+  it('pickle LONG4 (an int past 255 bytes): Python\'s bytes read exact, and tsq writes them', () => {
+    for (const [s, hex] of Object.entries(fixture.long4)) {
+      assert.equal(exact(loadsPickle(Buffer.from(hex, 'hex'))), s)
+      assert.equal(dumpsPickle(BigInt(s)).toString('hex'), hex)
     }
   })
 
