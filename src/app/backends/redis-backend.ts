@@ -2,7 +2,7 @@
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
 import type { ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, redisUrlClientOptions, type RedisClientOptions, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, sayRedisOutOfMemory, redisUrlClientOptions, type RedisClientOptions, type SentinelSettings, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
@@ -47,7 +47,9 @@ export class RedisResultBackend implements ResultBackend {
   ) {
     this.displayUrl = maskUrl(url)
     this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
-    this.write = this.clientOptions.sentinels ? retried : (op) => op()
+    const write = this.clientOptions.sentinels ? retried : <T>(op: () => Promise<T>) => op()
+    // A store refused under maxmemory says so (its MULTI fails as EXECABORT otherwise).
+    this.write = (op) => write(op).catch((error: unknown) => Promise.reject(sayRedisOutOfMemory(error, `result backend ${this.displayUrl}`)))
     this.client = new Redis({ ...this.clientOptions, lazyConnect: true, maxRetriesPerRequest: 2, connectionName: `tsq-result-${process.pid}` })
     this.client.on('error', (error: Error) => {
       this.lastError = error

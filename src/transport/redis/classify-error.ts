@@ -51,6 +51,12 @@ export function isOutOfMemoryError(error: unknown): boolean {
   return root instanceof Error && root.message.startsWith('OOM ')
 }
 
+/** An OOM refusal in Redis's words with tsq's, else the error as it was: for stores that keep their own message prefix. */
+export function sayOutOfMemory(error: unknown, where: string): unknown {
+  if (!isOutOfMemoryError(error)) return error
+  return new BrokerRequestError('OOM', `${where}: Redis is out of memory (maxmemory): ${(rootError(error) as Error).message}`, { cause: error })
+}
+
 /** One line saying what failed, with the driver error kept as `cause`. */
 export function classifyRedisError(error: unknown, where: string, displayUrl: string): TsqTransportError {
   if (error instanceof TsqTransportError) return error

@@ -4,7 +4,8 @@
 // unknown). Redis out of memory (maxmemory, noeviction, on a redis-server of
 // the test's own): each refusal says "Redis is out of memory", and a worker
 // started under OOM says so and exits, as Celery's worker exits with
-// "Unrecoverable error: ResponseError('OOM command not allowed ...')".
+// "Unrecoverable error: ResponseError('OOM command not allowed ...')"; a
+// result the Redis backend cannot store says OOM too.
 // RabbitMQ: a queue whose x-overflow is reject-publish nacks what is past
 // x-max-length, and the publisher confirms tell which.
 import assert from 'node:assert/strict'
@@ -14,7 +15,9 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import amqplib from '../../../src/transport/amqp/amqplib.js'
 import { Redis } from 'ioredis'
+import { RedisResultBackend } from '../../../src/app/backends/redis-backend.js'
 import { SendManyError, createApp, signature, type App } from '../../../src/index.js'
+import { encodeResultMeta } from '../../../src/protocol/index.js'
 import { AMQP_URL, brokerSkipReason, uniqueName } from '../../helpers/brokers.js'
 import { runTsq } from '../../helpers/cli.js'
 import type { GroupProcess } from '../../helpers/process-group.js'
@@ -75,6 +78,19 @@ describe('Redis out of memory: honest batch outcomes and a worker that says OOM'
     const out = `${res.stdout}${res.stderr}`
     assert.notEqual(res.code, 0, out)
     assert.match(out, /Redis is out of memory \(maxmemory\): OOM command not allowed when used memory > 'maxmemory'\./, out)
+  })
+
+  it('a result the Redis backend cannot store under OOM says Redis is out of memory, not EXECABORT', async () => {
+    await raw!.config('SET', 'maxmemory', '1')
+    const backend = new RedisResultBackend(url)
+    try {
+      await assert.rejects(backend.store('oom-task', encodeResultMeta({ taskId: 'oom-task', status: 'SUCCESS', result: 1 }), 'SUCCESS'), (e: Error) => {
+        assert.match(e.message, /^result backend redis:\/\/127\.0\.0\.1:\d+\/0: Redis is out of memory \(maxmemory\): OOM command not allowed/)
+        return true
+      })
+    } finally {
+      await backend.close()
+    }
   })
 })
 
