@@ -8,6 +8,7 @@ import { uuid4 } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
+import { SendManyError } from './send-many-error.js'
 import { registerBuiltinTasks } from './builtins.js'
 import { backendOptionsFromConf, createResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from './backends/index.js'
 import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
@@ -681,8 +682,9 @@ export class App {
    * Sends every signature at once (their own queue, or the default): each
    * message is the one `sendTask` would send, and all are written together
    * (one pipeline on Redis, one write per tick on RabbitMQ). Resolves once the
-   * broker has confirmed every one; rejects if any was not, in which case
-   * some of the others may have been sent.
+   * broker has confirmed every one; if any was not, rejects with a
+   * SendManyError whose `outcomes` say, message by message, which the broker
+   * has (`sent`), which it refused and which went with the connection.
    */
   async sendMany(signatures: Signature[]): Promise<AsyncResult[]> {
     if (isAlwaysEager(this)) return Promise.all(signatures.map((sig) => this.sendTask(sig.task, sig.args, sig.kwargs, { ...(typeof sig.options.queue === 'string' ? { queue: sig.options.queue } : {}), ...(typeof sig.options.task_id === 'string' ? { id: sig.options.task_id } : {}) })))
@@ -697,13 +699,21 @@ export class App {
     // (one LPUSH per list on Redis, one socket write on RabbitMQ); each still
     // resolves on its own confirm.
     const sends = new Array<Promise<AsyncResult>>(signatures.length)
+    const ids = new Array<string>(signatures.length)
     for (let index = 0; index < signatures.length; index++) {
       const sig = signatures[index]!
       const o = this.signatureSendOptions(sig, plan)
       Object.assign(o, extra(index))
+      // The id the encoder would draw, drawn here: a failed send's outcome names its task.
+      ids[index] = o.id ??= uuid4()
       sends[index] = sendTaskAs(transport, sig.task, o, this.signals, plan.encoder, this.resultOf)
     }
-    return Promise.all(sends)
+    try {
+      return await Promise.all(sends)
+    } catch {
+      // Each send settles on the broker's answer for it: wait for all, then say which the broker has.
+      throw SendManyError.from(signatures, ids, await Promise.allSettled(sends), this.resultOf)
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import { applyGlobalOptions, clientConfig, type ClientConfig, type GlobalFlagVal
 import { makeChalk } from './color.js'
 import { globalFlags } from './oclif-flags.js'
 import { reportCliError } from './report-error.js'
+import { dumps } from '../protocol/kombu-json.js'
 
 // oclif's FlagOutput and ArgOutput, which its public interfaces do not export.
 type FlagOutput = { [name: string]: any }
@@ -61,7 +62,15 @@ export abstract class TsqCommand<T> extends Command {
   }
 
   protected override logJson(json: unknown): void {
-    process.stdout.write(`${JSON.stringify(json)}\n`)
+    let text: string
+    try {
+      text = JSON.stringify(json)
+    } catch (error) {
+      // An int past 2**53 (a stored result's, a reply's) is a BigInt: kombu's JSON writes its digits.
+      if (!(error instanceof TypeError && /BigInt/.test(error.message))) throw error
+      text = dumps(json)
+    }
+    process.stdout.write(`${text}\n`)
   }
 
   protected override async catch(err: Error & { code?: string; exitCode?: number }): Promise<void> {

@@ -12,6 +12,7 @@ import { extname, join, normalize } from 'node:path'
 import { hostname as machineName, networkInterfaces } from 'node:os'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { dumps } from '../protocol/index.js'
 import type { EntryFlags } from '../beat/index.js'
 import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
@@ -295,7 +296,15 @@ export class DashboardServer {
   }
 
   private json(res: ServerResponse, status: number, value: unknown): void {
-    this.send(res, status, JSON.stringify(value), 'application/json; charset=UTF-8')
+    let text: string
+    try {
+      text = JSON.stringify(value)
+    } catch (error) {
+      // A stored result's int past 2**53 is a BigInt: written digit for digit by kombu's JSON, as Flower's json writes it.
+      if (!(error instanceof TypeError && /BigInt/.test(error.message))) throw error
+      text = dumps(value)
+    }
+    this.send(res, status, text, 'application/json; charset=UTF-8')
   }
 
   private async readBody(req: IncomingMessage): Promise<string> {

@@ -130,7 +130,8 @@ function writeValue(w: Writer, v: unknown, depth: number): void {
   if (v === false) return w.op(0x89)
   if (typeof v === 'bigint') return writeInt(w, v)
   if (v instanceof PyFloat) return writeFloat(w, v.value)
-  if (typeof v === 'number') return Number.isInteger(v) && Number.isSafeInteger(v) ? writeInt(w, BigInt(v)) : writeFloat(w, v)
+  // An integral number is an int, as kombu's JSON writes it (2**70 too); floats with integral values come as PyFloat.
+  if (typeof v === 'number') return Number.isInteger(v) ? writeInt(w, BigInt(v)) : writeFloat(w, v)
   if (typeof v === 'string') return writeStr(w, v)
   if (v instanceof Uint8Array) return writeBytes(w, v)
   if (v instanceof PyTuple) return writeTuple(w, v.items, depth)
@@ -170,14 +171,16 @@ function writeFloat(w: Writer, x: number): void {
 
 /**
  * `pickle.dumps(value, protocol=5)` as SQLAlchemy's PickleType calls it
- * (HIGHEST_PROTOCOL on Python 3.11): PROTO 5, the body in one FRAME, STOP.
- * Memo opcodes are left out; readers do not need them.
+ * (HIGHEST_PROTOCOL on Python 3.11): PROTO 5, the body in one FRAME (none
+ * under 4 bytes, as Python's framer), STOP. Memo opcodes are left out;
+ * readers do not need them.
  */
 export function dumpsPickle(value: unknown): Buffer {
   const w = new Writer()
   writeValue(w, value, 0)
   w.op(0x2e)
   const body = w.concat()
+  if (body.length < 4) return Buffer.concat([Buffer.from([0x80, 5]), body])
   const head = Buffer.from([0x80, 5, 0x95])
   return Buffer.concat([head, u64(body.length), body])
 }

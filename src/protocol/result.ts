@@ -158,7 +158,8 @@ const MAY_ROUND = /\d{16}|\d\.0(?![0-9])|\d[eE]/
 export function decodeResultMeta(text: string): ResultMeta {
   let v: unknown
   try {
-    v = loads(text)
+    // A Python int past 2**53 (2**64 + 1) reads back exact, as a BigInt.
+    v = loads(text, { integers: 'exact' })
   } catch (cause) {
     throw new MalformedMessageError(`result is not valid JSON: ${(cause as Error).message}`, { cause })
   }

@@ -117,7 +117,7 @@ export function serialize(name: string, value: unknown): Serialized {
         body = Buffer.from(msgpack().encode(msgpackIntegers(value), { useBigInt64: true }))
         break
       case 'yaml':
-        body = Buffer.from(yaml().stringify(value, YAML_OPTIONS), 'utf8')
+        body = Buffer.from(yaml().stringify(yamlIntegers(value), YAML_OPTIONS), 'utf8')
         break
       default:
         throw new UnknownSerializerError(spec.name)
@@ -129,20 +129,50 @@ export function serialize(name: string, value: unknown): Serialized {
   return { contentType: spec.contentType, contentEncoding: spec.contentEncoding, body }
 }
 
+const INT64_MIN = -(2n ** 63n)
+const UINT64_MAX = 2n ** 64n - 1n
+
 /**
  * With useBigInt64 the encoder writes a number past 32 bits as a float and
- * every BigInt as 64 bits; Python's msgpack writes each int in the fewest
- * bytes. So: integers past 32 bits go as BigInt (uint64/int64, as Python),
- * BigInts that fit a double as numbers (the smallest width). A copy: the
- * caller's value is not touched.
+ * every BigInt as 64 bits (wrapping one past them); Python's msgpack writes
+ * each int in the fewest bytes and refuses one past 64 bits. So: integers
+ * past 32 bits go as BigInt (uint64/int64, as Python), BigInts that fit a
+ * double as numbers (the smallest width), and an int msgpack cannot hold
+ * fails as Python's packb does, never wrapped. A copy: the caller's value is
+ * not touched.
  */
 function msgpackIntegers(v: unknown): unknown {
-  if (typeof v === 'number') return Number.isSafeInteger(v) && (v > 0xffffffff || v < -0x80000000) ? BigInt(v) : v
-  if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? msgpackIntegers(Number(v)) : v
+  if (typeof v === 'number') return Number.isInteger(v) && (v > 0xffffffff || v < -0x80000000) ? msgpackIntegers(BigInt(v)) : v
+  if (typeof v === 'bigint') {
+    if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v) > 0xffffffff || Number(v) < -0x80000000 ? v : Number(v)
+    if (v < INT64_MIN || v > UINT64_MAX) throw new OverflowError('Integer value out of range')
+    return v
+  }
   if (Array.isArray(v)) return v.map(msgpackIntegers)
   if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
     const out: Record<string, unknown> = {}
     for (const [k, x] of Object.entries(v)) out[k] = msgpackIntegers(x)
+    return out
+  }
+  return v
+}
+
+/** Python's OverflowError, kombu's EncodeError wraps it: `EncodeError(OverflowError('Integer value out of range'))`. */
+class OverflowError extends Error {
+  override name = 'OverflowError'
+}
+
+/**
+ * YAML writes a number past 2**53 as `1.1805916207174113e+21`, which PyYAML
+ * reads as a float; an integral one is an int (as kombu's JSON writes it), so
+ * it goes as a BigInt, digit for digit. A copy where anything changes.
+ */
+function yamlIntegers(v: unknown): unknown {
+  if (typeof v === 'number') return Number.isInteger(v) && !Number.isSafeInteger(v) ? BigInt(v) : v
+  if (Array.isArray(v)) return v.map(yamlIntegers)
+  if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    const out: Record<string, unknown> = {}
+    for (const [k, x] of Object.entries(v)) out[k] = yamlIntegers(x)
     return out
   }
   return v

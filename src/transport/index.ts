@@ -39,5 +39,5 @@ export type { RedisClientOptions, RedisLayoutOptions, QueueOrderStrategy } from 
 export type { RedisLiveness } from './redis/liveness.js'
 export { DEFAULT_HEALTH_CHECK_INTERVAL_S, livenessClientOptions, watchLiveness } from './redis/liveness.js'
 export { isSentinelUrl, sentinelSettingsFrom } from './redis/sentinel.js'
-export { isConnectionError as isRedisConnectionError } from './redis/classify-error.js'
+export { isConnectionError as isRedisConnectionError, sayOutOfMemory as sayRedisOutOfMemory } from './redis/classify-error.js'
 export type { SentinelSettings } from './redis/sentinel.js'

@@ -3,14 +3,17 @@
 // a database, runs Debian's Django `migrate` with a minimal settings module
 // (test/fixtures/django), then: a tsq worker's results are rows the Django ORM
 // reads (`TaskResult.objects.get(task_id=...)`) and Python's AsyncResult
-// gets; a Python worker's results are read by `tsq result`.
+// gets; a Python worker's results are read by `tsq result`; integers at every
+// width edge and past 2**53 arrive exact both ways.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { createApp } from '../../src/index.js'
 import { REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
 import { createTestDatabase, databaseSkipReason, type DbKind, type TestDatabase } from '../helpers/databases.js'
 import { GroupProcess, sleep } from '../helpers/process-group.js'
+import { BOUNDARY_INTS, asJsInts, asPythonInts, intsJson, jsDigits, pythonRepr } from './helpers/bigints.js'
 import { PYTHON, REPO_ROOT, parseJsonOut, run, runTsq, uniqueNodeName } from './helpers/python-worker.js'
 import { startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
 
@@ -107,6 +110,26 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
       const failed = await runTsq(['result', bad, '--result-backend', 'django-db', '-t', '30'], { env, timeoutMs: 45_000 })
       assert.equal(failed.code, 1, failed.stderr)
       assert.match(failed.stderr, /ValueError: boom from python/)
+    })
+
+    it('integers at every width edge to 10**40, both signs: each an int, digit for digit, both ways', async () => {
+      const values = BOUNDARY_INTS.map(String)
+      // Python's ints through the tsq worker, read by Python (django-celery-results' JSON) and by `tsq result`.
+      const id = await run(PYTHON, ['-c', `import json, sys\nfrom tsq_django_app import app\nprint(json.dumps({'id': app.send_task('proj.collect', args=[json.loads(sys.argv[1])]).id}))`, intsJson()], { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_WI_QUEUE: tsqEnv.queue } })
+      const sent = (parseJsonOut(id, 'send') as { id: string }).id
+      const got = await py(['get', sent, '30', 'shapes'])
+      assert.deepEqual(got.result, asPythonInts(), `${JSON.stringify(got)}\n${tsqWorker?.logTail()}`)
+      const printed = await runTsq(['result', sent, '--result-backend', 'django-db', '-t', '30'], { env: { DATABASE_URL: db.url }, timeoutMs: 45_000 })
+      assert.equal(printed.stdout.trim(), pythonRepr(), printed.stderr)
+      // tsq's BigInts through the Python worker, read by tsq.
+      const app = createApp({ broker: REDIS_URL, resultBackend: 'django-db' })
+      try {
+        const r = await app.sendTask('proj.collect', [asJsInts()], {}, { queue: pyQueue })
+        assert.deepEqual(jsDigits(await r.get({ timeout: 30 })), values, pyWorker?.logTail())
+        assert.deepEqual((await py(['get', r.id, '5', 'shapes'])).result, asPythonInts())
+      } finally {
+        await app.close()
+      }
     })
 
     it('without a database URL, django-db says what it needs in one line', async () => {

@@ -10,17 +10,20 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createApp, type App } from '../../src/index.js'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
+import { BOUNDARY_INTS, MSGPACK_INTS } from './helpers/bigints.js'
 import { deleteCeleryQueues } from './helpers/cleanup.js'
 import { SEC_BACKEND, pyShape, pySecClient, startPySecWorker, startTsqSecWorker, type PySecWorker, type SecSide } from './helpers/security-peers.js'
 import type { TsqWorker } from './worker-helpers/tsq-worker.js'
 
 // Integers across the 8/16/32/64-bit edges (msgpack's fixint, int8..int64,
-// uint8..uint64), beyond 2**53, unicode with a NUL, YAML 1.1's look-alike
+// uint8..uint64), beyond 2**53 (to 10**40 in YAML), unicode with a NUL, YAML 1.1's look-alike
 // strings, bytes, nesting, empties and a 256 KiB string.
 const INTS = [0, 127, 128, -32, -33, -128, -129, 255, 256, 32767, 32768, -32768, -32769, 65535, 65536, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1]
-const BIG = [2n ** 53n + 1n, 2n ** 63n - 1n, -(2n ** 63n), 2n ** 64n - 1n]
+// Past 2**53 every edge to 10**40 for YAML; msgpack holds int64 and uint64 only (Python's packb refuses the rest).
+const unsafe = (v: bigint) => v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)
+const BIG = { msgpack: MSGPACK_INTS.filter(unsafe), yaml: BOUNDARY_INTS.filter(unsafe) }
 const STRINGS = ['h\u00e9llo \u{1F600} \u0000 nul', 'yes', 'no', 'on', '0777', '1_000', '~', 'null', '2024-01-01', '']
-const VALUE: unknown[] = [INTS, BIG, STRINGS, 1.5, -0.25, true, false, null, { k: [1, { z: null }], '\u00fc': 'x' }, [], {}, new Uint8Array([0, 1, 0xfe, 0xff]), 'x'.repeat(256 * 1024)]
+const valueFor = (serializer: 'msgpack' | 'yaml'): unknown[] => [INTS, BIG[serializer], STRINGS, 1.5, -0.25, true, false, null, { k: [1, { z: null }], '\u00fc': 'x' }, [], {}, new Uint8Array([0, 1, 0xfe, 0xff]), 'x'.repeat(256 * 1024)]
 
 /** The same value as JSON for the Python client: BigInts as digits, bytes as {bytes: hex}. */
 function pythonArgs(v: unknown[]): string {
@@ -41,6 +44,7 @@ for (const c of cases) {
     describe(`${serializer} with Python Celery 5.2.6: ${c.kind} broker, ${c.backend} results`, { skip: brokerSkip, timeout: 240_000 }, () => {
       // JSON is not accepted here: accept_content names the one serializer, result_accept_content follows it, as in Celery.
       const conf = { task_serializer: serializer, result_serializer: serializer, accept_content: [serializer] }
+      const VALUE = valueFor(serializer)
       const tsqQueue = uniqueName(`sec-${c.kind}-${serializer}-tsqw`)
       const pyQueue = uniqueName(`sec-${c.kind}-${serializer}-pyw`)
       const side = (queue: string): SecSide => ({ broker: c.broker, backend: c.backend, queue, conf })

@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
+import { createApp } from '../../src/index.js'
+import { asPythonInts, intsJson, jsDigits } from './helpers/bigints.js'
 import { deleteCeleryQueues } from './helpers/cleanup.js'
 import { pyClient, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
 
@@ -48,6 +50,20 @@ for (const c of cases) {
     it('integers past 2**53 from Python (64-bit ids) reach the JS task exactly, as BigInt, and come back digit for digit', async () => {
       const out = await pyClient<{ same: boolean; got: string[] }>(env, ['exact', '10'])
       assert.deepEqual(out, { same: true, got: ['18446744073709551617', '-10000000000000000000007', '9007199254740993', '12345', '1.5'] }, withLog(JSON.stringify(out)))
+    })
+
+    it('integers at every width edge and to 10**40, both signs, through the tsq worker and its result: Python reads each an int, digit for digit', async () => {
+      const out = await pyClient<{ result?: unknown; state: string; id: string }>(env, ['ints', 'proj.collect', intsJson(), '20'])
+      assert.deepEqual(out.result, asPythonInts(), withLog(JSON.stringify(out)))
+      // rpc:// replies go to the Python client alone; a stored redis:// result is read by tsq too.
+      if (c.backend.startsWith('redis')) {
+        const app = createApp({ broker: c.broker, resultBackend: c.backend })
+        try {
+          assert.deepEqual(jsDigits(await app.asyncResult(out.id).get({ timeout: 20 })), asPythonInts().map(([, d]) => d))
+        } finally {
+          await app.close()
+        }
+      }
     })
 
     it('task_compression gzip (kombu zlib): the body is inflated before decoding', async () => {

@@ -66,7 +66,7 @@ export class DjangoResultBackend implements ResultBackend {
     const text = Buffer.isBuffer(content) ? content.toString('utf8') : String(content)
     const type = String(row.content_type || 'application/json')
     if (row.content_encoding === 'binary') return decodeBody(Buffer.from(text, 'base64'), type, 'binary', { accept: ACCEPT }, 'result')
-    if (type === 'application/json') return loads(text)
+    if (type === 'application/json') return loads(text, { integers: 'exact' })
     return decodeBody(text, type, String(row.content_encoding || 'utf-8'), { accept: ACCEPT }, 'result')
   }
 

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../../transport/redis/debug-filter.js'
 import type { ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../../transport/index.js'
+import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, sayRedisOutOfMemory, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
@@ -51,7 +51,9 @@ export class RedisResultBackend implements ResultBackend {
   ) {
     this.displayUrl = maskUrl(url)
     this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
-    this.write = this.clientOptions.sentinels ? retried : (op) => op()
+    const write = this.clientOptions.sentinels ? retried : <T>(op: () => Promise<T>) => op()
+    // A store refused under maxmemory says so (its MULTI fails as EXECABORT otherwise).
+    this.write = (op) => write(op).catch((error: unknown) => Promise.reject(sayRedisOutOfMemory(error, `result backend ${this.displayUrl}`)))
     // Celery's redis_socket_timeout default (120 s) when unset; the health check (25 s unless set) notices a silent path sooner.
     this.liveness = { ...liveness, socketTimeout: liveness.socketTimeout === undefined ? 120 : liveness.socketTimeout }
     const connectTimeout = this.liveness.socketConnectTimeout ? Math.round(this.liveness.socketConnectTimeout * 1000) : 5000

@@ -30,7 +30,7 @@ import type {
 } from '../transport.js'
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
 import { reconnectDelayMs, sleep } from './backoff.js'
-import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError } from './classify-error.js'
+import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError, isNack } from './classify-error.js'
 import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../url.js'
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
@@ -756,7 +756,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
         return await op(conn)
       } catch (err) {
         if (err instanceof PublishTimeoutError) throw err
-        if (err instanceof BrokerRequestError || isChannelError(err)) throw classifyAmqpError(err, what)
+        // A nack is the broker's answer, not a lost path: said at once, as py-amqp's MessageNacked is.
+        if (err instanceof BrokerRequestError || isChannelError(err) || isNack(err)) throw classifyAmqpError(err, what)
         if (this.state === 'closed') throw this.closedError()
         lastError = err
         if (this.state === 'open') await sleep(reconnectDelayMs(attempt))

@@ -35,6 +35,11 @@ export function isChannelError(err: unknown): boolean {
   return code !== undefined && code in CHANNEL_REPLY_CODES
 }
 
+/** amqplib's error for a basic.nack: the broker answered, and it does not have the message. */
+export function isNack(err: unknown): boolean {
+  return err instanceof Error && err.message === 'message nacked'
+}
+
 /**
  * Maps an amqplib error to a tsq transport error. `what` names the operation
  * for the message (`declare queue 'x'`).
@@ -45,6 +50,7 @@ export function classifyAmqpError(err: unknown, what: string): Error {
   }
   const code = replyCodeOf(err)
   const message = err instanceof Error ? err.message : String(err)
+  if (isNack(err)) return new BrokerRequestError('NACKED', `${what}: the broker refused the message (basic.nack)`, { cause: err })
   if (code !== undefined && code in CHANNEL_REPLY_CODES) {
     return new BrokerRequestError(CHANNEL_REPLY_CODES[code]!, `${what}: ${code} ${serverText(message)}`, { cause: err })
   }

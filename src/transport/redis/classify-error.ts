@@ -34,9 +34,36 @@ export function isConnectionError(error: unknown): boolean {
   return /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Connection is in subscriber mode/i.test(error.message)
 }
 
+/**
+ * The error that counts: a MULTI whose commands Redis refused as they were
+ * queued fails as `EXECABORT Transaction discarded`, and ioredis keeps the
+ * refusals (an OOM, a WRONGTYPE) in `previousErrors`.
+ */
+function rootError(error: unknown): unknown {
+  const previous = (error as { previousErrors?: unknown })?.previousErrors
+  if (error instanceof Error && error.message.startsWith('EXECABORT') && Array.isArray(previous) && previous[0] instanceof Error) return previous[0]
+  return error
+}
+
+/** Redis's refusal under maxmemory with the noeviction policy (a write that would grow the data set). */
+export function isOutOfMemoryError(error: unknown): boolean {
+  const root = rootError(error)
+  return root instanceof Error && root.message.startsWith('OOM ')
+}
+
+/** An OOM refusal in Redis's words with tsq's, else the error as it was: for stores that keep their own message prefix. */
+export function sayOutOfMemory(error: unknown, where: string): unknown {
+  if (!isOutOfMemoryError(error)) return error
+  return new BrokerRequestError('OOM', `${where}: Redis is out of memory (maxmemory): ${(rootError(error) as Error).message}`, { cause: error })
+}
+
 /** One line saying what failed, with the driver error kept as `cause`. */
 export function classifyRedisError(error: unknown, where: string, displayUrl: string): TsqTransportError {
   if (error instanceof TsqTransportError) return error
+  if (isOutOfMemoryError(error)) {
+    const said = (rootError(error) as Error).message
+    return new BrokerRequestError('OOM', `redis broker ${displayUrl}: ${where}: Redis is out of memory (maxmemory): ${said}`, { cause: error })
+  }
   const message = error instanceof Error ? error.message : String(error)
   if (isConnectionError(error)) {
     return new BrokerConnectionError(`redis broker ${displayUrl}: ${where}: ${message}`, { cause: error })

@@ -15,6 +15,7 @@ import { DatabaseResultBackend } from '../../../src/app/backends/database-backen
 import { openSqlClient } from '../../../src/app/backends/sql-client.js'
 import { REDIS_URL, brokerSkipReason, uniqueName } from '../../helpers/brokers.js'
 import { createTestDatabase, databaseSkipReason, type DbKind, type TestDatabase } from '../../helpers/databases.js'
+import { asJsInts, asPythonInts, intsJson, jsDigits, pythonRepr } from './bigints.js'
 import { PY_DIR, PYTHON, parseJsonOut, run, runTsq, startPythonWorker, type PythonWorker } from './python-worker.js'
 import { pyClient, startTsqWorker, type TsqWorker, type WiEnv } from '../worker-helpers/tsq-worker.js'
 
@@ -89,6 +90,24 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       try {
         assert.equal(await app.asyncResult(ok.id).get({ timeout: 30 }), 42)
         await assert.rejects(app.asyncResult(bad.id).get({ timeout: 30 }), (e: Error) => e.name === 'ValueError' && /boom from python/.test(e.message))
+      } finally {
+        await app.close()
+      }
+    })
+
+    it('integers at every width edge to 10**40, both signs: the pickled result column keeps each an int, both ways', async () => {
+      // Python's ints through the tsq worker: its pickle must hold ints (LONG1), not floats (2**70 was a BINFLOAT).
+      const out = await pyClient<{ result?: unknown; id: string }>(tsqEnv, ['ints', 'proj.collect', intsJson(), '20'])
+      assert.deepEqual(out.result, asPythonInts(), withLog(JSON.stringify(out)))
+      const printed = await runTsq(['result', out.id, '--result-backend', backendUrl, '-t', '30'], { timeoutMs: 45_000 })
+      assert.equal(printed.stdout.trim(), pythonRepr(), printed.stderr)
+      // tsq's BigInts through the Python worker: tsq reads Python's pickle exact, and so does Python.
+      const app = createApp({ broker: REDIS_URL, resultBackend: backendUrl })
+      try {
+        const r = await app.sendTask('proj.collect', [asJsInts()], {}, { queue: pyEnv.queue })
+        assert.deepEqual(jsDigits(await r.get({ timeout: 30 })), asPythonInts().map(([, d]) => d), pyWorker?.logTail())
+        const py = await pyClient<{ result?: unknown }>(pyEnv, ['read_ints', r.id, '20'])
+        assert.deepEqual(py.result, asPythonInts())
       } finally {
         await app.close()
       }

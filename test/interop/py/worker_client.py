@@ -31,6 +31,8 @@ usage (env TSQ_WI_BROKER, TSQ_WI_BACKEND, TSQ_WI_QUEUE as in worker_app.py):
   worker_client.py revoke ID SIGNAL                  -> {"ok": true}; app.control.revoke(terminate=True)
   worker_client.py many N NAME TIMEOUT               -> {"results": [...]} of N NAME() calls
   worker_client.py events NODE SECONDS               -> {"task_id", "events": [...]} seen from NODE
+  worker_client.py ints NAME INTS_JSON TIMEOUT       -> {"result", "sent", "state", "id"}: NAME(ints), each item as [type, str]
+  worker_client.py read_ints ID TIMEOUT              -> {"result"}: a stored list's items as [type, str]
 """
 import json
 import sys
@@ -286,7 +288,35 @@ def cmd_exact(timeout):
     out({'same': got == values, 'got': [repr(v) for v in got]})
 
 
-COMMANDS = {'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
+def int_shapes(value):
+    """Each item as [type name, str]: a float that looks like an int is told apart from the int."""
+    if not isinstance(value, (list, tuple)):
+        return value if value is None else [type(value).__name__, str(value)]
+    return [[type(v).__name__, str(v)] for v in value]
+
+
+def cmd_ints(name, args_json, timeout):
+    """NAME(values) with the ints as Python's json reads them (exact), then the result's item types and digits."""
+    values = json.loads(args_json)
+    res = app.send_task(name, args=[values])
+    o = outcome(res, float(timeout))
+    o['state'] = res.state
+    o['id'] = res.id
+    o['sent'] = int_shapes(values)
+    if 'result' in o:
+        o['result'] = int_shapes(o['result'])
+    out(o)
+
+
+def cmd_read_ints(task_id, timeout):
+    """A stored result's item types and digits, as AsyncResult.get() gives them."""
+    o = outcome(app.AsyncResult(task_id), float(timeout))
+    if 'result' in o:
+        o['result'] = int_shapes(o['result'])
+    out(o)
+
+
+COMMANDS = {'ints': cmd_ints, 'read_ints': cmd_read_ints, 'delay': cmd_delay, 'send': cmd_send, 'send_batch': cmd_send_batch, 'eta': cmd_eta, 'get': cmd_get, 'collect': cmd_collect, 'chain': cmd_chain, 'chord': cmd_chord, 'canvas': cmd_canvas, 'links': cmd_links,
             'revoke': cmd_revoke, 'many': cmd_many, 'events': cmd_events,
             'direct': cmd_direct, 'builtins': cmd_builtins, 'progress': cmd_progress, 'extended': cmd_extended, 'headers': cmd_headers, 'exact': cmd_exact}
 
