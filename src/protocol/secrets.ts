@@ -95,7 +95,10 @@ export function filterHiddenSettings(conf: Record<string, unknown>, mask: string
 /** `name = value` for an error message about a setting, the value masked as `inspect conf` would show it. */
 export function shownSetting(name: string, value: unknown): string {
   const leaf = name.slice(name.lastIndexOf('.') + 1)
-  return `${name} = ${JSON.stringify(maskSetting(leaf, value)) ?? String(value)}`
+  const shown = maskSetting(leaf, value)
+  // A hidden name's value is not quoted: the mask must not read as the string given.
+  if (shown === SETTING_MASK && value !== SETTING_MASK) return `${name} = ${SETTING_MASK}`
+  return `${name} = ${JSON.stringify(shown) ?? String(value)}`
 }
 
 // C0 controls, DEL, C1 controls, the line/paragraph separators and the bidi

@@ -92,14 +92,25 @@ export function watchLiveness(conn: Redis, liveness: RedisLiveness | undefined, 
     handshake.unref()
   }
   const onReady = (): void => clearTimeout(handshake)
+  // ioredis 5 leaves its socket_timeout timer armed when the socket closes (a
+  // refused TLS handshake), which keeps a finished CLI alive for socket_timeout.
+  const onClose = (): void => {
+    const internals = conn as unknown as { socketTimeoutTimer?: NodeJS.Timeout }
+    if (internals.socketTimeoutTimer === undefined) return
+    clearTimeout(internals.socketTimeoutTimer)
+    internals.socketTimeoutTimer = undefined
+  }
   conn.on('connect', onConnect)
   conn.on('ready', onReady)
+  conn.on('close', onClose)
   const stop = (): void => {
     if (timer) clearInterval(timer)
     clearTimeout(handshake)
     clearTimeout(deadline)
     conn.off('connect', onConnect)
     conn.off('ready', onReady)
+    onClose()
+    conn.off('close', onClose)
   }
   conn.once('end', stop)
   return stop

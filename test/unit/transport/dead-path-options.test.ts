@@ -72,3 +72,21 @@ describe('[reconnect line] Celery\'s CONNECTION_RETRY_STEP', () => {
     assert.equal(retryStep({ attempt: 1, delayMs: 0, failover: true }), 'Will retry using next failover.')
   })
 })
+
+describe('[redis liveness] the stale socket_timeout timer of a closed ioredis socket', () => {
+  it('is cleared on close, so a CLI whose connection was refused exits (ioredis keeps it in socketTimeoutTimer)', async () => {
+    const { Redis } = await import('ioredis')
+    const { watchLiveness } = await import('../../../src/transport/redis/liveness.js')
+    const conn = new Redis({ lazyConnect: true, socketTimeout: 120_000 })
+    const internals = conn as unknown as { socketTimeoutTimer?: NodeJS.Timeout }
+    const stop = watchLiveness(conn, { healthCheckInterval: 0 }, 1000)
+    // A newer ioredis that renames the field fails here rather than leaving a timer armed.
+    internals.socketTimeoutTimer = setTimeout(() => assert.fail('the stale timer fired'), 60_000)
+    conn.emit('close')
+    assert.equal(internals.socketTimeoutTimer, undefined)
+    stop()
+    conn.disconnect()
+    const source = (await import('node:fs')).readFileSync(new URL('../../../node_modules/ioredis/built/Redis.js', import.meta.url), 'utf8')
+    assert.match(source, /this\.socketTimeoutTimer = setTimeout\(/, 'ioredis no longer keeps its socket timeout in socketTimeoutTimer: check liveness.ts onClose')
+  })
+})

@@ -100,7 +100,7 @@ describe('[broker_transport_options] the Redis layout from an app\'s conf', () =
       refusals: [],
     })
     assert.deepEqual(checkTransportOptions({ global_keyprefix: 3, sep: '', priority_steps: [], queue_order_strategy: 'myproj.Cycle', fanout_patterns: 'yes', ack_emulation: false }).refusals, [
-      'broker_transport_options.global_keyprefix = 3: expected a string',
+      'broker_transport_options.global_keyprefix = ********: expected a string',
       'broker_transport_options.sep = "": expected a non-empty string',
       'broker_transport_options.priority_steps = []: expected a list of whole numbers >= 0',
       'broker_transport_options.queue_order_strategy = "myproj.Cycle": expected one of round_robin, priority, sorted (a Python cycle class cannot be used here)',
