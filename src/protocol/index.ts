@@ -39,3 +39,5 @@ export {
 } from './nodenames.js'
 export * from './control-commands.js'
 export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle } from './plain-pickle.js'
+export { escapeSegment, unescapeSegment, isContainedSegment, PathNameError, MAX_SEGMENT } from './path-segment.js'
+export type { SegmentAlphabet } from './path-segment.js'

@@ -38,3 +38,4 @@ export type { RedisClientOptions, RedisLayoutOptions, QueueOrderStrategy } from 
 export { isSentinelUrl, sentinelSettingsFrom } from './redis/sentinel.js'
 export { isConnectionError as isRedisConnectionError } from './redis/classify-error.js'
 export type { SentinelSettings } from './redis/sentinel.js'
+export { ensurePrivateDir, ensurePrivateFileSync, writeNewFile, replaceFile, replaceFileSync, UnsafeStoreError, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js'

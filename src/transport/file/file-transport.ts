@@ -5,6 +5,7 @@
 import { EventEmitter } from 'node:events'
 import { writeFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PRIVATE_FILE_MODE } from '../private-files.js'
 import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
 import type {
   CloseOptions,
@@ -195,7 +196,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     if (!(await this.queues.exists(queue))) throw new BrokerRequestError('NOT_FOUND', `no queue '${queue}'`)
     this.consumerSeq += 1
     const tag = `${this.lease.id}.c${this.consumerSeq}`
-    await writeFile(this.consumerFile(queue, tag), '')
+    await writeFile(this.consumerFile(queue, tag), '', { mode: PRIVATE_FILE_MODE })
     await this.queues.touch(queue)
     await this.sweeper.sweepQueue(escapeName(queue))
     const consumer = new FileConsumer(this, queue, tag, handler, options)
@@ -205,7 +206,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   }
 
   private consumerFile(queue: string, tag: string): string {
-    return join(this.layout.queuePaths(queue).consumers, `${this.lease.id}${CONSUMER_SEP}${tag}`)
+    return join(this.layout.queuePaths(queue).consumers, `${this.lease.id}${CONSUMER_SEP}${escapeName(tag)}`)
   }
 
   async consumerCancelled(consumer: FileConsumer): Promise<void> {
