@@ -33,7 +33,7 @@ export class FileResultBackend implements ResultBackend {
   }
 
   /** The store's folders, checked once: private, ours, not writable by others. */
-  private open(): Promise<void> {
+  ready(): Promise<void> {
     this.opened ??= (async () => {
       await ensurePrivateDir(this.brokerDir, 'file:// result store')
       await ensurePrivateDir(this.dir, 'file:// result store')
@@ -49,12 +49,12 @@ export class FileResultBackend implements ResultBackend {
   }
 
   async forget(taskId: string): Promise<void> {
-    await this.open()
+    await this.ready()
     await rm(this.path(taskId), { force: true })
   }
 
   async get(taskId: string): Promise<ResultMeta | null> {
-    await this.open()
+    await this.ready()
     try {
       return decodeResultMeta(await readFile(this.path(taskId), 'utf8'))
     } catch (error) {
@@ -69,7 +69,7 @@ export class FileResultBackend implements ResultBackend {
 
   async store(taskId: string, metaJson: string, status: string): Promise<void> {
     const path = this.path(taskId)
-    await this.open()
+    await this.ready()
     if (status !== 'SUCCESS') {
       const existing = await this.get(taskId).catch(() => null)
       if (existing?.status === 'SUCCESS') return
@@ -103,14 +103,14 @@ export class FileResultBackend implements ResultBackend {
 
   async setChordSize(groupId: string, size: number): Promise<void> {
     const dir = this.chordDir(groupId)
-    await this.open()
+    await this.ready()
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     await writeAtomically(join(dir, 'size'), String(size))
   }
 
   async chordPartReturn(groupId: string, groupIndex: number | null, part: string, taskId?: string): Promise<string[] | null> {
     const dir = this.chordDir(groupId)
-    await this.open()
+    await this.ready()
     // The size is set before any header task is sent, and the directory goes
     // when the chord completes: without it, this part is a redelivered one of a
     // chord already done (its body sent), and writing it would only leave a

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events'
 import { writeFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { PRIVATE_FILE_MODE } from '../private-files.js'
+import { PRIVATE_FILE_MODE, UnsafeStoreError } from '../private-files.js'
 import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
 import type {
   CloseOptions,
@@ -102,6 +102,8 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     } catch (err) {
       // EACCES, ENOSPC, EROFS...: the operator's fix is the folder, so say which one.
       const reason = err instanceof Error ? err.message : String(err)
+      // A folder refused for safety will not become safe by waiting: not retried.
+      if (err instanceof UnsafeStoreError) throw new BrokerRequestError(err.code, reason, { cause: err })
       throw new BrokerConnectionError(`cannot open the file broker at ${this.dir}: ${reason}`, { cause: err })
     }
     this.state = 'open'
