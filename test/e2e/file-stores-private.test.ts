@@ -1,4 +1,6 @@
-// The file:// broker and result store seen from the command line: a worker
+// The file:// broker and result store seen from the command line: a chord
+// whose group id is `..` completes and deletes no result (before, its folder
+// was results/ itself, removed with every result in it); a worker
 // given a broker or result folder others can write to stops with one line
 // (before, `nobody` could drop a task into it for a root worker); on a full
 // disk (a small tmpfs) a worker tries a result write again, then logs the lost
@@ -10,10 +12,37 @@ import { chmodSync, chownSync, mkdirSync, readdirSync, writeFileSync } from 'nod
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { BIN, ROOT, callTask, embeddedBrokerEnv, runTsq, startWorker, tempTsqHome } from '../helpers/cli.js'
+import { createApp, signature } from '../../src/index.js'
+import { BIN, ROOT, callTask, embeddedBrokerEnv, runTsq, startWorker, taskResult, tempTsqHome } from '../helpers/cli.js'
 
 const TASKS = join(ROOT, 'test/fixtures/tasks/interop-tasks.js')
 const isRoot = process.getuid?.() === 0
+
+describe('[file://] a chord whose group id is `..`', () => {
+  it('runs its body and deletes no stored result', { timeout: 60_000 }, async () => {
+    const home = tempTsqHome()
+    const env = embeddedBrokerEnv(home)
+    const url = `file://${join(home, 'broker')}`
+    const worker = await startWorker(['-A', TASKS, '-b', url, '--result-backend', url, '-P', 'solo', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: `dotdot-${process.pid}@${hostname()}` })
+    const app = createApp({ name: 'proj', broker: url, resultBackend: url })
+    try {
+      const kept = await callTask(env, 'proj.add', [20, 22], ['-b', url, '--result-backend', url])
+      assert.equal((await taskResult(env, kept)).result, 42)
+      const add = (...args: number[]) => signature('proj.add', args)
+      const header = { task: 'celery.group', args: [], kwargs: { tasks: [add(1), add(2)] }, options: { task_id: '..' }, subtask_type: 'group', immutable: false }
+      const bodyId = `dotdot-body-${process.pid}`
+      const chordStep = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: signature('proj.tsum', [], {}, { task_id: bodyId }) }, options: {}, subtask_type: 'chord', immutable: false }
+      await app.chain(add(1, 2), chordStep as unknown as ReturnType<typeof signature>)
+      assert.equal(await app.asyncResult(bodyId).get({ timeout: 30 }), 9, worker.output().slice(-3000))
+      const after = await runTsq(['result', kept, '-t', '5', '--result-backend', url], { env })
+      assert.equal(after.stdout.trim(), '42', `the stored result survived the chord: ${after.stderr}`)
+      assert.deepEqual(readdirSync(join(home, 'broker', 'results', 'chords')), [], 'the chord\'s own folder went when it completed')
+    } finally {
+      await app.close()
+      await worker.stop()
+    }
+  })
+})
 
 describe('[file://] unsafe folders stop a worker with one line', () => {
   it('a world-writable broker folder, and a world-writable result folder', async () => {
