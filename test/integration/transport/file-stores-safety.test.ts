@@ -2,6 +2,7 @@
 // NUL) read, write and delete only inside their folder in the broker, the
 // result store (chords included) and the lock store; every store's folders are
 // 0700 and files 0600 under a permissive umask; a folder others can write to
+// (for the one-file stores: one others can replace files in)
 // or that another user owns is refused with one line, our own 755 one is
 // tightened; on a full disk (a small tmpfs) a failed write leaves no partial
 // file and a result write is tried again before it is given up.
@@ -170,6 +171,22 @@ describe('[file://] private folders and files', () => {
       assert.equal(statSync(dir).mode & 0o777, 0o777, `${what}: left as it was`)
       assert.deepEqual(readdirSync(dir), [], `${what}: nothing written`)
     }
+  })
+
+  it('a one-file store (beat schedule, statedb, dashboard state) in a folder others can replace files in is refused; a sticky one like /tmp is fine', async () => {
+    const open = scratch('tsq-open-folder-')
+    chmodSync(open, 0o777)
+    const schedule = new FileStore(join(open, 'schedule.json'))
+    const entry = { name: 'e', task: 't', args: [], kwargs: {}, options: {}, schedule: intervalJson(5), enabled: true }
+    await assert.rejects(schedule.save(entry), /schedule file .* its folder .* is writable by others \(mode 0777\): refusing to use it/)
+    const warned: string[] = []
+    new StateDb(join(open, 'w1.db'), new LimitedSet(), new LamportClock(), (m) => warned.push(m)).save()
+    assert.match(warned.join('\n'), /statedb .* not saved: statedb .* is writable by others/)
+    assert.throws(() => new Cluster({ brokerUrl: 'file:///nowhere', maxTasks: 10, persistent: { path: join(open, 'dash.db') } }), /is writable by others/)
+    assert.deepEqual(readdirSync(open), [])
+    chmodSync(open, 0o1777)
+    await new FileStore(join(open, 'schedule.json')).save(entry)
+    assert.equal(statSync(join(open, 'schedule.json')).mode & 0o777, 0o600)
   })
 
   it('a folder another user owns is refused; our own 755 and 775 folders of older versions are tightened to 0700', { skip: isRoot ? false : 'chown needs root' }, async () => {
