@@ -12,6 +12,8 @@ import { pollUntilReady, type ResultBackend } from './backend.js'
 const POLL_MS = 50
 /** Pauses between the tries of a result write that fails (a full disk may be freed meanwhile). */
 export const STORE_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1000, 2000, 4000]
+/** Failures that may pass; any other (EACCES, ENOENT, ENAMETOOLONG) is given to the caller at once. */
+const TRANSIENT = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EAGAIN', 'EBUSY', 'EMFILE', 'ENFILE', 'EINTR'])
 
 export interface FileResultBackendOptions {
   retryDelaysMs?: readonly number[]
@@ -74,17 +76,23 @@ export class FileResultBackend implements ResultBackend {
       const existing = await this.get(taskId).catch(() => null)
       if (existing?.status === 'SUCCESS') return
     }
-    // A write that fails (ENOSPC, EIO, ...) leaves nothing behind and is tried again before the worker gives it up.
+    await this.write(taskId, path, metaJson)
+  }
+
+  /**
+   * writeAtomically, tried again while the failure may pass (a full disk being
+   * freed, an I/O hiccup) before the caller (the worker, which logs it) gets it.
+   */
+  private async write(taskId: string, path: string, text: string): Promise<void> {
     const delays = this.options.retryDelaysMs ?? STORE_RETRY_DELAYS_MS
     for (let attempt = 0; ; attempt++) {
       try {
-        await writeAtomically(path, metaJson)
+        await writeAtomically(path, text)
         return
       } catch (error) {
-        if (attempt >= delays.length) {
-          const tries = attempt + 1
-          throw Object.assign(new Error(`${(error as Error).message} (gave up after ${tries} tries)`), { code: (error as NodeJS.ErrnoException).code, cause: error })
-        }
+        const code = (error as NodeJS.ErrnoException).code
+        if (!TRANSIENT.has(code ?? '')) throw error
+        if (attempt >= delays.length) throw Object.assign(new Error(`${(error as Error).message} (gave up after ${attempt + 1} tries)`), { code, cause: error })
         this.options.onRetry?.(taskId, attempt + 1, error as Error)
         await new Promise((r) => setTimeout(r, delays[attempt]))
       }
@@ -105,7 +113,7 @@ export class FileResultBackend implements ResultBackend {
     const dir = this.chordDir(groupId)
     await this.ready()
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
-    await writeAtomically(join(dir, 'size'), String(size))
+    await this.write(groupId, join(dir, 'size'), String(size))
   }
 
   async chordPartReturn(groupId: string, groupIndex: number | null, part: string, taskId?: string): Promise<string[] | null> {
@@ -125,7 +133,7 @@ export class FileResultBackend implements ResultBackend {
     // A task that ends twice (redelivered after a lost worker) replaces its part, as a zset member would.
     const index = String(groupIndex ?? Number.MAX_SAFE_INTEGER).padStart(16, '0')
     try {
-      await writeAtomically(join(dir, `${index}-${escapeSegment(taskId ?? randomUUID(), 'uri')}.part`), part)
+      await this.write(taskId ?? groupId, join(dir, `${index}-${escapeSegment(taskId ?? randomUUID(), 'uri')}.part`), part)
     } catch (error) {
       // Completed (and removed) between reading the size and writing this part.
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
