@@ -35,7 +35,8 @@ export class FileLockStore implements LockStore {
   /** The folders, checked once: private, ours, not writable by others (others could forge or steal locks). */
   private open(): Promise<void> {
     this.opened ??= (async () => {
-      await ensurePrivateDir(this.root, 'file:// lock store')
+      // `file://` alone keeps locks/ in the working folder, which is the user's, not ours to tighten.
+      if (this.root !== '.') await ensurePrivateDir(this.root, 'file:// lock store')
       await ensurePrivateDir(this.dir, 'file:// lock store')
     })().catch((error: unknown) => {
       this.opened = undefined
