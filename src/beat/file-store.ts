@@ -2,10 +2,11 @@
 // beat with no server and last run times survive a restart. Entries use the
 // same RedBeat JSON as the Redis store. Every read-modify-write holds a lock
 // file, so `tsq schedule` and several beats on one machine can share it.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+import { closeSync, existsSync, openSync, readFileSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { comparePyStr } from '../protocol/index.js'
+import { ensurePrivateFileSync, replaceFileSync } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
@@ -53,21 +54,21 @@ export class FileStore implements BeatStore {
   }
 
   private write(data: FileShape): void {
-    mkdirSync(dirname(this.path), { recursive: true })
-    const tmp = `${this.path}.${process.pid}.tmp`
-    const fd = openSync(tmp, 'w')
-    writeSync(fd, `${JSON.stringify(data, null, 1)}\n`)
-    closeSync(fd)
-    renameSync(tmp, this.path)
+    replaceFileSync(`${this.path}.${process.pid}.tmp`, this.path, `${JSON.stringify(data, null, 1)}\n`)
     this.cache = null
   }
 
   private async locked<T>(fn: (data: FileShape) => T | Promise<T>): Promise<T> {
     const lock = `${this.path}.lock`
-    mkdirSync(dirname(this.path), { recursive: true })
+    // Checked before each write: the schedule says which tasks run, so it is private (0600) and ours.
+    try {
+      ensurePrivateFileSync(this.path, 'schedule file')
+    } catch (error) {
+      throw new FileStoreError((error as Error).message)
+    }
     for (let attempt = 0; ; attempt++) {
       try {
-        const fd = openSync(lock, 'wx')
+        const fd = openSync(lock, 'wx', 0o600)
         writeSync(fd, String(process.pid))
         closeSync(fd)
         break

@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core'
-import { createResultBackend, READY } from '../app/backends/index.js'
+import { createResultBackend, READY, ResultTimeoutError, type ResultBackend } from '../app/backends/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { CliError } from '../cli/errors.js'
 import { floatFlag } from '../cli/oclif-flags.js'
@@ -28,7 +28,7 @@ export default class Result extends TsqCommand<ResultMeta> {
     let meta: ResultMeta
     try {
       const stored = await backend.get(args.id)
-      meta = stored && READY.has(stored.status) ? stored : await backend.waitReady(args.id, timeoutMs)
+      meta = stored && READY.has(stored.status) ? stored : await this.waitFor(backend, args.id, timeoutMs)
     } finally {
       await backend.close()
     }
@@ -43,4 +43,25 @@ export default class Result extends TsqCommand<ResultMeta> {
     this.log(typeof meta.result === 'string' ? meta.result : pyRepr(meta.result))
     return meta
   }
+
+  /**
+   * Waits as long as it takes, as Celery's `celery result` does, but says so on
+   * stderr once the wait is long: a result that was never stored (lost worker,
+   * full disk, wrong backend) otherwise looks like a hang. A store that cannot
+   * be read fails at once.
+   */
+  private async waitFor(backend: ResultBackend, id: string, timeoutMs: number | undefined): Promise<ResultMeta> {
+    if (timeoutMs !== undefined && timeoutMs <= NOTICE_AFTER_MS) return backend.waitReady(id, timeoutMs)
+    try {
+      return await backend.waitReady(id, NOTICE_AFTER_MS)
+    } catch (error) {
+      if (!(error instanceof ResultTimeoutError)) throw error
+    }
+    const state = (await backend.get(id))?.status ?? 'PENDING'
+    this.logToStderr(`Still waiting for ${id} (${state} in ${backend.displayUrl}): no result stored yet. ${timeoutMs === undefined ? 'Waiting until there is one; -t SECONDS gives up sooner.' : `Giving up ${(timeoutMs - NOTICE_AFTER_MS) / 1000} s from now.`}`)
+    return backend.waitReady(id, timeoutMs === undefined ? undefined : timeoutMs - NOTICE_AFTER_MS)
+  }
 }
+
+/** How long `tsq result` waits in silence before it says what it is waiting for. */
+const NOTICE_AFTER_MS = 10_000

@@ -3,13 +3,13 @@
 // control commands and tasks, read results, and keep the state on disk with
 // --persistent. The HTTP layer (server.ts) calls only this.
 import { randomUUID } from 'node:crypto'
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../app/backends/index.js'
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
 import { originalCall } from '../app/resend.js'
 import { EventLimitError, checkEventValue, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
-import { createTransport, MailboxClient, maskUrl, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
+import { createTransport, ensurePrivateFileSync, MailboxClient, maskUrl, replaceFileSync, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
 import { maskUrlsInText } from '../protocol/secrets.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
@@ -115,6 +115,8 @@ export class Cluster {
     this.state = new ClusterState({ maxTasks: o.maxTasks })
     this.displayUrl = maskUrl(o.brokerUrl)
     this.features = new Features({ brokerUrl: o.brokerUrl, resultBackend: o.resultBackend, lockUrl: o.lockUrl, schedule: o.schedule }, () => this.requireTransport())
+    // Private (0600, ours, in a folder others cannot write to): it holds every task's arguments and results.
+    if (o.persistent) ensurePrivateFileSync(o.persistent.path, 'dashboard --persistent state')
     if (o.persistent && existsSync(o.persistent.path)) this.load(o.persistent.path)
     this.state.onChange((change) => this.onChange(change))
   }
@@ -372,8 +374,7 @@ export class Cluster {
     const path = this.o.persistent.path
     const temp = `${path}.${randomUUID()}.tmp`
     // Written beside and renamed: a crash mid-write leaves the last good copy.
-    writeFileSync(temp, JSON.stringify(this.state.snapshot()))
-    renameSync(temp, path)
+    replaceFileSync(temp, path, JSON.stringify(this.state.snapshot()))
   }
 
   private load(path: string): void {

@@ -3,8 +3,10 @@
 // (the fencing counter) and `<id>.mutex` (a directory: mkdir is atomic, so
 // every acquire, renewal and release of one id happens one at a time); `once`
 // marks as `<id>.once` ({taskId, expiresAt}) under the same mutex.
-import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { escapeSegment, unescapeSegment } from '../protocol/index.js'
+import { ensurePrivateDir, replaceFile } from '../transport/index.js'
 import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 
 /** A mutex directory older than this was left by a process that died inside it. */
@@ -17,25 +19,44 @@ interface StoredLock extends LockRecord {
 export class FileLockStore implements LockStore {
   readonly kind = 'file' as const
   readonly dir: string
+  private readonly root: string
+  private opened: Promise<void> | undefined
 
   constructor(url: string) {
-    this.dir = join(decodeURIComponent(url.slice('file://'.length)) || '.', 'locks')
+    this.root = decodeURIComponent(url.slice('file://'.length)) || '.'
+    this.dir = join(this.root, 'locks')
   }
 
+  // A lock id is any string; escaped, it names one file inside locks/ (never `..`, never a separator).
   private path(id: string, ext: string): string {
-    return join(this.dir, `${encodeURIComponent(id)}.${ext}`)
+    return join(this.dir, `${escapeSegment(id, 'uri')}.${ext}`)
+  }
+
+  /** The folders, checked once: private, ours, not writable by others (others could forge or steal locks). */
+  private open(): Promise<void> {
+    this.opened ??= (async () => {
+      // `file://` alone keeps locks/ in the working folder, which is the user's, not ours to tighten.
+      if (this.root !== '.') await ensurePrivateDir(this.root, 'file:// lock store')
+      await ensurePrivateDir(this.dir, 'file:// lock store')
+    })().catch((error: unknown) => {
+      this.opened = undefined
+      throw error
+    })
+    return this.opened
   }
 
   private async withMutex<T>(id: string, fn: () => Promise<T>): Promise<T> {
     const mutex = this.path(id, 'mutex')
+    await this.open()
     for (let attempt = 0; ; attempt++) {
       try {
-        await mkdir(mutex)
+        await mkdir(mutex, { mode: 0o700 })
         break
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code
         if (code === 'ENOENT') {
-          await mkdir(this.dir, { recursive: true })
+          this.opened = undefined
+          await this.open()
           continue
         }
         if (code !== 'EEXIST') throw error
@@ -63,9 +84,7 @@ export class FileLockStore implements LockStore {
   }
 
   private async write(path: string, text: string): Promise<void> {
-    const tmp = `${path}.${process.pid}.tmp`
-    await writeFile(tmp, text)
-    await rename(tmp, path)
+    await replaceFile(`${path}.${process.pid}.tmp`, path, text)
   }
 
   acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult> {
@@ -119,12 +138,21 @@ export class FileLockStore implements LockStore {
   }
 
   async list(): Promise<LockListing[]> {
+    await this.open()
     const names = await readdir(this.dir).catch(() => [] as string[])
-    const found = await Promise.all(names.filter((n) => n.endsWith('.lock')).map((n) => this.get(decodeURIComponent(n.slice(0, -'.lock'.length)))))
+    const ids = names.filter((n) => n.endsWith('.lock')).flatMap((n) => {
+      try {
+        return [unescapeSegment(n.slice(0, -'.lock'.length))]
+      } catch {
+        return [] // not a name this store wrote
+      }
+    })
+    const found = await Promise.all(ids.map((id) => this.get(id)))
     return found.filter((r): r is LockListing => r !== null).sort((a, b) => a.id.localeCompare(b.id))
   }
 
   async get(id: string): Promise<LockListing | null> {
+    await this.open()
     const current = await this.read(id)
     if (!current) return null
     const leftMs = current.expiresAt - Date.now()

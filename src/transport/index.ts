@@ -41,3 +41,4 @@ export { DEFAULT_HEALTH_CHECK_INTERVAL_S, livenessClientOptions, watchLiveness }
 export { isSentinelUrl, sentinelSettingsFrom } from './redis/sentinel.js'
 export { isConnectionError as isRedisConnectionError, sayOutOfMemory as sayRedisOutOfMemory } from './redis/classify-error.js'
 export type { SentinelSettings } from './redis/sentinel.js'
+export { ensurePrivateDir, ensurePrivateFileSync, writeNewFile, replaceFile, replaceFileSync, UnsafeStoreError, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js'

@@ -3,9 +3,8 @@
 // logical clock. Our own format, JSON, replaced atomically (write + rename) so
 // a crash mid-write leaves the previous state; saved periodically too, so a
 // kill -9 loses at most one interval.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
-import type { LamportClock } from '../transport/index.js'
+import { readFileSync } from 'node:fs'
+import { ensurePrivateFileSync, replaceFileSync, type LamportClock } from '../transport/index.js'
 import { limitedSetFromWallClock, limitedSetToWallClock, type LimitedSet } from './limited-set.js'
 
 interface StateFile {
@@ -51,9 +50,8 @@ export class StateDb {
     const state: StateFile = { format: 'tsq-statedb', version: 1, clock: this.clock.value, revoked: limitedSetToWallClock(this.revoked) }
     const tmp = `${this.path}.${process.pid}.tmp`
     try {
-      mkdirSync(dirname(this.path), { recursive: true })
-      writeFileSync(tmp, JSON.stringify(state))
-      renameSync(tmp, this.path)
+      ensurePrivateFileSync(this.path, 'statedb')
+      replaceFileSync(tmp, this.path, JSON.stringify(state))
     } catch (error) {
       this.warn(`statedb ${this.path} not saved: ${(error as Error).message}`)
     }

@@ -77,7 +77,10 @@ export async function createResultBackend(url: string | undefined, options: Back
     case 'file':
     case 'filesystem': {
       const { FileResultBackend } = await import('./file-backend.js')
-      return new FileResultBackend(parsed.path === '' ? defaultFileBrokerDir() : resolve(parsed.path))
+      const backend = new FileResultBackend(parsed.path === '' ? defaultFileBrokerDir() : resolve(parsed.path))
+      // Checked up front, as Celery's FilesystemBackend tests its folder: an unsafe folder stops a worker at start.
+      await backend.ready()
+      return backend
     }
     case 'rpc':
       throw new UnsupportedBackendError('rpc:// results go only to the client that sent the task; read them with that client (or use a redis:// backend)')

@@ -4,6 +4,7 @@
 // its place, as AMQP requeue does) with the redelivered marker.
 import { mkdir, readFile, rename, rmdir, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PRIVATE_DIR_MODE } from '../private-files.js'
 import { type FileLayout, type QueuePaths, ignoreMissing, isErrno, listDir } from './layout.js'
 import { type MessageName, messageFileName, parseMessageFileName } from './names.js'
 
@@ -58,7 +59,7 @@ export class ClaimBook {
       // Either the message was taken or our claim folder does not exist yet. Not
       // recursive: if claimed/ itself is gone the queue was deleted, and we must not resurrect it.
       try {
-        await mkdir(dir)
+        await mkdir(dir, { mode: PRIVATE_DIR_MODE })
       } catch (mkErr) {
         if (isErrno(mkErr, 'ENOENT')) return undefined
         if (!isErrno(mkErr, 'EEXIST')) throw mkErr

@@ -5,6 +5,7 @@
 import { EventEmitter } from 'node:events'
 import { writeFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PRIVATE_FILE_MODE, UnsafeStoreError } from '../private-files.js'
 import { BrokerConnectionError, BrokerRequestError, TransportClosedError } from '../errors.js'
 import type {
   CloseOptions,
@@ -101,6 +102,8 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     } catch (err) {
       // EACCES, ENOSPC, EROFS...: the operator's fix is the folder, so say which one.
       const reason = err instanceof Error ? err.message : String(err)
+      // A folder refused for safety will not become safe by waiting: not retried.
+      if (err instanceof UnsafeStoreError) throw new BrokerRequestError(err.code, reason, { cause: err })
       throw new BrokerConnectionError(`cannot open the file broker at ${this.dir}: ${reason}`, { cause: err })
     }
     this.state = 'open'
@@ -195,7 +198,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     if (!(await this.queues.exists(queue))) throw new BrokerRequestError('NOT_FOUND', `no queue '${queue}'`)
     this.consumerSeq += 1
     const tag = `${this.lease.id}.c${this.consumerSeq}`
-    await writeFile(this.consumerFile(queue, tag), '')
+    await writeFile(this.consumerFile(queue, tag), '', { mode: PRIVATE_FILE_MODE })
     await this.queues.touch(queue)
     await this.sweeper.sweepQueue(escapeName(queue))
     const consumer = new FileConsumer(this, queue, tag, handler, options)
@@ -205,7 +208,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   }
 
   private consumerFile(queue: string, tag: string): string {
-    return join(this.layout.queuePaths(queue).consumers, `${this.lease.id}${CONSUMER_SEP}${tag}`)
+    return join(this.layout.queuePaths(queue).consumers, `${this.lease.id}${CONSUMER_SEP}${escapeName(tag)}`)
   }
 
   async consumerCancelled(consumer: FileConsumer): Promise<void> {

@@ -12,8 +12,9 @@
 //   <root>/queues/<q>/ready/*.msg       messages waiting, sorted by name
 //   <root>/queues/<q>/claimed/<owner>/  messages delivered to that owner, not yet acked
 //   <root>/queues/<q>/consumers/<owner>~<tag>
-import { mkdir, readdir, rename, rm, unlink, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { ensurePrivateDir, PRIVATE_DIR_MODE, replaceFile } from '../private-files.js'
 import { escapeName, randomId } from './names.js'
 
 export class FileLayout {
@@ -33,9 +34,11 @@ export class FileLayout {
     this.queues = join(root, 'queues')
   }
 
+  /** The root is checked (ours, not writable by others) and made 0700; what is under it is only reachable through it. */
   async ensureTree(): Promise<void> {
+    await ensurePrivateDir(this.root, 'file:// broker folder')
     for (const dir of [this.tmp, this.trash, this.owners, this.exchanges, this.bindings, this.queues]) {
-      await mkdir(dir, { recursive: true })
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     }
   }
 
@@ -109,15 +112,9 @@ export async function ignoreMissing(step: Promise<unknown>): Promise<boolean> {
   }
 }
 
+/** Staged in tmp/ and renamed into place; a failed write (a full disk) leaves no partial file in tmp/. */
 export async function writeFileAtomic(layout: FileLayout, path: string, data: string | Buffer): Promise<void> {
-  const tmp = layout.tmpFile()
-  await writeFile(tmp, data)
-  try {
-    await rename(tmp, path)
-  } catch (err) {
-    await unlink(tmp).catch(() => undefined)
-    throw err
-  }
+  await replaceFile(layout.tmpFile(), path, data)
 }
 
 /** Deletes a folder tree by first renaming it out of sight, so no reader sees it half-deleted. */

@@ -2,37 +2,24 @@
 // keys) are escaped so any AMQP name is a valid, readable file name; message
 // file names sort in delivery order, so `readdir` + `sort` is the queue.
 import { randomBytes } from 'node:crypto'
+import { escapeSegment, PathNameError, unescapeSegment } from '../../protocol/index.js'
 import { BrokerRequestError } from '../errors.js'
 
-// Node names (`w1@host`), Celery queues and uuids stay readable as they are.
-const SAFE = /^[A-Za-z0-9_@.-]$/
-
-/** Longest escaped name we accept; leaves room for suffixes within a 255-byte file name. */
-const MAX_ESCAPED = 200
-
 /**
- * Percent-escapes every byte outside a safe alphabet. `~` and `%` are never
- * produced unescaped, so `~` can separate escaped names inside one file name.
+ * The broker's names as path segments (protocol/path-segment.ts): `~` and `%`
+ * are never produced unescaped, so `~` can separate escaped names inside one file name.
  */
 export function escapeName(name: string): string {
-  if (name === '') return '%'
-  let out = ''
-  for (const ch of name) {
-    if (SAFE.test(ch)) {
-      out += ch
-      continue
-    }
-    for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  try {
+    return escapeSegment(name, 'broker')
+  } catch (err) {
+    if (err instanceof PathNameError) throw new BrokerRequestError('NAME_TOO_LONG', `name too long for the file broker: ${name.slice(0, 60)}…`)
+    throw err
   }
-  // A leading dot would hide the file and `.`/`..` would be path components.
-  if (out.startsWith('.')) out = `%2E${out.slice(1)}`
-  if (out.length > MAX_ESCAPED) throw new BrokerRequestError('NAME_TOO_LONG', `name too long for the file broker: ${name.slice(0, 60)}…`)
-  return out
 }
 
 export function unescapeName(escaped: string): string {
-  if (escaped === '%') return ''
-  return decodeURIComponent(escaped)
+  return unescapeSegment(escaped)
 }
 
 export const BINDING_SEP = '~'

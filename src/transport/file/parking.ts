@@ -5,6 +5,7 @@
 // mid-move loses nothing and moves nothing twice.
 import { mkdir, readFile, rename, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PRIVATE_DIR_MODE } from '../private-files.js'
 import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
 import { decodeEnvelope, encodeEnvelope } from './envelope.js'
 import { type FileLayout, ignoreMissing, isErrno, listDir, writeFileAtomic } from './layout.js'
@@ -66,7 +67,7 @@ export class FileParking implements Parking {
     this.assertOpen()
     const now = Date.now()
     const dir = this.lotDir(lot)
-    await mkdir(dir, { recursive: true })
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     await writeFileAtomic(this.layout, join(dir, parkedFileName(at, message.properties.priority, parkedId(), target.queue)), encodeEnvelope(target.exchange, target.routingKey, message))
     if (options.maxAgeMs === undefined && options.maxLength === undefined) return
     const all = await this.entries(lot)
@@ -108,7 +109,7 @@ export class FileParking implements Parking {
     }
     // Either another process moved it (the source is gone) or the queue has no folder yet.
     const paths = this.layout.queuePaths(p.queue)
-    for (const dir of [paths.ready, paths.claimed, paths.consumers]) await mkdir(dir, { recursive: true })
+    for (const dir of [paths.ready, paths.claimed, paths.consumers]) await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     return ignoreMissing(rename(from, target))
   }
 

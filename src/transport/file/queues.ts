@@ -3,6 +3,7 @@
 import { link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { QueueArguments, QueueSpec } from '../transport.js'
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, writeNewFile } from '../private-files.js'
 import { type FileLayout, ignoreMissing, isErrno, listDir, removeTree, writeFileAtomic } from './layout.js'
 import { messageFileName, parseMessageFileName } from './names.js'
 import type { ExchangeTable } from './routing.js'
@@ -25,9 +26,9 @@ export class QueueStore {
 
   private async makeDirs(queue: string): Promise<void> {
     const q = this.layout.queuePaths(queue)
-    await mkdir(q.ready, { recursive: true })
-    await mkdir(q.claimed, { recursive: true })
-    await mkdir(q.consumers, { recursive: true })
+    await mkdir(q.ready, { recursive: true, mode: PRIVATE_DIR_MODE })
+    await mkdir(q.claimed, { recursive: true, mode: PRIVATE_DIR_MODE })
+    await mkdir(q.consumers, { recursive: true, mode: PRIVATE_DIR_MODE })
   }
 
   /** Idempotent; the latest declaration's arguments win (a queue first created by a publish has none). */
@@ -48,7 +49,7 @@ export class QueueStore {
 
   /** Marks the queue as used now (x-expires counts from the last use). */
   async touch(queue: string): Promise<void> {
-    await ignoreMissing(writeFile(this.layout.queuePaths(queue).used, ''))
+    await ignoreMissing(writeFile(this.layout.queuePaths(queue).used, '', { mode: PRIVATE_FILE_MODE }))
   }
 
   async exists(queue: string): Promise<boolean> {
@@ -97,7 +98,7 @@ export class QueueStore {
   async put(queues: readonly string[], base: string, data: string, createMissing: boolean): Promise<number> {
     if (queues.length === 0) return 0
     const tmp = this.layout.tmpFile()
-    await writeFile(tmp, data)
+    await writeNewFile(tmp, data)
     const file = messageFileName(base, false)
     let delivered = 0
     try {

@@ -3,6 +3,7 @@
 // client memory because our clients are separate processes).
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js'
 import { BrokerRequestError } from '../errors.js'
 import type { ExchangeSpec, ExchangeType } from '../transport.js'
 import { type FileLayout, ignoreMissing, isErrno, listDir, writeFileAtomic } from './layout.js'
@@ -48,7 +49,7 @@ export class ExchangeTable {
       return
     }
     await writeFileAtomic(this.layout, this.layout.exchangeFile(spec.name), JSON.stringify(spec))
-    await mkdir(this.layout.bindingDir(spec.name), { recursive: true })
+    await mkdir(this.layout.bindingDir(spec.name), { recursive: true, mode: PRIVATE_DIR_MODE })
     this.types.set(spec.name, spec.type)
   }
 
@@ -71,8 +72,8 @@ export class ExchangeTable {
       throw new BrokerRequestError('NOT_FOUND', `no exchange '${exchange}'`)
     }
     const dir = this.layout.bindingDir(exchange)
-    await mkdir(dir, { recursive: true })
-    await writeFile(join(dir, bindingFileName(queue, routingKey)), '')
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+    await writeFile(join(dir, bindingFileName(queue, routingKey)), '', { mode: PRIVATE_FILE_MODE })
   }
 
   async unbind(queue: string, exchange: string, routingKey: string): Promise<void> {
