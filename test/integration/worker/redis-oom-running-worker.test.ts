@@ -4,8 +4,8 @@
 // inside a MULTI), so once memory is freed none is delivered again: each ran
 // exactly once, counted in another Redis. Results refused under OOM are logged
 // as OOM, the worker goes on and takes new tasks once there is room again.
-// Below the worker, the same for the unacked store: standalone acks and acks
-// riding a claim land under OOM.
+// Below the worker, the same for the unacked store: standalone acks, acks
+// riding a claim and requeues land under OOM.
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -105,13 +105,13 @@ describe('Redis broker out of memory under a running worker', { skip }, () => {
     assert.equal(await worker.stop(), 0)
   })
 
-  it('unacked store: standalone acks and acks riding a claim land under OOM; a claim under OOM still records what it takes', async () => {
+  it('unacked store: standalone acks, acks riding a claim and requeues land under OOM; a claim under OOM still records what it takes', async () => {
     await raw!.config('SET', 'maxmemory', '0')
     await raw!.flushdb()
     const keys = new RedisKeys(0)
     const conn = new Redis(url)
     try {
-      const store = new UnackedStore(conn, async () => [], keys)
+      const store = new UnackedStore(conn, async () => ['q'], keys)
       const envelope = (tag: string) => JSON.stringify({ body: '', headers: {}, properties: { delivery_tag: tag, delivery_info: { exchange: '', routing_key: 'q' } } })
       for (const tag of ['a', 'b', 'c']) await store.add(tag, envelope(tag), '', 'q')
       await conn.rpush('q', envelope('d'))
@@ -128,6 +128,10 @@ describe('Redis broker out of memory under a running worker', { skip }, () => {
       assert.deepEqual(claimed.map((c) => c.recordedAs), ['d'])
       assert.deepEqual((await raw!.hkeys(keys.unacked)).sort(), ['c', 'd'])
       assert.deepEqual((await raw!.zrange(keys.unackedIndex, 0, -1)).sort(), ['c', 'd'])
+      // A reject with requeue (kombu's restore_by_tag) goes back to its queue all the same.
+      assert.equal(await store.restore('c', { leftmost: true }), true)
+      assert.deepEqual(await raw!.hkeys(keys.unacked), ['d'])
+      assert.equal((JSON.parse((await raw!.lrange('q', 0, -1))[0]!) as { properties: { delivery_tag: string } }).properties.delivery_tag, 'c')
     } finally {
       await raw!.config('SET', 'maxmemory', '0')
       conn.disconnect()
