@@ -173,8 +173,13 @@ export class UnackedStore {
   }
 
   /**
-   * Acks made in one turn of the event loop go to Redis together, as one MULTI
-   * of ZREM and HDEL over all their tags: a busy worker settles many per turn.
+   * Acks made in one turn of the event loop go to Redis together, one HDEL and
+   * one ZREM over all their tags: a busy worker settles many per turn. Not a
+   * MULTI: under maxmemory Redis refuses every command queued in one, so acks
+   * failed and their tasks ran again; HDEL and ZREM alone only free memory and
+   * are allowed. HDEL first: a restorer finding the tag in the index without
+   * its message drops it (as kombu's restore does), while a ZREM that landed
+   * without its HDEL would leave the message in the hash for good.
    */
   remove(tag: string): Promise<void> {
     if (!this.pendingRemoval) {
@@ -188,7 +193,7 @@ export class UnackedStore {
         // A claim sent during the turn has taken these acks with it.
         if (this.pendingRemoval !== pending) return
         this.pendingRemoval = undefined
-        execChecked(this.conn.multi().zrem(this.keys.unackedIndex, ...pending.tags).hdel(this.keys.unacked, ...pending.tags)).then(
+        execChecked(this.conn.pipeline().hdel(this.keys.unacked, ...pending.tags).zrem(this.keys.unackedIndex, ...pending.tags)).then(
           () => pending.settle(),
           (error: unknown) => pending.settle(error),
         )
@@ -288,6 +293,10 @@ export class UnackedStore {
 // envelope kept byte for byte. Each message comes back as its list, its text
 // and the tag it was recorded under ('' when it was not), which the caller
 // checks against the tag its own reading of the envelope acks by.
+// No `#!lua flags=` line: unflagged, Redis (6 and 7) lets a script past
+// maxmemory once it has written, and this one's first write is a ZREM or an
+// RPOP, so acks riding a claim land under OOM; flags without allow-oom would
+// refuse it whole, and Redis 6 cannot parse the line.
 const CLAIM_SCRIPT = `
 -- Where the quoted key ends if it occurs exactly once in raw[from..to]; nil
 -- when it is not there, false when it is there more than once.
