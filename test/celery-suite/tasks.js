@@ -12,6 +12,8 @@ import { createApp } from 'tsq'
 const heartbeat = process.env.CELERY_SUITE_BROKER_HEARTBEAT
 export const app = createApp({
   name: 't.integration',
+  // Our interop test (test/interop/celery-suite-shapes.test.ts) runs these on a queue of its own.
+  ...(process.env.CELERY_SUITE_QUEUE ? { defaultQueue: process.env.CELERY_SUITE_QUEUE } : {}),
   conf: {
     worker_hijack_root_logger: false,
     worker_log_color: false,
@@ -372,7 +374,7 @@ export const errbackOldStyle = pyTask('errback_old_style', ['request_id'], async
 export const errbackNewStyle = pyTask('errback_new_style', ['request', 'exc', 'tb'], async ({ request }) => {
   await redisCountKey(request.id)
   return request.id
-}, { errbackStyle: 'new' })
+}, { requestErrback: true })
 
 // celery.contrib.testing.tasks.ping: what Celery's start_worker() sends to know the worker is up.
 export const ping = app.task('celery.ping', () => 'pong')

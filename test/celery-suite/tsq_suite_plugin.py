@@ -81,7 +81,30 @@ def _tsq_session_worker(request, celery_session_app, celery_includes,
         log.close()
 
 
-if WORKER == 'tsq':
+def _celery_session_worker(request, celery_session_app, celery_includes,
+                           celery_class_tasks, celery_worker_pool,
+                           celery_worker_parameters):
+    # celery.contrib.pytest's own fixture, but for one thing: a Task class is
+    # bound to the app before it is registered. Registered unbound (as the
+    # original does), its request_stack is None and the prefork worker dies
+    # at start-up (AttributeError in build_tracer) with Celery 5.2.6 as Debian
+    # packages it.
+    from celery.contrib.testing import worker
+
+    for module in celery_includes:
+        celery_session_app.loader.import_task_module(module)
+    for class_task in celery_class_tasks:
+        class_task.bind(celery_session_app)
+        celery_session_app.tasks.register(class_task)
+    with worker.start_worker(celery_session_app, pool=celery_worker_pool,
+                             **celery_worker_parameters) as w:
+        yield w
+
+
+if WORKER == 'celery':
+    celery_pytest.celery_session_worker = pytest.fixture(scope='session')(
+        _celery_session_worker)
+elif WORKER == 'tsq':
     # The suite's conftest imports this name from celery.contrib.pytest,
     # after plugins given with -p are loaded.
     celery_pytest.celery_session_worker = pytest.fixture(scope='session')(
