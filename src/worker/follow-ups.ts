@@ -227,7 +227,8 @@ export async function failChainRest(sender: Sender, request: Request, result: un
   const backend = sender.backend
   for (const step of (request.message.embed.chain ?? []) as Signature[]) {
     const options = (step.options ?? {}) as Record<string, unknown>
-    const id = typeof options.task_id === 'string' ? options.task_id : null
+    // A step sent by a tsq worker gets its id when it is sent; a chord part must still count.
+    const id = typeof options.task_id === 'string' ? options.task_id : options.chord ? randomUUID() : null
     if (!id) continue
     if (backend) await backend.store(id, encodeResultMeta({ taskId: id, status: 'FAILURE', result, traceback }), 'FAILURE')
     if (options.chord) {
