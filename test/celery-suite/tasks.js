@@ -3,6 +3,7 @@
 // exception types where Celery's integration suite reads them
 // (test/celery-suite/run.sh runs that suite against `tsq worker -A` this file).
 // Plain JS so that prefork slots load it without a TypeScript loader.
+import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { createApp } from 'tsq'
 
@@ -308,17 +309,17 @@ export const secondOrderReplace2 = pyTask('second_order_replace2', [['state', fa
   return null
 })
 
-/** Celery's AsyncResult.as_tuple(), which its JSON encoder stores for a returned result: ((id, parent), None). */
-function resultTuple(result) {
-  if (!result) return null
-  const parent = resultTuple(result.parent)
-  if (Array.isArray(result.results)) return [[result.id, parent], result.results.map((member) => resultTuple(member))]
-  return [[result.id, parent], null]
-}
-
+// Celery returns the chain's AsyncResult, which its JSON encoder stores as
+// as_tuple(): ((id, parent's tuple), None), a group's ((id, parent), [members]).
+// The ids are fixed here (Celery's freeze) so the tuple names every step.
 export const buildChainInsideTask = pyTask('build_chain_inside_task', [], async () => {
-  const result = await app.chain(sig('add', [1, 1]), sig('add', [2]), groupSig([sig('add', [3]), sig('add', [4])]), sig('add', [5]))
-  return resultTuple(result)
+  const [id1, id2, m1, m2, groupId, id5] = Array.from({ length: 6 }, () => randomUUID())
+  const withId = (s, id) => ({ ...s, options: { ...s.options, task_id: id } })
+  const last = await app.chain(withId(sig('add', [1, 1]), id1), withId(sig('add', [2]), id2), groupSig([withId(sig('add', [3]), m1), withId(sig('add', [4]), m2)], { task_id: groupId }), withId(sig('add', [5]), id5))
+  const first = [[id1, null], null]
+  const second = [[id2, first], null]
+  const group = [[groupId, second], [[[m1, second], null], [[m2, second], null]]]
+  return [[last.id, group], null]
 })
 
 export const fail = pyTask('fail', ['*args'], (_b, args) => {
