@@ -13,6 +13,8 @@
 #   CELERY_SUITE_REDIS                                  redis://host:port (dbs 1-4 are used)
 # Defaults: TSQ_TEST_AMQP_URL and TSQ_TEST_REDIS_URL for both; when both sides
 # share a vhost they run one after the other, else side by side.
+# CELERY_SUITE_TSQ_ARGS adds tsq worker flags (--early-ack: Celery's default
+# acks, which test_inspect's active/query_task read).
 # CELERY_SUITE_BROKER_HEARTBEAT=0 puts Celery's test setting broker_heartbeat
 # into the tsq app's conf (test_conf reads the key); unset, it is left out.
 set -euo pipefail

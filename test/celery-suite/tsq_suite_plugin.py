@@ -54,6 +54,8 @@ def _tsq_session_worker(request, celery_session_app, celery_includes,
         '-b', os.environ.get('CELERY_SUITE_TSQ_BROKER', conf.broker_url),
         '--result-backend', conf.result_backend,
         '-l', 'info',
+        # More worker flags, such as --early-ack (Celery's default acks).
+        *os.environ.get('CELERY_SUITE_TSQ_ARGS', '').split(),
     ]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
