@@ -39,6 +39,12 @@ export interface TaskOptions {
   defaultRetryDelay?: number
   /** Pass the TaskContext as the first argument (Celery's bind=True). */
   bind?: boolean
+  /**
+   * As a link_error, called in the worker with (request, exc, traceback), as
+   * Celery calls an errback whose function takes more than one argument,
+   * instead of being sent as a task with the failed task's id.
+   */
+  requestErrback?: boolean
   /** Queue that delay() and applyAsync() send to by default. */
   queue?: string
   trackStarted?: boolean
@@ -714,6 +720,34 @@ export class App {
       // Each send settles on the broker's answer for it: wait for all, then say which the broker has.
       throw SendManyError.from(signatures, ids, await Promise.allSettled(sends), this.resultOf)
     }
+  }
+
+  /**
+   * Celery's `Task.add_to_chord(sig)`, for a task that is a header part of a
+   * chord: the chord's count grows by one (the Redis backend's `.t` key), then
+   * `sig` is sent as a part of it (a chord `sig`: its body is). Called through
+   * `currentTask().addToChord(sig)`.
+   */
+  async addToChord(sig: Signature, part: { group: string | null; groupIndex: number | null; chord: unknown; rootId: string | null; parentId: string }): Promise<void> {
+    if (!part.chord || !part.group) throw Object.assign(new Error('Current task is not member of any chord'), { name: 'ValueError' })
+    const kind = (sig as { subtask_type?: unknown }).subtask_type ?? null
+    if (kind !== null && kind !== 'chord') throw new TypeError(`addToChord(sig): tsq adds a task or a chord to a chord, not a ${String(kind)}`)
+    const backend = await this.backend()
+    if (!backend.addToChord) throw new UnsupportedBackendError(`add_to_chord needs a result backend that counts chords by key (redis://); ${backend.displayUrl} has none`)
+    await backend.addToChord(part.group)
+    const membership = { group_id: part.group, group_index: part.groupIndex, chord: part.chord }
+    if (kind === 'chord') {
+      const kwargs = sig.kwargs as { header?: unknown; body?: Signature }
+      const header = kwargs.header as Signature | Signature[] | undefined
+      const members = Array.isArray(header) ? header : ((header?.kwargs as { tasks?: Signature[] } | undefined)?.tasks ?? [])
+      if (!kwargs.body) throw new TypeError('addToChord(sig): the chord has no body')
+      await this.chord(members, { ...kwargs.body, options: { ...kwargs.body.options, ...membership } })
+      return
+    }
+    const transport = await this.transport()
+    const o = this.signatureSendOptions(sig, this.sendPlan())
+    Object.assign(o, { group: part.group, groupIndex: part.groupIndex, rootId: part.rootId, parentId: part.parentId, embed: { chord: part.chord as TaskEmbed['chord'] } })
+    await sendTaskAs(transport, sig.task, o, this.signals, this.taskEncoder(), this.resultOf)
   }
 
   /**

@@ -73,6 +73,8 @@ export interface TaskRun {
   chain?: SignatureData[] | null
   /** The body of the chord this task is a header part of (request.chord). */
   chord?: SignatureData | null
+  /** The message's properties by kombu's names (`content_type`, `priority`, `reply_to`, `app_id`…), as Celery's request.properties. */
+  properties?: Record<string, unknown> | null
 }
 
 export interface TaskContext extends TaskRun {
@@ -92,6 +94,13 @@ export interface TaskContext extends TaskRun {
   errbacks: SignatureData[] | null
   chain: SignatureData[] | null
   chord: SignatureData | null
+  properties: Record<string, unknown> | null
+  /**
+   * Adds `sig` to the chord this task is a header part of (Celery's
+   * `self.add_to_chord(sig)`): the chord waits for it too, and the body gets
+   * its result after the header's. Resolves when it is sent.
+   */
+  addToChord(sig: SignatureData): Promise<void>
   /** Stops this run and schedules the task again with the same id (Celery's `self.retry()`). */
   retry(options?: RetryOptions): never
   /**

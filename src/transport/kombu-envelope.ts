@@ -120,6 +120,7 @@ export function envelopeProperties(envelope: KombuEnvelope): MessageProperties {
   }
   if (typeof p.correlation_id === 'string') props.correlationId = p.correlation_id
   if (typeof p.reply_to === 'string') props.replyTo = p.reply_to
+  if (typeof p.app_id === 'string') props.appId = p.app_id
   if (p.expiration !== undefined && p.expiration !== null) props.expiration = String(p.expiration)
   return props
 }

@@ -59,6 +59,8 @@ export interface MessageProperties {
   replyTo?: string
   /** Milliseconds, as a decimal string (AMQP `expiration`). */
   expiration?: string
+  /** AMQP `app-id` (Celery's `apply_async(app_id=...)`), shown to the task in request.properties. */
+  appId?: string
 }
 
 export interface OutgoingMessage {

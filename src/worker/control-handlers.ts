@@ -167,14 +167,19 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
     },
     reserved: () => w.runner.reserved.map((r) => r.info()),
     scheduled: () =>
-      [...w.runner.scheduled.values()].map(({ request }) => ({ eta: request.message.eta, priority: 6, request: request.info() })),
+      [...w.runner.scheduled.values()].map(({ request }) => ({ eta: awareIso(request.message.eta, w.app.conf), priority: 6, request: request.info() })),
     revoked: () => w.revoked.ids(),
     registered: (args) => {
       // Celery's DEFAULT_TASK_INFO_ITEMS when none are asked for, so a rate-limited task shows it in plain `inspect registered`.
       const items = Array.isArray(args.taskinfoitems) && args.taskinfoitems.length ? (args.taskinfoitems as string[]) : ['exchange', 'routing_key', 'rate_limit']
       // A `control rate_limit` change shows here, as it sets task.rate_limit in Celery.
-      const attr = (t: { name: string; options: object }, item: string): unknown =>
-        item === 'rate_limit' ? (w.runner.rateLimits.has(t.name) ? w.runner.rateLimits.get(t.name)?.rate : (t.options as Record<string, unknown>).rateLimit) : (t.options as Record<string, unknown>)[item]
+      const attr = (t: { name: string; options: object }, item: string): unknown => {
+        if (item === 'name') return t.name
+        if (item === 'rate_limit') return w.runner.rateLimits.has(t.name) ? w.runner.rateLimits.get(t.name)?.rate : (t.options as Record<string, unknown>).rateLimit
+        const value = (t.options as Record<string, unknown>)[TASK_ATTRS[item] ?? item]
+        // Celery prints each attribute with str(): Python's True/False.
+        return typeof value === 'boolean' ? (value ? 'True' : 'False') : value
+      }
       return [...w.app.tasks.values()]
         .filter((t) => args.builtins === true || !t.name.startsWith('celery.'))
         .map((t) => {
@@ -292,4 +297,30 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
     if (custom) return (args) => custom.handler(args, { hostname: w.hostname })
     return undefined
   }
+}
+
+/** Celery's Task attribute names (inspect registered's taskinfoitems) for tsq's task options. */
+const TASK_ATTRS: Record<string, string> = {
+  ignore_result: 'ignoreResult',
+  acks_late: 'acksLate',
+  max_retries: 'maxRetries',
+  default_retry_delay: 'defaultRetryDelay',
+  time_limit: 'timeLimit',
+  soft_time_limit: 'softTimeLimit',
+  track_started: 'trackStarted',
+  reject_on_worker_lost: 'rejectOnWorkerLost',
+}
+
+/**
+ * A message's eta as Celery's Request.eta.isoformat() gives it: a time with
+ * no offset is in the app's timezone (UTC unless enable_utc is off and
+ * timezone names another, left as sent), `Z` spelled `+00:00`.
+ */
+export function awareIso(eta: string | null | undefined, conf: Record<string, unknown> | undefined): string | null {
+  if (!eta) return eta ?? null
+  if (eta.endsWith('Z')) return `${eta.slice(0, -1)}+00:00`
+  if (/[+-]\d\d:\d\d$/.test(eta)) return eta
+  const tz = conf?.timezone
+  const utc = conf?.enable_utc !== false ? (tz === undefined || tz === null || tz === 'UTC' || tz === 'Etc/UTC') : tz === 'UTC'
+  return utc ? `${eta}+00:00` : eta
 }

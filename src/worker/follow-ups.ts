@@ -9,6 +9,7 @@ import { sendTask, type SendTaskOptions } from '../app/send-task.js'
 import { routedSend, type Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
 import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
+import type { EncodedException } from '../app/execution/jobs.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
 import { escapeControl, taskLabel } from '../protocol/secrets.js'
@@ -18,10 +19,16 @@ export interface Sender {
   /** The worker's node name, sent as each message's origin. */
   hostname: string
   /** Where a signature that names no queue goes: the app's task_routes, else its default queue, as Celery's worker routes it. */
-  app: { routeFor(taskName: string): Route; readonly signals?: AppSignals; readonly conf?: Record<string, unknown>; publishing?(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'> }
+  app: { routeFor(taskName: string): Route; readonly signals?: AppSignals; readonly conf?: Record<string, unknown>; publishing?(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'>; readonly tasks?: ReadonlyMap<string, ErrbackTask> }
   /** Chords count their header tasks here (spec §2.3). */
   backend: ResultBackend | null
   log: Logger
+}
+
+/** What sendErrbacks needs of a registered task to call it as a new-style errback. */
+interface ErrbackTask {
+  readonly options: { readonly requestErrback?: boolean }
+  apply(args: unknown[], kwargs: Record<string, unknown>): Promise<{ status: string }>
 }
 
 /** Same id, retries + 1, back to the queue it came from. */
@@ -73,11 +80,35 @@ export async function sendCallbacks(sender: Sender, request: Request, value: unk
   }
 }
 
-/** Errbacks get the failed task's id; one that cannot be sent does not stop the others. */
-export async function sendErrbacks(sender: Sender, request: Request, onSendError: (task: string, error: Error) => void): Promise<void> {
-  for (const errback of request.message.embed.errbacks ?? []) {
-    await applySignature(sender, errback as Signature, [request.id], request).catch((e: Error) => onSendError(errback.task, e))
+/**
+ * Errbacks get the failed task's id; one that cannot be sent does not stop the
+ * others. An errback whose task this worker has with `requestErrback` is
+ * called here instead, with (request, exc, traceback), as Celery calls an
+ * errback whose function takes more than one argument.
+ */
+export async function sendErrbacks(sender: Sender, request: Request, onSendError: (task: string, error: Error) => void, failure?: { exc: EncodedException; traceback: string | null }): Promise<void> {
+  const m = request.message
+  const context = { ...request.info(), task: m.task, root_id: m.rootId, parent_id: m.parentId, group: m.group, group_index: m.groupIndex, retries: m.retries, errbacks: m.embed.errbacks ?? null, callbacks: m.embed.callbacks ?? null, chord: m.embed.chord ?? null }
+  for (const errback of (m.embed.errbacks ?? []) as Signature[]) {
+    const run = failure ? await callRequestErrback(sender, errback, context, failure.exc, failure.traceback) : false
+    if (!run) await applySignature(sender, errback, [request.id], request).catch((e: Error) => onSendError(errback.task, e))
   }
+}
+
+/** Runs a new-style errback in this worker; false when `errback` is not one (it is then sent as a task). */
+async function callRequestErrback(sender: Sender, errback: Signature, context: Record<string, unknown>, exc: EncodedException, traceback: string | null): Promise<boolean> {
+  const task = canvasKind(errback) === 'plain' ? sender.app.tasks?.get(errback.task) : undefined
+  if (!task?.options.requestErrback) return false
+  // The exception as Python's errback sees it: its type and arguments.
+  const error = { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }
+  const args = [context, error, traceback, ...(errback.immutable ? [] : (errback.args ?? []))]
+  try {
+    const result = await task.apply(args, (errback.kwargs ?? {}) as Record<string, unknown>)
+    if (result.status === 'FAILURE') sender.log.error(`errback ${escapeControl(errback.task)} failed: ${String((result as { result?: unknown }).result)}`)
+  } catch (error) {
+    sender.log.error(`errback ${escapeControl(errback.task)} failed: ${(error as Error).message}`)
+  }
+  return true
 }
 
 /**
@@ -140,7 +171,21 @@ function withErrbacks(sig: Signature, errbacks: Signature[]): Signature {
  */
 export async function returnChordPart(sender: Sender, request: Request, state: TaskState, result: unknown): Promise<void> {
   const m = request.message
-  const body = m.embed.chord
+  await returnPartOf(sender, request, { id: m.id, task: m.task, group: m.group, groupIndex: m.groupIndex, body: m.embed.chord as Signature | undefined }, state, result)
+}
+
+/** A chord header part: the task itself, or a later step of its chain that carries the chord. */
+interface ChordPart {
+  id: string
+  task: string
+  group: string | null
+  groupIndex: number | null
+  body: Signature | undefined
+}
+
+async function returnPartOf(sender: Sender, request: Request, part: ChordPart, state: TaskState, result: unknown): Promise<void> {
+  const m = part
+  const body = part.body
   if (!body || !m.group) return
   const backend = sender.backend
   if (backend?.chordUnlock) return
@@ -171,6 +216,27 @@ export async function returnChordPart(sender: Sender, request: Request, state: T
   }
   sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(error)})`)
   await failChordBody(sender, backend, body, error, request)
+}
+
+/**
+ * Celery's mark_as_failure for a task with a chain after it: every later step
+ * with a task id is stored as failed with the same error (so whoever waits on
+ * the chain's end hears of it), and a step that is a chord header part counts
+ * its part as failed, so the chord fails instead of waiting for ever.
+ */
+export async function failChainRest(sender: Sender, request: Request, result: unknown, traceback: string | null): Promise<void> {
+  const backend = sender.backend
+  for (const step of (request.message.embed.chain ?? []) as Signature[]) {
+    const options = (step.options ?? {}) as Record<string, unknown>
+    // A step sent by a tsq worker gets its id when it is sent; a chord part must still count.
+    const id = typeof options.task_id === 'string' ? options.task_id : options.chord ? randomUUID() : null
+    if (!id) continue
+    if (backend) await backend.store(id, encodeResultMeta({ taskId: id, status: 'FAILURE', result, traceback }), 'FAILURE')
+    if (options.chord) {
+      const part: ChordPart = { id, task: step.task, group: optionString(step, 'group_id') ?? null, groupIndex: optionNumber(step, 'group_index') ?? null, body: options.chord as Signature }
+      await returnPartOf(sender, request, part, 'FAILURE', result)
+    }
+  }
 }
 
 /**
@@ -211,7 +277,11 @@ async function failChordBody(sender: Sender, backend: ResultBackend, body: Signa
     const meta = encodeResultMeta({ taskId: bodyId, status: 'FAILURE', result: { exc_type: 'ChordError', exc_message: [message], exc_module: 'celery.exceptions' }, traceback: null })
     await backend.store(bodyId, meta, 'FAILURE')
   }
+  // Celery's chord_error_from_stack: a new-style errback gets a request made from the body's signature.
+  const context = { ...body, ...options, id: bodyId, errbacks: signatures(options.link_error), delivery_info: {} }
+  const exc: EncodedException = { type: 'ChordError', args: [message], module: 'celery.exceptions', message }
   for (const errback of signatures(options.link_error)) {
+    if (await callRequestErrback(sender, errback, context, exc, null)) continue
     await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${escapeControl(errback.task)} not sent: ${e.message}`))
   }
 }
@@ -235,8 +305,10 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
   if (kind === 'plain') return sendSignature(sender, sig, prepend, parent, chain)
   const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
   const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  // A chain or chord that is a chord's body carries the outer chain's rest in its options (applyChord).
+  if (!chain?.length && kind !== 'group') chain = signatures(sig.options?.chain)
   if (kind === 'chain') {
-    const steps = signatures(kwargs.tasks)
+    const steps = withChainOptions(sig, signatures(kwargs.tasks))
     const first = steps[0]
     if (!first) return
     await applySignature(sender, first, args, parent, [...(chain ?? []), ...steps.slice(1).reverse()])
@@ -247,6 +319,23 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
     return
   }
   await applyChord(sender, sig, args, parent, chain)
+}
+
+/**
+ * A chain's own `link` and `link_error` (`chain.link(sig)`, `chain.on_error(sig)`),
+ * as Celery's chain.run places them: the callbacks on its last step, the
+ * errbacks on every step.
+ */
+function withChainOptions(sig: Signature, steps: Signature[]): Signature[] {
+  const options = (sig.options ?? {}) as Record<string, unknown>
+  const links = signatures(options.link)
+  const errbacks = signatures(options.link_error)
+  if (!links.length && !errbacks.length) return steps
+  return steps.map((step, index) => {
+    let out = errbacks.length ? withErrbacks(step, errbacks) : step
+    if (links.length && index === steps.length - 1) out = withResultTask(out, (o) => ({ ...o, link: [...signatures(o.link), ...links] })) ?? { ...out, options: { ...out.options, link: [...signatures(out.options?.link), ...links] } }
+    return out
+  })
 }
 
 /**

@@ -8,7 +8,7 @@ import type { ResultBackend } from '../app/backends/index.js'
 import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, sizeError, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
-import { republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement, unlockChord } from './follow-ups.js'
+import { failChainRest, republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement, unlockChord } from './follow-ups.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../app/logger.js'
 import { encodeError, encodeFailure, retriesExhausted } from '../app/execution/executor.js'
@@ -831,9 +831,12 @@ export class TaskRunner {
 
   private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {
     const m = request.message
-    await this.storeEnd(request, 'FAILURE', { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }, traceback, !ignoreResult)
+    const result = { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }
+    await this.storeEnd(request, 'FAILURE', result, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
-    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${escapeControl(task)} not sent: ${e.message}`))
+    // The chain after it fails too (and a chord it ends a header part of), as Celery's mark_as_failure.
+    if (m.embed.chain?.length) await failChainRest(this.o, request, result, traceback).catch((e: Error) => this.o.log.error(`Task ${taskLabel(m.task, m.id)}: its chain's failure was not recorded: ${e.message}`))
+    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${escapeControl(task)} not sent: ${e.message}`), { exc, traceback })
   }
 
   private async retry(request: Request, outcome: Extract<Outcome, { status: 'retry' }>, ignoreResult: boolean): Promise<void> {

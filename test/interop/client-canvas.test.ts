@@ -92,6 +92,27 @@ for (const w of workers) {
       const out = await pyClient<{ result?: unknown }>({ broker: REDIS_URL, backend: BACKEND, queue }, ['canvas', 'chord_in_chord', '30'])
       assert.deepEqual(out.result, [9, 13], withLog(JSON.stringify(out)))
     })
+
+    // Shapes from Celery's own integration suite (test/celery-suite), sent by tsq's client.
+    const chainSig = (...tasks: ReturnType<typeof signature>[]) => ({ ...signature('celery.chain', [], { tasks }), subtask_type: 'chain' }) as unknown as ReturnType<typeof signature>
+    const groupSig = (...tasks: ReturnType<typeof signature>[]) => ({ ...signature('celery.group', [], { tasks }), subtask_type: 'group' }) as unknown as ReturnType<typeof signature>
+    const chordSig = (header: ReturnType<typeof signature>[], body: ReturnType<typeof signature>) => ({ ...signature('celery.chord', [], { header: groupSig(...header), body, kwargs: {} }), subtask_type: 'chord' }) as unknown as ReturnType<typeof signature>
+
+    it('a chain step that is a chord whose body is a chain: the steps after it run', async () => {
+      // add.si(1, 0) | chord([add(1), add(1)], tsum | add(1)) | group(add(1), add(1)) -> [6, 6]
+      const r = await app.chain(signature('proj.add', [1, 0], {}, { immutable: true }), chordSig([add(1), add(1)], chainSig(signature('proj.tsum'), add(1))), groupSig(add(1), add(1)))
+      assert.deepEqual(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), [6, 6])
+    })
+
+    it("a chain in a chord's header that fails before its end fails the chord", async () => {
+      // add(1, 1) | chord([add(1) | fail.si('mid-chain') | add(1)], tsum): the worker fans the chord out.
+      const r = await app.chain(add(1, 1), chordSig([chainSig(add(1), signature('proj.fail', ['mid-chain'], {}, { immutable: true }), add(1))], signature('proj.tsum')))
+      const err = await r.get({ timeout: 20 }).then(
+        (v) => assert.fail(withLog(`the body succeeded: ${JSON.stringify(v)}`)),
+        (e: unknown) => e,
+      )
+      assert.ok(err instanceof TaskError, withLog(String(err)))
+    })
   })
 }
 

@@ -23,6 +23,8 @@ export interface ResultBackend {
    * else with null. Absent where Celery has no chords either (rpc://).
    */
   chordPartReturn?(groupId: string, groupIndex: number | null, part: string, taskId?: string): Promise<string[] | null>
+  /** One more part for a chord to wait for (Celery's `add_to_chord`: the `.t` key). */
+  addToChord?(groupId: string): Promise<void>
   /** How many header tasks a chord waits for (Celery's `set_chord_size`), set before they are sent. */
   setChordSize?(groupId: string, size: number): Promise<void>
   /** Drops what is stored for the task (Celery's AsyncResult.forget()); afterwards it reads as PENDING. */

@@ -182,6 +182,12 @@ export class RedisResultBackend implements ResultBackend {
     await this.write(() => execOrThrow(this.client.multi().setex(key, RESULT_TTL_SECONDS, String(size)).publish(key, String(size))))
   }
 
+  async addToChord(groupId: string): Promise<void> {
+    await this.ready()
+    const key = `${GROUP_PREFIX}${groupId}.t`
+    await this.write(() => execOrThrow(this.client.multi().incr(key).expire(key, RESULT_TTL_SECONDS)))
+  }
+
   async chordPartReturn(groupId: string, groupIndex: number | null, part: string): Promise<string[] | null> {
     await this.ready()
     const joined = `${GROUP_PREFIX}${groupId}.j`

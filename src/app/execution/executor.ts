@@ -133,6 +133,7 @@ class RunContext implements TaskContext {
   readonly errbacks: SignatureData[] | null
   readonly chain: SignatureData[] | null
   readonly chord: SignatureData | null
+  readonly properties: Record<string, unknown> | null
   /** The task lock this run holds (task option `lock`), set before the task starts. */
   lock: { readonly id: string; readonly token: number } | null = null
   // Made on first use of `signal`: most tasks never read it, and an
@@ -140,9 +141,11 @@ class RunContext implements TaskContext {
   #controller: AbortController | undefined
   #abortReason: Error | undefined
   readonly #sink: StateSink | undefined
+  readonly #app: App | undefined
 
-  constructor(job: Job, sink: StateSink | undefined) {
+  constructor(job: Job, sink: StateSink | undefined, app?: App) {
     this.#sink = sink
+    this.#app = app
     this.id = job.id
     this.name = job.task
     this.args = job.args
@@ -162,6 +165,12 @@ class RunContext implements TaskContext {
     this.errbacks = job.errbacks ?? null
     this.chain = job.chain ?? null
     this.chord = job.chord ?? null
+    this.properties = job.properties ?? null
+  }
+
+  addToChord(sig: SignatureData): Promise<void> {
+    if (!this.#app) return Promise.reject(new Error('addToChord(): this run has no app to send with'))
+    return this.#app.addToChord(sig as Parameters<App['addToChord']>[0], { group: this.group, groupIndex: this.groupIndex, chord: this.chord, rootId: this.rootId ?? this.id, parentId: this.id })
   }
 
   /** Celery's `request.group`, by the name its execution options give it (`group_id`). */
@@ -233,7 +242,7 @@ export class JobExecution implements RunningJob {
     /** The task lock held for this run (locks/locked-run.ts), shown to the task as currentTask().lock. */
     lock?: { id: string; token: number },
   ) {
-    this.context = new RunContext(job, sink)
+    this.context = new RunContext(job, sink, task.app)
     if (lock) this.context.lock = { id: lock.id, token: lock.token }
     if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setLongTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
     if (signals) {

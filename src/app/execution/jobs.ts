@@ -54,7 +54,7 @@ export type FromSlot =
 /** The parts of a delivery and its message the rest of Celery's task.request is made of. */
 export interface RequestSource {
   message: { eta: string | null; expires: string | null; groupIndex: number | null; embed: { callbacks: SignatureData[] | null; errbacks: SignatureData[] | null; chain: SignatureData[] | null; chord: SignatureData | null } }
-  delivery: { exchange: string; routingKey: string; redelivered: boolean; properties: { priority: number; replyTo?: string } }
+  delivery: { exchange: string; routingKey: string; redelivered: boolean; properties: { priority: number; replyTo?: string; contentType?: string; contentEncoding?: string; deliveryMode?: number; correlationId?: string; appId?: string; expiration?: string } }
 }
 
 /**
@@ -69,6 +69,7 @@ export function setRequestFields(job: Job, { message: m, delivery: d }: RequestS
   if (m.eta) job.eta = m.eta
   if (m.expires) job.expires = m.expires
   if (d.properties.replyTo) job.replyTo = d.properties.replyTo
+  job.properties = messageProperties(d.properties)
   if (m.groupIndex !== null && m.groupIndex !== undefined) job.groupIndex = m.groupIndex
   const { callbacks, errbacks, chain, chord } = m.embed
   if (callbacks?.length) job.callbacks = callbacks
@@ -76,4 +77,14 @@ export function setRequestFields(job: Job, { message: m, delivery: d }: RequestS
   if (chain?.length) job.chain = chain
   if (chord) job.chord = chord
   return job
+}
+
+/** Celery's request.properties: the message's properties by kombu's names (its headers are the request's own fields). */
+function messageProperties(p: RequestSource['delivery']['properties']): Record<string, unknown> {
+  const out: Record<string, unknown> = { content_type: p.contentType, content_encoding: p.contentEncoding, delivery_mode: p.deliveryMode, priority: p.priority }
+  if (p.correlationId !== undefined) out.correlation_id = p.correlationId
+  if (p.replyTo !== undefined) out.reply_to = p.replyTo
+  if (p.appId !== undefined) out.app_id = p.appId
+  if (p.expiration !== undefined) out.expiration = p.expiration
+  return out
 }

@@ -54,6 +54,7 @@ export function fromAmqplibProperties(props: AmqplibProperties): MessageProperti
   }
   if (typeof props.correlationId === 'string') result.correlationId = props.correlationId
   if (typeof props.replyTo === 'string') result.replyTo = props.replyTo
+  if (typeof props.appId === 'string') result.appId = props.appId
   if (props.expiration !== undefined && props.expiration !== null) result.expiration = String(props.expiration)
   if (unreadable !== undefined) result.unreadableHeaders = unreadable
   return result
