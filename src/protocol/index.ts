@@ -44,7 +44,7 @@ export {
   hostFormat, workerNodename, nodeFormat, multiExpand,
 } from './nodenames.js'
 export * from './control-commands.js'
-export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle, MAX_PICKLE_DEPTH, MAX_PICKLE_VALUES, MAX_PICKLE_CHARS } from './plain-pickle.js'
+export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle, MAX_PICKLE_DEPTH, MAX_PICKLE_VALUES, MAX_PICKLE_CHARS, MAX_PICKLE_BYTES, MAX_PICKLE_INT_BYTES, MAX_PICKLE_INT_DIGITS } from './plain-pickle.js'
 export { HIDDEN_SETTINGS, SETTING_MASK, URL_MASK, maskUrl, maskUrlsInText, urlHasSecret, maskSetting, filterHiddenSettings, shownSetting, escapeControl, escapeControlKeepLines, taskLabel } from './secrets.js'
 export { escapeSegment, unescapeSegment, isContainedSegment, PathNameError, MAX_SEGMENT } from './path-segment.js'
 export type { SegmentAlphabet } from './path-segment.js'

@@ -238,6 +238,7 @@ function dictKey(k: unknown): string {
 }
 
 function read(data: Uint8Array, options: ReadOptions): unknown {
+  if (data.byteLength > MAX_PICKLE_BYTES) throw new PickleValueRefusedError(`refusing a pickle of ${data.byteLength} bytes, over the limit of ${MAX_PICKLE_BYTES}`)
   const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
   let pos = 0
   let stack: unknown[] = []
@@ -267,9 +268,19 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
     pos = end + 1
     return s
   }
+  const top = (): unknown => {
+    if (stack.length === 0) throw new PickleValueRefusedError('malformed pickle (stack underflow)')
+    return stack[stack.length - 1]
+  }
+  /** A decimal int line (protocol 0), as long as Python's int() reads one. */
+  const decimal = (s: string): number | bigint => {
+    if (s.replace(/^[+-]/, '').length > MAX_PICKLE_INT_DIGITS) throw new PickleValueRefusedError(`refusing a pickled int of more than ${MAX_PICKLE_INT_DIGITS} digits`)
+    return int(BigInt(s))
+  }
   const int = (x: bigint): number | bigint => (x >= BigInt(Number.MIN_SAFE_INTEGER) && x <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(x) : x)
   const long = (n: number): number | bigint => {
     if (n === 0) return 0
+    if (n > MAX_PICKLE_INT_BYTES) throw new PickleValueRefusedError(`refusing a pickled int of more than ${MAX_PICKLE_INT_BYTES} bytes`)
     const at = need(n)
     // Through hex in one step: a byte at a time is quadratic in the length.
     let x = BigInt(`0x${Buffer.from(buf.subarray(at, at + n)).reverse().toString('hex')}`)
@@ -278,19 +289,24 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
   }
   const str = (n: number): string => {
     const at = need(n)
-    return new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(at, at + n))
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(at, at + n))
+    } catch {
+      throw new PickleValueRefusedError('malformed pickle (a str that is not UTF-8)')
+    }
   }
   const bytes = (n: number): Buffer => {
     const at = need(n)
     return Buffer.from(buf.subarray(at, at + n))
   }
   const setItems = (target: unknown, items: unknown[]): void => {
-    if (typeof target !== 'object' || target === null || Array.isArray(target)) throw new PickleValueRefusedError('malformed pickle (SETITEMS on a non-dict)')
-    for (let i = 0; i + 1 < items.length; i += 2) (target as Record<string, unknown>)[dictKey(items[i])] = items[i + 1]
+    // Only a dict this reader made: not a tuple, bytes or float; keys defined, so `__proto__` is a key like any other.
+    if (typeof target !== 'object' || target === null || Object.getPrototypeOf(target) !== Object.prototype) throw new PickleValueRefusedError('malformed pickle (SETITEMS on a non-dict)')
+    for (let i = 0; i + 1 < items.length; i += 2) Object.defineProperty(target, dictKey(items[i]), { value: items[i + 1], enumerable: true, writable: true, configurable: true })
   }
   const append = (target: unknown, items: unknown[]): void => {
     if (!Array.isArray(target)) throw new PickleValueRefusedError('malformed pickle (APPEND on a non-list)')
-    target.push(...items)
+    for (const item of items) target.push(item) // not push(...items): a long MARK run overflows the argument stack
   }
   for (;;) {
     const op = buf[need(1)]!
@@ -310,7 +326,7 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
       case 0x28: marks.push(stack); stack = []; break // MARK
       case 0x30: pop(); break // POP
       case 0x31: popMark(); break // POP_MARK
-      case 0x32: stack.push(stack[stack.length - 1]); break // DUP
+      case 0x32: stack.push(top()); break // DUP
       case 0x4e: stack.push(null); break
       case 0x88: stack.push(true); break
       case 0x89: stack.push(false); break
@@ -328,14 +344,14 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
         const s = line()
         if (s === '01') stack.push(true)
         else if (s === '00') stack.push(false)
-        else if (/^[+-]?\d+$/.test(s)) stack.push(int(BigInt(s)))
+        else if (/^[+-]?\d+$/.test(s)) stack.push(decimal(s))
         else throw new PickleValueRefusedError('malformed pickle INT')
         break
       }
       case 0x4c: { // LONG (protocol 0)
         const s = line().replace(/L$/, '')
         if (!/^[+-]?\d+$/.test(s)) throw new PickleValueRefusedError('malformed pickle LONG')
-        stack.push(int(BigInt(s)))
+        stack.push(decimal(s))
         break
       }
       case 0x46: { // FLOAT (protocol 0): keeps float-ness
@@ -351,7 +367,7 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
       case 0x8c: stack.push(str(buf[need(1)]!)); break
       case 0x58: stack.push(str(buf.readUInt32LE(need(4)))); break
       case 0x8d: stack.push(str(Number(buf.readBigUInt64LE(need(8))))); break
-      case 0x56: stack.push(line().replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_m, a: string, b: string) => String.fromCodePoint(parseInt(a ?? b, 16)))); break // UNICODE
+      case 0x56: stack.push(line().replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_m, a: string, b: string) => codePoint(parseInt(a ?? b, 16)))); break // UNICODE
       case 0x55: stack.push(bytes(buf[need(1)]!).toString('latin1')); break // SHORT_BINSTRING (Python 2 str)
       case 0x54: stack.push(bytes(buf.readUInt32LE(need(4))).toString('latin1')); break // BINSTRING
       case 0x43: stack.push(bytes(buf[need(1)]!)); break
@@ -360,8 +376,8 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
       case 0x96: stack.push(bytes(Number(buf.readBigUInt64LE(need(8))))); break // BYTEARRAY8: plain bytes here
       case 0x5d: stack.push([]); break
       case 0x6c: { const items = popMark(); stack.push(items); break } // LIST (popMark swaps `stack`, so it runs first)
-      case 0x61: { const v = pop(); append(stack[stack.length - 1], [v]); break } // APPEND
-      case 0x65: { const items = popMark(); append(stack[stack.length - 1], items); break } // APPENDS
+      case 0x61: { const v = pop(); append(top(), [v]); break } // APPEND
+      case 0x65: { const items = popMark(); append(top(), items); break } // APPENDS
       case 0x29: stack.push(new PyTuple([])); break
       case 0x85: stack.push(new PyTuple([pop()])); break
       case 0x86: { const b = pop(); stack.push(new PyTuple([pop(), b])); break }
@@ -369,12 +385,12 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
       case 0x74: { const items = popMark(); stack.push(new PyTuple(items)); break }
       case 0x7d: stack.push({}); break
       case 0x64: { const d = {}; setItems(d, popMark()); stack.push(d); break } // DICT
-      case 0x73: { const v = pop(); const k = pop(); setItems(stack[stack.length - 1], [k, v]); break }
-      case 0x75: { const items = popMark(); setItems(stack[stack.length - 1], items); break }
-      case 0x70: memo.set(Number(line()), stack[stack.length - 1]); break // PUT
-      case 0x71: memo.set(buf[need(1)]!, stack[stack.length - 1]); break
-      case 0x72: memo.set(buf.readUInt32LE(need(4)), stack[stack.length - 1]); break
-      case 0x94: memo.set(memo.size, stack[stack.length - 1]); break // MEMOIZE
+      case 0x73: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break }
+      case 0x75: { const items = popMark(); setItems(top(), items); break }
+      case 0x70: memo.set(Number(line()), top()); break // PUT
+      case 0x71: memo.set(buf[need(1)]!, top()); break
+      case 0x72: memo.set(buf.readUInt32LE(need(4)), top()); break
+      case 0x94: memo.set(memo.size, top()); break // MEMOIZE
       case 0x67: stack.push(fromMemo(memo, Number(line()))); break // GET
       case 0x68: stack.push(fromMemo(memo, buf[need(1)]!)); break
       case 0x6a: stack.push(fromMemo(memo, buf.readUInt32LE(need(4)))); break
@@ -404,6 +420,12 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
   }
 }
 
+/** Bytes of a pickle read at all (a result row past it is refused before it is read). */
+export const MAX_PICKLE_BYTES = 64 * 1024 * 1024
+/** Bytes of one LONG1/LONG4 int: a bigger one takes seconds to write out as digits (this one about 631,000). */
+export const MAX_PICKLE_INT_BYTES = 256 * 1024
+/** Digits of a protocol-0 INT/LONG, Python's own limit for int() of a str (sys.int_info.default_max_str_digits). */
+export const MAX_PICKLE_INT_DIGITS = 4300
 /** Levels a read value may nest (as many as dumpsPickle writes). */
 export const MAX_PICKLE_DEPTH = 200
 /** Values a read value may hold once every shared reference is expanded, as JSON or a repr would write it out. */
@@ -474,6 +496,11 @@ function checkExpansion(root: unknown): void {
     measured.set(frame.node, e)
     if (frames.length) add(frames[frames.length - 1]!, e)
   }
+}
+
+function codePoint(n: number): string {
+  if (n > 0x10ffff) throw new PickleValueRefusedError('malformed pickle (a \\U escape past U+10FFFF)')
+  return String.fromCodePoint(n)
 }
 
 function fromMemo(memo: Map<number, unknown>, key: number): unknown {

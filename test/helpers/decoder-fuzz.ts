@@ -8,9 +8,11 @@ import fc from 'fast-check'
 import { encode as msgpackEncode } from '@msgpack/msgpack'
 import { stringify as yamlStringify } from 'yaml'
 import {
-  DEFAULT_MAX_DEPTH, ProtocolError, acceptContent, argsRepr, decodeEvents, decodeResultMeta, decodeTaskMessage, dumps, kwargsRepr, saferepr, valueLimitExceeded,
+  DEFAULT_MAX_DEPTH, MAX_PICKLE_DEPTH, PickleValueRefusedError, ProtocolError, PyTuple, acceptContent, argsRepr, decodeEvents, decodeResultMeta, decodeTaskMessage, dumps, dumpsPickle, kwargsRepr,
+  loadsGroupPickle, loadsPickle, saferepr, valueLimitExceeded,
   type TaskRequest,
 } from '../../src/protocol/index.js'
+import pythonPickles from '../fixtures/python-pickles.json' with { type: 'json' }
 import { MalformedEnvelopeError, encodeEnvelope, envelopeBody, envelopeProperties, parseEnvelope } from '../../src/transport/kombu-envelope.js'
 
 const ACCEPT = acceptContent(['json', 'msgpack', 'yaml'])
@@ -222,6 +224,127 @@ export function checkEventOrResult(text: string): void {
   }
 }
 
+// ---- pickles (the SQL backends' result column) ------------------------------
+
+const op = (code: number, ...payload: number[]): number[] => [code, ...payload]
+const le = (n: number | bigint, size: 4 | 8): number[] => {
+  const b = Buffer.alloc(size)
+  if (size === 4) b.writeUInt32LE(Number(n) >>> 0)
+  else b.writeBigUInt64LE(BigInt(n))
+  return [...b]
+}
+const ascii = (s: string): number[] => [...Buffer.from(s, 'latin1')]
+
+/** One opcode with plausible arguments, from every protocol 0-5 plus a few the reader refuses. */
+const opcode: fc.Arbitrary<number[]> = fc.oneof(
+  fc.constantFrom(0x28, 0x30, 0x31, 0x32, 0x4e, 0x88, 0x89, 0x5d, 0x6c, 0x61, 0x65, 0x29, 0x85, 0x86, 0x87, 0x74, 0x7d, 0x64, 0x73, 0x75, 0x94, 0x2e, 0x52, 0x93, 0x81, 0x62, 0x97, 0x98).map((c) => [c]),
+  fc.nat({ max: 255 }).map((b) => op(0x4b, b)),
+  fc.nat({ max: 65535 }).map((n) => op(0x4d, n & 0xff, n >> 8)),
+  fc.integer().map((n) => op(0x4a, ...le(n, 4))),
+  fc.uint8Array({ maxLength: 12 }).map((b) => op(0x8a, b.length, ...b)),
+  fc.oneof(fc.nat({ max: 40 }), fc.constantFrom(0x7fffffff, 0x40000, 0x40001)).map((n) => op(0x8b, ...le(n, 4))),
+  fc.constantFrom('0', '01', '00', '-17', '12345678901234567890', 'x', '9'.repeat(4301)).map((t) => op(0x49, ...ascii(`${t}\n`))),
+  fc.constantFrom('5L', '-99999999999999999999L', 'L', '1'.repeat(5000)).map((t) => op(0x4c, ...ascii(`${t}\n`))),
+  fc.constantFrom('1.5', 'nan', 'inf', '-0.0', '2', 'x').map((t) => op(0x46, ...ascii(`${t}\n`))),
+  fc.double().map((x) => { const b = Buffer.alloc(8); b.writeDoubleBE(x); return op(0x47, ...b) }),
+  fc.string({ maxLength: 8 }).map((t) => { const b = Buffer.from(t); return op(0x8c, b.length, ...b) }),
+  fc.uint8Array({ maxLength: 8 }).map((b) => op(0x8c, b.length, ...b)), // not always UTF-8
+  fc.string({ maxLength: 8 }).map((t) => { const b = Buffer.from(t); return op(0x58, ...le(b.length, 4), ...b) }),
+  fc.constantFrom('abc', '\\u00e9', '\\U0001f600', '\\Uffffffff', '\\ud800').map((t) => op(0x56, ...ascii(`${t}\n`))),
+  fc.uint8Array({ maxLength: 8 }).map((b) => op(0x43, b.length, ...b)),
+  fc.uint8Array({ maxLength: 8 }).map((b) => op(0x55, b.length, ...b)),
+  // Lengths far past the data: refused as truncated, never allocated.
+  fc.constantFrom(0x8d, 0x8e, 0x96).chain((c) => fc.constantFrom(2n ** 63n, 2n ** 64n - 1n, 2n ** 40n, 3n).map((n) => op(c, ...le(n, 8)))),
+  fc.constantFrom(0x58, 0x42, 0x54).map((c) => op(c, ...le(0xffffffff, 4))),
+  fc.nat({ max: 6 }).map((n) => op(0x80, n)),
+  fc.nat({ max: 1 << 20 }).map((n) => op(0x95, ...le(n, 8))),
+  fc.nat({ max: 4 }).map((k) => op(0x71, k)),
+  fc.nat({ max: 4 }).map((k) => op(0x68, k)),
+  fc.nat({ max: 4 }).map((k) => op(0x72, ...le(k, 4))),
+  fc.nat({ max: 4 }).map((k) => op(0x6a, ...le(k, 4))),
+  fc.constantFrom('0', '1', 'x', '').chain((k) => fc.constantFrom(0x70, 0x67).map((c) => op(c, ...ascii(`${k}\n`)))),
+  fc.constantFrom(['builtins', 'eval'], ['celery.result', 'AsyncResult'], ['os', 'system']).map(([m, n]) => op(0x63, ...ascii(`${m}\n${n}\n`))),
+)
+
+/** `x = []; for _ in range(levels): x = [x, x]` as protocol 5 writes it: each list once, then memo references (BINGET or LONG_BINGET). */
+function referenceBomb(levels: number, long: boolean): Buffer {
+  const body: number[] = []
+  for (let i = 0; i < levels; i++) body.push(0x5d, 0x94, 0x28)
+  body.push(0x5d, 0x94)
+  for (let k = levels; k >= 1; k--) body.push(...(long ? op(0x6a, ...le(k, 4)) : op(0x68, k)), 0x65)
+  body.push(0x2e)
+  return Buffer.from([0x80, 5, 0x95, ...le(body.length, 8), ...body])
+}
+
+/** A list nested `d` levels, each level memoized, in either list spelling. */
+function nestedPickle(d: number, style: 'append' | 'mark' | 'dict' | 'tuple'): Buffer {
+  const open = { append: [0x5d, 0x94], mark: [0x28], dict: [0x7d, 0x94, 0x8c, 1, 0x6b], tuple: [0x28] }[style]
+  const close = { append: [0x61], mark: [0x6c], dict: [0x73], tuple: [0x74] }[style]
+  const parts: number[] = [0x80, 4]
+  for (let i = 0; i < d; i++) parts.push(...open)
+  parts.push(0x4e)
+  for (let i = 0; i < d; i++) parts.push(...close)
+  parts.push(0x2e)
+  return Buffer.from(parts)
+}
+
+const pythonPickle = fc.constantFrom(...[0, 1, 2, 3, 4, 5].map((p) => Buffer.from((pythonPickles as Record<string, string>)[String(p)]!, 'hex')))
+
+/** Pickles: Python's own, tsq's own, opcode soup, reference bombs, deep nesting, and all of them cut and flipped. */
+const pickleBytes: fc.Arbitrary<Uint8Array> = fc.oneof(
+  { weight: 9, arbitrary: pythonPickle },
+  { weight: 6, arbitrary: fc.oneof(jsonish, fc.array(jsonish, { maxLength: 4 }).map((a) => new PyTuple(a))).map((v) => { try { return dumpsPickle(v) } catch { return Buffer.from([0x4e, 0x2e]) } }) },
+  { weight: 12, arbitrary: fc.tuple(fc.constantFrom<number[]>([], [0x80, 2], [0x80, 5, 0x95, ...le(0, 8)]), fc.array(opcode, { maxLength: 30 }), fc.boolean()).map(([head, ops, stop]) => Buffer.from([...head, ...ops.flat(), ...(stop ? [0x2e] : [])])) },
+  { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 40 }), fc.boolean()).map(([levels, long]) => referenceBomb(levels, long)) },
+  { weight: 4, arbitrary: fc.tuple(fc.oneof(fc.integer({ min: MAX_PICKLE_DEPTH - 3, max: MAX_PICKLE_DEPTH + 3 }), fc.integer({ min: 0, max: 50 }), fc.constant(5000)), fc.constantFrom<'append' | 'mark' | 'dict' | 'tuple'>('append', 'mark', 'dict', 'tuple')).map(([d, style]) => nestedPickle(d, style)) },
+  // A MARK run longer than a call's argument list may be (rarely: a list this long takes a while to write out).
+  { weight: 1, arbitrary: fc.constant(150_000).map((n) => Buffer.concat([Buffer.from([0x5d, 0x28]), Buffer.alloc(n, 0x4e), Buffer.from([0x65, 0x2e])])) },
+)
+
+/** A byte string with bytes cut, flipped or inserted. */
+const mutatedBytes = (bytes: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> => fc.oneof(
+  bytes,
+  fc.tuple(bytes, fc.array(fc.tuple(fc.nat(), fc.nat({ max: 255 }), fc.constantFrom('flip', 'insert', 'cut')), { minLength: 1, maxLength: 4 })).map(([b, edits]) => {
+    let out = Buffer.from(b)
+    for (const [at, byte, what] of edits) {
+      const i = out.length === 0 ? 0 : at % out.length
+      if (what === 'cut') out = out.subarray(0, i)
+      else if (what === 'insert') out = Buffer.concat([out.subarray(0, i), Buffer.from([byte]), out.subarray(i)])
+      else if (out.length) out[i] = byte
+    }
+    return out
+  }),
+)
+
+export const pickles: fc.Arbitrary<Uint8Array> = mutatedBytes(pickleBytes)
+
+/** A result column through the SQL backends' readers: a plain value the result can carry, or a refusal. */
+export function checkPickle(data: Uint8Array): void {
+  let v: unknown
+  try {
+    v = loadsPickle(data)
+  } catch (error) {
+    if (!(error instanceof PickleValueRefusedError) || error.message.includes('\n')) throw error
+    v = undefined
+  }
+  if (v !== undefined) {
+    // A tuple is two levels here (the PyTuple and its items).
+    if (valueLimitExceeded(v, 2 * MAX_PICKLE_DEPTH + 2) !== null) throw new Error('a read pickle is past the depth limit')
+    structuredClone(v)
+    saferepr(v)
+    try {
+      dumps({ result: v })
+    } catch (error) {
+      if (!(error instanceof ProtocolError) || /call stack/.test(error.message)) throw error
+    }
+  }
+  try {
+    loadsGroupPickle(data)
+  } catch (error) {
+    if (!(error instanceof PickleValueRefusedError) || error.message.includes('\n')) throw error
+  }
+}
+
 export interface FuzzRun {
   seed: number
   numRuns: number
@@ -232,4 +355,5 @@ export function fuzzDecoders({ seed, numRuns }: FuzzRun): void {
   fc.assert(fc.property(taskMessages, checkTaskMessage), { seed, numRuns })
   fc.assert(fc.property(envelopes, checkEnvelope), { seed, numRuns })
   fc.assert(fc.property(eventOrResultTexts, checkEventOrResult), { seed, numRuns })
+  fc.assert(fc.property(pickles, checkPickle), { seed, numRuns })
 }

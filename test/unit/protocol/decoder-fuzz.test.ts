@@ -3,7 +3,9 @@
 // task messages (v1 and v2 bodies, headers, content types and encodings, deep
 // nesting, huge strings, prototype keys) and Redis envelopes either decode to
 // something the pool channel, reprs and inspect replies can carry, or throw
-// the decoder's documented error. bench/fuzz.ts runs the same with more runs.
+// the decoder's documented error; pickles (Python's protocols 0-5, opcode soup,
+// reference bombs, deep nesting, cut and flipped bytes) read to a plain value
+// or are refused. bench/fuzz.ts runs the same with more runs.
 import { describe, it } from 'node:test'
 import { fuzzDecoders } from '../../helpers/decoder-fuzz.js'
 
