@@ -11,9 +11,9 @@
 //
 // Datetimes follow Django with USE_TZ = True: PostgreSQL's timestamptz holds
 // instants; MySQL's and SQLite's naive columns hold UTC.
-import { isoformatUtc } from '../protocol/index.js'
+import { checkJsonText, isoformatUtc } from '../protocol/index.js'
 import { isMissingTable, openSqlClient, type Row, type SqlClient } from '../app/backends/sql-client.js'
-import { scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
+import { MAX_ENTRY_CHARS, scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
 import { Solar } from './solar.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
@@ -66,6 +66,7 @@ function truthy(value: unknown): boolean {
 function jsonField<T>(text: unknown, fallback: string, what: string): T {
   const raw = text === null || text === undefined || text === '' ? fallback : Buffer.isBuffer(text) ? text.toString('utf8') : String(text)
   try {
+    checkJsonText(raw, what, MAX_ENTRY_CHARS)
     return JSON.parse(raw) as T
   } catch (error) {
     throw new DjangoStoreError(`${what} is not JSON (${(error as Error).message})`)

@@ -1,6 +1,7 @@
 // A periodic entry and its stored form. The JSON is RedBeat's (spec §8.6) in
 // both stores, so an entry RedBeat wrote is read here and one written here is
 // valid RedBeat JSON.
+import { checkJsonText } from '../protocol/index.js'
 import { Clocked } from './clocked.js'
 import { Crontab, type CrontabSpec } from './crontab.js'
 import { Interval } from './interval.js'
@@ -125,11 +126,21 @@ export function decodeDatetime(v: unknown): number | null {
   if (!v || typeof v !== 'object' || (v as DatetimeJson).__type__ !== 'datetime') return null
   const d = v as DatetimeJson
   const wall = { year: d.year, month: d.month, day: d.day, hour: d.hour, minute: d.minute, second: d.second }
-  const frac = Math.floor((d.microsecond ?? 0) / 1000)
-  if (typeof d.timezone === 'number') return Date.UTC(d.year, d.month - 1, d.day, d.hour, d.minute, d.second) + frac - d.timezone * 1000
-  const tz = typeof d.timezone === 'string' && d.timezone ? d.timezone : 'UTC'
-  const r = resolveWall(tz, wall)
-  return (r.kind === 'gap' ? r.firstValid : r.instants[0]!) + frac
+  // A stored time that is not one (fields not numbers, an unknown zone) reads as "never ran", not as a RangeError.
+  if (!Object.values(wall).every((x) => typeof x === 'number' && Number.isFinite(x))) return null
+  const frac = typeof d.microsecond === 'number' && Number.isFinite(d.microsecond) ? Math.floor(d.microsecond / 1000) : 0
+  let ms: number
+  if (typeof d.timezone === 'number') ms = Date.UTC(d.year, d.month - 1, d.day, d.hour, d.minute, d.second) + frac - d.timezone * 1000
+  else {
+    const tz = typeof d.timezone === 'string' && d.timezone ? d.timezone : 'UTC'
+    try {
+      const r = resolveWall(tz, wall)
+      ms = (r.kind === 'gap' ? r.firstValid : r.instants[0]!) + frac
+    } catch {
+      return null
+    }
+  }
+  return Number.isFinite(ms) ? ms : null
 }
 
 export function encodeDefinition(d: EntryDefinition): string {
@@ -137,8 +148,24 @@ export function encodeDefinition(d: EntryDefinition): string {
   return JSON.stringify({ name: d.name, task: d.task, args: d.args, kwargs: d.kwargs, options: d.options, schedule: d.schedule, enabled: d.enabled })
 }
 
+/** Characters a stored entry's definition or meta may hold (read from Redis, a file or a database). */
+export const MAX_ENTRY_CHARS = 1024 * 1024
+
+/** A stored entry's JSON, its size and nesting checked first; anything unreadable is an EntryError. */
+function parseEntryJson(raw: string, what: string): Record<string, unknown> {
+  let v: unknown
+  try {
+    checkJsonText(raw, what, MAX_ENTRY_CHARS)
+    v = JSON.parse(raw)
+  } catch (error) {
+    throw new EntryError(`malformed ${what}: ${(error as Error).message}`)
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new EntryError(`malformed ${what}: not a JSON object`)
+  return v as Record<string, unknown>
+}
+
 export function decodeDefinition(raw: string): EntryDefinition {
-  const d = JSON.parse(raw) as Partial<EntryDefinition>
+  const d = parseEntryJson(raw, 'entry definition') as Partial<EntryDefinition>
   if (typeof d.name !== 'string' || typeof d.task !== 'string' || !d.schedule) throw new EntryError(`malformed entry definition: ${raw.slice(0, 120)}`)
   return {
     name: d.name,
@@ -157,7 +184,7 @@ export function encodeMeta(m: EntryMeta): string {
 
 export function decodeMeta(raw: string | null | undefined): EntryMeta {
   if (!raw) return { lastRunAt: null, totalRunCount: 0 }
-  const m = JSON.parse(raw) as { last_run_at?: unknown; total_run_count?: unknown }
+  const m = parseEntryJson(raw, 'entry meta') as { last_run_at?: unknown; total_run_count?: unknown }
   return { lastRunAt: decodeDatetime(m.last_run_at), totalRunCount: typeof m.total_run_count === 'number' ? m.total_run_count : 0 }
 }
 

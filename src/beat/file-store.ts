@@ -5,7 +5,7 @@
 import { closeSync, existsSync, openSync, readFileSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { comparePyStr } from '../protocol/index.js'
+import { checkJsonText, comparePyStr } from '../protocol/index.js'
 import { ensurePrivateFileSync, replaceFileSync } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
@@ -19,6 +19,8 @@ interface FileShape {
 }
 
 const STALE_LOCK_MS = 10_000
+/** Bytes a schedule file may hold: thousands of entries fit in far less. */
+const MAX_SCHEDULE_FILE_BYTES = 64 * 1024 * 1024
 
 export class FileStoreError extends Error {
   readonly code = 'CANT_CREATE'
@@ -43,7 +45,11 @@ export class FileStore implements BeatStore {
     if (this.cache && this.cache.mtimeMs === st.mtimeMs && this.cache.size === st.size) return this.cache.data
     let data: FileShape
     try {
-      data = JSON.parse(readFileSync(this.path, 'utf8')) as FileShape
+      if (st.size > MAX_SCHEDULE_FILE_BYTES) throw new Error(`${st.size} bytes, over the limit of ${MAX_SCHEDULE_FILE_BYTES}`)
+      const text = readFileSync(this.path, 'utf8')
+      checkJsonText(text, 'schedule file', MAX_SCHEDULE_FILE_BYTES)
+      data = JSON.parse(text) as FileShape
+      if (!data || typeof data !== 'object' || Array.isArray(data)) throw new Error('not a JSON object')
     } catch (error) {
       throw new FileStoreError(`schedule file ${this.path} is not valid JSON (${(error as Error).message}); move it away to start afresh`)
     }

@@ -26,7 +26,11 @@ function encode(record: ServiceRecord): OutgoingMessage {
   }
 }
 
+/** Bytes a service record may hold: a name, its settings and event names. */
+const MAX_RECORD_BYTES = 1024 * 1024
+
 function decode(body: Buffer): ServiceRecord | undefined {
+  if (body.length > MAX_RECORD_BYTES) return undefined
   try {
     const value = JSON.parse(body.toString('utf8')) as ServiceRecord
     return typeof value?.service === 'string' && Array.isArray(value.events) && typeof value.settings === 'object' ? value : undefined

@@ -3,12 +3,12 @@
 // control commands and tasks, read results, and keep the state on disk with
 // --persistent. The HTTP layer (server.ts) calls only this.
 import { randomUUID } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../app/backends/index.js'
 import { EventReceiver } from '../app/event-receiver.js'
 import { sendTask } from '../app/send-task.js'
 import { originalCall } from '../app/resend.js'
-import { EventLimitError, checkEventValue, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
+import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
 import { createTransport, ensurePrivateFileSync, MailboxClient, maskUrl, replaceFileSync, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
 import { maskUrlsInText } from '../protocol/secrets.js'
 import { Features, type FeatureOptions } from './features.js'
@@ -88,6 +88,9 @@ export function scrubSecrets(value: unknown): unknown {
   return value
 }
 
+
+/** Bytes a --db state file may hold (its task and worker tables are capped far below this). */
+export const MAX_STATE_FILE_BYTES = 256 * 1024 * 1024
 export class Cluster {
   readonly state: ClusterState
   readonly metrics = new DashboardMetrics()
@@ -380,7 +383,12 @@ export class Cluster {
   private load(path: string): void {
     let saved: PersistedState
     try {
-      saved = JSON.parse(readFileSync(path, 'utf8')) as PersistedState
+      // Sized before it is read, nesting checked before it is parsed.
+      const size = statSync(path).size
+      if (size > MAX_STATE_FILE_BYTES) throw new Error(`${size} bytes, over the limit of ${MAX_STATE_FILE_BYTES}`)
+      const text = readFileSync(path, 'utf8')
+      checkJsonText(text, 'state file', MAX_STATE_FILE_BYTES)
+      saved = JSON.parse(text) as PersistedState
     } catch (error) {
       throw Object.assign(new Error(`--db ${path}: not a tsq dashboard state file (${(error as Error).message})`), { code: 'USAGE' })
     }

@@ -3,6 +3,7 @@
 
 import { dumps, loads } from './kombu-json.js'
 import { MalformedMessageError } from './errors.js'
+import { checkJsonText } from './limits.js'
 
 export interface ControlReplyTo {
   exchange: string
@@ -42,6 +43,7 @@ function optString(o: Record<string, unknown>, key: string): string | null {
 
 /** Parse a request body; throws MalformedMessageError for shapes kombu could not dispatch. */
 export function decodeControlRequest(text: string): ControlRequest {
+  checkJsonText(text, 'control request')
   let v: unknown
   try {
     v = loads(text)
@@ -151,6 +153,7 @@ export function encodeControlReply(nodename: string, reply: unknown): string {
 
 /** A reply body: exactly one `{node: reply}` pair in practice; returned as entries. */
 export function decodeControlReply(text: string): Array<[node: string, reply: unknown]> {
+  checkJsonText(text, 'control reply')
   let v: unknown
   try {
     v = loads(text)

@@ -18,7 +18,7 @@ export type { CertStore, StoreCertificate, Signer, InnerBody } from './auth.js'
 export { encodeBody, decodeBody } from './message-body.js'
 export {
   DEFAULT_MAX_DEPTH, DEFAULT_MAX_BYTES, DEFAULT_MESSAGE_LIMITS, YAML_MAX_DEPTH, MessageLimitError,
-  jsonDepthExceeds, yamlDepthBound, valueLimitExceeded, checkJsonDepth, checkYamlDepth, checkValueLimits, depthError, sizeError, limitSetting,
+  jsonDepthExceeds, checkJsonText, yamlDepthBound, valueLimitExceeded, checkJsonDepth, checkYamlDepth, checkValueLimits, depthError, sizeError, limitSetting,
 } from './limits.js'
 export type { MessageLimits } from './limits.js'
 export type { BodyEncoder, BodyDecoder } from './message-body.js'

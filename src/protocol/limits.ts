@@ -141,6 +141,16 @@ export function checkValueLimits(value: unknown, limits: MessageLimits, what: st
   if (broken === 'size') throw new MessageLimitError(`${what} expands to more than ${limits.maxBytes} items (worker_message_max_bytes)`, 'ValueError')
 }
 
+/**
+ * JSON text from outside that is not a task body (a control request or reply,
+ * a result, a beat entry, a state file): refused in one line when longer than
+ * `maxLength` characters or nested deeper than `maxDepth`, before it is parsed.
+ */
+export function checkJsonText(text: string, what: string, maxLength: number = DEFAULT_MAX_BYTES, maxDepth: number = DEFAULT_MAX_DEPTH): void {
+  if (text.length > maxLength) throw new MessageLimitError(`${what} refused: ${text.length} characters, over the limit of ${maxLength}`, 'ValueError')
+  if (jsonDepthExceeds(text, maxDepth)) throw new MessageLimitError(`${what} refused: nests deeper than ${maxDepth} levels`, 'RecursionError')
+}
+
 /** Throws MessageLimitError when JSON text is too deep to be decoded. */
 export function checkJsonDepth(text: string, maxDepth: number, what: string): void {
   if (jsonDepthExceeds(text, maxDepth)) throw depthError(what, maxDepth)

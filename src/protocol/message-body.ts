@@ -4,7 +4,7 @@
 
 import { signAndPack, unpackAndVerify, type CertStore, type Signer } from './auth.js'
 import { ContentDisallowedError, SERIALIZERS, deserialize, serialize, serializerSpec, type Serialized } from './serializers.js'
-import type { MessageLimits } from './limits.js'
+import { DEFAULT_MESSAGE_LIMITS, sizeError, type MessageLimits } from './limits.js'
 
 export interface BodyEncoder {
   /** task_serializer (or result_serializer): json, msgpack, yaml or auth. */
@@ -41,6 +41,9 @@ export function decodeBody(body: Uint8Array | string, contentType: string, conte
   const type = (contentType || 'application/data').trim().toLowerCase()
   if (type !== SERIALIZERS.auth.contentType) return deserialize(body, type, contentEncoding, dec.accept, what, dec.limits)
   if (!dec.verify) throw new ContentDisallowedError(type, 'Refusing to deserialize signed content (application/data): this worker has no security settings to verify it (security_cert_store)')
+  // The signed envelope is base64 of the inner body plus signer, signature and types: sized before it is decoded.
+  const maxSigned = Math.ceil(((dec.limits ?? DEFAULT_MESSAGE_LIMITS).maxBytes * 4) / 3) + 64 * 1024
+  if (body.length > maxSigned) throw sizeError(`signed ${what}`, body.length, maxSigned)
   const inner = unpackAndVerify(body, dec.verify.store, dec.verify.digest)
   return deserialize(inner.body, inner.contentType, inner.contentEncoding, null, what, dec.limits)
 }

@@ -18,16 +18,45 @@ function sortedEntries(dict: Record<string, unknown>): Array<[string, unknown]> 
     .sort(([a], [b]) => comparePyStr(a, b))
 }
 
-/** pprint's `_safe_repr`: repr with dict keys sorted, at any depth. */
-function safeRepr(value: unknown): string {
-  if (isDict(value)) return `{${sortedEntries(value).map(([k, v]) => `${pyStrRepr(k)}: ${safeRepr(v)}`).join(', ')}}`
-  if (Array.isArray(value)) return `[${value.map(safeRepr).join(', ')}]`
-  return pyRepr(value)
+/** Reprs of the containers of the value being formatted: each is needed again at every level above it. */
+let reprCache: Map<object, string> | null = null
+
+const isContainer = (v: unknown): v is object => isDict(v) || Array.isArray(v)
+
+/** pprint's `_safe_repr`: repr with dict keys sorted, at any depth; children first with a stack of its own (no recursion). */
+function safeRepr(root: unknown): string {
+  if (!isContainer(root)) return pyRepr(root)
+  const cache = reprCache ?? new Map<object, string>()
+  const rep = (v: unknown): string => (isContainer(v) ? cache.get(v)! : pyRepr(v))
+  const stack: object[] = [root]
+  while (stack.length) {
+    const node = stack[stack.length - 1]!
+    if (cache.has(node)) {
+      stack.pop()
+      continue
+    }
+    const entries = isDict(node) ? sortedEntries(node) : null
+    const children = entries ? entries.map(([, v]) => v) : (node as unknown[])
+    let pending = false
+    for (const child of children) {
+      if (isContainer(child) && !cache.has(child)) {
+        stack.push(child)
+        pending = true
+      }
+    }
+    if (pending) continue
+    cache.set(node, entries ? `{${entries.map(([k, v]) => `${pyStrRepr(k)}: ${rep(v)}`).join(', ')}}` : `[${children.map(rep).join(', ')}]`)
+    stack.pop()
+  }
+  return cache.get(root)!
 }
+
+/** Levels pformat breaks into lines; deeper than this a value stays on one line (Python's pprint would hit its recursion limit). */
+const MAX_PRETTY_LEVELS = 100
 
 function format(value: unknown, indent: number, allowance: number, level: number): string {
   const rep = safeRepr(value)
-  if (rep.length <= WIDTH - indent - allowance) return rep
+  if (rep.length <= WIDTH - indent - allowance || level >= MAX_PRETTY_LEVELS) return rep
   if (isDict(value) && Object.keys(value).length) return `{${dictItems(sortedEntries(value), indent, allowance + 1, level + 1)}}`
   if (Array.isArray(value) && value.length) return `[${listItems(value, indent, allowance + 1, level + 1)}]`
   if (typeof value === 'string' && value.length) return stringChunks(value, indent, allowance, level + 1)
@@ -89,5 +118,10 @@ function stringChunks(text: string, indent: number, allowance: number, level: nu
 
 /** `pprint.pformat(value)`. */
 export function pformat(value: unknown): string {
-  return format(value, 0, 0, 0)
+  reprCache = new Map()
+  try {
+    return format(value, 0, 0, 0)
+  } finally {
+    reprCache = null
+  }
 }

@@ -3,6 +3,7 @@
 
 import { dumps, isoformatUtc, loads } from './kombu-json.js'
 import { MalformedMessageError } from './errors.js'
+import { checkJsonText } from './limits.js'
 import { pyRepr, pyStr } from './python-repr.js'
 
 export const States = {
@@ -156,6 +157,7 @@ const MAY_ROUND = /\d{16}|\d\.0(?![0-9])|\d[eE]/
 
 /** Read either the kv meta or the rpc short form; missing optional fields become null/[]. */
 export function decodeResultMeta(text: string): ResultMeta {
+  checkJsonText(text, 'result')
   let v: unknown
   try {
     // A Python int past 2**53 (2**64 + 1) reads back exact, as a BigInt.

@@ -4,14 +4,18 @@
 // decoder's documented error, and what decodes can be handed to a pool slot
 // (structured clone) and shown (repr, JSON) without overflowing. Shared by the
 // unit test (fixed seed, few runs) and bench/fuzz.ts (many runs).
+import { generateKeyPairSync } from 'node:crypto'
 import fc from 'fast-check'
 import { encode as msgpackEncode } from '@msgpack/msgpack'
 import { stringify as yamlStringify } from 'yaml'
 import {
   DEFAULT_MAX_DEPTH, MAX_PICKLE_DEPTH, PickleValueRefusedError, ProtocolError, PyTuple, acceptContent, argsRepr, decodeEvents, decodeResultMeta, decodeTaskMessage, dumps, dumpsPickle, kwargsRepr,
-  loadsGroupPickle, loadsPickle, saferepr, valueLimitExceeded,
-  type TaskRequest,
+  loadsGroupPickle, loadsPickle, saferepr, valueLimitExceeded, loads, decodeControlRequest, decodeControlReply, decodeBody, signAndPack, checkJsonText,
+  type TaskRequest, type CertStore, type Signer,
 } from '../../src/protocol/index.js'
+import { decodeStoredResult, type ResultCodec } from '../../src/app/backends/result-codec.js'
+import { EntryError, decodeDefinition, decodeMeta } from '../../src/beat/entry.js'
+import { pformat } from '../../src/protocol/pformat.js'
 import pythonPickles from '../fixtures/python-pickles.json' with { type: 'json' }
 import { MalformedEnvelopeError, encodeEnvelope, envelopeBody, envelopeProperties, parseEnvelope } from '../../src/transport/kombu-envelope.js'
 
@@ -345,6 +349,117 @@ export function checkPickle(data: Uint8Array): void {
   }
 }
 
+// ---- the other doors: kombu JSON, control messages, result codecs, beat entries, signed bodies ----
+
+/** Any JSON-ish text a peer could send to a door: the generated and deep texts above, and shapes of each door's own. */
+export const doorTexts: fc.Arbitrary<string> = mutated(fc.oneof(
+  jsonText,
+  eventOrResultTexts,
+  fc.tuple(fc.string({ maxLength: 12 }), jsonish, fc.option(fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }))).map(([method, args, destination]) => dumps({ method, arguments: { x: args }, destination, pattern: null, matcher: null, ticket: 't', reply_to: { exchange: 'reply.celery.pidbox', routing_key: 'k' } })),
+  fc.tuple(fc.string({ maxLength: 12 }), jsonish).map(([node, reply]) => dumps({ [node]: reply })),
+  fc.tuple(fc.string({ maxLength: 12 }), jsonish, fc.constantFrom<unknown>({ __type__: 'interval', every: 5 }, { __type__: 'crontab', minute: '*' }, 5, 'x', null)).map(([name, args, schedule]) => dumps({ name, task: 'proj.add', args: [args], kwargs: {}, options: {}, schedule, enabled: true })),
+  fc.tuple(fc.oneof(fc.integer(), fc.string({ maxLength: 4 }), fc.constant(null)), fc.oneof(fc.constant(0), fc.string({ maxLength: 12 }), fc.double())).map(([year, timezone]) => dumps({ last_run_at: { __type__: 'datetime', year, month: 13, day: 40, hour: 25, minute: 61, second: 61, microsecond: 'x', timezone }, total_run_count: year })),
+  depth.map((d) => `{"__proto__": {"method": "ping"}, "x": ${nest('[', ']', d)}}`),
+  fc.integer({ min: 0, max: 100_000 }).map((n) => `${'{"a":'.repeat(Math.min(n, 30_000))}1${'}'.repeat(Math.min(n, 30_000))}`),
+))
+
+/** Shown as the CLI and the dashboard show what a door let in. */
+function shown(v: unknown): void {
+  structuredClone(v)
+  saferepr(v)
+  pformat(v)
+  try {
+    dumps(v)
+  } catch (error) {
+    if (!(error instanceof ProtocolError) || /call stack/.test(error.message)) throw error
+  }
+}
+
+const documented = (error: unknown): boolean => (error instanceof ProtocolError || error instanceof EntryError) && !/call stack|\n/i.test(error.message)
+
+/** kombu JSON, control requests and replies, result metas (JSON codec), beat definitions and metas: a value that can be shown, or the door's own error. */
+export function checkDoorText(text: string): void {
+  const doors: Array<(t: string) => unknown> = [
+    (t) => {
+      try {
+        // kombu's loads has no limits of its own: every caller checks the text first.
+        checkJsonText(t, 'text')
+        return loads(t)
+      } catch (error) {
+        if (error instanceof SyntaxError || error instanceof ProtocolError) return null
+        throw error
+      }
+    },
+    decodeControlRequest,
+    decodeControlReply,
+    (t) => decodeStoredResult(t),
+    decodeDefinition,
+    decodeMeta,
+  ]
+  for (const door of doors) {
+    let v: unknown
+    try {
+      v = door(text)
+    } catch (error) {
+      if (documented(error)) continue
+      throw error
+    }
+    shown(v)
+  }
+}
+
+const CODECS: ResultCodec[] = [
+  { serializer: 'json', accept: new Set(['application/json']) },
+  { serializer: 'msgpack', accept: new Set(['application/x-msgpack', 'application/json']) },
+  { serializer: 'yaml', accept: new Set(['application/x-yaml']) },
+]
+
+/** A result body through each backend codec (the Redis value, the rpc reply, the Django row), and a body through the generic body decoder. */
+export function checkResultBody(input: FuzzInput): void {
+  // One codec per input (each codec still sees every kind of body over a run), read as the store has it and as a message says it.
+  const codec = CODECS[input.body.length % CODECS.length]!
+  {
+    for (const type of [undefined, input.contentType]) {
+      try {
+        shown(decodeStoredResult(input.body, codec, type, input.contentEncoding))
+      } catch (error) {
+        if (!documented(error)) throw error
+      }
+    }
+  }
+}
+
+/** One RSA key standing for a certificate in the store; made once per process. */
+let signing: { signer: Signer; store: CertStore } | undefined
+function signingKit(): { signer: Signer; store: CertStore } {
+  if (signing) return signing
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 1024 })
+  const cert = { id: 'CN=fuzz 1', publicKey, signatureBytes: 128, notAfter: new Date(Date.UTC(2999, 0, 1)) }
+  signing = { signer: { key: privateKey, id: cert.id, digest: 'sha256' }, store: { get: (id: string) => (id === cert.id ? cert : undefined) } }
+  return signing
+}
+
+/** Signed bodies (application/data): signed task bodies, cut, flipped and padded; a body or SecurityError / the inner decoder's error. */
+export const signedBodies: fc.Arbitrary<string> = mutated(fc.oneof(
+  bodyAndType.map((b) => {
+    const body = typeof b.body === 'string' ? Buffer.from(b.body, 'utf8') : Buffer.from(b.body)
+    return signAndPack(signingKit().signer, { contentType: b.contentType, contentEncoding: b.contentEncoding, body })
+  }),
+  fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('base64')),
+  fc.constant('Q049ZnV6eiAxAAEAAQ=='),
+))
+
+export function checkSigned(payload: string): void {
+  let v: unknown
+  try {
+    v = decodeBody(payload, 'application/data', 'binary', { accept: ACCEPT, verify: { store: signingKit().store, digest: 'sha256' } })
+  } catch (error) {
+    if (documented(error)) return
+    throw error
+  }
+  shown(v)
+}
+
 export interface FuzzRun {
   seed: number
   numRuns: number
@@ -356,4 +471,7 @@ export function fuzzDecoders({ seed, numRuns }: FuzzRun): void {
   fc.assert(fc.property(envelopes, checkEnvelope), { seed, numRuns })
   fc.assert(fc.property(eventOrResultTexts, checkEventOrResult), { seed, numRuns })
   fc.assert(fc.property(pickles, checkPickle), { seed, numRuns })
+  fc.assert(fc.property(doorTexts, checkDoorText), { seed, numRuns })
+  fc.assert(fc.property(taskMessages, checkResultBody), { seed, numRuns: Math.ceil(numRuns / 2) })
+  fc.assert(fc.property(signedBodies, checkSigned), { seed, numRuns: Math.ceil(numRuns / 3) })
 }

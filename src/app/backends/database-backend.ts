@@ -4,7 +4,7 @@
 // create_all would when they are missing. The `result` column is a
 // PickleType: plain values go through protocol/plain-pickle (strict subset);
 // args and kwargs, with result_extended, are JSON text in binary columns.
-import { PyFloat, PyTuple, dumps, dumpsGroupPickle, dumpsPickle, isoformatUtc, loads, loadsGroupPickle, loadsPickle, type ResultMeta } from '../../protocol/index.js'
+import { PyFloat, PyTuple, checkJsonText, dumps, dumpsGroupPickle, dumpsPickle, isoformatUtc, loads, loadsGroupPickle, loadsPickle, type ResultMeta } from '../../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../../transport/index.js'
 import { pollUntilReady, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
@@ -154,7 +154,10 @@ export class DatabaseResultBackend implements ResultBackend {
     const jsonText = (v: unknown) => {
       const b = bytesOf(v)
       // The call's args and kwargs as sent (ints beyond 2^53, floats like 2.0), for an exact re-send.
-      return b === null ? null : loads(b.toString('utf8'), { integers: 'exact', floats: 'pyfloat' })
+      if (b === null) return null
+      const text = b.toString('utf8')
+      checkJsonText(text, 'result args')
+      return loads(text, { integers: 'exact', floats: 'pyfloat' })
     }
     const meta: ResultMeta = {
       status: String(row.status ?? 'PENDING'),

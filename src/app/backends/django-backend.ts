@@ -5,7 +5,7 @@
 // (JSON by default; base64 when the serializer's encoding is binary), as the
 // Django admin shows it. tsq never creates these tables: they belong to the
 // Django project's migrations.
-import { argsRepr, decodeBody, dumps, isoformatUtc, kwargsRepr, loads, type ResultMeta } from '../../protocol/index.js'
+import { argsRepr, checkJsonText, decodeBody, dumps, isoformatUtc, kwargsRepr, loads, type ResultMeta } from '../../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../../transport/index.js'
 import { pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
@@ -66,7 +66,10 @@ export class DjangoResultBackend implements ResultBackend {
     const text = Buffer.isBuffer(content) ? content.toString('utf8') : String(content)
     const type = String(row.content_type || 'application/json')
     if (row.content_encoding === 'binary') return decodeBody(Buffer.from(text, 'base64'), type, 'binary', { accept: ACCEPT }, 'result')
-    if (type === 'application/json') return loads(text, { integers: 'exact' })
+    if (type === 'application/json') {
+      checkJsonText(text, 'result')
+      return loads(text, { integers: 'exact' })
+    }
     return decodeBody(text, type, String(row.content_encoding || 'utf-8'), { accept: ACCEPT }, 'result')
   }
 

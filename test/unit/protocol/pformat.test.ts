@@ -30,3 +30,15 @@ describe('pformat (Python pprint, width 80)', () => {
     assert.equal(pformat(`${'word '.repeat(20)}end`), `('${'word '.repeat(15)}'\n '${'word '.repeat(5)}end')`)
   })
 })
+
+describe('pformat of deep values', () => {
+  it('a value 1000 levels deep prints without recursing per level, and breaks lines only in its first 100 levels', () => {
+    let v: unknown = 1
+    for (let i = 0; i < 1000; i++) v = [v, 2]
+    const lines = pformat(v).split('\n')
+    // 100 levels opened on the first line, the rest as one repr, then one `2]` line per broken level.
+    assert.equal(lines.length, 101)
+    assert.ok(lines[0]!.startsWith('['.repeat(1000)) && lines[0]!.endsWith(`1${', 2]'.repeat(900)},`))
+    assert.equal(lines[100], ' 2]')
+  })
+})
