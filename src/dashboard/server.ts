@@ -17,7 +17,7 @@ import type { EntryFlags } from '../beat/index.js'
 import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
-import { ProtocolError } from '../protocol/index.js'
+import { DEFAULT_MAX_DEPTH, ProtocolError, jsonDepthExceeds } from '../protocol/index.js'
 import { ResendRefusedError } from '../app/resend.js'
 import { QuerySyntaxError } from './search.js'
 import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
@@ -843,6 +843,8 @@ export class DashboardServer {
   private async uiControl(method: string, body: string, res: ServerResponse): Promise<void> {
     if (!UI_COMMANDS.has(method)) throw new HttpError(404, `Unknown command '${method}'`)
     let input: { destination?: unknown; arguments?: unknown }
+    // The arguments go out in a control request, which a worker refuses past this depth.
+    if (jsonDepthExceeds(body, DEFAULT_MAX_DEPTH)) throw new HttpError(400, `Body: nests deeper than ${DEFAULT_MAX_DEPTH} levels`)
     try {
       input = body ? (JSON.parse(body) as typeof input) : {}
     } catch {
@@ -936,6 +938,7 @@ export class DashboardServer {
  */
 export function entryFieldsOf(body: string): EntryFlags {
   let raw: unknown
+  if (jsonDepthExceeds(body, DEFAULT_MAX_DEPTH)) throw new HttpError(400, `the body nests deeper than ${DEFAULT_MAX_DEPTH} levels`, true)
   try {
     raw = JSON.parse(body || '{}')
   } catch {
