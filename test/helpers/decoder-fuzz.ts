@@ -1,6 +1,7 @@
 // Property-based fuzzing of the decoders a worker's admission uses (task
 // messages through every serializer, the Redis envelope) and of the event and
-// result decoders: generated and mutated inputs either decode or throw the
+// result decoders, the pickle reader, control messages, result codecs, beat
+// entries and signed bodies: generated and mutated inputs either decode or throw the
 // decoder's documented error, and what decodes can be handed to a pool slot
 // (structured clone) and shown (repr, JSON) without overflowing. Shared by the
 // unit test (fixed seed, few runs) and bench/fuzz.ts (many runs).

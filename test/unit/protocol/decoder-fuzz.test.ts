@@ -5,7 +5,10 @@
 // something the pool channel, reprs and inspect replies can carry, or throw
 // the decoder's documented error; pickles (Python's protocols 0-5, opcode soup,
 // reference bombs, deep nesting, cut and flipped bytes) read to a plain value
-// or are refused. bench/fuzz.ts runs the same with more runs.
+// or are refused; kombu JSON, control requests and replies, result metas in
+// each backend codec, beat entries and signed bodies give a value that clones,
+// reprs, pformats and dumps, or their own one-line error.
+// bench/fuzz.ts runs the same with more runs.
 import { describe, it } from 'node:test'
 import { fuzzDecoders } from '../../helpers/decoder-fuzz.js'
 
