@@ -44,6 +44,7 @@ export class FileConsumer implements Consumer {
 
   async start(): Promise<void> {
     await this.refreshMeta()
+    if (this.cancelled) return
     this.watcher.start()
     this.wake()
   }

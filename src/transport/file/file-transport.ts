@@ -204,6 +204,12 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     const consumer = new FileConsumer(this, queue, tag, handler, options)
     this.consumers.add(consumer)
     await consumer.start()
+    // A close() that ran during the awaits above missed this consumer: its watcher would
+    // keep claiming messages (and the process alive) after the transport is closed.
+    if (this.state !== 'open') {
+      await consumer.cancel().catch(() => undefined)
+      throw new TransportClosedError(`file transport ${this.displayUrl} was closed while a consumer of '${queue}' was starting`)
+    }
     return consumer
   }
 
