@@ -5,20 +5,14 @@ import { closeLockStores, sendOnce, withAppLock, type AppLockOptions, type Lease
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { uuid4 } from '../protocol/index.js'
-import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
+import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions, backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, publishRetryPolicy, type PublishRetryPolicy, routedSend, routeTask, type Route, type SendDestination, queueDefinition, queueSettings, type QueueDefinition, type QueueSettings, annotationsFor } from '../config/index.js'
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { SendManyError } from './send-many-error.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { backendOptionsFromConf, createResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from './backends/index.js'
-import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
-import { clientOrigin, DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions } from './send-task.js'
-import { publishRetryPolicy, type PublishRetryPolicy } from './publish-retry.js'
+import { backendOptionsFromConf, createResultBackend, RpcResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from '../backends/index.js'
+import { clientOrigin, DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions, AppControl } from '../client/index.js'
 import { ConfWatch } from './conf-watch.js'
-import { AppControl } from './control.js'
-import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
-import { queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from './queues.js'
-import { annotationsFor } from './annotations.js'
 import { runningTask, type RetryOptions, type TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyEagerly, applyGroupEagerly, isAlwaysEager, EagerResult, type EagerApplyOptions } from './eager.js'
@@ -504,7 +498,7 @@ export class App {
     return plan.sentEvent ? { retryPolicy: plan.retryPolicy, sentEvent: plan.sentEvent } : { retryPolicy: plan.retryPolicy }
   }
 
-  /** task_queues and the task_default_* settings that shape queues (app/queues.ts), as the conf says now. */
+  /** task_queues and the task_default_* settings that shape queues (config/queues.ts), as the conf says now. */
   get queueSettings(): QueueSettings {
     return this.sendPlan().settings
   }
@@ -569,7 +563,6 @@ export class App {
     this.backendPromise ??= (async () => {
       const url = this.config.resultBackend
       if (url?.startsWith('rpc://')) {
-        const { RpcResultBackend } = await import('./backends/rpc-backend.js')
         const backend = new RpcResultBackend(await this.transport(), this.replyTo(), this.resultCodec())
         await backend.start()
         this.backendOpen = true

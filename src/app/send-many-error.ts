@@ -5,7 +5,7 @@
 import { ProtocolError } from '../protocol/index.js'
 import { BrokerRequestError } from '../transport/index.js'
 import type { AsyncResult } from './async-result.js'
-import { QueueSettingError } from './queues.js'
+import { QueueSettingError } from '../config/index.js'
 import type { Signature } from './app.js'
 
 /**

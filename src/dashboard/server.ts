@@ -18,7 +18,7 @@ import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
 import { DEFAULT_MAX_DEPTH, ProtocolError, jsonDepthExceeds } from '../protocol/index.js'
-import { ResendRefusedError } from '../app/resend.js'
+import { ResendRefusedError } from '../client/index.js'
 import { QuerySyntaxError } from './search.js'
 import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
 

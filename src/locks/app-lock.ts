@@ -4,8 +4,7 @@ import { hostname } from 'node:os'
 import { LockedError } from './lock.js'
 import { tryHold } from './hold.js'
 import { openLockStore } from './open-store.js'
-import type { App } from '../app/app.js'
-import type { AppLockOptions, Lease } from '../app/lock-hooks.js'
+import type { App, AppLockOptions, Lease } from '../app/index.js'
 
 /** Between tries while waiting: short, so a released lock is taken soon after. */
 const WAIT_STEP_MS = 100

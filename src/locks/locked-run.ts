@@ -3,10 +3,7 @@
 // moment the run ends, however it ends. What the slot cannot free (its
 // process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
 // the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
-import type { App, Task } from '../app/app.js'
-import { encodeError, type RunningJob } from '../app/execution/executor.js'
-import type { Job, Outcome } from '../app/execution/jobs.js'
-import type { LockableRun } from '../app/lock-hooks.js'
+import { type App, type Task, encodeError, type RunningJob, type Job, type Outcome, type LockableRun } from '../app/index.js'
 import type { HeldLock } from './hold.js'
 import { holderOf, LockedError, LockLostError } from './lock.js'
 import { lockIdFor, parameterNames } from './lock-id.js'

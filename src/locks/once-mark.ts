@@ -1,7 +1,7 @@
 // The worker's side of the task option `once` (once.ts): the mark is
 // cleared when the task ends, however it ends; not when it goes back to its
 // queue (a retry, a requeue), where it is still queued.
-import type { App } from '../app/app.js'
+import type { App } from '../app/index.js'
 import { onceIdFor, parameterNames } from './lock-id.js'
 import { openLockStore } from './open-store.js'
 import { lockSettings } from './locked-run.js'

@@ -9,9 +9,7 @@ import { AlreadyQueued, LockStoreUnavailableError } from './lock.js'
 import { DEFAULT_ONCE_TIMEOUT_S, onceIdFor, parameterNames } from './lock-id.js'
 import { openLockStore } from './open-store.js'
 import { lockSettings } from './locked-run.js'
-import { AsyncResult } from '../app/async-result.js'
-import type { App, Task } from '../app/app.js'
-import type { OnceSendOptions } from '../app/lock-hooks.js'
+import { AsyncResult, type App, type Task, type OnceSendOptions } from '../app/index.js'
 
 export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Record<string, unknown>, given: OnceSendOptions | undefined, taskId: string | undefined, send: (id: string) => Promise<AsyncResult>): Promise<AsyncResult> {
   const options = { ...task.options.once, ...given }

@@ -3,7 +3,7 @@
 // error), then the lock itself, renewed while the task runs.
 import { isMainThread, threadId } from 'node:worker_threads'
 import { tryHold, type HeldLock } from './hold.js'
-import type { TaskLockOptions } from '../app/lock-hooks.js'
+import type { TaskLockOptions } from '../app/index.js'
 import { DEFAULT_LOCK_TIMEOUT_S, lockIdFor, parameterNames } from './lock-id.js'
 import { LockStoreUnavailableError } from './lock.js'
 import { lockUrlFor, openLockStore, type LockSettings } from './open-store.js'

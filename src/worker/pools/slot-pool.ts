@@ -23,11 +23,9 @@
 // thread per submitted task up to its maximum: a worker thread is a V8 isolate
 // with its own copy of tsq and the task module (5-7 MB each), which an idle
 // worker then does not hold.
-import type { StateSink } from '../../app/task-context.js'
-import type { Job, Outcome } from '../../app/execution/jobs.js'
+import { type StateSink, type Job, type Outcome, setLongTimeout, type LongTimeout } from '../../app/index.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
 import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
-import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
 import { taskLabel } from '../../protocol/secrets.js'
 
 export interface SlotHandle {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { loadConfig } from '../../../src/app/config.js'
+import { loadConfig } from '../../../src/config/config.js'
 import { maskUrl } from '../../../src/transport/url.js'
 
 describe('broker and backend precedence: flag > TSQ_* > CELERY_* > app > embedded', () => {

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { FileResultBackend } from '../../../src/app/backends/file-backend.js'
+import { FileResultBackend } from '../../../src/backends/file-backend.js'
 import { encodeChordPart } from '../../../src/protocol/index.js'
 
 describe('[file backend] chord counts', () => {

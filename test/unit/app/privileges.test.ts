@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { parseUmask, resolveCredentials } from '../../../src/app/privileges.js'
+import { parseUmask, resolveCredentials } from '../../../src/process/privileges.js'
 
 describe('--umask as Celery reads it', () => {
   it('is octal with a leading 0, else decimal', () => {

@@ -5,8 +5,8 @@
 // drop is in test/integration/app/publish-retry.test.ts.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { DEFAULT_PUBLISH_RETRY_POLICY, publishRetryPolicy, retryInterval, withPublishRetry } from '../../../src/app/publish-retry.js'
-import { refusals } from '../../../src/app/settings.js'
+import { DEFAULT_PUBLISH_RETRY_POLICY, publishRetryPolicy, retryInterval, withPublishRetry } from '../../../src/config/publish-retry.js'
+import { refusals } from '../../../src/config/settings.js'
 import { BrokerConnectionError, BrokerRequestError } from '../../../src/transport/index.js'
 
 describe('[task_publish_retry, task_publish_retry_policy]', () => {

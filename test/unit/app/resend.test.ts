@@ -3,8 +3,8 @@
 // rounded integer).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { ResultBackend } from '../../../src/app/backends/backend.js'
-import { originalCall, ResendRefusedError } from '../../../src/app/resend.js'
+import type { ResultBackend } from '../../../src/backends/backend.js'
+import { originalCall, ResendRefusedError } from '../../../src/client/resend.js'
 import { decodeResultMeta, PyFloat } from '../../../src/protocol/index.js'
 
 const backendWith = (meta: Record<string, unknown> | null): ResultBackend => ({ get: async () => meta }) as unknown as ResultBackend

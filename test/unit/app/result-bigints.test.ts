@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { FileResultBackend } from '../../../src/app/backends/file-backend.js'
-import { decodeStoredResult, encodeStoredResult } from '../../../src/app/backends/result-codec.js'
+import { FileResultBackend } from '../../../src/backends/file-backend.js'
+import { decodeStoredResult, encodeStoredResult } from '../../../src/backends/result-codec.js'
 import { acceptContent, encodeResultMeta } from '../../../src/protocol/index.js'
 
 const INTS = [0n, 1n, -1n, 127n, 256n, 2n ** 15n, 2n ** 16n, 2n ** 31n - 1n, 2n ** 31n, 2n ** 32n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, -(2n ** 63n), -(2n ** 63n) - 1n, 2n ** 70n, 18446744073709551617n, 10n ** 40n, -(2n ** 70n), -(10n ** 40n)]

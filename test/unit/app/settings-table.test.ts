@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { SETTINGS } from '../../../src/app/settings.js'
+import { SETTINGS } from '../../../src/config/settings.js'
 import { renderSettingsTable, TABLE_PATH } from '../../../scripts/settings-table.js'
 
 // The installed Celery's settings and defaults, as JSON (a timedelta in seconds, inf as "inf").
@@ -55,7 +55,7 @@ describe('settings registry against the installed Celery (celery.app.defaults)',
 })
 
 describe('docs/settings.md', () => {
-  it('is what scripts/settings-table.ts writes from the registry (run it after changing src/app/settings.ts)', () => {
+  it('is what scripts/settings-table.ts writes from the registry (run it after changing src/config/settings.ts)', () => {
     assert.equal(readFileSync(TABLE_PATH, 'utf8'), renderSettingsTable())
   })
 

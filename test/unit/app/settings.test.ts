@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { refusals, settingsRefusals } from '../../../src/app/settings.js'
-import { checkTransportOptions } from '../../../src/app/transport-options.js'
-import { annotationsFor } from '../../../src/app/annotations.js'
-import { queueDefinition, queueSettings } from '../../../src/app/queues.js'
+import { refusals, settingsRefusals } from '../../../src/config/settings.js'
+import { checkTransportOptions } from '../../../src/config/transport-options.js'
+import { annotationsFor } from '../../../src/config/annotations.js'
+import { queueDefinition, queueSettings } from '../../../src/config/queues.js'
 import { resolveWorkerSettings } from '../../../src/worker/worker-settings.js'
 import { createApp } from '../../../src/app/app.js'
 

@@ -2,7 +2,7 @@
 // another fault, and its message is shown as the driver wrote it.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { isMissingTable } from '../../../src/app/backends/sql-client.js'
+import { isMissingTable } from '../../../src/backends/sql-client.js'
 
 describe('[sql] isMissingTable', () => {
   it('is true for a missing table as PostgreSQL, MariaDB and SQLite word it', () => {

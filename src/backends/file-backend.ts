@@ -5,8 +5,8 @@
 import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import { decodeResultMeta, escapeSegment, type ResultMeta } from '../../protocol/index.js'
-import { ensurePrivateDir, PRIVATE_DIR_MODE, replaceFile } from '../../transport/index.js'
+import { decodeResultMeta, escapeSegment, type ResultMeta } from '../protocol/index.js'
+import { ensurePrivateDir, PRIVATE_DIR_MODE, replaceFile } from '../transport/index.js'
 import { pollUntilReady, type ResultBackend } from './backend.js'
 
 const POLL_MS = 50

@@ -1,10 +1,9 @@
 // `tsq events --dump`: Celery's event dumper (celery/events/dumper.py), one
 // line per event as `celery events --dump` prints it, or one JSON object per
 // line with --json, until interrupted, --count events or --timeout seconds.
-import { withTransport } from '../app/connection.js'
-import { EventReceiver } from '../app/event-receiver.js'
-import type { TransportSettings } from '../transport/index.js'
-import { dumpEventLine } from '../protocol/index.js'
+import { withTransport, EventReceiver } from '../../client/index.js'
+import type { TransportSettings } from '../../transport/index.js'
+import { dumpEventLine } from '../../protocol/index.js'
 
 export interface EventDumpOptions {
   brokerUrl: string

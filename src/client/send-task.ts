@@ -1,12 +1,27 @@
 import { hostname } from 'node:os'
 import { buildEvent, encodeEvent, encodeTaskV2With, orderEventFields, utcoffsetHours, type BodyEncoder, type SerializedTaskMessage, type TaskSendOptions } from '../protocol/index.js'
 import type { Headers, LamportClock, OutgoingMessage, Transport } from '../transport/index.js'
-import type { AppSignals } from './app-signals.js'
 import { declareEventExchange, EVENT_EXCHANGE } from './event-receiver.js'
-import { retryFailedPublish, withPublishRetry, type PublishRetryPolicy } from './publish-retry.js'
-import { declareTaskQueue, isQuorumQueue, isTaskQueueDeclared, QueueSettingError, type QueueDefinition } from './queues.js'
+import { retryFailedPublish, withPublishRetry, type PublishRetryPolicy, declareTaskQueue, isQuorumQueue, isTaskQueueDeclared, QueueSettingError, type QueueDefinition } from '../config/index.js'
 
 export const DEFAULT_QUEUE = 'celery'
+
+/**
+ * Celery's before_task_publish and after_task_publish (a message is about to
+ * be published, and was): `headers` may be changed and the message goes out
+ * with the change, as Celery's headers dict does; `body` is [args, kwargs,
+ * embed], for reading.
+ */
+export interface PublishSignalPayloads {
+  before_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown>; properties: Record<string, unknown> }
+  after_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown> }
+}
+
+/** Where a send announces those two: the sending app's signals (the app's AppSignals, app/app-signals.ts). */
+export interface PublishSignals {
+  has(name: keyof PublishSignalPayloads): boolean
+  send<K extends keyof PublishSignalPayloads>(name: K, payload: PublishSignalPayloads[K]): void
+}
 
 /**
  * How much earlier than its ETA a task sent through the broker's delayed
@@ -53,7 +68,7 @@ let origin: string | undefined
  */
 const JSON_BODY: BodyEncoder = { serializer: 'json' }
 
-export function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: AppSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
+export function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: PublishSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
   return sendTaskAs(transport, name, options, signals, encoder, taskIdOf)
 }
 
@@ -63,7 +78,7 @@ const taskIdOf = (id: string): string => id
  * sendTask resolving with `resultOf(id)` (an app's AsyncResult), made when
  * the message is: one promise less per send than chaining a then.
  */
-export function sendTaskAs<R>(transport: Transport, name: string, options: SendTaskOptions, signals: AppSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
+export function sendTaskAs<R>(transport: Transport, name: string, options: SendTaskOptions, signals: PublishSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
   try {
     return startSend(transport, name, options, signals, encoder, resultOf)
   } catch (error) {
@@ -76,7 +91,7 @@ export function sendTaskAs<R>(transport: Transport, name: string, options: SendT
  * unless the queue is not declared yet: concurrent sends then reach the
  * transport together and share its batched write.
  */
-function startSend<R>(transport: Transport, name: string, options: SendTaskOptions, signals: AppSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
+function startSend<R>(transport: Transport, name: string, options: SendTaskOptions, signals: PublishSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
   const queue = options.queue ?? DEFAULT_QUEUE
   const message = encodeTaskV2With(name, options, encoder, options.origin ?? clientOrigin())
   const retryPolicy = options.retryPolicy
@@ -166,7 +181,7 @@ async function publishAnnounced(
   transport: Transport,
   name: string,
   options: SendTaskOptions,
-  signals: AppSignals | undefined,
+  signals: PublishSignals | undefined,
   message: SerializedTaskMessage,
   target: { queue: string; exchange: string; routingKey: string; quorum: boolean; deliveryMode: 1 | 2 },
 ): Promise<string> {

@@ -4,8 +4,8 @@
 // create_all would when they are missing. The `result` column is a
 // PickleType: plain values go through protocol/plain-pickle (strict subset);
 // args and kwargs, with result_extended, are JSON text in binary columns.
-import { PyFloat, PyTuple, checkJsonText, dumps, dumpsGroupPickle, dumpsPickle, isoformatUtc, loads, loadsGroupPickle, loadsPickle, type ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, maskUrl } from '../../transport/index.js'
+import { PyFloat, PyTuple, checkJsonText, dumps, dumpsGroupPickle, dumpsPickle, isoformatUtc, loads, loadsGroupPickle, loadsPickle, type ResultMeta } from '../protocol/index.js'
+import { BrokerConnectionError, maskUrl } from '../transport/index.js'
 import { pollUntilReady, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
 import { openSqlClient, qualified, type Dialect, type Row, type SqlClient } from './sql-client.js'

@@ -1,7 +1,7 @@
 // One small query interface over the three database clients the SQL result
 // backends use (pg, mysql2, better-sqlite3), from an SQLAlchemy URL. SQL is
 // written with `?` placeholders; PostgreSQL's `$n` are numbered here.
-import { maskUrl } from '../../transport/index.js'
+import { maskUrl } from '../transport/index.js'
 
 export type Dialect = 'postgresql' | 'mysql' | 'sqlite'
 

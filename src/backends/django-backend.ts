@@ -5,8 +5,8 @@
 // (JSON by default; base64 when the serializer's encoding is binary), as the
 // Django admin shows it. tsq never creates these tables: they belong to the
 // Django project's migrations.
-import { argsRepr, checkJsonText, decodeBody, dumps, isoformatUtc, kwargsRepr, loads, type ResultMeta } from '../../protocol/index.js'
-import { BrokerConnectionError, maskUrl } from '../../transport/index.js'
+import { argsRepr, checkJsonText, decodeBody, dumps, isoformatUtc, kwargsRepr, loads, type ResultMeta } from '../protocol/index.js'
+import { BrokerConnectionError, maskUrl } from '../transport/index.js'
 import { pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
 import { isMissingTable, openSqlClient, type Row, type SqlClient } from './sql-client.js'

@@ -7,10 +7,9 @@
 // Drawn with three ANSI sequences (alternate screen, clear, cursor on/off)
 // rather than a TUI library: the view is one screen of plain lines redrawn
 // whole, which is all a library's renderer would be used for here.
-import { withTransport } from '../app/connection.js'
-import { EventReceiver } from '../app/event-receiver.js'
-import { escapeControl, heartbeatExpires } from '../protocol/index.js'
-import { MailboxClient, type NodeReply, type TransportSettings } from '../transport/index.js'
+import { withTransport, EventReceiver } from '../../client/index.js'
+import { escapeControl, heartbeatExpires } from '../../protocol/index.js'
+import { MailboxClient, type NodeReply, type TransportSettings } from '../../transport/index.js'
 
 const UUID_WIDTH = 36
 const STATE_WIDTH = 8

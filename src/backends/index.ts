@@ -1,10 +1,14 @@
+// Result backends (Celery's result stores): one ResultBackend contract and a
+// store per kind (redis/sentinel, file, rpc, db+ SQL, django-db), opened by
+// URL. The worker writes outcomes here, the app and the CLI read them. Sits on
+// config/ (backend settings) and transport/ (URLs, connections); drivers load
+// on first use.
 import { resolve } from 'node:path'
-import { defaultFileBrokerDir, parseBrokerUrl, type RedisLiveness, type SentinelSettings, type SslSettings } from '../../transport/index.js'
-import { readLiveness } from '../transport-options.js'
-import { backendSentinelFromConf, backendSslFromConf } from '../config.js'
+import { defaultFileBrokerDir, parseBrokerUrl, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
+import { backendSentinelFromConf, backendSslFromConf, readLiveness } from '../config/index.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
-export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
+export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError, pollUntilReady } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
 export { JSON_RESULTS, decodeStoredResult, encodeStoredResult } from './result-codec.js'
 export type { ResultCodec } from './result-codec.js'
@@ -12,6 +16,11 @@ import type { ResultCodec } from './result-codec.js'
 import { databaseOptionsFromConf, type DatabaseOptions } from './database-backend.js'
 export { databaseOptionsFromConf } from './database-backend.js'
 export type { DatabaseOptions } from './database-backend.js'
+// rpc:// needs the app's producer connection and reply queue: the app opens it (App.backend()), not createResultBackend.
+export { RpcResultBackend } from './rpc-backend.js'
+// The SQL client the db+ and django-db backends share, for beat's django store too; its drivers load on first use.
+export { DatabaseUrlError, isMissingTable, openSqlClient, parseSqlalchemyUrl, qualified } from './sql-client.js'
+export type { Dialect, ParsedSqlUrl, Row, SqlClient, SqlClientOptions } from './sql-client.js'
 
 /** What a backend takes from the app's settings besides its URL; each kind reads its own part. */
 export interface BackendOptions {

@@ -4,7 +4,7 @@
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import repl from 'node:repl'
-import { signature, type App, type Task } from './app.js'
+import { signature, type App, type Task } from '../app/index.js'
 
 /**
  * A task whose delay() also answers `.get()`, so `await add.delay(2, 2).get()`

@@ -1,7 +1,7 @@
 // Celery's rpc:// backend (spec §2.4): results travel as messages to the
 // client's own reply queue (its oid), matched by correlation_id.
-import type { ResultMeta } from '../../protocol/index.js'
-import type { Consumer, Transport } from '../../transport/index.js'
+import type { ResultMeta } from '../protocol/index.js'
+import type { Consumer, Transport } from '../transport/index.js'
 import { READY, ResultTimeoutError, type ResultBackend, type StoreTarget } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 

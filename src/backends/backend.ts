@@ -1,4 +1,4 @@
-import type { ResultMeta } from '../../protocol/index.js'
+import type { ResultMeta } from '../protocol/index.js'
 import type { ResultCodec } from './result-codec.js'
 
 export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])

@@ -2,7 +2,7 @@
 // carry results (Redis keys, rpc reply messages): the worker writes the meta
 // in the configured serializer, a reader decodes it in its own configured one
 // (as Celery's backends do: the Redis value carries no content type).
-import { decodeBody, decodeResultMeta, loads, resultMetaFrom, serialize, serializerSpec, type ResultMeta, type Serialized } from '../../protocol/index.js'
+import { decodeBody, decodeResultMeta, loads, resultMetaFrom, serialize, serializerSpec, type ResultMeta, type Serialized } from '../protocol/index.js'
 
 export interface ResultCodec {
   serializer: string

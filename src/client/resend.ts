@@ -5,7 +5,7 @@
 // (Celery's argsrepr, possibly truncated), which no reader can turn back into
 // the values ('a\x00b', '\u200b', ints beyond 2^53), so where the backend
 // holds no arguments the re-send is refused, never guessed.
-import type { ResultBackend } from './backends/backend.js'
+import type { ResultBackend } from '../backends/index.js'
 
 export class ResendRefusedError extends Error {
   readonly code = 'RESEND_REFUSED'

@@ -3,7 +3,7 @@
 // and the app's settings, masked as Celery's filter_hidden_settings masks them.
 import { arch, release, type as osType } from 'node:os'
 import { maskSetting } from '../protocol/secrets.js'
-import type { App } from './app.js'
+import type { App } from '../app/index.js'
 
 export interface Report {
   software: { tsq: string; node: string }
