@@ -1,6 +1,6 @@
 // Writes docs/settings.md from the settings registry (src/config/settings.ts):
 //   node --import tsx scripts/settings-table.ts
-// test/unit/app/settings-table.test.ts fails when the committed file differs.
+// test/unit/config/settings-table.test.ts fails when the committed file differs.
 import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { SETTINGS, type SettingStatus } from '../src/config/settings.js'
