@@ -1,7 +1,8 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
 // and custom remote-control commands. Nothing here runs tasks, the worker does,
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
-import { closeLockStores, sendOnce, withAppLock, type AppLockOptions, type Lease, type OnceSendOptions, type TaskLockOptions, type TaskOnceOptions } from './lock-hooks.js'
+import { closeLockStores, type AppLockOptions, type Lease, type OnceSendOptions, type TaskLockOptions, type TaskOnceOptions } from '../locks/index.js'
+import { sendOnce, withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
 import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
 import { uuid4 } from '../protocol/index.js'

@@ -16,8 +16,8 @@ export { currentTask, Ignore, Reject, ReplaceRequest, RetryRequest, SoftTimeLimi
 export type { DeliveryInfo, RetryOptions, SignatureData, StateSink, TaskContext, TaskRun } from './task-context.js'
 export { AppSignals, SIGNAL_NAMES, announceProcessInit, runReceiver } from './app-signals.js'
 export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app-signals.js'
-export type { AppLockOptions, Lease, LockableRun, LockHooks, LockKey, OnceSendOptions, TaskLockOptions, TaskOnceOptions } from './lock-hooks.js'
-export { setLockHooks } from './lock-hooks.js'
+// The task locks as the worker meets them: a once mark to clear, the lock a run holds, a lost slot's locks.
+export { clearOnceMark, heldLockOf, lockSettings, releaseLostSlotLocks } from './locking.js'
 
 // Loading a task module by path (-A), as the worker, beat, pool slots and the CLI do.
 export { AppLoadError, CONFIG_MODULE_ENV, configModuleUrls, defaultAppModulePath, isTypeScript, loadApp, loadConfigModule, nearestPackageDir, resolveAppModule, resolveIncludes, tsxImportUrl } from './load-app.js'

@@ -12,7 +12,7 @@ import { failChainRest, republishForRetry, returnChordPart, sendCallbacks, sendE
 import type { LimitedSet } from './limited-set.js'
 import type { Logger } from '../process/index.js'
 import { encodeError, encodeFailure, retriesExhausted } from '../app/index.js'
-import { clearOnceMark } from '../locks/index.js'
+import { clearOnceMark } from '../app/index.js'
 import { setRequestFields, type EncodedException, type Job, type Outcome } from '../app/index.js'
 import type { Placement, Pool } from './pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'

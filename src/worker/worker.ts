@@ -2,7 +2,6 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { setTimeout as sleepFor } from 'node:timers/promises'
-import { releaseLostSlotLocks } from '../locks/index.js'
 import { createResultBackend, RpcResultBackend, type ResultBackend } from '../backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
 import { BusWorker } from '../bus/bus-worker.js'
@@ -18,7 +17,7 @@ import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
 import { StateDb } from './state-db.js'
 import { bootOrder, type BootstepContext, type BootstepName } from './bootsteps.js'
-import type { App } from '../app/index.js'
+import { releaseLostSlotLocks, type App } from '../app/index.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'

@@ -6,13 +6,12 @@
 // Why each folder sits where it does:
 // - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile,
 //   privileges, detach, idle trim) needs protocol/ only, beside transport/.
-// - config/ reads settings and needs transport/'s settings types; admin/ (the
-//   broker verbs) needs transport/ only.
+// - config/ reads settings and needs transport/'s settings types; locks/ (the
+//   lock stores) and admin/ (the broker verbs) need transport/ only.
 // - backends/ (result stores) read config/; client/ (send, control, events)
 //   reads config/ and backends/; app/ (what a task module imports, and the
-//   engine that runs a task) builds on all of those.
-// - locks/ needs the app's option types and the run it wraps (the app reaches
-//   it through hooks in app/lock-hooks.ts, filled when locks/index.ts loads).
+//   engine that runs a task) builds on all of those, locks/ included: it takes
+//   a task's lock where the task runs (app/execution/locked-run.ts).
 // - bus/ builds on the app (an events app is an app); worker/, beat/ and
 //   multi/ are peers above it; cli/ renders for the commands, dashboard/ with
 //   cli/; commands/ is the top, bundle/ (the CLI's one-file build) and index.ts
@@ -29,11 +28,11 @@ const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src')
 const ORDER: string[][] = [
   ['protocol', 'logtool'],
   ['transport', 'process'],
-  ['config', 'admin'],
+  ['config', 'locks', 'admin'],
   ['backends'],
   ['client'],
   ['app'],
-  ['bus', 'locks'],
+  ['bus'],
   ['worker', 'beat', 'multi'],
   ['cli'],
   ['dashboard'],

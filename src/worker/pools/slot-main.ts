@@ -8,8 +8,6 @@ import { closeSync, openSync } from 'node:fs'
 import { parentPort, workerData, isMainThread } from 'node:worker_threads'
 import { announceProcessInit, loadApp, executeJob, unsendableOutcome, type RunningJob, type Job, type Outcome } from '../../app/index.js'
 import { trimMemoryWhenIdle } from '../memory-footprint.js'
-// A locked task runs here: the executor takes its lock through the hooks this fills (app/lock-hooks.ts).
-import '../../locks/index.js'
 import { withToJSONApplied } from './wire-value.js'
 import { unpackJobs, type FromSlot, type ToSlot } from './slot-messages.js'
 import type { SlotData, SlotInit } from './slot-entry.js'

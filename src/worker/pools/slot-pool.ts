@@ -98,7 +98,7 @@ export interface SlotPoolOptions {
   /**
    * A pool process exited (killed by a time limit or terminate, died, or a
    * cold shutdown): frees what it held outside itself (its task locks, see
-   * locks/locked-run.ts) before its task's outcome is reported.
+   * app/execution/locked-run.ts) before its task's outcome is reported.
    */
   onLost?: (pid: number, threadId?: number) => Promise<void>
 }

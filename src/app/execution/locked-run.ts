@@ -1,28 +1,20 @@
-// The extension point between a pool slot's run and the task locks: take the
-// task's lock before its function runs, renew it while it runs, free it the
-// moment the run ends, however it ends. What the slot cannot free (its
-// process killed: hard time limit, revoke --terminate, kill -9, cold shutdown)
-// the worker's main process frees (releaseLostSlotLocks, slot-pool's onLost).
-import { type App, type Task, encodeError, type RunningJob, type Job, type Outcome, type LockableRun } from '../app/index.js'
-import type { HeldLock } from './hold.js'
-import { holderOf, LockedError, LockLostError } from './lock.js'
-import { lockIdFor, parameterNames } from './lock-id.js'
-import { openLockStore, type LockSettings } from './open-store.js'
-import { acquireTaskLock, lockedRetryDelay } from './task-lock.js'
-import { taskLabel } from '../protocol/secrets.js'
+// A task with the option `lock`, run: take the task's lock before its
+// function runs, renew it while it runs, free it the moment the run ends,
+// however it ends; a run that finds the lock held is skipped, retried or
+// failed as the option says. Eager runs and pool slots alike come through
+// here (executeJob). What a slot cannot free (its process killed: hard time
+// limit, revoke --terminate, kill -9, cold shutdown) the worker's main process
+// frees (app/locking.ts's releaseLostSlotLocks, slot-pool's onLost).
+import type { App, Task } from '../app.js'
+import { encodeError, type RunningJob } from './executor.js'
+import type { Job, Outcome } from './jobs.js'
+import { acquireTaskLock, LockedError, LockLostError, lockedRetryDelay, type HeldLock } from '../../locks/index.js'
+import { lockSettings } from '../locking.js'
+import { taskLabel } from '../../protocol/index.js'
 
-const settingsOf = new WeakMap<App, LockSettings>()
-
-/** Where the app's locks live (conf.lock_url, else by broker); read once per process. */
-export function lockSettings(app: App): LockSettings {
-  let s = settingsOf.get(app)
-  if (!s) {
-    const config = app.config
-    const lockUrl = app.conf.lock_url
-    s = { lockUrl: typeof lockUrl === 'string' ? lockUrl : null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }
-    settingsOf.set(app, s)
-  }
-  return s
+/** A run that can be told its lock is gone (the executor's JobExecution). */
+export interface LockableRun extends RunningJob {
+  lockLost(reason: Error): void
 }
 
 /** A store that is down: the message goes back after this pause, not at once (no hot loop). */
@@ -99,42 +91,5 @@ class LockedRun implements RunningJob {
 
   releaseEndHooks(): void {
     this.inner?.releaseEndHooks()
-  }
-}
-
-/**
- * In the worker's main process: frees the locks a pool process or thread held
- * when it died or was terminated (its holder is `<node>:<pid>`, a thread's
- * `<node>:<pid>/<thread>`), so the next run of that key starts at once
- * rather than when the lease runs out.
- */
-export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string; resultBackend: string | null }, node: string, pid: number, log?: (message: string) => void, threadId?: number): Promise<void> {
-  if ((pid === process.pid && threadId === undefined) || ![...app.tasks.values()].some((t) => t.options.lock)) return
-  try {
-    const lockUrl = app.conf.lock_url
-    const freed = await (await openLockStore({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null })).releaseHolder(holderOf({ node, pid, thread: threadId }))
-    if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool ${threadId === undefined ? `process ${pid}` : `thread ${threadId}`}: ${freed.join(', ')}`)
-  } catch (error) {
-    log?.(`Could not free the locks of lost pool process ${pid} (their leases run out instead): ${(error as Error).message}`)
-  }
-}
-
-/**
- * The lock a running task holds, for `inspect active`: the pool process took
- * it, so the main process derives its id from the task's key and asks the
- * store who holds it; shown only when that holder is this run. A store that
- * cannot answer leaves the lock out rather than fail the reply.
- */
-export async function heldLockOf(app: App, run: { id: string; name: string; args: readonly unknown[]; kwargs: Record<string, unknown> }): Promise<{ id: string; token: number; holder: string; lease_left: number } | null> {
-  const task = app.tasks.get(run.name)
-  const options = task?.options.lock
-  if (!task || !options) return null
-  try {
-    const id = lockIdFor(run.name, options, run.args, run.kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
-    const held = await (await openLockStore(lockSettings(app))).get(id)
-    if (!held || held.taskId !== run.id) return null
-    return { id, token: held.token, holder: held.holder, lease_left: held.leftMs / 1000 }
-  } catch {
-    return null
   }
 }
