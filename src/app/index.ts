@@ -5,8 +5,12 @@
 // worker, beat, bus, CLI and the package entry (src/index.ts) import it here.
 
 // What a task module uses.
-export { App, Task, createApp, signature } from './app.js'
-export type { AppOptions, ApplyOptions, ControlCommandHandler, ControlCommandKind, Signature, TaskFunction, TaskOptions } from './app.js'
+export { App, createApp } from './app.js'
+export type { AppOptions, ControlCommandHandler, ControlCommandKind } from './app.js'
+export { Task } from './task.js'
+export type { ApplyOptions, TaskFunction, TaskOptions } from './task.js'
+export { signature } from './canvas.js'
+export type { Signature } from './canvas.js'
 export { AsyncResult, GroupResult, TaskError } from './async-result.js'
 export { EagerResult, isAlwaysEager } from './eager.js'
 export type { EagerApplyOptions, EagerState } from './eager.js'

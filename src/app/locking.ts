@@ -2,7 +2,8 @@
 // task option `once`, app.lock() and the worker's lock chores as calls on
 // locks/ with those settings. The option `lock` itself is taken where the
 // task runs (execution/locked-run.ts).
-import type { App, Task } from './app.js'
+import type { App } from './app.js'
+import type { Task } from './task.js'
 import { AsyncResult } from './async-result.js'
 import { clearOnceMark as clearMark, heldLockOf as heldLock, releaseLostSlotLocks as releaseLost, sendOnce as sendMarked, withLock, type AppLockOptions, type Lease, type LockSettings, type OnceSendOptions } from '../locks/index.js'
 

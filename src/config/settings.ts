@@ -12,7 +12,7 @@
 //                  internals); nothing on the wire or in behaviour depends on it.
 
 import { annotationRefusals } from './annotations.js'
-import { shownSetting } from '../protocol/secrets.js'
+import { shownSetting } from '../protocol/index.js'
 import { checkBackendTransportOptions, checkTransportOptions } from './transport-options.js'
 import { publishRetryPolicyRefusal } from './publish-retry.js'
 import { queueSettings } from './queues.js'
@@ -178,7 +178,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   security_key: honoured(null, 'the signer\'s private key (PEM); its contents are never printed'),
   security_digest: honoured('sha256', 'the digest of the RSA-PSS signature, as Celery\'s'),
   task_acks_late: honoured(false, 'ack after the task (worker/run-worker.ts); tsq\'s worker acks late unless --early-ack or task_acks_late = False'),
-  task_acks_on_failure_or_timeout: honoured(true, 'per task default (app/app.ts)'),
+  task_acks_on_failure_or_timeout: honoured(true, 'per task default (app/task.ts)'),
   task_always_eager: honoured(false, 'sends run in-process (app/eager.ts)'),
   task_annotations: honoured(null, 'a map or list of maps of task name (or *) to task options, applied when a task is registered and again when the worker starts (config/annotations.ts): rate_limit, time_limit, soft_time_limit, acks_late, ignore_result, track_started, max_retries, default_retry_delay, reject_on_worker_lost, acks_on_failure_or_timeout', { check: annotationRefusals }),
   task_compression: refused(null, 'tsq sends task bodies uncompressed (its worker does read gzip and zlib bodies)'),
@@ -189,17 +189,17 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_default_exchange: honoured(null, 'the exchange of the default queue and of queues created on demand (config/queues.ts); default: the queue\'s name'),
   task_default_exchange_type: honoured('direct', 'the type of that exchange (config/queues.ts)'),
   task_default_routing_key: honoured(null, 'the routing key of the default queue (config/queues.ts); default: the queue\'s name'),
-  task_default_rate_limit: honoured(null, 'per task default (app/app.ts)'),
+  task_default_rate_limit: honoured(null, 'per task default (app/task.ts)'),
   task_default_priority: honoured(null, 'the priority of a send that gives none (client/send-task.ts)'),
   task_eager_propagates: honoured(false, 'eager failures throw (app/eager.ts)'),
-  task_ignore_result: honoured(false, 'per task default (app/app.ts)'),
+  task_ignore_result: honoured(false, 'per task default (app/task.ts)'),
   task_store_eager_result: refused(false, 'eager runs in tsq do not write to the result backend'),
   task_protocol: honoured(2, 'tsq sends protocol 2', { refuse: (v) => (v === 2 ? null : 'tsq sends task protocol 2 only') }),
   task_publish_retry: honoured(true, 'a task publish cut by a lost broker connection is tried again (config/publish-retry.ts); False: it fails at once'),
   task_publish_retry_policy: honoured({ max_retries: 3, interval_start: 0, interval_max: 1, interval_step: 0.2 }, 'max_retries (None: no limit), interval_start, interval_step, interval_max, as kombu\'s ensure() reads them (config/publish-retry.ts)', { refuse: publishRetryPolicyRefusal }),
   task_queues: honoured(null, 'queues as kombu declares them: exchange and type, routing key, bindings, queue_arguments (x-max-priority...), consumer_arguments, durable, auto_delete, exclusive, no_declare; used by sends, -Q and add_consumer (config/queues.ts)'),
   task_queue_max_priority: honoured(null, 'x-max-priority of every queue task_queues declares without one (config/queues.ts)'),
-  task_reject_on_worker_lost: honoured(null, 'per task default (app/app.ts)'),
+  task_reject_on_worker_lost: honoured(null, 'per task default (app/task.ts)'),
   task_remote_tracebacks: na(false, 'tblib\'s rendering of Python tracebacks in the client'),
   task_routes: honoured(null, 'maps of task name or glob to queue (config/routes.ts)'),
   task_send_sent_event: honoured(false, 'a task-sent event after each send, with Celery\'s fields (client/send-task.ts)'),
@@ -207,7 +207,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   task_soft_time_limit: honoured(null, 'under --soft-time-limit (worker/run-worker.ts)'),
   task_time_limit: honoured(null, 'under --time-limit (worker/run-worker.ts)'),
   task_store_errors_even_if_ignored: honoured(false, 'True: a task whose result is ignored still stores its FAILURE and RETRY states (worker/task-runner.ts)'),
-  task_track_started: honoured(false, 'per task default (app/app.ts)'),
+  task_track_started: honoured(false, 'per task default (app/task.ts)'),
   worker_agent: na(null, 'cell actors (Python)'),
   worker_autoscaler: refused('celery.worker.autoscale:Autoscaler', 'a Python class path; tsq\'s autoscaler is built in (--autoscale)'),
   worker_cancel_long_running_tasks_on_connection_loss: honoured(false, 'cancel running late-ack tasks when the broker connection is lost (worker/run-worker.ts), or --cancel-long-running-tasks-on-connection-loss', { flag: '--cancel-long-running-tasks-on-connection-loss' }),

@@ -8,10 +8,9 @@ import type { Logger } from '../process/index.js'
 import { sendTask, type SendTaskOptions } from '../client/index.js'
 import { routedSend, type Route } from '../config/index.js'
 import type { AppSignals, EncodedException } from '../app/index.js'
-import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
+import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState, escapeControl, taskLabel } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
 
 export interface Sender {
   transport: Transport

@@ -19,9 +19,8 @@ import { BusWorker } from '../bus/bus-worker.js'
 import { busDescriptorOf } from '../bus/events-app.js'
 import { consumedQueues } from './worker-options.js'
 import { availableParallelism } from 'node:os'
-import { nodeFormat } from '../protocol/index.js'
+import { nodeFormat, escapeControl, taskLabel } from '../protocol/index.js'
 import { resolveWorkerSettings } from './worker-settings.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
 import { isSecretEnv } from './pools/slot-entry.js'
 
 export interface RunWorkerOptions {

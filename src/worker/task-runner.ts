@@ -20,7 +20,7 @@ import { setLongTimeout, type LongTimeout } from '../app/index.js'
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
 import { BROKER_DELAY_LEAD_S } from '../client/index.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
+import { escapeControl, taskLabel } from '../protocol/index.js'
 
 const DEFAULT_RETRY_DELAY = 180
 

@@ -22,7 +22,7 @@ import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
 import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../config/index.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',

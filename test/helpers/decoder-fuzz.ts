@@ -16,7 +16,7 @@ import {
 } from '../../src/protocol/index.js'
 import { decodeStoredResult, type ResultCodec } from '../../src/backends/result-codec.js'
 import { EntryError, decodeDefinition, decodeMeta } from '../../src/beat/entry.js'
-import { pformat } from '../../src/protocol/pformat.js'
+import { pformat } from '../../src/protocol/codecs/pformat.js'
 import pythonPickles from '../fixtures/python-pickles.json' with { type: 'json' }
 import { MalformedEnvelopeError, encodeEnvelope, envelopeBody, envelopeProperties, parseEnvelope } from '../../src/transport/kombu-envelope.js'
 

@@ -42,10 +42,10 @@ const ORDER: string[][] = [
 ]
 const LEVEL: Record<string, number> = Object.fromEntries(ORDER.flatMap((folders, level) => folders.map((f) => [f, level])))
 
-// Imported from other folders through index.ts only. The rest (protocol/'s and
-// transport/'s inner files, cli/, bus/, worker/, dashboard/) are still reached
-// file by file from above.
-const THROUGH_INDEX = ['app', 'backends', 'beat', 'client', 'config', 'locks', 'logtool', 'multi', 'process']
+// Imported from other folders through index.ts only. The rest (transport/'s
+// inner files, cli/, bus/, worker/, dashboard/, admin/) are still reached file
+// by file from above.
+const THROUGH_INDEX = ['app', 'backends', 'beat', 'client', 'config', 'locks', 'logtool', 'multi', 'process', 'protocol']
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -93,6 +93,18 @@ describe('layers (docs/architecture.md): imports point down only', () => {
       .filter(({ to, target }) => THROUGH_INDEX.includes(to) && target !== `${to}/index.js`)
       .map(({ file, spec }) => `${file} imports ${spec}`)
     assert.deepEqual(wrong, [], 'import these through the folder\'s index.js')
+  })
+
+  it('protocol/ stays pure: no module that does I/O', () => {
+    // crypto for uuid4 and the auth serializer's sign/verify (keys passed in); module to load the msgpack and yaml codecs on first use.
+    const allowed = new Set(['node:crypto', 'node:module', '@msgpack/msgpack', 'yaml'])
+    const wrong = sources(join(SRC, 'protocol')).flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]([^'".][^'"]*)['"]/g)]
+        .map((m) => m[1]!)
+        .filter((name) => !allowed.has(name))
+        .map((name) => `${relative(SRC, file)} imports ${name}`),
+    )
+    assert.deepEqual(wrong, [], 'protocol/ is pure functions: move what needs these out of it')
   })
 
   it('sees a wrong import: the check is not empty', () => {

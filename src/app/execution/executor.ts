@@ -3,7 +3,8 @@
 // process (eager mode, app/eager.ts: which is why it lives in app/, below the
 // worker, and not among the pools). Turns whatever the
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
-import type { App, Task } from '../app.js'
+import type { App } from '../app.js'
+import type { Task } from '../task.js'
 import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type SignatureData, type StateSink, type TaskContext } from '../task-context.js'
 import { runReceiver, AppSignals } from '../app-signals.js'
 import { dumps, EncodeError, saferepr } from '../../protocol/index.js'

@@ -5,7 +5,8 @@
 // here (executeJob). What a slot cannot free (its process killed: hard time
 // limit, revoke --terminate, kill -9, cold shutdown) the worker's main process
 // frees (app/locking.ts's releaseLostSlotLocks, slot-pool's onLost).
-import type { App, Task } from '../app.js'
+import type { App } from '../app.js'
+import type { Task } from '../task.js'
 import { encodeError, type RunningJob } from './executor.js'
 import type { Job, Outcome } from './jobs.js'
 import { acquireTaskLock, LockedError, LockLostError, lockedRetryDelay, type HeldLock } from '../../locks/index.js'

@@ -26,7 +26,7 @@
 import { type StateSink, type Job, type Outcome, setLongTimeout, type LongTimeout } from '../../app/index.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
 import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
-import { taskLabel } from '../../protocol/secrets.js'
+import { taskLabel } from '../../protocol/index.js'
 
 export interface SlotHandle {
   readonly pid: number

@@ -5,7 +5,7 @@
 // trace), and task_internal_error.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { createApp, signature, type App } from '../../../src/app/app.js'
+import { createApp, signature, type App } from '../../../src/app/index.js'
 import type { ResultBackend } from '../../../src/backends/index.js'
 import { Logger } from '../../../src/process/logger.js'
 import { currentTask, type TaskContext } from '../../../src/app/task-context.js'

@@ -2,13 +2,13 @@
 // `as_task_v2` + `send_task` do, and decode v2, v1 and hybrid messages the way
 // the worker's strategy does, refusing what Celery would reject.
 
-import { dumps, loads } from './kombu-json.js'
-import { MalformedMessageError } from './errors.js'
-import { formatIsoDate, parseIsoDate } from './iso-date.js'
-import { argsRepr, kwargsRepr, saferepr } from './python-repr.js'
-import { decodeBody, encodeBody, type BodyDecoder, type BodyEncoder } from './message-body.js'
-import { uuid4 } from './uuid.js'
-import { DEFAULT_MESSAGE_LIMITS, checkValueLimits } from './limits.js'
+import { dumps, loads } from '../codecs/kombu-json.js'
+import { MalformedMessageError } from '../errors.js'
+import { formatIsoDate, parseIsoDate } from '../iso-date.js'
+import { argsRepr, kwargsRepr, saferepr } from '../codecs/python-repr.js'
+import { decodeBody, encodeBody, type BodyDecoder, type BodyEncoder } from '../codecs/message-body.js'
+import { uuid4 } from '../uuid.js'
+import { DEFAULT_MESSAGE_LIMITS, checkValueLimits } from '../codecs/limits.js'
 
 export interface Signature {
   task: string

@@ -1,12 +1,12 @@
 // Events (spec §5): the flat event body in Celery's key order, routing keys,
 // and the single-or-batched bodies receivers must accept.
 
-import { dumps, loads, type LoadsOptions } from './kombu-json.js'
-import { MalformedMessageError } from './errors.js'
+import { dumps, loads, type LoadsOptions } from '../codecs/kombu-json.js'
+import { MalformedMessageError } from '../errors.js'
 import { checkEventText } from './event-limits.js'
-import { comparePyStr, PyFloat } from './py-types.js'
-import { pyStr } from './python-repr.js'
-import { escapeControl } from './secrets.js'
+import { comparePyStr, PyFloat } from '../codecs/py-types.js'
+import { pyStr } from '../codecs/python-repr.js'
+import { escapeControl } from '../secrets.js'
 
 export interface EventBase {
   hostname: string

@@ -4,7 +4,7 @@
 // compare some of these bytes (the Redis envelope, reply bodies), so the
 // layout matters, not just the values.
 
-import { EncodeError } from './errors.js'
+import { EncodeError } from '../errors.js'
 import { DEFAULT_MAX_DEPTH } from './limits.js'
 import { PyFloat, PyTuple, formatPyFloat, formatPyNumber } from './py-types.js'
 

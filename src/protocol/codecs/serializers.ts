@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module'
 import type * as Msgpack from '@msgpack/msgpack'
 import type * as Yaml from 'yaml'
-import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from './errors.js'
+import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from '../errors.js'
 import { dumps, loads } from './kombu-json.js'
 import { DEFAULT_MESSAGE_LIMITS, checkJsonDepth, checkValueLimits, checkYamlDepth, depthError, sizeError, type MessageLimits } from './limits.js'
 

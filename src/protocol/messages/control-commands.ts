@@ -1,4 +1,4 @@
-import { PyFloat } from './py-types.js'
+import { PyFloat } from '../codecs/py-types.js'
 
 // Celery 5.2.6's remote-control command table (celery/worker/control.py,
 // `Panel.meta`), read from the installed Python sources. The CLI uses it to type

@@ -5,7 +5,7 @@
 // keys and certificates come in as node:crypto objects, loaded by app/.
 
 import { X509Certificate, constants, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
-import { MalformedMessageError } from './errors.js'
+import { MalformedMessageError } from '../errors.js'
 import { pyBytesRepr, pyRepr } from './python-repr.js'
 
 const SEP = Buffer.from('\x00\x01', 'latin1')

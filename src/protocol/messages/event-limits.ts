@@ -3,7 +3,7 @@
 // nests deeply or runs to megabytes is not an event a worker sent, and every
 // monitor below (the dashboard's state, its pages, `events --dump`) would
 // recurse into it.
-import { MalformedMessageError } from './errors.js'
+import { MalformedMessageError } from '../errors.js'
 
 /** Brackets deep an event body may nest: a batch (a list) of events whose fields hold a few levels each. */
 export const MAX_EVENT_DEPTH = 32

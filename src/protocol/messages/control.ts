@@ -1,9 +1,9 @@
 // Remote-control ("pidbox") messages (spec §3.2, §3.3): the broadcast request,
 // its headers, the worker's destination rule and the `{node: reply}` body.
 
-import { dumps, loads } from './kombu-json.js'
-import { MalformedMessageError } from './errors.js'
-import { checkJsonText } from './limits.js'
+import { dumps, loads } from '../codecs/kombu-json.js'
+import { MalformedMessageError } from '../errors.js'
+import { checkJsonText } from '../codecs/limits.js'
 
 export interface ControlReplyTo {
   exchange: string

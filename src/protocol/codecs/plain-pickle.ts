@@ -8,7 +8,7 @@
 // Written by hand because no maintained npm package offers a pickle reader
 // that is safe by construction (the ones there are resolve globals through a
 // registry of constructors); the subset here is a few dozen opcodes.
-import { ProtocolError } from './errors.js'
+import { ProtocolError } from '../errors.js'
 import { PyFloat, PyTuple } from './py-types.js'
 
 export class PickleValueRefusedError extends ProtocolError {

@@ -1,10 +1,10 @@
 // Task results (spec §2): states, the key-value backend meta document, the
 // rpc backend's short form, and exception encoding for the json serializer.
 
-import { dumps, isoformatUtc, loads } from './kombu-json.js'
-import { MalformedMessageError } from './errors.js'
-import { checkJsonText } from './limits.js'
-import { pyRepr, pyStr } from './python-repr.js'
+import { dumps, isoformatUtc, loads } from '../codecs/kombu-json.js'
+import { MalformedMessageError } from '../errors.js'
+import { checkJsonText } from '../codecs/limits.js'
+import { pyRepr, pyStr } from '../codecs/python-repr.js'
 
 export const States = {
   PENDING: 'PENDING',

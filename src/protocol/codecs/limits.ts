@@ -3,7 +3,7 @@
 // does not recurse) but overflows the stack of whatever walks it next (the
 // pool's IPC, repr, the control replies). Every check here is iterative.
 
-import { MalformedMessageError } from './errors.js'
+import { MalformedMessageError } from '../errors.js'
 
 export interface MessageLimits {
   /** Deepest nesting of lists and mappings in a body or header table. */
