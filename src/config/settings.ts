@@ -59,7 +59,8 @@ const seconds = (range: '> 0' | '>= 0') => (v: unknown): string | null =>
   v === null || (typeof v === 'number' && Number.isFinite(v) && (range === '>= 0' ? v >= 0 : v > 0) && v <= 86_400) ? null : `expected seconds ${range}, or None`
 const POSITIVE_INT = (value: unknown): string | null => (value === null || (typeof value === 'number' && Number.isInteger(value) && value >= 0) ? null : 'expected a whole number >= 0')
 
-export const SETTINGS: Readonly<Record<string, Setting>> = {
+// Marked pure so that a bundle importing config/ without reading the table (the CLI's fast path) leaves it out.
+export const SETTINGS: Readonly<Record<string, Setting>> = /* @__PURE__ */ (() => ({
   accept_content: honoured(['json'], 'what the worker decodes: json, msgpack, yaml and auth (signed); pickle is refused', { refuse: contentList(TASK_SERIALIZERS) }),
   result_accept_content: honoured(null, 'what result readers decode: json, msgpack, yaml', { refuse: contentList(RESULT_SERIALIZERS) }),
   enable_utc: refused(true, 'tsq keeps every timestamp (ETA, expires, events) in UTC, as Celery does with enable_utc on'),
@@ -239,7 +240,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = {
   worker_task_log_format: refused('[%(asctime)s: %(levelname)s/%(processName)s] %(task_name)s[%(task_id)s]: %(message)s', 'tsq writes Celery\'s default task log line'),
   worker_timer: refused(null, 'a Python class path; tsq\'s timer is the event loop\'s'),
   worker_timer_precision: na(1, 'Python\'s timer thread\'s precision; tsq\'s timers are the event loop\'s'),
-}
+}))()
 
 /** Python's equality for JSON-like values, enough to tell a restated default. */
 function sameValue(a: unknown, b: unknown): boolean {
