@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { request } from 'node:http'
 import { resolve } from 'node:path'
-import { declareEventExchange, EVENT_EXCHANGE } from '../src/app/event-receiver.js'
+import { declareEventExchange, EVENT_EXCHANGE } from '../src/client/event-receiver.js'
 import { createTransport } from '../src/transport/index.js'
 import { processMemoryKb } from './lib/proc-memory.js'
 

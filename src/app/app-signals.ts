@@ -6,6 +6,7 @@
 // worker's main process, which loads the module too; worker_process_init and
 // worker_process_shutdown in each pool slot. Receivers run synchronously, and
 // one that throws is logged, never failing the task, as Celery's Signal.send.
+import type { PublishSignalPayloads } from '../client/index.js'
 
 /** A request as the worker holds it: Celery's Request.info() fields. */
 export type RequestInfo = Record<string, unknown>
@@ -77,8 +78,8 @@ export interface SignalPayloads {
    * message goes out with the change, as Celery's headers dict does. `body` is
    * [args, kwargs, embed], for reading.
    */
-  before_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown>; properties: Record<string, unknown> }
-  after_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown> }
+  before_task_publish: PublishSignalPayloads['before_task_publish']
+  after_task_publish: PublishSignalPayloads['after_task_publish']
 }
 
 export type SignalName = keyof SignalPayloads

@@ -1,262 +1,26 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
 // and custom remote-control commands. Nothing here runs tasks, the worker does,
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
-import { closeLockStores, sendOnce, withAppLock, type AppLockOptions, type Lease, type OnceSendOptions, type TaskLockOptions, type TaskOnceOptions } from './lock-hooks.js'
+// A task itself is task.ts; signatures and freezing, canvas.ts; what each send
+// derives from the conf, send-plan.ts.
+import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
+import { withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
-import type { BodyDecoder, BodyEncoder, TaskEmbed } from '../protocol/index.js'
-import { uuid4 } from '../protocol/index.js'
-import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions } from './security.js'
+import { type BodyDecoder, type BodyEncoder, type TaskEmbed, uuid4 } from '../protocol/index.js'
+import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions, backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routedSend, routeTask, type Route, type SendDestination, queueSettings, type QueueSettings, annotationsFor } from '../config/index.js'
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { SendManyError } from './send-many-error.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { backendOptionsFromConf, createResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from './backends/index.js'
-import { backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from './config.js'
-import { clientOrigin, DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions } from './send-task.js'
-import { publishRetryPolicy, type PublishRetryPolicy } from './publish-retry.js'
+import { backendOptionsFromConf, createResultBackend, RpcResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from '../backends/index.js'
+import { DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions, AppControl } from '../client/index.js'
 import { ConfWatch } from './conf-watch.js'
-import { AppControl } from './control.js'
-import { routedSend, routeTask, type Route, type SendDestination } from './routes.js'
-import { queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from './queues.js'
-import { annotationsFor } from './annotations.js'
-import { runningTask, type RetryOptions, type TaskContext } from './task-context.js'
+import { runningTask } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
-import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyEagerly, applyGroupEagerly, isAlwaysEager, EagerResult, type EagerApplyOptions } from './eager.js'
-
-export interface TaskOptions {
-  /** Hard time limit, seconds: the task is killed (prefork) or abandoned. */
-  timeLimit?: number
-  /** Soft time limit, seconds: the task's AbortSignal fires. */
-  softTimeLimit?: number
-  /** `10/s`, `100/m`, `5/h`, or a number per second. */
-  rateLimit?: string | number
-  ignoreResult?: boolean
-  /** Ack after the task finishes (tsq's default); false acks when it starts, as Celery's default. */
-  acksLate?: boolean
-  /** Retries before a retry fails the task instead (Celery: 3); null: no limit. */
-  maxRetries?: number | null
-  /** Seconds before a retry runs when retry() names no countdown (Celery: 180). */
-  defaultRetryDelay?: number
-  /** Pass the TaskContext as the first argument (Celery's bind=True). */
-  bind?: boolean
-  /**
-   * As a link_error, called in the worker with (request, exc, traceback), as
-   * Celery calls an errback whose function takes more than one argument,
-   * instead of being sent as a task with the failed task's id.
-   */
-  requestErrback?: boolean
-  /** Queue that delay() and applyAsync() send to by default. */
-  queue?: string
-  trackStarted?: boolean
-  /**
-   * Errors that make the task retry by itself (Celery's autoretry_for): error
-   * classes (`[TypeError]`, `[Error]` for any), or names matched against the
-   * error's class chain, `name` and `code` (`['FetchError', 'ECONNRESET']`).
-   */
-  autoretryFor?: Array<(new (...args: any[]) => unknown) | string>
-  /** What those retries pass to `retry()` (Celery's retry_kwargs): `{ maxRetries: 5, countdown: 10 }`. */
-  retryKwargs?: Omit<RetryOptions, 'exc'>
-  /** Exponential backoff for those retries: `true` or a factor in seconds (1 → 1, 2, 4, 8 … s). */
-  retryBackoff?: boolean | number
-  /** The longest backoff, seconds (Celery: 600). */
-  retryBackoffMax?: number
-  /** Draws each backoff at random from 0 up to its value, so retries spread out (Celery: true). */
-  retryJitter?: boolean
-  /**
-   * A late-ack message whose task failed or hit its time limit is acked
-   * (true, Celery's default) or rejected without requeue, so that a queue's
-   * dead-letter exchange gets it (Celery's acks_on_failure_or_timeout).
-   */
-  acksOnFailureOrTimeout?: boolean
-  /**
-   * A late-ack message whose pool process died goes back to the queue (true,
-   * tsq's default), or the task fails with WorkerLostError and the message is
-   * settled as a failure (false, Celery's default reject_on_worker_lost).
-   */
-  rejectOnWorkerLost?: boolean
-  /**
-   * One run at a time per key (README "One task at a time: locks"): `{ key, timeout, onLocked, retryDelay }`.
-   * The worker takes the lock before the task runs, renews it every third of `timeout`, frees it when the run ends.
-   */
-  lock?: TaskLockOptions
-  /**
-   * celery-once's de-duplication (README "Sent once"): `{ key, timeout, graceful }`. delay() and applyAsync()
-   * refuse a task whose key is already queued or running (AlreadyQueued), or with `graceful` give its AsyncResult.
-   */
-  once?: TaskOnceOptions
-  // Celery's Task handler methods, called where the task runs, around it; what
-  // they throw is logged and changes nothing (the result is the task's).
-  /** Before the task's function (Celery's before_start). */
-  beforeStart?: (info: { taskId: string; args: unknown[]; kwargs: Record<string, unknown> }) => unknown
-  onSuccess?: (info: { retval: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown> }) => unknown
-  onFailure?: (info: { exc: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
-  onRetry?: (info: { exc: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
-  /** After a success or failure, not a retry, Ignore or Reject (Celery's after_return). */
-  afterReturn?: (info: { status: string; retval: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
-}
-
-export type TaskFunction = (...args: any[]) => unknown
-
-export interface ApplyOptions extends Omit<SendTaskOptions, 'args' | 'kwargs' | 'embed'> {
-  link?: Signature | Signature[]
-  linkError?: Signature | Signature[]
-  /** For a task with the `once` option: this send's `graceful` and `timeout`. */
-  once?: OnceSendOptions
-}
-
-export interface Signature {
-  task: string
-  args: unknown[]
-  kwargs: Record<string, unknown>
-  options: Record<string, unknown>
-  subtask_type: null
-  immutable: boolean
-}
-
-export function signature(task: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: { immutable?: boolean } & Record<string, unknown> = {}): Signature {
-  const { immutable = false, ...rest } = options
-  return { task, args, kwargs, options: rest, subtask_type: null, immutable }
-}
-
-/** Where a frozen step's result will be: one task's id, or a group's id and its members' ids. */
-type FrozenResult = { kind: 'task'; id: string } | { kind: 'group'; id: string; members: string[] }
-
-/**
- * A chain step with its task ids fixed now (Celery's freeze), and where its
- * result will be stored: a task's own id, a chord's body's, a chain's last
- * step's, or for a group its id and each member's (nested groups' members
- * joining it, as the worker applies them).
- */
-function frozenStep(sig: Signature): { signature: Signature; result: FrozenResult | undefined } {
-  const options = sig.options ?? {}
-  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
-  const kind = (sig as { subtask_type?: unknown }).subtask_type ?? (sig.task.startsWith('celery.') ? sig.task.slice('celery.'.length) : 'plain')
-  if (kind === 'group') {
-    const groupId = typeof options.task_id === 'string' ? options.task_id : randomUUID()
-    const members: string[] = []
-    const tasks = (Array.isArray(kwargs.tasks) ? (kwargs.tasks as Signature[]) : []).map((member) => {
-      const frozen = frozenStep(member)
-      if (frozen.result?.kind === 'task') members.push(frozen.result.id)
-      else if (frozen.result?.kind === 'group') members.push(...frozen.result.members)
-      return frozen.signature
-    })
-    return { signature: { ...sig, kwargs: { ...kwargs, tasks }, options: { ...options, task_id: groupId } }, result: { kind: 'group', id: groupId, members } }
-  }
-  if (kind === 'chain') {
-    const tasks = Array.isArray(kwargs.tasks) ? (kwargs.tasks as Signature[]) : []
-    const last = tasks.at(-1)
-    if (!last) return { signature: sig, result: undefined }
-    const frozen = frozenStep(last)
-    return { signature: { ...sig, kwargs: { ...kwargs, tasks: [...tasks.slice(0, -1), frozen.signature] } }, result: frozen.result }
-  }
-  if (kind === 'chord') {
-    const body = kwargs.body as Signature | undefined
-    if (!body || typeof body !== 'object') return { signature: sig, result: undefined }
-    const frozen = frozenStep(body)
-    return { signature: { ...sig, kwargs: { ...kwargs, body: frozen.signature } }, result: frozen.result }
-  }
-  const id = typeof options.task_id === 'string' ? options.task_id : uuid4()
-  return { signature: { ...sig, options: { ...options, task_id: id } }, result: { kind: 'task', id } }
-}
-
-/**
- * Celery's task_* settings in `conf`, as defaults for every task's options
- * (an option given to app.task() wins, as a Task attribute wins in Celery).
- * Time limits and acks_late are the worker's (their flags win over them).
- */
-function taskDefaultsFromConf(conf: Record<string, unknown>): TaskOptions {
-  const defaults: TaskOptions = {}
-  const rate = conf.task_default_rate_limit
-  if (typeof rate === 'string' || typeof rate === 'number') defaults.rateLimit = rate
-  if (typeof conf.task_ignore_result === 'boolean') defaults.ignoreResult = conf.task_ignore_result
-  if (typeof conf.task_track_started === 'boolean') defaults.trackStarted = conf.task_track_started
-  if (typeof conf.task_default_retry_delay === 'number') defaults.defaultRetryDelay = conf.task_default_retry_delay
-  if (typeof conf.task_acks_on_failure_or_timeout === 'boolean') defaults.acksOnFailureOrTimeout = conf.task_acks_on_failure_or_timeout
-  if (typeof conf.task_reject_on_worker_lost === 'boolean') defaults.rejectOnWorkerLost = conf.task_reject_on_worker_lost
-  return defaults
-}
-
-export class Task {
-  constructor(
-    readonly app: App,
-    readonly name: string,
-    readonly fn: TaskFunction,
-    readonly options: TaskOptions,
-  ) {}
-
-  delay(...args: unknown[]): Promise<AsyncResult> {
-    return this.applyAsync(args)
-  }
-
-  applyAsync(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
-    // Celery's task_always_eager: run here, no broker; the result is an EagerResult.
-    if (isAlwaysEager(this.app)) return applyAsyncEagerly(this.app, this, args, kwargs, options)
-    // Celery's Task.priority, from task_default_priority: the priority of a send that gives none.
-    const priority = this.app.options.conf?.task_default_priority
-    const send: ApplyOptions = {
-      queue: this.options.queue,
-      // Always the key (undefined when unset), as Celery's apply_async passes priority: what keeps a child from inheriting its parent's.
-      priority: typeof priority === 'number' ? priority : undefined,
-      timeLimit: this.options.timeLimit ?? null,
-      softTimeLimit: this.options.softTimeLimit ?? null,
-      ignoreResult: this.options.ignoreResult,
-      ...options,
-    }
-    if (this.options.once) {
-      const { once, ...rest } = send
-      return sendOnce(this.app, this, args, kwargs, once, rest.id, (id) => this.app.sendTask(this.name, args, kwargs, id ? { ...rest, id } : rest))
-    }
-    return this.app.sendOwned(this.name, args, kwargs, send)
-  }
-
-  /**
-   * Celery's `task.apply()`: runs the task here and now, with no broker, as a
-   * worker would (currentTask(), retries at once, signals, handlers, links),
-   * and gives its EagerResult. A failure is the result's FAILURE state, or,
-   * with `{ throw: true }` (default: the app's `task_eager_propagates`), the
-   * promise rejects with the task's error.
-   */
-  apply(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: EagerApplyOptions = {}): Promise<EagerResult> {
-    return applyEagerly(this.app, this, args, kwargs, options)
-  }
-
-  /** A signature for chains and callbacks: `add.s(2, 2)`. */
-  s(...args: unknown[]): Signature {
-    return signature(this.name, args)
-  }
-
-  /** An immutable signature: the parent's result is not prepended. */
-  si(...args: unknown[]): Signature {
-    return signature(this.name, args, {}, { immutable: true })
-  }
-
-  /**
-   * Celery's `task.map(it)`: one `celery.map` task that calls this task on
-   * each item, in order, in the worker that takes it; its result is the list.
-   * Send it as any signature: `await app.chain(add.map([1, 2, 3]))`.
-   */
-  map(it: Iterable<unknown>): Signature {
-    return signature('celery.map', [], { task: this.s(), it: [...it] }, { immutable: true })
-  }
-
-  /** Celery's `task.starmap(it)`: as map, each item being the arguments of one call. */
-  starmap(it: Iterable<unknown[]>): Signature {
-    return signature('celery.starmap', [], { task: this.s(), it: [...it] }, { immutable: true })
-  }
-
-  /**
-   * Celery's `task.chunks(it, n)`: the argument lists cut into chunks of `n`,
-   * each one `celery.starmap` task; `await app.group(...add.chunks(pairs, 10))`
-   * runs them in parallel, and its result is one list per chunk.
-   */
-  chunks(it: Iterable<unknown[]>, n: number): Signature[] {
-    if (!Number.isInteger(n) || n < 1) throw new RangeError(`chunks(it, n): n must be a whole number of at least 1, got ${n}`)
-    const items = [...it]
-    const parts: Signature[] = []
-    for (let i = 0; i < items.length; i += n) parts.push(this.starmap(items.slice(i, i + n)))
-    return parts
-  }
-}
+import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyGroupEagerly, isAlwaysEager, EagerResult } from './eager.js'
+import { Task, taskDefaultsFromConf, type ApplyOptions, type TaskFunction, type TaskOptions } from './task.js'
+import { frozenStep, type Signature } from './canvas.js'
+import { SendPlan } from './send-plan.js'
 
 export type ControlCommandKind = 'inspect' | 'control'
 export type ControlCommandHandler = (args: Record<string, unknown>, worker: { hostname: string }) => unknown | Promise<unknown>
@@ -281,63 +45,6 @@ export interface AppOptions {
    * without -Q. Default `celery`.
    */
   defaultQueue?: string
-}
-
-/**
- * What every send of an app derives from its options and conf, kept for one
- * version of them (conf-watch.ts): before, each send resolved the broker
- * config, rebuilt task_queues' definitions and read the routes again. Each
- * part is made on first use, so a part that refuses the conf (task_queues,
- * task_serializer) fails only the callers that need it, as before.
- */
-class SendPlan {
-  private rpcBackend: boolean | undefined
-  private bodyEncoder: BodyEncoder | undefined
-  private queues: QueueSettings | undefined
-  private policy: PublishRetryPolicy | null | undefined
-  private readonly definitions = new Map<string, QueueDefinition>()
-  /** routeFor's answers, by task name. */
-  readonly routes = new Map<string, Route>()
-  /** task_send_sent_event: the hostname and clock of task-sent events, or undefined. */
-  readonly sentEvent: SendTaskOptions['sentEvent']
-  readonly resolveQueue = (name: string): QueueDefinition => {
-    let definition = this.definitions.get(name)
-    if (!definition) this.definitions.set(name, (definition = queueDefinition(this.settings, name)))
-    return definition
-  }
-
-  constructor(
-    readonly version: number,
-    private readonly app: App,
-    private readonly conf: Record<string, unknown>,
-    clock: LamportClock,
-  ) {
-    this.sentEvent = conf.task_send_sent_event === true ? { hostname: clientOrigin(), clock } : undefined
-  }
-
-  /** The result backend is rpc://: its reply queue must be up before a send. */
-  get rpc(): boolean {
-    return (this.rpcBackend ??= this.app.config.resultBackend?.startsWith('rpc://') === true)
-  }
-
-  get encoder(): BodyEncoder {
-    return (this.bodyEncoder ??= this.app.taskEncoder())
-  }
-
-  get settings(): QueueSettings {
-    return (this.queues ??= queueSettings(this.conf, this.app.defaultQueue))
-  }
-
-  /** task_publish_timeout: seconds a client's send waits for the broker's confirm; null: no limit. */
-  get publishTimeout(): number | null {
-    const t = this.conf.task_publish_timeout
-    return typeof t === 'number' && Number.isFinite(t) && t > 0 ? t : null
-  }
-
-  get retryPolicy(): PublishRetryPolicy | null {
-    if (this.policy === undefined) this.policy = publishRetryPolicy(this.conf)
-    return this.policy
-  }
 }
 
 export class App {
@@ -504,7 +211,7 @@ export class App {
     return plan.sentEvent ? { retryPolicy: plan.retryPolicy, sentEvent: plan.sentEvent } : { retryPolicy: plan.retryPolicy }
   }
 
-  /** task_queues and the task_default_* settings that shape queues (app/queues.ts), as the conf says now. */
+  /** task_queues and the task_default_* settings that shape queues (config/queues.ts), as the conf says now. */
   get queueSettings(): QueueSettings {
     return this.sendPlan().settings
   }
@@ -569,7 +276,6 @@ export class App {
     this.backendPromise ??= (async () => {
       const url = this.config.resultBackend
       if (url?.startsWith('rpc://')) {
-        const { RpcResultBackend } = await import('./backends/rpc-backend.js')
         const backend = new RpcResultBackend(await this.transport(), this.replyTo(), this.resultCodec())
         await backend.start()
         this.backendOpen = true
@@ -847,5 +553,3 @@ export class App {
 export function createApp(options: AppOptions = {}): App {
   return new App(options)
 }
-
-export type { TaskContext }

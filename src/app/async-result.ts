@@ -1,6 +1,6 @@
 import { parseIsoDate, type ResultMeta } from '../protocol/index.js'
 import type { App } from './app.js'
-import { READY } from './backends/index.js'
+import { READY } from '../backends/index.js'
 
 /** A failed or revoked task, as Python's `get()` raises it: the remote type and message. */
 export class TaskError extends Error {

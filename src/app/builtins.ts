@@ -3,7 +3,8 @@
 // and `add.chunks(pairs, n)` is a group of `celery.starmap` tasks. Every app
 // has them, so a tsq worker runs these canvases as a Celery worker does. Like
 // Celery's, they stay out of `inspect registered` unless builtins are asked for.
-import type { App, Task } from './app.js'
+import type { App } from './app.js'
+import type { Task } from './task.js'
 import { currentTask } from './task-context.js'
 
 /** What Celery raises when a name has no task: `NotRegistered('proj.nope')`. */

@@ -1,19 +1,18 @@
 // Tasks run in this process, with no broker: Celery's `Task.apply()` and its
 // `task_always_eager` setting, for testing a task module. A run goes through
-// the worker's own executor (src/worker/pools/executor.ts), so `currentTask()`,
-// `bind`, autoretry, Ignore and Reject, the task_* signals and the task's
-// handlers behave as in a worker; what a worker would do next (a retry, the
-// links, a chain's next step, a chord's body) is done here and at once.
-//
-// The one import from worker/ against the layering of DESIGN.md: the trace a
-// worker runs a task with is the point of an eager run, and a second copy of
-// it here would drift from the first.
+// the executor a worker's pool slot runs tasks with (execution/executor.ts),
+// so `currentTask()`, `bind`, autoretry, Ignore and Reject, locks, the task_*
+// signals and the task's handlers behave as in a worker; what a worker would
+// do next (a retry, the links, a chain's next step, a chord's body) is done
+// here and at once.
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import { argsRepr, dumps, kwargsRepr, loads } from '../protocol/index.js'
 import { executeJob, retriesExhausted } from './execution/executor.js'
 import type { Job } from './execution/jobs.js'
-import type { App, ApplyOptions, Signature, Task } from './app.js'
+import type { App } from './app.js'
+import type { ApplyOptions, Task } from './task.js'
+import type { Signature } from './canvas.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { currentTask, RetryRequest } from './task-context.js'
 

@@ -5,8 +5,8 @@
 import { ProtocolError } from '../protocol/index.js'
 import { BrokerRequestError } from '../transport/index.js'
 import type { AsyncResult } from './async-result.js'
-import { QueueSettingError } from './queues.js'
-import type { Signature } from './app.js'
+import { QueueSettingError } from '../config/index.js'
+import type { Signature } from './canvas.js'
 
 /**
  * `sent`: the broker confirmed it. `refused`: it never reached the queue (the

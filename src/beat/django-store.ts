@@ -12,7 +12,7 @@
 // Datetimes follow Django with USE_TZ = True: PostgreSQL's timestamptz holds
 // instants; MySQL's and SQLite's naive columns hold UTC.
 import { checkJsonText, isoformatUtc } from '../protocol/index.js'
-import { isMissingTable, openSqlClient, type Row, type SqlClient } from '../app/backends/sql-client.js'
+import { isMissingTable, openSqlClient, type Row, type SqlClient } from '../backends/index.js'
 import { MAX_ENTRY_CHARS, scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
 import { Solar } from './solar.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'

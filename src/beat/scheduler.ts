@@ -5,11 +5,10 @@
 // AMQP mutex when several beats share one store. Under the lease (or with no
 // HA) the runs due in one pass are reserved together, one atomic store call
 // that checks the fence once, and then sent with their publishes overlapped.
-import { pyRepr } from '../protocol/index.js'
-import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from '../app/send-task.js'
-import { routedSend, type Route } from '../app/routes.js'
-import type { AppSignals } from '../app/app-signals.js'
-import type { BodyEncoder } from '../protocol/index.js'
+import { pyRepr, type BodyEncoder } from '../protocol/index.js'
+import { clientOrigin, DEFAULT_QUEUE, sendTask, type SendTaskOptions } from '../client/index.js'
+import { routedSend, type Route } from '../config/index.js'
+import type { AppSignals } from '../app/index.js'
 import type { Transport } from '../transport/index.js'
 import { scheduleOf, type Entry } from './entry.js'
 import type { RedisLease } from './lease.js'

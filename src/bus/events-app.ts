@@ -4,9 +4,8 @@
 // handlers are Celery tasks named as their events, run by `tsq worker`.
 import { isAbsolute, resolve as resolvePath } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { App, type AppOptions, type TaskOptions } from '../app/app.js'
-import { clientOrigin, sendTask } from '../app/send-task.js'
-import { currentTask, Ignore, Reject, taskPredicate, type TaskContext } from '../app/task-context.js'
+import { App, type AppOptions, type TaskOptions, currentTask, Ignore, Reject, taskPredicate, type TaskContext } from '../app/index.js'
+import { clientOrigin, sendTask } from '../client/index.js'
 import type { Transport } from '../transport/index.js'
 import { declareTopology } from './declare.js'
 import { routeFailure, routeTarget, sendFailure } from './failures.js'

@@ -2,15 +2,13 @@
 // schedule) talks to, from the global options: the broker, the result backend,
 // and with -A the app's settings (task routes, default queue, transport
 // options), as `celery -A proj inspect ping` takes them from the app. The
-// precedence is the worker's (app/config.ts): a flag, then TSQ_* and CELERY_*
+// precedence is the worker's (config/config.ts): a flag, then TSQ_* and CELERY_*
 // variables, then the app's own options, then the --config module, then the
 // defaults. No oclif here: the fast path uses it too.
-import { backendOptionsFromConf, type BackendOptions } from '../app/backends/index.js'
-import { beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig } from '../app/config.js'
-import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/load-app.js'
-import { routeTask, type Route } from '../app/routes.js'
-import { queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from '../app/queues.js'
-import { DEFAULT_QUEUE } from '../app/send-task.js'
+import { backendOptionsFromConf, type BackendOptions } from '../backends/index.js'
+import { beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routeTask, type Route, queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from '../config/index.js'
+import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/index.js'
+import { DEFAULT_QUEUE } from '../client/index.js'
 import type { BodyEncoder } from '../protocol/index.js'
 import type { SslSettings, TransportSettings } from '../transport/index.js'
 

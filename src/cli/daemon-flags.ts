@@ -3,7 +3,7 @@
 import { accessSync, constants, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Flags } from '@oclif/core'
-import { parseUmask, resolveCredentials } from '../app/privileges.js'
+import { parseUmask, resolveCredentials } from '../process/index.js'
 import { UsageError } from './errors.js'
 
 export const privilegeFlags = {

@@ -1,9 +1,9 @@
 // The body of `tsq migrate`, shared by the oclif command and the fast path
 // (fast-path.ts), which must not load oclif: nothing here may import it.
 import { migrate, parseQueueRoutes, type MigratedTask, type MigrateResult } from '../admin/index.js'
-import { withTransportPair } from '../app/connection.js'
+import { withTransportPair } from '../client/index.js'
 import { UsageError } from './errors.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 export interface MigrateFlagValues {
   limit?: number

@@ -1,6 +1,6 @@
 // The shared body of `tsq inspect` and `tsq control`: type the positional
 // arguments as Celery's CLI does, broadcast, render as Celery renders.
-import { broadcast, flattenReplies } from '../app/control.js'
+import { broadcast, flattenReplies } from '../client/index.js'
 import { CONTROL_COMMANDS, compileArguments, visibleCommands, type ControlKind } from '../protocol/index.js'
 import type { NodeReply, TransportSettings } from '../transport/index.js'
 import type { ChalkInstance } from 'chalk'

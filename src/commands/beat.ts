@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core'
-import { detach } from '../app/detach.js'
-import { dropPrivileges } from '../app/privileges.js'
+import { detach, dropPrivileges } from '../process/index.js'
 import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { storeFlags, storeOptionsOf } from '../cli/beat-store-flags.js'

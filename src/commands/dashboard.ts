@@ -59,8 +59,8 @@ export default class Dashboard extends TsqCommand<void> {
     if (flags['url-prefix'] !== undefined && !/^\/?[A-Za-z0-9._~\-/]*$/.test(flags['url-prefix'])) throw new UsageError(`--url-prefix: letters, digits and . _ ~ - / only, got '${flags['url-prefix']}'`)
     let appTasks: string[] | undefined
     if (flags.app) {
-      const { loadApp } = await import('../app/load-app.js')
-      const { resolveAppModule } = await import('../app/load-app.js')
+      const { loadApp } = await import('../app/index.js')
+      const { resolveAppModule } = await import('../app/index.js')
       const app = await loadApp(resolveAppModule(flags.app))
       appTasks = [...app.tasks.keys()]
     }

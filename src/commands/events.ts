@@ -2,8 +2,8 @@ import { Flags } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
 import { floatFlag, integerFlag } from '../cli/oclif-flags.js'
 import { UsageError } from '../cli/errors.js'
-import { runEventDump } from '../cli/event-dump.js'
-import { runEventMonitor } from '../cli/event-monitor.js'
+import { runEventDump } from '../cli/events/event-dump.js'
+import { runEventMonitor } from '../cli/events/event-monitor.js'
 
 export default class Events extends TsqCommand<void> {
   static summary = "Show the cluster's events as they happen (Celery's `celery events`)."

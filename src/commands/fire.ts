@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
-import { withTransport } from '../app/connection.js'
-import { loadApp, resolveAppModule } from '../app/load-app.js'
+import { withTransport } from '../client/index.js'
+import { loadApp, resolveAppModule } from '../app/index.js'
 import { busDescriptorOf, fireEvent, type EventsApp } from '../bus/events-app.js'
 import { checkEventName } from '../bus/names.js'
 import { TsqCommand } from '../cli/base-command.js'

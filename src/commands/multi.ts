@@ -1,11 +1,11 @@
 import { hostname as osHostname } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { broadcast } from '../app/control.js'
-import { loadConfig } from '../app/config.js'
+import { broadcast } from '../client/index.js'
+import { loadConfig } from '../config/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { makeChalk } from '../cli/color.js'
 import { defaultDirs, expander, runMulti, termOutput, type NodePlan } from '../multi/index.js'
-import { loadApp, resolveAppModule } from '../app/load-app.js'
+import { loadApp, resolveAppModule } from '../app/index.js'
 import WorkerCommand from './worker.js'
 
 /** Worker flags that take no value, so `--opt value` can be read as Celery's `--opt=value`. */

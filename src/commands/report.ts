@@ -1,6 +1,6 @@
 import { TsqCommand } from '../cli/base-command.js'
-import { loadApp, resolveAppModule } from '../app/load-app.js'
-import { buildReport, formatReport, type Report as ReportData } from '../app/report.js'
+import { loadApp, resolveAppModule } from '../app/index.js'
+import { buildReport, formatReport, type Report as ReportData } from '../cli/report.js'
 
 export default class Report extends TsqCommand<ReportData> {
   static summary = 'Print what to paste in a bug report: versions, the app, its broker and backend, its settings (secrets masked).'

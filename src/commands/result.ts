@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core'
-import { createResultBackend, READY, ResultTimeoutError, type ResultBackend } from '../app/backends/index.js'
+import { createResultBackend, READY, ResultTimeoutError, type ResultBackend } from '../backends/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { CliError } from '../cli/errors.js'
 import { floatFlag } from '../cli/oclif-flags.js'

@@ -1,8 +1,8 @@
 import { Flags } from '@oclif/core'
 import { text } from 'node:stream/consumers'
 import { TsqCommand } from '../cli/base-command.js'
-import { defaultAppModulePath, loadApp, resolveAppModule } from '../app/load-app.js'
-import { runShellScript, shellContext, startShellRepl } from '../app/shell.js'
+import { defaultAppModulePath, loadApp, resolveAppModule } from '../app/index.js'
+import { runShellScript, shellContext, startShellRepl } from '../cli/shell.js'
 
 export default class Shell extends TsqCommand<void> {
   static summary = 'A Node REPL with the app, its tasks and the canvas (chain, group, chord, chunks, signature).'

@@ -4,13 +4,10 @@
 // --persistent. The HTTP layer (server.ts) calls only this.
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
-import { createResultBackend, type BackendOptions, type ResultBackend } from '../app/backends/index.js'
-import { EventReceiver } from '../app/event-receiver.js'
-import { sendTask } from '../app/send-task.js'
-import { originalCall } from '../app/resend.js'
-import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type ResultMeta } from '../protocol/index.js'
+import { createResultBackend, type BackendOptions, type ResultBackend } from '../backends/index.js'
+import { EventReceiver, sendTask, originalCall } from '../client/index.js'
+import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type ResultMeta, maskUrlsInText } from '../protocol/index.js'
 import { createTransport, ensurePrivateFileSync, MailboxClient, maskUrl, replaceFileSync, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
-import { maskUrlsInText } from '../protocol/secrets.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from './state.js'
@@ -360,7 +357,7 @@ export class Cluster {
     return backend.get(taskId)
   }
 
-  /** Sends a task again with the exact arguments of its message (app/resend.ts); ResendRefusedError where they are not stored. */
+  /** Sends a task again with the exact arguments of its message (client/resend.ts); ResendRefusedError where they are not stored. */
   async resend(taskId: string): Promise<string> {
     const call = await originalCall(taskId, this.o.resultBackend ? await this.resultBackend() : null)
     return this.sendTask(call.task, call.args, call.kwargs, call.queue ? { queue: call.queue } : {})

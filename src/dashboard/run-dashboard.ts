@@ -1,6 +1,6 @@
 // `tsq dashboard` as a process: connect, serve, say where, stop cleanly on
 // TERM or INT (state saved with --persistent, the event queue left to expire).
-import { trimMemoryWhenIdle } from '../app/idle-trim.js'
+import { trimMemoryWhenIdle } from '../process/index.js'
 import { Cluster, type ClusterOptions } from './cluster.js'
 import { DashboardServer, type ServerOptions } from './server.js'
 

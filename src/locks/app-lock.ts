@@ -1,20 +1,16 @@
 // app.lock(): the task locks around user code outside a task: a migration, a
-// cron script. Same store, renewal, release and fencing token.
+// cron script. Same store, renewal, release and fencing token. The app passes
+// where its locks live (app/locking.ts).
 import { hostname } from 'node:os'
 import { LockedError } from './lock.js'
 import { tryHold } from './hold.js'
-import { openLockStore } from './open-store.js'
-import type { App } from '../app/app.js'
-import type { AppLockOptions, Lease } from '../app/lock-hooks.js'
+import { openLockStore, type LockSettings } from './open-store.js'
+import type { AppLockOptions, Lease } from './options.js'
 
 /** Between tries while waiting: short, so a released lock is taken soon after. */
 const WAIT_STEP_MS = 100
 
-export async function withAppLock<T>(app: App, name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
-  // Read at each call, as app.lock() always has (a task's lockSettings are read once per process).
-  const lockUrl = app.conf.lock_url
-  const config = app.config
-  const settings = { lockUrl: typeof lockUrl === 'string' ? lockUrl : null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }
+export async function withLock<T>(settings: LockSettings, name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
   if (typeof name !== 'string' || name === '') throw new TypeError('app.lock(name, ...): name must be a non-empty string')
   const timeout = options.timeout ?? 60
   if (!(timeout > 0)) throw new RangeError(`app.lock(${name}): timeout must be a number of seconds above 0, got ${String(options.timeout)}`)

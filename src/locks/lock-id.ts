@@ -1,7 +1,7 @@
 // The id of a task's lock: the task's name plus an MD5 of its key, as the
 // Celery cookbook's `<task>-lock-<md5>`.
 import { createHash } from 'node:crypto'
-import type { LockKey, TaskLockOptions, TaskOnceOptions } from '../app/lock-hooks.js'
+import type { LockKey, TaskLockOptions, TaskOnceOptions } from './options.js'
 
 export const DEFAULT_LOCK_TIMEOUT_S = 60
 export const DEFAULT_ONCE_TIMEOUT_S = 3600

@@ -1,25 +1,25 @@
 // The task option `once` (celery-once's sender-side de-duplication): before a
 // send, a mark `<task>-once-<md5 of key>` naming the new task's id is set in
 // the lock store unless one is there; a send that finds one throws
-// AlreadyQueued, or with `graceful` gives the queued task's AsyncResult. The
+// AlreadyQueued, or with `graceful` gives the queued task's result. The
 // worker clears the mark when the task ends (once-mark.ts); the mark's
 // timeout bounds it when nobody does (a revoked task no worker takes).
 import { randomUUID } from 'node:crypto'
 import { AlreadyQueued, LockStoreUnavailableError } from './lock.js'
 import { DEFAULT_ONCE_TIMEOUT_S, onceIdFor, parameterNames } from './lock-id.js'
-import { openLockStore } from './open-store.js'
-import { lockSettings } from './locked-run.js'
-import { AsyncResult } from '../app/async-result.js'
-import type { App, Task } from '../app/app.js'
-import type { OnceSendOptions } from '../app/lock-hooks.js'
+import { openLockStore, type LockSettings } from './open-store.js'
+import type { LockedTask, OnceSendOptions, TaskOnceOptions } from './options.js'
 
-export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Record<string, unknown>, given: OnceSendOptions | undefined, taskId: string | undefined, send: (id: string) => Promise<AsyncResult>): Promise<AsyncResult> {
-  const options = { ...task.options.once, ...given }
+/**
+ * Sends through `send` (given the new task's id) once the mark is set; with
+ * `graceful`, a send that finds the mark gives `queued(the queued task's id)`.
+ */
+export async function sendOnce<R>(settings: LockSettings, task: LockedTask & { once: TaskOnceOptions }, args: unknown[], kwargs: Record<string, unknown>, given: OnceSendOptions | undefined, taskId: string | undefined, send: (id: string) => Promise<R>, queued: (taskId: string) => R): Promise<R> {
+  const options = { ...task.once, ...given }
   const markId = onceIdFor(task.name, options, args, kwargs, Array.isArray(options.key) ? parameterNames(task.fn) : [])
   const timeout = options.timeout ?? DEFAULT_ONCE_TIMEOUT_S
   if (!(timeout > 0)) throw new RangeError(`task ${task.name}: once.timeout must be a number of seconds above 0, got ${String(options.timeout)}`)
   const id = taskId ?? randomUUID()
-  const settings = lockSettings(app)
   let got
   try {
     got = await (await openLockStore(settings)).mark(markId, id, Math.round(timeout * 1000))
@@ -27,7 +27,7 @@ export async function sendOnce(app: App, task: Task, args: unknown[], kwargs: Re
     throw error instanceof LockStoreUnavailableError ? error : new LockStoreUnavailableError((settings.lockUrl ?? settings.brokerUrl).replace(/\/\/[^@/]*@/, '//***@'), error)
   }
   if (!got.set) {
-    if (options.graceful) return new AsyncResult(got.taskId, app)
+    if (options.graceful) return queued(got.taskId)
     throw new AlreadyQueued(markId, got.taskId, got.remainingMs)
   }
   try {

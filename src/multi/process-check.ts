@@ -2,7 +2,7 @@
 // process may be gone, or the pid reused by another program, and multi must
 // never signal a process that is not the node's own worker.
 import { readFileSync } from 'node:fs'
-import { pidAlive, readPid } from '../app/pidfile.js'
+import { pidAlive, readPid } from '../process/index.js'
 import { workerNodename } from '../protocol/index.js'
 
 /** A pidfile's pid, or null (missing, empty or not a number). */

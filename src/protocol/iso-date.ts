@@ -2,7 +2,7 @@
 // (`+00:00`, microseconds only when non-zero) and reads them with its own
 // iso8601 regex, which is anchored at the start only and treats naive as UTC.
 
-import { isoformatUtc } from './kombu-json.js'
+import { isoformatUtc } from './codecs/kombu-json.js'
 
 /** The eta/expires header form: `2026-11-22T05:24:28.153844+00:00`. */
 export function formatIsoDate(d: Date): string {

@@ -6,9 +6,9 @@
 // (worker_enable_prefetch_count_reduction), and a watchdog that re-creates a
 // consumer which receives nothing while its queue has ready messages.
 import type { ConnectionRetry, Transport } from '../transport/index.js'
-import type { Logger } from '../app/logger.js'
+import type { Logger } from '../process/index.js'
 import type { Request } from './request.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 export const DEFAULT_WATCHDOG_INTERVAL_S = 10
 

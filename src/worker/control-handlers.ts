@@ -2,12 +2,11 @@
 // (celery/worker/control.py) with its reply shape, plus the app's own commands.
 import { cpuUsage, memoryUsage, resourceUsage } from 'node:process'
 import { NoReply, type ControlHandler, type LamportClock } from '../transport/index.js'
-import type { App } from '../app/app.js'
-import type { QueueDefinition } from '../app/queues.js'
+import { heldLockOf, type App } from '../app/index.js'
+import type { QueueDefinition } from '../config/index.js'
 import type { EventDispatcher } from './events.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Pool } from './pools/pool.js'
-import { heldLockOf } from '../locks/index.js'
 import { RateLimitError } from './rate-limit.js'
 import type { TaskRunner } from './task-runner.js'
 

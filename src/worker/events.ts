@@ -4,7 +4,7 @@
 import { hostname as osHostname, loadavg } from 'node:os'
 import { buildEvent, encodeEvent, encodeEventBatch, eventRoutingKey, orderEventFields, utcoffsetHours, workerEventFields, workerSoftware } from '../protocol/index.js'
 import type { LamportClock, Transport } from '../transport/index.js'
-import { declareEventExchange, EVENT_EXCHANGE } from '../app/event-receiver.js'
+import { declareEventExchange, EVENT_EXCHANGE } from '../client/index.js'
 
 export { declareEventExchange, EVENT_EXCHANGE }
 const BATCH_MAX = 24

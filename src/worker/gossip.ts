@@ -3,8 +3,8 @@
 // clock ahead of theirs, their heartbeats tell it who is alive, and a peer that
 // stops sending them is logged as Celery logs it: "missed heartbeat from <node>".
 // Unless --without-gossip, on RabbitMQ and Redis (Celery's compatible_transports).
-import { EventReceiver } from '../app/event-receiver.js'
-import type { Logger } from '../app/logger.js'
+import { EventReceiver } from '../client/index.js'
+import type { Logger } from '../process/index.js'
 import { heartbeatExpires } from '../protocol/index.js'
 import type { LamportClock, Transport } from '../transport/index.js'
 

@@ -54,4 +54,4 @@ export function youngGenerationExecArgv(execArgv: readonly string[] = process.ex
 
 // The idle trim is not the worker's alone (the dashboard holds a big heap that
 // bursts of events churn), so it lives below both; the worker's callers import it from here.
-export { compactingGc, fullGc, releaseNativeMemory, trimMemoryWhenIdle, type IdleTrimOptions } from '../app/idle-trim.js'
+export { compactingGc, fullGc, releaseNativeMemory, trimMemoryWhenIdle, type IdleTrimOptions } from '../process/index.js'

@@ -4,7 +4,7 @@
 // terminal nobody reads. console.error stays an error: JavaScript code writes
 // its errors there, where Python code would call logger.error.
 import { format } from 'node:util'
-import { LEVELS, parseLevel, type LevelName, type Logger } from '../app/logger.js'
+import { LEVELS, parseLevel, type LevelName, type Logger } from '../process/index.js'
 
 /** The level the app's conf asks prints to be logged at, or null when it turns the redirect off. */
 export function redirectLevel(conf: Record<string, unknown>): LevelName | null {

@@ -1,8 +1,8 @@
 // What `inspect stats` (broker), `inspect conf` and `inspect report` say about
 // a worker: Celery's shapes, built from the worker's options.
 import { hostname as osHostname } from 'node:os'
-import { DEFAULT_QUEUE } from '../app/send-task.js'
-import { filterHiddenSettings } from '../app/hidden-settings.js'
+import { DEFAULT_QUEUE } from '../client/index.js'
+import { filterHiddenSettings } from '../config/index.js'
 import { maskUrl, parseBrokerUrl, parseFailoverStrategy, type Transport } from '../transport/index.js'
 import type { WorkerOptions } from './worker-options.js'
 

@@ -1,7 +1,7 @@
 // The worker's settings, resolved from flags, environment and the app's conf.
-import type { App } from '../app/app.js'
-import type { LevelName, Logger } from '../app/logger.js'
-import { taskQueue, workerDirectQueue, type QueueDefinition } from '../app/queues.js'
+import type { App } from '../app/index.js'
+import type { LevelName, Logger } from '../process/index.js'
+import { taskQueue, workerDirectQueue, type QueueDefinition } from '../config/index.js'
 import type { QueueDeclaration } from './control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
 import type { EtaDelayPolicy } from './task-runner.js'
@@ -12,7 +12,7 @@ export interface WorkerOptions {
   /** `-I/--include`: loaded after the app module, in every pool slot too. */
   includePaths: string[]
   brokerUrl: string
-  /** broker_read_url / broker_write_url (app/config.ts): consumed from, published to; both default to brokerUrl. */
+  /** broker_read_url / broker_write_url (config/config.ts): consumed from, published to; both default to brokerUrl. */
   brokerReadUrl?: string
   brokerWriteUrl?: string
   resultBackend: string | undefined

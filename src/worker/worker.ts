@@ -2,8 +2,7 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { setTimeout as sleepFor } from 'node:timers/promises'
-import { releaseLostSlotLocks } from '../locks/index.js'
-import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
+import { createResultBackend, RpcResultBackend, type ResultBackend } from '../backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
 import { BusWorker } from '../bus/bus-worker.js'
 import { Autoscaler } from './autoscaler.js'
@@ -18,12 +17,12 @@ import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
 import { StateDb } from './state-db.js'
 import { bootOrder, type BootstepContext, type BootstepName } from './bootsteps.js'
-import type { App } from '../app/app.js'
+import { releaseLostSlotLocks, type App } from '../app/index.js'
 import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
-import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../app/queues.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../config/index.js'
+import { taskLabel } from '../protocol/index.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',
@@ -166,7 +165,6 @@ export class Worker {
       },
       Backend: async () => {
         if (this.o.resultBackend?.startsWith('rpc://')) {
-          const { RpcResultBackend } = await import('../app/backends/rpc-backend.js')
           this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
         } else if (this.o.resultBackend) {
           const onConnection = (event: 'lost' | 'restored', line: string) => (event === 'lost' ? this.o.log.warning(line) : this.o.log.info(line))

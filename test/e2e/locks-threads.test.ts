@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
-import { sendTask } from '../../src/app/send-task.js'
+import { sendTask } from '../../src/client/send-task.js'
 import { lockIdFor } from '../../src/locks/index.js'
 import { createTransport, type Transport } from '../../src/transport/index.js'
 import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { FileResultBackend } from '../../src/app/backends/file-backend.js'
+import { FileResultBackend } from '../../src/backends/file-backend.js'
 import { encodeResultMeta } from '../../src/protocol/index.js'
 import { runTsq } from '../helpers/cli.js'
 

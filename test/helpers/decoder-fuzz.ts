@@ -14,9 +14,9 @@ import {
   loadsGroupPickle, loadsPickle, saferepr, valueLimitExceeded, loads, decodeControlRequest, decodeControlReply, decodeBody, signAndPack, checkJsonText,
   type TaskRequest, type CertStore, type Signer,
 } from '../../src/protocol/index.js'
-import { decodeStoredResult, type ResultCodec } from '../../src/app/backends/result-codec.js'
+import { decodeStoredResult, type ResultCodec } from '../../src/backends/result-codec.js'
 import { EntryError, decodeDefinition, decodeMeta } from '../../src/beat/entry.js'
-import { pformat } from '../../src/protocol/pformat.js'
+import { pformat } from '../../src/protocol/codecs/pformat.js'
 import pythonPickles from '../fixtures/python-pickles.json' with { type: 'json' }
 import { MalformedEnvelopeError, encodeEnvelope, envelopeBody, envelopeProperties, parseEnvelope } from '../../src/transport/kombu-envelope.js'
 

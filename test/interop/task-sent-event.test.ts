@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createApp, type App } from '../../src/app/app.js'
-import { declareEventExchange } from '../../src/app/event-receiver.js'
+import { declareEventExchange } from '../../src/client/event-receiver.js'
 import { createTransport, type Delivery, type Transport } from '../../src/transport/index.js'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { deleteCeleryQueues } from './helpers/cleanup.js'

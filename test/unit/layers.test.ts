@@ -1,21 +1,21 @@
-// The layer map of DESIGN.md, checked on every import in src/: arrows point
-// down only, and peers (same level, different folders) do not import each other.
+// The layer map of docs/architecture.md, checked on every import in src/:
+// arrows point down only, peers (same level, different folders) do not import
+// each other, and a folder with a public surface (THROUGH_INDEX) is imported
+// through its index.ts, never file by file.
 //
-// Where DESIGN.md leaves a folder's level open, the map below fixes it from
-// what the folder needs:
-// - locks/ is one of the capabilities above app/ (DESIGN.md: the worker calls
-//   it around a run); it needs transport/ for its stores and app/ for the
-//   option types and the run it wraps. The app's lock and once options and
-//   app.lock() reach it through hooks in app/lock-hooks.ts, which locks/index.ts
-//   fills when the package entry, the worker or a pool slot loads it.
-// - admin/ (the broker verbs of `amqp`, `list bindings`, `migrate`) needs only
-//   transport/ and protocol/.
-// - bus/ builds on the app (an events app is an app); the worker runs it.
-// - dashboard/ renders with cli/, as commands do; commands/ is the top, and
-//   bundle/ (the CLI's one-file build) and index.ts (the package entry) sit above all.
-//
-// KNOWN_UPWARD lists the imports that still point up, so that no new one can
-// join them unseen. Empty: the app → locks imports it held are mended (above).
+// Why each folder sits where it does:
+// - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile,
+//   privileges, detach, idle trim) needs protocol/ only, beside transport/.
+// - config/ reads settings and needs transport/'s settings types; locks/ (the
+//   lock stores) and admin/ (the broker verbs) need transport/ only.
+// - backends/ (result stores) read config/; client/ (send, control, events)
+//   reads config/ and backends/; app/ (what a task module imports, and the
+//   engine that runs a task) builds on all of those, locks/ included: it takes
+//   a task's lock where the task runs (app/execution/locked-run.ts).
+// - bus/ builds on the app (an events app is an app); worker/, beat/ and
+//   multi/ are peers above it; cli/ renders for the commands, dashboard/ with
+//   cli/; commands/ is the top, bundle/ (the CLI's one-file build) and index.ts
+//   (the package entry) above all.
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
@@ -24,23 +24,28 @@ import { fileURLToPath } from 'node:url'
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src')
 
-const LEVEL: Record<string, number> = {
-  protocol: 0,
-  logtool: 0,
-  transport: 1,
-  admin: 2,
-  locks: 4,
-  app: 3,
-  bus: 4,
-  worker: 5,
-  beat: 5,
-  multi: 5,
-  cli: 6,
-  dashboard: 7,
-  commands: 8,
-  bundle: 9,
-  'index.ts': 10,
-}
+// Lowest first; a folder may import only folders on a lower line.
+const ORDER: string[][] = [
+  ['protocol', 'logtool'],
+  ['transport', 'process'],
+  ['config', 'locks', 'admin'],
+  ['backends'],
+  ['client'],
+  ['app'],
+  ['bus'],
+  ['worker', 'beat', 'multi'],
+  ['cli'],
+  ['dashboard'],
+  ['commands'],
+  ['bundle'],
+  ['index.ts'],
+]
+const LEVEL: Record<string, number> = Object.fromEntries(ORDER.flatMap((folders, level) => folders.map((f) => [f, level])))
+
+// Imported from other folders through index.ts only. The rest (transport/'s
+// inner files, cli/, bus/, worker/, dashboard/, admin/) are still reached file
+// by file from above.
+const THROUGH_INDEX = ['app', 'backends', 'beat', 'client', 'config', 'locks', 'logtool', 'multi', 'process', 'protocol']
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -54,30 +59,52 @@ function sources(dir: string): string[] {
 const topOf = (path: string): string => relative(SRC, path).split(sep)[0]!
 
 // Static imports and re-exports (`from '…'`, `import '…'`) and dynamic `import('…')`.
-const KNOWN_UPWARD: string[] = []
-
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g
 
-describe('layers (DESIGN.md): imports point down only', () => {
+/** Every import in src/ that leaves its own folder: the file, what it wrote, where that lands. */
+function crossings(): Array<{ file: string; spec: string; from: string; to: string; target: string }> {
+  const found = []
+  for (const file of sources(SRC)) {
+    const from = topOf(file)
+    for (const match of readFileSync(file, 'utf8').matchAll(SPECIFIER)) {
+      const target = resolve(dirname(file), match[1]!)
+      const to = topOf(target)
+      if (to !== from && !to.startsWith('..')) found.push({ file: relative(SRC, file), spec: match[1]!, from, to, target: relative(SRC, target) })
+    }
+  }
+  return found
+}
+
+describe('layers (docs/architecture.md): imports point down only', () => {
   it('every top-level entry of src/ has a level', () => {
     const unmapped = readdirSync(SRC).filter((name) => !(name in LEVEL))
     assert.deepEqual(unmapped, [], `give these a level in test/unit/layers.test.ts: ${unmapped.join(', ')}`)
   })
 
-  it('no file imports a layer above its own or a peer, but for KNOWN_UPWARD', () => {
-    const wrong: string[] = []
-    for (const file of sources(SRC)) {
-      const from = topOf(file)
-      for (const match of readFileSync(file, 'utf8').matchAll(SPECIFIER)) {
-        const to = topOf(resolve(dirname(file), match[1]!))
-        if (to === from || to.startsWith('..')) continue
-        const [a, b] = [LEVEL[from], LEVEL[to]]
-        if (a === undefined || b === undefined || b >= a) wrong.push(`${relative(SRC, file)} imports ${match[1]} (${from} → ${to})`)
-      }
-    }
-    assert.deepEqual(wrong.filter((w) => !KNOWN_UPWARD.includes(w)), [], 'imports that point up or sideways')
-    // A mended one leaves the list, so the list stays the debt there is.
-    assert.deepEqual(KNOWN_UPWARD.filter((k) => !wrong.includes(k)), [], 'no longer found: take them off KNOWN_UPWARD')
+  it('no file imports a layer above its own or a peer', () => {
+    const wrong = crossings()
+      .filter(({ from, to }) => LEVEL[from] === undefined || LEVEL[to] === undefined || LEVEL[to]! >= LEVEL[from]!)
+      .map(({ file, spec, from, to }) => `${file} imports ${spec} (${from} → ${to})`)
+    assert.deepEqual(wrong, [], 'imports that point up or sideways')
+  })
+
+  it('folders with a public surface are imported through their index.ts', () => {
+    const wrong = crossings()
+      .filter(({ to, target }) => THROUGH_INDEX.includes(to) && target !== `${to}/index.js`)
+      .map(({ file, spec }) => `${file} imports ${spec}`)
+    assert.deepEqual(wrong, [], 'import these through the folder\'s index.js')
+  })
+
+  it('protocol/ stays pure: no module that does I/O', () => {
+    // crypto for uuid4 and the auth serializer's sign/verify (keys passed in); module to load the msgpack and yaml codecs on first use.
+    const allowed = new Set(['node:crypto', 'node:module', '@msgpack/msgpack', 'yaml'])
+    const wrong = sources(join(SRC, 'protocol')).flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]([^'".][^'"]*)['"]/g)]
+        .map((m) => m[1]!)
+        .filter((name) => !allowed.has(name))
+        .map((name) => `${relative(SRC, file)} imports ${name}`),
+    )
+    assert.deepEqual(wrong, [], 'protocol/ is pure functions: move what needs these out of it')
   })
 
   it('sees a wrong import: the check is not empty', () => {

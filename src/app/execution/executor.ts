@@ -3,12 +3,13 @@
 // process (eager mode, app/eager.ts: which is why it lives in app/, below the
 // worker, and not among the pools). Turns whatever the
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
-import type { App, Task } from '../app.js'
+import type { App } from '../app.js'
+import type { Task } from '../task.js'
 import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type SignatureData, type StateSink, type TaskContext } from '../task-context.js'
 import { runReceiver, AppSignals } from '../app-signals.js'
 import { dumps, EncodeError, saferepr } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
-import { runLocked } from '../lock-hooks.js'
+import { runLocked } from './locked-run.js'
 import { setLongTimeout, type LongTimeout } from './long-timeout.js'
 
 /** Celery's Task.max_retries default. */
@@ -239,7 +240,7 @@ export class JobExecution implements RunningJob {
     private readonly signals: AppSignals | undefined,
     /** Hold the end handlers and signals until the worker has stored the result (releaseEndHooks). */
     private readonly holdEndHooks: boolean,
-    /** The task lock held for this run (locks/locked-run.ts), shown to the task as currentTask().lock. */
+    /** The task lock held for this run (locked-run.ts), shown to the task as currentTask().lock. */
     lock?: { id: string; token: number },
   ) {
     this.context = new RunContext(job, sink, task.app)
@@ -521,7 +522,7 @@ export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks 
   const o = task.options
   const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
   const signals = observed ? (app.signals ?? NO_RECEIVERS) : undefined
-  // A locked task: the lock is taken first, renewed while the task runs, freed when it ends (locks/locked-run.ts).
+  // A locked task: the lock is taken first, renewed while the task runs, freed when it ends (locked-run.ts).
   if (o.lock) return runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
   return new JobExecution(task, job, sink, signals, holdEndHooks)
 }

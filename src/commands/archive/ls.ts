@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core'
-import { withTransport } from '../../app/connection.js'
+import { withTransport } from '../../client/index.js'
 import { listArchive } from '../../bus/archive.js'
 import type { ArchivedEvent } from '../../bus/messages.js'
 import { findServices } from '../../bus/services.js'

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core'
-import { withTransport } from '../../app/connection.js'
+import { withTransport } from '../../client/index.js'
 import { purgeArchive } from '../../bus/archive.js'
 import { findServices } from '../../bus/services.js'
 import { TsqCommand } from '../../cli/base-command.js'

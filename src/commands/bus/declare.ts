@@ -1,4 +1,4 @@
-import { withTransport } from '../../app/connection.js'
+import { withTransport } from '../../client/index.js'
 import { busDescriptorOf } from '../../bus/events-app.js'
 import { recordService } from '../../bus/registry.js'
 import { declareTopology } from '../../bus/declare.js'

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
-import { withTransport } from '../../app/connection.js'
-import { loadApp, resolveAppModule } from '../../app/load-app.js'
+import { withTransport } from '../../client/index.js'
+import { loadApp, resolveAppModule } from '../../app/index.js'
 import { findServices } from '../../bus/services.js'
 import { serviceStatus, type ServiceStatus } from '../../bus/status.js'
 import { TsqCommand } from '../../cli/base-command.js'

@@ -1,4 +1,4 @@
-import { broadcast } from '../../app/control.js'
+import { broadcast } from '../../client/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
 import { floatFlag } from '../../cli/oclif-flags.js'
 import { poolsFromStats, workersDot, type WorkerPool } from '../../cli/render/graphs.js'

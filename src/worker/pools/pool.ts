@@ -1,5 +1,4 @@
-import type { StateSink } from '../../app/task-context.js'
-import type { Job, Outcome } from '../../app/execution/jobs.js'
+import type { StateSink, Job, Outcome } from '../../app/index.js'
 
 export type PoolKind = 'prefork' | 'threads' | 'solo'
 

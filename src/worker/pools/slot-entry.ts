@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { isTypeScript, nearestPackageDir, tsxImportUrl } from '../../app/load-app.js'
-import type { LevelName } from '../../app/logger.js'
+import { isTypeScript, nearestPackageDir, tsxImportUrl } from '../../app/index.js'
+import type { LevelName } from '../../process/index.js'
 
 /** The package root: the nearest folder above this file with package.json (works from src/, dist/ and dist/bundle/). */
 function packageRoot(): string {

@@ -3,7 +3,7 @@
 // of messages, in order: a drain of many short tasks moves a batch of jobs one
 // way and a batch of outcomes the other, not three messages per task (one
 // structured clone, one write and one wake-up per crossing, not per task).
-import type { Job, Outcome } from '../../app/execution/jobs.js'
+import type { Job, Outcome } from '../../app/index.js'
 
 export type ToSlot =
   /** Jobs to run one after another, after those already sent (packed on the way: see packJobs). */

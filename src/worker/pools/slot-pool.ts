@@ -23,12 +23,10 @@
 // thread per submitted task up to its maximum: a worker thread is a V8 isolate
 // with its own copy of tsq and the task module (5-7 MB each), which an idle
 // worker then does not hold.
-import type { StateSink } from '../../app/task-context.js'
-import type { Job, Outcome } from '../../app/execution/jobs.js'
+import { type StateSink, type Job, type Outcome, setLongTimeout, type LongTimeout } from '../../app/index.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
 import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
-import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
-import { taskLabel } from '../../protocol/secrets.js'
+import { taskLabel } from '../../protocol/index.js'
 
 export interface SlotHandle {
   readonly pid: number
@@ -100,7 +98,7 @@ export interface SlotPoolOptions {
   /**
    * A pool process exited (killed by a time limit or terminate, died, or a
    * cold shutdown): frees what it held outside itself (its task locks, see
-   * locks/locked-run.ts) before its task's outcome is reported.
+   * app/execution/locked-run.ts) before its task's outcome is reported.
    */
   onLost?: (pid: number, threadId?: number) => Promise<void>
 }

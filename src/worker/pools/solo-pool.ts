@@ -1,12 +1,7 @@
 // The solo pool runs tasks on the worker's own event loop: -c async tasks at
 // once, no isolation, and no way to kill a task that does not cooperate.
-import type { App } from '../../app/app.js'
-import { announceProcessInit } from '../../app/app-signals.js'
-import type { StateSink } from '../../app/task-context.js'
-import { executeJob, type RunningJob } from '../../app/execution/executor.js'
-import type { Job, Outcome } from '../../app/execution/jobs.js'
+import { type App, announceProcessInit, type StateSink, executeJob, type RunningJob, type Job, type Outcome, setLongTimeout, type LongTimeout } from '../../app/index.js'
 import type { Pool, SlotInfo } from './pool.js'
-import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
 
 export class SoloPool implements Pool {
   readonly kind = 'solo' as const

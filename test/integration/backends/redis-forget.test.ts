@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
-import { RedisResultBackend } from '../../../src/app/backends/redis-backend.js'
+import { RedisResultBackend } from '../../../src/backends/redis-backend.js'
 import { encodeResultMeta } from '../../../src/protocol/index.js'
 import { brokerSkipReason } from '../../helpers/brokers.js'
 

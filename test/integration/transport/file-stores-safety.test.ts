@@ -12,7 +12,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { FileResultBackend } from '../../../src/app/backends/file-backend.js'
+import { FileResultBackend } from '../../../src/backends/file-backend.js'
 import { intervalJson } from '../../../src/beat/entry.js'
 import { FileStore } from '../../../src/beat/file-store.js'
 import { Cluster } from '../../../src/dashboard/cluster.js'

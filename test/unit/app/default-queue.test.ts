@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { createApp, signature } from '../../../src/app/app.js'
+import { createApp, signature } from '../../../src/app/index.js'
 import { definitionFromConfig } from '../../../src/beat/entry.js'
 import { taskOptionsOf } from '../../../src/beat/scheduler.js'
 

@@ -8,8 +8,8 @@ import { it } from 'node:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createApp, signature } from '../../../src/app/app.js'
-import { fnmatch, routeTask } from '../../../src/app/routes.js'
+import { createApp, signature } from '../../../src/app/index.js'
+import { fnmatch, routeTask } from '../../../src/config/routes.js'
 
 it('[routes] exact names beat patterns; patterns go in order; values are queue names or { queue, exchange, routing_key }', () => {
   const routes = { 'proj.images.*': { queue: 'images' }, 'proj.*': 'general', 'proj.images.resize': { queue: 'gpu', exchange: 'media', routing_key: 'gpu.resize' } }

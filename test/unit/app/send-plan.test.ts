@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { createApp, signature, type App } from '../../../src/app/app.js'
+import { createApp, signature, type App } from '../../../src/app/index.js'
 
 const dirs: string[] = []
 after(() => {

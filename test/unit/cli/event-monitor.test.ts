@@ -4,7 +4,7 @@
 // across events, the latest task first, and workers alive by heartbeat.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { ClusterView, describeReplies, formatRow, renderScreen } from '../../../src/cli/event-monitor.js'
+import { ClusterView, describeReplies, formatRow, renderScreen } from '../../../src/cli/events/event-monitor.js'
 
 const UUID = '355843e6-8cc6-41d1-b62b-d03ca1d6b15c'
 

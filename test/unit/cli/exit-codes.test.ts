@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { ExitCode, exitCodeFor } from '../../../src/cli/exit-codes.js'
 import { NoRepliesError, UsageError } from '../../../src/cli/errors.js'
 import { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError } from '../../../src/transport/errors.js'
-import { PrivilegeError } from '../../../src/app/privileges.js'
+import { PrivilegeError } from '../../../src/process/privileges.js'
 
 describe('exitCodeFor maps by error class and code, never by message', () => {
   const table: Array<[string, unknown, number]> = [

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { EncodeError, deserialize, dumps, loads, serialize } from '../../../src/protocol/index.js'
-import { dumpsPickle, loadsPickle } from '../../../src/protocol/plain-pickle.js'
+import { dumpsPickle, loadsPickle } from '../../../src/protocol/codecs/plain-pickle.js'
 
 const fixture = JSON.parse(readFileSync(new URL('../../fixtures/python-bigints.json', import.meta.url), 'utf8')) as { values: string[]; pickle: Record<string, string>; msgpack: Record<string, string>; yaml: string; long4: Record<string, string> }
 /** The JS shape tsq reads an int as: a number while it is safe, else a BigInt. */

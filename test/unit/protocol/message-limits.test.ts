@@ -95,7 +95,7 @@ describe('decoded values and task messages', () => {
 
 describe('the limits settings', () => {
   it('worker_message_max_depth lowers the depth, never raises it; worker_message_max_bytes sets the size', async () => {
-    const { messageLimits, ImproperlyConfiguredError, taskDecoder } = await import('../../../src/app/security.js')
+    const { messageLimits, ImproperlyConfiguredError, taskDecoder } = await import('../../../src/config/security.js')
     assert.deepEqual(messageLimits({}), { maxDepth: DEFAULT_MAX_DEPTH, maxBytes: 64 * 1024 * 1024 })
     assert.deepEqual(messageLimits({ worker_message_max_depth: 50, worker_message_max_bytes: '4096' }), { maxDepth: 50, maxBytes: 4096 })
     for (const conf of [{ worker_message_max_depth: DEFAULT_MAX_DEPTH + 1 }, { worker_message_max_depth: 0 }, { worker_message_max_bytes: 'lots' }]) {

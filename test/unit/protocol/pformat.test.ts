@@ -1,7 +1,7 @@
 // pformat against what CPython 3.11's pprint.pformat printed for the same values.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { pformat } from '../../../src/protocol/pformat.js'
+import { pformat } from '../../../src/protocol/codecs/pformat.js'
 
 describe('pformat (Python pprint, width 80)', () => {
   it('a short dict stays on one line, keys sorted', () => {

@@ -13,9 +13,9 @@ import { dumpEventLine, escapeControl, escapeControlKeepLines, filterHiddenSetti
 import { redactDebugLine } from '../../../src/transport/redis/debug-filter.js'
 import { slotEnv } from '../../../src/worker/pools/slot-entry.js'
 import { resolveBasicAuth } from '../../../src/dashboard/basic-auth.js'
-import { safeLine } from '../../../src/app/logger.js'
-import { checkBackendTransportOptions } from '../../../src/app/transport-options.js'
-import { buildReport, formatReport } from '../../../src/app/report.js'
+import { safeLine } from '../../../src/process/logger.js'
+import { checkBackendTransportOptions } from '../../../src/config/transport-options.js'
+import { buildReport, formatReport } from '../../../src/cli/report.js'
 import { createApp } from '../../../src/index.js'
 
 describe('maskUrl', () => {

@@ -3,9 +3,9 @@
 // the round/back-off rule of kombu's Connection (completes_cycle).
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { transportSettingsFromConf } from '../../../src/app/config.js'
-import { filterHiddenSettings } from '../../../src/app/hidden-settings.js'
-import { isQuorumQueue, queueSettings, usesQuorumQueues, QueueSettingError } from '../../../src/app/queues.js'
+import { transportSettingsFromConf } from '../../../src/config/config.js'
+import { filterHiddenSettings } from '../../../src/config/hidden-settings.js'
+import { isQuorumQueue, queueSettings, usesQuorumQueues, QueueSettingError } from '../../../src/config/queues.js'
 import { createTransport } from '../../../src/transport/registry.js'
 import { FailoverCycle, maskUrl, parseBrokerUrl, parseFailoverStrategy, splitUrlList, urlListSetting } from '../../../src/transport/url.js'
 import { BadBrokerUrlError } from '../../../src/transport/errors.js'

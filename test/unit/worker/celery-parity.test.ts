@@ -5,9 +5,9 @@
 // trace), and task_internal_error.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { createApp, signature, type App } from '../../../src/app/app.js'
-import type { ResultBackend } from '../../../src/app/backends/index.js'
-import { Logger } from '../../../src/app/logger.js'
+import { createApp, signature, type App } from '../../../src/app/index.js'
+import type { ResultBackend } from '../../../src/backends/index.js'
+import { Logger } from '../../../src/process/logger.js'
 import { currentTask, type TaskContext } from '../../../src/app/task-context.js'
 import { decodeTaskMessage, encodeTaskV2, type Signature, type TaskSendOptions } from '../../../src/protocol/index.js'
 import type { Delivery, Transport } from '../../../src/transport/index.js'

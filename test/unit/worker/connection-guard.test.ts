@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events'
 import { it } from 'node:test'
 import type { Transport } from '../../../src/transport/index.js'
 import { ConnectionGuard, type ConnectionGuardOptions } from '../../../src/worker/connection-guard.js'
-import { Logger } from '../../../src/app/logger.js'
+import { Logger } from '../../../src/process/logger.js'
 import type { Request } from '../../../src/worker/request.js'
 
 function fakeTransport(ready: () => number): Transport {

@@ -4,7 +4,7 @@
 // for freq × 2; every event's clock pushes ours ahead.
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import { Logger } from '../../../src/app/logger.js'
+import { Logger } from '../../../src/process/logger.js'
 import { LamportClock, type Transport } from '../../../src/transport/index.js'
 import { Gossip } from '../../../src/worker/gossip.js'
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { createApp } from '../../../src/app/app.js'
-import { Logger } from '../../../src/app/logger.js'
+import { Logger } from '../../../src/process/logger.js'
 import { encodeTaskV2 } from '../../../src/protocol/index.js'
 import type { Delivery, OutgoingMessage, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'

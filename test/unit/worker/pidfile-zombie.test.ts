@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { it } from 'node:test'
-import { pidAlive } from '../../../src/app/pidfile.js'
+import { pidAlive } from '../../../src/process/pidfile.js'
 
 it('[pidAlive] a zombie (state Z) counts as dead; a live process as alive', async (t) => {
   // The child exits just after its parent has exec'd into `sleep`, which never

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { createApp } from '../../../src/app/app.js'
-import { Logger } from '../../../src/app/logger.js'
+import { Logger } from '../../../src/process/logger.js'
 import { taskDeliveryFields } from '../../helpers/deliveries.js'
 import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
