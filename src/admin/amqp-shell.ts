@@ -2,8 +2,8 @@
 // Celery's order, with Celery's defaults, read as click reads them, and the
 // lines Celery prints for each, so a script written for `celery amqp` works
 // unchanged. One table serves the one-shot command and the repl.
-import { pformat } from '../protocol/pformat.js'
-import type { BrokerAdmin, GotMessage } from '../transport/admin.js'
+import { pformat } from '../protocol/index.js'
+import type { BrokerAdmin, GotMessage } from '../transport/index.js'
 
 /** A command line `celery amqp` would refuse (exit 64, as every usage error). */
 export class AmqpUsageError extends Error {

@@ -1,6 +1,6 @@
 // Celery's log line: `[2026-11-22 12:00:00,123: INFO/MainProcess] message`.
 import { appendFileSync } from 'node:fs'
-import { escapeControlKeepLines, maskUrlsInText } from '../protocol/secrets.js'
+import { escapeControlKeepLines, maskUrlsInText } from '../protocol/index.js'
 
 export const LEVELS = { DEBUG: 10, INFO: 20, WARNING: 30, ERROR: 40, CRITICAL: 50 } as const
 export type LevelName = keyof typeof LEVELS

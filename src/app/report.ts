@@ -2,7 +2,7 @@
 // versions, the app's module, the broker and backend with passwords masked,
 // and the app's settings, masked as Celery's filter_hidden_settings masks them.
 import { arch, release, type as osType } from 'node:os'
-import { maskSetting } from '../protocol/secrets.js'
+import { maskSetting } from '../protocol/index.js'
 import type { App } from './app.js'
 
 export interface Report {

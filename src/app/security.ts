@@ -5,7 +5,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { globSync } from 'tinyglobby'
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits } from '../protocol/limits.js'
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits } from '../protocol/index.js'
 import {
   SecurityError, acceptContent, certificateId, serializerSpec, storeCertificate,
   type BodyDecoder, type BodyEncoder, type CertStore, type Signer, type StoreCertificate,

@@ -12,7 +12,7 @@
 //                  internals); nothing on the wire or in behaviour depends on it.
 
 import { annotationRefusals } from './annotations.js'
-import { shownSetting } from '../protocol/secrets.js'
+import { shownSetting } from '../protocol/index.js'
 import { checkBackendTransportOptions, checkTransportOptions } from './transport-options.js'
 import { publishRetryPolicyRefusal } from './publish-retry.js'
 import { queueSettings } from './queues.js'

@@ -4,7 +4,7 @@ import { applyGlobalOptions, clientConfig, type ClientConfig, type GlobalFlagVal
 import { makeChalk } from './color.js'
 import { globalFlags } from './oclif-flags.js'
 import { reportCliError } from './report-error.js'
-import { dumps } from '../protocol/kombu-json.js'
+import { dumps } from '../protocol/index.js'
 
 // oclif's FlagOutput and ArgOutput, which its public interfaces do not export.
 type FlagOutput = { [name: string]: any }

@@ -3,7 +3,7 @@
 import { migrate, parseQueueRoutes, type MigratedTask, type MigrateResult } from '../admin/index.js'
 import { withTransportPair } from '../app/connection.js'
 import { UsageError } from './errors.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 export interface MigrateFlagValues {
   limit?: number

@@ -1,5 +1,5 @@
 import { InvalidValueError } from './errors.js'
-import { escapeControl, escapeControlKeepLines, maskUrlsInText } from '../protocol/secrets.js'
+import { escapeControl, escapeControlKeepLines, maskUrlsInText } from '../protocol/index.js'
 import { exitCodeFor, isOclifUsageError } from './exit-codes.js'
 
 /**

@@ -12,7 +12,7 @@ import { holderOf, LockedError, LockLostError } from './lock.js'
 import { lockIdFor, parameterNames } from './lock-id.js'
 import { openLockStore, type LockSettings } from './open-store.js'
 import { acquireTaskLock, lockedRetryDelay } from './task-lock.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 const settingsOf = new WeakMap<App, LockSettings>()
 

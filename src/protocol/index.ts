@@ -6,6 +6,7 @@ export { EventLimitError, checkEventText, checkEventValue, MAX_EVENT_DEPTH, MAX_
 export { PyFloat, PyTuple, comparePyStr, formatPyFloat, formatPyNumber } from './py-types.js'
 export { dumps, loads, quoteJsonString, isoformatUtc } from './kombu-json.js'
 export type { LoadsOptions } from './kombu-json.js'
+export { pformat } from './pformat.js'
 export { pyRepr, pyStr, pyStrRepr, pyBytesRepr, saferepr, argsRepr, kwargsRepr, REPR_MAXSIZE } from './python-repr.js'
 export { formatIsoDate, parseIsoDate } from './iso-date.js'
 export { uuid4 } from './uuid.js'

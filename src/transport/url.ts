@@ -1,5 +1,5 @@
 import { BadBrokerUrlError } from './errors.js'
-import { maskUrl } from '../protocol/secrets.js'
+import { maskUrl } from '../protocol/index.js'
 
 /**
  * kombu's failover list separator: `amqp://a//;amqp://b//` is a list of
@@ -27,7 +27,7 @@ export function urlListSetting(value: unknown): string | undefined {
 }
 
 /** kombu's as_uri(include_password=False), the one masking function (protocol/secrets.ts). */
-export { maskUrl } from '../protocol/secrets.js'
+export { maskUrl } from '../protocol/index.js'
 
 export type FailoverStrategy = 'round-robin' | 'shuffle'
 

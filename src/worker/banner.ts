@@ -2,7 +2,7 @@
 // they expect them: app, transport (password masked), results, pool, events, queues.
 import { arch, platform, release } from 'node:os'
 import { maskUrl } from '../transport/index.js'
-import { escapeControl } from '../protocol/secrets.js'
+import { escapeControl } from '../protocol/index.js'
 import type { QueueDeclaration } from './control-handlers.js'
 
 export interface BannerInfo {

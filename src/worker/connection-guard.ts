@@ -8,7 +8,7 @@
 import type { ConnectionRetry, Transport } from '../transport/index.js'
 import type { Logger } from '../app/logger.js'
 import type { Request } from './request.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 export const DEFAULT_WATCHDOG_INTERVAL_S = 10
 

@@ -8,11 +8,10 @@ import type { Logger } from '../app/logger.js'
 import { sendTask, type SendTaskOptions } from '../app/send-task.js'
 import { routedSend, type Route } from '../app/routes.js'
 import type { AppSignals } from '../app/app-signals.js'
-import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
+import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState, escapeControl, taskLabel } from '../protocol/index.js'
 import type { EncodedException } from '../app/execution/jobs.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
 
 export interface Sender {
   transport: Transport

@@ -5,7 +5,7 @@
 // follow callbacks and chains, and ack or requeue as the outcome decides.
 import type { App, Task } from '../app/app.js'
 import type { ResultBackend } from '../app/backends/index.js'
-import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, sizeError, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
+import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, sizeError, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState, escapeControl, taskLabel } from '../protocol/index.js'
 import type { Delivery, Transport } from '../transport/index.js'
 import type { EventDispatcher } from './events.js'
 import { failChainRest, republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement, unlockChord } from './follow-ups.js'
@@ -20,7 +20,6 @@ import { setLongTimeout, type LongTimeout } from '../app/execution/long-timeout.
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
 import { BROKER_DELAY_LEAD_S } from '../app/send-task.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
 
 const DEFAULT_RETRY_DELAY = 180
 

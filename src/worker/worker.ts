@@ -5,7 +5,7 @@ import { setTimeout as sleepFor } from 'node:timers/promises'
 import { releaseLostSlotLocks } from '../locks/index.js'
 import { createResultBackend, type ResultBackend } from '../app/backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
-import { BusWorker } from '../bus/bus-worker.js'
+import { BusWorker } from '../bus/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
@@ -23,7 +23,7 @@ import { TaskRunner } from './task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
 import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../app/queues.js'
-import { taskLabel } from '../protocol/secrets.js'
+import { taskLabel } from '../protocol/index.js'
 
 export const WorkerStates = {
   CREATED: 'CREATED',

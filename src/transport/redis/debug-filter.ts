@@ -4,7 +4,7 @@
 // by each module that makes an ioredis client.
 import createDebug from 'debug'
 import { formatWithOptions } from 'node:util'
-import { escapeControlKeepLines, maskUrlsInText, URL_MASK } from '../../protocol/secrets.js'
+import { escapeControlKeepLines, maskUrlsInText, URL_MASK } from '../../protocol/index.js'
 
 /** Commands whose arguments hold credentials: AUTH, HELLO ... AUTH, ACL SETUSER, CONFIG SET requirepass, MIGRATE ... AUTH. */
 const CREDENTIAL_COMMAND = /(\b(?:auth|hello|acl|config|migrate)\()(.*)$/gim

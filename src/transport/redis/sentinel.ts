@@ -8,7 +8,7 @@
 // role on every connect, and moves on when one announces +switch-master.
 import { BadBrokerUrlError } from '../errors.js'
 import { maskUrl } from '../url.js'
-import { shownSetting } from '../../protocol/secrets.js'
+import { shownSetting } from '../../protocol/index.js'
 
 export const SENTINEL_DEFAULT_PORT = 26379
 

@@ -28,7 +28,7 @@ import type { Job, Outcome } from '../../app/execution/jobs.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
 import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
 import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
-import { taskLabel } from '../../protocol/secrets.js'
+import { taskLabel } from '../../protocol/index.js'
 
 export interface SlotHandle {
   readonly pid: number
