@@ -477,6 +477,7 @@ export class Worker {
   }
 
   private autoscaleControl(): NonNullable<ControlTarget['autoscale']> {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the getters below have the returned object as `this`
     const self = this
     return {
       get max() {

@@ -50,7 +50,7 @@ async function startClossPythonWorker(queue: string): Promise<PythonWorker> {
     if (worker.hasExited) throw new Error('python worker exited during start-up')
   } catch (err) {
     await worker.stop(2_000)
-    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`)
+    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`, { cause: err })
   }
   return worker
 }

@@ -39,7 +39,7 @@ async function startPyWorker(env: WiEnv, nodename: string): Promise<{ stop: () =
     if (exited) throw new Error('python worker exited')
   } catch (err) {
     await stop()
-    throw new Error(`${(err as Error).message}\n${log.slice(-3000)}`)
+    throw new Error(`${(err as Error).message}\n${log.slice(-3000)}`, { cause: err })
   }
   return { stop, log: () => log }
 }

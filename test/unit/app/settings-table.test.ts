@@ -22,7 +22,7 @@ function celeryDefaults(): Record<string, unknown> | string {
     return JSON.parse(execFileSync('/usr/bin/python3', ['-c', DUMP], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Record<string, unknown>
   } catch (error) {
     const reason = `Python Celery 5.2.6 not importable by /usr/bin/python3 (${(error as Error).message.split('\n')[0]})`
-    if (process.env.CI) throw new Error(`CI requires it: ${reason}`)
+    if (process.env.CI) throw new Error(`CI requires it: ${reason}`, { cause: error })
     return reason
   }
 }

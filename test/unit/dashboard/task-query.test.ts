@@ -81,7 +81,7 @@ function reference(state: ClusterState, q: TaskQuery): { uuids: string[]; filter
   const cmp = (a: TaskRecord, b: TaskRecord): number => {
     const ka = key(a)
     const kb = key(b)
-    let c = 0
+    let c: number
     if (ka === null && kb !== null) c = -1
     else if (kb === null && ka !== null) c = 1
     else if (ka !== null && kb !== null && ka !== kb) c = ka < kb ? -1 : 1
