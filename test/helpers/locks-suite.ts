@@ -1,4 +1,4 @@
-// Issue 21's "Must show" for a broker and the lock store it chooses (Redis:
+// Task locks on a broker and the lock store it chooses (Redis:
 // test/e2e/locks-redis.test.ts; RabbitMQ: locks-amqp.test.ts): mutual
 // exclusion under load (two prefork -c 4 workers, 1,000 tasks over 10 keys,
 // 0 overlaps, all finish), the no-leak cases (a)-(f), a deposed holder refused

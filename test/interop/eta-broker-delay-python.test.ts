@@ -1,4 +1,4 @@
-// Issue 32, "Must show" (interop, RabbitMQ): a Python Celery 5.2.6 worker and a
+// On RabbitMQ: a Python Celery 5.2.6 worker and a
 // tsq worker (--eta-broker-delay-after 5) consume one queue. Countdown tasks of
 // ~20 s, half sent by tsq's sendTask and half by Python's own send_task, are
 // shared out by the broker: the ones the Python worker takes it holds until

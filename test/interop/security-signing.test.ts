@@ -1,4 +1,4 @@
-// Issue 29 item 2, "Must show": Celery's message signing with Python Celery
+// Celery's message signing with Python Celery
 // 5.2.6, both directions, on RabbitMQ and Redis. A Python-signed task runs on a
 // tsq worker, a tsq-signed one on a Python worker; a plain JSON task, one from
 // a signer outside the store and one with a byte changed are refused by both

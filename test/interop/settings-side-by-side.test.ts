@@ -1,5 +1,5 @@
 // tsq-test: slow
-// Issue 30, "Must show": a Python app and a tsq app with the same Celery
+// A Python app and a tsq app with the same Celery
 // configuration (test/interop/py/cfg_settings_app.py and its twin
 // test/fixtures/tasks/cfg-settings-app.js: a priority queue declared with
 // x-max-priority 10, task_queues with a topic exchange bound by two routing

@@ -1,4 +1,4 @@
-// Issue 27: an app keeps what its sends derive from its options and conf (the
+// An app keeps what its sends derive from its options and conf (the
 // resolved config, task_queues, routes, the encoder) and builds it again after
 // any write to them (src/app/conf-watch.ts). A setting changed after sends
 // have been made is what the next send uses. On the embedded file broker, so

@@ -1,4 +1,4 @@
-// Issue 27: the send path writes the common message directly (argsrepr and
+// The send path writes the common message directly (argsrepr and
 // kwargsrepr of plain values, the JSON body with no callbacks, the Redis
 // envelope as text). Each shortcut must give the very bytes of the general
 // path it skips, which is the one checked against Celery's captures

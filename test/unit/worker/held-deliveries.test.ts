@@ -1,4 +1,4 @@
-// Issue 32, the runner's side: a delivery the broker took back (its channel
+// The task runner and deliveries the broker takes back: one it took back (its channel
 // closed) is never run from memory; a running task's redelivered copy takes
 // that run's outcome; a second live copy of a held task is not run again;
 // a far ETA is handed to the broker's delayed delivery, confirmed before the
