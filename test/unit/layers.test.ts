@@ -1,3 +1,4 @@
+// tsq-test: slow (ESLint loads its parser and plugins)
 // The layer order of src/ is an ESLint error (eslint.config.js: LAYERS and its
 // zones): an upward or sideways import fails the lint, and so does one that
 // reaches past a folder's index.ts. Each case lints a scratch file through

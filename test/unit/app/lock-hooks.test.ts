@@ -1,3 +1,4 @@
+// tsq-test: own-process (it checks the app before and after locks/ fills its hooks: another file loading locks/ first would change what it sees)
 // The app reaches the task locks (locks/, a layer above it) through hooks that
 // locks/index.ts fills as it loads. This file imports the app alone, as a
 // script that skipped the package entry would: a lock, a once or app.lock()

@@ -1,3 +1,4 @@
+// tsq-test: slow (sends through the embedded file broker)
 // An app keeps what its sends derive from its options and conf (the
 // resolved config, task_queues, routes, the encoder) and builds it again after
 // any write to them (src/app/conf-watch.ts). A setting changed after sends

@@ -45,10 +45,21 @@ function feed(state: ClusterState, random: () => number, count: number, clock: {
       state.apply({ type: 'task-retried', uuid: old, hostname, timestamp: clock.t, local_received: clock.t })
     }
   }
+  docs = new WeakMap()
   return ids
 }
 
+// The reference's documents, made once per task between feeds (tasks change only
+// when fed): building them for every query was most of this file's time.
+let docs = new WeakMap<TaskRecord, SearchDocument>()
+
 function docOf(t: TaskRecord): SearchDocument {
+  let doc = docs.get(t)
+  if (doc === undefined) docs.set(t, (doc = makeDoc(t)))
+  return doc
+}
+
+function makeDoc(t: TaskRecord): SearchDocument {
   const f = t.fields
   const d = { name: fold(f.name), state: fold(t.state), worker: fold(t.worker), args: fold(f.args), kwargs: fold(f.kwargs), result: fold(f.result) }
   return { ...d, all: [fold(t.uuid), d.name, d.state, d.worker, d.args, d.kwargs, d.result].join('\0'), kwargsRaw: f.kwargs, kwargsPairs: null }
