@@ -149,7 +149,8 @@ for (const c of cases) {
       app.setupSecurity({ key: certs.tsq.key, cert: certs.tsq.cert, store: certs.validStoreGlob, serializer: 'msgpack' })
       const encoded = encodeTaskV2With('sec.echo', { args: [1], origin: 'o' }, app.taskEncoder())
       // eslint-disable-next-line no-control-regex -- matches the \x00\x01 separators of Celery's signed body
-      assert.match(Buffer.from(encoded.body.toString('latin1'), 'base64').toString('latin1'), /application\/x-msgpack\x00\x01binary\x00\x01/)
+      const signedHead = /application\/x-msgpack\x00\x01binary\x00\x01/
+      assert.match(Buffer.from(encoded.body.toString('latin1'), 'base64').toString('latin1'), signedHead)
       const r = await app.sendTask('sec.echo', [['m\u00e9', 2 ** 40, -129]], {}, { queue: tsqQueue })
       assert.deepEqual(await r.get({ timeout: 30 }), ['m\u00e9', 2 ** 40, -129], logs())
     })
