@@ -17,7 +17,7 @@
 // `// tsq-test: slow N` (about N minutes). `TSQ_LANE_TIMES=write` records this
 // run's times into that file.
 //
-// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 4;
+// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 6;
 // TSQ_TEST_VHOST_PREFIX gives every lane, the first too, a vhost of its own
 // named PREFIXn, for a second run on the same broker)
 import { spawn, execFileSync } from 'node:child_process'
@@ -195,7 +195,7 @@ const weight = (f) => {
 }
 const weights = new Map(files.map((f) => [f, weight(f)]))
 const shared = files.filter((f) => !exclusive.includes(f)).sort((a, b) => weights.get(b) - weights.get(a))
-let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 4), MAX_LANES))
+let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 6), MAX_LANES))
 const vhosts = []
 const redisOf = []
 for (let lane = 0; lane < lanes; lane += 1) {
