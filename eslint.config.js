@@ -1,5 +1,5 @@
 // ESLint for tsq: typescript-eslint's recommended rules everywhere, and the
-// layer order of src/ (docs/architecture.md; DESIGN.md's "Layers") as errors.
+// layer order of src/ (LAYERS below) as errors.
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import js from '@eslint/js'
