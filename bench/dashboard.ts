@@ -172,7 +172,7 @@ async function feed(monitors: Monitor[], from: number, count: number): Promise<M
       const STALL = 20_000
       let last = -1
       let lastMoved = performance.now()
-      let at = start.get(m.name)!
+      let at: number
       for (;;) {
         at = await m.applied()
         if (at >= target) break

@@ -38,7 +38,9 @@ function writeCache(cacheFile, stamp, keys, data) {
     // A read-only install runs without a cache; it is only an optimisation.
     try {
       fs.unlinkSync(tmp)
-    } catch {}
+    } catch {
+      // Never written, or gone already.
+    }
   }
 }
 

@@ -15,7 +15,9 @@ function cell(text: string): string {
 
 function showDefault(value: unknown): string {
   if (value === Infinity) return '`inf`'
-  const json = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? v.replace(/[\x00-\x1f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`) : v))
+  // eslint-disable-next-line no-control-regex -- matches the control characters it escapes or strips
+  const control = /[\x00-\x1f]/g
+  const json = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? v.replace(control, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`) : v))
   return `\`${json.replace(/\\\\x/g, '\\x')}\``
 }
 

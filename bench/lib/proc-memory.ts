@@ -34,7 +34,10 @@ export function processTree(root: number): number[] {
   const tree = new Set([root])
   for (let grew = true; grew; ) {
     grew = false
-    for (const [pid, ppid] of parent) if (tree.has(ppid) && !tree.has(pid)) (tree.add(pid), (grew = true))
+    for (const [pid, ppid] of parent) if (tree.has(ppid) && !tree.has(pid)) {
+      tree.add(pid)
+      grew = true
+    }
   }
   return [...tree]
 }

@@ -3,7 +3,7 @@
 // lines Celery prints for each, so a script written for `celery amqp` works
 // unchanged. One table serves the one-shot command and the repl.
 import { pformat } from '../protocol/index.js'
-import type { BrokerAdmin, GotMessage } from '../transport/admin.js'
+import type { BrokerAdmin, GotMessage } from '../transport/index.js'
 
 /** A command line `celery amqp` would refuse (exit 64, as every usage error). */
 export class AmqpUsageError extends Error {

@@ -3,10 +3,9 @@
 // file broker's bindings/ folder); RabbitMQ tells them only through its
 // management HTTP API (what Celery reaches for through pyrabbit, which 5.2.6
 // does not ship).
-import { listVirtualBindings, type BindingRow } from '../transport/admin.js'
-import { maskUrl, parseBrokerUrl, type TransportSettings } from '../transport/index.js'
+import { listVirtualBindings, type BindingRow, maskUrl, parseBrokerUrl, type TransportSettings } from '../transport/index.js'
 
-export type { BindingRow } from '../transport/admin.js'
+export type { BindingRow } from '../transport/index.js'
 
 /** Why the bindings could not be read; BROKER_UNREACHABLE exits 69, as every unreachable broker. */
 export class BindingsError extends Error {

@@ -1,2 +1,5 @@
 export { migrate, MigrateError, parseQueueRoutes, taskIdentity } from './migrate.js'
 export type { MigratedTask, MigrateOptions, MigrateResult, QueueRoute } from './migrate.js'
+export { AMQP_COMMAND_NAMES, amqpUsage, parseAmqpCommand, runAmqpCommand } from './amqp-shell.js'
+export { formatBindings, listBindings } from './bindings.js'
+export type { BindingRow } from './bindings.js'

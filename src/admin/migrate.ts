@@ -109,7 +109,7 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   let migrated = 0
   let skipped = 0
   let inFlight = 0
-  let lastActivity = Date.now()
+  let lastActivity: number
   let failure: Error | null = null
   let stopping = false
   let wake: () => void = () => undefined

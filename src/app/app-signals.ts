@@ -97,6 +97,7 @@ export const SIGNAL_NAMES: readonly SignalName[] = [
 const RUN_SIGNALS: ReadonlySet<SignalName> = new Set(['task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry'])
 
 export class AppSignals {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- receivers of every signal in one map; connect() types each by its name
   private readonly receivers = new Map<SignalName, Array<SignalReceiver<any>>>()
   /** Read on every task: the common case, no receiver of a run's signals, costs one check. */
   observingRuns = false

@@ -7,7 +7,7 @@ import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index
 import { withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
 import { type BodyDecoder, type BodyEncoder, type TaskEmbed, uuid4 } from '../protocol/index.js'
-import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions, backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routedSend, routeTask, type Route, type SendDestination, queueSettings, type QueueSettings, annotationsFor } from '../config/index.js'
+import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions, backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routedSend, routeTask, type Route, type SendDestination, type QueueSettings, annotationsFor } from '../config/index.js'
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { SendManyError } from './send-many-error.js'

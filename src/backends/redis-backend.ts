@@ -2,7 +2,7 @@
 // with SETEX and PUBLISHed on a channel of the same name.
 import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
-import '../transport/redis/debug-filter.js'
+import '../transport/redis/index.js'
 import type { ResultMeta } from '../protocol/index.js'
 import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, sayRedisOutOfMemory, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'

@@ -5,7 +5,7 @@
 // and update are one atomic step.
 import type { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
-import '../transport/redis/debug-filter.js'
+import '../transport/redis/index.js'
 import { comparePyStr } from '../protocol/index.js'
 import { explainRedisConnectFailure, livenessClientOptions, maskUrl, redisUrlClientOptions, watchLiveness, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'

@@ -103,13 +103,12 @@ export class EventsApp extends App {
     this.service = service
     this.settings = resolveBusSettings({ maxRetries, archiveTtl, archiveMaxLength })
     this.importSpecs = [...(imports ?? [])]
-    const self = this
     const descriptor: BusDescriptor = {
       service,
       settings: this.settings,
-      handlers: () => [...self.handled.keys()],
-      maxRetriesOf: (event) => self.handled.get(event)?.maxRetries ?? self.settings.maxRetries,
-      imports: () => self.importSpecs.map(importPath),
+      handlers: () => [...this.handled.keys()],
+      maxRetriesOf: (event) => this.handled.get(event)?.maxRetries ?? this.settings.maxRetries,
+      imports: () => this.importSpecs.map(importPath),
     }
     Object.defineProperty(this, BUS, { value: descriptor })
     // A process about to run handlers (a pool slot, or the solo worker) opens its producer
@@ -142,17 +141,16 @@ export class EventsApp extends App {
    */
   event<A extends unknown[] = unknown[]>(name: string, validate?: (...args: A) => unknown): EventFunction<A> {
     checkEventName(name, 'app.event()')
-    const app = this
     const fire = async (args: A, kwargs: Record<string, unknown> = {}): Promise<string> => {
       if (validate) await validate(...args)
-      return app.fire(name, args, kwargs)
+      return this.fire(name, args, kwargs)
     }
     const fn = ((...args: A) => fire(args)) as EventFunction<A>
     Object.defineProperties(fn, {
       eventName: { value: name },
-      app: { value: app },
+      app: { value: this },
       fire: { value: fire },
-      handler: { value: (handlerFn: (...args: any[]) => unknown, options?: HandlerOptions) => app.handler(name, handlerFn, options) },
+      handler: { value: (handlerFn: (...args: any[]) => unknown, options?: HandlerOptions) => this.handler(name, handlerFn, options) },
     })
     return fn
   }
@@ -170,7 +168,6 @@ export class EventsApp extends App {
     const { maxRetries = this.settings.maxRetries, ...taskOptions } = options
     if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new TypeError(`app.handler(${JSON.stringify(event)}): maxRetries must be a whole number of 0 or more`)
     this.handled.set(event, { maxRetries })
-    const app = this
     const run = async (...args: unknown[]): Promise<unknown> => {
       try {
         return await fn(...args)
@@ -178,7 +175,7 @@ export class EventsApp extends App {
         // Ignore and Reject keep their meaning; a retry() asks for a step by its countdown.
         if (taskPredicate(error)) throw error
         const retry = retryRequestOf(error)
-        await app.handleFailure(currentTask(), retry?.exc ?? error, retry?.maxRetries ?? maxRetries, retry?.countdown)
+        await this.handleFailure(currentTask(), retry?.exc ?? error, retry?.maxRetries ?? maxRetries, retry?.countdown)
         throw new Ignore('sent to the retry steps or the archive')
       }
     }

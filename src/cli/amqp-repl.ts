@@ -8,7 +8,7 @@ import { dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { Readable, Writable } from 'node:stream'
 import { split } from 'shlex'
-import { AMQP_COMMAND_NAMES } from '../admin/amqp-shell.js'
+import { AMQP_COMMAND_NAMES } from '../admin/index.js'
 
 const HISTORY_SIZE = 1000
 const EXIT_WORDS = new Set(['exit', 'quit', ':q', ':quit', ':exit'])

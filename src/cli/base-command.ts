@@ -7,8 +7,8 @@ import { reportCliError } from './report-error.js'
 import { dumps } from '../protocol/index.js'
 
 // oclif's FlagOutput and ArgOutput, which its public interfaces do not export.
-type FlagOutput = { [name: string]: any }
-type ArgOutput = { [name: string]: any }
+type FlagOutput = { [name: string]: unknown }
+type ArgOutput = { [name: string]: unknown }
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof TsqCommand)['baseFlags'] & T['flags']>
 
@@ -17,7 +17,8 @@ export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(type
  * bin/run.js also takes before the command name), configuration, one-line
  * errors with exit codes by error class, and single-line JSON.
  */
-export abstract class TsqCommand<T> extends Command {
+// _Result: what the command's run() returns, as each command states it (TsqCommand<void>).
+export abstract class TsqCommand<_Result> extends Command {
   static enableJsonFlag = true
 
   static baseFlags = globalFlags

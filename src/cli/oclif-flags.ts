@@ -40,6 +40,8 @@ type OclifFlagFor<S> = S extends { kind: 'boolean' }
       ? S extends { default: string } ? ReturnType<typeof floatWithDefault> : ReturnType<typeof floatOptional>
       : S extends { default: string } ? ReturnType<typeof stringWithDefault> : ReturnType<typeof stringOptional>
 
+// These builders exist for their types only (ReturnType<typeof …> above): oclif's overloads give no other name for them.
+/* eslint-disable @typescript-eslint/no-unused-vars, no-useless-assignment -- used as types only, above */
 const booleanFlag = () => Flags.boolean()
 const stringWithDefault = () => Flags.string({ default: '' })
 const stringOptional = () => Flags.string()
@@ -47,6 +49,7 @@ const integerWithDefault = () => integerFlag({ default: 0 })
 const integerOptional = () => integerFlag()
 const floatWithDefault = () => floatFlag({ default: 0 })
 const floatOptional = () => floatFlag()
+/* eslint-enable @typescript-eslint/no-unused-vars, no-useless-assignment */
 
 function oclifFlag(spec: FlagSpec) {
   const common = {

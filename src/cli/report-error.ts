@@ -15,7 +15,9 @@ function oclifDetail(err: Error): string | undefined {
   }
   if (kind === 'FailedFlagValidationError' || kind === 'ViolatedFlagConstraintError') {
     // oclif dims the reasons on a terminal.
-    const reasons = (err.message ?? '').split('\n').slice(1).map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').trim()).filter((line) => line && !line.startsWith('See more help'))
+    // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
+    const colour = /\x1b\[[0-9;]*m/g
+    const reasons = (err.message ?? '').split('\n').slice(1).map((line) => line.replace(colour, '').trim()).filter((line) => line && !line.startsWith('See more help'))
     if (reasons.length) return reasons.join('; ')
   }
   return undefined

@@ -1,11 +1,11 @@
 import { Args } from '@oclif/core'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { AMQP_COMMAND_NAMES, amqpUsage, parseAmqpCommand, runAmqpCommand } from '../admin/amqp-shell.js'
+import { AMQP_COMMAND_NAMES, amqpUsage, parseAmqpCommand, runAmqpCommand } from '../admin/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { runAmqpRepl } from '../cli/amqp-repl.js'
 import { UsageError } from '../cli/errors.js'
-import { createBrokerAdmin } from '../transport/admin.js'
+import { createBrokerAdmin } from '../transport/index.js'
 
 export interface AmqpOutput {
   command?: string

@@ -1,8 +1,7 @@
 import { Args, Flags } from '@oclif/core'
 import { withTransport } from '../client/index.js'
 import { loadApp, resolveAppModule } from '../app/index.js'
-import { busDescriptorOf, fireEvent, type EventsApp } from '../bus/events-app.js'
-import { checkEventName } from '../bus/names.js'
+import { busDescriptorOf, fireEvent, type EventsApp, checkEventName } from '../bus/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { UsageError } from '../cli/errors.js'
 

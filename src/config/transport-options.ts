@@ -4,8 +4,7 @@
 // a tsq worker that silently used another key layout or priority order than
 // its Python peers would lose or reorder their messages.
 import { shownSetting } from '../protocol/index.js'
-import type { RedisLayoutOptions, RedisLiveness } from '../transport/index.js'
-import { sentinelSettingsFrom } from '../transport/index.js'
+import { type RedisLayoutOptions, type RedisLiveness, sentinelSettingsFrom } from '../transport/index.js'
 
 /** What kombu's Redis channel reads that tsq only takes at kombu's default. */
 const KEPT_AT_DEFAULT: Record<string, unknown> = {

@@ -203,7 +203,7 @@ export class Cluster {
       return this.refuse(error as EventLimitError)
     }
     this.metrics.received('applied')
-    let applied = false
+    let applied: boolean
     try {
       applied = this.state.apply(event)
     } catch {

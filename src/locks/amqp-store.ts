@@ -23,11 +23,10 @@
 // read and written only while holding the exclusive queue `tsq.once.<id>.mutex`.
 import type { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
-import '../transport/redis/debug-filter.js'
+import '../transport/redis/index.js'
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib'
 import { hostname } from 'node:os'
-import { amqpConnectSettings } from '../transport/amqp/connect-options.js'
-import { openAmqpConnection } from '../transport/amqp/open-connection.js'
+import { amqpConnectSettings, openAmqpConnection } from '../transport/amqp/index.js'
 import { redisUrlClientOptions } from '../transport/index.js'
 import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 

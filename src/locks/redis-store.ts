@@ -10,7 +10,7 @@
 // so a deposed holder can neither extend nor free its successor's lock.
 import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
-import '../transport/redis/debug-filter.js'
+import '../transport/redis/index.js'
 import { redisUrlClientOptions } from '../transport/index.js'
 import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
 

@@ -103,7 +103,9 @@ export function shownSetting(name: string, value: unknown): string {
 
 // C0 controls, DEL, C1 controls, the line/paragraph separators and the bidi
 // overrides: what could end a log line, move the cursor or reorder the text.
+// eslint-disable-next-line no-control-regex -- matches the control characters it escapes or strips
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+// eslint-disable-next-line no-control-regex -- matches the control characters it escapes or strips
 const CONTROL_BUT_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
 

@@ -26,6 +26,8 @@ export type {
   DeliveriesLost,
 } from './transport.js'
 export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError, TsqTransportError } from './errors.js'
+export { createBrokerAdmin, listVirtualBindings } from './admin.js'
+export type { BindingRow, BrokerAdmin, GotMessage } from './admin.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
 export type { TransportSettings } from './registry.js'
 export { FAILOVER_STRATEGIES, FailoverCycle, maskUrl, parseBrokerUrl, parseFailoverStrategy, splitUrlList, URL_LIST_SEPARATOR, urlListSetting } from './url.js'

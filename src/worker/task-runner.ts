@@ -1002,7 +1002,7 @@ function decompress(delivery: Delivery, maxBytes: number): Buffer {
       return inflateSync(delivery.body, { maxOutputLength: maxBytes })
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new MessageLimitError(`decompressed task body exceeds the limit of ${maxBytes} bytes (worker_message_max_bytes)`, 'ValueError')
-      throw new Error(`cannot decompress body (${String(codec)}): ${(error as Error).message}`)
+      throw new Error(`cannot decompress body (${String(codec)}): ${(error as Error).message}`, { cause: error })
     }
   }
   throw new Error(`unsupported compression ${JSON.stringify(codec)}`)

@@ -4,7 +4,7 @@
 import { setTimeout as sleepFor } from 'node:timers/promises'
 import { createResultBackend, RpcResultBackend, type ResultBackend } from '../backends/index.js'
 import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
-import { BusWorker } from '../bus/bus-worker.js'
+import { BusWorker } from '../bus/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
@@ -475,6 +475,7 @@ export class Worker {
   }
 
   private autoscaleControl(): NonNullable<ControlTarget['autoscale']> {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the getters below have the returned object as `this`
     const self = this
     return {
       get max() {

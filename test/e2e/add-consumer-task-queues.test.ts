@@ -1,4 +1,4 @@
-// Issue 30: `tsq control add_consumer Q` and `tsq worker -Q Q` for a queue that
+// `tsq control add_consumer Q` and `tsq worker -Q Q` for a queue that
 // task_queues defines declare it as defined (Celery's add_task_queue), here
 // with x-max-priority 10 on RabbitMQ: a later declare with the same argument
 // is accepted and one without it is refused (406), which is how a Python

@@ -1,4 +1,4 @@
-// Issue 6 "must show" (dynamic): while two beats run (--ha lease, Redis store),
+// While two beats run (--ha lease, Redis store),
 // `tsq schedule add|set|disable|enable|rm` change one entry, and the sends
 // follow each change within a loop interval; the other entry is untouched.
 import { spawnSync } from 'node:child_process'

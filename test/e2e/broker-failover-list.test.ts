@@ -1,4 +1,4 @@
-// Issue 23: a failover list on every command that takes -b, against the test
+// A failover list on every command that takes -b, against the test
 // broker: the list's first URL is a port nothing listens on, the second the
 // broker. The worker, `tsq call`, `tsq status` and `tsq inspect` get through
 // the second; the banner and the log mask every password of the list;

@@ -1,4 +1,4 @@
-// Issue 26 item 8: oclif's several-line usage errors as one line that names
+// oclif's several-line usage errors as one line that names
 // what is missing and where help is, and `tsq worker` without -A running the
 // default app (built-in tasks only, answering remote control), as
 // `celery -b URL worker` does without --app.

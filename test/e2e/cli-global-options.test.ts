@@ -180,6 +180,7 @@ describe('[global options] the same command lines under tsq and python3 -m celer
     const [ours, theirs] = await Promise.all([tsq(args.map((a) => (a === 'APP' ? TSQ_APP : a))), celery(args.map((a) => (a === 'APP' ? PY_APP : a)))])
     assert.equal(theirs.code, 0, theirs.stderr)
     assert.equal(ours.code, 0, ours.stderr)
+    // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
     for (const r of [ours, theirs]) assert.doesNotMatch(r.stdout, /\x1b\[/)
     assert.ok(ours.stdout.includes(tsqNode), ours.stdout)
     // Celery 5.2.6's status prints the count whatever -q says (it looks for `quiet` among its own options); tsq's -q leaves it out.

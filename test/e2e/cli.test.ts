@@ -7,6 +7,7 @@ import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { embeddedBrokerEnv, ROOT, runTsq, startWorker, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
 
+// eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
 const ANSI = /\u001b\[/
 
 describe('tsq CLI contract (embedded broker)', () => {
@@ -209,6 +210,7 @@ describe('tsq CLI contract (embedded broker)', () => {
           answered = true
           child.stdin.write(key)
         })
+        // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
         child.on('exit', () => resolve(out.replace(/\u001b\[[0-9;?]*[a-zA-Z]/g, '')))
       })
     assert.match(await answer('n\r'), /There is no undo for this operation!/)

@@ -16,7 +16,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { runTsq, type SpawnedWorker } from '../helpers/cli.js'
 import { CHROMIUM, CHROMIUM_ARGS, chromiumSkipReason, startDashboard, type SpawnedDashboard } from '../helpers/dashboard.js'
-import { busBroker, cleanupService, fire, jsonOf, readRuns, startServiceWorker, tsq, waitUntil, type BusBroker } from './bus-support.js'
+import { busBroker, cleanupService, fire, jsonOf, readRuns, startServiceWorker, waitUntil, type BusBroker } from './bus-support.js'
 import { lockStoreAt, type LockStore } from '../../src/locks/index.js'
 
 const skip = chromiumSkipReason() || (await brokerSkipReason('redis')) || (await brokerSkipReason('amqp'))

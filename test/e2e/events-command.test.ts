@@ -67,6 +67,7 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
       screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
       screen.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')))
       const exited = new Promise<number | null>((resolve) => screen.once('exit', (code) => resolve(code)))
+      // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
       const text = () => output.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '\n')
       try {
         await waitFor(() => text().includes(`Workers online: ${node}`), { what: 'the worker in the live view', timeoutMs: 20_000 })

@@ -1,4 +1,4 @@
-// Issue 3, "Must show" (bad input): 10,000 malformed messages interleaved with
+// Bad input: 10,000 malformed messages interleaved with
 // 1,000 valid tasks. The worker stays up, every valid task succeeds, and every
 // bad message is rejected without requeue and logged in one line.
 //

@@ -48,9 +48,9 @@ describe('tsq graph', { skip }, () => {
     assert.deepEqual(started, expected)
     const dot = await runTsq(['graph', 'bootsteps'], { env: NO_BROKER_ENV })
     assert.equal(dot.code, 0, dot.stderr)
-    assert.match(dot.stdout, /^digraph dependencies \{\n    graph \[shape="box", arrowhead="vee", style="filled", fontname="HelveticaNeue", bgcolor="mintcream", root="⧉Worker"\]\n/)
-    assert.match(dot.stdout, /^    "Tasks" -> "Pool" \[/m)
-    assert.match(dot.stdout, /^    "Consumer" -> "∘Gossip" \[/m)
+    assert.match(dot.stdout, /^digraph dependencies \{\n {4}graph \[shape="box", arrowhead="vee", style="filled", fontname="HelveticaNeue", bgcolor="mintcream", root="⧉Worker"\]\n/)
+    assert.match(dot.stdout, /^ {4}"Tasks" -> "Pool" \[/m)
+    assert.match(dot.stdout, /^ {4}"Consumer" -> "∘Gossip" \[/m)
     assert.match(render(dot.stdout), /<svg/)
   })
 

@@ -1,4 +1,4 @@
-// Issue 21's "Must show" on RabbitMQ: the amqp:// lock store (an exclusive
+// Task locks on RabbitMQ: the amqp:// lock store (an exclusive
 // queue per held lock) that the broker chooses, fencing tokens counted in the
 // Redis result backend (db 8), where the tasks also record their runs. The
 // shared suite: test/helpers/locks-suite.ts.

@@ -1,4 +1,4 @@
-// Issue 21's "Must show" on Redis (broker and lock store, db 8): the shared suite (test/helpers/locks-suite.ts).
+// Task locks on Redis (broker and lock store, db 8): the shared suite (test/helpers/locks-suite.ts).
 import { brokerSkipReason, REDIS_URL } from '../helpers/brokers.js'
 import { lockSuite } from '../helpers/locks-suite.js'
 

@@ -1,4 +1,4 @@
-// Issue 21: a run skipped because its lock is held is shown in the task
+// A run skipped because its lock is held is shown in the task
 // events. Celery sends none for an Ignore, so the skip sends a custom
 // `task-skipped` event (Celery's events.State takes an unknown task-* type as
 // the task's state: SKIPPED in `celery events` and Flower), and

@@ -1,4 +1,4 @@
-// Issue 21 on the threads pool (-P threads), Redis store: a lock is released
+// Task locks on the threads pool (-P threads), Redis store: a lock is released
 // in every ending of a run. Threads share the worker's pid, so a thread's lock
 // names the thread (`<node>:<pid>/<thread>`), and the worker frees the locks
 // of a thread it terminates (hard time limit, revoke --terminate). The task

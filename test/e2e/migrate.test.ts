@@ -93,7 +93,7 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
     try {
       const deadline = Date.now() + 240_000
       const succeeded = () => {
-        let text = ''
+        let text: string
         try {
           text = readFileSync(logfile, 'utf8')
         } catch {

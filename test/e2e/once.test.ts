@@ -1,4 +1,4 @@
-// Issue 21's `once` (celery-once): on Redis, RabbitMQ (the amqp:// lock store)
+// A task's `once` option (celery-once): on Redis, RabbitMQ (the amqp:// lock store)
 // and the embedded file:// broker, 100 concurrent sends of one key while it is
 // queued or running give one task and 99 AlreadyQueued (or, graceful, the queued
 // task's AsyncResult); once the task ends (success, failure, revoke) the next

@@ -1,5 +1,5 @@
 // tsq-test: slow
-// Issue 27, "Must show": kill -9 of a process with 10,000 sends in flight loses
+// A kill -9 of a process with 10,000 sends in flight loses
 // none of the sends that had resolved. The child (test/fixtures/send/send-burst.ts)
 // starts every send at once and writes each id to a pipe as its send resolves;
 // the test kills its process group with SIGKILL once a first share has resolved,

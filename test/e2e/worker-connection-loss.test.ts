@@ -1,5 +1,5 @@
 // tsq-test: exclusive (it restarts the shared RabbitMQ: every other test would lose its connections)
-// Issue 32, on RabbitMQ: a worker that loses its connection while it holds
+// On RabbitMQ, a worker that loses its connection while it holds
 // tasks must not run them twice. Before the fix it ran its in-memory copies
 // (reserved, ETA-waiting, rate-limit-waiting) and then the broker's
 // redeliveries of the same messages. Now it drops what it held from the

@@ -1,5 +1,5 @@
 // tsq-test: exclusive (it lowers RabbitMQ's consumer_timeout for the whole broker)
-// Issue 32, "Must show" (RabbitMQ): a worker with DEFAULT settings holds
+// On RabbitMQ: a worker with DEFAULT settings holds
 // countdown tasks (75 s and 150 s) on a broker whose consumer_timeout is 10 s.
 // RabbitMQ closes the channel with 406 "delivery acknowledgement ... timed out"
 // and redelivers what it held; the worker must drop its held copies, log ONE

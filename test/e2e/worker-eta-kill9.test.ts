@@ -1,4 +1,4 @@
-// Issue 32, "Must show" (RabbitMQ): kill -9 of a worker holding countdown
+// On RabbitMQ: kill -9 of a worker holding countdown
 // tasks loses none and runs none twice. The worker (prefork -c 2,
 // --eta-broker-delay-after 10) takes near tasks (6 s: held in its memory,
 // unacked) and far ones (25 s: handed to the broker's delayed delivery,

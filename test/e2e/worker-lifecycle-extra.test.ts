@@ -1,4 +1,4 @@
-// Issue 4's remaining lifecycle features, each driven through a spawned
+// Worker lifecycle features, each driven through a spawned
 // `tsq worker` on the embedded broker: --statedb, --autoscale,
 // --max-memory-per-child, %I log files, and -D with pidfiles and HUP.
 import assert from 'node:assert/strict'

@@ -1,5 +1,5 @@
 // tsq-test: exclusive (its repeat allowance is exact: a loaded machine stretches the kill windows)
-// Issue 4's loss test, on RabbitMQ and on Redis: N late-ack tasks through a
+// No task lost, on RabbitMQ and on Redis: N late-ack tasks through a
 // prefork worker that is killed (-9, with its children) twice, warm-stopped,
 // cold-stopped and cut off from its broker, restarted each time. Every task
 // must finish at least once, and a task may run twice only if it was in

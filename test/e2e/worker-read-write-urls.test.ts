@@ -1,4 +1,4 @@
-// Issue 30: broker_read_url / broker_write_url and task_inherit_parent_priority,
+// broker_read_url / broker_write_url and task_inherit_parent_priority,
 // on two embedded brokers (two file:// folders) so no server is needed: the
 // worker consumes from the read URL only, and what it sends (a task sent from
 // inside a task, a link) goes to the write URL, with the parent's priority.

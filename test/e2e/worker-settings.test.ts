@@ -1,4 +1,4 @@
-// Issue 30: Celery settings in an app's conf at start-up, on the embedded
+// Celery settings in an app's conf at start-up, on the embedded
 // broker. A setting tsq cannot honour stops `tsq worker` and `tsq beat` with
 // exit 64 and one line on stderr naming it and why (several: one line, '; '
 // between them); worker_* settings given as conf take effect

@@ -1,4 +1,4 @@
-// Issue 21's "Must show" for a broker and the lock store it chooses (Redis:
+// Task locks on a broker and the lock store it chooses (Redis:
 // test/e2e/locks-redis.test.ts; RabbitMQ: locks-amqp.test.ts): mutual
 // exclusion under load (two prefork -c 4 workers, 1,000 tasks over 10 keys,
 // 0 overlaps, all finish), the no-leak cases (a)-(f), a deposed holder refused
@@ -61,7 +61,6 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
   let transport: Transport
   let w1: SpawnedWorker
   let w2: SpawnedWorker
-  let spare: SpawnedWorker
   let down: SpawnedWorker
   const started: SpawnedWorker[] = []
 
@@ -133,7 +132,7 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       ])
       const failed = ready.find((r) => r.status === 'rejected')
       if (failed) throw failed.reason
-      ;[w1, w2, spare, down] = ready.map((r) => (r as PromiseFulfilledResult<SpawnedWorker>).value) as [SpawnedWorker, SpawnedWorker, SpawnedWorker, SpawnedWorker]
+      ;[w1, w2, , down] = ready.map((r) => (r as PromiseFulfilledResult<SpawnedWorker>).value) as [SpawnedWorker, SpawnedWorker, SpawnedWorker, SpawnedWorker]
     })
     after(async () => {
       await Promise.all(started.map((w) => w.stop('SIGKILL').catch(() => undefined)))

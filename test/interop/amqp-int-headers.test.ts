@@ -1,4 +1,4 @@
-// Issue 28, "Must show": integers in AMQP header tables cross between tsq and
+// Integers in AMQP header tables cross between tsq and
 // Python Celery (py-amqp 5.1.1) on RabbitMQ exactly, both ways.
 //
 // amqplib wrote an integer with the narrowest tag, `b` (8-bit) or `s`

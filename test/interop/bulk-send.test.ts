@@ -1,4 +1,4 @@
-// Issue 27, "Must show": a bulk send (app.sendMany, and a group of chunks) is
+// A bulk send (app.sendMany, and a group of chunks) is
 // run task by task by a Python Celery 5.2.6 worker, and Celery's own tools see
 // ordinary tasks: `celery inspect stats` counts them under their name, and
 // `celery events --dump` prints each one received and succeeded.

@@ -64,7 +64,7 @@ async function startPython(e: Env): Promise<PythonWorker> {
     await answersPing(e, node, () => !worker.hasExited)
   } catch (error) {
     await worker.stop(2_000)
-    throw new Error(`${(error as Error).message}\n--- python worker log ---\n${worker.logTail()}`)
+    throw new Error(`${(error as Error).message}\n--- python worker log ---\n${worker.logTail()}`, { cause: error })
   }
   return worker
 }

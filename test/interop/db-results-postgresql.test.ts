@@ -1,5 +1,5 @@
 // tsq-test: slow 2
-// Issue 31: the db+ result backend on postgresql, both ways with Python Celery (helpers/db-results-suite.ts).
+// The db+ result backend on postgresql, both ways with Python Celery (helpers/db-results-suite.ts).
 import { dbResultsSuite } from './helpers/db-results-suite.js'
 
 await dbResultsSuite('postgresql')

@@ -1,5 +1,5 @@
 // tsq-test: slow 4
-// Issue 31, item 3: `tsq beat --scheduler django` on django-celery-beat's
+// `tsq beat --scheduler django` on django-celery-beat's
 // tables. The test makes a database, runs Debian's Django `migrate` with the
 // minimal settings module (test/fixtures/django), changes PeriodicTask rows
 // through the Django ORM (tsq_django_beat.py) as the admin would, and checks:

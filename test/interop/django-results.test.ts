@@ -1,5 +1,5 @@
 // tsq-test: slow
-// Issue 31, item 2: django-celery-results' `django-db` backend. The test makes
+// django-celery-results' `django-db` backend. The test makes
 // a database, runs Debian's Django `migrate` with a minimal settings module
 // (test/fixtures/django), then: a tsq worker's results are rows the Django ORM
 // reads (`TaskResult.objects.get(task_id=...)`) and Python's AsyncResult

@@ -1,4 +1,4 @@
-// Issue 32, "Must show" (interop, RabbitMQ): a Python Celery 5.2.6 worker and a
+// On RabbitMQ: a Python Celery 5.2.6 worker and a
 // tsq worker (--eta-broker-delay-after 5) consume one queue. Countdown tasks of
 // ~20 s, half sent by tsq's sendTask and half by Python's own send_task, are
 // shared out by the broker: the ones the Python worker takes it holds until
@@ -50,7 +50,7 @@ async function startClossPythonWorker(queue: string): Promise<PythonWorker> {
     if (worker.hasExited) throw new Error('python worker exited during start-up')
   } catch (err) {
     await worker.stop(2_000)
-    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`)
+    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`, { cause: err })
   }
   return worker
 }

@@ -1,5 +1,5 @@
 // tsq-test: slow 5 (three RabbitMQ nodes of its own; started first so the other lanes run beside it)
-// Issue 23, RabbitMQ half: tsq over a 3-node RabbitMQ cluster with quorum
+// tsq over a 3-node RabbitMQ cluster with quorum
 // queues, given the failover list of the three nodes.
 //
 // One cluster for the file (three rabbitmq-server nodes on 127.0.0.1, their own

@@ -1,5 +1,5 @@
 // tsq-test: slow 2
-// Issue 23, the Redis half: tsq through Redis Sentinel (`sentinel://a;sentinel://b`
+// tsq through Redis Sentinel (`sentinel://a;sentinel://b`
 // with master_name, as kombu and Celery spell it), on a set-up of this file's
 // own: a master, a replica and three Sentinels on 127.0.0.1
 // (test/interop/helpers/sentinel-cluster.ts), started once and stopped at the end.

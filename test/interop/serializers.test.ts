@@ -1,4 +1,4 @@
-// Issue 29 item 3, "Must show": msgpack and yaml with Python Celery 5.2.6
+// msgpack and yaml with Python Celery 5.2.6
 // (Debian's python3-msgpack and python3-yaml), both directions, results
 // included, on RabbitMQ (rpc:// results) and Redis (redis:// results); a
 // pickle task is refused by a tsq worker, which goes on.

@@ -1,5 +1,5 @@
 // tsq-test: slow
-// Issue 30, "Must show": a Python app and a tsq app with the same Celery
+// A Python app and a tsq app with the same Celery
 // configuration (test/interop/py/cfg_settings_app.py and its twin
 // test/fixtures/tasks/cfg-settings-app.js: a priority queue declared with
 // x-max-priority 10, task_queues with a topic exchange bound by two routing
@@ -87,7 +87,7 @@ for (const c of CASES) {
         await waitFor(() => worker.hasExited || /\bready\.\s*$/m.test(worker.log), { timeoutMs: 60_000, what: 'python worker ready' })
         if (worker.hasExited) throw new Error('python worker exited during start-up')
       } catch (err) {
-        throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`)
+        throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`, { cause: err })
       }
       return worker
     }
@@ -108,7 +108,7 @@ for (const c of CASES) {
         }, { timeoutMs: 90_000, intervalMs: 200, what: `${n} runs in ${RUNS}` })
       } catch (error) {
         const logs = workers.filter((w) => !w.hasExited).map((w) => `--- ${w.nodename} ---\n${w.logTail()}`).join('\n')
-        throw new Error(`${(error as Error).message}; ran: ${(await redis.lrange(RUNS, 0, -1)).join(' ')}\n${logs}`)
+        throw new Error(`${(error as Error).message}; ran: ${(await redis.lrange(RUNS, 0, -1)).join(' ')}\n${logs}`, { cause: error })
       }
     }
 

@@ -1,4 +1,4 @@
-// Issue 30: task_send_sent_event. A Python Celery 5.2.6 client and a tsq app,
+// task_send_sent_event: a Python Celery 5.2.6 client and a tsq app,
 // both with the setting on, each send one task; the task-sent events they
 // publish to celeryev (routing key task.sent) are read side by side: the same
 // fields in the same order, the same values where the send was the same.

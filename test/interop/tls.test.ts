@@ -1,5 +1,5 @@
 // tsq-test: slow 2
-// Issue 29, TLS: a tsq worker and `tsq inspect ping`, `call` and `result`
+// TLS: a tsq worker and `tsq inspect ping`, `call` and `result`
 // work over mutual TLS beside a Python Celery 5.2.6 worker configured as
 // Celery documents (rediss:// URL parameters for Redis, broker_use_ssl for
 // RabbitMQ); a client certificate from another CA, none at all, and a server

@@ -1,4 +1,4 @@
-// Issue 3, "Must show": a mixed cluster, one Python worker and two tsq workers
+// A mixed cluster, one Python worker and two tsq workers
 // on one queue. `tsq status` and `celery status` both list the three nodes, and
 // tasks sent from Python and from `tsq call` are served by both kinds. Every
 // node sets Celery's worker_direct, so each can also be sent a task of its own.
@@ -39,7 +39,7 @@ async function startPyWorker(env: WiEnv, nodename: string): Promise<{ stop: () =
     if (exited) throw new Error('python worker exited')
   } catch (err) {
     await stop()
-    throw new Error(`${(err as Error).message}\n${log.slice(-3000)}`)
+    throw new Error(`${(err as Error).message}\n${log.slice(-3000)}`, { cause: err })
   }
   return { stop, log: () => log }
 }

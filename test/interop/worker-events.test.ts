@@ -1,4 +1,4 @@
-// Issue 3, "Must show": Python's app.events.Receiver (what `celery events` and
+// Python's app.events.Receiver (what `celery events` and
 // Flower use) sees a tsq worker's heartbeats and task events with Celery's fields.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'

@@ -1,4 +1,4 @@
-// Issue 3, "Must show": Celery's own tools (python3 -m celery inspect/control,
+// Celery's own tools (python3 -m celery inspect/control,
 // app.control) drive a prefork tsq worker and get Celery-shaped replies.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'

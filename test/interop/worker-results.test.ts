@@ -1,4 +1,4 @@
-// Issue 3, "Must show": Python Celery 5.2.6 as the client of a tsq worker.
+// Python Celery 5.2.6 as the client of a tsq worker.
 // add.delay(2, 2).get() on RabbitMQ with rpc:// and on Redis with redis://, a
 // JS exception raised in Python, a Python chain through tsq, an ETA task.
 import assert from 'node:assert/strict'

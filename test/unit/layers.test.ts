@@ -1,115 +1,45 @@
-// The layer map of docs/architecture.md, checked on every import in src/:
-// arrows point down only, peers (same level, different folders) do not import
-// each other, and a folder with a public surface (THROUGH_INDEX) is imported
-// through its index.ts, never file by file.
-//
-// Why each folder sits where it does:
-// - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile,
-//   privileges, detach, idle trim) needs protocol/ only, beside transport/.
-// - config/ reads settings and needs transport/'s settings types; locks/ (the
-//   lock stores) and admin/ (the broker verbs) need transport/ only.
-// - backends/ (result stores) read config/; client/ (send, control, events)
-//   reads config/ and backends/; app/ (what a task module imports, and the
-//   engine that runs a task) builds on all of those, locks/ included: it takes
-//   a task's lock where the task runs (app/execution/locked-run.ts).
-// - bus/ builds on the app (an events app is an app); worker/, beat/ and
-//   multi/ are peers above it; cli/ renders for the commands, dashboard/ with
-//   cli/; commands/ is the top, bundle/ (the CLI's one-file build) and index.ts
-//   (the package entry) above all.
+// tsq-test: slow (ESLint loads its parser and plugins)
+// The layer order of src/ is an ESLint error (eslint.config.js: LAYERS and its
+// zones): an upward or sideways import fails the lint, and so does one that
+// reaches past a folder's index.ts. Each case lints a scratch file through
+// ESLint's Node API, so a config that stopped seeing imports would fail here.
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { dirname, join, relative, resolve, sep } from 'node:path'
+import { readdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { ESLint } from 'eslint'
 
-const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src')
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const eslint = new ESLint({ cwd: ROOT })
 
-// Lowest first; a folder may import only folders on a lower line.
-const ORDER: string[][] = [
-  ['protocol', 'logtool'],
-  ['transport', 'process'],
-  ['config', 'locks', 'admin'],
-  ['backends'],
-  ['client'],
-  ['app'],
-  ['bus'],
-  ['worker', 'beat', 'multi'],
-  ['cli'],
-  ['dashboard'],
-  ['commands'],
-  ['bundle'],
-  ['index.ts'],
-]
-const LEVEL: Record<string, number> = Object.fromEntries(ORDER.flatMap((folders, level) => folders.map((f) => [f, level])))
-
-// Imported from other folders through index.ts only. The rest (transport/'s
-// inner files, cli/, bus/, worker/, dashboard/, admin/) are still reached file
-// by file from above.
-const THROUGH_INDEX = ['app', 'backends', 'beat', 'client', 'config', 'locks', 'logtool', 'multi', 'process', 'protocol']
-
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name)
-    if (statSync(path).isDirectory()) return name === 'web' ? [] : sources(path)
-    return /\.(ts|tsx|mts)$/.test(name) && !name.endsWith('.d.ts') ? [path] : []
-  })
+/** The rules that fired on `text` as the file `path` of the repository, with their lines. */
+async function lint(path: string, text: string): Promise<string[]> {
+  const [result] = await eslint.lintText(text, { filePath: resolve(ROOT, path) })
+  return result!.messages.filter((m) => m.ruleId?.startsWith('import-x/')).map((m) => `${m.line} ${m.ruleId}`)
 }
 
-/** The top-level entry of src/ a path falls in: its folder, or the file itself at the top. */
-const topOf = (path: string): string => relative(SRC, path).split(sep)[0]!
-
-// Static imports and re-exports (`from '…'`, `import '…'`) and dynamic `import('…')`.
-const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g
-
-/** Every import in src/ that leaves its own folder: the file, what it wrote, where that lands. */
-function crossings(): Array<{ file: string; spec: string; from: string; to: string; target: string }> {
-  const found = []
-  for (const file of sources(SRC)) {
-    const from = topOf(file)
-    for (const match of readFileSync(file, 'utf8').matchAll(SPECIFIER)) {
-      const target = resolve(dirname(file), match[1]!)
-      const to = topOf(target)
-      if (to !== from && !to.startsWith('..')) found.push({ file: relative(SRC, file), spec: match[1]!, from, to, target: relative(SRC, target) })
-    }
-  }
-  return found
-}
-
-describe('layers (docs/architecture.md): imports point down only', () => {
-  it('every top-level entry of src/ has a level', () => {
-    const unmapped = readdirSync(SRC).filter((name) => !(name in LEVEL))
-    assert.deepEqual(unmapped, [], `give these a level in test/unit/layers.test.ts: ${unmapped.join(', ')}`)
+describe('layers (eslint.config.js): imports point down only, into a folder through its index', () => {
+  it('every entry of src/ has a row in LAYERS', async () => {
+    const { LAYERS } = (await import(pathToFileURL(resolve(ROOT, 'eslint.config.js')).href)) as { LAYERS: string[][] }
+    assert.deepEqual(readdirSync(resolve(ROOT, 'src')).sort(), LAYERS.flat().sort())
   })
 
-  it('no file imports a layer above its own or a peer', () => {
-    const wrong = crossings()
-      .filter(({ from, to }) => LEVEL[from] === undefined || LEVEL[to] === undefined || LEVEL[to]! >= LEVEL[from]!)
-      .map(({ file, spec, from, to }) => `${file} imports ${spec} (${from} → ${to})`)
-    assert.deepEqual(wrong, [], 'imports that point up or sideways')
+  it('an import of a higher layer is an error, as a static import, a re-export and a dynamic import', async () => {
+    const text = "import { Worker } from '../worker/worker.js'\nexport * from '../cli/errors.js'\nexport const w = await import('../beat/index.js')\nexport { Worker }\n"
+    assert.deepEqual(await lint('src/protocol/layer-probe.ts', text), ['1 import-x/no-restricted-paths', '2 import-x/no-restricted-paths', '3 import-x/no-restricted-paths'])
   })
 
-  it('folders with a public surface are imported through their index.ts', () => {
-    const wrong = crossings()
-      .filter(({ to, target }) => THROUGH_INDEX.includes(to) && target !== `${to}/index.js`)
-      .map(({ file, spec }) => `${file} imports ${spec}`)
-    assert.deepEqual(wrong, [], 'import these through the folder\'s index.js')
+  it('an import of a peer (a folder on the same row) is an error', async () => {
+    assert.deepEqual(await lint('src/worker/layer-probe.ts', "export * from '../beat/index.js'\n"), ['1 import-x/no-restricted-paths'])
   })
 
-  it('protocol/ stays pure: no module that does I/O', () => {
-    // crypto for uuid4 and the auth serializer's sign/verify (keys passed in); module to load the msgpack and yaml codecs on first use.
-    const allowed = new Set(['node:crypto', 'node:module', '@msgpack/msgpack', 'yaml'])
-    const wrong = sources(join(SRC, 'protocol')).flatMap((file) =>
-      [...readFileSync(file, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]([^'".][^'"]*)['"]/g)]
-        .map((m) => m[1]!)
-        .filter((name) => !allowed.has(name))
-        .map((name) => `${relative(SRC, file)} imports ${name}`),
-    )
-    assert.deepEqual(wrong, [], 'protocol/ is pure functions: move what needs these out of it')
+  it('a lower layer reached through its index is clean; past it, an error', async () => {
+    assert.deepEqual(await lint('src/worker/layer-probe.ts', "export { taskLabel } from '../protocol/index.js'\n"), [])
+    assert.deepEqual(await lint('src/worker/layer-probe.ts', "export { taskLabel } from '../protocol/secrets.js'\n"), ['1 import-x/no-restricted-paths'])
   })
 
-  it('sees a wrong import: the check is not empty', () => {
-    const text = "import { x } from '../worker/worker.js'\nconst y = await import('../cli/render.js')\nexport * from './local.js'"
-    const found = [...text.matchAll(SPECIFIER)].map((m) => m[1])
-    assert.deepEqual(found, ['../worker/worker.js', '../cli/render.js', './local.js'])
+  it('an import the resolver cannot find is an error, so none passes the zones unseen', async () => {
+    assert.deepEqual(await lint('src/protocol/layer-probe.ts', "export * from '../worker/no-such-module.js'\n"), ['1 import-x/no-unresolved'])
   })
 })

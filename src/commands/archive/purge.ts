@@ -1,7 +1,6 @@
 import { Flags } from '@oclif/core'
 import { withTransport } from '../../client/index.js'
-import { purgeArchive } from '../../bus/archive.js'
-import { findServices } from '../../bus/services.js'
+import { purgeArchive, findServices } from '../../bus/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { appOf, serviceFlag } from '../bus/ls.js'

@@ -1,8 +1,7 @@
 import { Flags } from '@oclif/core'
 import { withTransport } from '../../client/index.js'
 import { loadApp, resolveAppModule } from '../../app/index.js'
-import { findServices } from '../../bus/services.js'
-import { serviceStatus, type ServiceStatus } from '../../bus/status.js'
+import { findServices, serviceStatus, type ServiceStatus } from '../../bus/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
 
 /** --service, shared by the bus and archive commands. */

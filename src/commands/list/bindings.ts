@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core'
-import { formatBindings, listBindings, type BindingRow } from '../../admin/bindings.js'
+import { formatBindings, listBindings, type BindingRow } from '../../admin/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
 
 export default class ListBindings extends TsqCommand<BindingRow[]> {

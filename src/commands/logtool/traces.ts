@@ -12,7 +12,7 @@ export default class LogtoolTraces extends TsqCommand<string[]> {
     const json = this.jsonEnabled()
     const found: string[] = []
     await auditLines(readLogLines(argv as string[]), {
-      onRecord: (record, event) => {
+      onRecord: (record) => {
         if (!(record.continuation.length > 0)) return
         // Printed as found, so a large log streams; kept only for --json.
         if (json) found.push(recordText(record))

@@ -45,7 +45,9 @@ async function api(path, options = {}) {
     try {
       const parsed = JSON.parse(reason)
       if (parsed && typeof parsed.error === 'string') reason = parsed.error
-    } catch {}
+    } catch {
+      // Not JSON: the body's text is the reason.
+    }
     throw new Error(`${res.status}: ${reason.slice(0, 300)}`)
   }
   return res.headers.get('content-type')?.includes('json') ? JSON.parse(body) : body
@@ -105,11 +107,6 @@ function route() {
   else if (path === '/schedule') page = schedulePage()
   else page = workersPage()
   Promise.resolve(page).catch((error) => main.replaceChildren(h('p', { class: 'offline' }, `Could not load: ${error.message}`)))
-}
-
-function go(path) {
-  history.pushState(null, '', url(path))
-  route()
 }
 
 document.addEventListener('click', (e) => {

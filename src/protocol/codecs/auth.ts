@@ -167,7 +167,7 @@ function unpackAndVerifyInner(payload: Uint8Array | string, store: CertStore, di
   const body = rest.subarray(encEnd + SEP.length)
   const digest = digestName(digestSetting)
   const bits = cert.signatureBytes * 8
-  let ok = false
+  let ok: boolean
   try {
     ok = cryptoVerify(digest, body, pssOptions(cert.publicKey, maxSalt(bits, digest)), signature)
   } catch {

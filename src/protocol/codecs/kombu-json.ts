@@ -12,6 +12,7 @@ export { PyFloat } from './py-types.js'
 
 // Everything Python escapes with ensure_ascii=True: quote, backslash, C0
 // controls and every code unit outside printable ASCII.
+// eslint-disable-next-line no-control-regex -- JSON escapes these control characters
 const NEEDS_ESCAPE = /["\\\x00-\x1f\x7f-\uffff]/g
 const SHORT_ESCAPES: Record<string, string> = {
   '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f',
@@ -19,6 +20,7 @@ const SHORT_ESCAPES: Record<string, string> = {
 
 // Most strings a message carries (ids, names, base64 bodies) need no escape:
 // one test of the whole string skips the replace and its callback.
+// eslint-disable-next-line no-control-regex -- JSON escapes these control characters
 const HAS_ESCAPE = /["\\\x00-\x1f\x7f-\uffff]/
 
 export function quoteJsonString(s: string): string {

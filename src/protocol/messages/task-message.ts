@@ -2,7 +2,7 @@
 // `as_task_v2` + `send_task` do, and decode v2, v1 and hybrid messages the way
 // the worker's strategy does, refusing what Celery would reject.
 
-import { dumps, loads } from '../codecs/kombu-json.js'
+import { dumps } from '../codecs/kombu-json.js'
 import { MalformedMessageError } from '../errors.js'
 import { formatIsoDate, parseIsoDate } from '../iso-date.js'
 import { argsRepr, kwargsRepr, saferepr } from '../codecs/python-repr.js'

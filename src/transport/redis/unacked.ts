@@ -215,7 +215,7 @@ export class UnackedStore {
         await this.conn.zrem(this.keys.unackedIndex, tag)
         return false
       }
-      let destinations: string[] = []
+      let destinations: string[]
       let payload = ''
       try {
         const parsed = loads(stored)

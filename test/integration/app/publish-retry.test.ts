@@ -1,4 +1,4 @@
-// Issue 30: task_publish_retry / task_publish_retry_policy against a real
+// task_publish_retry / task_publish_retry_policy against a real
 // broker drop. A Redis server of the test's own (a free port, no persistence)
 // is stopped under two apps that have both sent once: with task_publish_retry
 // off the next send fails with one line once the driver gives up; with a

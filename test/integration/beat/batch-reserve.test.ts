@@ -1,4 +1,4 @@
-// Issue 19 item 6: beat reserves the runs due in one pass together, one Lua
+// Beat reserves the runs due in one pass together, one Lua
 // script per chunk that checks the lease's fencing token once. These tests
 // hold the batch to what one reservation at a time guaranteed: a wrong token
 // writes nothing, each run gets its own run-count check, a burst larger than

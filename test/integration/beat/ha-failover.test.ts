@@ -1,4 +1,4 @@
-// Issue 6 "must show": three beats on one Redis store, a 1-second entry, the
+// Three beats on one Redis store, a 1-second entry, the
 // sends counted by a consumer. --ha lease: the leader is kill -9'ed twice; no
 // run is sent twice and every gap in the sends falls in a failover window of
 // at most the lease time. --ha mutex: all three active, one killed; no

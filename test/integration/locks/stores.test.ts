@@ -121,10 +121,9 @@ describe('a Python holder with redis-py (the README recipe)', { skip: redisSkip 
     const url = REDIS_URL.replace(/\/\d*$/, '/9')
     const store = new RedisLockStore(url)
     stores.push(store)
-    const db = Number(url.split('/').pop())
     const py = (step: string) => execFileSync('/usr/bin/python3', ['-c', `
 import hashlib, json, os, socket, sys, time, redis
-r = redis.Redis(host='127.0.0.1', db=${db})
+r = redis.Redis.from_url('${url}')
 lock_id = 'locks.py-lock-' + hashlib.md5(b'${process.pid}').hexdigest()
 key = 'tsq:lock:' + lock_id
 if '${step}' == 'take':

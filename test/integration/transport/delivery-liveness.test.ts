@@ -1,4 +1,4 @@
-// Issue 32: a delivery whose broker has taken it back says so (isLive() false)
+// A delivery whose broker has taken it back says so (isLive() false)
 // and the transport tells its listeners ('deliveries:lost'), so a worker drops
 // the copy it holds instead of running it beside the broker's redelivery:
 // on AMQP when the channel or connection goes, on Redis when a

@@ -1,4 +1,4 @@
-// Issue 27: sends in flight together are written together (one pipeline per
+// Sends in flight together are written together (one pipeline per
 // turn on Redis, one socket flush per turn on RabbitMQ), and each still
 // resolves only once the broker has its message. Checked on the real brokers
 // with a raw client: every publish that resolved is there, in order of the

@@ -199,7 +199,7 @@ export async function startPythonWorker(opts: WorkerOptions): Promise<PythonWork
     }
   } catch (err) {
     await worker.stop(2_000)
-    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`)
+    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`, { cause: err })
   }
   return worker
 }

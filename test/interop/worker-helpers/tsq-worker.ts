@@ -141,7 +141,7 @@ export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
     }
   } catch (err) {
     await worker.stop(2_000)
-    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`)
+    throw new Error(`${(err as Error).message}\n--- worker log ---\n${worker.logTail()}`, { cause: err })
   }
   return worker
 }

@@ -1,4 +1,5 @@
-// Issue 27: an app keeps what its sends derive from its options and conf (the
+// tsq-test: slow (sends through the embedded file broker)
+// An app keeps what its sends derive from its options and conf (the
 // resolved config, task_queues, routes, the encoder) and builds it again after
 // any write to them (src/app/conf-watch.ts). A setting changed after sends
 // have been made is what the next send uses. On the embedded file broker, so
@@ -26,7 +27,7 @@ async function depth(app: App, queue: string): Promise<number> {
   return (await transport.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })).messageCount
 }
 
-describe('[issue 27] a conf change after sends takes effect at the next send', () => {
+describe('[send plan] a conf change after sends takes effect at the next send', () => {
   it('task_routes assigned, changed and deleted after sends', async () => {
     const app = fileApp({ defaultQueue: 'jobs' })
     try {
@@ -105,11 +106,16 @@ describe('[issue 27] a conf change after sends takes effect at the next send', (
       await add.delay(2, 2)
       const transport = await app.transport()
       const types: string[] = []
+      let both!: () => void
+      const received = new Promise<void>((resolve) => (both = resolve))
       const consumer = await transport.consume('ser', async (delivery) => {
         types.push(delivery.properties.contentType)
         await delivery.ack()
+        if (types.length === 2) both()
       })
-      for (let i = 0; i < 200 && types.length < 2; i++) await new Promise((r) => setTimeout(r, 25))
+      // Bounded: a message that never comes fails the assertion below, not the run.
+      const bound = new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref())
+      await Promise.race([received, bound])
       await consumer.cancel()
       assert.deepEqual(types.sort(), ['application/json', 'application/x-yaml'])
     } finally {

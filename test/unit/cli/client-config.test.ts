@@ -14,21 +14,23 @@ const APP = join(ROOT, 'test/fixtures/tasks/global-options-tasks.js')
 const KEYS = ['TSQ_BROKER_URL', 'CELERY_BROKER_URL', 'TSQ_RESULT_BACKEND', 'CELERY_RESULT_BACKEND', 'TSQ_CONFIG_MODULE', 'TSQ_HOME', 'TSQ_GO_BROKER', 'TSQ_GO_BACKEND', 'TSQ_GO_QUEUE', 'TSQ_GO_ROUTED_QUEUE']
 const saved = Object.fromEntries(KEYS.map((k) => [k, process.env[k]]))
 const dir = mkdtempSync(join(tmpdir(), 'tsq-client-config-'))
-after(() => {
-  for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
-  else process.env[k] = v
-  rmSync(dir, { recursive: true, force: true })
-})
-beforeEach(() => {
-  for (const k of KEYS) delete process.env[k]
-  process.env.TSQ_HOME = dir
-  // Read once, when the fixture app is first imported.
-  process.env.TSQ_GO_BROKER = 'redis://app-broker:6379/0'
-  process.env.TSQ_GO_QUEUE = 'app-queue'
-  process.env.TSQ_GO_ROUTED_QUEUE = 'routed-queue'
-})
 
 describe('client commands: -A and --config', () => {
+  // Inside the suite, so the environment it sets reaches only its own tests.
+  after(() => {
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+    rmSync(dir, { recursive: true, force: true })
+  })
+  beforeEach(() => {
+    for (const k of KEYS) delete process.env[k]
+    process.env.TSQ_HOME = dir
+    // Read once, when the fixture app is first imported.
+    process.env.TSQ_GO_BROKER = 'redis://app-broker:6379/0'
+    process.env.TSQ_GO_QUEUE = 'app-queue'
+    process.env.TSQ_GO_ROUTED_QUEUE = 'routed-queue'
+  })
+
   it('without -A or --config: the embedded broker and the default queue', async () => {
     const c = await clientConfig({})
     assert.equal(c.brokerSource, 'default')

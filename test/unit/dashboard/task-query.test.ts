@@ -45,10 +45,21 @@ function feed(state: ClusterState, random: () => number, count: number, clock: {
       state.apply({ type: 'task-retried', uuid: old, hostname, timestamp: clock.t, local_received: clock.t })
     }
   }
+  docs = new WeakMap()
   return ids
 }
 
+// The reference's documents, made once per task between feeds (tasks change only
+// when fed): building them for every query was most of this file's time.
+let docs = new WeakMap<TaskRecord, SearchDocument>()
+
 function docOf(t: TaskRecord): SearchDocument {
+  let doc = docs.get(t)
+  if (doc === undefined) docs.set(t, (doc = makeDoc(t)))
+  return doc
+}
+
+function makeDoc(t: TaskRecord): SearchDocument {
   const f = t.fields
   const d = { name: fold(f.name), state: fold(t.state), worker: fold(t.worker), args: fold(f.args), kwargs: fold(f.kwargs), result: fold(f.result) }
   return { ...d, all: [fold(t.uuid), d.name, d.state, d.worker, d.args, d.kwargs, d.result].join('\0'), kwargsRaw: f.kwargs, kwargsPairs: null }
@@ -81,7 +92,7 @@ function reference(state: ClusterState, q: TaskQuery): { uuids: string[]; filter
   const cmp = (a: TaskRecord, b: TaskRecord): number => {
     const ka = key(a)
     const kb = key(b)
-    let c = 0
+    let c: number
     if (ka === null && kb !== null) c = -1
     else if (kb === null && ka !== null) c = 1
     else if (ka !== null && kb !== null && ka !== kb) c = ka < kb ? -1 : 1

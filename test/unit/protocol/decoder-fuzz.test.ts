@@ -1,3 +1,4 @@
+// tsq-test: slow (thousands of generated inputs through every decoder)
 // Property-based fuzzing (fast-check, fixed seed) of the decoders a worker's
 // admission uses, and of the event and result decoders: generated and mutated
 // task messages (v1 and v2 bodies, headers, content types and encodings, deep

@@ -1,4 +1,4 @@
-// Issue 27: the send path writes the common message directly (argsrepr and
+// The send path writes the common message directly (argsrepr and
 // kwargsrepr of plain values, the JSON body with no callbacks, the Redis
 // envelope as text). Each shortcut must give the very bytes of the general
 // path it skips, which is the one checked against Celery's captures
@@ -42,7 +42,7 @@ function scalar(r: () => number): unknown {
   }
 }
 
-describe('[issue 27] argsrepr and kwargsrepr of plain values are written directly, as saferepr writes them', () => {
+describe('[send fast paths] argsrepr and kwargsrepr of plain values are written directly, as saferepr writes them', () => {
   it('argsRepr equals saferepr of the tuple for 5,000 generated argument lists', () => {
     const r = rng(27)
     for (let n = 0; n < 5000; n++) {
@@ -78,7 +78,7 @@ describe('[issue 27] argsrepr and kwargsrepr of plain values are written directl
   })
 })
 
-describe('[issue 27] the task body is written as dumps writes it', () => {
+describe('[send fast paths] the task body is written as dumps writes it', () => {
   it('a task with no callbacks, errbacks, chain or chord: one JSON text, the same as dumps([args, kwargs, embed])', () => {
     const r = rng(5)
     for (let n = 0; n < 500; n++) {
@@ -112,7 +112,7 @@ describe('[issue 27] the task body is written as dumps writes it', () => {
   })
 })
 
-describe('[issue 27] the Redis envelope is written as text, the same bytes as serializeEnvelope(buildEnvelope(...))', () => {
+describe('[send fast paths] the Redis envelope is written as text, the same bytes as serializeEnvelope(buildEnvelope(...))', () => {
   const base = (): OutgoingMessage => ({
     body: Buffer.from('[[1, 2], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'),
     properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { lang: 'py', task: 'proj.add', id: 'abc', argsrepr: "('é', '😀')", timelimit: [null, 30], retries: 0 }, deliveryMode: 2, priority: 0, correlationId: 'abc', replyTo: 'r-1' },

@@ -1,3 +1,4 @@
+// tsq-test: slow (it makes RSA keys)
 // kombu's serializers (msgpack, yaml, accept lists, pickle) and Celery's auth
 // serializer against bytes captured from Celery 5.2.6
 // (test/fixtures/wire/security/celery-auth.json: public certificate only).

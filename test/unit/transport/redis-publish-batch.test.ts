@@ -1,4 +1,4 @@
-// Issue 27: the Redis send path writes the messages of concurrent sends as one
+// The Redis send path writes the messages of concurrent sends as one
 // multi-value LPUSH per list. Counted here on a recording stand-in for ioredis
 // (what goes to the socket); that the messages land in order and survive a
 // kill is checked on a real Redis (test/integration/transport/publish-coalescing,

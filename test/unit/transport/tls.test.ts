@@ -1,4 +1,4 @@
-// Issue 29: how a URL and Celery's broker_use_ssl / redis_backend_use_ssl become
+// How a URL and Celery's broker_use_ssl / redis_backend_use_ssl become
 // Node's tls options (src/transport/tls.ts), and the one-line reasons a TLS
 // failure is reported with. Nothing here connects; certificate "files" are
 // small temporary files whose contents are checked to be passed, never printed.

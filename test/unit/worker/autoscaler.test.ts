@@ -23,7 +23,9 @@ function countingPool(size: number): Pool {
   return pool
 }
 
-it('[autoscale] grows to min(qty, max) at once and shrinks to max(qty, min) only after the keepalive', async () => {
+it('[autoscale] grows to min(qty, max) at once and shrinks to max(qty, min) only after the keepalive', async (t) => {
+  // The keepalive is read on Date.now(): a mocked clock passes it without waiting.
+  t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 })
   const pool = countingPool(2)
   let qty = 0
   const a = new Autoscaler({ max: 6, min: 2, pool, qty: () => qty, log: () => undefined, onRangeChange: () => undefined, keepaliveS: 0.05 })
@@ -32,7 +34,7 @@ it('[autoscale] grows to min(qty, max) at once and shrinks to max(qty, min) only
   assert.equal(pool.size, 6)
   qty = 0
   assert.equal(await a.maybeScale(), false, 'kept within the keepalive')
-  await new Promise((r) => setTimeout(r, 80))
+  t.mock.timers.tick(80)
   assert.equal(await a.maybeScale(), true)
   assert.equal(pool.size, 2)
   qty = 3

@@ -41,7 +41,17 @@ function guard(over: Partial<ConnectionGuardOptions>): ConnectionGuard {
   })
 }
 
-it('[watchdog] a consumer idle with room while its queue has messages is re-created; a busy one is not', async () => {
+/** Moves the mocked interval clock on by `ms`, 5 ms at a time, letting each tick's async work finish. */
+async function advance(timers: { tick(ms: number): void }, ms: number): Promise<void> {
+  for (let passed = 0; passed < ms; passed += 5) {
+    timers.tick(5)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+it('[watchdog] a consumer idle with room while its queue has messages is re-created; a busy one is not', async (t) => {
+  // The watchdog runs on setInterval: a mocked one runs it without waiting.
+  t.mock.timers.enable({ apis: ['setInterval'] })
   let recreated = 0
   let received = 0
   const g = guard({
@@ -49,11 +59,11 @@ it('[watchdog] a consumer idle with room while its queue has messages is re-crea
     consumers: () => [{ name: 'q', received, recreate: async () => void recreated++ }],
   })
   g.start()
-  await new Promise((r) => setTimeout(r, 180))
+  await advance(t.mock.timers, 180)
   assert.ok(recreated >= 1, 'stalled consumer re-created')
   const before = recreated
   const busy = setInterval(() => received++, 5)
-  await new Promise((r) => setTimeout(r, 180))
+  await advance(t.mock.timers, 180)
   clearInterval(busy)
   g.stop()
   assert.equal(recreated, before, 'a consumer that receives is left alone')

@@ -203,7 +203,9 @@ it('[outcomes] a slot that cannot hand over its outcome sends the failure the wo
   assert.deepEqual(failure, { status: 'failure', exc: { type: 'Exception', args: ['bad', '<function>'], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 })
 })
 
-it('[outcomes] a task that expires while it waits behind a busy pool is revoked as expired when it would start, not run', async () => {
+it('[outcomes] a task that expires while it waits behind a busy pool is revoked as expired when it would start, not run', async (t) => {
+  // Expiry is read on Date.now(): a mocked clock moves past it without waiting.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() })
   const app = createApp({ name: 'proj' })
   let unblock!: () => void
   app.task('proj.block', () => new Promise<void>((resolve) => (unblock = resolve)))
@@ -218,7 +220,7 @@ it('[outcomes] a task that expires while it waits behind a busy pool is revoked 
   void runner.onDelivery(delivery('proj.block'))
   const late = delivery('proj.late', [], { expires: new Date(Date.now() + 100).toISOString() })
   void runner.onDelivery(late)
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.mock.timers.tick(200)
   unblock()
   await runner.idle()
   assert.equal(ran, false)

@@ -126,6 +126,7 @@ it('[memory] the collection compacts the old generation: pages left with few sur
   gc() // all of them in old space now
   const grown = oldSpace()
   const keep = all.filter((_, i) => i % 25 === 0)
+  // eslint-disable-next-line no-useless-assignment -- drops the last reference, so the collection below can free them
   all = null
   collect!()
   const after = oldSpace()
@@ -201,6 +202,7 @@ it("[memory] releaseNativeMemory hands back the pages of freed native buffers th
   const kept: Buffer[] = []
   let buffers: Buffer[] | null = Array.from({ length: 4096 }, (_, i) => Buffer.alloc(16 * 1024, i & 0xff))
   for (let i = 0; i < buffers.length; i += 64) kept.push(buffers[i]!)
+  // eslint-disable-next-line no-useless-assignment -- drops the last reference, so the gc() below can free them
   buffers = null
   gc()
   gc()
