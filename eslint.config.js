@@ -129,6 +129,17 @@ export default defineConfig(
     },
   },
   {
+    // protocol/ is pure functions: no module that does I/O. crypto is for uuid4 and
+    // the auth serializer (keys passed in); module loads the msgpack and yaml codecs on first use.
+    files: ['src/protocol/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!\\.|node:crypto$|node:module$|@msgpack/msgpack$|yaml$)', message: 'protocol/ is pure: move what needs this module out of it' }] },
+      ],
+    },
+  },
+  {
     files: ['src/dashboard/web/**/*.js'],
     languageOptions: { globals: { ...globals.browser } },
   },

@@ -16,7 +16,7 @@ const eslint = new ESLint({ cwd: ROOT })
 /** The rules that fired on `text` as the file `path` of the repository, with their lines. */
 async function lint(path: string, text: string): Promise<string[]> {
   const [result] = await eslint.lintText(text, { filePath: resolve(ROOT, path) })
-  return result!.messages.filter((m) => m.ruleId?.startsWith('import-x/')).map((m) => `${m.line} ${m.ruleId}`)
+  return result!.messages.filter((m) => m.ruleId?.startsWith('import-x/') || m.ruleId === 'no-restricted-imports').map((m) => `${m.line} ${m.ruleId}`)
 }
 
 describe('layers (eslint.config.js): imports point down only, into a folder through its index', () => {
@@ -41,5 +41,11 @@ describe('layers (eslint.config.js): imports point down only, into a folder thro
 
   it('an import the resolver cannot find is an error, so none passes the zones unseen', async () => {
     assert.deepEqual(await lint('src/protocol/layer-probe.ts', "export * from '../worker/no-such-module.js'\n"), ['1 import-x/no-unresolved'])
+  })
+
+  it('protocol/ stays pure: a module that does I/O is an error there, fine elsewhere', async () => {
+    const text = "export { readFileSync } from 'node:fs'\nexport { randomUUID } from 'node:crypto'\nexport { default as Redis } from 'ioredis'\n"
+    assert.deepEqual(await lint('src/protocol/layer-probe.ts', text), ['1 no-restricted-imports', '3 no-restricted-imports'])
+    assert.deepEqual(await lint('src/transport/layer-probe.ts', text), [])
   })
 })
