@@ -16,7 +16,7 @@ import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { executeJob, unsendableOutcome } from '../../../src/app/execution/executor.js'
 import type { Job } from '../../../src/app/execution/jobs.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []

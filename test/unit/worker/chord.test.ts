@@ -12,7 +12,7 @@ import type { Delivery, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly errors: string[] = []

@@ -12,7 +12,7 @@ import type { Delivery, OutgoingMessage, Transport } from '../../../src/transpor
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner, type EtaDelayPolicy } from '../../../src/worker/task-runner.js'
+import { TaskRunner, type EtaDelayPolicy } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []

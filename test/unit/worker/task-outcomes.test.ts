@@ -16,7 +16,7 @@ import { autoretryOptions, executeJob, unsendableOutcome } from '../../../src/ap
 import type { Job } from '../../../src/app/execution/jobs.js'
 import type { Pool } from '../../../src/worker/pools/pool.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []

@@ -1,5 +1,5 @@
-import type { TaskRequest } from '../protocol/index.js'
-import type { Delivery } from '../transport/index.js'
+import type { TaskRequest } from '../../protocol/index.js'
+import type { Delivery } from '../../transport/index.js'
 
 const SETTLED: Promise<void> = Promise.resolve()
 

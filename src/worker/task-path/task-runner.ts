@@ -3,24 +3,24 @@
 // reject what cannot be read, report unknown tasks, honour revokes, expiry,
 // ETA and rate limits, run in the pool, store the outcome, send the events,
 // follow callbacks and chains, and ack or requeue as the outcome decides.
-import type { App, Task } from '../app/app.js'
-import type { ResultBackend } from '../app/backends/index.js'
-import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, sizeError, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../protocol/index.js'
-import type { Delivery, Transport } from '../transport/index.js'
-import type { EventDispatcher } from './events.js'
+import type { App, Task } from '../../app/app.js'
+import type { ResultBackend } from '../../app/backends/index.js'
+import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, sizeError, dumps, pyRepr, type BodyDecoder, EncodeError, resultMetaValue, rpcResultValue, serialize, exceptionRepr, saferepr, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../../protocol/index.js'
+import type { Delivery, Transport } from '../../transport/index.js'
+import type { EventDispatcher } from '../events.js'
 import { failChainRest, republishForRetry, returnChordPart, sendCallbacks, sendErrbacks, sendReplacement, unlockChord } from './follow-ups.js'
-import type { LimitedSet } from './limited-set.js'
-import type { Logger } from '../app/logger.js'
-import { encodeError, encodeFailure, retriesExhausted } from '../app/execution/executor.js'
-import { clearOnceMark } from '../locks/index.js'
-import { setRequestFields, type EncodedException, type Job, type Outcome } from '../app/execution/jobs.js'
-import type { Placement, Pool } from './pools/pool.js'
+import type { LimitedSet } from '../limited-set.js'
+import type { Logger } from '../../app/logger.js'
+import { encodeError, encodeFailure, retriesExhausted } from '../../app/execution/executor.js'
+import { clearOnceMark } from '../../locks/index.js'
+import { setRequestFields, type EncodedException, type Job, type Outcome } from '../../app/execution/jobs.js'
+import type { Placement, Pool } from '../pools/pool.js'
 import { parseRate, TokenBucket } from './rate-limit.js'
-import { setLongTimeout, type LongTimeout } from '../app/execution/long-timeout.js'
+import { setLongTimeout, type LongTimeout } from '../../app/execution/long-timeout.js'
 import { Request } from './request.js'
 import { inflateSync } from 'node:zlib'
-import { BROKER_DELAY_LEAD_S } from '../app/send-task.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
+import { BROKER_DELAY_LEAD_S } from '../../app/send-task.js'
+import { escapeControl, taskLabel } from '../../protocol/secrets.js'
 
 const DEFAULT_RETRY_DELAY = 180
 

@@ -3,16 +3,16 @@
 // errbacks after a failure, and a chord's body once its last header task is
 // done (spec §2.3). Each goes out as a new task message.
 import { randomUUID } from 'node:crypto'
-import { ChordUnsupportedError, READY, type ResultBackend } from '../app/backends/index.js'
-import type { Logger } from '../app/logger.js'
-import { sendTask, type SendTaskOptions } from '../app/send-task.js'
-import { routedSend, type Route } from '../app/routes.js'
-import type { AppSignals } from '../app/app-signals.js'
-import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../protocol/index.js'
-import type { EncodedException } from '../app/execution/jobs.js'
-import type { Transport } from '../transport/index.js'
+import { ChordUnsupportedError, READY, type ResultBackend } from '../../app/backends/index.js'
+import type { Logger } from '../../app/logger.js'
+import { sendTask, type SendTaskOptions } from '../../app/send-task.js'
+import { routedSend, type Route } from '../../app/routes.js'
+import type { AppSignals } from '../../app/app-signals.js'
+import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../../protocol/index.js'
+import type { EncodedException } from '../../app/execution/jobs.js'
+import type { Transport } from '../../transport/index.js'
 import type { Request } from './request.js'
-import { escapeControl, taskLabel } from '../protocol/secrets.js'
+import { escapeControl, taskLabel } from '../../protocol/secrets.js'
 
 export interface Sender {
   transport: Transport
