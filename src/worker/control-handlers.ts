@@ -8,7 +8,7 @@ import type { EventDispatcher } from './events.js'
 import type { LimitedSet } from './limited-set.js'
 import type { Pool } from './pools/pool.js'
 import { heldLockOf } from '../locks/index.js'
-import { RateLimitError } from './task-path/rate-limit.js'
+import { RateLimitError } from './task-path/limits.js'
 import type { TaskRunner } from './task-path/task-runner.js'
 
 export interface QueueDeclaration {

@@ -566,10 +566,11 @@ export class Worker {
 
   /** Cold: running tasks are killed and their messages go back to the queue. */
   private async cancelRunningTasks(): Promise<void> {
-    const running = this.runner ? this.runner.restoreActive() : []
-    if (running.length) this.o.log.console(`Restoring ${running.length} unacknowledged message(s)`)
-    await Promise.all(running.map((r) => r.reject(true).catch(() => undefined)))
-    for (const r of running) this.pool.terminate(r.id, 'SIGKILL')
+    if (!this.runner) return
+    const { requests, handedBack } = this.runner.handBackRunning()
+    if (requests.length) this.o.log.console(`Restoring ${requests.length} unacknowledged message(s)`)
+    await handedBack
+    for (const r of requests) this.pool.terminate(r.id, 'SIGKILL')
   }
 
   private finalized = false
