@@ -2,7 +2,7 @@
 import type { App } from '../app/app.js'
 import type { LevelName, Logger } from '../app/logger.js'
 import { taskQueue, workerDirectQueue, type QueueDefinition } from '../app/queues.js'
-import type { QueueDeclaration } from './control-handlers.js'
+import type { QueueDeclaration } from './control/control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
 import type { EtaDelayPolicy } from './task-path/task-runner.js'
 

@@ -5,7 +5,7 @@ import type { Logger } from '../../app/logger.js'
 import type { BodyDecoder } from '../../protocol/index.js'
 import type { Transport } from '../../transport/index.js'
 import type { EventDispatcher } from '../events.js'
-import type { LimitedSet } from '../limited-set.js'
+import type { LimitedSet } from '../control/limited-set.js'
 import type { Pool } from '../pools/pool.js'
 
 export interface RunnerOptions {
