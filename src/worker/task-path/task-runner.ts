@@ -6,6 +6,7 @@
 // acks, rejects or requeues it as settlementFor (settlement.ts) decides.
 // This class wires them and is what the worker, its remote control and its
 // shutdown see of the task path.
+import type { Delivery } from '../../transport/index.js'
 import { Admission } from './admission.js'
 import { HandOff } from './hand-off.js'
 import { Holdings, type ScheduledRequest } from './holdings.js'
@@ -39,7 +40,7 @@ export class TaskRunner {
   }
 
   /** The consumer's handler: a promise only when there is something to wait for (admission.ts). */
-  onDelivery(delivery: Parameters<Admission['receive']>[0]): void | Promise<void> {
+  onDelivery(delivery: Delivery): void | Promise<void> {
     return this.admission.receive(delivery)
   }
 
