@@ -10,7 +10,7 @@ export const DEFAULT_QUEUE = 'celery'
 
 /**
  * How much earlier than its ETA a task sent through the broker's delayed
- * delivery comes back (worker/task-runner.ts's BROKER_QUEUE_HOLD_S must be
+ * delivery comes back (worker/task-path/admission.ts's BROKER_QUEUE_HOLD_S must be
  * larger, or the worker would send it round again).
  */
 export const BROKER_DELAY_LEAD_S = 2
