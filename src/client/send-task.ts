@@ -25,7 +25,7 @@ export interface PublishSignals {
 
 /**
  * How much earlier than its ETA a task sent through the broker's delayed
- * delivery comes back (worker/task-runner.ts's BROKER_QUEUE_HOLD_S must be
+ * delivery comes back (worker/task-path/admission.ts's BROKER_QUEUE_HOLD_S must be
  * larger, or the worker would send it round again).
  */
 export const BROKER_DELAY_LEAD_S = 2

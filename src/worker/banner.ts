@@ -3,7 +3,7 @@
 import { arch, platform, release } from 'node:os'
 import { maskUrl } from '../transport/index.js'
 import { escapeControl } from '../protocol/index.js'
-import type { QueueDeclaration } from './control-handlers.js'
+import type { QueueDeclaration } from './control/control-handlers.js'
 
 export interface BannerInfo {
   nodename: string

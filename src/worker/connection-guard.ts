@@ -7,7 +7,7 @@
 // consumer which receives nothing while its queue has ready messages.
 import type { ConnectionRetry, Transport } from '../transport/index.js'
 import type { Logger } from '../process/index.js'
-import type { Request } from './request.js'
+import type { Request } from './task-path/request.js'
 import { taskLabel } from '../protocol/index.js'
 
 export const DEFAULT_WATCHDOG_INTERVAL_S = 10

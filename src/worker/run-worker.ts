@@ -13,7 +13,7 @@ import { keepYoungGenerationSmall, trimMemoryWhenIdle } from './memory-footprint
 import { surviveStrayErrors } from './stray-errors.js'
 import { redirectConsole, redirectLevel } from './redirect-stdouts.js'
 import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
-import { DEFAULT_ETA_DELAY_AFTER_S } from './task-runner.js'
+import { DEFAULT_ETA_DELAY_AFTER_S } from './task-path/task-runner.js'
 import { Worker } from './worker.js'
 import { BusWorker, busDescriptorOf } from '../bus/index.js'
 import { consumedQueues } from './worker-options.js'

@@ -2,9 +2,9 @@
 import type { App } from '../app/index.js'
 import type { LevelName, Logger } from '../process/index.js'
 import { taskQueue, workerDirectQueue, type QueueDefinition } from '../config/index.js'
-import type { QueueDeclaration } from './control-handlers.js'
+import type { QueueDeclaration } from './control/control-handlers.js'
 import type { PoolKind } from './pools/pool.js'
-import type { EtaDelayPolicy } from './task-runner.js'
+import type { EtaDelayPolicy } from './task-path/task-runner.js'
 
 export interface WorkerOptions {
   app: App

@@ -1,27 +1,28 @@
 // The worker: connects, starts the pool, consumes the task queues, answers the
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
-import { setTimeout as sleepFor } from 'node:timers/promises'
+import { releaseLostSlotLocks } from '../app/index.js'
 import { createResultBackend, RpcResultBackend, type ResultBackend } from '../backends/index.js'
-import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type Consumer, type DeliveriesLost, type Delivery, type Transport } from '../transport/index.js'
+import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type DeliveriesLost, type Transport } from '../transport/index.js'
 import { BusWorker } from '../bus/index.js'
 import { Autoscaler } from './autoscaler.js'
+import { connectFirst, notPastBlock, sayBlocked } from './broker-connection.js'
 import { ConnectionGuard } from './connection-guard.js'
-import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control-handlers.js'
+import { controlHandlers, type ControlTarget, type QueueDeclaration } from './control/control-handlers.js'
 import { EventDispatcher } from './events.js'
-import { Gossip } from './gossip.js'
-import { LimitedSet } from './limited-set.js'
+import { Gossip } from './control/gossip.js'
+import { LimitedSet } from './control/limited-set.js'
 import type { Pool } from './pools/pool.js'
 import { PreforkPool } from './pools/prefork-pool.js'
 import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
-import { StateDb } from './state-db.js'
+import { StateDb } from './control/state-db.js'
 import { bootOrder, type BootstepContext, type BootstepName } from './bootsteps.js'
-import { releaseLostSlotLocks, type App } from '../app/index.js'
-import { TaskRunner } from './task-runner.js'
+import type { App } from '../app/index.js'
+import { TaskRunner } from './task-path/task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
-import { declareDefinition, isQuorumQueue, type QueueDefinition } from '../config/index.js'
+import { TaskConsumers } from './task-consumers.js'
 import { taskLabel } from '../protocol/index.js'
 
 export const WorkerStates = {
@@ -34,11 +35,6 @@ export const WorkerStates = {
   STOPPED: 'STOPPED',
 } as const
 export type WorkerState = keyof typeof WorkerStates
-
-/** kombu's ensure_connection defaults, which Celery's consumer uses at start-up. */
-const CONNECT_RETRIES = 100
-const CONNECT_RETRY_STEP_S = 2
-const CONNECT_RETRY_MAX_S = 30
 
 const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
   CREATED: ['STARTING', 'STOPPED'],
@@ -68,7 +64,8 @@ export class Worker {
   private runner!: TaskRunner
   private events!: EventDispatcher
   private mailbox: MailboxServer | undefined
-  private readonly consumers = new Map<string, { decl: QueueDeclaration; consumer: Consumer; received: number }>()
+  /** The task queues' consumers (from the Tasks bootstep on). */
+  private consumers: TaskConsumers | undefined
   private autoscaler: Autoscaler | null = null
   private guard: ConnectionGuard | null = null
   private statedb: StateDb | null = null
@@ -153,7 +150,7 @@ export class Worker {
         // broker_write_url: publishes (results over rpc aside, events, retries) go to their own broker.
         if (this.o.brokerWriteUrl && this.o.brokerWriteUrl !== this.readUrl) {
           this.writer = await createTransport(this.o.brokerWriteUrl, this.o.app.transportSettings)
-          this.sayBlocked(this.writer)
+          sayBlocked(this.writer, this.o.log)
           await this.writer.connect()
           this.o.log.info(`Publishing to ${maskUrl(this.o.brokerWriteUrl)}`)
         }
@@ -196,6 +193,14 @@ export class Worker {
           onTaskDone: () => this.guard?.taskDone(),
           etaDelay: this.o.etaDelay,
         })
+        this.consumers = new TaskConsumers({
+          options: this.o,
+          transport: this.transport,
+          bus: () => this.bus,
+          deliver: (d) => this.runner.onDelivery(d),
+          prefetchCount: () => this.prefetchCount(),
+          running: () => this.state === 'RUNNING',
+        })
         this.transport.on('deliveries:lost', (lost) => this.onDeliveriesLost(lost))
       },
       ConnectionGuard: async () => {
@@ -232,7 +237,7 @@ export class Worker {
       },
       Heart: async () => {
         // Sent, but not waited for past a broker alarm: the worker consumes and acks meanwhile.
-        await this.notPastBlock(this.sendHeartbeat('worker-online'))
+        await notPastBlock(this.writer ?? this.transport, this.sendHeartbeat('worker-online'))
         this.heartbeatTimer = setInterval(() => void this.sendHeartbeat('worker-heartbeat'), this.o.heartbeatInterval * 1000)
       },
     }
@@ -244,65 +249,22 @@ export class Worker {
     return this.o.brokerReadUrl ?? this.o.brokerUrl
   }
 
-  /**
-   * The first connection, retried as Celery's consumer retries it at start-up
-   * (kombu's ensure_connection: 2 s, then 2 s more each time up to 30 s, 100
-   * attempts), one line per attempt saying why, so a TLS or credentials
-   * mistake is visible without flooding the log. A request error (a bad URL,
-   * an unreadable certificate file) is not retried. False when a shutdown
-   * came first.
-   */
+  /** The first connection (broker-connection.ts); false when a shutdown came first. */
   private async connectBroker(): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
+    const transport = await connectFirst({
+      url: this.readUrl,
       // The solo pool runs tasks on the thread that reads the claims, which is where overlapping claims pays (redis/claim-overlap.ts).
       // separatePublisher: events, results and replies publish on a connection of their own, so a RabbitMQ alarm blocking them leaves acks and consuming alone.
-      const transport = await createTransport(this.readUrl, { ...this.o.app.transportSettings, overlapClaims: this.o.pool === 'solo', separatePublisher: true })
-      try {
-        await transport.connect()
-      } catch (error) {
-        await transport.close({ requeueUnacked: true }).catch(() => undefined)
-        const err = error as Error & { code?: string }
-        if (err.code !== 'BROKER_UNREACHABLE' || attempt >= CONNECT_RETRIES || this.state !== 'STARTING') throw err
-        const delayS = Math.min(CONNECT_RETRY_MAX_S, CONNECT_RETRY_STEP_S * attempt)
-        this.o.log.error(`consumer: ${err.message}. Trying again in ${delayS.toFixed(2)} seconds... (${attempt}/${CONNECT_RETRIES})`)
-        await sleepFor(delayS * 1000, undefined, { signal: this.startAborted.signal }).catch(() => undefined)
-        if (this.state !== 'STARTING') return false
-        continue
-      }
-      if (this.state !== 'STARTING') {
-        await transport.close({ requeueUnacked: true }).catch(() => undefined)
-        return false
-      }
-      this.transport = transport
-      this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
-      this.sayBlocked(transport)
-      return true
-    }
-  }
-
-  /** RabbitMQ's connection.blocked (a memory or disk alarm) and its end, one line each. */
-  private sayBlocked(transport: Transport): void {
-    transport.on('connection:blocked', (reason) =>
-      this.o.log.warning(`Connection blocked by the broker: ${reason}; waiting for the alarm to clear to publish (events, results, replies); tasks are still received and acknowledged`),
-    )
-    transport.on('connection:unblocked', () => this.o.log.info('Connection unblocked by the broker: publishing resumes'))
-  }
-
-  /** Resolves when `sent` settles, or once the broker blocks publishing: what waits then is sent when the alarm clears. */
-  private notPastBlock(sent: Promise<void>): Promise<void> {
-    const publisher = this.writer ?? this.transport
-    if (!publisher || publisher.blockedReason) {
-      sent.catch(() => undefined)
-      return Promise.resolve()
-    }
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        publisher.off('connection:blocked', done)
-        resolve()
-      }
-      publisher.on('connection:blocked', done)
-      sent.then(done, done)
+      settings: { ...this.o.app.transportSettings, overlapClaims: this.o.pool === 'solo', separatePublisher: true },
+      log: this.o.log,
+      starting: () => this.state === 'STARTING',
+      aborted: this.startAborted.signal,
     })
+    if (!transport) return false
+    this.transport = transport
+    this.transport.on('error', (e) => this.o.log.error(`broker: ${e.message}`))
+    sayBlocked(transport, this.o.log)
+    return true
   }
 
   /** Celery's Heart sends heartbeat_sent with each of its events. */
@@ -333,56 +295,11 @@ export class Worker {
   }
 
   private async applyPrefetch(): Promise<void> {
-    for (const { consumer } of this.consumers.values()) await consumer.setPrefetch(this.prefetchCount()).catch(() => undefined)
+    await this.consumers?.applyPrefetch()
   }
 
   async addConsumer(decl: QueueDeclaration): Promise<void> {
-    if (this.consumers.has(decl.name)) return
-    const bus = this.bus?.owns(decl.name) ? this.bus : undefined
-    // Celery's add_task_queue: a queue task_queues defines is declared as defined, whatever add_consumer said.
-    const definition = decl.definition ?? (this.o.app.queueSettings.defined.has(decl.name) ? this.o.resolveQueue?.(decl.name) : undefined)
-    if (bus) await bus.declareHandlerQueue(decl.name)
-    else if (definition) await declareDefinition(this.transport, definition)
-    else {
-      await this.transport.declareExchange({ name: decl.exchange, type: decl.exchangeType as 'direct' | 'topic' | 'fanout', durable: true, autoDelete: false })
-      await this.transport.declareQueue({ name: decl.name, durable: true, exclusive: false, autoDelete: false })
-      await this.transport.bindQueue(decl.name, decl.exchange, decl.routingKey)
-    }
-    if (this.o.purge) {
-      const n = await this.transport.purge(decl.name)
-      if (n) this.o.log.warning(`Purged ${n} messages from ${decl.name}`)
-    }
-    const entry = { decl, consumer: undefined as unknown as Consumer, received: 0 }
-    const deliver = (d: Delivery) => {
-      entry.received += 1
-      return this.runner.onDelivery(d)
-    }
-    const quorum = this.quorumConsumer(decl.name, definition)
-    entry.consumer = await this.transport.consume(decl.name, bus ? bus.wrap(deliver) : deliver, {
-      prefetch: this.prefetchCount(),
-      ...(definition?.consumerArguments ? { arguments: definition.consumerArguments } : {}),
-      ...(quorum ? { perConsumerPrefetch: true } : {}),
-    })
-    this.consumers.set(decl.name, entry)
-  }
-
-  /**
-   * Celery 5.5's worker_detect_quorum_queues (default on): a quorum queue's
-   * consumer takes a per-consumer, static prefetch (RabbitMQ refuses global
-   * QoS there), so its ETA tasks wait in the broker's delayed delivery
-   * rather than in the window, which could not widen for them.
-   */
-  private quorumConsumer(queue: string, definition: QueueDefinition | undefined): boolean {
-    if (this.transport.kind !== 'amqp' || !isQuorumQueue(definition)) return false
-    if (this.o.app.options.conf?.worker_detect_quorum_queues === false) return false
-    const queues = (this.o.etaDelay.brokerQueues ??= new Set())
-    if (queues.size === 0) {
-      this.o.log.info('Global QoS is disabled. Prefetch count in now static.')
-      // Celery 5.5's DelayedDelivery bootstep: the ladder exists before the first ETA needs it.
-      void this.transport.prepareDelayedDelivery?.().catch((error: Error) => this.o.log.warning(`could not declare the delayed-delivery queues: ${error.message}`))
-    }
-    queues.add(queue)
-    return true
+    await this.consumers?.add(decl)
   }
 
   private makeGuard(): ConnectionGuard {
@@ -397,17 +314,7 @@ export class Worker {
         r.restored = true
         this.pool.terminate(r.id, 'SIGKILL')
       },
-      consumers: () =>
-        [...this.consumers.values()].map((entry) => ({
-          name: entry.decl.name,
-          received: entry.received,
-          recreate: async () => {
-            if (this.consumers.get(entry.decl.name) !== entry || this.state !== 'RUNNING') return
-            this.consumers.delete(entry.decl.name)
-            await entry.consumer.cancel().catch(() => undefined)
-            await this.addConsumer(entry.decl)
-          },
-        })),
+      consumers: () => this.consumers?.watched() ?? [],
       held: () => this.runner.active.size + this.runner.reserved.length + this.runner.scheduled.size,
       prefetchCount: () => this.prefetchCount(),
       basePrefetch: () => this.basePrefetch,
@@ -441,10 +348,7 @@ export class Worker {
   }
 
   async cancelConsumer(queue: string): Promise<void> {
-    const entry = this.consumers.get(queue)
-    if (!entry) return
-    this.consumers.delete(queue)
-    await entry.consumer.cancel()
+    await this.consumers?.cancel(queue)
   }
 
   /** Built once the pool, runner and events exist (the mailbox starts after them). */
@@ -461,7 +365,7 @@ export class Worker {
       prefetchCount: () => this.prefetchCount(),
       brokerInfo: () => brokerInfo(this.o, this.transport),
       conf: (withDefaults: boolean) => workerConf(this.o, this.events.taskEvents, withDefaults),
-      queues: () => [...this.consumers.values()].map((c) => c.decl),
+      queues: () => this.consumers?.declarations ?? [],
       addConsumer: (q: QueueDeclaration) => this.addConsumer(q),
       cancelConsumer: (q: string) => this.cancelConsumer(q),
       autoscale: this.o.autoscale ? this.autoscaleControl() : undefined,
@@ -546,7 +450,7 @@ export class Worker {
 
   private async stopSequence(): Promise<void> {
     const hooksDone = Promise.all(this.beforeStopHooks.splice(0).map((hook) => hook().catch((e: Error) => this.o.log.error(`shutdown: ${e.message}`))))
-    await this.cancelTaskConsumers()
+    await this.consumers?.cancelAll()
     const handedBack = await this.runner?.releaseUnstarted()
     if (handedBack) this.o.log.info(`Returned ${handedBack} prefetched message(s) to the broker`)
     await this.runner?.idle()
@@ -559,16 +463,13 @@ export class Worker {
     await this.finalStop()
   }
 
-  private async cancelTaskConsumers(): Promise<void> {
-    for (const name of [...this.consumers.keys()]) await this.cancelConsumer(name).catch(() => undefined)
-  }
-
   /** Cold: running tasks are killed and their messages go back to the queue. */
   private async cancelRunningTasks(): Promise<void> {
-    const running = this.runner ? this.runner.restoreActive() : []
-    if (running.length) this.o.log.console(`Restoring ${running.length} unacknowledged message(s)`)
-    await Promise.all(running.map((r) => r.reject(true).catch(() => undefined)))
-    for (const r of running) this.pool.terminate(r.id, 'SIGKILL')
+    if (!this.runner) return
+    const { requests, handedBack } = this.runner.handBackRunning()
+    if (requests.length) this.o.log.console(`Restoring ${requests.length} unacknowledged message(s)`)
+    await handedBack
+    for (const r of requests) this.pool.terminate(r.id, 'SIGKILL')
   }
 
   private finalized = false
@@ -581,8 +482,8 @@ export class Worker {
     this.autoscaler?.stop()
     this.guard?.stop()
     this.statedb?.close()
-    if (this.o.heartbeat && this.events) await this.notPastBlock(this.sendHeartbeat('worker-offline'))
-    if (this.events) await this.notPastBlock(this.events.flush())
+    if (this.o.heartbeat && this.events) await notPastBlock(this.writer ?? this.transport, this.sendHeartbeat('worker-offline'))
+    if (this.events) await notPastBlock(this.writer ?? this.transport, this.events.flush())
     await this.pool?.close({ cold: this.state === 'COLD_SHUTDOWN' }).catch(() => undefined)
     await this.gossip?.stop()
     await this.bus?.stop()

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { SETTINGS } from '../../src/app/settings.js'
+import { SETTINGS } from '../../src/config/settings.js'
 
 // The installed Celery's settings and defaults, as JSON (a timedelta in seconds, inf as "inf").
 const DUMP = `

@@ -25,7 +25,7 @@ export type Outcome = (
   /**
    * The task threw Ignore: acked, nothing stored. `replacedBy`: it called
    * replace(sig), and the worker sends this signature in its place, given
-   * the task's id, links, group, chord and chain (follow-ups.ts).
+   * the task's id, links, group, chord and chain (worker/task-path/follow-ups.ts).
    */
   | { status: 'ignored'; runtime: number; replacedBy?: SignatureData; skipped?: { lock: string; leaseLeftMs: number } }
   /** The task threw Reject: the message is rejected (or requeued), nothing stored. */

@@ -23,71 +23,14 @@
 // thread per submitted task up to its maximum: a worker thread is a V8 isolate
 // with its own copy of tsq and the task module (5-7 MB each), which an idle
 // worker then does not hold.
-import { type StateSink, type Job, type Outcome, setLongTimeout, type LongTimeout } from '../../app/index.js'
+import { type StateSink, type Job, type Outcome, setLongTimeout } from '../../app/index.js'
 import type { Placement, Pool, PoolKind, SlotInfo } from './pool.js'
-import { packJobs, type FromSlot, type ToSlot } from './slot-messages.js'
+import type { FromSlot } from './slot-messages.js'
 import { taskLabel } from '../../protocol/index.js'
+import { Entry, pickSlot, SLOW_MS, type Slot, type SlotHandle } from './slot.js'
+import { SlotCrossings } from './slot-crossings.js'
 
-export interface SlotHandle {
-  readonly pid: number
-  /** A pool thread's id (threads share the worker's pid); absent for a process. */
-  readonly threadId?: number
-  /** One crossing: the messages in order. */
-  send(batch: ToSlot[]): void
-  kill(signal: NodeJS.Signals | number): void
-  onMessage(listener: (batch: FromSlot[]) => void): void
-  onExit(listener: (code: number | null, signal: string | null) => void): void
-}
-
-/** A job sent to a slot and not ended (a class: one shape for every entry, on a path taken per task). */
-class Entry {
-  settle: (o: Outcome) => void = noop
-  /** When it started, as the worker sees it; undefined while staged. */
-  since: number | undefined = undefined
-  timer: LongTimeout | undefined = undefined
-  killReason: 'time-limit' | 'terminated' | undefined = undefined
-  signal: string | null | undefined = undefined
-  /** Asked back with 'unstage' and not answered yet: its start is not inferred meanwhile. */
-  unstaging = false
-
-  constructor(
-    readonly job: Job,
-    readonly timeLimit: number | null,
-    readonly sink: StateSink | undefined,
-    /** Absent for run(): such a job is only ever given to an idle slot. */
-    readonly placement: Placement | undefined,
-  ) {}
-}
-
-const noop = (): void => undefined
-
-interface Slot {
-  index: number
-  handle: SlotHandle
-  ready: Promise<void>
-  isReady: boolean
-  /** Sent and not ended, in the order the slot runs them: queue[0] runs once started (since set), the rest are staged. */
-  queue: Entry[]
-  /** What goes to the slot at the next crossing. */
-  outbox: ToSlot[]
-  tasksRun: number
-  /** Autoscale shrank the pool past this slot: it is not replaced when it exits. */
-  retiring: boolean
-  /** Takes no more jobs, and exits once its queue is empty and its held hooks released (to be replaced unless retiring). */
-  draining: boolean
-  /** Told to exit. */
-  exiting: boolean
-  /** The slot stopped taking jobs itself (over --max-memory-per-child): every job it has not started comes back, so none is inferred to start. */
-  stopped: boolean
-  /** The task whose end hooks the slot holds until the worker has stored its result (afterStored): its next job waits. */
-  holding?: string
-  /** Answers still due to this slot's 'unstage' requests, oldest first. */
-  unstageWaiters: Array<() => void>
-  /** Recent tasks' run time in seconds (moving average): how deep the slot may be staged. */
-  avgRuntime: number
-  /** When the slot last had a job or became ready (ms): the idle clock of idleExitMs. */
-  lastActive: number
-}
+export { SLOW_MS, type SlotHandle } from './slot.js'
 
 export interface SlotPoolOptions {
   size: number
@@ -103,29 +46,13 @@ export interface SlotPoolOptions {
   onLost?: (pid: number, threadId?: number) => Promise<void>
 }
 
-/** A slot whose running job started longer ago than this takes no staged jobs, and gives back those it holds. */
-export const SLOW_MS = 20
-/** Staged no deeper than the slot's recent tasks would run in this long (seconds). */
-const STAGE_BUDGET_S = 0.005
-/**
- * At most this many jobs staged behind a slot's running one. Each crossing
- * wakes the other side, and on a loaded 2-CPU machine a wake-up costs the
- * two processes a few hundred microseconds of CPU between them: with 20,000
- * noop tasks at a prefetch of 128, 64 here (against 32) halved the crossings
- * and cut the pool's CPU per task by a third. STAGE_BUDGET_S still keeps a
- * slot's staged work to a few milliseconds for any task that is not tiny.
- */
-const MAX_STAGED = 64
-
 export abstract class SlotPool implements Pool {
   abstract readonly kind: PoolKind
   private readonly slots_ = new Map<number, Slot>()
   private closing = false
   /** Lost pool processes' locks being freed (onLost): a close waits for them. */
   private readonly lostReleases = new Set<Promise<void>>()
-  /** Slots with messages waiting for the next crossing. */
-  private readonly toFlush = new Set<Slot>()
-  private flushQueued = false
+  private readonly crossings: SlotCrossings
   private sweepTimer: NodeJS.Timeout | undefined
   /** Woken when a slot becomes ready (jobs waiting for a slot being started). */
   private readonly readyWaiters = new Set<() => void>()
@@ -144,6 +71,7 @@ export abstract class SlotPool implements Pool {
 
   constructor(protected readonly options: SlotPoolOptions) {
     this.size = options.size
+    this.crossings = new SlotCrossings((slot, job, error) => this.handOffFailed(slot, job, error), options.log)
   }
 
   protected abstract spawn(index: number): SlotHandle
@@ -195,7 +123,7 @@ export abstract class SlotPool implements Pool {
       rejectReady(new Error(`pool process exited (${signal ?? code}) before it was ready`))
       slot.isReady = false
       slot.holding = undefined
-      this.toFlush.delete(slot)
+      this.crossings.forget(slot)
       const entries = slot.queue.splice(0)
       const head = entries[0]?.since !== undefined ? entries.shift() : undefined
       // Settled even when a newer slot took the index (autoscale grew while this one retired).
@@ -262,74 +190,6 @@ export abstract class SlotPool implements Pool {
       case 'load-error':
         rejectReady(new Error(message.message))
         break
-    }
-  }
-
-  // ---- crossings -------------------------------------------------------
-
-  private sendJob(slot: Slot, job: Job): void {
-    const last = slot.outbox[slot.outbox.length - 1]
-    if (last?.type === 'jobs') last.jobs.push(job)
-    else slot.outbox.push({ type: 'jobs', jobs: [job] })
-    this.flushSoon(slot)
-  }
-
-  private sendSoon(slot: Slot, message: ToSlot): void {
-    slot.outbox.push(message)
-    this.flushSoon(slot)
-  }
-
-  private flushSoon(slot: Slot): void {
-    // The first message of this turn for the slot (the set would be asked once per job otherwise).
-    if (slot.outbox.length === 1) this.toFlush.add(slot)
-    if (!this.flushQueued) {
-      this.flushQueued = true
-      // After this turn's I/O: every job placed by the deliveries of one read crosses at once.
-      setImmediate(this.flushAll)
-    }
-  }
-
-  private readonly flushAll = (): void => {
-    this.flushQueued = false
-    for (const slot of this.toFlush) this.flush(slot)
-    this.toFlush.clear()
-  }
-
-  private flush(slot: Slot): void {
-    if (slot.outbox.length === 0) return
-    const outbox = slot.outbox
-    const batch: ToSlot[] = []
-    for (const message of outbox) {
-      if (message.type === 'jobs') batch.push(...packJobs(message.jobs))
-      else batch.push(message)
-    }
-    slot.outbox = []
-    try {
-      slot.handle.send(batch)
-    } catch (error) {
-      // Nothing crossed (the channel serializes before it writes): each message again, alone.
-      this.sendApart(slot, outbox, error)
-    }
-  }
-
-  /** A batch the channel could not carry: sent message by message, and a job that still cannot cross is ended here. */
-  private sendApart(slot: Slot, outbox: ToSlot[], batchError: unknown): void {
-    for (const message of outbox) {
-      if (message.type !== 'jobs') {
-        try {
-          slot.handle.send([message])
-        } catch (error) {
-          this.options.log?.('error', `pool process ${slot.handle.pid} (index ${slot.index}): could not send ${message.type}: ${(error as Error).message}`)
-        }
-        continue
-      }
-      for (const job of message.jobs) {
-        try {
-          slot.handle.send(packJobs([job]))
-        } catch (error) {
-          this.handOffFailed(slot, job, error ?? batchError)
-        }
-      }
     }
   }
 
@@ -417,7 +277,7 @@ export abstract class SlotPool implements Pool {
     for (const slot of this.slots_.values()) {
       if (slot.holding !== taskId) continue
       slot.holding = undefined
-      this.sendSoon(slot, { type: 'stored', id: taskId })
+      this.crossings.sendSoon(slot, { type: 'stored', id: taskId })
       this.startNext(slot)
       // Its 'exit' goes after the 'stored' that runs the held hooks.
       this.exitIfDrained(slot)
@@ -435,7 +295,7 @@ export abstract class SlotPool implements Pool {
   private exitIfDrained(slot: Slot): void {
     if (!slot.draining || slot.exiting || slot.queue.length > 0 || slot.holding) return
     slot.exiting = true
-    this.sendSoon(slot, { type: 'exit' })
+    this.crossings.sendSoon(slot, { type: 'exit' })
   }
 
   // ---- staging and giving back -----------------------------------------
@@ -451,7 +311,7 @@ export abstract class SlotPool implements Pool {
     for (const e of asked) e.unstaging = true
     return new Promise<void>((resolve) => {
       slot.unstageWaiters.push(resolve)
-      this.sendSoon(slot, { type: 'unstage', ids: asked.map((e) => e.job.id) })
+      this.crossings.sendSoon(slot, { type: 'unstage', ids: asked.map((e) => e.job.id) })
     })
   }
 
@@ -479,32 +339,8 @@ export abstract class SlotPool implements Pool {
     }
   }
 
-  /** How many jobs the slot may hold (running and staged) now. */
-  private depth(slot: Slot): number {
-    const staged = slot.avgRuntime > 0 ? Math.floor(STAGE_BUDGET_S / slot.avgRuntime) : MAX_STAGED
-    return 1 + Math.max(1, Math.min(MAX_STAGED, staged))
-  }
-
-  /**
-   * A slot that takes a job now: idle first, else (stage) the least staged
-   * one that is running a short job; `anySpeed`: or a long one (its staged
-   * jobs come back if it stays slow).
-   */
-  private pick(stage: boolean, anySpeed = false): Slot | undefined {
-    let best: Slot | undefined
-    const now = Date.now()
-    const max = this.options.maxTasksPerChild
-    for (const slot of this.slots_.values()) {
-      if (!slot.isReady || slot.draining || slot.exiting || slot.retiring) continue
-      const n = slot.queue.length
-      if (n === 0 && !slot.holding) return slot
-      if (!stage || slot.unstageWaiters.length > 0) continue
-      const head = slot.queue[0]
-      if (head && (head.killReason || (!anySpeed && head.since !== undefined && now - head.since > SLOW_MS))) continue
-      if (n >= this.depth(slot) || (max && slot.tasksRun + n >= max)) continue
-      if (!best || n < best.queue.length) best = slot
-    }
-    return best
+  private pick(stage: boolean): Slot | undefined {
+    return pickSlot(this.slots_.values(), stage, false, this.options.maxTasksPerChild)
   }
 
   canPlace(): boolean {
@@ -520,7 +356,7 @@ export abstract class SlotPool implements Pool {
       return this.waitForSlot(true).then((s) => this.assign(s, entry))
     }
     // canPlace() said yes a moment ago; a slot that turned slow since still takes it, in order.
-    const slot = this.pick(true) ?? this.pick(true, true)
+    const slot = this.pick(true) ?? pickSlot(this.slots_.values(), true, true, this.options.maxTasksPerChild)
     if (slot) return this.assign(slot, entry)
     return this.waitForSlot(true).then((s) => this.assign(s, entry))
   }
@@ -535,7 +371,7 @@ export abstract class SlotPool implements Pool {
       entry.settle = settle
       slot.lastActive = Date.now()
       slot.queue.push(entry)
-      this.sendJob(slot, entry.job)
+      this.crossings.sendJob(slot, entry.job)
       if (slot.queue.length === 1 && !slot.holding) this.begin(slot, entry)
       else this.sweepSoon()
     })
@@ -662,7 +498,7 @@ export abstract class SlotPool implements Pool {
     const { slot, entry } = found
     if (entry.since === undefined) {
       void this.unstageFrom(slot, new Set([taskId]))
-    } else this.sendSoon(slot, { type: 'abort', id: taskId, reason: 'revoked' })
+    } else this.crossings.sendSoon(slot, { type: 'abort', id: taskId, reason: 'revoked' })
   }
 
   async grow(n: number): Promise<void> {
@@ -715,7 +551,7 @@ export abstract class SlotPool implements Pool {
           } else {
             slot.exiting = true
             slot.outbox.push({ type: 'exit' })
-            this.flush(slot)
+            this.crossings.flush(slot)
           }
           setTimeout(() => {
             slot.handle.kill('SIGKILL')

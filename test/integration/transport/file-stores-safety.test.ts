@@ -20,8 +20,8 @@ import { FileLockStore } from '../../../src/locks/file-store.js'
 import { encodeChordPart, encodeResultMeta } from '../../../src/protocol/index.js'
 import { FileTransport } from '../../../src/transport/file/file-transport.js'
 import { LamportClock } from '../../../src/transport/index.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
-import { StateDb } from '../../../src/worker/state-db.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
+import { StateDb } from '../../../src/worker/control/state-db.js'
 import { message, queueSpec } from './fixtures/file-kit.js'
 
 const PATH_IDS = ['..', '.', 'a/b', 'a\0b', '../victim', '/abs', '']

@@ -12,11 +12,11 @@ import { currentTask, type TaskContext } from '../../../src/app/task-context.js'
 import { decodeTaskMessage, encodeTaskV2, type Signature, type TaskSendOptions } from '../../../src/protocol/index.js'
 import type { Delivery, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { executeJob, unsendableOutcome } from '../../../src/app/execution/executor.js'
 import type { Job } from '../../../src/app/execution/jobs.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []

@@ -10,9 +10,9 @@ import { Logger } from '../../../src/process/logger.js'
 import { decodeResultMeta, decodeTaskMessage, encodeChordPart, encodeTaskV2, joinChordParts, type Signature } from '../../../src/protocol/index.js'
 import type { Delivery, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly errors: string[] = []

@@ -8,7 +8,7 @@ import { it } from 'node:test'
 import type { Transport } from '../../../src/transport/index.js'
 import { ConnectionGuard, type ConnectionGuardOptions } from '../../../src/worker/connection-guard.js'
 import { Logger } from '../../../src/process/logger.js'
-import type { Request } from '../../../src/worker/request.js'
+import type { Request } from '../../../src/worker/task-path/request.js'
 
 function fakeTransport(ready: () => number): Transport {
   const events = new EventEmitter()

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { Logger } from '../../../src/process/logger.js'
 import { LamportClock, type Transport } from '../../../src/transport/index.js'
-import { Gossip } from '../../../src/worker/gossip.js'
+import { Gossip } from '../../../src/worker/control/gossip.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []

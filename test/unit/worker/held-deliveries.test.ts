@@ -10,9 +10,9 @@ import { Logger } from '../../../src/process/logger.js'
 import { encodeTaskV2 } from '../../../src/protocol/index.js'
 import type { Delivery, OutgoingMessage, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner, type EtaDelayPolicy } from '../../../src/worker/task-runner.js'
+import { TaskRunner, type EtaDelayPolicy } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []

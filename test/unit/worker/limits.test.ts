@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
-import { parseRate, TokenBucket } from '../../../src/worker/rate-limit.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
+import { parseRate, TokenBucket } from '../../../src/worker/task-path/limits.js'
 
 describe('revoked LimitedSet keeps Celery\'s limits', () => {
   it('forgets entries after the expiry', () => {

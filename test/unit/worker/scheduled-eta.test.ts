@@ -1,7 +1,7 @@
 // inspect scheduled's eta as Celery's worker prints it: with its UTC offset.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { awareIso } from '../../../src/worker/control-handlers.js'
+import { awareIso } from '../../../src/worker/control/control-handlers.js'
 
 describe('awareIso: a message eta as Celery\'s Request.eta.isoformat()', () => {
   it('a naive time (Python client, utcnow()) is UTC by default: +00:00 is added', () => {

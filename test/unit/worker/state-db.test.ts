@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { it } from 'node:test'
 import { LamportClock } from '../../../src/transport/index.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
-import { StateDb } from '../../../src/worker/state-db.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
+import { StateDb } from '../../../src/worker/control/state-db.js'
 
 it('[statedb] revoked ids and the clock survive; expired ids do not come back', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tsq-statedb-'))

@@ -11,12 +11,12 @@ import { currentTask, Ignore, Reject } from '../../../src/app/task-context.js'
 import { taskDeliveryFields } from '../../helpers/deliveries.js'
 import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { autoretryOptions, executeJob, unsendableOutcome } from '../../../src/app/execution/executor.js'
-import type { Job } from '../../../src/app/execution/jobs.js'
+import type { Job, Outcome } from '../../../src/app/execution/jobs.js'
 import type { Pool } from '../../../src/worker/pools/pool.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly lines: string[] = []
@@ -539,4 +539,92 @@ it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with Wor
   assert.deepEqual(requeued.settled, ['requeue'])
   assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['FAILURE', { exc_type: 'WorkerLostError', exc_message: ['Worker exited prematurely: signal 9 (SIGKILL).'], exc_module: 'billiard.exceptions' }]])
   assert.ok(log.lines.includes("ERROR Task handler raised error: WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL).')"))
+})
+
+// ---- settlement by the decision table (settlement.ts) ---------------------------
+
+/** A pool whose every run ends as `end` says (by task name), after a turn. */
+function poolEnding(end: (task: string) => Outcome): Pool {
+  return {
+    kind: 'prefork',
+    size: 2,
+    start: async () => undefined,
+    run: async (job) => end(job.task),
+    afterStored: () => undefined,
+    terminate: () => false,
+    abort: () => undefined,
+    grow: async () => undefined,
+    shrink: async () => undefined,
+    slots: () => [],
+    close: async () => undefined,
+  }
+}
+
+it('[settlement] out of retries under acksOnFailureOrTimeout false: the task fails and its late-ack message is rejected, as Celery settles MaxRetriesExceededError', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.spent', () => 1, { acksOnFailureOrTimeout: false })
+  app.task('proj.spentacked', () => 1)
+  const retryPastLimit: Outcome = { status: 'retry', countdown: null, eta: null, maxRetries: 0, exc: null, runtime: 0 }
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner } = runnerFor(app, backend, poolEnding(() => retryPastLimit))
+  const [rejected, acked] = await deliverAll(runner, 'proj.spent', 'proj.spentacked')
+  assert.deepEqual(rejected.settled, ['reject'])
+  assert.deepEqual(acked.settled, ['ack'])
+  assert.deepEqual(stored.map((s) => [s.status, (s.meta.result as { exc_type: string }).exc_type]), [['FAILURE', 'MaxRetriesExceededError'], ['FAILURE', 'MaxRetriesExceededError']])
+})
+
+it('[settlement] a hard time limit under acksOnFailureOrTimeout false rejects the late-ack message; by default it is acked', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.slow', () => 1, { acksOnFailureOrTimeout: false, timeLimit: 2 })
+  app.task('proj.slowacked', () => 1, { timeLimit: 2 })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner } = runnerFor(app, backend, poolEnding(() => ({ status: 'killed', reason: 'time-limit', signal: 'SIGKILL', runtime: 2 })))
+  const [rejected, acked] = await deliverAll(runner, 'proj.slow', 'proj.slowacked')
+  assert.deepEqual(rejected.settled, ['reject'])
+  assert.deepEqual(acked.settled, ['ack'])
+  assert.deepEqual(stored.map((s) => s.meta.result), [1, 1].map(() => ({ exc_type: 'TimeLimitExceeded', exc_message: [2], exc_module: 'celery.exceptions' })))
+})
+
+it('[settlement] under early ack a lost pool process fails the task with WorkerLostError: its message went when it started, nothing is requeued', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.early', () => 1, { acksLate: false })
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, log } = runnerFor(app, backend, poolEnding(() => ({ status: 'killed', reason: 'worker-lost', signal: 'SIGKILL', runtime: 0.1 })))
+  const [d] = await deliverAll(runner, 'proj.early')
+  assert.deepEqual(d!.settled, ['ack'], 'acked once, when it started')
+  assert.deepEqual(stored.map((s) => s.status), ['FAILURE'])
+  assert.ok(log.lines.includes("ERROR Task handler raised error: WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL).')"), log.lines.join('\n'))
+  assert.ok(!log.lines.some((l) => /requeued/.test(l)), 'not said to be requeued')
+})
+
+it('[settlement] a terminated (revoked) task is acked under a late ack whatever acksOnFailureOrTimeout says, as Celery\'s _announce_revoked', async () => {
+  const app = createApp({ name: 'proj' })
+  app.task('proj.killed', () => 1, { acksOnFailureOrTimeout: false })
+  const { runner } = runnerFor(app, null, poolEnding(() => ({ status: 'killed', reason: 'terminated', signal: 'SIGTERM', runtime: 0.1 })))
+  const [d] = await deliverAll(runner, 'proj.killed')
+  assert.deepEqual(d!.settled, ['ack'])
+})
+
+it('[settlement] a cold shutdown hands the running tasks\' messages back (requeued) and ignores their outcomes', async () => {
+  const app = createApp({ name: 'proj' })
+  let finish!: () => void
+  app.task('proj.long', () => new Promise<void>((resolve) => (finish = resolve)))
+  const { backend, stored, release } = recordingBackend()
+  release()
+  const { runner, events } = runnerFor(app, backend)
+  const d = delivery('proj.long')
+  void runner.onDelivery(d)
+  assert.equal(runner.active.size, 1)
+  const { requests, handedBack } = runner.handBackRunning()
+  assert.deepEqual(requests.map((r) => r.name), ['proj.long'])
+  await handedBack
+  assert.deepEqual(d.settled, ['requeue'])
+  finish()
+  await runner.idle()
+  assert.deepEqual(d.settled, ['requeue'], 'not settled again when the run ends')
+  assert.deepEqual(stored, [])
+  assert.ok(events.some(([type]) => type === 'task-cancelled'))
 })

@@ -8,11 +8,11 @@ import { Logger } from '../../../src/process/logger.js'
 import { taskDeliveryFields } from '../../helpers/deliveries.js'
 import type { Delivery } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
-import { LimitedSet } from '../../../src/worker/limited-set.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
 import type { Job, Outcome } from '../../../src/app/execution/jobs.js'
 import type { Placement, Pool } from '../../../src/worker/pools/pool.js'
-import { TaskRunner } from '../../../src/worker/task-runner.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 
 class RecordingLogger extends Logger {
   readonly errors: string[] = []

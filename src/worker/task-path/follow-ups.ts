@@ -3,14 +3,16 @@
 // errbacks after a failure, and a chord's body once its last header task is
 // done (spec §2.3). Each goes out as a new task message.
 import { randomUUID } from 'node:crypto'
-import { ChordUnsupportedError, READY, type ResultBackend } from '../backends/index.js'
-import type { Logger } from '../process/index.js'
-import { sendTask, type SendTaskOptions } from '../client/index.js'
-import { routedSend, type Route } from '../config/index.js'
-import type { AppSignals, EncodedException } from '../app/index.js'
-import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState, escapeControl, taskLabel } from '../protocol/index.js'
-import type { Transport } from '../transport/index.js'
+import { ChordUnsupportedError, READY, type ResultBackend } from '../../backends/index.js'
+import type { Logger } from '../../process/index.js'
+import { sendTask, type SendTaskOptions } from '../../client/index.js'
+import { routedSend, type Route } from '../../config/index.js'
+import type { AppSignals } from '../../app/index.js'
+import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../../protocol/index.js'
+import type { EncodedException } from '../../app/index.js'
+import type { Transport } from '../../transport/index.js'
 import type { Request } from './request.js'
+import { escapeControl, taskLabel } from '../../protocol/index.js'
 
 export interface Sender {
   transport: Transport

@@ -1,5 +1,5 @@
-import type { TaskRequest } from '../protocol/index.js'
-import type { Delivery } from '../transport/index.js'
+import type { TaskRequest } from '../../protocol/index.js'
+import type { Delivery } from '../../transport/index.js'
 
 const SETTLED: Promise<void> = Promise.resolve()
 
@@ -24,6 +24,8 @@ export class Request {
    * this one closed: it is settled as this one ends, instead of being run again.
    */
   successor: Delivery | null = null
+  /** Its run ended by replace(sig): the replacement, under the same id, is a new task, not a second copy of this one. */
+  replaced = false
 
   constructor(
     readonly message: TaskRequest,
@@ -37,6 +39,11 @@ export class Request {
 
   get name(): string {
     return this.message.task
+  }
+
+  /** The broker took its delivery back (its channel closed): it delivers the message again, and this copy must not run. */
+  get takenBack(): boolean {
+    return this.delivery.isLive?.() === false
   }
 
   get etaDate(): Date | null {

@@ -3,10 +3,10 @@
 // clock ahead of theirs, their heartbeats tell it who is alive, and a peer that
 // stops sending them is logged as Celery logs it: "missed heartbeat from <node>".
 // Unless --without-gossip, on RabbitMQ and Redis (Celery's compatible_transports).
-import { EventReceiver } from '../client/index.js'
-import type { Logger } from '../process/index.js'
-import { heartbeatExpires } from '../protocol/index.js'
-import type { LamportClock, Transport } from '../transport/index.js'
+import { EventReceiver } from '../../client/index.js'
+import type { Logger } from '../../process/index.js'
+import { heartbeatExpires } from '../../protocol/index.js'
+import type { LamportClock, Transport } from '../../transport/index.js'
 
 /** Gossip(interval=5.0): how often peers are checked for missed heartbeats. */
 export const GOSSIP_INTERVAL_SECONDS = 5

@@ -4,7 +4,7 @@
 // a crash mid-write leaves the previous state; saved periodically too, so a
 // kill -9 loses at most one interval.
 import { readFileSync } from 'node:fs'
-import { ensurePrivateFileSync, replaceFileSync, type LamportClock } from '../transport/index.js'
+import { ensurePrivateFileSync, replaceFileSync, type LamportClock } from '../../transport/index.js'
 import { limitedSetFromWallClock, limitedSetToWallClock, type LimitedSet } from './limited-set.js'
 
 interface StateFile {

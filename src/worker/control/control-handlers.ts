@@ -1,14 +1,15 @@
 // The worker's remote-control table: every command of Celery 5.2.6
 // (celery/worker/control.py) with its reply shape, plus the app's own commands.
 import { cpuUsage, memoryUsage, resourceUsage } from 'node:process'
-import { NoReply, type ControlHandler, type LamportClock } from '../transport/index.js'
-import { heldLockOf, type App } from '../app/index.js'
-import type { QueueDefinition } from '../config/index.js'
-import type { EventDispatcher } from './events.js'
+import { NoReply, type ControlHandler, type LamportClock } from '../../transport/index.js'
+import type { App } from '../../app/index.js'
+import type { QueueDefinition } from '../../config/index.js'
+import type { EventDispatcher } from '../events.js'
 import type { LimitedSet } from './limited-set.js'
-import type { Pool } from './pools/pool.js'
-import { RateLimitError } from './rate-limit.js'
-import type { TaskRunner } from './task-runner.js'
+import type { Pool } from '../pools/pool.js'
+import { heldLockOf } from '../../app/index.js'
+import { RateLimitError } from '../task-path/limits.js'
+import type { TaskRunner } from '../task-path/task-runner.js'
 
 export interface QueueDeclaration {
   name: string
