@@ -33,8 +33,8 @@ function reportCrash(error) {
 
 function runOclif() {
   // A worker holds V8's young generation small from before the bundle loads: loading it grew the
-  // semi-spaces to 8 MB (7.5 MB resident), which V8 keeps at rest (src/worker/memory-footprint.ts).
-  const first = argv[0] === 'worker' ? import('../dist/worker/memory-footprint.js').then((m) => m.keepYoungGenerationSmall()) : Promise.resolve()
+  // semi-spaces to 8 MB (7.5 MB resident), which V8 keeps at rest (src/worker/tricks/young-generation.ts).
+  const first = argv[0] === 'worker' ? import('../dist/worker/tricks/young-generation.js').then((m) => m.keepYoungGenerationSmall()) : Promise.resolve()
   // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
   first
     .then(() => import('../dist/bundle/tsq.js'))

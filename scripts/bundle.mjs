@@ -4,66 +4,8 @@
 // loaded only by the commands that use that broker; prompts, tsx and
 // typescript stay in node_modules.
 import { rmSync, renameSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { build } from 'esbuild'
-
-/**
- * An esbuild plugin that replaces `find` with `replacement` in the module
- * matching `filter`. The build fails when `find` is gone (the dependency
- * changed), so a patch never silently stops applying.
- */
-function sourcePatch(name, filter, find, replacement) {
-  return {
-    name,
-    setup(b) {
-      b.onLoad({ filter }, async ({ path }) => {
-        const source = await readFile(path, 'utf8')
-        if (!source.includes(find)) throw new Error(`${path}: the code the ${name} patch relies on is gone; see scripts/bundle.mjs`)
-        return { contents: source.replace(find, replacement), loader: 'js' }
-      })
-    },
-  }
-}
-
-// ioredis adds its ~570 command methods one by one to Commander.prototype.
-// V8 gives a prototype object no shared map transitions, so each addition
-// copies the whole property list: 10-18 ms of every `tsq` run that talks to
-// Redis, most of what ioredis costs to load. Turning the prototype into a
-// dictionary first (add and delete one property) makes the same additions
-// cost under 1 ms; V8 makes it fast again when it is first used as a
-// prototype.
-const COMMAND_LOOP = 'commands.forEach(function (commandName) {'
-const fastCommandPrototype = sourcePatch(
-  'ioredis-fast-command-prototype',
-  /[\\/]ioredis[\\/]built[\\/]utils[\\/]Commander\.js$/,
-  COMMAND_LOOP,
-  `Commander.prototype.__tsqDictionary = true;\ndelete Commander.prototype.__tsqDictionary;\n${COMMAND_LOOP}`,
-)
-
-// oclif sorts its command list with String#localeCompare on every start. The
-// first localeCompare in a process builds ICU's collator: 6-8 ms of every
-// oclif-path command (worker, beat, multi, call, ...) and 2.6 MB more resident
-// in every worker, for ids that are plain ASCII. The patch sorts them by code
-// unit, which orders ASCII ids the same way.
-const plainCommandSort = sourcePatch(
-  'oclif-plain-command-sort',
-  /[\\/]@oclif[\\/]core[\\/]lib[\\/]config[\\/]plugin\.js$/,
-  '.sort((a, b) => a.id.localeCompare(b.id));',
-  '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
-)
-
-// ioredis listens for a socket's first 'error' only (stream.once). A TLS socket the server
-// resets can emit a second one (ECONNRESET after the handshake's failure), which then has no
-// listener and kills the process: seen as a crash of `tsq result` against a TLS Redis that
-// refused the client, instead of its one-line refusal. The first error still goes to ioredis,
-// which closes and reconnects; later ones on that dead socket are dropped.
-const IOREDIS_ERROR_ONCE = 'stream.once("error", eventHandler.errorHandler(_this));'
-const ioredisLateSocketErrors = sourcePatch(
-  'ioredis-late-socket-errors',
-  /[\\/]ioredis[\\/]built[\\/]Redis\.js$/,
-  IOREDIS_ERROR_ONCE,
-  `${IOREDIS_ERROR_ONCE}\nstream.on("error", () => {});`,
-)
+import { ioredisCommandPrototype, ioredisLateSocketErrors, oclifPlainSort, patchPlugins } from './bundle-patches.mjs'
 
 await build({
   entryPoints: { tsq: 'dist/bundle/tsq.js' },
@@ -86,7 +28,7 @@ await build({
   // kept, so a --debug stack trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [fastCommandPrototype, plainCommandSort, ioredisLateSocketErrors],
+  plugins: patchPlugins([ioredisCommandPrototype, oclifPlainSort, ioredisLateSocketErrors]),
   // oclif is CommonJS: give its require() calls a real require inside ESM.
   banner: { js: "import { createRequire as __tsqCreateRequire } from 'node:module'; const require = __tsqCreateRequire(import.meta.url);" },
 })
@@ -103,7 +45,7 @@ await build({
   // --debug stack trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
-  plugins: [fastCommandPrototype, ioredisLateSocketErrors],
+  plugins: patchPlugins([ioredisCommandPrototype, ioredisLateSocketErrors]),
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
   external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes

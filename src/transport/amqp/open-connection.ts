@@ -3,9 +3,11 @@ import type { ChannelModel } from 'amqplib'
 import { isIP } from 'node:net'
 import { BrokerConnectionError } from '../errors.js'
 import { describeTlsFailure } from '../tls.js'
-import { batchSocketWrites } from './batch-writes.js'
 import { describeConnectFailure } from './classify-error.js'
 import { amqpSocketTlsOptions, type AmqpConnectSettings } from './connect-options.js'
+import { amqplibAsMeasured } from './tricks/amqplib-pin.js'
+import { batchSocketWrites } from './tricks/batch-writes.js'
+import { trickOn } from '../tricks.js'
 
 /** A dead or firewalled broker must fail `connect()` quickly, not hang on a SYN. */
 const CONNECT_TIMEOUT_MS = 5_000
@@ -48,7 +50,7 @@ export async function openAmqpConnection(settings: AmqpConnectSettings, connecti
   })
   try {
     const conn = await Promise.race([attempt, timeout])
-    batchSocketWrites(conn)
+    if (trickOn('batchWrites') && amqplibAsMeasured()) batchSocketWrites(conn)
     return conn
   } catch (err) {
     // The handshake may still complete after the deadline; do not leak it.
