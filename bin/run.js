@@ -81,7 +81,7 @@ const FAST_COMMANDS = new Set(['inspect', 'control', 'status', 'migrate'])
 function tryFastPath() {
   if (!FAST_COMMANDS.has(argv[0])) return false
   const fast = fastModule()
-  const plan = fast.planFastRun(argv)
+  const plan = fast.planFastRun(argv, fast.FAST_SPECS)
   if (!plan) return false
   fast
     .runFast(plan)

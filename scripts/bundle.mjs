@@ -33,14 +33,23 @@ await build({
   banner: { js: "import { createRequire as __tsqCreateRequire } from 'node:module'; const require = __tsqCreateRequire(import.meta.url);" },
 })
 
-// The fast path of inspect/control/status (src/cli/fast-path.ts): one CommonJS
-// file without oclif, so bin/run.js can load it through V8's code cache
-// (bin/code-cache.js); Node 20 offers that cache only to scripts, not to ES
-// modules. Broker drivers are inside, evaluated only when used.
+// The fast path of inspect/control/status/migrate (src/cli/fast-path.ts): one
+// CommonJS file without oclif, so bin/run.js can load it through V8's code
+// cache (bin/code-cache.js); Node 20 offers that cache only to scripts, not to
+// ES modules. Broker drivers are inside, evaluated only when used. Its flag
+// specs are read here from the built command classes (src/cli/fast-specs.ts)
+// and baked in as FAST_SPECS; a command whose flags it cannot read stays on oclif.
+const { FAST_COMMANDS, fastSpecsOf } = await import('../dist/cli/fast-specs.js')
+const commands = Object.fromEntries(await Promise.all(FAST_COMMANDS.map(async (id) => [id, (await import(`../dist/commands/${id}.js`)).default])))
+const { specs, unreadable } = fastSpecsOf(commands)
+for (const why of unreadable) console.warn(`fast path: ${why}; that command runs through oclif (see src/cli/fast-specs.ts)`)
 await build({
-  entryPoints: { fast: 'dist/cli/fast-path.js' },
-  outdir: 'dist/bundle-next',
-  outExtension: { '.js': '.cjs' },
+  stdin: {
+    contents: `export * from './cli/fast-path.js'\nexport const FAST_SPECS = ${JSON.stringify(specs)}\n`,
+    resolveDir: 'dist',
+    sourcefile: 'fast-entry.js',
+  },
+  outfile: 'dist/bundle-next/fast.cjs',
   // Less source to read and pre-parse on every start; names are kept, so a
   // --debug stack trace still reads.
   minifyWhitespace: true,
