@@ -23,9 +23,9 @@ await build({
   // The database clients of the db+ result backend load lazily from node_modules; better-sqlite3 and koffi (malloc_trim, idle-trim.ts) are native addons.
   external: ['@inquirer/prompts', 'tsx', 'tsx/*', 'typescript', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
   // Whitespace and comments out: V8 keeps every loaded script's source in the heap for the life of
-  // the process, and a single non-Latin-1 character in a kept comment (an arrow, a dash) stores the
-  // whole 1.4 MB bundle as two-byte text: ~4 MB of every worker, child and thread at rest. Names are
-  // kept, so a --debug stack trace still reads.
+  // the process, and one non-Latin-1 character in a kept comment (an arrow, a dash) stores the whole
+  // bundle as two-byte text, in every worker, child and thread. Names are kept, so a --debug stack
+  // trace still reads.
   minifyWhitespace: true,
   minifySyntax: true,
   plugins: patchPlugins([ioredisCommandPrototype, oclifPlainSort, ioredisLateSocketErrors]),

@@ -27,8 +27,7 @@ export async function openAmqpConnection(settings: AmqpConnectSettings, connecti
     ...(settings.external ? { credentials: amqp.credentials.external() } : {}),
     clientProperties: { connection_name: connectionName },
     timeout: CONNECT_TIMEOUT_MS,
-    // Without TCP_NODELAY the handshake's small frames meet Nagle and delayed
-    // ACKs: ~40 ms of a one-shot `tsq inspect` went to waiting on loopback.
+    // Without TCP_NODELAY the handshake's small frames wait on Nagle and delayed ACKs.
     noDelay: true,
   }
   // amqplib always sets the TLS server name to the host, and Node warns
