@@ -41,16 +41,13 @@ function send(ch: ChannelInternals, fields: PublishFields, body: Buffer, stream:
 
 /** The direct publisher; `frames`: write messages under amqplib's single-chunk threshold as tsq's own frames (publish-frames.ts). */
 export function directPublisher(options: { frames: boolean }): Publisher {
-  const framesOf = (ch: ChannelInternals, fields: PublishFields, body: Buffer): [FrameStream | undefined, Buffer | undefined] => {
-    if (!options.frames) return [undefined, undefined]
-    const stream = frameStream(ch)
-    return [stream, stream ? encodePublishFrames(ch.ch!, fields, body) : undefined]
-  }
+  const framing = options.frames
   return {
     confirmed(channel, fields, body, cb) {
       const ch = channel as unknown as ChannelInternals
       if (typeof ch.pushConfirmCallback === 'function' && typeof ch.sendMessage === 'function') {
-        const [stream, frames] = framesOf(ch, fields, body)
+        const stream = framing ? frameStream(ch) : undefined
+        const frames = stream ? encodePublishFrames(ch.ch!, fields, body) : undefined
         ch.pushConfirmCallback(cb)
         send(ch, fields, body, stream, frames)
         return
@@ -60,8 +57,8 @@ export function directPublisher(options: { frames: boolean }): Publisher {
     unconfirmed(channel, fields, body) {
       const ch = channel as unknown as ChannelInternals
       if (typeof ch.sendMessage === 'function') {
-        const [stream, frames] = framesOf(ch, fields, body)
-        send(ch, fields, body, stream, frames)
+        const stream = framing ? frameStream(ch) : undefined
+        send(ch, fields, body, stream, stream ? encodePublishFrames(ch.ch!, fields, body) : undefined)
         return
       }
       channel.publish(fields.exchange, fields.routingKey, body, fields)
