@@ -16,6 +16,8 @@ const SRC = join(ROOT, 'src')
  * below its own, and folders on one row are peers that do not import each
  * other. A new folder of src/ gets a row here (linting stops until it has one).
  * Why each folder sits where it does (docs/architecture.md has a paragraph per folder):
+ * - tricks/ is the registry of the performance tricks and their switches (environment
+ *   variables only), read by every layer that plays one.
  * - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile, privileges,
  *   detach, idle trim) needs protocol/ only, beside transport/.
  * - config/ reads settings and needs transport/'s settings types; locks/ (the lock
@@ -28,7 +30,7 @@ const SRC = join(ROOT, 'src')
  *   one-file build) and index.ts (the package entry) sit above everything.
  */
 export const LAYERS = [
-  ['protocol', 'logtool'],
+  ['protocol', 'logtool', 'tricks'],
   ['transport', 'process'],
   ['config', 'locks', 'admin'],
   ['backends'],

@@ -11,6 +11,8 @@
 // ties a cache to one build. A run whose key (the broker scheme it used) is not
 // yet covered rewrites the cache on exit; V8's data then holds every function
 // compiled so far, so after one run per broker the cache covers them all.
+// Switch: TSQ_NO_CODE_CACHE (or TSQ_NO_TRICKS): bin/run.js then requires the
+// bundle plainly and this module is not loaded.
 'use strict'
 const fs = require('node:fs')
 const path = require('node:path')

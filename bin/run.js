@@ -1,17 +1,18 @@
 #!/bin/sh
-':' //; if [ -n "$NODE_EXTRA_CA_CERTS" ] && [ -z "$TSQ_CONFIG_MODULE" ]; then case "$1" in inspect|control|status|migrate) case " $NODE_OPTIONS " in *--use-openssl-ca*|*--use-system-ca*) ;; *) d=1; for a in "$@"; do case "$a" in -A*|--app|--app=*|--config|--config=*) d= ;; esac; done; if [ -n "$d" ]; then TSQ_DEFERRED_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS; export TSQ_DEFERRED_EXTRA_CA_CERTS; unset NODE_EXTRA_CA_CERTS; fi ;; esac ;; esac; fi; exec node "$0" "$@"
+':' //; if [ -n "$NODE_EXTRA_CA_CERTS" ] && [ -z "$TSQ_CONFIG_MODULE" ] && [ -z "$TSQ_NO_TRICKS" ] && [ -z "$TSQ_NO_DEFERRED_CA_CERTS" ]; then case "$1" in inspect|control|status|migrate) case " $NODE_OPTIONS " in *--use-openssl-ca*|*--use-system-ca*) ;; *) d=1; for a in "$@"; do case "$a" in -A*|--app|--app=*|--config|--config=*) d= ;; esac; done; if [ -n "$d" ]; then TSQ_DEFERRED_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS; export TSQ_DEFERRED_EXTRA_CA_CERTS; unset NODE_EXTRA_CA_CERTS; fi ;; esac ;; esac; fi; exec node "$0" "$@"
 // The two lines above are sh, and to Node a string and a comment. Node 20 reads
-// and parses NODE_EXTRA_CA_CERTS's file, with its own ~140 root certificates,
-// at every start, before any JavaScript runs: 40-50 ms, where all of
-// `tsq inspect ping` is about 60 ms without it. For the one-shot remote commands
-// (no -A/--config: they run no user code), sh hands the file to tsq instead,
-// which adds it to the trust of its own TLS connections to brokers, the only
-// TLS those commands make (src/transport/tls.ts). Everything else, and `node
-// bin/run.js`, starts as before.
+// and parses NODE_EXTRA_CA_CERTS's file at every start, before any JavaScript
+// runs, which costs a one-shot remote command most of its time
+// (bench/README.md#tricks). For those commands without -A/--config (they run no
+// user code), sh hands the file to tsq instead, which adds it to the trust of
+// its own TLS connections to brokers, the only TLS those commands make
+// (src/transport/tls.ts). Everything else, `node bin/run.js`, and
+// TSQ_NO_DEFERRED_CA_CERTS or TSQ_NO_TRICKS, start as before.
 //
 // CommonJS on purpose (bin/package.json): the CJS loader starts faster than the
 // ESM one, and `tsq --version` is answered before oclif loads at all, since
-// scripts call it to probe for tsq.
+// scripts call it to probe for tsq. The tricks' switches are listed in
+// docs/tricks.md; this file reads its own (TSQ_NO_FAST_PATH, TSQ_NO_CODE_CACHE).
 'use strict'
 const path = require('node:path')
 
@@ -25,6 +26,9 @@ if (process.env.TSQ_DEFERRED_EXTRA_CA_CERTS !== undefined) {
 
 let argv = process.argv.slice(2)
 
+/** A trick's switch, or TSQ_NO_TRICKS, set (src/tricks/index.ts reads them the same way). */
+const switchedOff = (name) => Boolean(process.env.TSQ_NO_TRICKS) || Boolean(process.env[name])
+
 /** A bug in tsq (exit 70): the stack, since no command caught it. */
 function reportCrash(error) {
   process.stderr.write(`${error && error.stack ? error.stack : error}\n`)
@@ -32,9 +36,8 @@ function reportCrash(error) {
 }
 
 function runOclif() {
-  // A worker holds V8's young generation small from before the bundle loads: loading it grew the
-  // semi-spaces to 8 MB (7.5 MB resident), which V8 keeps at rest (src/worker/memory-footprint.ts).
-  const first = argv[0] === 'worker' ? import('../dist/worker/memory-footprint.js').then((m) => m.keepYoungGenerationSmall()) : Promise.resolve()
+  // A worker holds V8's young generation small from before the bundle loads, which would grow it (src/worker/tricks/young-generation.ts).
+  const first = argv[0] === 'worker' ? import('../dist/worker/tricks/young-generation.js').then((m) => m.keepYoungGenerationSmall()) : Promise.resolve()
   // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
   first
     .then(() => import('../dist/bundle/tsq.js'))
@@ -52,16 +55,17 @@ function exitWhenFlushed() {
 /**
  * -A and --config load a module with import(), which a script compiled through
  * bin/code-cache.js cannot run on Node 20 (vm's loader for it is experimental
- * and warns); those runs load the fast bundle with a plain require.
+ * and warns); those runs, and TSQ_NO_CODE_CACHE, load the fast bundle with a plain require.
  */
 const importsModules = Boolean(process.env.TSQ_CONFIG_MODULE) || argv.some((arg) => /^(-A|--app(=|$)|--config(=|$))/.test(arg))
+const plainRequire = importsModules || switchedOff('TSQ_NO_CODE_CACHE')
 
 let fastBundle
 /** The fast path's bundle (src/cli/fast-path.ts): one file, no oclif, through V8's code cache. */
 function fastModule() {
   if (!fastBundle) {
     const file = path.join(__dirname, '..', 'dist', 'bundle', 'fast.cjs')
-    if (importsModules) {
+    if (plainRequire) {
       fastBundle = require(file)
     } else {
       const { requireWithCodeCache } = require('./code-cache.js')
@@ -77,7 +81,7 @@ const FAST_COMMANDS = new Set(['inspect', 'control', 'status', 'migrate'])
 function tryFastPath() {
   if (!FAST_COMMANDS.has(argv[0])) return false
   const fast = fastModule()
-  const plan = fast.planFastRun(argv)
+  const plan = fast.planFastRun(argv, fast.FAST_SPECS)
   if (!plan) return false
   fast
     .runFast(plan)
@@ -113,6 +117,6 @@ if (!hoistGlobalOptions()) {
 } else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
   const { version } = require('../package.json')
   process.stdout.write(`tsq/${version} ${process.platform}-${process.arch} node-${process.version}\n`)
-} else if (process.env.TSQ_NO_FAST_PATH || !tryFastPath()) {
+} else if (switchedOff('TSQ_NO_FAST_PATH') || !tryFastPath()) {
   runOclif()
 }

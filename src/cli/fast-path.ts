@@ -1,17 +1,18 @@
 // The fast path of `tsq inspect`, `tsq control`, `tsq status` and `tsq migrate`:
 // scripts and operators call these in loops, and loading oclif (its Config,
-// plugins and every command) costs more than the broadcast itself (for a
-// migrate, a visible share of moving ten thousand tasks). bin/run.js loads this
-// module's own bundle (dist/bundle/fast.cjs) instead of oclif when the command
-// line is one it can parse exactly as oclif would; anything else (help, a
-// usage error, an unusual form) goes to oclif, so oclif stays the one voice for
-// help and for usage errors. The flags come from the same specs as oclif's
-// (flag-specs.ts), and the work from the same functions the oclif commands call.
+// plugins and every command) costs more than the broadcast itself
+// (bench/README.md#cli-latency). bin/run.js loads this module's own bundle
+// (dist/bundle/fast.cjs) instead of oclif when the command line is one it can
+// read exactly as oclif would; anything else (help, a usage error, an unusual
+// form) goes to oclif, so oclif stays the one voice for help and usage errors.
+// The flags are read by the specs the build takes from the command classes
+// (fast-specs.ts, baked into the bundle as FAST_SPECS), and the work is done
+// by the same functions the oclif commands call. Switch: TSQ_NO_FAST_PATH.
 import { parseArgs } from 'node:util'
 import { parseBrokerUrl } from '../transport/index.js'
 import { applyGlobalOptions, clientConfig, type GlobalFlagValues } from './client-config.js'
 import { makeChalk } from './color.js'
-import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, MIGRATE_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from './flag-specs.js'
+import type { FastCommandId, FastFlag, FastSpecs } from './fast-specs.js'
 import { runMigrate, type MigrateFlagValues } from './migrate-command.js'
 import { controlExtraArguments, runRemote, runStatus } from './remote-command.js'
 import type { RemoteFlagValues } from './remote-flags.js'
@@ -22,49 +23,29 @@ import { reportCliError } from './report-error.js'
 export { hoistGlobalOptions } from './global-options.js'
 export { reportCliError } from './report-error.js'
 
-type FastCommand = 'inspect' | 'control' | 'status' | 'migrate'
-
-const COMMAND_FLAGS: Record<FastCommand, Record<string, FlagSpec>> = {
-  inspect: { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS },
-  control: { ...GLOBAL_FLAG_SPECS, ...CONTROL_FLAG_SPECS },
-  status: { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS },
-  migrate: { ...GLOBAL_FLAG_SPECS, ...MIGRATE_FLAG_SPECS },
-}
-
-/** How many positional arguments oclif takes: [least, most]. */
-const POSITIONALS: Record<FastCommand, [number, number]> = {
-  inspect: [1, Infinity],
-  control: [1, Infinity],
-  status: [0, 0],
-  migrate: [2, 2],
-}
-
 type FlagValues = Record<string, string | number | boolean | undefined>
 
 export interface FastPlan {
-  command: FastCommand
+  command: FastCommandId
   /** inspect/control: the method, then its argument words; migrate: source and destination. */
   positionals: string[]
   flags: FlagValues
 }
 
-function isFastCommand(name: string | undefined): name is FastCommand {
-  return name === 'inspect' || name === 'control' || name === 'status' || name === 'migrate'
-}
-
 /**
- * The parsed command line, or undefined when oclif should handle it: help,
- * `--`, `-x=value` (oclif's reading of it differs from node's), a repeated or
- * unknown flag, a bad value, a missing method. oclif then prints its own error.
+ * The parsed command line, or undefined when oclif should handle it: a command
+ * without a spec, help, `--`, `-x=value` (oclif's reading of it differs from
+ * node's), a repeated or unknown flag, a bad value, a wrong number of
+ * arguments. oclif then prints its own error.
  */
-export function planFastRun(argv: readonly string[]): FastPlan | undefined {
+export function planFastRun(argv: readonly string[], specs: FastSpecs): FastPlan | undefined {
   const [command, ...rest] = argv
-  if (!isFastCommand(command)) return undefined
+  const spec = command === undefined ? undefined : specs[command as FastCommandId]
+  if (!spec) return undefined
   if (rest.some((arg) => arg === '--' || arg === '--help' || arg === '-h' || /^-[^-]=/.test(arg))) return undefined
-  const specs = COMMAND_FLAGS[command]
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {}
-  for (const [name, spec] of Object.entries(specs)) {
-    options[name] = { type: spec.kind === 'boolean' ? 'boolean' : 'string', ...(spec.char ? { short: spec.char } : {}) }
+  for (const [name, flag] of Object.entries(spec.flags)) {
+    options[name] = { type: flag.kind === 'boolean' ? 'boolean' : 'string', ...(flag.char ? { short: flag.char } : {}) }
   }
   let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; strict: true; tokens: true }>>
   try {
@@ -79,31 +60,43 @@ export function planFastRun(argv: readonly string[]): FastPlan | undefined {
     seen.add(token.name)
   }
   const flags: FlagValues = {}
-  for (const [name, spec] of Object.entries(specs)) {
-    const raw = parsed.values[name]
-    const value = checkedValue(spec, raw === undefined ? spec.default : raw)
+  for (const [name, flag] of Object.entries(spec.flags)) {
+    const value = flagValue(flag, parsed.values[name])
     if (value === INVALID) return undefined
     flags[name] = value
   }
-  for (const [name, spec] of Object.entries(specs)) {
-    if (flags[name] !== undefined && spec.dependsOn?.some((other) => !flags[other])) return undefined
+  for (const [name, flag] of Object.entries(spec.flags)) {
+    if (flags[name] !== undefined && flag.dependsOn?.some((other) => !flags[other])) return undefined
   }
   const positionals = parsed.positionals
-  const [least, most] = POSITIONALS[command]
-  if (positionals.length < least || positionals.length > most) return undefined
-  return { command, positionals, flags }
+  const [least, most] = spec.positionals
+  if (positionals.length < least || (most !== null && positionals.length > most)) return undefined
+  return { command: command as FastCommandId, positionals, flags }
 }
 
 const INVALID = Symbol('invalid')
 
-function checkedValue(spec: FlagSpec, raw: string | boolean | undefined): string | number | boolean | undefined | typeof INVALID {
-  if (raw === undefined || typeof raw === 'boolean') return spec.kind === 'boolean' ? raw === true || undefined : raw
-  if (spec.options && !spec.options.includes(raw)) return INVALID
-  if (spec.kind === 'string' || spec.kind === 'boolean') return raw
-  // Plain digits only: any other form click's reading accepts (spaces, a sign, an exponent) is oclif's to read.
-  if (!(spec.kind === 'integer' ? /^-?\d+$/ : /^-?\d+(\.\d+)?$/).test(raw)) return INVALID
-  const n = Number(raw)
-  return spec.min !== undefined && n < spec.min ? INVALID : n
+/** The value oclif's parse would give, or INVALID where oclif would refuse it or read it otherwise. */
+function flagValue(flag: FastFlag, raw: string | boolean | undefined): string | number | boolean | undefined | typeof INVALID {
+  // oclif uses a default as it is, without parsing it.
+  if (raw === undefined) return flag.default
+  if (typeof raw === 'boolean') return flag.kind === 'boolean' ? raw : INVALID
+  switch (flag.kind) {
+    case 'boolean':
+      return INVALID
+    case 'string':
+      return raw
+    case 'choice':
+      return flag.choices?.includes(raw) ? raw : INVALID
+    case 'integer':
+    case 'float': {
+      // Plain digits only: any other form click's reading accepts (spaces, a sign, an exponent) is oclif's to read.
+      if (!(flag.kind === 'integer' ? /^-?\d+$/ : /^-?\d+(\.\d+)?$/).test(raw)) return INVALID
+      const n = Number(raw)
+      const below = flag.min !== undefined && (flag.minOpen ? n <= flag.min : n < flag.min)
+      return below || (flag.max !== undefined && n > flag.max) ? INVALID : n
+    }
+  }
 }
 
 let usedScheme: string | undefined

@@ -1,11 +1,13 @@
 // Gives a long-running process's heap back while it is idle: a compacting full
-// GC once the event loop goes quiet after work that grew the heap. Used by the
-// worker (and each pool process or thread) and by the dashboard, whose state
-// churns through hundreds of MB under a burst of events.
+// GC once the event loop goes quiet after work that grew the heap, then glibc's
+// malloc_trim. Used by the worker (and each pool process or thread) and by the
+// dashboard, whose state churns through hundreds of MB under a burst of events.
+// Switches: TSQ_NO_IDLE_GC, TSQ_NO_MALLOC_TRIM (bench/README.md#tricks).
 import { performance } from 'node:perf_hooks'
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { createRequire } from 'node:module'
 import { runInNewContext } from 'node:vm'
+import { trickOn } from '../tricks/index.js'
 
 export interface IdleTrimOptions {
   /** How often the event loop's utilisation is sampled. */
@@ -29,14 +31,9 @@ const BUSY = 0.05
 /** Below it, the loop was idle. */
 const QUIET = 0.01
 /**
- * A burst's collection waits for this much quiet. The full GC throws away much
- * of what V8's JIT built for the hot path (optimised code that embeds objects
- * the GC finds dead is deoptimised: 37 functions in one trim), and the next
- * burst pays for it again. Collected after every 250 ms pause, tsq solo drained
- * 30,000-task bursts a few seconds apart on Redis at 12.8k tasks/s for 68 us
- * of CPU per task; never collected, 15.3k/s for 55 us (four interleaved runs of
- * three bursts each, the 2-core VM). A worker whose traffic pauses for a second
- * or two is not idle; one that has waited this long gives its heap back.
+ * A burst's collection waits for this much quiet: the full GC deoptimises the
+ * hot path's code, which the next burst pays for again, so a pause of a second
+ * or two is not idle (bench/README.md#tricks); this long is.
  */
 const SETTLE_MS = 5_000
 
@@ -47,12 +44,14 @@ const SETTLE_MS = 5_000
  * the worker waits for the next one. Start-up counts as such work: the first
  * quiet moment after the trimmer starts collects once, whatever the heap's
  * size, without waiting to settle (loading the code leaves garbage and
- * half-empty pages: ~1.3 MB of a solo worker's 22 MB idle, ~1.5 MB per thread
- * of the threads pool). Each check costs one utilisation sample; a collection
- * costs 10-30 ms of an idle loop, at most once per burst. Returns the function that stops it.
+ * half-empty pages). Each check costs one utilisation sample; a collection
+ * runs at most once per burst. Returns the function that stops it.
  */
 export function trimMemoryWhenIdle(options: IdleTrimOptions = {}): () => void {
-  const collect = options.collect ?? compactingGc()
+  const gcOn = options.collect !== undefined || trickOn('idleGc')
+  if (!gcOn && options.release === undefined && !trickOn('mallocTrim')) return () => undefined
+  // TSQ_NO_IDLE_GC alone: the idle moments still release malloc's free pages.
+  const collect = gcOn ? (options.collect ?? compactingGc()) : () => undefined
   if (!collect) return () => undefined
   const release = options.release ?? releaseNativeMemory
   const heapBytes = options.heapBytes ?? (() => getHeapStatistics().total_physical_size)
@@ -92,15 +91,11 @@ export function trimMemoryWhenIdle(options: IdleTrimOptions = {}): () => void {
  * A full GC that also compacts the whole old generation. A plain full GC
  * frees a burst's objects but leaves in place the pages they were spread
  * over, each still holding a few survivors: V8 moves objects off a page only
- * when it picks that page for compaction, from what the previous marking
- * found, and often picks none. In tsq prefork's main process after 20,000
- * tasks, old space held 50 MB of pages for 20 MB of live objects, and stayed
- * so after two full GCs. `--compact-on-every-full-gc` (read by each GC, so it
- * can be set for this one only) makes every fragmented page a candidate: in a
- * test heap with one object in 25 surviving, old space went from 55 to 5.5 MB
- * of pages, against 55 to 55 MB for a plain full GC. V8's flags are shared by
- * the worker threads: one of them collecting at the same moment compacts too
- * (a slower GC, no harm), or finds the flag already off (a plain one).
+ * when it picks that page for compaction, and often picks none.
+ * `--compact-on-every-full-gc` (read by each GC, so it can be set for this one
+ * only) makes every fragmented page a candidate. V8's flags are shared by the
+ * worker threads: one of them collecting at the same moment compacts too (a
+ * slower GC, no harm), or finds the flag already off (a plain one).
  */
 export function compactingGc(): (() => void) | undefined {
   const gc = fullGc()
@@ -162,16 +157,13 @@ let mallocTrim: MallocTrim | null | undefined
  * arenas. A burst leaves Node's native side (socket reads, IPC and
  * structured-clone buffers, each thread's allocations) freed but still
  * mapped: glibc returns an arena's memory on its own only from the top of
- * the main arena, and keeps the arenas of threads that have exited. Measured
- * on RabbitMQ after 20,000 tasks (bench/worker-memory.ts), at rest: prefork
- * -c 2 60.1 MB of anonymous memory without it, 51.8 with it; threads -c 2
- * 38.2 without, 27.7 with, while V8's compacted heap was back to its idle
- * size in both. Called through koffi, a maintained FFI library with prebuilt
- * binaries (Node has no way to call libc, and a native addon of tsq's own
- * would need a compiler at install); where koffi or glibc is missing (macOS,
- * musl) this does nothing. Costs a few milliseconds of an idle loop.
+ * the main arena, and keeps the arenas of threads that have exited. Called
+ * through koffi, a maintained FFI library with prebuilt binaries (Node has no
+ * way to call libc); where koffi or glibc is missing (macOS, musl), or
+ * TSQ_NO_MALLOC_TRIM is set, this does nothing.
  */
-export function releaseNativeMemory(): void {
+export function releaseNativeMemory(env: NodeJS.ProcessEnv = process.env): void {
+  if (!trickOn('mallocTrim', env)) return
   if (mallocTrim === undefined) mallocTrim = loadMallocTrim()
   if (mallocTrim === null) return
   try {

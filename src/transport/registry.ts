@@ -56,7 +56,7 @@ export interface TransportSettings {
   heartbeatCheckrate?: number
   /** Redis: broker_transport_options' socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval. */
   redisLiveness?: RedisLiveness
-  /** Redis: claims may overlap within a small prefetch window while a CPU is free (the solo pool's worker; see redis/claim-overlap.ts). */
+  /** Redis: claims may overlap within a small prefetch window while a CPU is free (the solo pool's worker; see redis/tricks/claim-overlap.ts). */
   overlapClaims?: boolean
   /** AMQP: publishes on a connection of their own, so consuming and acking go on under a RabbitMQ alarm (a worker's transport). */
   separatePublisher?: boolean

@@ -90,8 +90,8 @@ let deferredExtraCa: string[] | null | undefined
 
 /**
  * NODE_EXTRA_CA_CERTS's certificates when bin/run.js's launcher kept the file
- * from Node's start (a one-shot command: Node would spend 40-50 ms on it
- * before any JavaScript ran), else null: Node then loaded it itself. Node adds
+ * from Node's start (a one-shot command, the trick TSQ_NO_DEFERRED_CA_CERTS
+ * turns off: bench/README.md#tricks), else null: Node then loaded it itself. Node adds
  * them to its bundled roots, and warns and goes on without them when the file
  * cannot be read; so here, read once, when the first TLS connection is made.
  */

@@ -253,7 +253,7 @@ export class Worker {
   private async connectBroker(): Promise<boolean> {
     const transport = await connectFirst({
       url: this.readUrl,
-      // The solo pool runs tasks on the thread that reads the claims, which is where overlapping claims pays (redis/claim-overlap.ts).
+      // The solo pool runs tasks on the thread that reads the claims, which is where overlapping claims pays (transport/redis/tricks/claim-overlap.ts).
       // separatePublisher: events, results and replies publish on a connection of their own, so a RabbitMQ alarm blocking them leaves acks and consuming alone.
       settings: { ...this.o.app.transportSettings, overlapClaims: this.o.pool === 'solo', separatePublisher: true },
       log: this.o.log,

@@ -111,7 +111,7 @@ describe('[global options] the same command lines under tsq and python3 -m celer
   it('`<cli> -b <url> inspect ping`: each worker answers both CLIs, in the same lines; nobody answering is 69 for both', async () => {
     for (const node of [tsqNode, pyNode]) {
       const args = ['-b', AMQP_URL, 'inspect', 'ping', '-d', node, '-t', '10']
-      const [ours, theirs, oclif] = await Promise.all([tsq(args), celery(args, { cwd: ROOT }), tsq(args, { env: { TSQ_NO_FAST_PATH: '1' } })])
+      const [ours, theirs, oclif] = await Promise.all([tsq(args, { env: { TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }), celery(args, { cwd: ROOT }), tsq(args, { env: { TSQ_NO_FAST_PATH: '1' } })])
       assert.equal(theirs.code, 0, theirs.stderr)
       assert.equal(ours.code, 0, ours.stderr)
       assert.equal(ours.stdout, theirs.stdout)

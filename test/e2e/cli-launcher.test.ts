@@ -14,9 +14,9 @@ const NODE_WARNING = /Warning: Ignoring extra certs from `\/nonexistent\/tsq-ca\
 /** Nothing listens on port 1: the remote commands fail at once, without a broker. */
 const NOWHERE = 'redis://127.0.0.1:1/0'
 
-/** bin/run.js executed itself, with no broker or config module from the caller's shell. */
+/** bin/run.js executed itself, with no broker or config module from the caller's shell, and the trick's switches unset. */
 function runLauncher(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  return runTsq(args, { asExecutable: true, env: { TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_CONFIG_MODULE: '', NO_COLOR: '1', ...env } })
+  return runTsq(args, { asExecutable: true, env: { TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_CONFIG_MODULE: '', NO_COLOR: '1', TSQ_NO_TRICKS: '', TSQ_NO_DEFERRED_CA_CERTS: '', ...env } })
 }
 
 const BAD_CA = { NODE_EXTRA_CA_CERTS: '/nonexistent/tsq-ca.pem' }
@@ -45,6 +45,14 @@ describe('the tsq launcher and NODE_EXTRA_CA_CERTS', () => {
     // --use-openssl-ca changes which roots Node starts from: tsq does not guess them.
     const opensslCa = await runLauncher(['status', '-b', NOWHERE, '-t', '1'], { ...BAD_CA, NODE_OPTIONS: '--use-openssl-ca' })
     assert.match(opensslCa.stderr, NODE_WARNING, opensslCa.stderr)
+  })
+
+  it('TSQ_NO_DEFERRED_CA_CERTS or TSQ_NO_TRICKS: Node loads the file at start for the one-shot commands too', async () => {
+    for (const off of [{ TSQ_NO_DEFERRED_CA_CERTS: '1' }, { TSQ_NO_TRICKS: '1' }]) {
+      const r = await runLauncher(['status', '-b', NOWHERE, '-t', '1'], { ...BAD_CA, ...off })
+      assert.match(r.stderr, NODE_WARNING, `${JSON.stringify(off)}:\n${r.stderr}`)
+      assert.equal(r.code, 69, r.stderr)
+    }
   })
 
   it('the user code and children of a deferred run see NODE_EXTRA_CA_CERTS as the user set it', async () => {

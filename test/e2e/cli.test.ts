@@ -163,7 +163,7 @@ describe('tsq CLI contract (embedded broker)', () => {
 
   it('[fast path] inspect, control and status print exactly what the oclif path prints', async () => {
     // bin/run.js answers these without oclif (src/cli/fast-path.ts) when it can
-    // parse the command line; TSQ_NO_FAST_PATH=1 forces oclif for comparison.
+    // parse the command line (whatever switches the run's environment sets); TSQ_NO_FAST_PATH=1 forces oclif for comparison.
     const lines: string[][] = [
       ['inspect', 'ping', '-d', node],
       ['inspect', 'ping', `--destination=${node}`, '--json'],
@@ -186,7 +186,7 @@ describe('tsq CLI contract (embedded broker)', () => {
       ['inspect'],
     ]
     for (const line of lines) {
-      const [fast, slow] = await Promise.all([runTsq(line, { env }), runTsq(line, { env: { ...env, TSQ_NO_FAST_PATH: '1' } })])
+      const [fast, slow] = await Promise.all([runTsq(line, { env: { ...env, TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }), runTsq(line, { env: { ...env, TSQ_NO_FAST_PATH: '1' } })])
       const what = `tsq ${line.join(' ')}`
       assert.equal(fast.code, slow.code, `${what}: exit code\nfast: ${fast.stderr}\noclif: ${slow.stderr}`)
       assert.equal(fast.stdout, slow.stdout, `${what}: stdout`)

@@ -25,7 +25,8 @@ describe('the young generation of a worker at rest (file://)', () => {
     mkdirSync(probes)
     const probe = join(ROOT, 'test/fixtures/young-generation-probe.mjs')
     worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/noop-tasks.js'), '-P', 'prefork', '-c', '2', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-      env: embeddedBrokerEnv(home, { NODE_OPTIONS: `--import=${probe}`, TSQ_TEST_PROBE_DIR: probes }),
+      // The trick under test, whatever switches the run's environment sets.
+      env: embeddedBrokerEnv(home, { NODE_OPTIONS: `--import=${probe}`, TSQ_TEST_PROBE_DIR: probes, TSQ_NO_TRICKS: '', TSQ_NO_YOUNG_GENERATION: '' }),
       nodename: `younggen-${process.pid}@${hostname()}`,
       readyTimeoutMs: 90_000,
     })

@@ -36,8 +36,11 @@ import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } f
 import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
 import { watchHeartbeats } from './heartbeat.js'
-import { publishConfirmed, publishFields, publishUnconfirmed, type PublishFields } from './direct-publish.js'
-import { assertExchange, assertQueue, declareTopologyPipelined, TopologyRegistry } from './topology.js'
+import { choosePublisher, publishFields, type Publisher, type PublishFields } from './publish.js'
+import { assertExchange, assertQueue, declareTopologyPlain, TopologyRegistry } from './topology.js'
+import { amqplibAsMeasured } from './tricks/amqplib-pin.js'
+import { declareTopologyNowait } from './tricks/nowait-declare.js'
+import { trickOn } from '../../tricks/index.js'
 
 /** Attempts per operation across channel reopenings and reconnects before giving up. */
 const MAX_ATTEMPTS = 8
@@ -113,6 +116,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
   /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
   private readonly delayedQueues = new Map<string, Promise<void>>()
   private readonly separatePublisher: boolean
+  /** How a message goes on a channel (publish.ts): amqplib's publish, or the direct one. */
+  private readonly sender: Publisher
+  /** How declareTopology declares (tricks/nowait-declare.ts, or one round trip per method). */
+  private readonly declareTopologyOn: (channel: Channel, t: TopologySpec) => Promise<void>
   /** The publishing connection, with separatePublisher; opened on the first publish. */
   private publisher: Promise<ChannelModel> | null = null
   /** Unconfirmed publishes (control casts, replies) on the publishing connection. */
@@ -135,6 +142,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
     this.displayUrl = maskUrl(urls.join(';'))
     this.delayedQueueType = urlSettings.delayedQueueType
     this.separatePublisher = urlSettings.separatePublisher === true
+    this.sender = choosePublisher()
+    this.declareTopologyOn = trickOn('nowaitDeclare') && amqplibAsMeasured() ? declareTopologyNowait : declareTopologyPlain
     connectionSeq += 1
     this.connectionName = `tsq-${process.pid}-${connectionSeq}`
     this.consumerHost = {
@@ -199,7 +208,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   async declareTopology(t: TopologySpec): Promise<void> {
-    await this.withControl(`declare queue '${t.queue.name}' and its bindings`, (ch) => declareTopologyPipelined(ch, t))
+    await this.withControl(`declare queue '${t.queue.name}' and its bindings`, (ch) => this.declareTopologyOn(ch, t))
     for (const ex of t.exchanges) if (ex.name !== '' && !ex.name.startsWith('amq.')) this.topology.addExchange(ex)
     if (t.queue.name !== '') this.topology.addQueue(t.queue)
     for (const b of t.bindings) if (b.exchange !== '') this.topology.addBinding({ queue: t.queue.name, ...b })
@@ -243,8 +252,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
     const body = message.body
     if (publishOptions?.confirm === false) {
       const what = `publish to exchange '${exchange}' key '${routingKey}'`
-      if (this.separatePublisher) return this.retrying(what, async (conn) => publishUnconfirmed(await this.castChannelFor(conn), fields, body))
-      return this.withControl(what, async (channel) => publishUnconfirmed(channel, fields, body))
+      if (this.separatePublisher) return this.retrying(what, async (conn) => this.sender.unconfirmed(await this.castChannelFor(conn), fields, body))
+      return this.withControl(what, async (channel) => this.sender.unconfirmed(channel, fields, body))
     }
     const timeoutMs = publishOptions?.timeoutMs
     if (timeoutMs !== undefined && timeoutMs > 0) return this.timedPublish(`publish to exchange '${exchange}' key '${routingKey}'`, fields, body, timeoutMs)
@@ -344,7 +353,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
         else reject(err)
       }
       try {
-        publishConfirmed(channel, fields, body, (err) => {
+        this.sender.confirmed(channel, fields, body, (err) => {
           if (err) fail(this.channelCloseErrors.get(channel) ?? err)
           else {
             // A confirm means the broker reads again: a block lost with its connection is over.

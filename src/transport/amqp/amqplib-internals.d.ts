@@ -36,7 +36,21 @@ declare module 'amqplib/lib/api_args.js' {
 // Connection#sendMessage, which tests hold publish-frames.ts's bytes against; open and sendMethod, wrapped by heartbeat.ts.
 declare module 'amqplib/lib/connection.js' {
   const connection: {
-    Connection: { prototype: { sendMessage(this: unknown, channel: number, method: number, fields: object, properties: number, props: object, content: Buffer): void } }
+    Connection: {
+      new (stream: unknown): unknown
+      prototype: { sendMessage(this: unknown, channel: number, method: number, fields: object, properties: number, props: object, content: Buffer): void }
+    }
   }
   export default connection
+}
+
+// The classes whose methods the tricks call (tricks/amqplib-pin.ts checks they are there).
+declare module 'amqplib/lib/channel.js' {
+  const channel: { Channel?: { prototype: object } }
+  export default channel
+}
+
+declare module 'amqplib/lib/mux.js' {
+  const mux: { Mux?: { prototype: object } }
+  export default mux
 }

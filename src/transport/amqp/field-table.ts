@@ -68,8 +68,8 @@ export function encodeTable(buffer: Buffer, table: Record<string, unknown>, offs
 /**
  * Buffer#write, but a short ASCII string is copied here: a task's table is a
  * few dozen short names and values, and each write() is a call into C++ that
- * costs several times the loop (~70-100 ns against ~20 ns for a 10-character
- * name). Anything longer, non-ASCII, or near the buffer's end goes to write().
+ * costs several times the loop (bench/README.md#tricks). Anything longer,
+ * non-ASCII, or near the buffer's end goes to write().
  */
 function writeUtf8(buffer: Buffer, text: string, offset: number): number {
   const n = text.length

@@ -3,9 +3,11 @@ import type { ChannelModel } from 'amqplib'
 import { isIP } from 'node:net'
 import { BrokerConnectionError } from '../errors.js'
 import { describeTlsFailure } from '../tls.js'
-import { batchSocketWrites } from './batch-writes.js'
 import { describeConnectFailure } from './classify-error.js'
 import { amqpSocketTlsOptions, type AmqpConnectSettings } from './connect-options.js'
+import { amqplibAsMeasured } from './tricks/amqplib-pin.js'
+import { batchSocketWrites } from './tricks/batch-writes.js'
+import { trickOn } from '../../tricks/index.js'
 
 /** A dead or firewalled broker must fail `connect()` quickly, not hang on a SYN. */
 const CONNECT_TIMEOUT_MS = 5_000
@@ -25,8 +27,7 @@ export async function openAmqpConnection(settings: AmqpConnectSettings, connecti
     ...(settings.external ? { credentials: amqp.credentials.external() } : {}),
     clientProperties: { connection_name: connectionName },
     timeout: CONNECT_TIMEOUT_MS,
-    // Without TCP_NODELAY the handshake's small frames meet Nagle and delayed
-    // ACKs: ~40 ms of a one-shot `tsq inspect` went to waiting on loopback.
+    // Without TCP_NODELAY the handshake's small frames wait on Nagle and delayed ACKs.
     noDelay: true,
   }
   // amqplib always sets the TLS server name to the host, and Node warns
@@ -48,7 +49,7 @@ export async function openAmqpConnection(settings: AmqpConnectSettings, connecti
   })
   try {
     const conn = await Promise.race([attempt, timeout])
-    batchSocketWrites(conn)
+    if (trickOn('batchWrites') && amqplibAsMeasured()) batchSocketWrites(conn)
     return conn
   } catch (err) {
     // The handshake may still complete after the deadline; do not leak it.

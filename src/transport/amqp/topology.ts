@@ -2,10 +2,6 @@
 // transport is recorded here and declared again, in order, after a reconnect
 // (rabbitmq-client's `_setup`), before consumers start again.
 import type { Channel } from 'amqplib'
-// Before amqplib's defs load: they copy the codec's table functions (install-codec.ts).
-import './install-codec.js'
-import Args from 'amqplib/lib/api_args.js'
-import defs from 'amqplib/lib/defs.js'
 import type { ExchangeSpec, QueueSpec, TopologySpec } from '../transport.js'
 import { toQueueArguments } from './properties.js'
 
@@ -24,46 +20,23 @@ export async function assertExchange(channel: Channel, spec: ExchangeSpec): Prom
 }
 
 export async function assertQueue(channel: Channel, spec: QueueSpec): Promise<{ messageCount: number }> {
-  const args = toQueueArguments(spec.arguments)
-  const reply = await channel.assertQueue(spec.name, {
-    durable: spec.durable,
-    exclusive: spec.exclusive,
-    autoDelete: spec.autoDelete,
-    ...(args ? { arguments: args } : {}),
-  })
+  const reply = await channel.assertQueue(spec.name, queueOptions(spec))
   return { messageCount: reply.messageCount }
 }
 
-function queueOptions(spec: QueueSpec): Record<string, unknown> {
+/** amqplib's assertQueue options for `spec`. */
+export function queueOptions(spec: QueueSpec): Record<string, unknown> {
   const args = toQueueArguments(spec.arguments)
   return { durable: spec.durable, exclusive: spec.exclusive, autoDelete: spec.autoDelete, ...(args ? { arguments: args } : {}) }
 }
 
-/**
- * Declares `t` with one round trip: every method but the last goes out with
- * nowait, and the last one's reply comes after the broker has done the rest
- * (a channel runs its methods in order). A refusal of any closes the channel,
- * which rejects that last call with the broker's reason. amqplib sends one RPC
- * per round trip on a channel and has no nowait option, so the nowait methods
- * go through its sendImmediately with the fields its own calls build.
- */
-export async function declareTopologyPipelined(channel: Channel, t: TopologySpec): Promise<void> {
-  const send = (channel as unknown as { sendImmediately(method: number, fields: Record<string, unknown>): void }).sendImmediately.bind(channel)
-  for (const ex of t.exchanges) {
-    // The default exchange and amq.* exist already and may not be declared by clients.
-    if (ex.name === '' || ex.name.startsWith('amq.')) continue
-    send(defs.ExchangeDeclare, { ...Args.assertExchange(ex.name, ex.type, { durable: ex.durable, autoDelete: ex.autoDelete }), nowait: true })
-  }
+/** Declares `t` one method per round trip, through amqplib's own calls (tricks/nowait-declare.ts does it in one). */
+export async function declareTopologyPlain(channel: Channel, t: TopologySpec): Promise<void> {
+  // The default exchange and amq.* exist already and may not be declared by clients.
+  for (const ex of t.exchanges) if (ex.name !== '' && !ex.name.startsWith('amq.')) await assertExchange(channel, ex)
+  await channel.assertQueue(t.queue.name, queueOptions(t.queue))
   // Every queue is bound to the default exchange by name; RabbitMQ refuses explicit binds to it.
-  const bindings = t.bindings.filter((b) => b.exchange !== '')
-  const last = bindings.pop()
-  if (!last) {
-    await channel.assertQueue(t.queue.name, queueOptions(t.queue))
-    return
-  }
-  send(defs.QueueDeclare, { ...Args.assertQueue(t.queue.name, queueOptions(t.queue)), nowait: true })
-  for (const b of bindings) send(defs.QueueBind, { ...Args.bindQueue(t.queue.name, b.exchange, b.routingKey, {}), nowait: true })
-  await channel.bindQueue(t.queue.name, last.exchange, last.routingKey)
+  for (const b of t.bindings) if (b.exchange !== '') await channel.bindQueue(t.queue.name, b.exchange, b.routingKey)
 }
 
 export class TopologyRegistry {

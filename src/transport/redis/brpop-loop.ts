@@ -4,9 +4,9 @@
 // UNBLOCK ends the wait early instead of letting a new consumer sit for 1 s.
 import type { Redis } from 'ioredis'
 import { closeConnection } from './connections.js'
-import type { BusyPoll } from './busy-poll.js'
-import type { ClaimOverlap } from './claim-overlap.js'
 import type { RedisKeys } from './keys.js'
+import type { BusyPoll } from './tricks/busy-poll.js'
+import type { ClaimOverlap } from './tricks/claim-overlap.js'
 import type { ClaimedMessage } from './unacked.js'
 
 export interface BrpopTarget {
@@ -136,10 +136,12 @@ export class BrpopLoop {
     private readonly control: Redis,
     private readonly target: BrpopTarget,
     private readonly keys: RedisKeys,
-    /** Whether a small window may go out as two claims at once; none: always whole. */
+    /** Whether a CPU is free now: a small window may then go out as two claims at once, and the loop may poll; none: never. */
     private readonly overlap?: ClaimOverlap,
     /** Keeps the event loop polling while a claim's answer is due, where a CPU is free (overlap says). */
     private readonly poll?: BusyPoll,
+    /** Whether a free CPU splits a small window (TSQ_NO_CLAIM_OVERLAP: no, though `poll` may still use `overlap`). */
+    private readonly splitClaims = true,
   ) {
     this.blockers = [new Blocker(conn, () => this.wake?.())]
   }
@@ -386,7 +388,7 @@ export class BrpopLoop {
       const free = room - this.reserved - this.undelivered
       const cpuFree = this.overlap?.split() === true
       // A window of two batches or more already keeps claims overlapping.
-      const split = cpuFree && window >= 2 && window < 2 * CLAIM_BATCH_MAX
+      const split = cpuFree && this.splitClaims && window >= 2 && window < 2 * CLAIM_BATCH_MAX
       const batch = Math.min(CLAIM_BATCH_MAX, split ? Math.ceil(window / 2) : window)
       // Mid-batch (messages still to hand over) counts as a claim out: the batch's end claims the rest.
       // Split, the second claim is the window's other half, one smaller when the window is odd.

@@ -37,12 +37,12 @@ export interface RedisTransportOptions {
   sentinelOptionsName?: string
   /**
    * Split a prefetch window smaller than two claims into two claims on the
-   * wire while a CPU is free (claim-overlap.ts). For a consumer whose own
+   * wire while a CPU is free (tricks/claim-overlap.ts). For a consumer whose own
    * thread does the work, as the solo pool does: where tasks run in other
    * processes or threads, the split cost the pool's CPU-bound dispatcher more
-   * than it gained (prefork and threads -c 2 drained 6-10% less). The same
+   * than it gained (bench/README.md#tricks). The same
    * consumer also keeps its event loop polling while a claim's answer is due
-   * (busy-poll.ts).
+   * (tricks/busy-poll.ts).
    */
   overlapClaims?: boolean
   /** socket_timeout, socket_connect_timeout, socket_keepalive, health_check_interval (broker_transport_options). */

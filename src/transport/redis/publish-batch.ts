@@ -11,12 +11,10 @@
 // would, so a consumer BRPOPing the tail still takes them in the order sent;
 // and it is atomic: all of the messages are in the list, or none.
 //
-// A batch goes to the socket as bytes this file writes (ListBatch, LpushWire),
-// not through ioredis's lpush(key, ...values): that took each message as a
-// Buffer of its own (a Buffer.from per send) and copied them all again into
-// the command's buffer. Writing each message once, as it is sent, into its
-// list's RESP cut a send's CPU by about a tenth (bench/README.md, producer).
-import { Command, type Redis } from 'ioredis'
+// A batch goes out as RESP bytes written as each send is made
+// (tricks/lpush-wire.ts), or, with that trick off, through ioredis's lpush.
+import type { Redis } from 'ioredis'
+import { WireListBatch } from './tricks/lpush-wire.js'
 
 export interface Settle {
   resolve: () => void
@@ -29,65 +27,29 @@ interface Pending extends Settle {
   payload: string
 }
 
-/** The first chunk of a list's batch; each next one doubles, up to LARGEST_CHUNK. */
-const FIRST_CHUNK = 16 * 1024
-const LARGEST_CHUNK = 1024 * 1024
+/** The sends of one turn bound for one list, and how they go out as one LPUSH. */
+export interface ListBatch {
+  readonly key: string
+  readonly sends: Settle[]
+  add(payload: string, settle: Settle): void
+  /** Sends the batch on `conn`; settles on Redis's reply. */
+  send(conn: Redis): Promise<unknown>
+}
 
-/**
- * The messages of one turn bound for one list, written into RESP as each send
- * arrives, while its text is new: a message's text is a rope of the pieces
- * encodeEnvelope joined, and one kept until the turn ends outlives a young
- * collection (copied, then flattened from the old space: measured slower
- * than ioredis's own path).
- */
-export class ListBatch {
+/** A batch sent through ioredis's own lpush (TSQ_NO_LPUSH_WIRE). */
+export class PlainListBatch implements ListBatch {
   readonly sends: Settle[] = []
-  private readonly chunks: Buffer[] = []
-  private chunk: Buffer = Buffer.allocUnsafe(FIRST_CHUNK)
-  private at = 0
+  private readonly payloads: string[] = []
 
   constructor(readonly key: string) {}
 
   add(payload: string, settle: Settle): void {
-    const length = payload.length
-    const lengthText = String(length)
-    const need = length + lengthText.length + 5
-    if (this.chunk.length - this.at < need) {
-      this.chunks.push(this.chunk.subarray(0, this.at))
-      this.chunk = Buffer.allocUnsafe(Math.max(need, Math.min(LARGEST_CHUNK, this.chunk.length * 2)))
-      this.at = 0
-    }
-    const chunk = this.chunk
-    let at = this.at
-    chunk[at++] = 36 // $
-    at += chunk.write(lengthText, at, 'latin1')
-    chunk[at++] = 13
-    chunk[at++] = 10
-    at += chunk.write(payload, at, 'latin1')
-    chunk[at++] = 13
-    chunk[at++] = 10
-    this.at = at
+    this.payloads.push(payload)
     this.sends.push(settle)
   }
 
-  /** `LPUSH key m1 … mN` in RESP, as one buffer. */
-  command(): LpushWire {
-    const head = Buffer.from(`*${this.sends.length + 2}\r\n$5\r\nLPUSH\r\n$${Buffer.byteLength(this.key)}\r\n${this.key}\r\n`, 'utf8')
-    return new LpushWire(Buffer.concat([head, ...this.chunks, this.chunk.subarray(0, this.at)]))
-  }
-}
-
-/**
- * A prebuilt `LPUSH` for ioredis: written to the socket as these bytes, its
- * reply handled as any LPUSH's. ioredis's own Script overrides toWritable so.
- */
-export class LpushWire extends Command {
-  constructor(private readonly wire: Buffer) {
-    super('lpush', [])
-  }
-
-  override toWritable(): Buffer {
-    return this.wire
+  send(conn: Redis): Promise<unknown> {
+    return conn.lpush(this.key, ...this.payloads)
   }
 }
 
@@ -103,10 +65,11 @@ export class PublishBatcher {
   private outstanding = 0
   private drained: Array<() => void> = []
 
-  /** `classify` turns a driver error into what the send rejects with. */
+  /** `classify` turns a driver error into what the send rejects with; `wire`: batches as tricks/lpush-wire.ts writes them. */
   constructor(
     private readonly conn: () => Redis,
     private readonly classify: (error: unknown, key: string) => unknown = (error) => error,
+    private readonly wire = true,
   ) {}
 
   push(key: string, payload: string): Promise<void> {
@@ -119,7 +82,7 @@ export class PublishBatcher {
         return
       }
       let batch = this.lists.get(key)
-      if (!batch) this.lists.set(key, (batch = new ListBatch(key)))
+      if (!batch) this.lists.set(key, (batch = this.wire ? new WireListBatch(key) : new PlainListBatch(key)))
       batch.add(payload, { resolve, reject })
       if (batch.sends.length >= MAX_BATCH) {
         this.full.push(batch)
@@ -172,10 +135,9 @@ export class PublishBatcher {
   }
 
   private sendBatch(batch: ListBatch): void {
-    const command = batch.command()
     this.outstanding += 1
-    this.conn().sendCommand(command)
-    void command.promise
+    void batch
+      .send(this.conn())
       .then(
         () => settleAll(batch.sends, undefined),
         (error: unknown) => settleAll(batch.sends, this.classify(error, batch.key)),

@@ -23,9 +23,11 @@ import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
 import { AckTracker } from './ack-tracker.js'
 import { BrpopLoop } from './brpop-loop.js'
-import { BusyPoll } from './busy-poll.js'
-import { ClaimOverlap } from './claim-overlap.js'
 import { classifyRedisError, isConnectionError } from './classify-error.js'
+import { BusyPoll } from './tricks/busy-poll.js'
+import { ClaimOverlap } from './tricks/claim-overlap.js'
+import { ioredisAsMeasured } from './tricks/ioredis-pin.js'
+import { trickOn } from '../../tricks/index.js'
 import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
 import { makeDelivery, type HeldDelivery } from './deliveries.js'
 import { encodeEnvelope, parseEnvelope, type KombuEnvelope } from '../kombu-envelope.js'
@@ -90,6 +92,7 @@ export class RedisTransport implements Transport {
   private readonly publishes = new PublishBatcher(
     () => this.cmd!,
     (error, key) => classifyRedisError(error, `publish to ${key}`, this.displayUrl),
+    trickOn('lpushWire') && ioredisAsMeasured(),
   )
   /** Parking lots (parking.ts): the events bus's retries and archives. */
   readonly parking: Parking
@@ -397,12 +400,20 @@ export class RedisTransport implements Transport {
           await extra.open()
           return extra.conn
         },
-      }, this.keys, this.overlapClaims ? new ClaimOverlap() : undefined, this.overlapClaims ? new BusyPoll() : undefined))
+      }, this.keys, ...this.claimTricks()))
     })().catch((error: unknown) => {
       this.loop = undefined
       throw error
     })
     return this.loop
+  }
+
+  /** The claim loop's tricks (tricks/claim-overlap.ts, tricks/busy-poll.ts), for a consumer that asked for them and as the switches allow. */
+  private claimTricks(): [ClaimOverlap | undefined, BusyPoll | undefined, boolean] {
+    const split = this.overlapClaims && trickOn('claimOverlap')
+    const poll = this.overlapClaims && trickOn('busyPoll')
+    // Busy polling asks the same CPU reading whether to poll, so it keeps one when the split is off.
+    return [split || poll ? new ClaimOverlap() : undefined, poll ? new BusyPoll() : undefined, split]
   }
 
   private ensureHub(): Promise<FanoutHub> {

@@ -123,7 +123,7 @@ export class UnackedStore {
    * Not ioredis's defineCommand: its wrapper (a Command subclass with a
    * closure per send, a catch and a callback adapter on every reply, and
    * the constructor's Array.prototype.flat over the arguments) cost the
-   * claim path about 1 µs of worker CPU per task.
+   * claim path measurable CPU per task (bench/README.md#tricks).
    */
   private async runClaim(argv: string[]): Promise<string[]> {
     try {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { runInNewContext } from 'node:vm'
 import { Worker } from 'node:worker_threads'
 import { readFileSync } from 'node:fs'
-import { compactingGc, fullGc, keepYoungGenerationSmall, releaseNativeMemory, trimMemoryWhenIdle } from '../../../src/worker/memory-footprint.js'
+import { compactingGc, fullGc, keepYoungGenerationSmall, releaseNativeMemory, trimMemoryWhenIdle, youngGenerationExecArgv } from '../../../src/worker/memory-footprint.js'
 
 const MB = 1024 * 1024
 const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
@@ -161,6 +161,15 @@ it('[memory] an operator-chosen young generation (node option or NODE_OPTIONS) i
   assert.equal(keepYoungGenerationSmall(['--max-semi-space-size=16'], ''), false)
   assert.equal(keepYoungGenerationSmall([], '--enable-source-maps --semi-space-growth-factor=4'), false)
   assert.equal(keepYoungGenerationSmall(['--min-semi-space-size', '8'], ''), false)
+  assert.deepEqual(youngGenerationExecArgv(['--max-semi-space-size=16'], '', {}), [])
+})
+
+it('[memory] TSQ_NO_YOUNG_GENERATION or TSQ_NO_TRICKS leaves the young generation to node', () => {
+  assert.deepEqual(youngGenerationExecArgv([], '', {}), ['--max-semi-space-size=1'])
+  for (const env of [{ TSQ_NO_YOUNG_GENERATION: '1' }, { TSQ_NO_TRICKS: '1' }]) {
+    assert.equal(keepYoungGenerationSmall([], '', env), false)
+    assert.deepEqual(youngGenerationExecArgv([], '', env), [])
+  }
 })
 
 /**
@@ -173,7 +182,7 @@ function threadNewSpaceMb(keepSmall: boolean): number {
   const code = `
     const { Worker } = require('node:worker_threads')
     const { keepYoungGenerationSmall } = require('tsx/cjs/api').require(${JSON.stringify(path)}, ${JSON.stringify(fileURLToPath(import.meta.url))})
-    if (${keepSmall} && !keepYoungGenerationSmall([], '')) throw new Error('refused')
+    if (${keepSmall} && !keepYoungGenerationSmall([], '', {})) throw new Error('refused')
     const thread = new Worker(\`
       const { parentPort } = require('node:worker_threads')
       const { getHeapSpaceStatistics } = require('node:v8')
@@ -207,7 +216,7 @@ it("[memory] releaseNativeMemory hands back the pages of freed native buffers th
   gc()
   gc()
   const freed = anonMb()
-  releaseNativeMemory()
+  releaseNativeMemory({})
   const released = anonMb()
   assert.equal(kept.length, 64)
   assert.ok(freed - released > 16, `anonymous memory went from ${freed.toFixed(1)} to ${released.toFixed(1)} MB`)

@@ -1,15 +1,23 @@
 // The fast path's parser must accept only what oclif would parse the same way,
-// and hand everything else to oclif (undefined).
+// and hand everything else to oclif (undefined); its specs are read from the
+// command classes, as the build reads them (scripts/bundle.mjs), and agree with
+// oclif's own manifest of the same classes.
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { Parser } from '@oclif/core'
+import { Flags, Parser } from '@oclif/core'
 import Control from '../../../src/commands/control.js'
 import Inspect from '../../../src/commands/inspect.js'
 import Migrate from '../../../src/commands/migrate.js'
 import Status from '../../../src/commands/status.js'
 import { TsqCommand } from '../../../src/cli/base-command.js'
-import { hoistGlobalOptions, planFastRun } from '../../../src/cli/fast-path.js'
-import { CONTROL_FLAG_SPECS, GLOBAL_FLAG_SPECS, MIGRATE_FLAG_SPECS, REMOTE_FLAG_SPECS, type FlagSpec } from '../../../src/cli/flag-specs.js'
+import { hoistGlobalOptions, planFastRun as planWith } from '../../../src/cli/fast-path.js'
+import { FAST_COMMANDS, fastCommandSpec, fastSpecsOf, type CommandShape } from '../../../src/cli/fast-specs.js'
+import { integerFlag, stringFlag } from '../../../src/cli/oclif-flags.js'
+
+const CLASSES = { inspect: Inspect, control: Control, status: Status, migrate: Migrate } as unknown as Record<string, CommandShape>
+const { specs: SPECS, unreadable } = fastSpecsOf(CLASSES)
+const planFastRun = (argv: readonly string[]) => planWith(argv, SPECS)
 
 describe('fast path: planFastRun', () => {
   it('parses short, long and --flag=value forms, with the specs\' defaults', () => {
@@ -69,23 +77,62 @@ describe('fast path: planFastRun', () => {
   }
 })
 
-describe('fast path: one flag definition', () => {
-  const cases: Array<[string, Record<string, { char?: string; default?: unknown; choices?: readonly string[] }>, Record<string, FlagSpec>]> = [
-    ['inspect', { ...TsqCommand.baseFlags, ...Inspect.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
-    ['control', { ...TsqCommand.baseFlags, ...Control.flags }, { ...GLOBAL_FLAG_SPECS, ...CONTROL_FLAG_SPECS }],
-    ['status', { ...TsqCommand.baseFlags, ...Status.flags }, { ...GLOBAL_FLAG_SPECS, ...REMOTE_FLAG_SPECS }],
-    ['migrate', { ...TsqCommand.baseFlags, ...Migrate.flags }, { ...GLOBAL_FLAG_SPECS, ...MIGRATE_FLAG_SPECS }],
-  ]
-  for (const [name, oclif, specs] of cases) {
-    it(`${name}: oclif's flags are the specs' flags`, () => {
-      assert.deepEqual(Object.keys(oclif).sort(), Object.keys(specs).sort())
-      for (const [flag, spec] of Object.entries(specs)) {
-        assert.equal(oclif[flag]!.char, spec.char, `${name} --${flag} char`)
-        const oclifDefault = oclif[flag]!.default
-        assert.equal(oclifDefault === undefined ? undefined : String(oclifDefault), spec.default, `${name} --${flag} default`)
-        // oclif-flags.ts turns a spec's options into click-worded choices.
-        assert.deepEqual(oclif[flag]!.choices, spec.options, `${name} --${flag} options`)
+describe('fast path: specs from the command classes', () => {
+  it('reads every flag of all four commands (none left to oclif)', () => {
+    assert.deepEqual(unreadable, [])
+    assert.deepEqual(Object.keys(SPECS).sort(), [...FAST_COMMANDS].sort())
+  })
+
+  const manifest = JSON.parse(readFileSync(new URL('../../../oclif.manifest.json', import.meta.url), 'utf8')) as {
+    commands: Record<string, { flags: Record<string, { char?: string; type: string; default?: unknown; dependsOn?: string[] }>; args: Record<string, { required?: boolean }>; strict?: boolean }>
+  }
+  for (const id of FAST_COMMANDS) {
+    it(`${id}: the same flags, letters, defaults and arguments as oclif's manifest`, () => {
+      const ours = SPECS[id]!
+      const theirs = manifest.commands[id]!
+      assert.deepEqual(Object.keys(ours.flags).sort(), Object.keys(theirs.flags).sort(), 'run `npm run build` if a flag was added: it writes the manifest')
+      for (const [name, flag] of Object.entries(theirs.flags)) {
+        const mine = ours.flags[name]!
+        assert.equal(mine.char, flag.char, `--${name} char`)
+        assert.equal(mine.kind === 'boolean', flag.type === 'boolean', `--${name} type`)
+        assert.equal(mine.default === undefined ? undefined : String(mine.default), flag.default === undefined ? undefined : String(flag.default), `--${name} default`)
+        assert.deepEqual(mine.dependsOn, flag.dependsOn, `--${name} dependsOn`)
       }
+      const required = Object.values(theirs.args).filter((a) => a.required).length
+      assert.deepEqual(ours.positionals, [required, theirs.strict === false ? null : Object.keys(theirs.args).length])
+    })
+  }
+
+  it('a flag added to a command class is read with no other change', () => {
+    const spec = fastCommandSpec({ ...(Inspect as unknown as CommandShape), flags: { ...Inspect.flags, extra: stringFlag({ char: 'x' }), count: integerFlag({ min: 2 }) } as unknown as CommandShape['flags'] })
+    assert.ok(typeof spec !== 'string', String(spec))
+    const plan = planWith(['inspect', 'ping', '-x', 'v', '--count', '3'], { inspect: spec })
+    assert.deepEqual([plan?.flags.extra, plan?.flags.count], ['v', 3])
+    assert.equal(planWith(['inspect', 'ping', '--count', '1'], { inspect: spec }), undefined)
+  })
+
+  it("every global flag of the command classes may come before the command name (global-options.ts's list)", () => {
+    for (const [name, flag] of Object.entries(TsqCommand.baseFlags as Record<string, { type: string; char?: string }>)) {
+      const forms = [`--${name}`, ...(flag.char ? [`-${flag.char}`] : [])]
+      for (const form of forms) {
+        const words = flag.type === 'boolean' ? [form] : [form, 'v']
+        assert.deepEqual(hoistGlobalOptions([...words, 'status']), ['status', ...words], form)
+      }
+    }
+  })
+
+  const unreadableFlags: Array<[string, unknown]> = [
+    ["oclif's own Flags.string (no fastValue: its parse may be anything)", Flags.string()],
+    ['a boolean that takes --no-x', Flags.boolean({ allowNo: true })],
+    ['a flag of several values', stringFlag({ multiple: true })],
+    ['a flag read from the environment too', stringFlag({ env: 'X' })],
+    ['a flag exclusive of another', stringFlag({ exclusive: ['destination'] })],
+  ]
+  for (const [what, flag] of unreadableFlags) {
+    it(`leaves a command with ${what} to oclif, saying which flag`, () => {
+      const spec = fastCommandSpec({ ...(Status as unknown as CommandShape), flags: { ...Status.flags, odd: flag } as unknown as CommandShape['flags'] })
+      assert.equal(typeof spec, 'string')
+      assert.match(spec as string, /--odd/)
     })
   }
 })

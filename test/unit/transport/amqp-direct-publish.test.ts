@@ -1,4 +1,4 @@
-// direct-publish.ts hands amqplib the fields its own publish would build, with
+// tricks/direct-publish.ts hands amqplib the fields its own publish would build, with
 // the task's header table itself in place of amqplib's wrapper around it: the
 // frames must be the same bytes, and the confirm callback queued first.
 import assert from 'node:assert/strict'
@@ -7,7 +7,8 @@ import type { ConfirmChannel } from 'amqplib'
 import '../../../src/transport/amqp/amqplib.js'
 import Args from 'amqplib/lib/api_args.js'
 import defs from 'amqplib/lib/defs.js'
-import { publishConfirmed, publishFields, publishUnconfirmed, type PublishFields } from '../../../src/transport/amqp/direct-publish.js'
+import { choosePublisher, plainPublisher, publishFields, type PublishFields } from '../../../src/transport/amqp/publish.js'
+import { directPublisher } from '../../../src/transport/amqp/tricks/direct-publish.js'
 import type { MessageProperties } from '../../../src/transport/transport.js'
 import { encodeTaskV2 } from '../../../src/protocol/index.js'
 
@@ -22,6 +23,7 @@ const withExpiry: MessageProperties = {
   replyTo: task.properties.replyTo,
   expiration: task.properties.expiration,
 }
+const direct = directPublisher({ frames: true })
 const { correlationId: _c, replyTo: _r, expiration: _e, ...bare } = { ...withExpiry, deliveryMode: 1 as const, priority: 0 }
 
 /** amqplib's frames for a publish: the basic.publish method and the content header. */
@@ -59,8 +61,8 @@ it('[amqp direct publish] the confirm callback is queued before the message is w
       calls.push('publish')
     },
   }
-  publishConfirmed(channel as unknown as ConfirmChannel, fields, body, cb)
-  publishUnconfirmed(channel as unknown as ConfirmChannel, fields, body)
+  direct.confirmed(channel as unknown as ConfirmChannel, fields, body, cb)
+  direct.unconfirmed(channel as unknown as ConfirmChannel, fields, body)
   assert.deepEqual(calls, ['confirm', 'send', 'send'])
 })
 
@@ -70,8 +72,8 @@ it("[amqp direct publish] without amqplib's internals, the public publish, with 
   const body = Buffer.from('[]')
   const cb = (): void => undefined
   const fields = publishFields('ex', 'rk', withExpiry)
-  publishConfirmed(channel as unknown as ConfirmChannel, fields, body, cb)
-  publishUnconfirmed(channel as unknown as ConfirmChannel, fields, body)
+  direct.confirmed(channel as unknown as ConfirmChannel, fields, body, cb)
+  direct.unconfirmed(channel as unknown as ConfirmChannel, fields, body)
   assert.equal(seen.length, 2)
   for (const [exchange, routingKey, content, options] of seen) {
     assert.deepEqual([exchange, routingKey, content], ['ex', 'rk', body])
@@ -98,19 +100,46 @@ it("[amqp direct publish] an open channel's frames go on its own frame stream; a
   }
   const open = new FakeChannel()
   open.connection.channels[3] = { channel: open, buffer: stream }
-  publishConfirmed(open as unknown as ConfirmChannel, fields, body, () => undefined)
+  direct.confirmed(open as unknown as ConfirmChannel, fields, body, () => undefined)
   assert.deepEqual(calls.splice(0), ['confirm', 'stream 1'])
   assert.equal(open.connection.sentSinceLastCheck, true)
 
   const closing = new FakeChannel()
   closing.connection.channels[3] = { channel: closing, buffer: stream }
   Object.assign(closing, { sendMessage: () => calls.push('closing: throws') })
-  publishConfirmed(closing as unknown as ConfirmChannel, fields, body, () => undefined)
+  direct.confirmed(closing as unknown as ConfirmChannel, fields, body, () => undefined)
   assert.deepEqual(calls.splice(0), ['confirm', 'closing: throws'])
 
   const reused = new FakeChannel()
   reused.connection.channels[3] = { channel: new FakeChannel(), buffer: stream }
-  publishConfirmed(reused as unknown as ConfirmChannel, fields, body, () => undefined)
-  publishUnconfirmed(reused as unknown as ConfirmChannel, fields, body)
+  direct.confirmed(reused as unknown as ConfirmChannel, fields, body, () => undefined)
+  direct.unconfirmed(reused as unknown as ConfirmChannel, fields, body)
   assert.deepEqual(calls.splice(0), ['confirm', 'sendMessage', 'sendMessage'])
+})
+
+it('[amqp direct publish] TSQ_NO_DIRECT_PUBLISH or TSQ_NO_TRICKS: amqplib\'s own publish, even where its internals are there', () => {
+  assert.notEqual(choosePublisher({}), plainPublisher)
+  assert.equal(choosePublisher({ TSQ_NO_DIRECT_PUBLISH: '1' }), plainPublisher)
+  assert.equal(choosePublisher({ TSQ_NO_TRICKS: '1' }), plainPublisher)
+  assert.notEqual(choosePublisher({ TSQ_NO_TRICKS: '' }), plainPublisher, 'an empty value is no switch')
+  const calls: string[] = []
+  const channel = {
+    pushConfirmCallback: () => calls.push('confirm'),
+    sendMessage: () => calls.push('sendMessage') > 0,
+    publish: (_e: string, _r: string, _b: Buffer, _o: unknown, cb?: unknown) => calls.push(cb ? 'publish+cb' : 'publish'),
+  }
+  const fields = publishFields('', 'q', withExpiry)
+  plainPublisher.confirmed(channel as unknown as ConfirmChannel, fields, Buffer.from('[]'), () => undefined)
+  plainPublisher.unconfirmed(channel as unknown as ConfirmChannel, fields, Buffer.from('[]'))
+  assert.deepEqual(calls, ['publish+cb', 'publish'])
+})
+
+it('[amqp direct publish] TSQ_NO_PUBLISH_FRAMES: an open channel\'s message goes through sendMessage, not tsq\'s frames', () => {
+  const calls: string[] = []
+  const stream = { write: () => calls.push('stream') > 0 }
+  const channel = { ch: 3, connection: { channels: [] as unknown[], sentSinceLastCheck: false }, pushConfirmCallback: () => calls.push('confirm'), sendMessage: () => calls.push('sendMessage') > 0 }
+  channel.connection.channels[3] = { channel, buffer: stream }
+  const noFrames = directPublisher({ frames: false })
+  noFrames.confirmed(channel as unknown as ConfirmChannel, publishFields('', 'q', withExpiry), Buffer.from('[]'), () => undefined)
+  assert.deepEqual(calls, ['confirm', 'sendMessage'])
 })

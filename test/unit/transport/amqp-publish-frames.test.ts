@@ -1,4 +1,4 @@
-// publish-frames.ts writes a publish's three frames itself: they must be the
+// tricks/publish-frames.ts writes a publish's three frames itself: they must be the
 // bytes amqplib's Connection#sendMessage writes for the same message, and
 // anything it cannot write exactly so must be left to amqplib.
 import assert from 'node:assert/strict'
@@ -6,8 +6,8 @@ import { it } from 'node:test'
 import '../../../src/transport/amqp/amqplib.js'
 import connection from 'amqplib/lib/connection.js'
 import defs from 'amqplib/lib/defs.js'
-import { publishFields, type PublishFields } from '../../../src/transport/amqp/direct-publish.js'
-import { encodePublishFrames } from '../../../src/transport/amqp/publish-frames.js'
+import { publishFields, type PublishFields } from '../../../src/transport/amqp/publish.js'
+import { encodePublishFrames } from '../../../src/transport/amqp/tricks/publish-frames.js'
 import type { MessageProperties } from '../../../src/transport/transport.js'
 import { encodeTaskV2 } from '../../../src/protocol/index.js'
 

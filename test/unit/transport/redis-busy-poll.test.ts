@@ -3,7 +3,7 @@
 // and not at all once answers come back slower than the budget.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BusyPoll } from '../../../src/transport/redis/busy-poll.js'
+import { BusyPoll } from '../../../src/transport/redis/tricks/busy-poll.js'
 
 /** A BusyPoll on a hand-moved clock whose deferred ticks run only when `turn()` is called. */
 function harness() {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { ClaimOverlap, readRunDelayNs } from '../../../src/transport/redis/claim-overlap.js'
+import { ClaimOverlap, readRunDelayNs } from '../../../src/transport/redis/tricks/claim-overlap.js'
 
 /** A clock and a run-delay counter the test moves by hand; `reads` counts the counter's reads. */
 function fakeCpu() {

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Redis } from 'ioredis'
 import { BrpopLoop, type BrpopTarget } from '../../../src/transport/redis/brpop-loop.js'
-import type { BusyPoll } from '../../../src/transport/redis/busy-poll.js'
-import { ClaimOverlap } from '../../../src/transport/redis/claim-overlap.js'
+import type { BusyPoll } from '../../../src/transport/redis/tricks/busy-poll.js'
+import { ClaimOverlap } from '../../../src/transport/redis/tricks/claim-overlap.js'
 import { RedisKeys } from '../../../src/transport/redis/keys.js'
 import type { ClaimedMessage } from '../../../src/transport/redis/unacked.js'
 
@@ -14,7 +14,7 @@ import type { ClaimedMessage } from '../../../src/transport/redis/unacked.js'
 const fakeConn = () => ({ status: 'ready', on() {}, off() {}, client: async () => 1, disconnect() {} }) as unknown as Redis
 
 /** The sizes of the claims the loop sends before any is answered, at `window`. */
-async function firstClaims(window: number, overlap: ClaimOverlap | undefined, poll?: BusyPoll): Promise<number[]> {
+async function firstClaims(window: number, overlap: ClaimOverlap | undefined, poll?: BusyPoll, splitClaims = true): Promise<number[]> {
   const asked: number[] = []
   const answers: Array<(m: ClaimedMessage[]) => void> = []
   const target: BrpopTarget = {
@@ -33,7 +33,7 @@ async function firstClaims(window: number, overlap: ClaimOverlap | undefined, po
     stagingFor: (source) => `${source}.staging`,
     openBlocker: async () => fakeConn(),
   }
-  const loop = new BrpopLoop(fakeConn(), fakeConn(), target, new RedisKeys(0), overlap, poll)
+  const loop = new BrpopLoop(fakeConn(), fakeConn(), target, new RedisKeys(0), overlap, poll, splitClaims)
   loop.start()
   await new Promise((r) => setImmediate(r))
   const sent = [...asked]
@@ -86,6 +86,13 @@ describe('Redis claim sizes', () => {
     const large = spy()
     await firstClaims(200, freeCpu(), large.poll)
     assert.equal(large.seen.sent, 4)
+  })
+
+  it('TSQ_NO_CLAIM_OVERLAP (splitClaims false): window 8 goes whole while a CPU is free, and busy polling still asks that CPU reading', async () => {
+    const seen = { sent: 0 }
+    const poll = { sent: () => void (seen.sent += 1), stop: () => undefined } as unknown as BusyPoll
+    assert.deepEqual(await firstClaims(8, freeCpu(), poll, false), [8])
+    assert.equal(seen.sent, 1)
   })
 
   it('window 200 keeps its claims of 32, four on the wire, split or not', async () => {

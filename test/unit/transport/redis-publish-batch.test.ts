@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Command, type Redis } from 'ioredis'
-import { ListBatch, LpushWire, PublishBatcher } from '../../../src/transport/redis/publish-batch.js'
+import { PublishBatcher } from '../../../src/transport/redis/publish-batch.js'
+import { LpushWire, WireListBatch } from '../../../src/transport/redis/tricks/lpush-wire.js'
 
 interface Call {
   key: string
@@ -116,7 +117,7 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
   it("LpushWire's bytes are what ioredis writes for the same LPUSH, a UTF-8 key and lengths across digit counts included", () => {
     const key = 'queue-ünï-🚀{tsq}'
     const payloads = ['', 'x', 'y'.repeat(9), 'z'.repeat(10), 'a'.repeat(99), 'b'.repeat(100), `{"body": "${'Q'.repeat(1234)}"}`, '\\u00e9 \\ud83d\\ude80']
-    const batch = new ListBatch(key)
+    const batch = new WireListBatch(key)
     for (const p of payloads) batch.add(p, { resolve: () => undefined, reject: () => undefined })
     const ours = batch.command().toWritable()
     const theirs = new Command('lpush', [key, ...payloads]).toWritable(undefined as never)
@@ -124,6 +125,17 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
     // ioredis writes the command's name as given; Redis reads it in any case.
     assert.equal(ours.toString('latin1'), theirBytes.toString('latin1').replace('$5\r\nlpush\r\n', '$5\r\nLPUSH\r\n'))
     assert.deepEqual(parseResp(ours), ['LPUSH', key, ...payloads])
+  })
+
+  it('TSQ_NO_LPUSH_WIRE (wire false): the same batches go through ioredis\'s own lpush', async () => {
+    const { calls, conn } = recorder()
+    const batcher = new PublishBatcher(() => conn, undefined, false)
+    await Promise.all([batcher.push('a', 'a0'), batcher.push('a', 'a1'), batcher.push('b', 'b1'), batcher.push('a', 'a2')])
+    assert.deepEqual(calls, [
+      { key: 'a', values: ['a0'], wire: false },
+      { key: 'a', values: ['a1', 'a2'], wire: false },
+      { key: 'b', values: ['b1'], wire: false },
+    ])
   })
 
   it('drain() settles only once every send made before it has its reply', async () => {

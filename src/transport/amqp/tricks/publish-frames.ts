@@ -1,21 +1,17 @@
 // The three frames of one publish (basic.publish, its content header, the
 // body) written straight into one buffer: the bytes amqplib's
 // Connection#sendMessage writes for a message under its single-chunk
-// threshold, without its four allocations (three of them zero-filled and
-// outside Node's buffer pool), its header table encoded into a scratch
-// buffer and copied twice, and every short string measured twice. On a
-// 2-CPU machine that was ~3 µs of a task send's ~14 µs.
-//
-// Only the fields tsq publishes with (direct-publish.ts's PublishFields) are
-// written; a message it cannot write exactly as amqplib would (a frame past
-// the threshold, a short string past 255 bytes, a delivery mode or priority
-// that is not a byte) gets undefined, and goes through amqplib itself, which
-// frames it or refuses it with its own error.
-import type { PublishFields } from './direct-publish.js'
-import { encodeTable } from './field-table.js'
+// threshold, without its four allocations and double copies of the header
+// table (bench/README.md#tricks). Only the fields tsq publishes with are
+// written; a message it cannot write exactly as amqplib would (past the
+// threshold, a short string past 255 bytes, a delivery mode or priority that
+// is not a byte) gets undefined and goes through amqplib, which frames it or
+// refuses it with its own error. Switch: TSQ_NO_PUBLISH_FRAMES.
+import type { PublishFields } from '../publish.js'
+import { encodeTable } from '../field-table.js'
 
 /** amqplib's SINGLE_CHUNK_THRESHOLD (lib/connection.js): below it the frames go as one buffer. */
-const SINGLE_CHUNK_THRESHOLD = 2048
+export const SINGLE_CHUNK_THRESHOLD = 2048
 
 const FRAME_METHOD = 1
 const FRAME_HEADER = 2

@@ -1,23 +1,12 @@
 // Whether the claim loop splits a small prefetch window into two claims on the
 // wire at once, so that Redis runs one claim while the worker reads the other.
-//
-// Neither way wins everywhere. On the 2-core test VM, tsq solo at its default
-// window of 8 drained 23-24k tasks/s split against 18-19.5k whole while the
-// machine was otherwise idle, at about the same CPU per task; with one core
-// taken by other work, 14.5k split against 17.6-17.9k whole, for more CPU per
-// task: the worker and Redis, both runnable at once, then wait on each other
-// for a CPU, where one claim at a time has them take turns on one core.
-//
-// Linux tells the two cases apart: /proc/self/schedstat counts the time the
-// main thread spent runnable but not running. Over those drains that was
-// 10-13% of wall time on the idle machine, either way, and 38-47% on the busy
-// one, either way; so the split is on while it stays low, with a gap between
-// the two thresholds so that the loop does not flap between them. Where the
-// kernel does not say, claims stay whole, as before.
-//
-// Only the solo pool's worker asks for it (RedisTransportOptions.overlapClaims):
-// prefork's and threads' dispatcher is CPU-bound on this path, and there the
-// split drained 6-10% less at -c 2 on the idle machine.
+// That pays while a CPU is free and costs when the worker and Redis must wait
+// for one (bench/README.md#tricks), so Linux's run-delay counter
+// (/proc/self/schedstat: time the main thread spent runnable but not running)
+// decides, with a gap between the thresholds so the loop does not flap; where
+// the kernel does not say, claims stay whole. Only the solo pool's worker asks
+// for it (RedisTransportOptions.overlapClaims): prefork's and threads'
+// dispatcher is CPU-bound on this path. Switch: TSQ_NO_CLAIM_OVERLAP.
 import { readFileSync } from 'node:fs'
 
 /** How often the counter is read while claims are being sent. */
