@@ -82,12 +82,12 @@ export const TRICKS = {
   },
   idleGc: {
     env: 'TSQ_NO_IDLE_GC',
-    home: 'src/app/idle-trim.ts',
+    home: 'src/process/idle-trim.ts',
     what: 'a compacting full GC once the event loop has been quiet for 5 s after work that grew the heap',
   },
   mallocTrim: {
     env: 'TSQ_NO_MALLOC_TRIM',
-    home: 'src/app/idle-trim.ts',
+    home: 'src/process/idle-trim.ts',
     what: "glibc's `malloc_trim(0)` through koffi after that GC, and when a pool thread exits",
   },
   ioredisCommandPrototype: {

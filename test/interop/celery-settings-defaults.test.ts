@@ -1,4 +1,4 @@
-// The settings registry (src/app/settings.ts) against the installed Python
+// The settings registry (src/config/settings.ts) against the installed Python
 // Celery's celery.app.defaults: the same names, and Celery's default for each.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'

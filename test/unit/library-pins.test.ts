@@ -25,7 +25,7 @@ import { IOREDIS_MEASURED, ioredisAsMeasured, ioredisShapeGap } from '../../src/
 import { WireListBatch } from '../../src/transport/redis/tricks/lpush-wire.js'
 import { ioredisCommandPrototype, ioredisLateSocketErrors, oclifPlainSort } from '../../scripts/bundle-patches.mjs'
 
-/** Measured with koffi's malloc_trim (src/app/idle-trim.ts). */
+/** Measured with koffi's malloc_trim (src/process/idle-trim.ts). */
 const KOFFI_MEASURED = '3.3.4'
 /** Measured with the bundle's oclif patch (scripts/bundle-patches.mjs); the fast path reads as this oclif parses. */
 const OCLIF_CORE_MEASURED = '4.14.0'
