@@ -26,8 +26,9 @@ export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,
   encodeResultMeta, encodeRpcResult, resultMetaValue, rpcResultValue, decodeResultMeta, resultMetaFrom, describeResult, encodeChordPart, joinChordParts,
+  resultTuple, resultFromTuple, resultTreeTaskIds, joinResultTree,
 } from './result.js'
-export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './result.js'
+export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin, ResultNode } from './result.js'
 export {
   encodeControlRequest, decodeControlRequest, controlRequestHeaders, controlReplyHeaders,
   fnmatchToRegExp, matchPattern, matchesDestination, encodeControlReply, decodeControlReply,

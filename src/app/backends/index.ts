@@ -4,7 +4,7 @@ import { readLiveness } from '../transport-options.js'
 import { backendSentinelFromConf, backendSslFromConf } from '../config.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
-export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
+export { READY, ResultTimeoutError, UnsupportedBackendError } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
 export { JSON_RESULTS, decodeStoredResult, encodeStoredResult } from './result-codec.js'
 export type { ResultCodec } from './result-codec.js'
