@@ -444,9 +444,11 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
  * Celery's freeze of a chord header member with the chord's group id, the
  * member's index and the body. The task whose result is the member's (itself,
  * a chain's last step, a chord's body) gets its id now and carries the group,
- * index and body. A group there (a chain ending in one) takes the chord's
- * group id as its own id unless it has one, and carries the group, index and
- * body too; its members (nested groups spliced in) each get their own index.
+ * index and body. A group there (a chain ending in one) carries them too, and
+ * its members (nested groups spliced in) each get their own index. Such a
+ * group without an id gets a new one, where Celery's _freeze_group_tasks
+ * gives it the chord's: a Python worker that applies the group sets a chord
+ * size under the group's id, which would cut the chord short.
  * Null when the member ends in no task (an empty chain, a chord without body).
  */
 function freezeHeaderMember(sig: Signature, groupId: string, index: number, body: Signature, parent: ResultNode | null): { sig: Signature; node: ResultNode } | null {
@@ -472,7 +474,7 @@ function freezeHeaderMember(sig: Signature, groupId: string, index: number, body
       return frozen && { sig: { ...sig, kwargs: { ...kwargsOf(sig), body: frozen.sig } }, node: frozen.node }
     }
     case 'group': {
-      const id = typeof options.task_id === 'string' ? options.task_id : groupId
+      const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
       const members = unrollHeader(signatures(kwargsOf(sig).tasks)).map((member, i) => freezeHeaderMember(member, groupId, i, body, null))
       if (members.some((member) => member === null)) return null
       return {

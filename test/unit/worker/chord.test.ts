@@ -347,7 +347,7 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     ])
   })
 
-  it("a chord header that is one chain ending in a group (Celery's test_nested_chord_group_chain_group_tail): the group takes the chord's id, the body gets [[42, 42]]", async () => {
+  it("a chord header that is one chain ending in a group (Celery's test_nested_chord_group_chain_group_tail): the group gets an id of its own, the body gets [[42, 42]]", async () => {
     const { backend, sizes, saved } = chordBackend(2)
     const { runner, published } = setup(backend)
     const tail: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [0]), plain('proj.add', [0])] }, options: {}, subtask_type: 'group', immutable: false }
@@ -358,10 +358,13 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     await runner.idle()
     assert.deepEqual(sizes, [{ gid: GROUP, size: 2 }])
     const group = published[0]!.embed.chain![0]!
-    // Celery's _freeze_group_tasks: `opts['task_id'] = group_id or uuid()`.
-    assert.equal(group.options?.task_id, GROUP)
+    // Not the chord's id (Celery's `group_id or uuid()`): a Python worker applying the group sets a chord size under its id.
+    const groupOwnId = group.options?.task_id as string
+    assert.match(groupOwnId, /^[0-9a-f-]{36}$/)
+    assert.notEqual(groupOwnId, GROUP)
+    assert.deepEqual([group.options?.group_id, group.options?.group_index], [GROUP, 0])
     const ids = signaturesOf(group).map((m) => m.options?.task_id as string)
-    assert.deepEqual(saved.get(GROUP), [[GROUP, null], [[[GROUP, null], [[[ids[0], null], null], [[ids[1], null], null]]]]])
+    assert.deepEqual(saved.get(GROUP), [[GROUP, null], [[[groupOwnId, null], [[[ids[0], null], null], [[ids[1], null], null]]]]])
 
     // add(2, 40) ends, the group goes out, its two members end: the body gets the nested list.
     published.length = 0
