@@ -27,6 +27,15 @@ export interface ResultBackend {
   addToChord?(groupId: string): Promise<void>
   /** How many header tasks a chord waits for (Celery's `set_chord_size`), set before they are sent. */
   setChordSize?(groupId: string, size: number): Promise<void>
+  /**
+   * Celery's GroupResult.save (`celery-taskset-meta-<id>` on Redis): a chord
+   * header that holds a group is saved whole, its `as_tuple()`, before its
+   * tasks are sent, so the part that completes the chord can give the body
+   * that member's results as a nested list.
+   */
+  saveGroupResult?(groupId: string, tuple: unknown[]): Promise<void>
+  /** The tuple saved for the id (GroupResult.restore), or null when none is. */
+  restoreGroupResult?(groupId: string): Promise<unknown>
   /** Drops what is stored for the task (Celery's AsyncResult.forget()); afterwards it reads as PENDING. */
   forget(taskId: string): Promise<void>
   /**
@@ -66,6 +75,3 @@ export async function pollUntilReady(get: (taskId: string) => Promise<ResultMeta
     await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(0, deadline - Date.now()))))
   }
 }
-
-/** A chord this worker cannot complete the way Celery would; the body fails with it. */
-export class ChordUnsupportedError extends Error {}

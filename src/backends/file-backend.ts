@@ -5,7 +5,7 @@
 import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import { decodeResultMeta, escapeSegment, type ResultMeta } from '../protocol/index.js'
+import { checkJsonText, decodeResultMeta, dumps, escapeSegment, loads, type ResultMeta } from '../protocol/index.js'
 import { ensurePrivateDir, PRIVATE_DIR_MODE, replaceFile } from '../transport/index.js'
 import { pollUntilReady, type ResultBackend } from './backend.js'
 
@@ -153,6 +153,31 @@ export class FileResultBackend implements ResultBackend {
       // A late part written meanwhile can make removal fail; the body must still go.
       await rm(dir, { recursive: true, force: true }).catch(() => undefined)
     }
+  }
+
+  // A chord header saved whole (Celery's GroupResult.save), kept as results are.
+  private groupPath(groupId: string): string {
+    return join(this.dir, 'groups', `${escapeSegment(groupId, 'uri')}.json`)
+  }
+
+  async saveGroupResult(groupId: string, tuple: unknown[]): Promise<void> {
+    await this.ready()
+    await mkdir(join(this.dir, 'groups'), { recursive: true, mode: PRIVATE_DIR_MODE })
+    await this.write(groupId, this.groupPath(groupId), dumps({ result: tuple }))
+  }
+
+  async restoreGroupResult(groupId: string): Promise<unknown> {
+    await this.ready()
+    let text: string
+    try {
+      text = await readFile(this.groupPath(groupId), 'utf8')
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+      throw error
+    }
+    checkJsonText(text, 'saved group')
+    const value = loads(text)
+    return value !== null && typeof value === 'object' && 'result' in value ? (value as { result: unknown }).result : null
   }
 
   async close(): Promise<void> {}

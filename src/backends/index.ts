@@ -8,7 +8,7 @@ import { defaultFileBrokerDir, parseBrokerUrl, type RedisLiveness, type Sentinel
 import { backendSentinelFromConf, backendSslFromConf, readLiveness } from '../config/index.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
 
-export { ChordUnsupportedError, READY, ResultTimeoutError, UnsupportedBackendError, pollUntilReady } from './backend.js'
+export { READY, ResultTimeoutError, UnsupportedBackendError, pollUntilReady } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
 export { JSON_RESULTS, decodeStoredResult, encodeStoredResult } from './result-codec.js'
 export type { ResultCodec } from './result-codec.js'

@@ -3,9 +3,9 @@
 import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
-import type { ResultMeta } from '../protocol/index.js'
+import { decodeBody, dumps, serializerSpec, type ResultMeta } from '../protocol/index.js'
 import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, sayRedisOutOfMemory, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
-import { ChordUnsupportedError, READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
 const KEY_PREFIX = 'celery-task-meta-'
@@ -214,15 +214,27 @@ export class RedisResultBackend implements ResultBackend {
     if (!chordSize) return null
     if (ready !== Number(chordSize) + Number(extra ?? 0)) return null
     try {
-      // A header holding groups is saved whole so the body gets nested lists;
-      // Celery joins those through the result store, which is not built here.
-      if ((await this.client.exists(GROUP_PREFIX + groupId)) === 1) {
-        throw new ChordUnsupportedError(`chord ${groupId}: a header that holds groups is not supported by tsq workers`)
-      }
       return await this.client.zrange(joined, 0, -1)
     } finally {
       await this.client.del(joined, added, size)
     }
+  }
+
+  async saveGroupResult(groupId: string, tuple: unknown[]): Promise<void> {
+    await this.ready()
+    const key = GROUP_PREFIX + groupId
+    // Celery's _save_group: {"result": as_tuple()} in the result serializer, SETEX and PUBLISH as its set().
+    const { body } = encodeStoredResult(dumps({ result: tuple }), this.codec)
+    await this.write(() => execOrThrow(this.client.multi().setex(key, RESULT_TTL_SECONDS, body).publish(key, body)))
+  }
+
+  async restoreGroupResult(groupId: string): Promise<unknown> {
+    await this.ready()
+    const stored = await this.client.getBuffer(GROUP_PREFIX + groupId)
+    if (stored === null) return null
+    const spec = serializerSpec(this.codec.serializer)
+    const value = decodeBody(stored, spec.contentType, spec.contentEncoding, { accept: this.codec.accept }, 'saved group')
+    return value !== null && typeof value === 'object' && 'result' in value ? (value as { result: unknown }).result : null
   }
 
   async close(): Promise<void> {

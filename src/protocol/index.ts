@@ -44,8 +44,9 @@ export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,
   encodeResultMeta, encodeRpcResult, resultMetaValue, rpcResultValue, decodeResultMeta, resultMetaFrom, describeResult, encodeChordPart, joinChordParts,
+  resultTuple, resultFromTuple, resultTreeTaskIds, joinResultTree,
 } from './messages/result.js'
-export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin } from './messages/result.js'
+export type { StateName, TaskState, ExceptionInfo, ExtendedResultFields, ResultMetaInput, RpcResultInput, ResultMeta, ChordJoin, ResultNode } from './messages/result.js'
 export {
   encodeControlRequest, decodeControlRequest, controlRequestHeaders, controlReplyHeaders,
   fnmatchToRegExp, matchPattern, matchesDestination, encodeControlReply, decodeControlReply,

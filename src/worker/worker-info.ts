@@ -62,8 +62,11 @@ export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: 
   }
   // The app's own conf may repeat broker_url with its password, or hold keys: both are masked as Celery masks them.
   const shown = filterHiddenSettings(changed)
-  if (!withDefaults) return Object.fromEntries(Object.entries(shown).filter(([, v]) => v !== null))
-  return { task_default_queue: DEFAULT_QUEUE, task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...shown }
+  // Celery 5.2.6's Settings keeps its deprecated_settings attribute among the
+  // changed keys, so every Celery worker's reply has it (None: no old-style
+  // names, which tsq does not read).
+  if (!withDefaults) return { ...Object.fromEntries(Object.entries(shown).filter(([, v]) => v !== null)), deprecated_settings: null }
+  return { task_default_queue: DEFAULT_QUEUE, task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...shown, deprecated_settings: null }
 }
 
 export function workerReport(o: WorkerOptions, kind: Transport['kind']): string {

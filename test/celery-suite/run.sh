@@ -15,8 +15,9 @@
 # share a vhost they run one after the other, else side by side.
 # CELERY_SUITE_TSQ_ARGS adds tsq worker flags (--early-ack: Celery's default
 # acks, which test_inspect's active/query_task read).
-# CELERY_SUITE_BROKER_HEARTBEAT=0 puts Celery's test setting broker_heartbeat
-# into the tsq app's conf (test_conf reads the key); unset, it is left out.
+# The tsq app's conf has Celery's test settings, broker_heartbeat 0 among them
+# (test_conf reads the key); CELERY_SUITE_BROKER_HEARTBEAT=N gives another
+# value, CELERY_SUITE_BROKER_HEARTBEAT= (empty) leaves it out.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

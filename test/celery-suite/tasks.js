@@ -9,8 +9,9 @@ import { createApp } from 'tsq'
 
 // The settings Celery's test app has (celery.contrib.testing.app's
 // DEFAULT_TEST_CONFIG with the suite's conftest), so `inspect conf` lists the same keys.
-// broker_heartbeat goes in only when CELERY_SUITE_BROKER_HEARTBEAT says (run.sh).
-const heartbeat = process.env.CELERY_SUITE_BROKER_HEARTBEAT
+// Its broker_heartbeat is 0 (off), as Celery's in-process worker runs;
+// CELERY_SUITE_BROKER_HEARTBEAT gives another value, or leaves it out when empty.
+const heartbeat = process.env.CELERY_SUITE_BROKER_HEARTBEAT ?? '0'
 export const app = createApp({
   name: 't.integration',
   // Our interop test (test/interop/celery-suite-shapes.test.ts) runs these on a queue of its own.

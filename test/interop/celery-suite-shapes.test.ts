@@ -48,6 +48,14 @@ describe('Celery 5.2.6 suite shapes: Python client, tsq worker', { skip }, () =>
     assert.deepEqual(out.chain_of_chord_with_chain_body, { value: [6, 6] }, withLog(out))
   })
 
+  it('a chord header holding a chain that ends in a group: the group\'s members count in the chord and the body gets their results nested', async () => {
+    const out = await shapes('nested_group_chain', 'nested_chord_group_chain_group_tail', 'chord_header_task_and_chain_group')
+    assert.deepEqual(out.nested_group_chain, { value: 11 }, withLog(out))
+    assert.deepEqual(out.nested_chord_group_chain_group_tail, { value: [[42, 42]] }, withLog(out))
+    // Started by the client, the chain's group has the chord's id; applying it must not reset the chord's size.
+    assert.deepEqual(out.chord_header_task_and_chain_group, { value: [101, [1001, 2001]] }, withLog(out))
+  })
+
   it("a replacement chain's own link and link_error run", async () => {
     const out = await shapes('replaced_chain_callback', 'replaced_chain_errback')
     assert.deepEqual(out.replaced_chain_callback, { value: 'Hello world', echo: ['Internal chain callback'] }, withLog(out))

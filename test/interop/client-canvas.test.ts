@@ -113,6 +113,23 @@ for (const w of workers) {
       )
       assert.ok(err instanceof TaskError, withLog(String(err)))
     })
+
+    const si = (task: string, args: unknown[]) => signature(task, args, {}, { immutable: true })
+    const collect = (...args: unknown[]) => signature('proj.collect', args)
+
+    it("a chord header holding a chain that ends in a group (Celery's test_nested_group_chain): the group's members count, the body gets their results nested", async () => {
+      // add.si(1, 0) | chord([add.si(1, 100), add.si(1, 200) | group(add.si(1, 1000), add.si(1, 2000))], collect)
+      // (the suite's body is add.si(1, 10), which hides what it gets).
+      const header = [si('proj.add', [1, 100]), chainSig(si('proj.add', [1, 200]), groupSig(si('proj.add', [1, 1000]), si('proj.add', [1, 2000])))]
+      const r = await app.chain(si('proj.add', [1, 0]), chordSig(header, collect()))
+      assert.deepEqual(await r.get({ timeout: 30 }).catch((e: Error) => withLog(e.message)), [101, [1001, 2001]])
+    })
+
+    it("a chord whose one header member is a chain ending in a group (Celery's test_nested_chord_group_chain_group_tail): [[42, 42]]", async () => {
+      // add.si(40, 2) | chord([collect() | group(collect(), collect())], collect())
+      const r = await app.chain(si('proj.add', [40, 2]), chordSig([chainSig(collect(), groupSig(collect(), collect()))], collect()))
+      assert.deepEqual(await r.get({ timeout: 30 }).catch((e: Error) => withLog(e.message)), [[42, 42]])
+    })
   })
 }
 

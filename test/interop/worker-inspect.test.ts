@@ -111,6 +111,8 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     const conf = idle.conf as Rec
     assert.ok(Object.keys(conf).length > 0, JSON.stringify(conf))
     assert.ok(!JSON.stringify(conf).includes('guest:guest'), 'conf must not carry the password')
+    // Every Celery 5.2.6 worker's reply has it (its Settings' own attribute); Celery's test_conf reads it.
+    assert.ok('deprecated_settings' in conf && conf.deprecated_settings === null, JSON.stringify(conf))
   })
 
   it('inspect active/reserved/scheduled while both slots are busy; the main process still answers', async () => {

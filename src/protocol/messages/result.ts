@@ -5,6 +5,7 @@ import { dumps, isoformatUtc, loads } from '../codecs/kombu-json.js'
 import { MalformedMessageError } from '../errors.js'
 import { checkJsonText } from '../codecs/limits.js'
 import { pyRepr, pyStr } from '../codecs/python-repr.js'
+import { formatPyFloat } from '../codecs/py-types.js'
 
 export const States = {
   PENDING: 'PENDING',
@@ -241,4 +242,110 @@ export function joinChordParts(parts: readonly string[]): ChordJoin {
     values.push(result)
   }
   return { ok: true, values }
+}
+
+// ---- a chord header saved whole (Celery's GroupResult.save) -----------------
+
+/**
+ * A result as Celery's `result_from_tuple` reads it: one task's id, or a
+ * group's id with its members. A chord whose header holds a group (a chain
+ * ending in one) is saved this way under `celery-taskset-meta-<group id>`,
+ * so the body gets that member's results as a nested list.
+ */
+export interface ResultNode {
+  id: string
+  parent: ResultNode | null
+  /** A group's members; null for one task. */
+  children: ResultNode[] | null
+}
+
+/** Deeper than any canvas a client builds; a saved header nested past it is refused. */
+const MAX_RESULT_NESTING = 100
+
+/** Celery's `as_tuple()`: `[[id, parent], null]` for a task, `[[id, parent], [member, ...]]` for a group. */
+export function resultTuple(node: ResultNode): unknown[] {
+  return [[node.id, node.parent ? resultTuple(node.parent) : null], node.children ? node.children.map(resultTuple) : null]
+}
+
+/** Celery's `result_from_tuple`; MalformedMessageError for a value that is not one. */
+export function resultFromTuple(value: unknown, depth = 0): ResultNode {
+  if (depth > MAX_RESULT_NESTING) throw new MalformedMessageError(`saved result nests deeper than ${MAX_RESULT_NESTING}`)
+  if (!Array.isArray(value) || value.length !== 2) throw new MalformedMessageError('saved result is not a [[id, parent], members] pair')
+  const [res, nodes] = value as [unknown, unknown]
+  // `id, parent = res if isinstance(res, (list, tuple)) else (res, None)`
+  const [id, parent] = Array.isArray(res) ? (res as [unknown, unknown]) : [res, null]
+  if (typeof id !== 'string') throw new MalformedMessageError('saved result id is not a string')
+  if (nodes !== null && nodes !== undefined && !Array.isArray(nodes)) throw new MalformedMessageError('saved group members are not a list')
+  return {
+    id,
+    parent: parent ? resultFromTuple(parent, depth + 1) : null,
+    children: Array.isArray(nodes) ? nodes.map((child) => resultFromTuple(child, depth + 1)) : null,
+  }
+}
+
+/** Every task id whose result a join of `node` reads, depth first. */
+export function resultTreeTaskIds(node: ResultNode): string[] {
+  return node.children ? node.children.flatMap(resultTreeTaskIds) : [node.id]
+}
+
+/** What a result backend holds for a task, as far as a join reads it. */
+type JoinedMeta = Pick<ResultMeta, 'status' | 'result'>
+
+class JoinFailure {
+  constructor(readonly error: string) {}
+}
+
+/**
+ * Celery's GroupResult.join_native over a chord header saved whole, as the
+ * Redis backend's on_chord_part_return joins it: each member's result in
+ * header order, a group member's as the list of its own. Groups are read
+ * before tasks (Celery's iter_native), so the error is the first failure in
+ * that order, raised through the join: `Join error: <repr>`, or a ChordError's
+ * own message. A result not there (`metaOf` gives nothing ready) is the join's
+ * timeout.
+ */
+export function joinResultTree(header: ResultNode, metaOf: (taskId: string) => JoinedMeta | null | undefined, timeoutSeconds = 3): ChordJoin {
+  const read: Reader = { metaOf, timeout: formatPyFloat(timeoutSeconds) }
+  try {
+    return { ok: true, values: joinMembers(header.children ?? [header], read) }
+  } catch (error) {
+    if (error instanceof JoinFailure) return { ok: false, error: error.error }
+    throw error
+  }
+}
+
+// GroupResult.join_native: its groups first (each member's get() in turn), then its tasks.
+function joinMembers(members: readonly ResultNode[], read: Reader): unknown[] {
+  const values = new Array<unknown>(members.length)
+  members.forEach((member, index) => {
+    if (member.children) values[index] = member.children.map((child) => getResult(child, read))
+  })
+  members.forEach((member, index) => {
+    if (!member.children) values[index] = getResult(member, read)
+  })
+  return values
+}
+
+interface Reader {
+  metaOf: (taskId: string) => JoinedMeta | null | undefined
+  /** result_chord_join_timeout as Python prints it. */
+  timeout: string
+}
+
+// AsyncResult.get() / GroupResult.get() with propagate=True.
+function getResult(node: ResultNode, read: Reader): unknown {
+  if (node.children) return joinMembers(node.children, read)
+  const meta = read.metaOf(node.id)
+  // As Celery's get_many words its timeout.
+  if (!meta || !READY_STATES.has(meta.status)) throw new JoinFailure(`Join error: TimeoutError('Operation timed out (${read.timeout})')`)
+  if (PROPAGATE_STATES.has(meta.status)) throw new JoinFailure(joinError(meta.result))
+  return meta.result
+}
+
+/** A ChordError raised through the join keeps its message (Celery's `except ChordError`); any other is a join error. */
+function joinError(result: unknown): string {
+  if (!isExceptionInfo(result)) return `Join error: ${pyRepr(result)}`
+  const args = excArgs(result)
+  if (result.exc_type === 'ChordError' && typeof args[0] === 'string') return args[0]
+  return `Join error: ${exceptionRepr(result)}`
 }

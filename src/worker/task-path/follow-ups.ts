@@ -3,13 +3,12 @@
 // errbacks after a failure, and a chord's body once its last header task is
 // done (spec §2.3). Each goes out as a new task message.
 import { randomUUID } from 'node:crypto'
-import { ChordUnsupportedError, READY, type ResultBackend } from '../../backends/index.js'
+import { READY, type ResultBackend } from '../../backends/index.js'
 import type { Logger } from '../../process/index.js'
 import { sendTask, type SendTaskOptions } from '../../client/index.js'
 import { routedSend, type Route } from '../../config/index.js'
-import type { AppSignals } from '../../app/index.js'
-import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState } from '../../protocol/index.js'
-import type { EncodedException } from '../../app/index.js'
+import type { AppSignals, EncodedException } from '../../app/index.js'
+import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, joinResultTree, pyRepr, resultFromTuple, resultTreeTaskIds, resultTuple, type ChordJoin, type ResultMeta, type ResultNode, type Signature, type TaskState } from '../../protocol/index.js'
 import type { Transport } from '../../transport/index.js'
 import type { Request } from './request.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
@@ -193,14 +192,17 @@ async function returnPartOf(sender: Sender, request: Request, part: ChordPart, s
     sender.log.error(`Chord ${escapeControl(String(m.group))}: ${taskLabel(m.task, m.id)} is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`)
     return
   }
-  let join: ReturnType<typeof joinChordParts>
+  const parts = await backend.chordPartReturn(m.group, m.groupIndex, encodeChordPart(m.id, state, result), m.id)
+  if (!parts) return
+  let join: ChordJoin
   try {
-    const parts = await backend.chordPartReturn(m.group, m.groupIndex, encodeChordPart(m.id, state, result), m.id)
-    if (!parts) return
-    join = joinChordParts(parts)
+    // A header saved whole (it holds a group) is joined through the stored
+    // results, as Celery's GroupResult.restore(group).join_native.
+    const saved = await backend.restoreGroupResult?.(m.group)
+    join = saved ? await joinSavedHeader(sender, backend, saved) : joinChordParts(parts)
   } catch (error) {
-    if (!(error instanceof ChordUnsupportedError)) throw error
-    join = { ok: false, error: `Join error: NotImplementedError(${pyRepr(error.message)})` }
+    // Celery's catch-all around the join: the body fails with it.
+    join = { ok: false, error: `Join error: ${(error as Error).name}(${pyRepr((error as Error).message)})` }
   }
   let error: string
   if (join.ok) {
@@ -216,6 +218,24 @@ async function returnPartOf(sender: Sender, request: Request, part: ChordPart, s
   }
   sender.log.error(`Chord ${pyRepr(m.group)} raised: ChordError(${pyRepr(error)})`)
   await failChordBody(sender, backend, body, error, request)
+}
+
+/**
+ * The body's argument from a header saved whole: every result it names, each
+ * waited for up to result_chord_join_timeout (3 s), joined in its shape.
+ */
+async function joinSavedHeader(sender: Sender, backend: ResultBackend, saved: unknown): Promise<ChordJoin> {
+  const header = resultFromTuple(saved)
+  const setting = sender.app.conf?.result_chord_join_timeout
+  const timeout = typeof setting === 'number' && setting > 0 ? setting : 3
+  const deadline = Date.now() + timeout * 1000
+  const metas = new Map<string, ResultMeta>()
+  await Promise.all([...new Set(resultTreeTaskIds(header))].map(async (id) => {
+    let meta = await backend.get(id)
+    if (!meta || !READY.has(meta.status)) meta = await backend.waitReady(id, Math.max(0, deadline - Date.now())).catch(() => meta)
+    if (meta) metas.set(id, meta)
+  }))
+  return joinResultTree(header, (id) => metas.get(id), timeout)
 }
 
 /**
@@ -253,20 +273,22 @@ export async function unlockChord(sender: Sender, request: Request): Promise<{ s
   const kwargs = m.kwargs as { interval?: number | null; result?: unknown[] }
   const backend = sender.backend
   if (!backend) throw new Error(`chord ${groupId}: this worker has no result backend to read the header from`)
-  // Each member as AsyncResult.as_tuple(): [[id, parent], null].
-  const ids = (kwargs.result ?? []).map((member) => String(((member as unknown[])[0] as unknown[])[0]))
-  const metas = await Promise.all(ids.map((id) => backend.get(id)))
-  if (metas.some((meta) => !meta || !READY.has(meta.status))) return { status: 'retry', countdown: typeof kwargs.interval === 'number' ? kwargs.interval : 1 }
-  const failed = metas.findIndex((meta) => meta!.status !== 'SUCCESS')
-  if (failed >= 0) {
-    const meta = metas[failed]!
+  // Each member as AsyncResult.as_tuple(): [[id, parent], null], a group's with its members.
+  const header: ResultNode = { id: groupId, parent: null, children: (kwargs.result ?? []).map((member) => resultFromTuple(member)) }
+  const ids = resultTreeTaskIds(header)
+  const metas = new Map(await Promise.all(ids.map(async (id) => [id, await backend.get(id)] as const)))
+  if ([...metas.values()].some((meta) => !meta || !READY.has(meta.status))) return { status: 'retry', countdown: typeof kwargs.interval === 'number' ? kwargs.interval : 1 }
+  const failed = ids.find((id) => metas.get(id)!.status !== 'SUCCESS')
+  if (failed !== undefined) {
+    const meta = metas.get(failed)!
     const exc = isExceptionInfo(meta.result) ? exceptionRepr(meta.result) : meta.status
-    const reason = `Dependency ${ids[failed]} raised ${exc}`
+    const reason = `Dependency ${failed} raised ${exc}`
     sender.log.error(`Chord ${pyRepr(groupId)} raised: ChordError(${pyRepr(reason)})`)
     await failChordBody(sender, backend, callback, reason, request)
     return { status: 'ignored' }
   }
-  await applySignature(sender, callback, [metas.map((meta) => meta!.result)], request)
+  const join = joinResultTree(header, (id) => metas.get(id))
+  await applySignature(sender, callback, [join.ok ? join.values : []], request)
   return { status: 'ignored' }
 }
 
@@ -315,7 +337,7 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
     return
   }
   if (kind === 'group') {
-    await applyGroupMembers(sender, signatures(kwargs.tasks), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true)
+    await applyGroupMembers(sender, signatures(kwargs.tasks), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true, (sig.options ?? {}) as Record<string, unknown>)
     return
   }
   await applyChord(sender, sig, args, parent, chain)
@@ -342,24 +364,40 @@ function withChainOptions(sig: Signature, steps: Signature[]): Signature[] {
  * Celery's `group._prepared` + `_apply_tasks`: a nested group's members join
  * this group in place; a chain or chord member applies itself, with the group
  * id on the task whose result is the member's (a chain's last step, a chord's
- * body).
+ * body). The group's own options go on to every member, as its apply_async
+ * passes them: its chord and group_index (set when it is a chord header
+ * member) win over a member's; a member's own group_id is kept
+ * (Signature._IMMUTABLE_OPTIONS), so the members of a group at the end of a
+ * chain in a chord's header count in that chord.
  */
-async function applyGroupMembers(sender: Sender, members: Signature[], args: unknown[], parent: Request, chain: Signature[] | undefined, groupId: string, indexed: boolean): Promise<void> {
+async function applyGroupMembers(sender: Sender, members: Signature[], args: unknown[], parent: Request, chain: Signature[] | undefined, groupId: string, indexed: boolean, groupOptions: Record<string, unknown> = {}): Promise<void> {
+  const chord = groupOptions.chord ? (groupOptions.chord as Signature) : undefined
+  const groupIndex = typeof groupOptions.group_index === 'number' ? groupOptions.group_index : undefined
   for (const [index, member] of members.entries()) {
     const kind = canvasKind(member)
     if (kind === 'group') {
-      await applyGroupMembers(sender, signatures(kwargsOf(member).tasks), args, parent, chain, groupId, indexed)
+      await applyGroupMembers(sender, signatures(kwargsOf(member).tasks), args, parent, chain, groupId, indexed, groupOptions)
     } else if (kind === 'chain' || kind === 'chord') {
-      const grouped = withResultTask(member, (options) => ({ ...options, group_id: options.group_id ?? groupId }))
+      const grouped = withResultTask(member, (options) => ({
+        ...options,
+        group_id: options.group_id ?? groupId,
+        ...(groupIndex === undefined ? {} : { group_index: groupIndex }),
+        ...(chord ? { chord } : {}),
+      }))
       await applySignature(sender, grouped ?? member, args, parent, chain)
     } else {
-      const groupIndex = optionNumber(member, 'group_index') ?? (indexed ? index : null)
-      await sendSignature(sender, member, args, parent, chain, { group: groupId, groupIndex })
+      const ownIndex = groupIndex ?? optionNumber(member, 'group_index') ?? (indexed ? index : null)
+      await sendSignature(sender, member, args, parent, chain, { group: optionString(member, 'group_id') ?? groupId, groupIndex: ownIndex, ...(chord ? { chord } : {}) })
     }
   }
 }
 
-/** Celery's `chord.run`: the body's size is set (spec §2.3), then every header task is sent carrying the body. */
+/**
+ * Celery's `chord.run`: the header is frozen with the chord's group id and
+ * body (`_freeze_group_tasks`), saved whole when it holds a group (the Redis
+ * backend's `apply_chord`), its size set (`_chord._descend`), then every
+ * header task is sent carrying the body.
+ */
 async function applyChord(sender: Sender, sig: Signature, args: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
   const kwargs = kwargsOf(sig)
   const header = kwargs.header as Signature | Signature[] | undefined
@@ -377,28 +415,96 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
     return
   }
   const groupId = typeof headerOptions.task_id === 'string' ? headerOptions.task_id : randomUUID()
-  // A chain or a chord counts once, by the task whose result is its result,
-  // which carries the group and the body (Celery's `_chord._descend`, and
-  // the `freeze` of chain and chord).
-  const parts = members.map((member, index) => canvasKind(member) === 'plain'
-    ? member
-    : withResultTask(member, (options) => ({ ...options, group_id: options.group_id ?? groupId, group_index: index, chord: body })))
+  const parts = members.map((member, index) => freezeHeaderMember(member, groupId, index, body, null))
+  const holdsGroup = parts.some((part) => part?.node.children)
   // What cannot be run is said once and the body fails, rather than the
   // message going back to the queue to fail again.
   const backend = sender.backend
   const unsupported = members.find((_, index) => parts[index] === null)
   const refusal = unsupported
-    ? `chord header member ${unsupported.task} (a ${canvasKind(unsupported)}) ends in a group; tsq workers count chord header members that end in one task`
-    : !backend?.setChordSize ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts` : null
+    ? `chord header member ${unsupported.task} (a ${canvasKind(unsupported)}) ends in no task`
+    : !backend?.setChordSize ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts`
+    : holdsGroup && !backend.saveGroupResult ? `the ${backend.displayUrl} result backend keeps no saved groups, which a header holding a group needs`
+    : null
   if (refusal || !backend?.setChordSize) {
     sender.log.error(`Chord ${escapeControl(optionString(sig, 'task_id') ?? '')} not started: ${refusal}`)
     if (backend) await failChordBody(sender, backend, body, `NotImplementedError: ${refusal}`, parent)
     return
   }
-  await backend.setChordSize(groupId, parts.length)
+  if (holdsGroup) await backend.saveGroupResult!(groupId, resultTuple({ id: groupId, parent: null, children: parts.map((part) => part!.node) }))
+  await backend.setChordSize(groupId, members.reduce((size, member) => size + chordSize(member), 0))
   for (const [index, part] of parts.entries()) {
-    if (canvasKind(part!) !== 'plain') await applySignature(sender, part!, args, parent)
-    else await sendSignature(sender, part!, args, parent, undefined, { group: groupId, groupIndex: index, chord: body })
+    if (canvasKind(part!.sig) !== 'plain') await applySignature(sender, part!.sig, args, parent)
+    else await sendSignature(sender, part!.sig, args, parent, undefined, { group: groupId, groupIndex: index, chord: body })
+  }
+}
+
+/**
+ * Celery's freeze of a chord header member with the chord's group id, the
+ * member's index and the body. The task whose result is the member's (itself,
+ * a chain's last step, a chord's body) gets its id now and carries the group,
+ * index and body. A group there (a chain ending in one) carries them too, and
+ * its members (nested groups spliced in) each get their own index. Such a
+ * group without an id gets a new one, where Celery's _freeze_group_tasks
+ * gives it the chord's: a Python worker that applies the group sets a chord
+ * size under the group's id, which would cut the chord short.
+ * Null when the member ends in no task (an empty chain, a chord without body).
+ */
+function freezeHeaderMember(sig: Signature, groupId: string, index: number, body: Signature, parent: ResultNode | null): { sig: Signature; node: ResultNode } | null {
+  const options = (sig.options ?? {}) as Record<string, unknown>
+  switch (canvasKind(sig)) {
+    case 'plain': {
+      const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
+      return { sig: { ...sig, options: { ...options, task_id: id, group_id: options.group_id ?? groupId, group_index: index, chord: body } }, node: { id, parent, children: null } }
+    }
+    case 'chain': {
+      const steps = signatures(kwargsOf(sig).tasks)
+      const last = steps.at(-1)
+      if (!last) return null
+      // The step before is the result's parent, as Celery's as_tuple() records it.
+      const before = steps.at(-2)
+      const beforeId = before && canvasKind(before) === 'plain' ? optionString(before, 'task_id') : undefined
+      const frozen = freezeHeaderMember(last, groupId, index, body, beforeId ? { id: beforeId, parent: null, children: null } : null)
+      return frozen && { sig: { ...sig, kwargs: { ...kwargsOf(sig), tasks: [...steps.slice(0, -1), frozen.sig] } }, node: frozen.node }
+    }
+    case 'chord': {
+      const inner = kwargsOf(sig).body as Signature | undefined
+      const frozen = inner ? freezeHeaderMember(inner, groupId, index, body, parent) : null
+      return frozen && { sig: { ...sig, kwargs: { ...kwargsOf(sig), body: frozen.sig } }, node: frozen.node }
+    }
+    case 'group': {
+      const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
+      const members = unrollHeader(signatures(kwargsOf(sig).tasks)).map((member, i) => freezeHeaderMember(member, groupId, i, body, null))
+      if (members.some((member) => member === null)) return null
+      return {
+        sig: { ...sig, kwargs: { ...kwargsOf(sig), tasks: members.map((member) => member!.sig) }, options: { ...options, task_id: id, group_id: groupId, chord: body, group_index: index } },
+        node: { id, parent, children: members.map((member) => member!.node) },
+      }
+    }
+  }
+}
+
+/**
+ * Celery's `_chord._descend`: how many parts a header member counts for in
+ * its chord. A task one, a group the sum of its members, a chain its last
+ * step that counts any, a chord its body.
+ */
+export function chordSize(sig: Signature): number {
+  switch (canvasKind(sig)) {
+    case 'plain':
+      return 1
+    case 'group':
+      return signatures(kwargsOf(sig).tasks).reduce((size, member) => size + chordSize(member), 0)
+    case 'chain':
+      for (const step of [...signatures(kwargsOf(sig).tasks)].reverse()) {
+        const size = chordSize(step)
+        if (size > 0) return size
+      }
+      return 0
+    case 'chord': {
+      const body = kwargsOf(sig).body as Signature | undefined
+      return body ? chordSize(body) : 0
+    }
   }
 }
 

@@ -60,6 +60,30 @@ def chain_of_chord_with_chain_body():
     return outcome(c())
 
 
+def nested_group_chain():
+    """test_nested_group_chain: the worker that runs add(1, 0) starts a chord whose header holds a chain ending in a group."""
+    c = chain(
+        ti('add', 1, 0),
+        group(ti('add', 1, 100), chain(ti('add', 1, 200), group(ti('add', 1, 1000), ti('add', 1, 2000)))),
+        ti('add', 1, 10),
+    )
+    return outcome(c())
+
+
+def nested_chord_group_chain_group_tail():
+    """test_nested_chord_group_chain_group_tail: the client starts the chord; the body gets the group's results nested."""
+    sig = chord(group(chain(t('identity', 42), group(t('identity'), t('identity')))), t('identity'))
+    return outcome(sig.delay())
+
+
+def chord_header_task_and_chain_group():
+    """The client starts chord([task, chain ending in a group], identity): the group takes the chord's id.
+    Celery 5.2.6's worker sets the chord's size again, to the group's, when it applies that group, and
+    with one pool process then hangs in the join; a tsq worker keeps the size and gives [101, [1001, 2001]]."""
+    sig = chord([ti('add', 1, 100), chain(ti('add', 1, 200), group(ti('add', 1, 1000), ti('add', 1, 2000)))], t('identity'))
+    return outcome(sig.delay())
+
+
 def replaced_chain_callback():
     R.delete('redis-echo')
     msg = 'Internal chain callback'
@@ -144,6 +168,9 @@ def inspect_answers():
 
 SHAPES = {
     'chain_of_chord_with_chain_body': chain_of_chord_with_chain_body,
+    'nested_group_chain': nested_group_chain,
+    'nested_chord_group_chain_group_tail': nested_chord_group_chain_group_tail,
+    'chord_header_task_and_chain_group': chord_header_task_and_chain_group,
     'replaced_chain_callback': replaced_chain_callback,
     'replaced_chain_errback': replaced_chain_errback,
     'errback_new_style_simple': lambda: chord_errback('errback_new_style', False),

@@ -55,4 +55,15 @@ describe('[file backend] chord counts', () => {
     assert.equal(await backend.chordPartReturn(gid, 0, part('a', 1), 'a'), null, 'the body is not sent twice')
     assert.deepEqual(readdirSync(join(dir, 'results', 'chords')).filter((n) => n === gid), [])
   })
+
+  it('a header saved whole (GroupResult.save) reads back as saved, kept after the chord completes; none saved reads null', async () => {
+    const gid = randomUUID()
+    const tuple = [[gid, null], [[['a', null], null], [[gid, [['b', null], null]], [[['c', null], null]]]]]
+    await backend.saveGroupResult(gid, tuple)
+    await backend.setChordSize(gid, 1)
+    assert.deepEqual(await backend.chordPartReturn(gid, 0, part('a', 1), 'a'), [part('a', 1)])
+    assert.deepEqual(await backend.restoreGroupResult(gid), tuple)
+    assert.equal(await backend.restoreGroupResult(randomUUID()), null)
+    assert.equal(await backend.restoreGroupResult('../x'), null, 'an id names no path outside the store')
+  })
 })

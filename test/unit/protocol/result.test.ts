@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import {
   EXCEPTION_STATES, MalformedMessageError, PROPAGATE_STATES, READY_STATES, States, decodeResultMeta, describeResult,
   encodeException, encodeResultMeta, encodeRpcResult, exceptionRepr, exceptionText, statePrecedence,
+  dumps, joinResultTree, loads, resultFromTuple, resultTreeTaskIds, resultTuple, type ResultNode,
 } from '../../../src/protocol/index.js'
 import { loadFixture } from './fixtures.js'
 
@@ -83,5 +84,47 @@ describe('exception rendering', () => {
   it('describeResult prints non-exception results as Python str()', () => {
     assert.equal(describeResult({ status: 'SUCCESS', result: 'text' }), 'text')
     assert.equal(describeResult({ status: 'SUCCESS', result: { a: [1, true, null] } }), "{'a': [1, True, None]}")
+  })
+})
+
+describe('spec §2.3 a chord header saved whole (Celery\'s GroupResult.save / restore / join_native)', () => {
+  // What Celery 5.2.6's worker saved for test_nested_group_chain's chord (MONITOR):
+  // [add.si(1, 100), add.si(1, 200) | group(add.si(1, 1000), add.si(1, 2000))].
+  const captured = '{"result": [["51ca", null], [[["0f32", null], null], [["0c59", [["cc33", null], null]], [[["a2c9", null], null], [["c34c", null], null]]]]]}'
+  const leaf = (id: string, parent: ResultNode | null = null): ResultNode => ({ id, parent, children: null })
+  const header: ResultNode = { id: '51ca', parent: null, children: [leaf('0f32'), { id: '0c59', parent: leaf('cc33'), children: [leaf('a2c9'), leaf('c34c')] }] }
+
+  it('as_tuple and result_from_tuple read and write Celery\'s bytes', () => {
+    assert.deepEqual(resultFromTuple((loads(captured) as { result: unknown }).result), header)
+    assert.equal(dumps({ result: resultTuple(header) }), captured)
+    // A bare id where the [id, parent] pair goes, as Python's result_from_tuple takes it.
+    assert.deepEqual(resultFromTuple(['x', null]), leaf('x'))
+    assert.deepEqual(resultTreeTaskIds(header), ['0f32', 'a2c9', 'c34c'])
+    for (const bad of [null, 'x', [['x', null]], [[1, null], null], [['x', null], 'members']]) assert.throws(() => resultFromTuple(bad), MalformedMessageError)
+    let deep: unknown = [['x', null], null]
+    for (let i = 0; i < 200; i++) deep = [['x', null], [deep]]
+    assert.throws(() => resultFromTuple(deep), /nests deeper/)
+  })
+
+  const ok = (result: unknown) => ({ status: 'SUCCESS', result })
+  const failed = (type: string, message: string, module = 'builtins') => ({ status: 'FAILURE', result: { exc_type: type, exc_message: [message], exc_module: module } })
+
+  it('the body gets each member\'s result in header order, a group\'s as a nested list', () => {
+    const metas: Record<string, ReturnType<typeof ok>> = { '0f32': ok(101), a2c9: ok(1001), c34c: ok(2001) }
+    assert.deepEqual(joinResultTree(header, (id) => metas[id]), { ok: true, values: [101, [1001, 2001]] })
+  })
+
+  it('a failure raised through the join: groups are read before tasks, as iter_native reads them; a ChordError keeps its message', () => {
+    const both = { '0f32': failed('KeyError', 'plain'), a2c9: ok(1), c34c: failed('ValueError', 'in the group') }
+    assert.deepEqual(joinResultTree(header, (id) => both[id as keyof typeof both]), { ok: false, error: "Join error: ValueError('in the group')" })
+    const plainOnly = { '0f32': failed('KeyError', 'plain'), a2c9: ok(1), c34c: ok(2) }
+    assert.deepEqual(joinResultTree(header, (id) => plainOnly[id as keyof typeof plainOnly]), { ok: false, error: "Join error: KeyError('plain')" })
+    const chordError = { '0f32': ok(1), a2c9: failed('ChordError', 'Dependency x raised KeyError()', 'celery.exceptions'), c34c: ok(2) }
+    assert.deepEqual(joinResultTree(header, (id) => chordError[id as keyof typeof chordError]), { ok: false, error: 'Dependency x raised KeyError()' })
+  })
+
+  it('a result that is not there is the join\'s timeout, in result_chord_join_timeout\'s words', () => {
+    assert.deepEqual(joinResultTree(header, (id) => (id === 'c34c' ? { status: 'STARTED', result: null } : ok(1))), { ok: false, error: "Join error: TimeoutError('Operation timed out (3.0)')" })
+    assert.deepEqual(joinResultTree(header, () => undefined, 10), { ok: false, error: "Join error: TimeoutError('Operation timed out (10.0)')" })
   })
 })

@@ -7,12 +7,13 @@ import { describe, it } from 'node:test'
 import { createApp } from '../../../src/app/app.js'
 import type { ResultBackend } from '../../../src/backends/index.js'
 import { Logger } from '../../../src/process/logger.js'
-import { decodeResultMeta, decodeTaskMessage, encodeChordPart, encodeTaskV2, joinChordParts, type Signature } from '../../../src/protocol/index.js'
+import { decodeResultMeta, decodeTaskMessage, encodeChordPart, encodeResultMeta, encodeTaskV2, joinChordParts, type Signature } from '../../../src/protocol/index.js'
 import type { Delivery, Transport } from '../../../src/transport/index.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
 import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
+import { chordSize } from '../../../src/worker/task-path/follow-ups.js'
 
 class RecordingLogger extends Logger {
   readonly errors: string[] = []
@@ -33,9 +34,13 @@ function chordBackend(size: number, withChords = true) {
   const parts: { index: number | null; part: string }[] = []
   const stored: { id: string; meta: string }[] = []
   const sizes: { gid: string; size: number }[] = []
+  const saved = new Map<string, unknown>()
   const backend: ResultBackend = {
     displayUrl: 'fake://',
-    get: async () => null,
+    get: async (id) => {
+      const last = stored.filter((s) => s.id === id).at(-1)
+      return last ? decodeResultMeta(last.meta) : null
+    },
     waitReady: async () => { throw new Error('not used') },
     store: async (id, meta) => { stored.push({ id, meta: typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8') }) },
     forget: async () => undefined,
@@ -49,8 +54,10 @@ function chordBackend(size: number, withChords = true) {
       if (parts.length < size) return null
       return [...parts].sort((a, b) => (a.index ?? Infinity) - (b.index ?? Infinity)).map((p) => p.part)
     }
+    backend.saveGroupResult = async (gid, tuple) => { saved.set(gid, tuple) }
+    backend.restoreGroupResult = async (gid) => saved.get(gid) ?? null
   }
-  return { backend, parts, stored, sizes }
+  return { backend, parts, stored, sizes, saved }
 }
 
 function setup(backend: ResultBackend, failPublishOf?: string) {
@@ -186,6 +193,8 @@ describe('[chord] worker: header tasks count, the last one sends or fails the bo
   })
 })
 
+const signaturesOf = (group: Signature): Signature[] => (group.kwargs as { tasks: Signature[] }).tasks
+
 const plain = (task: string, args: unknown[], options: Record<string, unknown> = {}): Signature => ({ task, args, kwargs: {}, options: { queue: 'q', ...options }, subtask_type: null, immutable: false })
 
 describe('[canvas] a chain step that is a group, chord or chain is fanned out by the worker, as Celery applies it', () => {
@@ -301,21 +310,84 @@ describe('[canvas] a chain step that is a group, chord or chain is fanned out by
     assert.equal(((innerBody.options?.chord as Signature).options as { task_id: string }).task_id, BODY_ID)
   })
 
-  it('a chord header member that ends in a group is not started: one error, the body fails, nothing is requeued', async () => {
-    const { backend, stored, sizes } = chordBackend(1)
-    const { runner, published, log } = setup(backend)
-    const endsInGroup: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [1]), { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [2])] }, options: {}, subtask_type: 'group', immutable: false }] }, options: {}, subtask_type: 'chain', immutable: false }
-    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header: [endsInGroup, plain('proj.add', [2])], body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
-    const step = chainStep('proj.add', [1, 1], chord)
-    let requeued = 0
-    step.reject = ({ requeue }) => { if (requeue) requeued += 1; return Promise.resolve() }
-    await runner.onDelivery(step)
+  it("a chord header member that is a chain ending in a group (Celery's test_nested_group_chain): its members count, the header is saved whole, and the group's members count in the chord", async () => {
+    // add.si(1, 0) | chord([add.si(1, 100), add.si(1, 200) | group(add.si(1, 1000), add.si(1, 2000))], add.si(1, 10)),
+    // with the ids Celery's client froze into it.
+    const { backend, sizes, saved } = chordBackend(3)
+    const { runner, published } = setup(backend)
+    const inner = 'inner-group-id'
+    const si = (args: unknown[], id: string): Signature => ({ ...plain('proj.add', args, { task_id: id }), immutable: true })
+    const tail: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [si([1, 1000], 't1000'), si([1, 2000], 't2000')] }, options: { task_id: inner }, subtask_type: 'group', immutable: false }
+    const member: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [si([1, 200], 't200'), tail] }, options: {}, subtask_type: 'chain', immutable: false }
+    const header: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [si([1, 100], 't100'), member] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    const body = { ...bodySignature(), task: 'proj.add', args: [1, 10], immutable: true }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body }, options: {}, subtask_type: 'chord', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 0], chord))
+    await runner.idle()
+
+    // Celery's _descend: the plain task and the two members of the chain's group.
+    assert.deepEqual(sizes, [{ gid: GROUP, size: 3 }])
+    // What Celery 5.2.6's worker saved for this shape (MONITOR), the chain's group with its parent step.
+    assert.deepEqual(saved.get(GROUP), [[GROUP, null], [[['t100', null], null], [[inner, [['t200', null], null]], [[['t1000', null], null], [['t2000', null], null]]]]])
+    assert.deepEqual(published.map((p) => [p.id, p.args, p.group, p.groupIndex, p.embed.chord?.options?.task_id ?? null]), [
+      ['t100', [1, 100], GROUP, 0, BODY_ID],
+      ['t200', [1, 200], null, null, null],
+    ])
+    const group = published[1]!.embed.chain![0]!
+    assert.deepEqual([group.task, group.options?.task_id, group.options?.group_id, group.options?.group_index, (group.options?.chord as Signature).options?.task_id], ['celery.group', inner, GROUP, 1, BODY_ID])
+    for (const [i, m] of signaturesOf(group).entries()) assert.deepEqual([m.options?.group_id, m.options?.group_index], [GROUP, i])
+
+    // Applied after add(1, 200), its members count in the chord, both with the group's index, as Celery's group.apply_async passes it on.
+    published.length = 0
+    await runner.onDelivery(chainStep('proj.add', [1, 200], group))
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.id, p.args, p.group, p.groupIndex, p.embed.chord?.options?.task_id ?? null]), [
+      ['t1000', [1, 1000], GROUP, 1, BODY_ID],
+      ['t2000', [1, 2000], GROUP, 1, BODY_ID],
+    ])
+  })
+
+  it("a chord header that is one chain ending in a group (Celery's test_nested_chord_group_chain_group_tail): the group gets an id of its own, the body gets [[42, 42]]", async () => {
+    const { backend, sizes, saved } = chordBackend(2)
+    const { runner, published } = setup(backend)
+    const tail: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [plain('proj.add', [0]), plain('proj.add', [0])] }, options: {}, subtask_type: 'group', immutable: false }
+    const member: Signature = { task: 'celery.chain', args: [], kwargs: { tasks: [plain('proj.add', [40]), tail] }, options: {}, subtask_type: 'chain', immutable: false }
+    const header: Signature = { task: 'celery.group', args: [], kwargs: { tasks: [member] }, options: { task_id: GROUP }, subtask_type: 'group', immutable: false }
+    const chord: Signature = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: bodySignature() }, options: {}, subtask_type: 'chord', immutable: false }
+    await runner.onDelivery(chainStep('proj.add', [1, 1], chord))
+    await runner.idle()
+    assert.deepEqual(sizes, [{ gid: GROUP, size: 2 }])
+    const group = published[0]!.embed.chain![0]!
+    // Not the chord's id (Celery's `group_id or uuid()`): a Python worker applying the group sets a chord size under its id.
+    const groupOwnId = group.options?.task_id as string
+    assert.match(groupOwnId, /^[0-9a-f-]{36}$/)
+    assert.notEqual(groupOwnId, GROUP)
+    assert.deepEqual([group.options?.group_id, group.options?.group_index], [GROUP, 0])
+    const ids = signaturesOf(group).map((m) => m.options?.task_id as string)
+    assert.deepEqual(saved.get(GROUP), [[GROUP, null], [[[groupOwnId, null], [[[ids[0], null], null], [[ids[1], null], null]]]]])
+
+    // add(2, 40) ends, the group goes out, its two members end: the body gets the nested list.
+    published.length = 0
+    await runner.onDelivery(chainStep('proj.add', [2, 40], group))
+    await runner.idle()
+    const members = [...published]
+    assert.deepEqual(members.map((p) => [p.id, p.args, p.group, p.groupIndex]), [[ids[0], [42, 0], GROUP, 0], [ids[1], [42, 0], GROUP, 0]])
+    published.length = 0
+    for (const m of members) await runner.onDelivery(deliveryOf(encodeTaskV2(m.task, { id: m.id, args: m.args, origin: 'gen@test', group: m.group, groupIndex: m.groupIndex, embed: { chord: m.embed.chord } })))
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.task, p.id, p.args]), [['proj.tsum', BODY_ID, [[[42, 42]]]]])
+  })
+
+  it('a saved header whose group member failed fails the body with ChordError("Join error: …"), as Celery\'s join raises it', async () => {
+    const { backend, stored, saved } = chordBackend(2)
+    const { runner, published } = setup(backend)
+    saved.set(GROUP, [[GROUP, null], [[['ok', null], null], [['g', null], [[['bad', null], null]]]]])
+    await runner.onDelivery(deliveryOf(encodeTaskV2('proj.add', { id: 'ok', args: [1, 1], origin: 'gen@test', group: GROUP, groupIndex: 0, embed: { chord: bodySignature() } })))
+    await runner.onDelivery(deliveryOf(encodeTaskV2('proj.fail', { id: 'bad', args: ['nope'], origin: 'gen@test', group: GROUP, groupIndex: 1, embed: { chord: bodySignature() } })))
     await runner.idle()
     assert.equal(published.length, 0)
-    assert.deepEqual(sizes, [])
-    assert.equal(requeued, 0)
-    assert.ok(log.errors.some((e) => e.includes('chord header member celery.chain (a chain) ends in a group')), log.errors.join('\n'))
-    assert.equal(decodeResultMeta(stored.find((s) => s.id === BODY_ID)!.meta).status, 'FAILURE')
+    const meta = decodeResultMeta(stored.find((s) => s.id === BODY_ID)!.meta)
+    assert.deepEqual(meta.result, { exc_type: 'ChordError', exc_message: ["Join error: TypeError('nope')"], exc_module: 'celery.exceptions' })
   })
 
   it('a group holding a group: the inner members join the outer group', async () => {
@@ -368,5 +440,43 @@ describe('[canvas] a signature\'s own options shape the message it becomes', () 
     assert.ok(m.expires && Date.parse(m.expires) >= before + 3_599_000, `expires ${m.expires}`)
     assert.deepEqual(m.timelimit, [30, 20])
     assert.equal(m.ignoreResult, true)
+  })
+})
+
+describe('[chord] celery.chord_unlock (the SQL backends\' chords)', () => {
+  it('a header holding a group (its result tuple nested): waits for every task in it, then the body gets the nested list', async () => {
+    const { backend, stored } = chordBackend(1, false)
+    const { runner, published } = setup(backend)
+    const result = [[['a', null], null], [['g', null], [[['b', null], null], [['c', null], null]]]]
+    const unlock = () => deliveryOf(encodeTaskV2('celery.chord_unlock', { args: [GROUP, bodySignature()], kwargs: { interval: 1, max_retries: null, result }, origin: 'gen@test' }))
+    const done = (id: string, value: unknown) => stored.push({ id, meta: encodeResultMeta({ taskId: id, status: 'SUCCESS', result: value }) })
+    done('a', 1)
+    done('b', 2)
+    await runner.onDelivery(unlock())
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.task, p.id]), [['celery.chord_unlock', published[0]?.id]], 'c not ready: chord_unlock is retried')
+    published.length = 0
+    done('c', 3)
+    await runner.onDelivery(unlock())
+    await runner.idle()
+    assert.deepEqual(published.map((p) => [p.task, p.args]), [['proj.tsum', [[1, [2, 3]]]]])
+  })
+})
+
+describe("[chord] a header member's count is Celery's _chord._descend", () => {
+  const t = (name = 'proj.add') => plain(name, [])
+  const group = (...tasks: Signature[]): Signature => ({ task: 'celery.group', args: [], kwargs: { tasks }, options: {}, subtask_type: 'group', immutable: false })
+  const chain = (...tasks: Signature[]): Signature => ({ task: 'celery.chain', args: [], kwargs: { tasks }, options: {}, subtask_type: 'chain', immutable: false })
+  const chord = (header: Signature[], body: Signature): Signature => ({ task: 'celery.chord', args: [], kwargs: { header: group(...header), body, kwargs: {} }, options: {}, subtask_type: 'chord', immutable: false })
+
+  it('a task one, a group its members, a chain its last step that counts, a chord its body', () => {
+    assert.equal(chordSize(t()), 1)
+    assert.equal(chordSize(group(t(), t(), group(t(), t()))), 4)
+    assert.equal(chordSize(chain(t(), group(t(), t()))), 2)
+    assert.equal(chordSize(chain(t(), group())), 1, 'an empty group at the end: the step before counts')
+    assert.equal(chordSize(chain()), 0)
+    assert.equal(chordSize(chord([t(), t(), t()], t())), 1)
+    assert.equal(chordSize(chord([t()], group(t(), t()))), 2)
+    assert.equal(chordSize(group(chain(t(), group(t(), t())), t())), 3)
   })
 })
