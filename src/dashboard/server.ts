@@ -18,8 +18,7 @@ import type { Cluster } from './cluster.js'
 import { scrubSecrets } from './cluster.js'
 import { FeatureError } from './features.js'
 import { ResendRefusedError } from '../client/index.js'
-import { QuerySyntaxError } from './search.js'
-import { READY_STATES, SORT_KEYS, type TaskRecord, type WorkerRecord } from './state.js'
+import { FINISHED_STATES, QuerySyntaxError, SORT_KEYS, type TaskRecord, type WorkerRecord } from '../cluster-state/index.js'
 
 /**
  * The front-end's files. The same relative step works from src/dashboard
@@ -652,7 +651,7 @@ export class DashboardServer {
     const timeout = floatArg(query.get('timeout'), 'timeout')
     const meta = await this.storedResult(id, timeout ? timeout * 1000 : undefined)
     const response: Record<string, unknown> = { 'task-id': id, state: meta?.status ?? 'PENDING' }
-    if (meta && (timeout || READY_STATES.has(meta.status))) Object.assign(response, this.resultFields(meta))
+    if (meta && (timeout || FINISHED_STATES.has(meta.status))) Object.assign(response, this.resultFields(meta))
     this.json(res, 200, response)
   }
 

@@ -5,7 +5,9 @@
 //
 // Why each folder sits where it does:
 // - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile,
-//   privileges, detach, idle trim) needs protocol/ only, beside transport/.
+//   privileges, detach, idle trim) needs protocol/ only, beside transport/;
+//   so does cluster-state/ (the cluster as events tell it, no I/O), which
+//   `tsq events` (cli/) and the dashboard both read.
 // - config/ reads settings and needs transport/'s settings types; locks/ (the
 //   lock stores) and admin/ (the broker verbs) need transport/ only.
 // - backends/ (result stores) read config/; client/ (send, control, events)
@@ -27,7 +29,7 @@ const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src')
 // Lowest first; a folder may import only folders on a lower line.
 const ORDER: string[][] = [
   ['protocol', 'logtool'],
-  ['transport', 'process'],
+  ['transport', 'process', 'cluster-state'],
   ['config', 'locks', 'admin'],
   ['backends'],
   ['client'],
@@ -45,7 +47,7 @@ const LEVEL: Record<string, number> = Object.fromEntries(ORDER.flatMap((folders,
 // Imported from other folders through index.ts only. The rest (transport/'s
 // inner files, cli/, bus/, worker/, dashboard/, admin/) are still reached file
 // by file from above.
-const THROUGH_INDEX = ['app', 'backends', 'beat', 'client', 'config', 'locks', 'logtool', 'multi', 'process', 'protocol']
+const THROUGH_INDEX = ['app', 'backends', 'beat', 'client', 'cluster-state', 'config', 'locks', 'logtool', 'multi', 'process', 'protocol']
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -105,6 +107,13 @@ describe('layers (docs/architecture.md): imports point down only', () => {
         .map((name) => `${relative(SRC, file)} imports ${name}`),
     )
     assert.deepEqual(wrong, [], 'protocol/ is pure functions: move what needs these out of it')
+  })
+
+  it('cluster-state/ does no I/O: it imports no module, only protocol/', () => {
+    const wrong = sources(join(SRC, 'cluster-state')).flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]([^'".][^'"]*)['"]/g)].map((m) => `${relative(SRC, file)} imports ${m[1]}`),
+    )
+    assert.deepEqual(wrong, [], 'cluster-state/ is fed events and read; what needs a module belongs above it')
   })
 
   it('sees a wrong import: the check is not empty', () => {
