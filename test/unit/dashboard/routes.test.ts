@@ -1,9 +1,9 @@
 // The dashboard's route table (src/dashboard/routes.ts): no row is shadowed
 // by an earlier one, every endpoint of Flower's API the README lists is in it
-// with its method, every API path the pages call (web/app.js) has a row, and
+// with its method, every API path the pages call (web/*.js) has a row, and
 // a pattern's name is taken whole, decoded, and never empty.
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { paramOf, ROUTES, RouteTable, takes } from '../../../src/dashboard/routes.js'
 
@@ -32,8 +32,9 @@ describe('the dashboard\'s route table', () => {
   })
 
   it('every API path the pages call has a row', () => {
-    const app = readFileSync(new URL('../../../src/dashboard/web/app.js', import.meta.url), 'utf8')
-    const called = new Set([...app.matchAll(/[`'](\/api\/[^`'?$]*)/g)].map((m) => m[1]!))
+    const web = new URL('../../../src/dashboard/web/', import.meta.url)
+    const pages = readdirSync(web).filter((name) => name.endsWith('.js')).map((name) => readFileSync(new URL(name, web), 'utf8'))
+    const called = new Set(pages.flatMap((page) => [...page.matchAll(/[`'](\/api\/[^`'?$]*)/g)].map((m) => m[1]!)))
     assert.ok(called.size >= 10, `the pages' calls were read (${called.size})`)
     for (const path of called) assert.ok(table.match(path.endsWith('/') ? `${path}x` : path), path)
   })
