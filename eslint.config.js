@@ -19,7 +19,8 @@ const SRC = join(ROOT, 'src')
  * - tricks/ is the registry of the performance tricks and their switches (environment
  *   variables only), read by every layer that plays one.
  * - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile, privileges,
- *   detach, idle trim) needs protocol/ only, beside transport/.
+ *   detach, idle trim) needs protocol/ only, beside transport/; so does cluster-state/ (the
+ *   cluster as events tell it, no I/O), which `tsq events` (cli/) and the dashboard both read.
  * - config/ reads settings and needs transport/'s settings types; locks/ (the lock
  *   stores) and admin/ (the broker verbs) need transport/ only.
  * - backends/ (result stores) read config/; client/ (send, control, events) reads
@@ -31,7 +32,7 @@ const SRC = join(ROOT, 'src')
  */
 export const LAYERS = [
   ['protocol', 'logtool', 'tricks'],
-  ['transport', 'process'],
+  ['transport', 'process', 'cluster-state'],
   ['config', 'locks', 'admin'],
   ['backends'],
   ['client'],
@@ -131,13 +132,13 @@ export default defineConfig(
     },
   },
   {
-    // protocol/ is pure functions: no module that does I/O. crypto is for uuid4 and
+    // protocol/ and cluster-state/ are pure functions: no module that does I/O. crypto is for uuid4 and
     // the auth serializer (keys passed in); module loads the msgpack and yaml codecs on first use.
-    files: ['src/protocol/**/*.ts'],
+    files: ['src/protocol/**/*.ts', 'src/cluster-state/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^(?!\\.|node:crypto$|node:module$|@msgpack/msgpack$|yaml$)', message: 'protocol/ is pure: move what needs this module out of it' }] },
+        { patterns: [{ regex: '^(?!\\.|node:crypto$|node:module$|@msgpack/msgpack$|yaml$)', message: 'protocol/ and cluster-state/ are pure: move what needs this module out of them' }] },
       ],
     },
   },

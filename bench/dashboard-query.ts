@@ -9,7 +9,7 @@
 // Prints one line per figure: the median CPU and wall time of --repeat runs,
 // each query's first (cold) run apart. CPU time is the figure to compare on
 // a shared machine.
-import { ClusterState, type TaskQuery } from '../src/dashboard/state.js'
+import { ClusterState, type TaskQuery } from '../src/cluster-state/index.js'
 
 const arg = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(name)

@@ -2,7 +2,6 @@
 // anyone who runs `ps`), --basic-auth-file, or the environment, as Flower reads
 // FLOWER_BASIC_AUTH; TSQ_DASHBOARD_BASIC_AUTH is the same in tsq's own naming.
 import { readFileSync, statSync } from 'node:fs'
-import { parseBasicAuth } from './server.js'
 
 export const BASIC_AUTH_ENV = ['TSQ_DASHBOARD_BASIC_AUTH', 'FLOWER_BASIC_AUTH'] as const
 
@@ -21,6 +20,16 @@ export interface ResolvedBasicAuth {
   source: string
   /** One line to log, when the file can be read by other users. */
   warning?: string
+}
+
+/** `user:pass[,user:pass]`, as --basic-auth and the environment give it. */
+export function parseBasicAuth(spec: string, source = '--basic-auth'): { user: string; pass: string }[] {
+  return spec.split(',').map((pair, i) => {
+    const colon = pair.indexOf(':')
+    // The entry is not echoed: it may be a password typed without its user.
+    if (colon <= 0) throw Object.assign(new Error(`${source}: expected user:password[,user:password], entry ${i + 1} has no 'user:'`), { code: 'USAGE' })
+    return { user: pair.slice(0, colon), pass: pair.slice(colon + 1) }
+  })
 }
 
 function usage(message: string): Error {

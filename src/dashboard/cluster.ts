@@ -10,7 +10,7 @@ import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type
 import { createTransport, ensurePrivateFileSync, MailboxClient, maskUrl, replaceFileSync, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
-import { ClusterState, type PersistedState, type StateChange } from './state.js'
+import { ClusterState, type PersistedState, type StateChange } from '../cluster-state/index.js'
 
 /** Flower's Inspector.methods. */
 export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'scheduled', 'active', 'reserved', 'revoked', 'conf'] as const

@@ -4,7 +4,7 @@
 // RabbitMQ's management plugin. A registry of its own, not prom-client's
 // global one, so two dashboards in one process (tests) never share counters.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { TaskRecord } from './state.js'
+import type { TaskRecord } from '../cluster-state/index.js'
 
 export class DashboardMetrics {
   readonly registry = new Registry()

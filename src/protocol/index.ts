@@ -21,6 +21,7 @@ export { PyFloat, PyTuple, comparePyStr, formatPyFloat, formatPyNumber } from '.
 export { dumps, loads, quoteJsonString, isoformatUtc } from './codecs/kombu-json.js'
 export type { LoadsOptions } from './codecs/kombu-json.js'
 export { pyRepr, pyStr, pyStrRepr, pyBytesRepr, saferepr, argsRepr, kwargsRepr, REPR_MAXSIZE } from './codecs/python-repr.js'
+export { readFlatDictRepr } from './codecs/python-literal.js'
 export { SERIALIZERS, TRUSTED_CONTENT, acceptContent, serialize, deserialize, serializerSpec, ContentDisallowedError, PickleRefusedError, UnknownSerializerError } from './codecs/serializers.js'
 export type { SerializerName, SerializerSpec, Serialized } from './codecs/serializers.js'
 export { SecurityError, certificateId, storeCertificate, digestName, signAndPack, unpackAndVerify } from './codecs/auth.js'

@@ -2,13 +2,16 @@
 // as a full-screen view, redrawn as events arrive: the latest tasks (uuid,
 // worker, task, time, state, laid out by Celery's format_row), the selected
 // task's fields, the workers online, and the counts. j/k move the selection,
-// c revokes the selected task (Celery's key too); q or Ctrl-C quits.
+// c revokes the selected task (Celery's key too); q or Ctrl-C quits. What it
+// shows is read from the cluster state (cluster-state/), as Celery's monitor
+// reads events.State: the dashboard keeps the same model.
 //
 // Drawn with three ANSI sequences (alternate screen, clear, cursor on/off)
 // rather than a TUI library: the view is one screen of plain lines redrawn
 // whole, which is all a library's renderer would be used for here.
 import { withTransport, EventReceiver } from '../../client/index.js'
-import { escapeControl, heartbeatExpires } from '../../protocol/index.js'
+import { ClusterState, workerAlive, type TaskRecord } from '../../cluster-state/index.js'
+import { escapeControl } from '../../protocol/index.js'
 import { MailboxClient, type NodeReply, type TransportSettings } from '../../transport/index.js'
 
 const UUID_WIDTH = 36
@@ -23,85 +26,62 @@ const CHROME_ROWS = 9
 /** Celery's State keeps this many tasks (events.state max_tasks_in_memory). */
 const MAX_TASKS = 10_000
 
-const TASK_STATES: Record<string, string> = {
-  'task-sent': 'PENDING',
-  'task-received': 'RECEIVED',
-  'task-started': 'STARTED',
-  'task-succeeded': 'SUCCESS',
-  'task-failed': 'FAILURE',
-  'task-retried': 'RETRY',
-  'task-revoked': 'REVOKED',
-  'task-rejected': 'REJECTED',
-}
-
 /** The fields Celery's Task.info() shows for a selected task, in its order. */
 const INFO_FIELDS = ['args', 'kwargs', 'retries', 'result', 'eta', 'runtime', 'expires', 'exception', 'exchange', 'routing_key', 'root_id', 'parent_id']
 
+/** A task as the monitor shows it: one row, and its fields once selected. */
 export interface MonitoredTask {
   uuid: string
   name: string | null
+  /** The worker that last handled it (Celery's task.worker), null while only sent. */
   hostname: string | null
   state: string
   /** The last event's timestamp, unix seconds. */
   timestamp: number
+  /** Celery's Task.info(): the INFO_FIELDS it has, in that order. */
   fields: Record<string, unknown>
 }
 
-interface MonitoredWorker {
-  /** Heartbeat interval, seconds. */
-  freq: number
-  /** local_received of the last event from it; null once it went offline. */
-  lastSeen: number | null
-}
-
-/** The part of Celery's events.State that its monitor shows. */
+/** What Celery's curses monitor reads of the cluster state (cluster-state/, the dashboard's too). */
 export class ClusterView {
+  /** Every event handed over, as Celery's State.event_count counts them (the state counts the ones it keeps). */
   eventCount = 0
-  readonly tasks = new Map<string, MonitoredTask>()
-  private readonly workers = new Map<string, MonitoredWorker>()
+  readonly state = new ClusterState({ maxTasks: MAX_TASKS })
 
   apply(event: Record<string, unknown>): void {
     this.eventCount += 1
-    const type = String(event.type ?? '')
-    const hostname = typeof event.hostname === 'string' ? event.hostname : null
-    const received = numberOr(event.local_received, numberOr(event.timestamp, Date.now() / 1000))
-    if (hostname) {
-      const worker = this.workers.get(hostname) ?? { freq: 2, lastSeen: null }
-      if (typeof event.freq === 'number') worker.freq = event.freq
-      // Every event from a worker is a sign of life, as in Celery's State; offline ends it.
-      worker.lastSeen = type === 'worker-offline' ? null : received
-      this.workers.set(hostname, worker)
-    }
-    const state = TASK_STATES[type]
-    if (!state || typeof event.uuid !== 'string') return
-    const task = this.tasks.get(event.uuid) ?? { uuid: event.uuid, name: null, hostname: null, state, timestamp: 0, fields: {} }
-    task.state = state
-    task.timestamp = numberOr(event.timestamp, received)
-    if (typeof event.name === 'string') task.name = event.name
-    if (hostname) task.hostname = hostname
-    for (const field of INFO_FIELDS) if (event[field] !== undefined && event[field] !== null) task.fields[field] = event[field]
-    this.tasks.delete(task.uuid)
-    this.tasks.set(task.uuid, task)
-    if (this.tasks.size > MAX_TASKS) this.tasks.delete(this.tasks.keys().next().value as string)
+    this.state.apply(event)
+  }
+
+  task(uuid: string): MonitoredTask | undefined {
+    const task = this.state.tasks.get(uuid)
+    return task && monitored(task)
+  }
+
+  get taskCount(): number {
+    return this.state.tasks.size
   }
 
   /** Celery's Worker.alive: a heartbeat within two intervals. */
   aliveWorkers(now: number): string[] {
-    return [...this.workers.entries()].filter(([, w]) => w.lastSeen !== null && now < heartbeatExpires(w.lastSeen, w.freq)).map(([name]) => name).sort()
+    return [...this.state.workers.values()].filter((w) => workerAlive(w, now)).map((w) => w.hostname).sort()
   }
 
   get workerCount(): number {
-    return this.workers.size
+    return this.state.workers.size
   }
 
-  /** The latest first, as Celery's tasks_by_time. */
+  /** The latest first, as Celery's tasks_by_time: the state's own default order, one page of it. */
   latestTasks(limit: number): MonitoredTask[] {
-    return [...this.tasks.values()].sort((a, b) => b.timestamp - a.timestamp).slice(0, Math.max(0, limit))
+    return this.state.queryTasks({ limit: Math.max(0, limit), count: false }).tasks.map(monitored)
   }
 }
 
-function numberOr(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : fallback
+function monitored(task: TaskRecord): MonitoredTask {
+  const f = task.fields
+  const fields: Record<string, unknown> = {}
+  for (const field of INFO_FIELDS) if (f[field] !== undefined && f[field] !== null) fields[field] = f[field]
+  return { uuid: task.uuid, name: typeof f.name === 'string' ? f.name : null, hostname: task.worker, state: task.state, timestamp: typeof f.timestamp === 'number' ? f.timestamp : 0, fields }
 }
 
 /** celery.utils.text.abbr */
@@ -179,13 +159,13 @@ export function renderScreen(view: ClusterView, o: ScreenOptions): string[] {
   }
   // The footer sits on the screen's last rows, as in Celery's.
   while (lines.length < o.height - 6) lines.push('')
-  const selected = o.selected ? view.tasks.get(o.selected) : undefined
+  const selected = o.selected ? view.task(o.selected) : undefined
   const workers = view.aliveWorkers(o.now)
   lines.push(
     fit('─'.repeat(Math.max(0, width - LEFT_OFFSET - 4))),
     fit(o.notice ? abbr(o.notice, displayWidth) : selected ? abbr(`Selected: ${infoOf(selected) || 'Missing extended info'}`, displayWidth) : 'No task selected'),
     fit(workers.length ? `Workers online: ${escapeControl(workers.join(', '))}` : 'No workers discovered.'),
-    fit(`Info: events: ${view.eventCount} tasks:${view.tasks.size} workers:${workers.length}/${view.workerCount}`),
+    fit(`Info: events: ${view.eventCount} tasks:${view.taskCount} workers:${workers.length}/${view.workerCount}`),
     fit('Keys: j:down k:up c:revoke q: quit'),
   )
   return lines

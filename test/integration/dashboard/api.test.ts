@@ -117,7 +117,7 @@ describe('dashboard HTTP API (file:// broker)', () => {
     assert.equal((await call(base, '/api/workers?workername=celery@nobody')).status, 404)
   })
 
-  it('POST /api/task/revoke/<id>: Flower\'s message; state-changing paths refuse GET and cross-site POSTs', async () => {
+  it('POST /api/task/revoke/<id>: Flower\'s message; state-changing paths refuse GET and cross-site POSTs; a wrong method is 405 with Allow', async () => {
     const revoked = await call(base, '/api/task/revoke/1480b55c-b8b2-462c-985e-24af3e9158f9?terminate=true', { method: 'POST' })
     assert.equal(revoked.status, 200)
     assert.deepEqual(JSON.parse(revoked.body), FLOWER_EXAMPLES['api/task/revoke'])
@@ -127,6 +127,12 @@ describe('dashboard HTTP API (file:// broker)', () => {
     assert.equal((await call(base, '/api/task/revoke/x', { method: 'POST', headers: { 'Sec-Fetch-Site': 'cross-site' } })).status, 403)
     assert.equal((await call(base, '/api/worker/pool/grow/celery@nobody', { method: 'POST' })).status, 404)
     assert.equal((await call(base, '/api/task/revoke/x', { method: 'DELETE' })).status, 405)
+    // Asked with a method its route does not take, a path answers 405 naming the one it does, as Flower's tornado does.
+    for (const path of ['/api/tasks', '/api/workers', '/api/task/info/x']) {
+      const wrong = await call(base, path, { method: 'POST' })
+      assert.deepEqual([wrong.status, wrong.headers.allow], [405, 'GET, HEAD'], path)
+    }
+    assert.equal((await call(base, '/api/task/revoke/x')).headers.allow, 'POST')
   })
 
   it('a 403 page escapes the worker name and the reason it echoes', async () => {

@@ -1,7 +1,8 @@
 // `tsq events` in a terminal: the rows laid out as Celery 5.2.6's curses
 // monitor lays them out (format_row captured from celery.events.cursesmon at
-// two screen widths), and the state behind the screen: task states and names
-// across events, the latest task first, and workers alive by heartbeat.
+// two screen widths), and the state behind the screen (the cluster state the
+// dashboard reads too): task states and names across events, a late event
+// under Celery's precedence, the latest task first, and workers alive by heartbeat.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ClusterView, describeReplies, formatRow, renderScreen } from '../../../src/cli/events/event-monitor.js'
@@ -63,6 +64,20 @@ describe('[events monitor] the state behind the screen', () => {
       '   Info: events: 6 tasks:2 workers:2/2',
       '   Keys: j:down k:up c:revoke q: quit',
     ])
+  })
+
+  it('the state is the one the dashboard reads: a late event leaves the later state, the fields follow Task.info\'s order', () => {
+    const view = new ClusterView()
+    view.apply({ type: 'task-succeeded', uuid: 'c', result: '1', runtime: 2, hostname: 'w1@h', timestamp: T + 2, local_received: T + 2 })
+    view.apply({ type: 'task-received', uuid: 'c', name: 'proj.late', args: '()', kwargs: '{}', retries: 0, root_id: 'c', hostname: 'w1@h', timestamp: T + 1, local_received: T + 3 })
+    view.apply({ type: 'task-sent', uuid: 'd', name: 'proj.sent', hostname: 'client@h', timestamp: T + 4, local_received: T + 4 })
+    view.apply({ type: 'not-an-event' })
+    const [sent, late] = view.latestTasks(10)
+    assert.deepEqual([late!.uuid, late!.name, late!.state, late!.hostname], ['c', 'proj.late', 'SUCCESS', 'w1@h'])
+    assert.deepEqual(Object.keys(late!.fields), ['args', 'kwargs', 'retries', 'result', 'runtime', 'root_id'])
+    assert.deepEqual([sent!.uuid, sent!.state, sent!.hostname], ['d', 'PENDING', null], 'only sent: no worker yet (*NONE*)')
+    assert.equal(view.state.tasks.get('c')?.state, 'SUCCESS', 'the monitor\'s view reads the cluster state itself')
+    assert.equal(view.eventCount, 4, 'every event counts, as in Celery\'s State.event_count')
   })
 
   it('a revoke\'s replies take the selected task\'s line for a while, node by node', () => {

@@ -3,7 +3,7 @@
 // not a stack overflow in whatever sends it on.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { entryFieldsOf } from '../../../src/dashboard/server.js'
+import { entryFieldsOf } from '../../../src/dashboard/features-api.js'
 
 describe('dashboard request bodies', () => {
   it('an entry body nested past 1000 levels is refused; a plain one reads', () => {

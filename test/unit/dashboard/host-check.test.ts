@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict'
 import { networkInterfaces } from 'node:os'
 import { test } from 'node:test'
-import { allowedHostNames, escapeHtml, hostName } from '../../../src/dashboard/server.js'
+import { allowedHostNames, hostName } from '../../../src/dashboard/access.js'
+import { escapeHtml } from '../../../src/dashboard/http.js'
 
 test('a Host header\'s name: port, brackets, case and a trailing dot dropped', () => {
   assert.equal(hostName('Rebind.Evil.Example:5596'), 'rebind.evil.example')

@@ -3,8 +3,7 @@
 // sorted, one slice) over random clusters and random queries.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ClusterState, type TaskQuery, type TaskRecord } from '../../../src/dashboard/state.js'
-import { fold, matches, parseQuery, type SearchDocument } from '../../../src/dashboard/search.js'
+import { ClusterState, fold, matches, parseQuery, type SearchDocument, type TaskQuery, type TaskRecord } from '../../../src/cluster-state/index.js'
 
 /** A small seeded generator, so a failure prints a seed that reproduces it. */
 function rng(seed: number): () => number {

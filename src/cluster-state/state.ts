@@ -1,18 +1,13 @@
-// The cluster as the dashboard knows it: Celery's events.State (workers,
-// tasks, the merge rules for events that arrive out of order) with Flower's
-// additions (per-worker event counters, a search index), bounded by
-// --max-tasks with the oldest *finished* task dropped first, so a task still
-// running is never forgotten while a finished one could go instead.
+// The cluster as events tell it, the one model `tsq events` and the dashboard
+// both read: Celery's events.State (workers, tasks, the merge rules for events
+// that arrive out of order) with Flower's additions (per-worker event
+// counters, a search index), bounded by max tasks with the oldest *finished*
+// task dropped first, so a task still running is never forgotten while a
+// finished one could go instead.
 // No I/O: events come in through apply(), listeners hear what changed.
+import { heartbeatExpires, statePrecedence } from '../protocol/index.js'
 import { compilePrefilter, compileQuery, parseQuery, type SearchDocument } from './search.js'
 import { TaskTable, type Block, type SortValue, type TablePlan } from './task-table.js'
-
-/** celery.states.PRECEDENCE: a lower index is a later state. Unknown states rank as None. */
-const PRECEDENCE = ['SUCCESS', 'FAILURE', null, 'REVOKED', 'STARTED', 'RECEIVED', 'REJECTED', 'RETRY', 'PENDING']
-const precedence = (state: string): number => {
-  const at = PRECEDENCE.indexOf(state)
-  return at === -1 ? PRECEDENCE.indexOf(null) : at
-}
 
 const TASK_EVENT_STATE: Record<string, string> = {
   sent: 'PENDING',
@@ -29,7 +24,8 @@ const KNOWN_TYPES = new Map<string, readonly [string, string]>(
   [...Object.keys(TASK_EVENT_STATE).map((s) => ['task', s] as const), ...['online', 'heartbeat', 'offline'].map((s) => ['worker', s] as const)].map(([g, s]) => [`${g}-${s}`, [g, s] as const]),
 )
 
-export const READY_STATES = new Set(['SUCCESS', 'FAILURE', 'REVOKED', 'REJECTED'])
+/** States after which a task is done with: Celery's READY_STATES and REJECTED. The first of these to go past max tasks. */
+export const FINISHED_STATES: ReadonlySet<string> = new Set(['SUCCESS', 'FAILURE', 'REVOKED', 'REJECTED'])
 
 /** Celery's Task.merge_rules: fields a logically earlier event may still set. */
 const RECEIVED_KEEPS = new Set(['name', 'args', 'kwargs', 'parent_id', 'root_id', 'retries', 'eta', 'expires'])
@@ -92,13 +88,11 @@ export interface WorkerRecord {
   inspect: Record<string, unknown>
 }
 
-/** Celery's HEARTBEAT_EXPIRE_WINDOW (200%). */
-const EXPIRE_WINDOW = 200
-
+/** Celery's Worker.alive: a heartbeat (or a task event) within two heartbeat intervals, and none since it went offline. */
 export function workerAlive(worker: WorkerRecord, now: number): boolean {
   const last = worker.heartbeats[worker.heartbeats.length - 1]
   if (last === undefined) return false
-  return now < last + worker.freq * (EXPIRE_WINDOW / 100)
+  return now < heartbeatExpires(last, worker.freq)
 }
 
 export type StateChange = { kind: 'task'; task: TaskRecord; created: boolean } | { kind: 'worker'; worker: WorkerRecord } | { kind: 'dropped'; uuid: string }
@@ -280,7 +274,7 @@ export class ClusterState {
     else state = subject.toUpperCase()
     // A logically earlier event arriving late leaves the state as it is; a
     // late task-received still brings what only it carries (Celery's merge_rules).
-    const late = state !== 'RETRY' && task.state !== 'RETRY' && precedence(state) > precedence(task.state)
+    const late = state !== 'RETRY' && task.state !== 'RETRY' && statePrecedence(state) > statePrecedence(task.state)
     const keepsOnly = late && state === 'RECEIVED'
     // Copied straight in, key by key: no pairs array or interim object per
     // event, whose garbage was the largest cost at tens of thousands a second.
@@ -315,7 +309,7 @@ export class ClusterState {
     this.reindex(task, beforeName, beforeState, beforeWorker)
     // Its search text is built when a search or warm() needs it, not here:
     // at the broker's rate, intake is what must keep up.
-    if (READY_STATES.has(task.state)) {
+    if (FINISHED_STATES.has(task.state)) {
       if (task.finishedSeq === 0) this.markFinished(task)
     } else task.finishedSeq = 0
     this.emit({ kind: 'task', task, created })

@@ -3,6 +3,7 @@
 // substrings of any field, `field:value` narrows to name, state, worker, args,
 // kwargs or result (`state:` and `kwargs:key=value` match exactly), AND is
 // implied between words, OR and parentheses group. Pure: no I/O.
+import { readFlatDictRepr } from '../protocol/index.js'
 
 export const SEARCH_FIELDS = new Set(['name', 'state', 'worker', 'args', 'kwargs', 'result'])
 const EXACT_FIELDS = new Set(['state'])
@@ -198,27 +199,12 @@ export interface SearchDocument {
 export const fold = (value: unknown): string => (value === null || value === undefined ? '' : String(value).toLowerCase())
 
 /**
- * Celery's events carry kwargs as Python's repr (`{'x': 1}`); Flower reads
- * them with ast.literal_eval. This reads the flat dict reprs tasks have
- * (strings, numbers, None/True/False); anything nested is left to substring search.
+ * `key=value` of a task's kwargs, case-folded, as Flower's `kwargs:key=value`
+ * compares them: the event carries Python's repr (`{'x': 1}`), read by
+ * protocol/'s flat-dict reader; anything nested is left to substring search.
  */
 export function kwargsPairs(kwargs: unknown): Set<string> {
-  const pairs = new Set<string>()
-  if (typeof kwargs !== 'string') return pairs
-  const item = /\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*:\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?[\d.eE+-]+|None|True|False)\s*(?:,|$)/y
-  const body = kwargs.trim()
-  if (!body.startsWith('{') || !body.endsWith('}')) return pairs
-  const inner = body.slice(1, -1)
-  item.lastIndex = 0
-  while (item.lastIndex < inner.length) {
-    const m = item.exec(inner)
-    if (!m) return new Set()
-    const key = m[1] ?? m[2] ?? ''
-    let value = m[3]!
-    if (/^['"]/.test(value)) value = value.slice(1, -1)
-    pairs.add(`${fold(key)}=${fold(value)}`)
-  }
-  return pairs
+  return new Set((readFlatDictRepr(kwargs) ?? []).map(([key, value]) => `${fold(key)}=${fold(value)}`))
 }
 
 /**
