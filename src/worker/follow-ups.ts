@@ -9,6 +9,8 @@ import { sendTask, type SendTaskOptions } from '../client/index.js'
 import { routedSend, type Route } from '../config/index.js'
 import type { AppSignals, EncodedException } from '../app/index.js'
 import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, pyRepr, type Signature, type TaskState, escapeControl, taskLabel } from '../protocol/index.js'
+// Canvas shapes (kinds, headers, bodies, where a result task sits) are the protocol's: protocol/messages/canvas.ts.
+import { accumulatingChord, argsWith, canvasKind, chainStepsWithOptions, chordBody, chordHeader, chordHeaderOptions, signatureList, tasksOf, unrollHeader, withErrbacks, withResultTask } from '../protocol/index.js'
 import type { Transport } from '../transport/index.js'
 import type { Request } from './request.js'
 
@@ -123,14 +125,11 @@ async function callRequestErrback(sender: Sender, errback: Signature, context: R
 export async function sendReplacement(sender: Sender, request: Request, sig: Signature): Promise<void> {
   const m = request.message
   let replacement = structuredClone(sig)
-  if (canvasKind(replacement) === 'group') {
-    const accumulate: Signature = { task: 'celery.accumulate', args: [], kwargs: { index: 0 }, options: {}, subtask_type: null, immutable: false }
-    replacement = { task: 'celery.chord', args: [], kwargs: { header: replacement, body: accumulate, kwargs: {} }, options: {}, subtask_type: 'chord', immutable: false }
-  }
+  if (canvasKind(replacement) === 'group') replacement = accumulatingChord(replacement)
   const callbacks = (m.embed.callbacks ?? []) as Signature[]
   const patched = withResultTask(replacement, (options) => {
     const out: Record<string, unknown> = { ...options, task_id: typeof options.task_id === 'string' ? options.task_id : m.id }
-    if (callbacks.length) out.link = [...signatures(options.link), ...callbacks]
+    if (callbacks.length) out.link = [...signatureList(options.link), ...callbacks]
     if (m.group) {
       out.group_id = m.group
       out.group_index = m.groupIndex
@@ -144,21 +143,6 @@ export async function sendReplacement(sender: Sender, request: Request, sig: Sig
   await applySignature(sender, errbacks.length ? withErrbacks(patched, errbacks) : patched, [], request, chain)
 }
 
-/** `sig.link_error(e)` for each errback, as Celery's canvas places it: a chain's on every step, a group's on every member, a chord's on its body. */
-function withErrbacks(sig: Signature, errbacks: Signature[]): Signature {
-  const kwargs = kwargsOf(sig)
-  switch (canvasKind(sig)) {
-    case 'plain':
-      return { ...sig, options: { ...sig.options, link_error: [...signatures((sig.options ?? {}).link_error), ...errbacks] } }
-    case 'chain':
-    case 'group':
-      return { ...sig, kwargs: { ...kwargs, tasks: signatures(kwargs.tasks).map((task) => withErrbacks(task, errbacks)) } }
-    case 'chord': {
-      const body = kwargs.body as Signature | undefined
-      return body ? { ...sig, kwargs: { ...kwargs, body: withErrbacks(body, errbacks) } } : sig
-    }
-  }
-}
 
 /**
  * Celery's `on_chord_part_return` for a header task that ended (SUCCESS,
@@ -276,17 +260,12 @@ async function failChordBody(sender: Sender, backend: ResultBackend, body: Signa
     await backend.store(bodyId, meta, 'FAILURE')
   }
   // Celery's chord_error_from_stack: a new-style errback gets a request made from the body's signature.
-  const context = { ...body, ...options, id: bodyId, errbacks: signatures(options.link_error), delivery_info: {} }
+  const context = { ...body, ...options, id: bodyId, errbacks: signatureList(options.link_error), delivery_info: {} }
   const exc: EncodedException = { type: 'ChordError', args: [message], module: 'celery.exceptions', message }
-  for (const errback of signatures(options.link_error)) {
+  for (const errback of signatureList(options.link_error)) {
     if (await callRequestErrback(sender, errback, context, exc, null)) continue
     await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${escapeControl(errback.task)} not sent: ${e.message}`))
   }
-}
-
-function signatures(value: unknown): Signature[] {
-  if (Array.isArray(value)) return value as Signature[]
-  return value ? [value as Signature] : []
 }
 
 // ---- canvas: what `signature(d).apply_async(args)` does in a Celery worker --
@@ -301,39 +280,21 @@ function signatures(value: unknown): Signature[] {
 async function applySignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
   const kind = canvasKind(sig)
   if (kind === 'plain') return sendSignature(sender, sig, prepend, parent, chain)
-  const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
-  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  const args = argsWith(sig, prepend)
   // A chain or chord that is a chord's body carries the outer chain's rest in its options (applyChord).
-  if (!chain?.length && kind !== 'group') chain = signatures(sig.options?.chain)
+  if (!chain?.length && kind !== 'group') chain = signatureList(sig.options?.chain)
   if (kind === 'chain') {
-    const steps = withChainOptions(sig, signatures(kwargs.tasks))
+    const steps = chainStepsWithOptions(sig)
     const first = steps[0]
     if (!first) return
     await applySignature(sender, first, args, parent, [...(chain ?? []), ...steps.slice(1).reverse()])
     return
   }
   if (kind === 'group') {
-    await applyGroupMembers(sender, signatures(kwargs.tasks), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true)
+    await applyGroupMembers(sender, tasksOf(sig), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true)
     return
   }
   await applyChord(sender, sig, args, parent, chain)
-}
-
-/**
- * A chain's own `link` and `link_error` (`chain.link(sig)`, `chain.on_error(sig)`),
- * as Celery's chain.run places them: the callbacks on its last step, the
- * errbacks on every step.
- */
-function withChainOptions(sig: Signature, steps: Signature[]): Signature[] {
-  const options = (sig.options ?? {}) as Record<string, unknown>
-  const links = signatures(options.link)
-  const errbacks = signatures(options.link_error)
-  if (!links.length && !errbacks.length) return steps
-  return steps.map((step, index) => {
-    let out = errbacks.length ? withErrbacks(step, errbacks) : step
-    if (links.length && index === steps.length - 1) out = withResultTask(out, (o) => ({ ...o, link: [...signatures(o.link), ...links] })) ?? { ...out, options: { ...out.options, link: [...signatures(out.options?.link), ...links] } }
-    return out
-  })
 }
 
 /**
@@ -346,7 +307,7 @@ async function applyGroupMembers(sender: Sender, members: Signature[], args: unk
   for (const [index, member] of members.entries()) {
     const kind = canvasKind(member)
     if (kind === 'group') {
-      await applyGroupMembers(sender, signatures(kwargsOf(member).tasks), args, parent, chain, groupId, indexed)
+      await applyGroupMembers(sender, tasksOf(member), args, parent, chain, groupId, indexed)
     } else if (kind === 'chain' || kind === 'chord') {
       const grouped = withResultTask(member, (options) => ({ ...options, group_id: options.group_id ?? groupId }))
       await applySignature(sender, grouped ?? member, args, parent, chain)
@@ -359,11 +320,9 @@ async function applyGroupMembers(sender: Sender, members: Signature[], args: unk
 
 /** Celery's `chord.run`: the body's size is set (spec §2.3), then every header task is sent carrying the body. */
 async function applyChord(sender: Sender, sig: Signature, args: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
-  const kwargs = kwargsOf(sig)
-  const header = kwargs.header as Signature | Signature[] | undefined
-  const members = unrollHeader(Array.isArray(header) ? header : header ? signatures(kwargsOf(header).tasks) : [])
-  const headerOptions = (Array.isArray(header) ? {} : (header?.options ?? {})) as Record<string, unknown>
-  const bodySig = kwargs.body as Signature | undefined
+  const members = unrollHeader(chordHeader(sig))
+  const headerOptions = chordHeaderOptions(sig)
+  const bodySig = chordBody(sig)
   if (!bodySig) {
     sender.log.error(`Chord ${escapeControl(optionString(sig, 'task_id') ?? '')} not started: it has no body`)
     return
@@ -400,62 +359,6 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
   }
 }
 
-/**
- * Celery 5.2.6's `group._freeze_unroll`, which `chord.run` uses on a header:
- * nested groups are spliced in with `deque.extendleft`, which reverses each
- * nested group's members. tsq keeps that order, so a body gets its results in
- * the same order whichever kind of worker started the chord.
- */
-function unrollHeader(members: Signature[]): Signature[] {
-  const stack = [...members]
-  const flat: Signature[] = []
-  for (let member = stack.shift(); member; member = stack.shift()) {
-    if (canvasKind(member) === 'group') stack.unshift(...signatures(kwargsOf(member).tasks).reverse())
-    else flat.push(member)
-  }
-  return flat
-}
-
-/**
- * A copy of `sig` with `patch` applied to the options of the one task whose
- * result is sig's result: a chain's last step, a chord's body, found through
- * any nesting. Null when that is a group (or nothing), which has no one task.
- */
-function withResultTask(sig: Signature, patch: (options: Record<string, unknown>) => Record<string, unknown>): Signature | null {
-  switch (canvasKind(sig)) {
-    case 'plain':
-      return { ...sig, options: patch({ ...sig.options }) }
-    case 'chain': {
-      const steps = signatures(kwargsOf(sig).tasks)
-      const last = steps.at(-1)
-      const patched = last ? withResultTask(last, patch) : null
-      return patched ? { ...sig, kwargs: { ...kwargsOf(sig), tasks: [...steps.slice(0, -1), patched] } } : null
-    }
-    case 'chord': {
-      const body = kwargsOf(sig).body as Signature | undefined
-      const patched = body ? withResultTask(body, patch) : null
-      return patched ? { ...sig, kwargs: { ...kwargsOf(sig), body: patched } } : null
-    }
-    default:
-      return null
-  }
-}
-
-function kwargsOf(sig: Signature): Record<string, unknown> {
-  return (sig.kwargs ?? {}) as Record<string, unknown>
-}
-
-type CanvasKind = 'plain' | 'group' | 'chord' | 'chain'
-
-function canvasKind(sig: Signature): CanvasKind {
-  const byType = sig.subtask_type
-  if (byType === 'group' || byType === 'chord' || byType === 'chain') return byType
-  if (sig.task === 'celery.group') return 'group'
-  if (sig.task === 'celery.chord') return 'chord'
-  if (sig.task === 'celery.chain') return 'chain'
-  return 'plain'
-}
-
 function optionString(sig: Signature, key: string): string | undefined {
   const v = (sig.options as Record<string, unknown> | undefined)?.[key]
   return typeof v === 'string' ? v : undefined
@@ -474,15 +377,15 @@ interface GroupMembership {
 
 async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[], membership?: GroupMembership): Promise<void> {
   const options = (sig.options ?? {}) as Record<string, unknown>
-  const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
+  const args = argsWith(sig, prepend)
   const embed: Record<string, unknown> = {}
-  const rest = chain?.length ? chain : signatures(options.chain)
+  const rest = chain?.length ? chain : signatureList(options.chain)
   if (rest.length) embed.chain = rest
   const chord = membership?.chord ?? (options.chord as Signature | undefined)
   if (chord) embed.chord = chord
-  const callbacks = signatures(options.link)
+  const callbacks = signatureList(options.link)
   if (callbacks.length) embed.callbacks = callbacks
-  const errbacks = signatures(options.link_error)
+  const errbacks = signatureList(options.link_error)
   if (errbacks.length) embed.errbacks = errbacks
   await sendTask(sender.transport, sig.task, {
     id: typeof options.task_id === 'string' ? options.task_id : undefined,
