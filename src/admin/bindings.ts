@@ -5,16 +5,14 @@
 // does not ship).
 import { listVirtualBindings, type BindingRow } from '../transport/admin.js'
 import { maskUrl, parseBrokerUrl, type TransportSettings } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 export type { BindingRow } from '../transport/admin.js'
 
 /** Why the bindings could not be read; BROKER_UNREACHABLE exits 69, as every unreachable broker. */
-export class BindingsError extends Error {
-  constructor(
-    readonly code: 'BROKER_UNREACHABLE' | 'BAD_URL',
-    message: string,
-  ) {
-    super(message)
+export class BindingsError extends TsqError {
+  constructor(code: 'BROKER_UNREACHABLE' | 'BAD_URL', message: string) {
+    super(code, message)
   }
 }
 

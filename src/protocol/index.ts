@@ -3,7 +3,8 @@
 // imports it here.
 
 // Names, ids, dates, errors and masking, shared by what follows.
-export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
+export { TsqError, isTsqError, ExitCode, exitCodeOfCode, ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
+export type { ExitCodeValue } from './errors.js'
 export { formatIsoDate, parseIsoDate } from './iso-date.js'
 export { uuid4 } from './uuid.js'
 export {
