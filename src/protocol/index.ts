@@ -41,7 +41,7 @@ export { pformat } from './codecs/pformat.js'
 export { EventLimitError, checkEventText, checkEventValue, MAX_EVENT_DEPTH, MAX_EVENT_BODY, MAX_EVENT_VALUES } from './messages/event-limits.js'
 export { encodeTaskV2, encodeTaskV2With, decodeTaskMessage } from './messages/task-message.js'
 export {
-  signature, canvasKind, signatureList, kwargsOf, tasksOf, chordBody, chordHeader, chordHeaderOptions, argsWith, chainEmbed,
+  signature, canvasKind, signatureList, tasksOf, chordBody, chordHeader, chordHeaderOptions, argsWith, chainEmbed,
   unrollHeader, withResultTask, resultTaskKind, withErrbacks, chainStepsWithOptions, accumulatingChord, frozenStep,
 } from './messages/canvas.js'
 export type { Signature, CanvasKind, FrozenResult } from './messages/canvas.js'

@@ -143,7 +143,6 @@ export async function sendReplacement(sender: Sender, request: Request, sig: Sig
   await applySignature(sender, errbacks.length ? withErrbacks(patched, errbacks) : patched, [], request, chain)
 }
 
-
 /**
  * Celery's `on_chord_part_return` for a header task that ended (SUCCESS,
  * FAILURE or REVOKED; a retry is not an end). The part that completes the

@@ -46,7 +46,7 @@ export function signatureList(value: unknown): Signature[] {
 }
 
 /** A signature's kwargs, where a chain or group keeps `tasks` and a chord `header` and `body`. */
-export function kwargsOf(sig: Signature): Record<string, unknown> {
+function kwargsOf(sig: Signature): Record<string, unknown> {
   return (sig.kwargs ?? {}) as Record<string, unknown>
 }
 
