@@ -4,16 +4,14 @@
 // management HTTP API (what Celery reaches for through pyrabbit, which 5.2.6
 // does not ship).
 import { listVirtualBindings, type BindingRow, maskUrl, parseBrokerUrl, type TransportSettings } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 export type { BindingRow } from '../transport/index.js'
 
 /** Why the bindings could not be read; BROKER_UNREACHABLE exits 69, as every unreachable broker. */
-export class BindingsError extends Error {
-  constructor(
-    readonly code: 'BROKER_UNREACHABLE' | 'BAD_URL',
-    message: string,
-  ) {
-    super(message)
+export class BindingsError extends TsqError {
+  constructor(code: 'BROKER_UNREACHABLE' | 'BAD_URL', message: string) {
+    super(code, message)
   }
 }
 

@@ -6,6 +6,7 @@
 // held unacked goes back to the source, and at most the messages in flight
 // (the prefetch window) arrive twice.
 import { BrokerRequestError, type Delivery, type Transport } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 export interface QueueRoute {
   from: string
@@ -50,8 +51,10 @@ export interface MigrateResult {
   total: number | null
 }
 
-export class MigrateError extends Error {
-  readonly code = 'BROKER_UNREACHABLE'
+export class MigrateError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('BROKER_UNREACHABLE', message, options)
+  }
 }
 
 /** `name` and `id` of a task message: protocol 2 in the headers, protocol 1 in the JSON body. */

@@ -1,12 +1,13 @@
 // What a user's task module imports: `createApp`, `app.task`, sending, results
 // and custom remote-control commands. Nothing here runs tasks, the worker does,
 // but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
-// A task itself is task.ts; signatures and freezing, canvas.ts; what each send
-// derives from the conf, send-plan.ts.
+// A task itself is task.ts; signatures, their kinds and freezing are the
+// protocol's (protocol/messages/canvas.ts); what each send derives from the
+// conf, send-plan.ts.
 import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
 import { withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
-import { type BodyDecoder, type BodyEncoder, type TaskEmbed, uuid4 } from '../protocol/index.js'
+import { type BodyDecoder, type BodyEncoder, type Signature, type TaskEmbed, canvasKind, chainEmbed, chordBody, chordHeader, frozenStep, uuid4 } from '../protocol/index.js'
 import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions, backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routedSend, routeTask, type Route, type SendDestination, type QueueSettings, annotationsFor } from '../config/index.js'
 import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
@@ -19,7 +20,6 @@ import { runningTask } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
 import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyGroupEagerly, isAlwaysEager, EagerResult } from './eager.js'
 import { Task, taskDefaultsFromConf, type ApplyOptions, type TaskFunction, type TaskOptions } from './task.js'
-import { frozenStep, type Signature } from './canvas.js'
 import { SendPlan } from './send-plan.js'
 
 export type ControlCommandKind = 'inspect' | 'control'
@@ -370,7 +370,7 @@ export class App {
       id: typeof first.options?.task_id === 'string' ? first.options.task_id : undefined,
       args: first.args,
       kwargs: first.kwargs,
-      embed: { chain: steps.map((s) => s.signature).reverse() as TaskEmbed['chain'] },
+      embed: { chain: chainEmbed(steps.map((s) => s.signature)) },
       ...this.routed(first.task, first.options?.queue),
       replyTo: this.replyTo(),
     }, this.signals, this.taskEncoder())
@@ -436,18 +436,16 @@ export class App {
    */
   async addToChord(sig: Signature, part: { group: string | null; groupIndex: number | null; chord: unknown; rootId: string | null; parentId: string }): Promise<void> {
     if (!part.chord || !part.group) throw Object.assign(new Error('Current task is not member of any chord'), { name: 'ValueError' })
-    const kind = (sig as { subtask_type?: unknown }).subtask_type ?? null
-    if (kind !== null && kind !== 'chord') throw new TypeError(`addToChord(sig): tsq adds a task or a chord to a chord, not a ${String(kind)}`)
+    const kind = canvasKind(sig)
+    if (kind !== 'plain' && kind !== 'chord') throw new TypeError(`addToChord(sig): tsq adds a task or a chord to a chord, not a ${kind}`)
     const backend = await this.backend()
     if (!backend.addToChord) throw new UnsupportedBackendError(`add_to_chord needs a result backend that counts chords by key (redis://); ${backend.displayUrl} has none`)
     await backend.addToChord(part.group)
     const membership = { group_id: part.group, group_index: part.groupIndex, chord: part.chord }
     if (kind === 'chord') {
-      const kwargs = sig.kwargs as { header?: unknown; body?: Signature }
-      const header = kwargs.header as Signature | Signature[] | undefined
-      const members = Array.isArray(header) ? header : ((header?.kwargs as { tasks?: Signature[] } | undefined)?.tasks ?? [])
-      if (!kwargs.body) throw new TypeError('addToChord(sig): the chord has no body')
-      await this.chord(members, { ...kwargs.body, options: { ...kwargs.body.options, ...membership } })
+      const body = chordBody(sig)
+      if (!body) throw new TypeError('addToChord(sig): the chord has no body')
+      await this.chord(chordHeader(sig), { ...body, options: { ...body.options, ...membership } })
       return
     }
     const transport = await this.transport()

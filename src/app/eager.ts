@@ -7,12 +7,11 @@
 // here and at once.
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import { argsRepr, dumps, kwargsRepr, loads } from '../protocol/index.js'
+import { argsRepr, argsWith, canvasKind, chordBody, chordHeader, dumps, kwargsRepr, loads, tasksOf, type Signature } from '../protocol/index.js'
 import { executeJob, retriesExhausted } from './execution/executor.js'
 import type { Job } from './execution/jobs.js'
 import type { App } from './app.js'
 import type { ApplyOptions, Task } from './task.js'
-import type { Signature } from './canvas.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { currentTask, RetryRequest } from './task-context.js'
 
@@ -282,28 +281,10 @@ export async function applyAsyncEagerly(app: App, task: Task, args: unknown[], k
   })
 }
 
-type CanvasKind = 'plain' | 'group' | 'chain' | 'chord'
-
-function canvasKind(sig: Signature): CanvasKind {
-  const type = (sig as { subtask_type?: unknown }).subtask_type
-  if (type === 'group' || type === 'chain' || type === 'chord') return type
-  if (sig.task === 'celery.group') return 'group'
-  if (sig.task === 'celery.chain') return 'chain'
-  if (sig.task === 'celery.chord') return 'chord'
-  return 'plain'
-}
-
-const signaturesIn = (value: unknown): Signature[] => (Array.isArray(value) ? (value as Signature[]) : [])
-
 interface Lineage {
   parentId?: string | null
   rootId?: string | null
   group?: string | null
-}
-
-/** A plain signature's arguments: `prepend` (a parent's result) first, unless it is immutable. */
-function argsOf(sig: Signature, prepend: unknown[]): unknown[] {
-  return sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
 }
 
 /**
@@ -313,21 +294,17 @@ function argsOf(sig: Signature, prepend: unknown[]): unknown[] {
  */
 export async function applySignatureEagerly(app: App, sig: Signature, prepend: unknown[] = [], lineage: Lineage = {}): Promise<EagerResult | GroupResult> {
   const options = sig.options ?? {}
-  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
   switch (canvasKind(sig)) {
     case 'group':
-      return applyGroupEagerly(app, signaturesIn(kwargs.tasks), prepend, typeof options.task_id === 'string' ? options.task_id : undefined, lineage)
+      return applyGroupEagerly(app, tasksOf(sig), prepend, typeof options.task_id === 'string' ? options.task_id : undefined, lineage)
     case 'chain':
-      return applyChainEagerly(app, signaturesIn(kwargs.tasks), prepend, lineage)
-    case 'chord': {
-      const header = kwargs.header as Signature | Signature[] | undefined
-      const members = Array.isArray(header) ? header : header && canvasKind(header) === 'group' ? signaturesIn((header.kwargs ?? {}).tasks) : header ? [header] : []
-      return applyChordEagerly(app, members, kwargs.body as Signature, prepend, lineage)
-    }
+      return applyChainEagerly(app, tasksOf(sig), prepend, lineage)
+    case 'chord':
+      return applyChordEagerly(app, chordHeader(sig), chordBody(sig) as Signature, prepend, lineage)
     default: {
       const task = app.tasks.get(sig.task)
       if (!task) throw notRegistered(sig.task)
-      return applyEagerly(app, task, argsOf(sig, prepend), { ...(sig.kwargs ?? {}) }, {
+      return applyEagerly(app, task, argsWith(sig, prepend), { ...(sig.kwargs ?? {}) }, {
         id: typeof options.task_id === 'string' ? options.task_id : undefined,
         link: options.link as Signature | Signature[] | undefined,
         linkError: options.link_error as Signature | Signature[] | undefined,
@@ -389,26 +366,22 @@ async function applySignatureAsync(app: App, sig: Signature, prepend: unknown[],
     await applySignatureEagerly(app, sig, prepend, lineage)
     return
   }
-  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
-  const withPrepend = (s: Signature): Signature => ({ ...s, args: argsOf(s, prepend) })
+  const withPrepend = (s: Signature): Signature => ({ ...s, args: argsWith(s, prepend) })
   switch (canvasKind(sig)) {
     case 'group':
-      await app.group(...signaturesIn(kwargs.tasks).map(withPrepend))
+      await app.group(...tasksOf(sig).map(withPrepend))
       return
     case 'chain': {
-      const [first, ...rest] = signaturesIn(kwargs.tasks)
+      const [first, ...rest] = tasksOf(sig)
       if (first) await app.chain(withPrepend(first), ...rest)
       return
     }
-    case 'chord': {
-      const header = kwargs.header as Signature | Signature[] | undefined
-      const members = Array.isArray(header) ? header : header ? signaturesIn((header.kwargs ?? {}).tasks) : []
-      await app.chord(members.map(withPrepend), kwargs.body as Signature)
+    case 'chord':
+      await app.chord(chordHeader(sig).map(withPrepend), chordBody(sig) as Signature)
       return
-    }
     default: {
       const options = sig.options ?? {}
-      await app.sendTask(sig.task, argsOf(sig, prepend), sig.kwargs ?? {}, {
+      await app.sendTask(sig.task, argsWith(sig, prepend), sig.kwargs ?? {}, {
         id: typeof options.task_id === 'string' ? options.task_id : undefined,
         queue: typeof options.queue === 'string' ? options.queue : undefined,
         parentId: lineage.parentId,

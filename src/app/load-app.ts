@@ -5,9 +5,12 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { App } from './app.js'
 import { urlListSetting } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
-export class AppLoadError extends Error {
-  readonly code = 'CONFIG'
+export class AppLoadError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options)
+  }
 }
 
 const EXTENSIONS = ['', '.js', '.mjs', '.ts', '.mts', '/index.js', '/index.ts']

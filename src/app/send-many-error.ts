@@ -2,11 +2,10 @@
 // settles on the broker's own answer for it (Redis's reply to the LPUSH that
 // carried it, RabbitMQ's publisher confirm), so the caller learns exactly
 // which messages the broker has instead of one error for the whole batch.
-import { ProtocolError } from '../protocol/index.js'
+import { ProtocolError, type Signature } from '../protocol/index.js'
 import { BrokerRequestError } from '../transport/index.js'
 import type { AsyncResult } from './async-result.js'
 import { QueueSettingError } from '../config/index.js'
-import type { Signature } from './canvas.js'
 
 /**
  * `sent`: the broker confirmed it. `refused`: it never reached the queue (the

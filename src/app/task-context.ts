@@ -2,6 +2,7 @@
 // (AsyncLocalStorage, so it follows awaits) or as the first argument of a task
 // registered with `{ bind: true }` (Celery's `bind=True`).
 import { AsyncLocalStorage } from 'node:async_hooks'
+import type { Signature } from '../protocol/index.js'
 
 export interface RetryOptions {
   /** Seconds before the retry runs (default: the task's defaultRetryDelay, 180 s). */
@@ -10,20 +11,6 @@ export interface RetryOptions {
   /** The error that made the task retry; stored as the RETRY state's result. */
   exc?: Error
   maxRetries?: number
-}
-
-/**
- * A signature as it travels in a task message (a callback, a chain step, a
- * chord's body): what `add.s(2, 2)` makes, and what Python's signatures are
- * as JSON (`subtask_type` names a group, chain or chord).
- */
-export interface SignatureData {
-  task: string
-  args: unknown[]
-  kwargs: Record<string, unknown>
-  options: Record<string, unknown>
-  subtask_type: string | null
-  immutable: boolean
 }
 
 /**
@@ -66,13 +53,13 @@ export interface TaskRun {
   replyTo?: string | null
   groupIndex?: number | null
   /** The signatures applied with the result when the task succeeds (Celery's request.callbacks: `link`). */
-  callbacks?: SignatureData[] | null
+  callbacks?: Signature[] | null
   /** The signatures applied with the task's id when it fails (request.errbacks: `link_error`). */
-  errbacks?: SignatureData[] | null
+  errbacks?: Signature[] | null
   /** The chain's remaining steps, the next one last (request.chain). */
-  chain?: SignatureData[] | null
+  chain?: Signature[] | null
   /** The body of the chord this task is a header part of (request.chord). */
-  chord?: SignatureData | null
+  chord?: Signature | null
   /** The message's properties by kombu's names (`content_type`, `priority`, `reply_to`, `app_id`…), as Celery's request.properties. */
   properties?: Record<string, unknown> | null
 }
@@ -90,17 +77,17 @@ export interface TaskContext extends TaskRun {
   expires: string | null
   replyTo: string | null
   groupIndex: number | null
-  callbacks: SignatureData[] | null
-  errbacks: SignatureData[] | null
-  chain: SignatureData[] | null
-  chord: SignatureData | null
+  callbacks: Signature[] | null
+  errbacks: Signature[] | null
+  chain: Signature[] | null
+  chord: Signature | null
   properties: Record<string, unknown> | null
   /**
    * Adds `sig` to the chord this task is a header part of (Celery's
    * `self.add_to_chord(sig)`): the chord waits for it too, and the body gets
    * its result after the header's. Resolves when it is sent.
    */
-  addToChord(sig: SignatureData): Promise<void>
+  addToChord(sig: Signature): Promise<void>
   /** Stops this run and schedules the task again with the same id (Celery's `self.retry()`). */
   retry(options?: RetryOptions): never
   /**
@@ -112,7 +99,7 @@ export interface TaskContext extends TaskRun {
    * group's results into a list. This run ends as Ignore ends it (nothing
    * stored for it, the message acked); the worker sends the replacement.
    */
-  replace(sig: SignatureData): never
+  replace(sig: Signature): never
   /**
    * Stores a state of the task's own choosing, such as `PROGRESS` with
    * `{ current, total }` as its meta, where clients polling the result see it
@@ -140,11 +127,11 @@ export class RetryRequest extends Error {
 const PREDICATE = Symbol.for('tsq.taskPredicate')
 
 /** What a thrown Ignore or Reject asks of the worker; undefined for any other error. */
-export function taskPredicate(error: unknown): { kind: 'ignore' } | { kind: 'replace'; signature: SignatureData } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
+export function taskPredicate(error: unknown): { kind: 'ignore' } | { kind: 'replace'; signature: Signature } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
   if (typeof error !== 'object' || error === null) return undefined
   const kind = (error as Record<symbol, unknown>)[PREDICATE]
   if (kind === 'ignore') return { kind }
-  if (kind === 'replace') return { kind, signature: (error as { signature: SignatureData }).signature }
+  if (kind === 'replace') return { kind, signature: (error as { signature: Signature }).signature }
   if (kind === 'reject') {
     const { requeue, reason } = error as { requeue?: unknown; reason?: unknown }
     return { kind, requeue: requeue === true, reason: typeof reason === 'string' ? reason : null }
@@ -170,7 +157,7 @@ export class Ignore extends Error {
  * run ends as ignored, and the worker sends `signature` in its place.
  */
 export class ReplaceRequest extends Error {
-  constructor(readonly signature: SignatureData) {
+  constructor(readonly signature: Signature) {
     super('Replaced by new task')
     this.name = 'Ignore'
     Object.defineProperty(this, PREDICATE, { value: 'replace' })

@@ -6,7 +6,7 @@ import type { OnceSendOptions, TaskLockOptions, TaskOnceOptions } from '../locks
 import type { SendTaskOptions } from '../client/index.js'
 import type { App } from './app.js'
 import type { AsyncResult } from './async-result.js'
-import { signature, type Signature } from './canvas.js'
+import { signature, type Signature } from '../protocol/index.js'
 import { applyAsyncEagerly, applyEagerly, isAlwaysEager, type EagerApplyOptions, type EagerResult } from './eager.js'
 import { sendOnce } from './locking.js'
 import type { RetryOptions } from './task-context.js'

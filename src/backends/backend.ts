@@ -1,5 +1,6 @@
 import type { ResultMeta } from '../protocol/index.js'
 import type { ResultCodec } from './result-codec.js'
+import { TsqError } from '../protocol/index.js'
 
 export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])
 
@@ -54,15 +55,16 @@ export interface StoreTarget {
   correlationId?: string
 }
 
-export class ResultTimeoutError extends Error {
-  readonly code = 'RESULT_TIMEOUT'
+export class ResultTimeoutError extends TsqError {
   constructor(taskId: string, seconds: number) {
-    super(`no result for ${taskId} within ${seconds} s (still PENDING)`)
+    super('RESULT_TIMEOUT', `no result for ${taskId} within ${seconds} s (still PENDING)`)
   }
 }
 
-export class UnsupportedBackendError extends Error {
-  readonly code = 'CONFIG'
+export class UnsupportedBackendError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options)
+  }
 }
 
 /** waitReady for the stores that cannot notify: `get` every `pollMs` until ready, or the timeout. */

@@ -2,6 +2,7 @@
 // backends use (pg, mysql2, better-sqlite3), from an SQLAlchemy URL. SQL is
 // written with `?` placeholders; PostgreSQL's `$n` are numbered here.
 import { maskUrl } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 export type Dialect = 'postgresql' | 'mysql' | 'sqlite'
 
@@ -23,8 +24,10 @@ export interface SqlClient {
   close(): Promise<void>
 }
 
-export class DatabaseUrlError extends Error {
-  readonly code = 'CONFIG'
+export class DatabaseUrlError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options)
+  }
 }
 
 export interface ParsedSqlUrl {

@@ -11,7 +11,7 @@
 //
 // Datetimes follow Django with USE_TZ = True: PostgreSQL's timestamptz holds
 // instants; MySQL's and SQLite's naive columns hold UTC.
-import { checkJsonText, isoformatUtc } from '../protocol/index.js'
+import { checkJsonText, isoformatUtc, TsqError } from '../protocol/index.js'
 import { isMissingTable, openSqlClient, type Row, type SqlClient } from '../backends/index.js'
 import { MAX_ENTRY_CHARS, scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
 import { Solar } from './solar.js'
@@ -36,8 +36,10 @@ LEFT JOIN django_celery_beat_crontabschedule c ON c.id = t.crontab_id
 LEFT JOIN django_celery_beat_solarschedule s ON s.id = t.solar_id
 LEFT JOIN django_celery_beat_clockedschedule k ON k.id = t.clocked_id`
 
-export class DjangoStoreError extends Error {
-  readonly code = 'USAGE'
+export class DjangoStoreError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('USAGE', message, options)
+  }
 }
 
 /** One PeriodicTask row as the scheduler needs it. */
@@ -172,7 +174,7 @@ export class DjangoStore implements BeatStore {
     } catch (error) {
       await client.close().catch(() => undefined)
       const missing = isMissingTable(error)
-      throw Object.assign(new Error(`cannot use the django-celery-beat schedule at ${client.displayUrl}: ${missing ? `${TASKS} is missing (add django_celery_beat to INSTALLED_APPS and run the Django project's \`manage.py migrate\`)` : (error as Error).message}`), { code: 'BROKER_UNREACHABLE' })
+      throw new TsqError('BROKER_UNREACHABLE', `cannot use the django-celery-beat schedule at ${client.displayUrl}: ${missing ? `${TASKS} is missing (add django_celery_beat to INSTALLED_APPS and run the Django project's \`manage.py migrate\`)` : (error as Error).message}`)
     }
     return new DjangoStore(client, options)
   }

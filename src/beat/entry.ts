@@ -1,7 +1,7 @@
 // A periodic entry and its stored form. The JSON is RedBeat's (spec §8.6) in
 // both stores, so an entry RedBeat wrote is read here and one written here is
 // valid RedBeat JSON.
-import { checkJsonText } from '../protocol/index.js'
+import { checkJsonText, TsqError } from '../protocol/index.js'
 import { Clocked } from './clocked.js'
 import { Crontab, type CrontabSpec } from './crontab.js'
 import { Interval } from './interval.js'
@@ -52,8 +52,10 @@ export interface Entry {
   meta: EntryMeta
 }
 
-export class EntryError extends Error {
-  readonly code = 'USAGE'
+export class EntryError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('USAGE', message, options)
+  }
 }
 
 export function scheduleOf(json: ScheduleJson, tz: string): Schedule {

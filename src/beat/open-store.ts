@@ -4,6 +4,7 @@ import { DEFAULT_SCHEDULE_FILE, FileStore } from './file-store.js'
 import { DEFAULT_KEY_PREFIX, RedisStore } from './redis-store.js'
 import type { BeatStore } from './store.js'
 import type { RedisLiveness, SentinelSettings, SslSettings } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 export type StoreKind = 'file' | 'redis' | 'django'
 
@@ -36,8 +37,10 @@ export interface StoreOptions {
   log?: StoreLog
 }
 
-export class StoreConfigError extends Error {
-  readonly code = 'USAGE'
+export class StoreConfigError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('USAGE', message, options)
+  }
 }
 
 export function redisUrlFor(o: StoreOptions): string {

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
-import { comparePyStr } from '../protocol/index.js'
+import { comparePyStr, TsqError } from '../protocol/index.js'
 import { explainRedisConnectFailure, livenessClientOptions, maskUrl, redisUrlClientOptions, watchLiveness, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
@@ -143,7 +143,7 @@ export class RedisStore implements BeatStore {
     } catch (error) {
       redis.disconnect()
       const cause = lastError ?? (error as Error)
-      throw Object.assign(new Error(`cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions, lastSentinelError)}`), { code: 'BROKER_UNREACHABLE' })
+      throw new TsqError('BROKER_UNREACHABLE', `cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions, lastSentinelError)}`)
     }
     return new RedisStore(redis, options)
   }

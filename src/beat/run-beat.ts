@@ -18,6 +18,7 @@ import { acquireBeatPidfile } from './pidfile.js'
 import { RedisStore } from './redis-store.js'
 import { Beat, type BeatOptions, type HaMode } from './scheduler.js'
 import { assertTimezone } from './timezone.js'
+import { TsqError } from '../protocol/index.js'
 
 /** `tsq beat`: a beat (StartBeatOptions, below) as a process of its own. */
 export interface RunBeatOptions extends Omit<StartBeatOptions, 'log'> {
@@ -101,7 +102,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     const app = await loadApp(resolveAppModule(o.appSpec))
     const conf = app.options.conf ?? {}
     const refusals = settingsRefusals(conf, app.defaultQueue)
-    if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
+    if (refusals.length) throw new TsqError('CONFIG', refusals.join('; '))
     const queues = app.queueSettings
     sendDefaults = { resolveQueue: (name) => queueDefinition(queues, name), deliveryMode: queues.defaultDeliveryMode }
     confMaxInterval = positiveSetting(conf.beat_max_loop_interval)

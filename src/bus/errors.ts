@@ -1,13 +1,7 @@
 // The bus's errors, each with a stable code the CLI maps to an exit status.
+import { TsqError } from '../protocol/index.js'
 
-export class BusError extends Error {
-  readonly code: string
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-    this.name = new.target.name
-  }
-}
+export class BusError extends TsqError {}
 
 /**
  * A queue of the service exists with other arguments than this side declares

@@ -1,5 +1,6 @@
 // A service's bus settings: the library's environment variables
 // (amqp_events/defaults.py), under what createEventsApp is given.
+import { TsqError } from '../protocol/index.js'
 
 /** Retry steps when AMQP_EVENTS_MAX_RETRIES is not set (the library's default). */
 export const DEFAULT_MAX_RETRIES = 10
@@ -28,8 +29,10 @@ export interface BusSettingsInput {
   archiveMaxLength?: number
 }
 
-export class BusSettingsError extends Error {
-  readonly code = 'CONFIG'
+export class BusSettingsError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options)
+  }
 }
 
 function whole(name: string, value: unknown): number {

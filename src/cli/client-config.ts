@@ -11,6 +11,7 @@ import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolve
 import { DEFAULT_QUEUE } from '../client/index.js'
 import type { BodyEncoder } from '../protocol/index.js'
 import type { SslSettings, TransportSettings } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 export interface GlobalFlagValues {
   app?: string
@@ -57,7 +58,7 @@ export function applyGlobalOptions(flags: Pick<GlobalFlagValues, 'config' | 'wor
     try {
       process.chdir(flags.workdir)
     } catch (error) {
-      throw Object.assign(new Error(`--workdir ${JSON.stringify(flags.workdir)}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`), { code: 'USAGE' })
+      throw new TsqError('USAGE', `--workdir ${JSON.stringify(flags.workdir)}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`)
     }
   }
   if (flags.config) process.env[CONFIG_MODULE_ENV] = resolveAppModule(flags.config, process.cwd(), 'the config module')

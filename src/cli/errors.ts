@@ -1,11 +1,7 @@
-export class CliError extends Error {
-  readonly code: string
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-    this.name = new.target.name
-  }
-}
+import { TsqError } from '../protocol/index.js'
+
+/** What the commands raise themselves; the exit status follows from the code (protocol/errors.ts). */
+export class CliError extends TsqError {}
 
 /** `No nodes replied within time constraint` (exit 69, as Celery). */
 export class NoRepliesError extends CliError {

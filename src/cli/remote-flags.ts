@@ -1,6 +1,6 @@
 // What the remote-control flags mean, shared by the oclif commands and the
 // fast path (no oclif here: the fast path loads this).
-import { optionLabel } from './errors.js'
+import { optionLabel, UsageError } from './errors.js'
 import { floatValue } from './flag-values.js'
 
 export interface RemoteFlagValues {
@@ -25,7 +25,7 @@ export function parseDestination(raw: string | undefined): string[] | null {
 export function remoteOptions(flags: RemoteFlagValues) {
   if (!flags.pattern && flags.matcher) {
     // A matcher alone would be silently ignored by every node; say so instead.
-    throw Object.assign(new Error('--matcher needs --pattern'), { code: 'USAGE' })
+    throw new UsageError('--matcher needs --pattern')
   }
   return {
     timeout: parseTimeout(flags.timeout),

@@ -5,6 +5,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import repl from 'node:repl'
 import { signature, type App, type Task } from '../app/index.js'
+import { TsqError } from '../protocol/index.js'
 
 /**
  * A task whose delay() also answers `.get()`, so `await add.delay(2, 2).get()`
@@ -48,8 +49,10 @@ export function shellContext(app: App, o: { withoutTasks: boolean }): Record<str
 
 const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...args: string[]) => (...values: unknown[]) => Promise<unknown>
 
-export class ShellScriptError extends Error {
-  readonly code = 'SCRIPT_FAILED'
+export class ShellScriptError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SCRIPT_FAILED', message, options)
+  }
 }
 
 /** Runs `code` with the context's names in scope; an uncaught error becomes a ShellScriptError (exit 1). */

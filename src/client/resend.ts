@@ -6,9 +6,12 @@
 // the values ('a\x00b', '\u200b', ints beyond 2^53), so where the backend
 // holds no arguments the re-send is refused, never guessed.
 import type { ResultBackend } from '../backends/index.js'
+import { TsqError } from '../protocol/index.js'
 
-export class ResendRefusedError extends Error {
-  readonly code = 'RESEND_REFUSED'
+export class ResendRefusedError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('RESEND_REFUSED', message, options)
+  }
 }
 
 export interface OriginalCall {

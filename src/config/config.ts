@@ -2,6 +2,7 @@
 // CELERY_* env > defaults. Flags never read the environment themselves.
 import { defaultFileBrokerUrl, parseFailoverStrategy, sentinelSettingsFrom, type SentinelSettings, type SslSettings, type TransportSettings } from '../transport/index.js'
 import { checkTransportOptions } from './transport-options.js'
+import { TsqError } from '../protocol/index.js'
 
 export interface ConfigInput {
   broker?: string
@@ -78,7 +79,7 @@ function sslSetting(value: unknown, name: string): SslSettings | boolean | null 
   if (value === undefined || value === null || value === false) return null
   if (value === true) return true
   if (typeof value === 'object' && !Array.isArray(value)) return value as SslSettings
-  throw Object.assign(new Error(`${name} must be true or an object of ca_certs, certfile, keyfile, cert_reqs`), { code: 'CONFIG' })
+  throw new TsqError('CONFIG', `${name} must be true or an object of ca_certs, certfile, keyfile, cert_reqs`)
 }
 
 /** What a transport takes from Celery's conf: broker_transport_options (visibility_timeout, Redis's key layout), broker_use_ssl, broker_login_method. */
@@ -103,7 +104,7 @@ export function transportSettingsFromConf(conf: Record<string, unknown>): Transp
     try {
       settings.failoverStrategy = parseFailoverStrategy(conf.broker_failover_strategy)
     } catch (error) {
-      throw Object.assign(new Error((error as Error).message), { code: 'CONFIG' })
+      throw new TsqError('CONFIG', (error as Error).message)
     }
   }
   const delayedType = delayedQueueTypeFromConf(conf)
@@ -121,7 +122,7 @@ function delayedQueueTypeFromConf(conf: Record<string, unknown>): 'classic' | 'q
   const given = conf.broker_native_delayed_delivery_queue_type
   if (given !== undefined && given !== null) {
     if (given === 'classic' || given === 'quorum') return given
-    throw Object.assign(new Error(`broker_native_delayed_delivery_queue_type = ${JSON.stringify(given)}: expected 'classic' or 'quorum'`), { code: 'CONFIG' })
+    throw new TsqError('CONFIG', `broker_native_delayed_delivery_queue_type = ${JSON.stringify(given)}: expected 'classic' or 'quorum'`)
   }
   return confNamesQuorumQueues(conf) ? 'quorum' : undefined
 }

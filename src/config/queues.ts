@@ -1,4 +1,5 @@
 import type { ExchangeSpec, ExchangeType, QueueArguments, QueueSpec, Transport } from '../transport/index.js'
+import { TsqError } from '../protocol/index.js'
 
 /** One binding of a queue: the exchange it is bound to and the key. */
 export interface QueueBinding {
@@ -26,8 +27,10 @@ export interface QueueDefinition {
   deliveryMode?: 1 | 2
 }
 
-export class QueueSettingError extends Error {
-  readonly code = 'CONFIG'
+export class QueueSettingError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options)
+  }
 }
 
 const EXCHANGE_TYPES = new Set<ExchangeType>(['direct', 'topic', 'fanout'])

@@ -5,15 +5,17 @@ import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { globSync } from 'tinyglobby'
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits } from '../protocol/index.js'
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits, TsqError } from '../protocol/index.js'
 import {
   SecurityError, acceptContent, certificateId, serializerSpec, storeCertificate,
   type BodyDecoder, type BodyEncoder, type CertStore, type Signer, type StoreCertificate,
 } from '../protocol/index.js'
 
 /** celery.exceptions.ImproperlyConfigured, with Celery's texts. */
-export class ImproperlyConfiguredError extends Error {
-  readonly code = 'CONFIG'
+export class ImproperlyConfiguredError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options)
+  }
 }
 
 export const SETTING_MISSING = `You have to configure a special task serializer

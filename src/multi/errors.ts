@@ -1,13 +1,7 @@
 // Errors of `tsq multi`, with codes the CLI maps to exit statuses.
+import { TsqError } from '../protocol/index.js'
 
-export class MultiError extends Error {
-  readonly code: string
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-    this.name = new.target.name
-  }
-}
+export class MultiError extends TsqError {}
 
 /** A bad node list, namespace or option value (exit 64). */
 export class MultiUsageError extends MultiError {

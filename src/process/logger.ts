@@ -1,13 +1,13 @@
 // Celery's log line: `[2026-11-22 12:00:00,123: INFO/MainProcess] message`.
 import { appendFileSync } from 'node:fs'
-import { escapeControlKeepLines, maskUrlsInText } from '../protocol/index.js'
+import { escapeControlKeepLines, maskUrlsInText, TsqError } from '../protocol/index.js'
 
 export const LEVELS = { DEBUG: 10, INFO: 20, WARNING: 30, ERROR: 40, CRITICAL: 50 } as const
 export type LevelName = keyof typeof LEVELS
 
 export function parseLevel(raw: string): LevelName {
   const upper = raw.toUpperCase() === 'WARN' ? 'WARNING' : raw.toUpperCase() === 'FATAL' ? 'CRITICAL' : raw.toUpperCase()
-  if (!(upper in LEVELS)) throw Object.assign(new Error(`invalid log level ${JSON.stringify(raw)} (DEBUG, INFO, WARNING, ERROR, CRITICAL)`), { code: 'USAGE' })
+  if (!(upper in LEVELS)) throw new TsqError('USAGE', `invalid log level ${JSON.stringify(raw)} (DEBUG, INFO, WARNING, ERROR, CRITICAL)`)
   return upper as LevelName
 }
 

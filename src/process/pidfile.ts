@@ -3,9 +3,12 @@
 // warning. Shared by worker, beat and multi, which are peers above this layer.
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync, mkdirSync, constants } from 'node:fs'
 import { dirname } from 'node:path'
+import { TsqError } from '../protocol/index.js'
 
-export class PidfileError extends Error {
-  readonly code = 'CANT_CREATE'
+export class PidfileError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CANT_CREATE', message, options)
+  }
 }
 
 export function readPid(path: string): number | null {

@@ -1,13 +1,11 @@
 // `--uid`/`--gid`/`--umask` of `tsq worker` and `tsq beat`, as Celery's
 // maybe_drop_privileges (celery/platforms.py) and DaemonContext read them.
 import { execFileSync } from 'node:child_process'
+import { TsqError } from '../protocol/index.js'
 
-export class PrivilegeError extends Error {
-  constructor(
-    message: string,
-    readonly code: 'BAD_ARGUMENT' | 'PERMISSION',
-  ) {
-    super(message)
+export class PrivilegeError extends TsqError {
+  constructor(message: string, code: 'BAD_ARGUMENT' | 'PERMISSION') {
+    super(code, message)
   }
 }
 

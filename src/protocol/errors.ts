@@ -1,14 +1,78 @@
-// Protocol errors: a message tsq cannot read is the sender's fault, so the
-// worker rejects it without requeue; the code says which rule it broke.
+// The root of tsq's errors, and the protocol's own. Every error tsq raises on
+// purpose is a TsqError with a stable `code` (what went wrong, for a script
+// reading `--json` and for the exit status), and the exit status a command
+// ends with follows from that code (sysexits, as Celery's).
 
-export class ProtocolError extends Error {
+/** Celery's exit statuses (celery/platforms.py, BSD sysexits), and 70 for a bug. */
+export const ExitCode = {
+  OK: 0,
+  FAILURE: 1,
+  USAGE: 64,
+  UNAVAILABLE: 69,
+  SOFTWARE: 70,
+  CANTCREAT: 73,
+  TEMPFAIL: 75,
+} as const
+
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
+
+/** Each error code and the exit status it ends a command with; a code not here is a bug's (70). */
+const EXIT_BY_CODE: Readonly<Record<string, ExitCodeValue>> = {
+  BROKER_UNREACHABLE: ExitCode.UNAVAILABLE,
+  NO_REPLIES: ExitCode.UNAVAILABLE,
+  BAD_URL: ExitCode.USAGE,
+  BAD_ARGUMENT: ExitCode.USAGE,
+  UNKNOWN_METHOD: ExitCode.USAGE,
+  USAGE: ExitCode.USAGE,
+  CONFIG: ExitCode.USAGE,
+  MALFORMED_MESSAGE: ExitCode.USAGE,
+  // A stored result tsq will not unpickle (codecs/plain-pickle.ts): the data, not the command, is at fault.
+  UNSAFE_PICKLE: ExitCode.FAILURE,
+  RESULT_TIMEOUT: ExitCode.UNAVAILABLE,
+  // A send past its --timeout / task_publish_timeout: 69 when the message may still be delivered (do not send it again blindly), 75 when it was not sent (safe to retry).
+  PUBLISH_UNCONFIRMED: ExitCode.UNAVAILABLE,
+  PUBLISH_NOT_SENT: ExitCode.TEMPFAIL,
+  TASK_FAILED: ExitCode.FAILURE,
+  // A `tsq shell` script that threw.
+  SCRIPT_FAILED: ExitCode.FAILURE,
+  CANT_CREATE: ExitCode.CANTCREAT,
+  // --uid/--gid as a user that may not change them: Celery's SecurityError ends with 1 too.
+  PERMISSION: ExitCode.FAILURE,
+}
+
+/** The exit status of an error code, or undefined for a code with none of its own. */
+export function exitCodeOfCode(code: string): ExitCodeValue | undefined {
+  return Object.hasOwn(EXIT_BY_CODE, code) ? EXIT_BY_CODE[code] : undefined
+}
+
+// A registry symbol, not instanceof: a task module's copy of tsq ('tsq') is not
+// the CLI's bundled one, so each has its own classes.
+const TSQ_ERROR = Symbol.for('tsq.error')
+
+export class TsqError extends Error {
+  /** What went wrong, stable: a script reads it (`--json`), and the exit status follows from it. */
   readonly code: string
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.code = code
     this.name = new.target.name
   }
+
+  /** The exit status a tsq command ends with when this error ends it. */
+  get exitCode(): number {
+    return exitCodeOfCode(this.code) ?? ExitCode.SOFTWARE
+  }
 }
+Object.defineProperty(TsqError.prototype, TSQ_ERROR, { value: true })
+
+/** A TsqError, whichever copy of tsq made it. */
+export function isTsqError(value: unknown): value is TsqError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TSQ_ERROR] === true
+}
+
+// Protocol errors: a message tsq cannot read is the sender's fault, so the
+// worker rejects it without requeue; the code says which rule it broke.
+export class ProtocolError extends TsqError {}
 
 /** A message that cannot be decoded: bad JSON, missing id/task, wrong types, bad dates. */
 export class MalformedMessageError extends ProtocolError {

@@ -3,7 +3,8 @@
 // imports it here.
 
 // Names, ids, dates, errors and masking, shared by what follows.
-export { ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
+export { TsqError, isTsqError, ExitCode, exitCodeOfCode, ProtocolError, MalformedMessageError, UnsupportedContentTypeError, NodeTemplateError, EncodeError } from './errors.js'
+export type { ExitCodeValue } from './errors.js'
 export { formatIsoDate, parseIsoDate } from './iso-date.js'
 export { uuid4 } from './uuid.js'
 export {
@@ -36,11 +37,16 @@ export type { BodyEncoder, BodyDecoder } from './codecs/message-body.js'
 export { PickleCall, PickleValueRefusedError, dumpsPickle, loadsPickle, dumpsGroupPickle, loadsGroupPickle, MAX_PICKLE_DEPTH, MAX_PICKLE_VALUES, MAX_PICKLE_CHARS, MAX_PICKLE_BYTES, MAX_PICKLE_INT_BYTES, MAX_PICKLE_INT_DIGITS } from './codecs/plain-pickle.js'
 export { pformat } from './codecs/pformat.js'
 
-// messages/: Celery's messages: tasks (protocol v2), results and chord parts,
+// messages/: Celery's messages: tasks (protocol v2) and the canvas they carry, results and chord parts,
 // remote-control requests and replies (and the command table), events.
 export { EventLimitError, checkEventText, checkEventValue, MAX_EVENT_DEPTH, MAX_EVENT_BODY, MAX_EVENT_VALUES } from './messages/event-limits.js'
 export { encodeTaskV2, encodeTaskV2With, decodeTaskMessage } from './messages/task-message.js'
-export type { Signature, TaskEmbed, TaskSendOptions, EncodedMessage, SerializedTaskMessage, TaskRequest, TaskMessageInput } from './messages/task-message.js'
+export {
+  signature, canvasKind, signatureList, tasksOf, chordBody, chordHeader, chordHeaderOptions, argsWith, chainEmbed,
+  unrollHeader, withResultTask, resultTaskKind, withErrbacks, chainStepsWithOptions, accumulatingChord, frozenStep,
+} from './messages/canvas.js'
+export type { Signature, CanvasKind, FrozenResult } from './messages/canvas.js'
+export type { TaskEmbed, TaskSendOptions, EncodedMessage, SerializedTaskMessage, TaskRequest, TaskMessageInput } from './messages/task-message.js'
 export {
   States, READY_STATES, UNREADY_STATES, EXCEPTION_STATES, PROPAGATE_STATES, statePrecedence,
   encodeException, isExceptionInfo, exceptionRepr, exceptionText,

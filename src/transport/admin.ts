@@ -2,7 +2,7 @@
 // methods the Transport contract leaves out (basic.get, passive declares,
 // exchange.delete, queue.delete's if-unused/if-empty) and the bindings a broker
 // holds. RabbitMQ answers them itself (amqp/amqp-admin.ts); on Redis and file://
-// they act on the transport's own layout (virtual-admin.ts), as kombu's virtual
+// they act on the transport's own layout (virtual/admin.ts), as kombu's virtual
 // channel does.
 import { parseBrokerUrl } from './url.js'
 import type { TransportSettings } from './registry.js'
@@ -70,13 +70,13 @@ export async function createBrokerAdmin(url: string, settings: TransportSettings
     const { AmqpAdmin } = await import('./amqp/amqp-admin.js')
     return new AmqpAdmin(url, settings)
   }
-  const { VirtualAdmin } = await import('./virtual-admin.js')
+  const { VirtualAdmin } = await import('./virtual/admin.js')
   return VirtualAdmin.open(url, settings)
 }
 
 /** The bindings Redis and file:// hold (RabbitMQ's come from its management API, above this layer). */
 export async function listVirtualBindings(url: string, settings: TransportSettings = {}): Promise<BindingRow[]> {
-  const { openVirtualLayout } = await import('./virtual-admin.js')
+  const { openVirtualLayout } = await import('./virtual/admin.js')
   const layout = await openVirtualLayout(url, settings)
   try {
     return await layout.bindings()

@@ -1,18 +1,17 @@
 // Transport errors, ranked by the recovery they need (rabbitmq-client's habit):
 // a request error is the caller's fault and never retried; a connection error
 // is retried with backoff.
+import { ExitCode, exitCodeOfCode, TsqError } from '../protocol/index.js'
 
-export class TsqTransportError extends Error {
-  readonly code: string
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-    this.name = new.target.name
+export class TsqTransportError extends TsqError {}
+
+/** The broker refused the request itself (406 PRECONDITION_FAILED, 404 NOT_FOUND, WRONGTYPE): its code is the broker's. */
+export class BrokerRequestError extends TsqTransportError {
+  /** The operation failed, tsq did not (1), whatever the broker's code, unless tsq's table names that code. */
+  override get exitCode(): number {
+    return exitCodeOfCode(this.code) ?? ExitCode.FAILURE
   }
 }
-
-/** The broker refused the request itself (406 PRECONDITION_FAILED, 404 NOT_FOUND, WRONGTYPE). */
-export class BrokerRequestError extends TsqTransportError {}
 
 /** The broker could not be reached or the connection dropped. */
 export class BrokerConnectionError extends TsqTransportError {

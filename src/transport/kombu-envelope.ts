@@ -125,6 +125,33 @@ export function envelopeProperties(envelope: KombuEnvelope): MessageProperties {
   return props
 }
 
+/** A stored envelope read back: the message, and the exchange and routing key it was published with. */
+export interface DecodedMessage {
+  body: Buffer
+  properties: MessageProperties
+  exchange: string
+  routingKey: string
+}
+
+/** Reads a stored envelope (a file broker's message, a parked message); MalformedEnvelopeError if it is none. */
+export function decodeEnvelope(text: string): DecodedMessage {
+  const envelope = parseEnvelope(text)
+  const info = envelope.properties.delivery_info
+  return {
+    body: envelopeBody(envelope),
+    properties: envelopeProperties(envelope),
+    exchange: typeof info.exchange === 'string' ? info.exchange : '',
+    routingKey: typeof info.routing_key === 'string' ? info.routing_key : '',
+  }
+}
+
+/** Per-message `expiration` (AMQP, ms as a decimal string); undefined when absent or unparsable. */
+export function expirationMs(properties: MessageProperties): number | undefined {
+  if (properties.expiration === undefined) return undefined
+  const ms = Number(properties.expiration)
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined
+}
+
 /** kombu `_do_restore_message`: both flags, or neither when headers are missing. */
 export function markRedelivered(envelope: KombuEnvelope): void {
   if (!isObject(envelope.headers) || !isObject(envelope.properties.delivery_info)) return

@@ -5,12 +5,15 @@
 import { mkdirSync, statSync, chmodSync, writeFileSync, renameSync, unlinkSync, type Stats } from 'node:fs'
 import { chmod, mkdir, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import { TsqError } from '../protocol/index.js'
 
 export const PRIVATE_DIR_MODE = 0o700
 export const PRIVATE_FILE_MODE = 0o600
 
-export class UnsafeStoreError extends Error {
-  readonly code = 'UNSAFE_STORE'
+export class UnsafeStoreError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('UNSAFE_STORE', message, options)
+  }
 }
 
 const myUid = () => (typeof process.getuid === 'function' ? process.getuid() : undefined)

@@ -5,9 +5,9 @@
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App } from '../app.js'
 import type { Task } from '../task.js'
-import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type SignatureData, type StateSink, type TaskContext } from '../task-context.js'
+import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type StateSink, type TaskContext } from '../task-context.js'
 import { runReceiver, AppSignals } from '../app-signals.js'
-import { dumps, EncodeError, saferepr } from '../../protocol/index.js'
+import { canvasKind, dumps, EncodeError, resultTaskKind, saferepr, tasksOf, type Signature } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 import { runLocked } from './locked-run.js'
 import { setLongTimeout, type LongTimeout } from './long-timeout.js'
@@ -130,10 +130,10 @@ class RunContext implements TaskContext {
   readonly expires: string | null
   readonly replyTo: string | null
   readonly groupIndex: number | null
-  readonly callbacks: SignatureData[] | null
-  readonly errbacks: SignatureData[] | null
-  readonly chain: SignatureData[] | null
-  readonly chord: SignatureData | null
+  readonly callbacks: Signature[] | null
+  readonly errbacks: Signature[] | null
+  readonly chain: Signature[] | null
+  readonly chord: Signature | null
   readonly properties: Record<string, unknown> | null
   /** The task lock this run holds (task option `lock`), set before the task starts. */
   lock: { readonly id: string; readonly token: number } | null = null
@@ -169,9 +169,9 @@ class RunContext implements TaskContext {
     this.properties = job.properties ?? null
   }
 
-  addToChord(sig: SignatureData): Promise<void> {
+  addToChord(sig: Signature): Promise<void> {
     if (!this.#app) return Promise.reject(new Error('addToChord(): this run has no app to send with'))
-    return this.#app.addToChord(sig as Parameters<App['addToChord']>[0], { group: this.group, groupIndex: this.groupIndex, chord: this.chord, rootId: this.rootId ?? this.id, parentId: this.id })
+    return this.#app.addToChord(sig, { group: this.group, groupIndex: this.groupIndex, chord: this.chord, rootId: this.rootId ?? this.id, parentId: this.id })
   }
 
   /** Celery's `request.group`, by the name its execution options give it (`group_id`). */
@@ -193,12 +193,12 @@ class RunContext implements TaskContext {
   }
 
   /** Checked here, in the task, as Celery's replace() checks before it raises Ignore; needs no `this` either. */
-  replace(sig: SignatureData): never {
+  replace(sig: Signature): never {
     if (typeof sig !== 'object' || sig === null || typeof sig.task !== 'string') throw new TypeError('replace(sig): sig must be a signature, such as add.s(2, 2)')
     // `'chord' in sig.options`, as Celery tests it: the replacement gets this task's chord instead.
     if (sig.options && 'chord' in sig.options) throw improperlyConfigured('A signature replacing a task must not be part of a chord')
-    const kind = canvasKindOf(sig)
-    if (kind === 'chain' && !listOf((sig.kwargs ?? {}).tasks).length) throw improperlyConfigured('Cannot replace with an empty chain')
+    const kind = canvasKind(sig)
+    if (kind === 'chain' && !tasksOf(sig).length) throw improperlyConfigured('Cannot replace with an empty chain')
     if (kind !== 'group' && resultTaskKind(sig) === 'group') {
       throw improperlyConfigured(`tsq replaces a task with a signature whose result is one task's (a task, or a chain or chord ending in one), or with a group; ${sig.task} ends in a group`)
     }
@@ -475,35 +475,6 @@ const NO_DELIVERY_INFO: DeliveryInfo = Object.freeze({ exchange: '', routingKey:
 /** Celery's celery.exceptions.ImproperlyConfigured, raised in the task. */
 function improperlyConfigured(message: string): Error {
   return Object.assign(new Error(message), { name: 'ImproperlyConfigured', module: 'celery.exceptions' })
-}
-
-function listOf(value: unknown): SignatureData[] {
-  return Array.isArray(value) ? (value as SignatureData[]) : []
-}
-
-function canvasKindOf(sig: SignatureData): 'plain' | 'group' | 'chain' | 'chord' {
-  const type = sig.subtask_type
-  if (type === 'group' || type === 'chain' || type === 'chord') return type
-  if (sig.task === 'celery.group' || sig.task === 'celery.chain' || sig.task === 'celery.chord') return sig.task.slice('celery.'.length) as 'group' | 'chain' | 'chord'
-  return 'plain'
-}
-
-/** What gives `sig` its result: one task ('plain'), or a group (a chain's last step, a chord's body, looked through). */
-function resultTaskKind(sig: SignatureData): 'plain' | 'group' | 'none' {
-  switch (canvasKindOf(sig)) {
-    case 'plain':
-      return 'plain'
-    case 'group':
-      return 'group'
-    case 'chain': {
-      const last = listOf((sig.kwargs ?? {}).tasks).at(-1)
-      return last ? resultTaskKind(last) : 'none'
-    }
-    case 'chord': {
-      const body = (sig.kwargs ?? {}).body as SignatureData | undefined
-      return body && typeof body === 'object' ? resultTaskKind(body) : 'none'
-    }
-  }
 }
 
 /** For an app without signal receivers whose task has handlers. */

@@ -1,7 +1,8 @@
 // The messages between a worker and its pool slots. One discriminated union per
 // direction, shared by the prefork (IPC) and threads (MessagePort) pools.
 
-import type { SignatureData, TaskRun } from '../task-context.js'
+import type { Signature } from '../../protocol/index.js'
+import type { TaskRun } from '../task-context.js'
 
 export interface Job extends TaskRun {
   task: string
@@ -27,7 +28,7 @@ export type Outcome = (
    * replace(sig), and the worker sends this signature in its place, given
    * the task's id, links, group, chord and chain (worker/task-path/follow-ups.ts).
    */
-  | { status: 'ignored'; runtime: number; replacedBy?: SignatureData; skipped?: { lock: string; leaseLeftMs: number } }
+  | { status: 'ignored'; runtime: number; replacedBy?: Signature; skipped?: { lock: string; leaseLeftMs: number } }
   /** The task threw Reject: the message is rejected (or requeued), nothing stored. */
   | { status: 'rejected'; requeue: boolean; reason: string | null; runtime: number }
 ) & {
@@ -53,7 +54,7 @@ export type FromSlot =
 
 /** The parts of a delivery and its message the rest of Celery's task.request is made of. */
 export interface RequestSource {
-  message: { eta: string | null; expires: string | null; groupIndex: number | null; embed: { callbacks: SignatureData[] | null; errbacks: SignatureData[] | null; chain: SignatureData[] | null; chord: SignatureData | null } }
+  message: { eta: string | null; expires: string | null; groupIndex: number | null; embed: { callbacks: Signature[] | null; errbacks: Signature[] | null; chain: Signature[] | null; chord: Signature | null } }
   delivery: { exchange: string; routingKey: string; redelivered: boolean; properties: { priority: number; replyTo?: string; contentType?: string; contentEncoding?: string; deliveryMode?: number; correlationId?: string; appId?: string; expiration?: string } }
 }
 

@@ -1,4 +1,5 @@
 import { PyFloat } from '../codecs/py-types.js'
+import { TsqError } from '../errors.js'
 
 // Celery 5.2.6's remote-control command table (celery/worker/control.py,
 // `Panel.meta`), read from the installed Python sources. The CLI uses it to type
@@ -63,8 +64,10 @@ export function visibleCommands(kind: ControlKind): string[] {
     .sort()
 }
 
-export class ControlArgumentError extends Error {
-  readonly code = 'BAD_ARGUMENT'
+export class ControlArgumentError extends TsqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('BAD_ARGUMENT', message, options)
+  }
 }
 
 /** Python's distutils strtobool, which `celery inspect conf` uses. */

@@ -9,16 +9,7 @@ import { argsRepr, kwargsRepr, saferepr } from '../codecs/python-repr.js'
 import { decodeBody, encodeBody, type BodyDecoder, type BodyEncoder } from '../codecs/message-body.js'
 import { uuid4 } from '../uuid.js'
 import { DEFAULT_MESSAGE_LIMITS, checkValueLimits } from '../codecs/limits.js'
-
-export interface Signature {
-  task: string
-  args: unknown[]
-  kwargs: Record<string, unknown>
-  options: Record<string, unknown>
-  subtask_type: string | null
-  immutable: boolean
-  [k: string]: unknown
-}
+import type { Signature } from './canvas.js'
 
 export interface TaskEmbed {
   callbacks: Signature[] | null
@@ -248,7 +239,7 @@ function limit(v: unknown): number | null {
 function sigList(v: unknown, what: string): Signature[] | null {
   if (v === null || v === undefined) return null
   if (!Array.isArray(v) || !v.every(isPlainObject)) throw new MalformedMessageError(`task ${what} must be a list of signatures`)
-  return v as Signature[]
+  return v as unknown[] as Signature[]
 }
 
 function embedFrom(v: unknown): TaskEmbed {

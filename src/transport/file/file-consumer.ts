@@ -2,7 +2,7 @@
 // window has room, and wakes on fs.watch or the poll timer.
 import type { Consumer, ConsumeOptions, Delivery, DeliveryHandler } from '../transport.js'
 import type { Claim, ClaimBook } from './claims.js'
-import { decodeEnvelope, expirationMs } from './envelope.js'
+import { decodeEnvelope, expirationMs } from '../kombu-envelope.js'
 import { type FileLayout, listDir } from './layout.js'
 import type { QueueMeta, QueueStore } from './queues.js'
 import { ReadyWatcher } from './watcher.js'

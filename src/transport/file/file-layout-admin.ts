@@ -1,8 +1,8 @@
 // The file broker's exchanges and bindings read and changed directly, for the
-// admin verbs the Transport contract leaves out (virtual-admin.ts).
+// admin verbs the Transport contract leaves out (virtual/admin.ts).
 import { unlink } from 'node:fs/promises'
 import type { BindingRow } from '../admin.js'
-import type { VirtualLayout } from '../virtual-admin.js'
+import type { VirtualLayout } from '../virtual/admin.js'
 import { FileLayout, ignoreMissing, listDir, removeTree } from './layout.js'
 import { QueueStore } from './queues.js'
 import { unescapeName } from './names.js'
@@ -23,7 +23,7 @@ export class FileLayoutAdmin implements VirtualLayout {
     const rows: BindingRow[] = []
     for (const dir of (await listDir(this.layout.bindings)).sort()) {
       const exchange = unescapeName(dir)
-      for (const b of await this.exchanges.bindings(exchange)) rows.push({ queue: b.queue, exchange, routingKey: b.routingKey })
+      for (const b of await this.exchanges.table(exchange)) rows.push({ queue: b.queue, exchange, routingKey: b.routingKey })
     }
     return rows
   }

@@ -22,15 +22,18 @@ import type {
   TransportEvents,
 } from '../transport.js'
 import { ClaimBook } from './claims.js'
-import { encodeEnvelope } from './envelope.js'
+import { encodeEnvelope } from '../kombu-envelope.js'
 import { type ConsumerHost, FileConsumer } from './file-consumer.js'
 import { FileLayout, ignoreMissing, listDir } from './layout.js'
 import { escapeName, newMessageBase } from './names.js'
 import { OwnerLease, OwnerLiveness } from './owners.js'
 import { QueueStore } from './queues.js'
-import { FileParking } from './parking.js'
+import { FileParkingStore } from './parking.js'
 import { ExchangeTable } from './routing.js'
 import { CONSUMER_SEP, consumersOf, Sweeper } from './sweeper.js'
+import { VirtualExchanges } from '../virtual/exchanges.js'
+import { VirtualParking } from '../virtual/parking.js'
+import { AMQP_TOPIC } from '../virtual/topic.js'
 
 /** Heartbeat period; also how often consumed queues are marked used (x-expires). */
 const HEARTBEAT_MS = 1000
@@ -55,6 +58,8 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   readonly queues: QueueStore
   readonly claims: ClaimBook
   private readonly exchanges: ExchangeTable
+  /** Exchanges as kombu's virtual transport emulates them (virtual/), over the table on disk. */
+  private readonly routing: VirtualExchanges
   private readonly lease: OwnerLease
   private readonly sweeper: Sweeper
   private readonly consumers = new Set<FileConsumer>()
@@ -74,10 +79,20 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     this.layout = new FileLayout(dir)
     this.exchanges = new ExchangeTable(this.layout)
     this.queues = new QueueStore(this.layout, this.exchanges)
+    const exchanges = this.exchanges
+    this.routing = new VirtualExchanges({
+      typeOf: (exchange) => exchanges.typeOf(exchange),
+      table: (exchange) => exchanges.table(exchange),
+      storeBinding: (exchange, type, row) => exchanges.storeBinding(exchange, type, row),
+      // One file, renamed into each queue; a publish to the default exchange makes its queue if need be.
+      put: async (queues, exchange, routingKey, message) => {
+        await this.queues.put(queues, newMessageBase(message.properties.priority), encodeEnvelope(exchange, routingKey, message), exchange === '')
+      },
+    }, AMQP_TOPIC)
     this.lease = new OwnerLease(this.layout)
     this.claims = new ClaimBook(this.layout, this.lease.id)
     this.sweeper = new Sweeper(this.layout, this.queues, this.lease.id)
-    this.parking = new FileParking(this.layout, () => this.assertOpen())
+    this.parking = new VirtualParking(new FileParkingStore(this.layout), () => this.assertOpen())
   }
 
   /** This transport's owner id: the name of its claim folders (pid first). */
@@ -160,7 +175,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   async bindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
     this.assertOpen()
     if (!(await this.queues.exists(queue))) throw new BrokerRequestError('NOT_FOUND', `no queue '${queue}'`)
-    await this.exchanges.bind(queue, exchange, routingKey)
+    await this.routing.bind(queue, exchange, routingKey)
   }
 
   async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
@@ -187,10 +202,7 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
 
   async publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
     this.assertOpen()
-    const targets = await this.exchanges.route(exchange, routingKey)
-    if (targets.length === 0) return
-    const base = newMessageBase(message.properties.priority)
-    await this.queues.put(targets, base, encodeEnvelope(exchange, routingKey, message), exchange === '')
+    await this.routing.publish(exchange, routingKey, message)
   }
 
   async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {

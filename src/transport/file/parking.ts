@@ -1,16 +1,15 @@
-// Parking lots of the embedded broker: `<root>/parked/<lot>/` holds one file
-// per message, `<time base36>~<priority hex>~<id>~<queue>.msg`, its content
-// the kombu envelope it goes back as. Names sort by time. Releasing one is a
+// Parking lots of the embedded broker, the store under the virtual layer's
+// parking (virtual/parking.ts): `<root>/parked/<lot>/` holds one file per
+// message, `<time base36>~<priority hex>~<id>~<queue>.msg`, its content the
+// kombu envelope it goes back as. Names sort by time. Releasing one is a
 // rename into its queue's ready/ folder: atomic, so a process that dies
 // mid-move loses nothing and moves nothing twice.
 import { mkdir, readFile, rename, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PRIVATE_DIR_MODE } from '../private-files.js'
-import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
-import { decodeEnvelope, encodeEnvelope } from './envelope.js'
+import type { ParkedEntry, ParkingStore, ParkTrim } from '../virtual/parking.js'
 import { type FileLayout, ignoreMissing, isErrno, listDir, writeFileAtomic } from './layout.js'
 import { escapeName, messageFileName, newMessageBase, unescapeName } from './names.js'
-import { parkedId } from '../parked-id.js'
 
 const SEP = '~'
 const EXT = '.msg'
@@ -42,13 +41,10 @@ function parseParkedName(file: string): ParkedName | undefined {
   }
 }
 
-export class FileParking implements Parking {
+export class FileParkingStore implements ParkingStore {
   private readonly root: string
 
-  constructor(
-    private readonly layout: FileLayout,
-    private readonly assertOpen: () => void,
-  ) {
+  constructor(private readonly layout: FileLayout) {
     this.root = join(layout.root, 'parked')
   }
 
@@ -56,36 +52,32 @@ export class FileParking implements Parking {
     return join(this.root, escapeName(lot))
   }
 
-  private async entries(lot: string): Promise<ParkedName[]> {
+  private async names(lot: string): Promise<ParkedName[]> {
     return (await listDir(this.lotDir(lot)))
       .map(parseParkedName)
       .filter((p): p is ParkedName => p !== undefined)
       .sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))
   }
 
-  async park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options: ParkOptions = {}): Promise<void> {
-    this.assertOpen()
-    const now = Date.now()
+  async add(lot: string, entry: ParkedEntry, priority: number, trim: ParkTrim): Promise<void> {
     const dir = this.lotDir(lot)
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
-    await writeFileAtomic(this.layout, join(dir, parkedFileName(at, message.properties.priority, parkedId(), target.queue)), encodeEnvelope(target.exchange, target.routingKey, message))
-    if (options.maxAgeMs === undefined && options.maxLength === undefined) return
-    const all = await this.entries(lot)
-    const oldest = options.maxAgeMs !== undefined ? now - options.maxAgeMs : Number.NEGATIVE_INFINITY
+    await writeFileAtomic(this.layout, join(dir, parkedFileName(entry.at, priority, entry.id, entry.queue)), entry.envelope)
+    if (trim.minAt === undefined && trim.maxLength === undefined) return
+    const all = await this.names(lot)
+    const oldest = trim.minAt ?? Number.NEGATIVE_INFINITY
     const expired = all.filter((p) => p.at < oldest)
     const kept = all.length - expired.length
-    const over = options.maxLength !== undefined ? Math.max(0, kept - options.maxLength) : 0
+    const over = trim.maxLength !== undefined ? Math.max(0, kept - trim.maxLength) : 0
     const doomed = [...expired, ...all.filter((p) => p.at >= oldest).slice(0, over)]
     for (const p of doomed) await ignoreMissing(unlink(join(dir, p.file)))
   }
 
-  async releaseDue(lots: readonly string[]): Promise<{ moved: number; nextAt: number | null }> {
-    this.assertOpen()
+  async releaseDue(lots: readonly string[], now: number): Promise<{ moved: number; nextAt: number | null }> {
     let moved = 0
     let nextAt: number | null = null
-    const now = Date.now()
     for (const lot of lots) {
-      for (const p of await this.entries(lot)) {
+      for (const p of await this.names(lot)) {
         if (p.at > now) {
           nextAt = nextAt === null ? p.at : Math.min(nextAt, p.at)
           break
@@ -113,40 +105,29 @@ export class FileParking implements Parking {
     return ignoreMissing(rename(from, target))
   }
 
-  async list(lot: string, options: { limit?: number } = {}): Promise<ParkedMessage[]> {
-    this.assertOpen()
-    const out: ParkedMessage[] = []
-    for (const p of await this.entries(lot)) {
-      if (options.limit !== undefined && out.length >= options.limit) break
-      let text: string
+  async entries(lot: string, limit?: number): Promise<ParkedEntry[]> {
+    const out: ParkedEntry[] = []
+    for (const p of await this.names(lot)) {
+      if (limit !== undefined && out.length >= limit) break
       try {
-        text = await readFile(join(this.lotDir(lot), p.file), 'utf8')
+        out.push({ id: p.id, queue: p.queue, at: p.at, envelope: await readFile(join(this.lotDir(lot), p.file), 'utf8') })
       } catch (err) {
-        if (isErrno(err, 'ENOENT')) continue
-        throw err
-      }
-      try {
-        const m = decodeEnvelope(text)
-        out.push({ id: p.id, queue: p.queue, at: p.at, message: { body: m.body, properties: m.properties }, exchange: m.exchange, routingKey: m.routingKey })
-      } catch {
-        // A file that is not an envelope is not a message of the lot.
+        // Released or dropped by another process since the listing.
+        if (!isErrno(err, 'ENOENT')) throw err
       }
     }
     return out
   }
 
-  async drop(lot: string, ids: readonly string[]): Promise<number> {
-    this.assertOpen()
-    const wanted = new Set(ids)
+  async remove(lot: string, ids: ReadonlySet<string>): Promise<number> {
     let dropped = 0
-    for (const p of await this.entries(lot)) {
-      if (wanted.has(p.id) && (await ignoreMissing(unlink(join(this.lotDir(lot), p.file))))) dropped += 1
+    for (const p of await this.names(lot)) {
+      if (ids.has(p.id) && (await ignoreMissing(unlink(join(this.lotDir(lot), p.file))))) dropped += 1
     }
     return dropped
   }
 
   async count(lot: string): Promise<number> {
-    this.assertOpen()
-    return (await this.entries(lot)).length
+    return (await this.names(lot)).length
   }
 }

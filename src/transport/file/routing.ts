@@ -1,36 +1,19 @@
-// Exchanges and bindings on disk, so every process routes a publish the same
-// way (kombu's virtual exchange table, spec §4.4, kept in files instead of
-// client memory because our clients are separate processes).
+// Exchanges and bindings on disk, the store under the virtual layer's
+// exchanges (virtual/exchanges.ts): kombu's virtual exchange table (spec §4.4)
+// kept in files instead of client memory, because our clients are separate
+// processes and every one must route a publish the same way. Topic bindings
+// are matched by AMQP's word rules, so a binding keeps only its key.
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js'
 import { BrokerRequestError } from '../errors.js'
 import type { ExchangeSpec, ExchangeType } from '../transport.js'
+import type { BindingRow, ExchangeStore } from '../virtual/exchanges.js'
+import { AMQP_TOPIC } from '../virtual/topic.js'
 import { type FileLayout, ignoreMissing, isErrno, listDir, writeFileAtomic } from './layout.js'
 import { bindingFileName, escapeName, parseBindingFileName } from './names.js'
 
-/** AMQP topic matching: words split on '.', `*` is exactly one word, `#` zero or more. */
-export function topicMatches(pattern: string, key: string): boolean {
-  const p = pattern.split('.')
-  const k = key.split('.')
-  const match = (i: number, j: number): boolean => {
-    if (i === p.length) return j === k.length
-    if (p[i] === '#') {
-      for (let n = j; n <= k.length; n++) if (match(i + 1, n)) return true
-      return false
-    }
-    if (j === k.length) return false
-    return (p[i] === '*' || p[i] === k[j]) && match(i + 1, j + 1)
-  }
-  return match(0, 0)
-}
-
-export interface Binding {
-  queue: string
-  routingKey: string
-}
-
-export class ExchangeTable {
+export class ExchangeTable implements Pick<ExchangeStore, 'typeOf' | 'table' | 'storeBinding'> {
   // Types never change for a declared exchange (a redeclare with another type is refused).
   private readonly types = new Map<string, ExchangeType>()
 
@@ -66,14 +49,11 @@ export class ExchangeTable {
     }
   }
 
-  async bind(queue: string, exchange: string, routingKey: string): Promise<void> {
-    if (exchange === '') throw new BrokerRequestError('ACCESS_REFUSED', 'cannot bind to the default exchange')
-    if ((await this.typeOf(exchange)) === undefined) {
-      throw new BrokerRequestError('NOT_FOUND', `no exchange '${exchange}'`)
-    }
+  /** A binding is an empty file named by its queue and key (the exchange's existence checked by the virtual layer). */
+  async storeBinding(exchange: string, _type: ExchangeType, row: BindingRow): Promise<void> {
     const dir = this.layout.bindingDir(exchange)
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
-    await writeFile(join(dir, bindingFileName(queue, routingKey)), '', { mode: PRIVATE_FILE_MODE })
+    await writeFile(join(dir, bindingFileName(row.queue, row.routingKey)), '', { mode: PRIVATE_FILE_MODE })
   }
 
   async unbind(queue: string, exchange: string, routingKey: string): Promise<void> {
@@ -81,27 +61,13 @@ export class ExchangeTable {
     await ignoreMissing(unlink(join(this.layout.bindingDir(exchange), bindingFileName(queue, routingKey))))
   }
 
-  async bindings(exchange: string): Promise<Binding[]> {
-    const out: Binding[] = []
+  async table(exchange: string): Promise<BindingRow[]> {
+    const out: BindingRow[] = []
     for (const file of await listDir(this.layout.bindingDir(exchange))) {
       const b = parseBindingFileName(file)
-      if (b) out.push(b)
+      if (b) out.push({ ...b, pattern: AMQP_TOPIC.pattern(b.routingKey) })
     }
     return out
-  }
-
-  /** The queues a publish reaches; empty means the message is dropped, as AMQP does. */
-  async route(exchange: string, routingKey: string): Promise<string[]> {
-    if (exchange === '') return [routingKey]
-    const type = await this.typeOf(exchange)
-    if (type === undefined) return []
-    const matched = new Set<string>()
-    for (const b of await this.bindings(exchange)) {
-      if (type === 'fanout' || (type === 'direct' && b.routingKey === routingKey) || (type === 'topic' && topicMatches(b.routingKey, routingKey))) {
-        matched.add(b.queue)
-      }
-    }
-    return [...matched]
   }
 
   /** Drops every binding of a deleted queue. */

@@ -195,33 +195,3 @@ export class RedisKeys {
     return this.key(STAGING_OWNER_PREFIX + loopId)
   }
 }
-
-const TOPIC_WILDCARDS: Record<string, string> = { '*': '.*?[^\\.]', '#': '.*?' }
-
-/** kombu `TopicExchange.key_to_pattern`: the Python regex stored in the binding member. */
-export function topicKeyToPattern(routingKey: string): string {
-  // kombu `escape_regex(rkey, '.#*')`: every non-alphanumeric except . # * gets a backslash.
-  const escaped = Array.from(routingKey, (c) => (/[\p{L}\p{N}]/u.test(c) || '.#*'.includes(c) ? c : `\\${c}`)).join('')
-  return `^${escaped
-    .split('.')
-    .map((w) => TOPIC_WILDCARDS[w] ?? w)
-    .join('\\.')}$`
-}
-
-const compiled = new Map<string, RegExp | null>()
-
-/** `re.match(pattern, key)` for patterns written by kombu (or by us). */
-export function topicMatches(pattern: string, routingKey: string): boolean {
-  let re = compiled.get(pattern)
-  if (re === undefined) {
-    try {
-      re = new RegExp(pattern)
-    } catch {
-      re = null
-    }
-    compiled.set(pattern, re)
-  }
-  if (!re) return false
-  const m = re.exec(routingKey)
-  return m !== null && m.index === 0
-}

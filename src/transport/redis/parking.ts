@@ -1,14 +1,13 @@
-// Parking lots on Redis (tsq-only keys; Python never reads them): one sorted
-// set per lot, `_tsq.parked.<lot>`, scored by the message's time in ms, each
-// member a JSON object {i: id, q: queue, l: the queue's list key for its
-// priority, e: the kombu envelope it goes back as}. A member moves into its
-// list in one Lua script (LPUSH then ZREM), so a process that dies mid-move
-// loses nothing and moves nothing twice.
+// Parking lots on Redis (tsq-only keys; Python never reads them), the store
+// under the virtual layer's parking (virtual/parking.ts): one sorted set per
+// lot, `_tsq.parked.<lot>`, scored by the message's time in ms, each member a
+// JSON object {i: id, q: queue, l: the queue's list key for its priority, e:
+// the kombu envelope it goes back as}. A member moves into its list in one Lua
+// script (LPUSH then ZREM), so a process that dies mid-move loses nothing and
+// moves nothing twice.
 import type { Redis } from 'ioredis'
-import { buildEnvelope, envelopeBody, envelopeProperties, parseEnvelope, serializeEnvelope } from '../kombu-envelope.js'
-import type { OutgoingMessage, ParkedMessage, Parking, ParkOptions } from '../transport.js'
+import type { ParkedEntry, ParkingStore, ParkTrim } from '../virtual/parking.js'
 import type { RedisKeys } from './keys.js'
-import { parkedId } from '../parked-id.js'
 
 export const PARKED_PREFIX = '_tsq.parked.'
 
@@ -74,7 +73,7 @@ type RedisWithScripts = Redis & {
   tsqRelease?: (numKeys: number, ...keysAndArgs: string[]) => Promise<[number, string]>
 }
 
-export class RedisParking implements Parking {
+export class RedisParkingStore implements ParkingStore {
   constructor(
     private readonly conn: () => Promise<Redis>,
     private readonly guard: <T>(where: string, run: () => Promise<T>) => Promise<T>,
@@ -93,46 +92,37 @@ export class RedisParking implements Parking {
     return conn as Required<Pick<RedisWithScripts, 'tsqPark' | 'tsqRelease'>>
   }
 
-  async park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options: ParkOptions = {}): Promise<void> {
-    const envelope = serializeEnvelope(buildEnvelope(target.exchange, target.routingKey, message))
+  async add(lot: string, entry: ParkedEntry, priority: number, trim: ParkTrim): Promise<void> {
     // `i` first: members of one score sort by it (parkedId).
-    const member: Member = { i: parkedId(), q: target.queue, l: this.keys.list(target.queue, this.keys.step(message.properties.priority)), e: envelope }
-    const minScore = options.maxAgeMs !== undefined ? String(Date.now() - options.maxAgeMs) : ''
+    const member: Member = { i: entry.id, q: entry.queue, l: this.keys.list(entry.queue, this.keys.step(priority)), e: entry.envelope }
     const scripts = await this.scripts()
-    await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, this.lotKey(lot), String(Math.round(at)), JSON.stringify(member), String(options.maxLength ?? -1), minScore))
+    await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, this.lotKey(lot), String(Math.round(entry.at)), JSON.stringify(member), String(trim.maxLength ?? -1), trim.minAt !== undefined ? String(trim.minAt) : ''))
   }
 
-  async releaseDue(lots: readonly string[]): Promise<{ moved: number; nextAt: number | null }> {
-    if (lots.length === 0) return { moved: 0, nextAt: null }
+  async releaseDue(lots: readonly string[], now: number): Promise<{ moved: number; nextAt: number | null }> {
     const scripts = await this.scripts()
-    const [moved, next] = await this.guard('release due parked messages', () => scripts.tsqRelease(lots.length, ...lots.map((lot) => this.lotKey(lot)), String(Date.now()), String(RELEASE_BATCH)))
+    const [moved, next] = await this.guard('release due parked messages', () => scripts.tsqRelease(lots.length, ...lots.map((lot) => this.lotKey(lot)), String(now), String(RELEASE_BATCH)))
     return { moved: Number(moved), nextAt: next === '' ? null : Number(next) }
   }
 
-  async list(lot: string, options: { limit?: number } = {}): Promise<ParkedMessage[]> {
-    if (options.limit !== undefined && options.limit <= 0) return []
+  async entries(lot: string, limit?: number): Promise<ParkedEntry[]> {
     const conn = await this.conn()
-    const stop = options.limit !== undefined ? options.limit - 1 : -1
+    const stop = limit !== undefined ? limit - 1 : -1
     const flat = await this.guard(`list ${lot}`, () => conn.zrange(this.lotKey(lot), 0, stop, 'WITHSCORES'))
-    const out: ParkedMessage[] = []
+    const out: ParkedEntry[] = []
     for (let i = 0; i + 1 < flat.length; i += 2) {
-      const parked = toParked(flat[i]!, Number(flat[i + 1]))
-      if (parked) out.push(parked)
+      const m = member(flat[i]!)
+      if (m) out.push({ id: m.i, queue: m.q, at: Number(flat[i + 1]), envelope: m.e })
     }
     return out
   }
 
-  async drop(lot: string, ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0
+  async remove(lot: string, ids: ReadonlySet<string>): Promise<number> {
     const conn = await this.conn()
-    const wanted = new Set(ids)
     const members = await this.guard(`list ${lot}`, () => conn.zrange(this.lotKey(lot), 0, -1))
     const doomed = members.filter((m) => {
-      try {
-        return wanted.has((JSON.parse(m) as Member).i)
-      } catch {
-        return false
-      }
+      const id = member(m)?.i
+      return id !== undefined && ids.has(id)
     })
     if (doomed.length === 0) return 0
     return this.guard(`drop from ${lot}`, () => conn.zrem(this.lotKey(lot), ...doomed))
@@ -144,19 +134,10 @@ export class RedisParking implements Parking {
   }
 }
 
-function toParked(raw: string, at: number): ParkedMessage | undefined {
+function member(raw: string): Member | undefined {
   try {
     const m = JSON.parse(raw) as Member
-    const envelope = parseEnvelope(m.e)
-    const info = envelope.properties.delivery_info
-    return {
-      id: m.i,
-      queue: m.q,
-      at,
-      message: { body: envelopeBody(envelope), properties: envelopeProperties(envelope) },
-      exchange: typeof info.exchange === 'string' ? info.exchange : '',
-      routingKey: typeof info.routing_key === 'string' ? info.routing_key : '',
-    }
+    return m !== null && typeof m === 'object' ? m : undefined
   } catch {
     return undefined
   }

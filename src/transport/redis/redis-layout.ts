@@ -1,5 +1,5 @@
 // kombu's Redis layout read and changed directly, for the admin verbs the
-// Transport contract leaves out (virtual-admin.ts): every binding set, an
+// Transport contract leaves out (virtual/admin.ts): every binding set, an
 // exchange's removal, a queue's existence as kombu's `_has_queue` sees it.
 import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
@@ -8,7 +8,7 @@ import type { BindingRow } from '../admin.js'
 import { BrokerConnectionError } from '../errors.js'
 import type { TransportSettings } from '../registry.js'
 import { maskUrl } from '../url.js'
-import type { VirtualLayout } from '../virtual-admin.js'
+import type { VirtualLayout } from '../virtual/admin.js'
 import { classifyRedisError } from './classify-error.js'
 import type { RedisKeys } from './keys.js'
 import { explainRedisConnectFailure, redisClientOptions, resolveRedisOptions } from './options.js'

@@ -36,9 +36,12 @@ import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
 import { ConsumerSet, ListConsumer } from './list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
 import { retryWhileDemoted } from './sentinel.js'
-import { Router } from './routing.js'
+import { RedisExchangeTable } from './routing.js'
 import { UnackedStore } from './unacked.js'
-import { RedisParking } from './parking.js'
+import { RedisParkingStore } from './parking.js'
+import { VirtualExchanges } from '../virtual/exchanges.js'
+import { VirtualParking } from '../virtual/parking.js'
+import { KOMBU_TOPIC } from '../virtual/topic.js'
 import { PublishBatcher } from './publish-batch.js'
 
 export type { RedisTransportOptions } from './options.js'
@@ -72,7 +75,9 @@ export class RedisTransport implements Transport {
   private connecting: Promise<void> | undefined
   private closing: Promise<void> | undefined
   private cmd: Redis | undefined
-  private router: Router | undefined
+  /** Exchanges as kombu's virtual transport emulates them (virtual/), over the binding sets of `table`. */
+  private exchanges: VirtualExchanges | undefined
+  private table: RedisExchangeTable | undefined
   private unacked: UnackedStore | undefined
   private loop: Promise<BrpopLoop> | undefined
   private loopRunning: BrpopLoop | undefined
@@ -108,11 +113,11 @@ export class RedisTransport implements Transport {
     this.keys = this.options.keys
     this.overlapClaims = options.overlapClaims === true
     this.consumers = new ConsumerSet(this.options.queueOrderStrategy)
-    this.parking = new RedisParking(
+    this.parking = new VirtualParking(new RedisParkingStore(
       async () => (await this.ready()).cmd,
       (where, run) => this.guard(where, run),
       this.keys,
-    )
+    ))
   }
 
   get visibilityTimeout(): number {
@@ -190,8 +195,18 @@ export class RedisTransport implements Transport {
         throw error
       }
       this.cmd = conn
-      this.router = new Router(conn, this.keys)
-      this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.router!.lookup(exchange, routingKey), this.keys)
+      const table = (this.table = new RedisExchangeTable(conn, this.keys))
+      this.exchanges = new VirtualExchanges({
+        typeOf: (exchange) => table.typeOf(exchange),
+        table: (exchange) => table.table(exchange),
+        storeBinding: (exchange, type, row) => table.storeBinding(exchange, type, row),
+        put: (queues, exchange, routingKey, message) => this.putInLists(queues, exchange, routingKey, message),
+        // kombu `_put_fanout`: pub/sub, so only a queue consuming now hears it (spec §4.5).
+        putFanout: async (exchange, routingKey, message) => {
+          await conn.publish(this.keys.publishChannel(exchange, routingKey), encodeEnvelope(exchange, routingKey, message))
+        },
+      }, KOMBU_TOPIC)
+      this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.exchanges!.lookup(exchange, routingKey), this.keys)
       this.acks = new AckTracker(this.unacked, {
         assertOpen: () => {
           if (this.state === 'closed') throw this.closedError()
@@ -209,10 +224,10 @@ export class RedisTransport implements Transport {
     return new TransportClosedError(`redis transport ${this.displayUrl} is closed`)
   }
 
-  private async ready(): Promise<{ cmd: Redis; router: Router; unacked: UnackedStore }> {
+  private async ready(): Promise<{ cmd: Redis; table: RedisExchangeTable; exchanges: VirtualExchanges; unacked: UnackedStore }> {
     if (this.state === 'closing' || this.state === 'closed') throw this.closedError()
     if (this.state !== 'open') await this.connect()
-    return { cmd: this.cmd!, router: this.router!, unacked: this.unacked! }
+    return { cmd: this.cmd!, table: this.table!, exchanges: this.exchanges!, unacked: this.unacked! }
   }
 
   private async guard<T>(where: string, run: () => Promise<T>): Promise<T> {
@@ -225,8 +240,8 @@ export class RedisTransport implements Transport {
   }
 
   async declareExchange(spec: ExchangeSpec): Promise<void> {
-    const { router } = await this.ready()
-    await this.guard(`declare exchange ${spec.name}`, () => router.declare(spec.name, spec.type))
+    const { table } = await this.ready()
+    await this.guard(`declare exchange ${spec.name}`, () => table.declare(spec.name, spec.type))
   }
 
   async declareQueue(spec: QueueSpec): Promise<{ messageCount: number }> {
@@ -242,9 +257,9 @@ export class RedisTransport implements Transport {
   }
 
   async bindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
-    const { router } = await this.ready()
+    const { exchanges } = await this.ready()
     if (!exchange) return
-    await this.guard(`bind ${queue} to ${exchange}`, () => router.bind(queue, exchange, routingKey))
+    await this.guard(`bind ${queue} to ${exchange}`, () => exchanges.bind(queue, exchange, routingKey))
   }
 
   /** Redis has no queue object: only the bindings are written (no LLENs of a declare, whose count nobody reads here). */
@@ -255,17 +270,17 @@ export class RedisTransport implements Transport {
   }
 
   async unbindQueue(queue: string, exchange: string, routingKey: string): Promise<void> {
-    const { router } = await this.ready()
+    const { table } = await this.ready()
     if (!exchange) return
-    await this.guard(`unbind ${queue} from ${exchange}`, () => router.unbind(queue, exchange, routingKey))
+    await this.guard(`unbind ${queue} from ${exchange}`, () => table.unbind(queue, exchange, routingKey))
   }
 
   async deleteQueue(queue: string): Promise<void> {
-    const { cmd, router } = await this.ready()
+    const { cmd, table } = await this.ready()
     this.autoDelete.delete(queue)
     await this.guard(`delete queue ${queue}`, async () => {
       const batch = cmd.multi()
-      for (const [key, member] of router.forgetQueue(queue)) batch.srem(key, member)
+      for (const [key, member] of table.forgetQueue(queue)) batch.srem(key, member)
       batch.del(...this.keys.lists(queue))
       await execChecked(batch)
     })
@@ -301,30 +316,26 @@ export class RedisTransport implements Transport {
   }
 
   private async publishRouted(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
-    const { cmd, router } = await this.ready()
-    const encode = (): string => encodeEnvelope(exchange, routingKey, message)
+    const { exchanges } = await this.ready()
+    await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, () => exchanges.publish(exchange, routingKey, message))
+  }
+
+  /** kombu `_put`: an LPUSH to each queue's list for the message's priority (the default exchange's through the batcher). */
+  private async putInLists(queues: readonly string[], exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
     const step = this.keys.step(message.properties.priority)
-    await this.guard(`publish to ${exchange || '(default)'}/${routingKey}`, async () => {
-      if (!exchange) {
-        await this.publishes.push(this.keys.list(routingKey, step), encodeEnvelope(exchange, routingKey, message))
-        return
-      }
-      if ((await router.resolveType(exchange)) === 'fanout') {
-        await cmd.publish(this.keys.publishChannel(exchange, routingKey), encode())
-        return
-      }
-      const queues = await router.lookup(exchange, routingKey)
-      if (queues.length === 0) return
-      const batch = cmd.pipeline()
-      // A fresh delivery tag per copy, so two copies never share one `unacked` entry.
-      for (const queue of queues) batch.lpush(this.keys.list(queue, step), encode())
-      await execChecked(batch)
-    })
+    if (!exchange) {
+      await this.publishes.push(this.keys.list(queues[0]!, step), encodeEnvelope(exchange, routingKey, message))
+      return
+    }
+    const batch = this.cmd!.pipeline()
+    // A fresh delivery tag per copy, so two copies never share one `unacked` entry.
+    for (const queue of queues) batch.lpush(this.keys.list(queue, step), encodeEnvelope(exchange, routingKey, message))
+    await execChecked(batch)
   }
 
   async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
-    const { router } = await this.ready()
-    const fanout = router.fanoutBindings.get(queue)
+    const { table } = await this.ready()
+    const fanout = table.fanoutBindings.get(queue)
     if (fanout) return this.consumeFanout(queue, handler, fanout)
     const loop = await this.ensureLoop()
     const consumer = new ListConsumer(queue, randomUUID(), handler, options.prefetch ?? 0, options.noAck ?? false, {
@@ -556,9 +567,9 @@ export class RedisTransport implements Transport {
       if (requeueUnacked) await this.acks!.restoreAll()
       else this.acks!.forget()
       for (const queue of this.autoDelete) {
-        if (!this.router!.fanoutBindings.has(queue)) continue
+        if (!this.table!.fanoutBindings.has(queue)) continue
         const batch = this.cmd.multi()
-        for (const [key, member] of this.router!.forgetQueue(queue)) batch.srem(key, member)
+        for (const [key, member] of this.table!.forgetQueue(queue)) batch.srem(key, member)
         batch.del(...this.keys.lists(queue))
         await execChecked(batch).catch(() => undefined)
       }

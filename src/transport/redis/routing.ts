@@ -1,8 +1,13 @@
-// kombu's virtual exchange table on Redis (spec §4.4): exchange types live only in
-// this process; bindings live in `_kombu.binding.<exchange>` sets shared by all.
+// kombu's virtual exchange table on Redis (spec §4.4), the store under the
+// virtual layer's exchanges (virtual/exchanges.ts): exchange types live only in
+// this process; bindings live in `_kombu.binding.<exchange>` sets shared by
+// all, each member kombu's `routing_key<sep>pattern<sep>queue`, the pattern
+// kombu's topic regex.
 import type { Redis } from 'ioredis'
 import type { ExchangeType } from '../transport.js'
-import { topicKeyToPattern, topicMatches, type RedisKeys } from './keys.js'
+import { bindingRow, type BindingRow, type ExchangeStore } from '../virtual/exchanges.js'
+import { KOMBU_TOPIC } from '../virtual/topic.js'
+import type { RedisKeys } from './keys.js'
 
 /** Celery declares these as fanout on Redis; a process that never declared them still routes right. */
 const WELL_KNOWN_FANOUT = new Set(['celery.pidbox', 'celeryev'])
@@ -20,7 +25,8 @@ export interface FanoutBinding {
 export const EXCHANGE_TYPES_KEY = '_tsq.exchange.types'
 const NEGATIVE_CACHE_MS = 1000
 
-export class Router {
+/** The exchange table; publishing (put, and fanout as pub/sub) is the transport's. */
+export class RedisExchangeTable implements Pick<ExchangeStore, 'typeOf' | 'table' | 'storeBinding'> {
   private readonly types = new Map<string, ExchangeType>()
   private readonly remembered = new Map<string, { type: ExchangeType; until: number }>()
   /** Queues bound to a fanout exchange in this process: consumed with PSUBSCRIBE, not BRPOP. */
@@ -46,15 +52,15 @@ export class Router {
   }
 
   /** kombu `typeof(exchange, default='direct')`, from what this process knows. */
-  typeOf(exchange: string): ExchangeType {
+  private knownType(exchange: string): ExchangeType {
     return this.types.get(exchange) ?? (WELL_KNOWN_FANOUT.has(exchange) ? 'fanout' : 'direct')
   }
 
-  /** typeOf, falling back to the type another tsq process recorded. */
-  async resolveType(exchange: string): Promise<ExchangeType> {
+  /** knownType, falling back to the type another tsq process recorded; an exchange nobody recorded is direct, as kombu routes it. */
+  async typeOf(exchange: string): Promise<ExchangeType> {
     const local = this.types.get(exchange)
     if (local) return local
-    if (WELL_KNOWN_FANOUT.has(exchange) || !exchange) return this.typeOf(exchange)
+    if (WELL_KNOWN_FANOUT.has(exchange) || !exchange) return this.knownType(exchange)
     const cached = this.remembered.get(exchange)
     if (cached && cached.until > Date.now()) return cached.type
     const stored = await this.conn.hget(this.typesKey, exchange)
@@ -64,12 +70,11 @@ export class Router {
   }
 
   private member(queue: string, exchange: string, routingKey: string): string {
-    const pattern = this.typeOf(exchange) === 'topic' ? topicKeyToPattern(routingKey) : ''
-    return this.keys.bindingMember({ routingKey, pattern, queue })
+    return this.keys.bindingMember(bindingRow(this.knownType(exchange), queue, routingKey, KOMBU_TOPIC))
   }
 
-  async bind(queue: string, exchange: string, routingKey: string): Promise<void> {
-    const type = await this.resolveType(exchange)
+  async storeBinding(exchange: string, type: ExchangeType, row: BindingRow): Promise<void> {
+    const { queue, routingKey } = row
     if (!this.types.has(exchange) && type !== 'direct') this.types.set(exchange, type)
     if (type === 'fanout') {
       const list = this.fanoutBindings.get(queue) ?? []
@@ -79,7 +84,7 @@ export class Router {
     const bindings = this.queueBindings.get(queue) ?? new Set<string>()
     bindings.add(`${exchange}\n${routingKey}`)
     this.queueBindings.set(queue, bindings)
-    await this.conn.sadd(this.keys.binding(exchange), this.member(queue, exchange, routingKey))
+    await this.conn.sadd(this.keys.binding(exchange), this.keys.bindingMember(row))
   }
 
   async unbind(queue: string, exchange: string, routingKey: string): Promise<void> {
@@ -106,17 +111,8 @@ export class Router {
     return out
   }
 
-  /** kombu `_lookup`: the queues a (exchange, routing key) pair reaches through the binding sets. */
-  async lookup(exchange: string, routingKey: string): Promise<string[]> {
-    if (!exchange) return [routingKey]
-    const type = await this.resolveType(exchange)
-    const members = (await this.conn.smembers(this.keys.binding(exchange))).map((m) => this.keys.parseBindingMember(m))
-    const queues = new Set<string>()
-    for (const m of members) {
-      if (type === 'fanout') queues.add(m.queue)
-      else if (type === 'topic' ? topicMatches(m.pattern, routingKey) : m.routingKey === routingKey) queues.add(m.queue)
-    }
-    queues.delete('')
-    return [...queues]
+  /** kombu `get_table`: the members of the exchange's binding set. */
+  async table(exchange: string): Promise<BindingRow[]> {
+    return (await this.conn.smembers(this.keys.binding(exchange))).map((m) => this.keys.parseBindingMember(m))
   }
 }

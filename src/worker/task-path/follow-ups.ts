@@ -9,6 +9,8 @@ import { sendTask, type SendTaskOptions } from '../../client/index.js'
 import { routedSend, type Route } from '../../config/index.js'
 import type { AppSignals, EncodedException } from '../../app/index.js'
 import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, joinResultTree, pyRepr, resultFromTuple, resultTreeTaskIds, resultTuple, type ChordJoin, type ResultMeta, type ResultNode, type Signature, type TaskState } from '../../protocol/index.js'
+// Canvas shapes (kinds, headers, bodies, where a result task sits) are the protocol's: protocol/messages/canvas.ts.
+import { accumulatingChord, argsWith, canvasKind, chainStepsWithOptions, chordBody, chordHeader, chordHeaderOptions, signatureList, tasksOf, unrollHeader, withErrbacks, withResultTask } from '../../protocol/index.js'
 import type { Transport } from '../../transport/index.js'
 import type { Request } from './request.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
@@ -124,14 +126,11 @@ async function callRequestErrback(sender: Sender, errback: Signature, context: R
 export async function sendReplacement(sender: Sender, request: Request, sig: Signature): Promise<void> {
   const m = request.message
   let replacement = structuredClone(sig)
-  if (canvasKind(replacement) === 'group') {
-    const accumulate: Signature = { task: 'celery.accumulate', args: [], kwargs: { index: 0 }, options: {}, subtask_type: null, immutable: false }
-    replacement = { task: 'celery.chord', args: [], kwargs: { header: replacement, body: accumulate, kwargs: {} }, options: {}, subtask_type: 'chord', immutable: false }
-  }
+  if (canvasKind(replacement) === 'group') replacement = accumulatingChord(replacement)
   const callbacks = (m.embed.callbacks ?? []) as Signature[]
   const patched = withResultTask(replacement, (options) => {
     const out: Record<string, unknown> = { ...options, task_id: typeof options.task_id === 'string' ? options.task_id : m.id }
-    if (callbacks.length) out.link = [...signatures(options.link), ...callbacks]
+    if (callbacks.length) out.link = [...signatureList(options.link), ...callbacks]
     if (m.group) {
       out.group_id = m.group
       out.group_index = m.groupIndex
@@ -143,22 +142,6 @@ export async function sendReplacement(sender: Sender, request: Request, sig: Sig
   const errbacks = (m.embed.errbacks ?? []) as Signature[]
   const chain = m.embed.chain?.length ? (m.embed.chain as Signature[]) : undefined
   await applySignature(sender, errbacks.length ? withErrbacks(patched, errbacks) : patched, [], request, chain)
-}
-
-/** `sig.link_error(e)` for each errback, as Celery's canvas places it: a chain's on every step, a group's on every member, a chord's on its body. */
-function withErrbacks(sig: Signature, errbacks: Signature[]): Signature {
-  const kwargs = kwargsOf(sig)
-  switch (canvasKind(sig)) {
-    case 'plain':
-      return { ...sig, options: { ...sig.options, link_error: [...signatures((sig.options ?? {}).link_error), ...errbacks] } }
-    case 'chain':
-    case 'group':
-      return { ...sig, kwargs: { ...kwargs, tasks: signatures(kwargs.tasks).map((task) => withErrbacks(task, errbacks)) } }
-    case 'chord': {
-      const body = kwargs.body as Signature | undefined
-      return body ? { ...sig, kwargs: { ...kwargs, body: withErrbacks(body, errbacks) } } : sig
-    }
-  }
 }
 
 /**
@@ -300,17 +283,12 @@ async function failChordBody(sender: Sender, backend: ResultBackend, body: Signa
     await backend.store(bodyId, meta, 'FAILURE')
   }
   // Celery's chord_error_from_stack: a new-style errback gets a request made from the body's signature.
-  const context = { ...body, ...options, id: bodyId, errbacks: signatures(options.link_error), delivery_info: {} }
+  const context = { ...body, ...options, id: bodyId, errbacks: signatureList(options.link_error), delivery_info: {} }
   const exc: EncodedException = { type: 'ChordError', args: [message], module: 'celery.exceptions', message }
-  for (const errback of signatures(options.link_error)) {
+  for (const errback of signatureList(options.link_error)) {
     if (await callRequestErrback(sender, errback, context, exc, null)) continue
     await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${escapeControl(errback.task)} not sent: ${e.message}`))
   }
-}
-
-function signatures(value: unknown): Signature[] {
-  if (Array.isArray(value)) return value as Signature[]
-  return value ? [value as Signature] : []
 }
 
 // ---- canvas: what `signature(d).apply_async(args)` does in a Celery worker --
@@ -325,39 +303,21 @@ function signatures(value: unknown): Signature[] {
 async function applySignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
   const kind = canvasKind(sig)
   if (kind === 'plain') return sendSignature(sender, sig, prepend, parent, chain)
-  const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
-  const kwargs = (sig.kwargs ?? {}) as Record<string, unknown>
+  const args = argsWith(sig, prepend)
   // A chain or chord that is a chord's body carries the outer chain's rest in its options (applyChord).
-  if (!chain?.length && kind !== 'group') chain = signatures(sig.options?.chain)
+  if (!chain?.length && kind !== 'group') chain = signatureList(sig.options?.chain)
   if (kind === 'chain') {
-    const steps = withChainOptions(sig, signatures(kwargs.tasks))
+    const steps = chainStepsWithOptions(sig)
     const first = steps[0]
     if (!first) return
     await applySignature(sender, first, args, parent, [...(chain ?? []), ...steps.slice(1).reverse()])
     return
   }
   if (kind === 'group') {
-    await applyGroupMembers(sender, signatures(kwargs.tasks), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true, (sig.options ?? {}) as Record<string, unknown>)
+    await applyGroupMembers(sender, tasksOf(sig), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true, (sig.options ?? {}) as Record<string, unknown>)
     return
   }
   await applyChord(sender, sig, args, parent, chain)
-}
-
-/**
- * A chain's own `link` and `link_error` (`chain.link(sig)`, `chain.on_error(sig)`),
- * as Celery's chain.run places them: the callbacks on its last step, the
- * errbacks on every step.
- */
-function withChainOptions(sig: Signature, steps: Signature[]): Signature[] {
-  const options = (sig.options ?? {}) as Record<string, unknown>
-  const links = signatures(options.link)
-  const errbacks = signatures(options.link_error)
-  if (!links.length && !errbacks.length) return steps
-  return steps.map((step, index) => {
-    let out = errbacks.length ? withErrbacks(step, errbacks) : step
-    if (links.length && index === steps.length - 1) out = withResultTask(out, (o) => ({ ...o, link: [...signatures(o.link), ...links] })) ?? { ...out, options: { ...out.options, link: [...signatures(out.options?.link), ...links] } }
-    return out
-  })
 }
 
 /**
@@ -376,7 +336,7 @@ async function applyGroupMembers(sender: Sender, members: Signature[], args: unk
   for (const [index, member] of members.entries()) {
     const kind = canvasKind(member)
     if (kind === 'group') {
-      await applyGroupMembers(sender, signatures(kwargsOf(member).tasks), args, parent, chain, groupId, indexed, groupOptions)
+      await applyGroupMembers(sender, tasksOf(member), args, parent, chain, groupId, indexed, groupOptions)
     } else if (kind === 'chain' || kind === 'chord') {
       const grouped = withResultTask(member, (options) => ({
         ...options,
@@ -399,11 +359,9 @@ async function applyGroupMembers(sender: Sender, members: Signature[], args: unk
  * header task is sent carrying the body.
  */
 async function applyChord(sender: Sender, sig: Signature, args: unknown[], parent: Request, chain?: Signature[]): Promise<void> {
-  const kwargs = kwargsOf(sig)
-  const header = kwargs.header as Signature | Signature[] | undefined
-  const members = unrollHeader(Array.isArray(header) ? header : header ? signatures(kwargsOf(header).tasks) : [])
-  const headerOptions = (Array.isArray(header) ? {} : (header?.options ?? {})) as Record<string, unknown>
-  const bodySig = kwargs.body as Signature | undefined
+  const members = unrollHeader(chordHeader(sig))
+  const headerOptions = chordHeaderOptions(sig)
+  const bodySig = chordBody(sig)
   if (!bodySig) {
     sender.log.error(`Chord ${escapeControl(optionString(sig, 'task_id') ?? '')} not started: it has no body`)
     return
@@ -458,26 +416,26 @@ function freezeHeaderMember(sig: Signature, groupId: string, index: number, body
       return { sig: { ...sig, options: { ...options, task_id: id, group_id: options.group_id ?? groupId, group_index: index, chord: body } }, node: { id, parent, children: null } }
     }
     case 'chain': {
-      const steps = signatures(kwargsOf(sig).tasks)
+      const steps = tasksOf(sig)
       const last = steps.at(-1)
       if (!last) return null
       // The step before is the result's parent, as Celery's as_tuple() records it.
       const before = steps.at(-2)
       const beforeId = before && canvasKind(before) === 'plain' ? optionString(before, 'task_id') : undefined
       const frozen = freezeHeaderMember(last, groupId, index, body, beforeId ? { id: beforeId, parent: null, children: null } : null)
-      return frozen && { sig: { ...sig, kwargs: { ...kwargsOf(sig), tasks: [...steps.slice(0, -1), frozen.sig] } }, node: frozen.node }
+      return frozen && { sig: { ...sig, kwargs: { ...(sig.kwargs ?? {}), tasks: [...steps.slice(0, -1), frozen.sig] } }, node: frozen.node }
     }
     case 'chord': {
-      const inner = kwargsOf(sig).body as Signature | undefined
+      const inner = chordBody(sig)
       const frozen = inner ? freezeHeaderMember(inner, groupId, index, body, parent) : null
-      return frozen && { sig: { ...sig, kwargs: { ...kwargsOf(sig), body: frozen.sig } }, node: frozen.node }
+      return frozen && { sig: { ...sig, kwargs: { ...(sig.kwargs ?? {}), body: frozen.sig } }, node: frozen.node }
     }
     case 'group': {
       const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
-      const members = unrollHeader(signatures(kwargsOf(sig).tasks)).map((member, i) => freezeHeaderMember(member, groupId, i, body, null))
+      const members = unrollHeader(tasksOf(sig)).map((member, i) => freezeHeaderMember(member, groupId, i, body, null))
       if (members.some((member) => member === null)) return null
       return {
-        sig: { ...sig, kwargs: { ...kwargsOf(sig), tasks: members.map((member) => member!.sig) }, options: { ...options, task_id: id, group_id: groupId, chord: body, group_index: index } },
+        sig: { ...sig, kwargs: { ...(sig.kwargs ?? {}), tasks: members.map((member) => member!.sig) }, options: { ...options, task_id: id, group_id: groupId, chord: body, group_index: index } },
         node: { id, parent, children: members.map((member) => member!.node) },
       }
     }
@@ -494,74 +452,18 @@ export function chordSize(sig: Signature): number {
     case 'plain':
       return 1
     case 'group':
-      return signatures(kwargsOf(sig).tasks).reduce((size, member) => size + chordSize(member), 0)
+      return tasksOf(sig).reduce((size, member) => size + chordSize(member), 0)
     case 'chain':
-      for (const step of [...signatures(kwargsOf(sig).tasks)].reverse()) {
+      for (const step of [...tasksOf(sig)].reverse()) {
         const size = chordSize(step)
         if (size > 0) return size
       }
       return 0
     case 'chord': {
-      const body = kwargsOf(sig).body as Signature | undefined
+      const body = chordBody(sig)
       return body ? chordSize(body) : 0
     }
   }
-}
-
-/**
- * Celery 5.2.6's `group._freeze_unroll`, which `chord.run` uses on a header:
- * nested groups are spliced in with `deque.extendleft`, which reverses each
- * nested group's members. tsq keeps that order, so a body gets its results in
- * the same order whichever kind of worker started the chord.
- */
-function unrollHeader(members: Signature[]): Signature[] {
-  const stack = [...members]
-  const flat: Signature[] = []
-  for (let member = stack.shift(); member; member = stack.shift()) {
-    if (canvasKind(member) === 'group') stack.unshift(...signatures(kwargsOf(member).tasks).reverse())
-    else flat.push(member)
-  }
-  return flat
-}
-
-/**
- * A copy of `sig` with `patch` applied to the options of the one task whose
- * result is sig's result: a chain's last step, a chord's body, found through
- * any nesting. Null when that is a group (or nothing), which has no one task.
- */
-function withResultTask(sig: Signature, patch: (options: Record<string, unknown>) => Record<string, unknown>): Signature | null {
-  switch (canvasKind(sig)) {
-    case 'plain':
-      return { ...sig, options: patch({ ...sig.options }) }
-    case 'chain': {
-      const steps = signatures(kwargsOf(sig).tasks)
-      const last = steps.at(-1)
-      const patched = last ? withResultTask(last, patch) : null
-      return patched ? { ...sig, kwargs: { ...kwargsOf(sig), tasks: [...steps.slice(0, -1), patched] } } : null
-    }
-    case 'chord': {
-      const body = kwargsOf(sig).body as Signature | undefined
-      const patched = body ? withResultTask(body, patch) : null
-      return patched ? { ...sig, kwargs: { ...kwargsOf(sig), body: patched } } : null
-    }
-    default:
-      return null
-  }
-}
-
-function kwargsOf(sig: Signature): Record<string, unknown> {
-  return (sig.kwargs ?? {}) as Record<string, unknown>
-}
-
-type CanvasKind = 'plain' | 'group' | 'chord' | 'chain'
-
-function canvasKind(sig: Signature): CanvasKind {
-  const byType = sig.subtask_type
-  if (byType === 'group' || byType === 'chord' || byType === 'chain') return byType
-  if (sig.task === 'celery.group') return 'group'
-  if (sig.task === 'celery.chord') return 'chord'
-  if (sig.task === 'celery.chain') return 'chain'
-  return 'plain'
 }
 
 function optionString(sig: Signature, key: string): string | undefined {
@@ -582,15 +484,15 @@ interface GroupMembership {
 
 async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[], membership?: GroupMembership): Promise<void> {
   const options = (sig.options ?? {}) as Record<string, unknown>
-  const args = sig.immutable ? [...(sig.args ?? [])] : [...prepend, ...(sig.args ?? [])]
+  const args = argsWith(sig, prepend)
   const embed: Record<string, unknown> = {}
-  const rest = chain?.length ? chain : signatures(options.chain)
+  const rest = chain?.length ? chain : signatureList(options.chain)
   if (rest.length) embed.chain = rest
   const chord = membership?.chord ?? (options.chord as Signature | undefined)
   if (chord) embed.chord = chord
-  const callbacks = signatures(options.link)
+  const callbacks = signatureList(options.link)
   if (callbacks.length) embed.callbacks = callbacks
-  const errbacks = signatures(options.link_error)
+  const errbacks = signatureList(options.link_error)
   if (errbacks.length) embed.errbacks = errbacks
   await sendTask(sender.transport, sig.task, {
     id: typeof options.task_id === 'string' ? options.task_id : undefined,

@@ -6,11 +6,11 @@
 // bindings/ and exchanges/ folders on file://. Errors carry RabbitMQ's reply
 // codes and words, so a script reads them the same on every broker.
 import { resolve } from 'node:path'
-import type { BindingRow, BrokerAdmin, DeclareFlags, GotMessage, QueueDeclared } from './admin.js'
-import { BrokerRequestError } from './errors.js'
-import { createTransport, defaultFileBrokerDir, type TransportSettings } from './registry.js'
-import type { Delivery, ExchangeType, MessageProperties, Transport } from './transport.js'
-import { parseBrokerUrl } from './url.js'
+import type { BindingRow, BrokerAdmin, DeclareFlags, GotMessage, QueueDeclared } from '../admin.js'
+import { BrokerRequestError } from '../errors.js'
+import { createTransport, defaultFileBrokerDir, type TransportSettings } from '../registry.js'
+import type { Delivery, ExchangeType, MessageProperties, Transport } from '../transport.js'
+import { parseBrokerUrl } from '../url.js'
 
 /** What the Transport contract does not say about a virtual broker's layout. */
 export interface VirtualLayout {
@@ -28,10 +28,10 @@ export interface VirtualLayout {
 export async function openVirtualLayout(url: string, settings: TransportSettings = {}): Promise<VirtualLayout> {
   const parsed = parseBrokerUrl(url)
   if (parsed.scheme === 'redis' || parsed.scheme === 'rediss') {
-    const { RedisLayout } = await import('./redis/redis-layout.js')
+    const { RedisLayout } = await import('../redis/redis-layout.js')
     return RedisLayout.open(url, settings)
   }
-  const { FileLayoutAdmin } = await import('./file/file-layout-admin.js')
+  const { FileLayoutAdmin } = await import('../file/file-layout-admin.js')
   return new FileLayoutAdmin(parsed.path === '' ? defaultFileBrokerDir() : resolve(parsed.path))
 }
 
