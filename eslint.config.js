@@ -63,7 +63,9 @@ const pathOf = (entry) => `src/${entry}`
 // One zone per entry: nothing in it imports an entry on its own row or above.
 const layerZones = LAYERS.flatMap((row, level) =>
   row.flatMap((entry) => {
-    const above = LAYERS.slice(level).flat().filter((other) => other !== entry)
+    const above = LAYERS.slice(level)
+      .flat()
+      .filter((other) => other !== entry)
     if (above.length === 0) return []
     return [
       {
@@ -112,7 +114,10 @@ export default defineConfig(
     },
     rules: {
       // `_name` marks a parameter or binding kept for its position or shape.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
       // `(...args: any[]) => unknown` is how a task or handler of any signature is typed:
       // unknown[] would refuse every function with typed parameters.
       '@typescript-eslint/no-explicit-any': ['error', { ignoreRestArgs: true }],
@@ -138,7 +143,14 @@ export default defineConfig(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^(?!\\.|node:crypto$|node:module$|@msgpack/msgpack$|yaml$)', message: 'protocol/ and cluster-state/ are pure: move what needs this module out of them' }] },
+        {
+          patterns: [
+            {
+              regex: '^(?!\\.|node:crypto$|node:module$|@msgpack/msgpack$|yaml$)',
+              message: 'protocol/ and cluster-state/ are pure: move what needs this module out of them',
+            },
+          ],
+        },
       ],
     },
   },

@@ -29,7 +29,19 @@ async function seed(redis: Redis, prefix: string, queue: string, dueAt: number):
     const pipe = redis.pipeline()
     for (let j = i; j < Math.min(N, i + 5000); j++) {
       const key = `${prefix}e${j}`
-      pipe.hset(key, 'definition', encodeDefinition({ name: `e${j}`, task: 'proj.add', args: [j, 1], kwargs: {}, options: { queue }, schedule: intervalJson(3600), enabled: true }))
+      pipe.hset(
+        key,
+        'definition',
+        encodeDefinition({
+          name: `e${j}`,
+          task: 'proj.add',
+          args: [j, 1],
+          kwargs: {},
+          options: { queue },
+          schedule: intervalJson(3600),
+          enabled: true,
+        }),
+      )
       pipe.hset(key, 'meta', encodeMeta({ lastRunAt: dueAt - 3600_000, totalRunCount: 0 }))
       pipe.zadd(`${prefix}:schedule`, Math.floor(dueAt / 1000), key)
     }
@@ -120,7 +132,11 @@ async function peerFigures(redis: Redis): Promise<Burst & { idleMs: number }> {
         for (const k of keys) {
           write.lpush(queue, body)
           // RedBeat's per-entry MULTI, inside the pipeline as redis-py sends it.
-          write.call('MULTI').hset(k, 'meta', encodeMeta({ lastRunAt: now, totalRunCount: 1 })).zadd(sched, Math.floor(now / 1000) + 3600, k).call('EXEC')
+          write
+            .call('MULTI')
+            .hset(k, 'meta', encodeMeta({ lastRunAt: now, totalRunCount: 1 }))
+            .zadd(sched, Math.floor(now / 1000) + 3600, k)
+            .call('EXEC')
         }
         await write.exec()
         sent += keys.length
@@ -137,7 +153,9 @@ try {
   const tsq = await tsqFigures(redis)
   const peer = await peerFigures(redis)
   const line = (name: string, a: number, b: number | null, unit: string) =>
-    console.log(`${name.padEnd(22)} tsq=${a.toFixed(1)}${unit}  peer=${b === null ? '-' : `${b.toFixed(1)}${unit}`}${b ? `  ratio=${(a / b).toFixed(2)}` : ''}`)
+    console.log(
+      `${name.padEnd(22)} tsq=${a.toFixed(1)}${unit}  peer=${b === null ? '-' : `${b.toFixed(1)}${unit}`}${b ? `  ratio=${(a / b).toFixed(2)}` : ''}`,
+    )
   console.log(`beat-scale: ${N} entries in the Redis store (${URL})`)
   line('idle tick', tsq.idleMs, peer.idleMs, 'ms')
   line('burst sends/s', tsq.sendsPerSec, peer.sendsPerSec, '/s')

@@ -10,7 +10,15 @@ import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { AMQP_URL, REDIS_URL, brokerAvailable, uniqueName } from '../test/helpers/brokers.js'
 import { deleteCeleryQueues } from '../test/interop/helpers/cleanup.js'
-import { PY_DIR, PYTHON, REPO_ROOT, TSQ_BIN, startPythonWorker, type PeerEnv, type PythonWorker } from '../test/interop/helpers/python-worker.js'
+import {
+  PY_DIR,
+  PYTHON,
+  REPO_ROOT,
+  TSQ_BIN,
+  startPythonWorker,
+  type PeerEnv,
+  type PythonWorker,
+} from '../test/interop/helpers/python-worker.js'
 import { benchEnv, formatEnv } from './lib/env.js'
 import { measurePair, type Command, type MeasureOptions } from './lib/measure.js'
 import { formatLine, toJson, type Figure } from './lib/report.js'
@@ -56,7 +64,13 @@ function celeryCmd(peer: PeerEnv, args: readonly string[]): Command {
     cmd: PYTHON,
     args: ['-m', 'celery', '-A', 'tasks', ...args],
     cwd: PY_DIR,
-    env: { ...process.env, PYTHONPATH: PY_DIR, TSQ_INTEROP_BROKER: peer.broker, TSQ_INTEROP_BACKEND: peer.backend, TSQ_INTEROP_QUEUE: peer.queue },
+    env: {
+      ...process.env,
+      PYTHONPATH: PY_DIR,
+      TSQ_INTEROP_BROKER: peer.broker,
+      TSQ_INTEROP_BACKEND: peer.backend,
+      TSQ_INTEROP_QUEUE: peer.queue,
+    },
   }
 }
 
@@ -80,7 +94,12 @@ async function pingFigures(broker: Broker): Promise<Figure[]> {
     const figures: Figure[] = [{ name: `inspect-ping-${broker}`, peerLabel: 'celery inspect ping', tsq, peer: celery }]
     if (EXTRA_CA) {
       const [bare, celeryAgain] = await measurePair(tsqCmd(args, withoutExtraCa), celeryCmd(peer, ['inspect', 'ping', '-d', node]), opts)
-      figures.push({ name: `inspect-ping-${broker}-no-extra-ca`, peerLabel: 'celery inspect ping; tsq without NODE_EXTRA_CA_CERTS', tsq: bare, peer: celeryAgain })
+      figures.push({
+        name: `inspect-ping-${broker}-no-extra-ca`,
+        peerLabel: 'celery inspect ping; tsq without NODE_EXTRA_CA_CERTS',
+        tsq: bare,
+        peer: celeryAgain,
+      })
     }
     return figures
   } finally {
@@ -106,8 +125,14 @@ async function main(): Promise<void> {
   const [version, node0] = await measurePair(tsqCmd(['--version']), { cmd: process.execPath, args: ['-e', '0'] }, opts)
   report({ name: 'cli-start', peerLabel: 'node -e 0', tsq: version, peer: node0 })
   if (EXTRA_CA) {
-    say(`# NODE_EXTRA_CA_CERTS=${EXTRA_CA} is set: every node process reads it at start; the -no-extra-ca lines run tsq and node without it`)
-    const [bareVersion, bareNode] = await measurePair(tsqCmd(['--version'], withoutExtraCa), { cmd: process.execPath, args: ['-e', '0'], env: withoutExtraCa }, opts)
+    say(
+      `# NODE_EXTRA_CA_CERTS=${EXTRA_CA} is set: every node process reads it at start; the -no-extra-ca lines run tsq and node without it`,
+    )
+    const [bareVersion, bareNode] = await measurePair(
+      tsqCmd(['--version'], withoutExtraCa),
+      { cmd: process.execPath, args: ['-e', '0'], env: withoutExtraCa },
+      opts,
+    )
     report({ name: 'cli-start-no-extra-ca', peerLabel: 'node -e 0, both without NODE_EXTRA_CA_CERTS', tsq: bareVersion, peer: bareNode })
   }
   for (const b of brokers) for (const f of await pingFigures(b)) report(f)

@@ -26,14 +26,29 @@ for (let i = 0; i < TASKS; i++) {
   const uuid = crypto.randomUUID()
   const now = Date.now() / 1000
   const base = { hostname: 'bench@dashboard', utcoffset: 0, pid: 1, clock: i, local_received: now }
-  state.apply({ type: 'task-received', uuid, name: `bench.task${i % 7}`, args: `(${i}, 'payload-${i}')`, kwargs: `{'n': ${i}}`, retries: 0, eta: null, expires: null, root_id: uuid, parent_id: null, timestamp: now, ...base })
+  state.apply({
+    type: 'task-received',
+    uuid,
+    name: `bench.task${i % 7}`,
+    args: `(${i}, 'payload-${i}')`,
+    kwargs: `{'n': ${i}}`,
+    retries: 0,
+    eta: null,
+    expires: null,
+    root_id: uuid,
+    parent_id: null,
+    timestamp: now,
+    ...base,
+  })
   state.apply({ type: 'task-started', uuid, timestamp: now, ...base })
   state.apply({ type: 'task-succeeded', uuid, result: `${i * 2}`, runtime: 0.001 + (i % 100) / 10_000, timestamp: now, ...base })
   events += 3
 }
 const fed = performance.now() - t0
 const fedCpu = process.cpuUsage(c0)
-process.stdout.write(`intake  ${(events / (fed / 1000)).toFixed(0)} events/s, ${(((fedCpu.user + fedCpu.system) / events)).toFixed(1)} µs CPU per event (${events} events into the state, no broker)\n`)
+process.stdout.write(
+  `intake  ${(events / (fed / 1000)).toFixed(0)} events/s, ${((fedCpu.user + fedCpu.system) / events).toFixed(1)} µs CPU per event (${events} events into the state, no broker)\n`,
+)
 
 /** CPU milliseconds of fn (user + system): on a shared machine, wall time mostly says how long the CPU was elsewhere. */
 function cpuMs(fn: () => void): { wall: number; cpu: number } {
@@ -46,7 +61,7 @@ function cpuMs(fn: () => void): { wall: number; cpu: number } {
 
 // What intake left for the collector is collected first (with --expose-gc),
 // so the queries' figures are their own.
-(globalThis as { gc?: () => void }).gc?.()
+;(globalThis as { gc?: () => void }).gc?.()
 
 function time(name: string, q: TaskQuery): void {
   let first: ReturnType<ClusterState['queryTasks']> | undefined
@@ -56,7 +71,9 @@ function time(name: string, q: TaskQuery): void {
   const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!
   const wall = median(runs.map((r) => r.wall))
   const cpu = median(runs.map((r) => r.cpu))
-  process.stdout.write(`${name}  cpu=${cpu.toFixed(2)} ms  wall=${wall.toFixed(2)} ms  (medians of ${REPEAT})  cold cpu=${cold.cpu.toFixed(1)} ms  (${first!.tasks.length} rows, ${first!.filtered} filtered)\n`)
+  process.stdout.write(
+    `${name}  cpu=${cpu.toFixed(2)} ms  wall=${wall.toFixed(2)} ms  (medians of ${REPEAT})  cold cpu=${cold.cpu.toFixed(1)} ms  (${first!.tasks.length} rows, ${first!.filtered} filtered)\n`,
+  )
 }
 
 const needle = `payload-${TASKS - 1000}'`

@@ -76,7 +76,11 @@ async function waitOutput(child: ChildProcess, pattern: RegExp, what: string): P
 }
 
 async function startTsq(): Promise<Monitor> {
-  const child = spawn(process.execPath, [...NODE_ARGS, resolve(ROOT, 'bin/run.js'), 'dashboard', '-b', AMQP, '--port', '0', '--max-tasks', '100000', '--no-enable-events'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(
+    process.execPath,
+    [...NODE_ARGS, resolve(ROOT, 'bin/run.js'), 'dashboard', '-b', AMQP, '--port', '0', '--max-tasks', '100000', '--no-enable-events'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   const base = (await waitOutput(child, /visit me at (\S+)/, 'tsq dashboard'))[1]!.replace(/\/$/, '')
   return {
     name: 'tsq',
@@ -88,7 +92,21 @@ async function startTsq(): Promise<Monitor> {
 }
 
 async function startFlower(port: number): Promise<Monitor> {
-  const child = spawn('/usr/bin/python3', [resolve(ROOT, 'bench/peers/flower_run.py'), '--broker', AMQP, 'flower', `--port=${port}`, '--address=127.0.0.1', '--max_tasks=100000', '--enable_events=False', '--inspect_timeout=1000'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPATH: FLOWER_SRC, FLOWER_UNAUTHENTICATED_API: 'true' } })
+  const child = spawn(
+    '/usr/bin/python3',
+    [
+      resolve(ROOT, 'bench/peers/flower_run.py'),
+      '--broker',
+      AMQP,
+      'flower',
+      `--port=${port}`,
+      '--address=127.0.0.1',
+      '--max_tasks=100000',
+      '--enable_events=False',
+      '--inspect_timeout=1000',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPATH: FLOWER_SRC, FLOWER_UNAUTHENTICATED_API: 'true' } },
+  )
   await waitOutput(child, /Visit me at|Connected to amqp/, 'flower')
   const base = `http://127.0.0.1:${port}`
   for (let i = 0; i < 100; i++) {
@@ -120,7 +138,16 @@ async function publishTasks(from: number, count: number): Promise<{ events: numb
   let events = 0
   const flush = async (): Promise<void> => {
     if (!batch.length) return
-    await transport.publish(EVENT_EXCHANGE, 'task.multi', { body: Buffer.from(JSON.stringify(batch)), properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { hostname: 'bench@dashboard' }, deliveryMode: 1, priority: 0 } })
+    await transport.publish(EVENT_EXCHANGE, 'task.multi', {
+      body: Buffer.from(JSON.stringify(batch)),
+      properties: {
+        contentType: 'application/json',
+        contentEncoding: 'utf-8',
+        headers: { hostname: 'bench@dashboard' },
+        deliveryMode: 1,
+        priority: 0,
+      },
+    })
     events += batch.length
     batch = []
   }
@@ -128,7 +155,20 @@ async function publishTasks(from: number, count: number): Promise<{ events: numb
   for (let i = from; i < from + count; i++) {
     const uuid = randomUUID()
     const base = { hostname: 'bench@dashboard', utcoffset: 0, pid: 1, clock: i }
-    batch.push({ type: 'task-received', uuid, name: `bench.task${i % 7}`, args: `(${i}, 'payload-${i}')`, kwargs: `{'n': ${i}}`, retries: 0, eta: null, expires: null, root_id: uuid, parent_id: null, timestamp: now(), ...base })
+    batch.push({
+      type: 'task-received',
+      uuid,
+      name: `bench.task${i % 7}`,
+      args: `(${i}, 'payload-${i}')`,
+      kwargs: `{'n': ${i}}`,
+      retries: 0,
+      eta: null,
+      expires: null,
+      root_id: uuid,
+      parent_id: null,
+      timestamp: now(),
+      ...base,
+    })
     batch.push({ type: 'task-started', uuid, timestamp: now(), ...base })
     batch.push({ type: 'task-succeeded', uuid, result: `${i * 2}`, runtime: 0.001 + (i % 100) / 10_000, timestamp: now(), ...base })
     if (batch.length >= BATCH) await flush()
@@ -209,7 +249,14 @@ async function answerTimes(monitors: Monitor[], seen: number): Promise<void> {
     search.set(m.name, await timeGet(`${m.base}/api/tasks?search=${encodeURIComponent(needle)}&limit=20`))
     page.set(m.name, await timeGet(`${m.base}/api/tasks?limit=25&offset=50&sort_by=-received`))
     // The page the task table itself asks for (Flower's table pages through /tasks/datatable).
-    table.set(m.name, await timeGet(m.name === 'tsq' ? `${m.base}/api/ui/tasks?limit=25&offset=25&sort_by=-runtime` : `${m.base}/tasks/datatable?draw=1&start=25&length=25&order[0][column]=7&order[0][dir]=desc&columns[7][data]=runtime&search[value]=`))
+    table.set(
+      m.name,
+      await timeGet(
+        m.name === 'tsq'
+          ? `${m.base}/api/ui/tasks?limit=25&offset=25&sort_by=-runtime`
+          : `${m.base}/tasks/datatable?draw=1&start=25&length=25&order[0][column]=7&order[0][dir]=desc&columns[7][data]=runtime&search[value]=`,
+      ),
+    )
   }
   line(`search /api/tasks?search= (after ${seen} tasks)`, search, ' ms')
   line('page /api/tasks?limit=25&offset=50&sort_by=-received', page, ' ms')
@@ -248,7 +295,12 @@ try {
     await heapLine(monitors, `tsq heap in use after ${BIG} tasks`)
     await answerTimes(monitors, BIG)
   }
-  process.stdout.write(`load average at the end: ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')} on ${(await import('node:os')).availableParallelism()} CPUs\n`)
+  process.stdout.write(
+    `load average at the end: ${(await import('node:os'))
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')} on ${(await import('node:os')).availableParallelism()} CPUs\n`,
+  )
 } finally {
   for (const m of monitors) {
     m.child.kill('SIGTERM')

@@ -40,7 +40,13 @@ const LIBRARY_GIT = process.env.TSQ_AMQP_EVENTS_GIT ?? '/work/.mirror/just-work+
 const URLS = { amqp: 'amqp://guest:guest@127.0.0.1:5672//', redis: 'redis://127.0.0.1:6379/0' } as const
 type Kind = keyof typeof URLS
 
-const { values } = parseArgs({ options: { events: { type: 'string', default: '2000' }, broker: { type: 'string', multiple: true }, json: { type: 'boolean', default: false } } })
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '2000' },
+    broker: { type: 'string', multiple: true },
+    json: { type: 'boolean', default: false },
+  },
+})
 const N = Number(values.events)
 const kinds = ((values.broker as Kind[] | undefined) ?? ['amqp', 'redis']).filter((k) => k in URLS)
 const out = (line: string) => (values.json ? process.stderr : process.stdout).write(`${line}\n`)
@@ -76,7 +82,10 @@ async function withTransport<T>(kind: Kind, work: (t: Transport) => Promise<T>):
 
 function runsIn(log: string): Array<{ at: number; ok: boolean }> {
   if (!existsSync(log)) return []
-  return readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { at: number; ok: boolean })
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { at: number; ok: boolean })
 }
 
 /** Runs per second between the log's first entry and the entry that completes `want` successful runs. */
@@ -130,17 +139,73 @@ class Proc {
 }
 
 function tsqWorker(kind: Kind, service: string, event: string, log: string, env: NodeJS.ProcessEnv = {}): Proc {
-  const args = [TSQ_BIN, 'worker', '-A', SERVICE_MODULE, '-b', URLS[kind], '-n', `${service}@bench`, '-P', 'solo', '-c', '8', '-l', 'WARNING', '--without-mingle', '--without-gossip', '--without-heartbeat']
-  return new Proc(spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', BUS_SERVICE: service, BUS_EVENTS: event, BUS_LOG: log, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }))
+  const args = [
+    TSQ_BIN,
+    'worker',
+    '-A',
+    SERVICE_MODULE,
+    '-b',
+    URLS[kind],
+    '-n',
+    `${service}@bench`,
+    '-P',
+    'solo',
+    '-c',
+    '8',
+    '-l',
+    'WARNING',
+    '--without-mingle',
+    '--without-gossip',
+    '--without-heartbeat',
+  ]
+  return new Proc(
+    spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1', BUS_SERVICE: service, BUS_EVENTS: event, BUS_LOG: log, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    }),
+  )
 }
 
 function pyEnv(kind: Kind, service: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { ...process.env, PYTHONPATH: `${libDir}:${PY_DIR}`, PYTHONDONTWRITEBYTECODE: '1', BUS_SERVICE: service, BUS_BROKER: URLS[kind], ...extra }
+  return {
+    ...process.env,
+    PYTHONPATH: `${libDir}:${PY_DIR}`,
+    PYTHONDONTWRITEBYTECODE: '1',
+    BUS_SERVICE: service,
+    BUS_BROKER: URLS[kind],
+    ...extra,
+  }
 }
 
 function pyWorker(kind: Kind, service: string, event: string, log: string, env: NodeJS.ProcessEnv = {}, level = 'WARNING'): Proc {
-  const args = ['-m', 'celery', '-A', 'bus_service', 'worker', '-P', 'prefork', '-c', '2', '-l', level, '-n', `${service}@bench`, '--without-mingle', '--without-gossip', '--without-heartbeat']
-  return new Proc(spawn(PYTHON, args, { cwd: PY_DIR, env: pyEnv(kind, service, { BUS_EVENTS: event, BUS_LOG: log, ...env }), stdio: ['ignore', 'pipe', 'pipe'], detached: true }))
+  const args = [
+    '-m',
+    'celery',
+    '-A',
+    'bus_service',
+    'worker',
+    '-P',
+    'prefork',
+    '-c',
+    '2',
+    '-l',
+    level,
+    '-n',
+    `${service}@bench`,
+    '--without-mingle',
+    '--without-gossip',
+    '--without-heartbeat',
+  ]
+  return new Proc(
+    spawn(PYTHON, args, {
+      cwd: PY_DIR,
+      env: pyEnv(kind, service, { BUS_EVENTS: event, BUS_LOG: log, ...env }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    }),
+  )
 }
 
 async function fireMany(kind: Kind, event: string, n: number): Promise<number> {
@@ -171,7 +236,12 @@ async function benchFire(kind: Kind): Promise<void> {
   if (libDir) {
     const pyService = unique('bench-pyfire')
     scratch.push({ kind, service: pyService, events: [] })
-    const res = execFileSync(PYTHON, [resolve(ROOT, 'bench/peers/events_fire.py'), event, String(N)], { cwd: PY_DIR, env: pyEnv(kind, pyService), encoding: 'utf8', timeout: 600_000 })
+    const res = execFileSync(PYTHON, [resolve(ROOT, 'bench/peers/events_fire.py'), event, String(N)], {
+      cwd: PY_DIR,
+      env: pyEnv(kind, pyService),
+      encoding: 'utf8',
+      timeout: 600_000,
+    })
     const { events, seconds } = JSON.parse(res.trim().split('\n').at(-1)!) as { events: number; seconds: number }
     peer = events / seconds
   }
@@ -181,7 +251,14 @@ async function benchFire(kind: Kind): Promise<void> {
 }
 
 /** N events pre-filled, then handled by the workers `start` makes; runs/s from the handlers' log. */
-async function handledRate(kind: Kind, services: string[], event: string, want: number, start: (service: string, log: string) => Proc, declare: () => Promise<void>): Promise<number | null> {
+async function handledRate(
+  kind: Kind,
+  services: string[],
+  event: string,
+  want: number,
+  start: (service: string, log: string) => Proc,
+  declare: () => Promise<void>,
+): Promise<number | null> {
   const log = join(mkdtempSync(join(tmpdir(), 'tsq-bench-events-')), 'runs.jsonl')
   await declare()
   await withTransport(kind, async (t) => {
@@ -212,11 +289,25 @@ async function declareByPython(kind: Kind, services: string[], event: string): P
 async function benchHandled(kind: Kind): Promise<void> {
   const event = `${unique('bench.ev')}.handled`
   const tsqServices = [unique('bench-ta'), unique('bench-tb')]
-  const tsqRate = await handledRate(kind, tsqServices, event, 2 * N, (s, log) => tsqWorker(kind, s, event, log), () => declareServices(kind, tsqServices, event))
+  const tsqRate = await handledRate(
+    kind,
+    tsqServices,
+    event,
+    2 * N,
+    (s, log) => tsqWorker(kind, s, event, log),
+    () => declareServices(kind, tsqServices, event),
+  )
   let peer: number | null = null
   if (libDir) {
     const pyServices = [unique('bench-pa'), unique('bench-pb')]
-    peer = await handledRate(kind, pyServices, event, 2 * N, (s, log) => pyWorker(kind, s, event, log), () => declareByPython(kind, pyServices, event))
+    peer = await handledRate(
+      kind,
+      pyServices,
+      event,
+      2 * N,
+      (s, log) => pyWorker(kind, s, event, log),
+      () => declareByPython(kind, pyServices, event),
+    )
   }
   rates.push({ name: `handled-2-svc-${kind}`, tsq: tsqRate, peer, peerLabel: 'celery-amqp-events, Celery prefork -c 2 per service' })
   out(rateLine(rates.at(-1)!))
@@ -226,14 +317,29 @@ async function benchRetry(kind: Kind): Promise<void> {
   const event = `${unique('bench.ev')}.flaky`
   const failing = { BUS_FAIL_MODULO: '10' }
   const tsqService = unique('bench-tr')
-  const tsqRate = await handledRate(kind, [tsqService], event, N, (s, log) => tsqWorker(kind, s, event, log, failing), () => declareServices(kind, [tsqService], event))
+  const tsqRate = await handledRate(
+    kind,
+    [tsqService],
+    event,
+    N,
+    (s, log) => tsqWorker(kind, s, event, log, failing),
+    () => declareServices(kind, [tsqService], event),
+  )
   let peer: number | null = null
   let label = 'celery-amqp-events, Celery prefork -c 2'
   if (!libDir) label = 'no peer (celery-amqp-events not found)'
-  else if (kind !== 'amqp') label = "no peer: celery-amqp-events' retries need RabbitMQ (on Redis its retry exchange is pub/sub, the retry is lost)"
+  else if (kind !== 'amqp')
+    label = "no peer: celery-amqp-events' retries need RabbitMQ (on Redis its retry exchange is pub/sub, the retry is lost)"
   else {
     const pyService = unique('bench-pr')
-    peer = await handledRate(kind, [pyService], event, N, (s, log) => pyWorker(kind, s, event, log, failing), () => declareByPython(kind, [pyService], event))
+    peer = await handledRate(
+      kind,
+      [pyService],
+      event,
+      N,
+      (s, log) => pyWorker(kind, s, event, log, failing),
+      () => declareByPython(kind, [pyService], event),
+    )
   }
   rates.push({ name: `retry-10pct-${kind}`, tsq: tsqRate, peer, peerLabel: label })
   out(rateLine(rates.at(-1)!))

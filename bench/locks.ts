@@ -34,9 +34,11 @@ const who = { node: 'bench@h', pid: process.pid, task: 'bench.locks', taskId: nu
 async function rate(inFlight: number, op: (i: number) => Promise<unknown>): Promise<number> {
   let next = 0
   const t0 = performance.now()
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < N) await op(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < N) await op(next++)
+    }),
+  )
   return N / ((performance.now() - t0) / 1000)
 }
 
@@ -53,8 +55,23 @@ const perTask: Array<{ store: string; ms: number; peerMs: number; peerLabel: str
  * ms a lock adds to one task: the worker's acquireTaskLock (key, store) and
  * letGo (what LockedRun waits for), n in a row; each beside one `peer(i)`.
  */
-async function perTaskCost(store: string, url: string, resultBackend: string | null, peerLabel: string, peer: (i: number) => Promise<unknown>): Promise<void> {
-  const request = (i: number) => ({ task: 'bench.noop', fn: (n: number) => n, options: { key: (n: number) => n % 10, timeout: 60 }, args: [i], kwargs: {}, taskId: `t${i}`, node: 'bench@h', settings: { lockUrl: url, brokerUrl: url, resultBackend } })
+async function perTaskCost(
+  store: string,
+  url: string,
+  resultBackend: string | null,
+  peerLabel: string,
+  peer: (i: number) => Promise<unknown>,
+): Promise<void> {
+  const request = (i: number) => ({
+    task: 'bench.noop',
+    fn: (n: number) => n,
+    options: { key: (n: number) => n % 10, timeout: 60 },
+    args: [i],
+    kwargs: {},
+    taskId: `t${i}`,
+    node: 'bench@h',
+    settings: { lockUrl: url, brokerUrl: url, resultBackend },
+  })
   const one = async (i: number) => {
     const got = await acquireTaskLock(request(i))
     if (got.kind !== 'held') throw new Error(`bench: ${got.kind}`)
@@ -83,8 +100,18 @@ const rawRedis = (key: string) => redis.set(key, '1', 'PX', 10_000, 'NX').then((
 // Warm-up: connections open and scripts loaded before the clock runs.
 await storeOp(redisStore, `${run}-warm`)
 await rawRedis(`${run}-warm`)
-figures.push({ name: 'redis one key', tsq: await rate(1, () => storeOp(redisStore, `${run}-one`)), peer: await rate(1, () => rawRedis(`${run}-raw-one`)), peerLabel: 'SET NX PX + DEL' })
-figures.push({ name: `redis many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(redisStore, `${run}-k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawRedis(`${run}-raw-k${i}`)), peerLabel: 'SET NX PX + DEL' })
+figures.push({
+  name: 'redis one key',
+  tsq: await rate(1, () => storeOp(redisStore, `${run}-one`)),
+  peer: await rate(1, () => rawRedis(`${run}-raw-one`)),
+  peerLabel: 'SET NX PX + DEL',
+})
+figures.push({
+  name: `redis many keys (${IN_FLIGHT} in flight)`,
+  tsq: await rate(IN_FLIGHT, (i) => storeOp(redisStore, `${run}-k${i}`)),
+  peer: await rate(IN_FLIGHT, (i) => rawRedis(`${run}-raw-k${i}`)),
+  peerLabel: 'SET NX PX + DEL',
+})
 await redisStore.close()
 await perTaskCost('redis', REDIS, null, 'SET NX PX + DEL', (i) => rawRedis(`${run}-raw-task${i % 10}`))
 await closeLockStores()
@@ -105,10 +132,22 @@ try {
   }
   const amqpStore = new AmqpLockStore(AMQP)
   await storeOp(amqpStore, `${run}-warm`)
-  figures.push({ name: 'amqp one key', tsq: await rate(1, () => storeOp(amqpStore, `${run}-one`)), peer: await rate(1, () => rawAmqp(`${run}-raw-one`)), peerLabel: 'exclusive queue.declare + queue.delete' })
-  figures.push({ name: `amqp many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(amqpStore, `${run}-k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawAmqp(`${run}-raw-k${i}`)), peerLabel: 'exclusive queue.declare + queue.delete' })
+  figures.push({
+    name: 'amqp one key',
+    tsq: await rate(1, () => storeOp(amqpStore, `${run}-one`)),
+    peer: await rate(1, () => rawAmqp(`${run}-raw-one`)),
+    peerLabel: 'exclusive queue.declare + queue.delete',
+  })
+  figures.push({
+    name: `amqp many keys (${IN_FLIGHT} in flight)`,
+    tsq: await rate(IN_FLIGHT, (i) => storeOp(amqpStore, `${run}-k${i}`)),
+    peer: await rate(IN_FLIGHT, (i) => rawAmqp(`${run}-raw-k${i}`)),
+    peerLabel: 'exclusive queue.declare + queue.delete',
+  })
   await amqpStore.close()
-  await perTaskCost('amqp (tokens from Redis)', AMQP, REDIS, 'exclusive queue.declare + queue.delete', (i) => rawAmqp(`${run}-raw-task${i % 10}`))
+  await perTaskCost('amqp (tokens from Redis)', AMQP, REDIS, 'exclusive queue.declare + queue.delete', (i) =>
+    rawAmqp(`${run}-raw-task${i % 10}`),
+  )
   await closeLockStores()
   await conn.close()
 } catch (error) {
@@ -123,11 +162,29 @@ const rawFile = async (name: string) => {
   await unlink(join(dir, `${name}.raw`))
 }
 await storeOp(fileStore, 'warm')
-figures.push({ name: 'file one key', tsq: await rate(1, () => storeOp(fileStore, 'one')), peer: await rate(1, () => rawFile('one')), peerLabel: 'open(wx) + unlink' })
-figures.push({ name: `file many keys (${IN_FLIGHT} in flight)`, tsq: await rate(IN_FLIGHT, (i) => storeOp(fileStore, `k${i}`)), peer: await rate(IN_FLIGHT, (i) => rawFile(`k${i}`)), peerLabel: 'open(wx) + unlink' })
+figures.push({
+  name: 'file one key',
+  tsq: await rate(1, () => storeOp(fileStore, 'one')),
+  peer: await rate(1, () => rawFile('one')),
+  peerLabel: 'open(wx) + unlink',
+})
+figures.push({
+  name: `file many keys (${IN_FLIGHT} in flight)`,
+  tsq: await rate(IN_FLIGHT, (i) => storeOp(fileStore, `k${i}`)),
+  peer: await rate(IN_FLIGHT, (i) => rawFile(`k${i}`)),
+  peerLabel: 'open(wx) + unlink',
+})
 await perTaskCost('file', `file://${dir}`, null, 'open(wx) + unlink', (i) => rawFile(`task${i % 10}`))
 rmSync(dir, { recursive: true, force: true })
 
 if (process.argv.includes('--json')) console.log(JSON.stringify({ n: N, figures, perTask }))
-else for (const p of perTask) console.log(`per task, ${p.store}: a lock adds ${p.ms.toFixed(3)} ms  peer=${p.peerMs.toFixed(3)} ms  ratio=${(p.ms / p.peerMs).toFixed(2)}   (acquire + let go around one run; peer: ${p.peerLabel}, one pair per task, same loop; target on Redis: < 1 ms)`)
-if (!process.argv.includes('--json')) for (const f of figures) console.log(`${f.name}  tsq=${f.tsq.toFixed(0)}/s  peer=${f.peer.toFixed(0)}/s  ratio=${(f.tsq / f.peer).toFixed(2)}   (acquire+release per second; peer: ${f.peerLabel}; n=${N})`)
+else
+  for (const p of perTask)
+    console.log(
+      `per task, ${p.store}: a lock adds ${p.ms.toFixed(3)} ms  peer=${p.peerMs.toFixed(3)} ms  ratio=${(p.ms / p.peerMs).toFixed(2)}   (acquire + let go around one run; peer: ${p.peerLabel}, one pair per task, same loop; target on Redis: < 1 ms)`,
+    )
+if (!process.argv.includes('--json'))
+  for (const f of figures)
+    console.log(
+      `${f.name}  tsq=${f.tsq.toFixed(0)}/s  peer=${f.peer.toFixed(0)}/s  ratio=${(f.tsq / f.peer).toFixed(2)}   (acquire+release per second; peer: ${f.peerLabel}; n=${N})`,
+    )

@@ -18,7 +18,12 @@ const queue = `cli-bench-migrate-${process.pid}`
 async function fill(broker: string): Promise<void> {
   const app = createApp({ name: 'proj', broker })
   try {
-    for (let i = 0; i < N; i += 500) await Promise.all(Array.from({ length: Math.min(500, N - i) }, (_, j) => app.sendTask('proj.add', [i + j, 1], {}, { queue, priority: (i + j) % 10 === 0 ? 5 : undefined })))
+    for (let i = 0; i < N; i += 500)
+      await Promise.all(
+        Array.from({ length: Math.min(500, N - i) }, (_, j) =>
+          app.sendTask('proj.add', [i + j, 1], {}, { queue, priority: (i + j) % 10 === 0 ? 5 : undefined }),
+        ),
+      )
   } finally {
     await app.close()
   }
@@ -71,6 +76,8 @@ for (const [name, from, to] of directions) {
   const peer = await timeMigrate('/usr/bin/python3', ['-m', 'celery', 'migrate', from, to, '-a', '-Q', queue])
   await clear()
   const rate = (s: number) => Math.round(N / s)
-  lines.push(`migrate ${name}  tsq=${rate(tsq)} tasks/s  peer=${rate(peer)} tasks/s  ratio=${(rate(tsq) / rate(peer)).toFixed(2)}   (peer: celery migrate -a; ${N} tasks; tsq ${tsq.toFixed(2)}s, peer ${peer.toFixed(2)}s, from spawn)`)
+  lines.push(
+    `migrate ${name}  tsq=${rate(tsq)} tasks/s  peer=${rate(peer)} tasks/s  ratio=${(rate(tsq) / rate(peer)).toFixed(2)}   (peer: celery migrate -a; ${N} tasks; tsq ${tsq.toFixed(2)}s, peer ${peer.toFixed(2)}s, from spawn)`,
+  )
   process.stdout.write(`${lines.at(-1)}\n`)
 }

@@ -89,11 +89,19 @@ async function tsqFigures(broker: Broker, url: string, queue: string): Promise<v
     await noop.delay(-1) // the connection and the queue's declaration, untimed
     record(broker, 'one-by-one', 'tsq delay()', ONE_BY_ONE, await timed(() => oneByOne(ONE_BY_ONE, (i) => noop.delay(i))))
     record(broker, 'in-flight', 'tsq delay()', COUNT, await timed(() => inFlight(COUNT, WINDOW, (i) => noop.delay(i))))
-    record(broker, 'bulk', 'tsq app.sendMany()', COUNT, await timed(() => inLists(COUNT, WINDOW, (from, to) => {
-      const sigs = []
-      for (let i = from; i < to; i++) sigs.push(signature('proj.noop', [i]))
-      return app.sendMany(sigs)
-    })))
+    record(
+      broker,
+      'bulk',
+      'tsq app.sendMany()',
+      COUNT,
+      await timed(() =>
+        inLists(COUNT, WINDOW, (from, to) => {
+          const sigs = []
+          for (let i = from; i < to; i++) sigs.push(signature('proj.noop', [i]))
+          return app.sendMany(sigs)
+        }),
+      ),
+    )
   } finally {
     await app.close()
   }
@@ -102,12 +110,17 @@ async function tsqFigures(broker: Broker, url: string, queue: string): Promise<v
 function celeryFigure(broker: Broker, url: string, queue: string, confirm: boolean): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     const script = resolve(REPO_ROOT, 'bench/peers/producer_send.py')
-    execFile(PYTHON, [script, url, queue, String(ONE_BY_ONE), confirm ? 'confirm' : 'noconfirm'], { timeout: 600_000 }, (err, stdout, stderr) => {
-      if (err) return reject(new Error(`celery producer failed: ${stderr || err.message}`))
-      const { sends, seconds } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { sends: number; seconds: number }
-      record(broker, 'one-by-one', confirm ? 'celery send_task (confirm)' : 'celery send_task', sends, seconds * 1000)
-      resolvePromise()
-    })
+    execFile(
+      PYTHON,
+      [script, url, queue, String(ONE_BY_ONE), confirm ? 'confirm' : 'noconfirm'],
+      { timeout: 600_000 },
+      (err, stdout, stderr) => {
+        if (err) return reject(new Error(`celery producer failed: ${stderr || err.message}`))
+        const { sends, seconds } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { sends: number; seconds: number }
+        record(broker, 'one-by-one', confirm ? 'celery send_task (confirm)' : 'celery send_task', sends, seconds * 1000)
+        resolvePromise()
+      },
+    )
   })
 }
 
@@ -136,7 +149,15 @@ async function rawAmqp(queue: string): Promise<void> {
     const ch = await conn.createConfirmChannel()
     await ch.assertQueue(queue, { durable: true })
     const p = message.properties
-    const opts = { contentType: p.contentType, contentEncoding: p.contentEncoding, headers: p.headers, deliveryMode: 2, priority: 0, correlationId: p.correlationId, replyTo: p.replyTo }
+    const opts = {
+      contentType: p.contentType,
+      contentEncoding: p.contentEncoding,
+      headers: p.headers,
+      deliveryMode: 2,
+      priority: 0,
+      correlationId: p.correlationId,
+      replyTo: p.replyTo,
+    }
     const publish = () => new Promise<void>((ok, fail) => ch.publish('', queue, message.body, opts, (err) => (err ? fail(err) : ok())))
     record('amqp', 'in-flight', 'amqplib confirm channel', COUNT, await timed(() => inFlight(COUNT, WINDOW, publish)))
   } finally {
@@ -159,13 +180,33 @@ async function bullmq(queueName: string): Promise<void> {
   const queue = new Queue(queueName, { connection })
   try {
     await queue.add('proj.noop', { args: [-1] })
-    record('redis', 'one-by-one', 'bullmq add', ONE_BY_ONE, await timed(() => oneByOne(ONE_BY_ONE, (i) => queue.add('proj.noop', { args: [i] }))))
-    record('redis', 'in-flight', 'bullmq add', COUNT, await timed(() => inFlight(COUNT, WINDOW, (i) => queue.add('proj.noop', { args: [i] }))))
-    record('redis', 'bulk', 'bullmq addBulk', COUNT, await timed(() => inLists(COUNT, WINDOW, (from, to) => {
-      const jobs = []
-      for (let i = from; i < to; i++) jobs.push({ name: 'proj.noop', data: { args: [i] } })
-      return queue.addBulk(jobs)
-    })))
+    record(
+      'redis',
+      'one-by-one',
+      'bullmq add',
+      ONE_BY_ONE,
+      await timed(() => oneByOne(ONE_BY_ONE, (i) => queue.add('proj.noop', { args: [i] }))),
+    )
+    record(
+      'redis',
+      'in-flight',
+      'bullmq add',
+      COUNT,
+      await timed(() => inFlight(COUNT, WINDOW, (i) => queue.add('proj.noop', { args: [i] }))),
+    )
+    record(
+      'redis',
+      'bulk',
+      'bullmq addBulk',
+      COUNT,
+      await timed(() =>
+        inLists(COUNT, WINDOW, (from, to) => {
+          const jobs = []
+          for (let i = from; i < to; i++) jobs.push({ name: 'proj.noop', data: { args: [i] } })
+          return queue.addBulk(jobs)
+        }),
+      ),
+    )
   } finally {
     await queue.obliterate({ force: true }).catch(() => undefined)
     await queue.close()
@@ -203,19 +244,46 @@ function rate(broker: Broker, path: string, who: string): number | undefined {
 
 function summary(name: string, tsq: number | undefined, peer: number | undefined, peerLabel: string): void {
   if (tsq === undefined || peer === undefined) return
-  say(`${name}  tsq=${Math.round(tsq)}/s  peer=${Math.round(peer)}/s  ratio=${(tsq / peer).toFixed(2)}   (peer: ${peerLabel}; above 1 means tsq is faster)`)
+  say(
+    `${name}  tsq=${Math.round(tsq)}/s  peer=${Math.round(peer)}/s  ratio=${(tsq / peer).toFixed(2)}   (peer: ${peerLabel}; above 1 means tsq is faster)`,
+  )
 }
 
 async function main(): Promise<void> {
   const env = benchEnv(PYTHON)
   say(`# producer  ${formatEnv(env)}  count=${COUNT} one-by-one=${ONE_BY_ONE} in-flight=${WINDOW}`)
   for (const broker of brokers) await forBroker(broker)
-  summary('producer-in-flight-redis', rate('redis', 'in-flight', 'tsq delay()'), rate('redis', 'in-flight', 'ioredis LPUSH'), 'ioredis LPUSH, target 0.80')
-  summary('producer-in-flight-redis-bullmq', rate('redis', 'in-flight', 'tsq delay()'), rate('redis', 'in-flight', 'bullmq add'), 'bullmq add, target 1.5')
-  summary('producer-bulk-redis', rate('redis', 'bulk', 'tsq app.sendMany()'), rate('redis', 'bulk', 'bullmq addBulk'), 'bullmq addBulk, target 1.5')
+  summary(
+    'producer-in-flight-redis',
+    rate('redis', 'in-flight', 'tsq delay()'),
+    rate('redis', 'in-flight', 'ioredis LPUSH'),
+    'ioredis LPUSH, target 0.80',
+  )
+  summary(
+    'producer-in-flight-redis-bullmq',
+    rate('redis', 'in-flight', 'tsq delay()'),
+    rate('redis', 'in-flight', 'bullmq add'),
+    'bullmq add, target 1.5',
+  )
+  summary(
+    'producer-bulk-redis',
+    rate('redis', 'bulk', 'tsq app.sendMany()'),
+    rate('redis', 'bulk', 'bullmq addBulk'),
+    'bullmq addBulk, target 1.5',
+  )
   summary('producer-one-by-one-redis', rate('redis', 'one-by-one', 'tsq delay()'), rate('redis', 'one-by-one', 'bullmq add'), 'bullmq add')
-  summary('producer-in-flight-amqp', rate('amqp', 'in-flight', 'tsq delay()'), rate('amqp', 'in-flight', 'amqplib confirm channel'), 'amqplib confirm channel, target 0.80')
-  summary('producer-one-by-one-amqp', rate('amqp', 'one-by-one', 'tsq delay()'), rate('amqp', 'one-by-one', 'celery send_task (confirm)'), 'celery send_task with confirm_publish')
+  summary(
+    'producer-in-flight-amqp',
+    rate('amqp', 'in-flight', 'tsq delay()'),
+    rate('amqp', 'in-flight', 'amqplib confirm channel'),
+    'amqplib confirm channel, target 0.80',
+  )
+  summary(
+    'producer-one-by-one-amqp',
+    rate('amqp', 'one-by-one', 'tsq delay()'),
+    rate('amqp', 'one-by-one', 'celery send_task (confirm)'),
+    'celery send_task with confirm_publish',
+  )
   if (values.json) process.stdout.write(`${JSON.stringify({ env, rows })}\n`)
 }
 

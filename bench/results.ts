@@ -36,8 +36,29 @@ const db = new pg.Client({ connectionString: dbUrl })
 function startWorker(side: 'tsq' | 'celery', queue: string): ChildProcess {
   const common = ['-n', `${side}-bench-${process.pid}@%h`, '-c', '2', '-Q', queue, '-l', 'INFO', '--without-mingle', '--without-gossip']
   return side === 'tsq'
-    ? spawn(process.execPath, [resolve(ROOT, 'bin/run.js'), 'worker', '-A', resolve(ROOT, 'test/fixtures/tasks/interop-tasks.js'), '-b', BROKER, '--result-backend', backend, '-P', 'threads', ...common], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    : spawn(PYTHON, ['-m', 'celery', '-A', 'worker_app', 'worker', '-P', 'prefork', ...common], { cwd: PY_DIR, env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: BROKER, TSQ_WI_BACKEND: backend }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    ? spawn(
+        process.execPath,
+        [
+          resolve(ROOT, 'bin/run.js'),
+          'worker',
+          '-A',
+          resolve(ROOT, 'test/fixtures/tasks/interop-tasks.js'),
+          '-b',
+          BROKER,
+          '--result-backend',
+          backend,
+          '-P',
+          'threads',
+          ...common,
+        ],
+        { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      )
+    : spawn(PYTHON, ['-m', 'celery', '-A', 'worker_app', 'worker', '-P', 'prefork', ...common], {
+        cwd: PY_DIR,
+        env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: BROKER, TSQ_WI_BACKEND: backend },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      })
 }
 
 async function ready(child: ChildProcess): Promise<void> {
@@ -61,7 +82,9 @@ async function measure(side: 'tsq' | 'celery'): Promise<{ stored: number; fetche
     const started = performance.now()
     for (let i = 0; i < N; i += 1) ids.push((await app.sendTask('proj.add', [i, i], {}, { queue })).id)
     for (;;) {
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM celery_taskmeta WHERE status = 'SUCCESS' AND task_id = ANY($1)", [ids])
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM celery_taskmeta WHERE status = 'SUCCESS' AND task_id = ANY($1)", [
+        ids,
+      ])
       if (rows[0].n >= N) break
       await sleep(20)
     }
@@ -72,8 +95,13 @@ async function measure(side: 'tsq' | 'celery'): Promise<{ stored: number; fetche
       for (const id of ids) await app.asyncResult(id).get({ timeout: 10 })
       fetched = N / ((performance.now() - t0) / 1000)
     } else {
-      const script = 'import json, sys, time\nfrom worker_app import app\nids = json.load(sys.stdin)\nt0 = time.perf_counter()\nfor i in ids: app.AsyncResult(i).get(timeout=10)\nprint(len(ids) / (time.perf_counter() - t0))'
-      const py = spawn(PYTHON, ['-c', script], { cwd: PY_DIR, env: { ...process.env, PYTHONPATH: PY_DIR, TSQ_WI_BROKER: BROKER, TSQ_WI_BACKEND: backend }, stdio: ['pipe', 'pipe', 'inherit'] })
+      const script =
+        'import json, sys, time\nfrom worker_app import app\nids = json.load(sys.stdin)\nt0 = time.perf_counter()\nfor i in ids: app.AsyncResult(i).get(timeout=10)\nprint(len(ids) / (time.perf_counter() - t0))'
+      const py = spawn(PYTHON, ['-c', script], {
+        cwd: PY_DIR,
+        env: { ...process.env, PYTHONPATH: PY_DIR, TSQ_WI_BROKER: BROKER, TSQ_WI_BACKEND: backend },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      })
       let out = ''
       py.stdout.on('data', (d: Buffer) => (out += d))
       py.stdin.end(JSON.stringify(ids))
@@ -102,8 +130,12 @@ try {
     console.log(JSON.stringify({ env, tasks: N, tsq, celery }))
   } else {
     console.log(`# results  ${formatEnv(env)}  tasks=${N}  backend=db+postgresql (local)`)
-    console.log(`stored/s   tsq=${tsq.stored.toFixed(1)}  peer=${celery.stored.toFixed(1)}  ratio=${(tsq.stored / celery.stored).toFixed(2)}   (tsq threads -c 2; peer: celery prefork -c 2)`)
-    console.log(`fetched/s  tsq=${tsq.fetched.toFixed(1)}  peer=${celery.fetched.toFixed(1)}  ratio=${(tsq.fetched / celery.fetched).toFixed(2)}   (tsq AsyncResult.get; peer: Celery AsyncResult.get)`)
+    console.log(
+      `stored/s   tsq=${tsq.stored.toFixed(1)}  peer=${celery.stored.toFixed(1)}  ratio=${(tsq.stored / celery.stored).toFixed(2)}   (tsq threads -c 2; peer: celery prefork -c 2)`,
+    )
+    console.log(
+      `fetched/s  tsq=${tsq.fetched.toFixed(1)}  peer=${celery.fetched.toFixed(1)}  ratio=${(tsq.fetched / celery.fetched).toFixed(2)}   (tsq AsyncResult.get; peer: Celery AsyncResult.get)`,
+    )
   }
 } finally {
   await db.end().catch(() => undefined)

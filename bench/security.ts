@@ -26,7 +26,13 @@ import { median } from './lib/measure.js'
 
 const PYTHON = '/usr/bin/python3'
 const PEER = resolve(import.meta.dirname, 'peers/security_cost.py')
-const { values } = parseArgs({ options: { tasks: { type: 'string', default: '2000' }, repeats: { type: 'string', default: '5' }, json: { type: 'boolean', default: false } } })
+const { values } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '2000' },
+    repeats: { type: 'string', default: '5' },
+    json: { type: 'boolean', default: false },
+  },
+})
 const N = Number(values.tasks)
 const REPEATS = Number(values.repeats)
 
@@ -34,7 +40,11 @@ const dir = mkdtempSync(join(tmpdir(), 'tsq-bench-sec-'))
 try {
   const key = join(dir, 'k.pem')
   const cert = join(dir, 'c.pem')
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=bench'], { stdio: 'ignore' })
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=bench'],
+    { stdio: 'ignore' },
+  )
 
   const signer = loadSigner(key, cert, 'sha256')
   const { store } = loadCertStore(cert)
@@ -61,25 +71,52 @@ try {
   const tsq = {
     send_json_us: perTaskUs(() => send(json)),
     send_auth_us: perTaskUs(() => send(auth)),
-    recv_json_us: perTaskUs(() => decodeTaskMessage({ headers: plainMsg.headers, body: plainMsg.body, contentType: plainMsg.contentType, contentEncoding: plainMsg.contentEncoding, decoder: readJson })),
-    recv_auth_us: perTaskUs(() => decodeTaskMessage({ headers: signedMsg.headers, body: signedMsg.body, contentType: signedMsg.contentType, contentEncoding: signedMsg.contentEncoding, decoder: readAuth })),
+    recv_json_us: perTaskUs(() =>
+      decodeTaskMessage({
+        headers: plainMsg.headers,
+        body: plainMsg.body,
+        contentType: plainMsg.contentType,
+        contentEncoding: plainMsg.contentEncoding,
+        decoder: readJson,
+      }),
+    ),
+    recv_auth_us: perTaskUs(() =>
+      decodeTaskMessage({
+        headers: signedMsg.headers,
+        body: signedMsg.body,
+        contentType: signedMsg.contentType,
+        contentEncoding: signedMsg.contentEncoding,
+        decoder: readAuth,
+      }),
+    ),
   }
-  const peer = JSON.parse(execFileSync(PYTHON, [PEER, key, cert, cert, String(N), String(REPEATS)], { encoding: 'utf8', timeout: 600_000 })) as typeof tsq
+  const peer = JSON.parse(
+    execFileSync(PYTHON, [PEER, key, cert, cert, String(N), String(REPEATS)], { encoding: 'utf8', timeout: 600_000 }),
+  ) as typeof tsq
 
   const figures = [
     { name: 'sign-added', tsq: tsq.send_auth_us - tsq.send_json_us, peer: peer.send_auth_us - peer.send_json_us },
     { name: 'verify-added', tsq: tsq.recv_auth_us - tsq.recv_json_us, peer: peer.recv_auth_us - peer.recv_json_us },
-    { name: 'sign+verify-added', tsq: tsq.send_auth_us - tsq.send_json_us + tsq.recv_auth_us - tsq.recv_json_us, peer: peer.send_auth_us - peer.send_json_us + peer.recv_auth_us - peer.recv_json_us },
+    {
+      name: 'sign+verify-added',
+      tsq: tsq.send_auth_us - tsq.send_json_us + tsq.recv_auth_us - tsq.recv_json_us,
+      peer: peer.send_auth_us - peer.send_json_us + peer.recv_auth_us - peer.recv_json_us,
+    },
   ]
   const env = benchEnv(PYTHON)
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ env, tasks: N, repeats: REPEATS, tsq, peer, figures: figures.map((f) => ({ ...f, ratio: f.tsq / f.peer })) })}\n`)
+    process.stdout.write(
+      `${JSON.stringify({ env, tasks: N, repeats: REPEATS, tsq, peer, figures: figures.map((f) => ({ ...f, ratio: f.tsq / f.peer })) })}\n`,
+    )
   } else {
     process.stdout.write(`${formatEnv(env)}\n`)
     for (const f of figures) {
-      process.stdout.write(`${f.name}  tsq=${f.tsq.toFixed(1)}us  peer=${f.peer.toFixed(1)}us  ratio=${(f.tsq / f.peer).toFixed(2)}   (peer: Celery 5.2.6 auth serializer, per task, median of ${REPEATS} x ${N}; target ratio <= 0.50)\n`)
+      process.stdout.write(
+        `${f.name}  tsq=${f.tsq.toFixed(1)}us  peer=${f.peer.toFixed(1)}us  ratio=${(f.tsq / f.peer).toFixed(2)}   (peer: Celery 5.2.6 auth serializer, per task, median of ${REPEATS} x ${N}; target ratio <= 0.50)\n`,
+      )
     }
-    const raw = (s: typeof tsq) => `send json=${s.send_json_us.toFixed(1)}us auth=${s.send_auth_us.toFixed(1)}us, receive json=${s.recv_json_us.toFixed(1)}us auth=${s.recv_auth_us.toFixed(1)}us`
+    const raw = (s: typeof tsq) =>
+      `send json=${s.send_json_us.toFixed(1)}us auth=${s.send_auth_us.toFixed(1)}us, receive json=${s.recv_json_us.toFixed(1)}us auth=${s.recv_auth_us.toFixed(1)}us`
     process.stdout.write(`  tsq:  ${raw(tsq)}\n  peer: ${raw(peer)}\n`)
   }
 } finally {

@@ -76,7 +76,15 @@ async function publish(transport: Transport, n: number): Promise<void> {
     const m = encodeTaskV2('proj.noop', { origin: `gen${process.pid}@${hostname()}` })
     await transport.publish('', queue, {
       body: Buffer.from(m.body, 'utf8'),
-      properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Record<string, never>, deliveryMode: 2, priority: 0, correlationId: m.properties.correlationId, replyTo: m.properties.replyTo },
+      properties: {
+        contentType: m.contentType,
+        contentEncoding: m.contentEncoding,
+        headers: m.headers as Record<string, never>,
+        deliveryMode: 2,
+        priority: 0,
+        correlationId: m.properties.correlationId,
+        replyTo: m.properties.replyTo,
+      },
     })
   }
   // A few in flight at once: the file broker's publish is a write and a rename.
@@ -132,7 +140,9 @@ function slope(xs: number[], ys: number[]): number {
   return den === 0 ? 0 : num / den
 }
 
-say(`# soak  ${formatEnv(benchEnv('/usr/bin/python3'))}  broker=${kind}  pool=${values.pool} -c ${values.concurrency}  tasks=${total}  queue depth ${lowWater}-${2 * lowWater}`)
+say(
+  `# soak  ${formatEnv(benchEnv('/usr/bin/python3'))}  broker=${kind}  pool=${values.pool} -c ${values.concurrency}  tasks=${total}  queue depth ${lowWater}-${2 * lowWater}`,
+)
 const transport = await createTransport(url)
 await transport.connect()
 await declareTaskQueue(transport, queue)
@@ -142,12 +152,37 @@ const tsqArgs = (values['tsq-arg'] as string[] | undefined) ?? []
 const every = Math.max(1, Math.floor(total / sampleCount))
 let published = Math.min(2 * lowWater, every)
 await publish(transport, published)
-const child = spawn(process.execPath, [...nodeArgs, TSQ_BIN, 'worker', '-A', TASK_MODULE, '-b', url, '-n', node, '-P', values.pool as string, '-c', values.concurrency as string, '-Q', queue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs], {
-  cwd: TSQ_ROOT,
-  env: { ...process.env, NO_COLOR: '1' },
-  stdio: ['ignore', 'ignore', 'pipe'],
-  detached: true,
-})
+const child = spawn(
+  process.execPath,
+  [
+    ...nodeArgs,
+    TSQ_BIN,
+    'worker',
+    '-A',
+    TASK_MODULE,
+    '-b',
+    url,
+    '-n',
+    node,
+    '-P',
+    values.pool as string,
+    '-c',
+    values.concurrency as string,
+    '-Q',
+    queue,
+    '-l',
+    'WARNING',
+    '--without-mingle',
+    '--without-gossip',
+    ...tsqArgs,
+  ],
+  {
+    cwd: TSQ_ROOT,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  },
+)
 let stderr = ''
 child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)))
 const pid = child.pid as number
@@ -160,7 +195,9 @@ try {
   const start = performance.now()
   let last = { tasks: 0, at: start }
   const mb = (v: number) => v.toFixed(1).padStart(7)
-  say(`${'tasks'.padStart(9)}  ${'seconds'.padStart(7)}  ${'tasks/s'.padStart(7)}  ${'busy: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}  ${'idle: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}`)
+  say(
+    `${'tasks'.padStart(9)}  ${'seconds'.padStart(7)}  ${'tasks/s'.padStart(7)}  ${'busy: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}  ${'idle: anon MB'.padStart(13)}  ${'rss MB'.padStart(7)}`,
+  )
   for (let target = Math.min(every, total); ; target = Math.min(target + every, total)) {
     // Publish up to this checkpoint, keeping the queue between lowWater and twice that.
     while (published < target && !interrupted) {
@@ -193,7 +230,9 @@ try {
     }
     last = { tasks: target, at: now }
     samples.push(s)
-    say(`${String(s.tasks).padStart(9)}  ${s.seconds.toFixed(0).padStart(7)}  ${s.perSecond.toFixed(0).padStart(7)}  ${mb(s.busy.anonMb).padStart(13)}  ${mb(s.busy.rssMb)}  ${mb(s.idle.anonMb).padStart(13)}  ${mb(s.idle.rssMb)}`)
+    say(
+      `${String(s.tasks).padStart(9)}  ${s.seconds.toFixed(0).padStart(7)}  ${s.perSecond.toFixed(0).padStart(7)}  ${mb(s.busy.anonMb).padStart(13)}  ${mb(s.busy.rssMb)}  ${mb(s.idle.anonMb).padStart(13)}  ${mb(s.idle.rssMb)}`,
+    )
     if (target >= total) break
   }
 } finally {
@@ -219,9 +258,13 @@ if (interrupted) say(`interrupted after ${done} of ${total} tasks`)
 const warm = samples.filter((s) => s.tasks > (interrupted ? done : total) / 5)
 if (warm.length >= 3) {
   const xs = warm.map((s) => s.tasks / 100_000)
-  const fmt = (ys: number[]) => `slope=${slope(xs, ys).toFixed(2)} MB/100k tasks, range ${Math.min(...ys).toFixed(1)}-${Math.max(...ys).toFixed(1)} MB`
+  const fmt = (ys: number[]) =>
+    `slope=${slope(xs, ys).toFixed(2)} MB/100k tasks, range ${Math.min(...ys).toFixed(1)}-${Math.max(...ys).toFixed(1)} MB`
   say(`soak-${kind}  ${values.pool} -c ${values.concurrency}, ${warm.length} checkpoints after warm-up (from ${warm[0]!.tasks} tasks):`)
   say(`  idle anon ${fmt(warm.map((s) => s.idle.anonMb))}; idle rss ${fmt(warm.map((s) => s.idle.rssMb))}`)
   say(`  busy anon ${fmt(warm.map((s) => s.busy.anonMb))}; busy rss ${fmt(warm.map((s) => s.busy.rssMb))}`)
 }
-if (values.json) process.stdout.write(`${JSON.stringify({ broker: kind, pool: values.pool, concurrency: Number(values.concurrency), tasks: total, samples })}\n`)
+if (values.json)
+  process.stdout.write(
+    `${JSON.stringify({ broker: kind, pool: values.pool, concurrency: Number(values.concurrency), tasks: total, samples })}\n`,
+  )

@@ -69,16 +69,42 @@ const kinds = (values.broker ?? ['redis', 'amqp']) as BrokerKind[]
 const pools = (values.pools as string).split(',') as Pool[]
 for (const p of pools) if (!(p in POOLS)) throw new Error(`unknown pool ${p} (solo, prefork, threads)`)
 const sides: Side[] = values.only ? (values.only.split(',') as Side[]) : ['tsq', 'celery']
-const tsqEnv = Object.fromEntries(((values['tsq-env'] as string[] | undefined) ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+const tsqEnv = Object.fromEntries(
+  ((values['tsq-env'] as string[] | undefined) ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const say = (line: string) => (values.json ? process.stderr : process.stdout).write(`${line}\n`)
 
-function workerCommand(side: Side, pool: Pool, kind: BrokerKind, node: string, idleQueue: string): { cmd: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv } {
-  const common = ['-n', node, '-P', pool, '-c', String(POOLS[pool]), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip']
+function workerCommand(
+  side: Side,
+  pool: Pool,
+  kind: BrokerKind,
+  node: string,
+  idleQueue: string,
+): { cmd: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv } {
+  const common = [
+    '-n',
+    node,
+    '-P',
+    pool,
+    '-c',
+    String(POOLS[pool]),
+    '-Q',
+    idleQueue,
+    '-l',
+    'WARNING',
+    '--without-mingle',
+    '--without-gossip',
+  ]
   if (side === 'tsq') {
     const nodeArgs = (values['node-arg'] as string[] | undefined) ?? []
     const extra = (values['tsq-arg'] as string[] | undefined) ?? []
-    return { cmd: process.execPath, args: [...nodeArgs, TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', BROKER_URLS[kind], ...common, ...extra], cwd: TSQ_ROOT, env: { ...process.env, NO_COLOR: '1', ...tsqEnv } }
+    return {
+      cmd: process.execPath,
+      args: [...nodeArgs, TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', BROKER_URLS[kind], ...common, ...extra],
+      cwd: TSQ_ROOT,
+      env: { ...process.env, NO_COLOR: '1', ...tsqEnv },
+    }
   }
   const extra = (values['celery-arg'] as string[] | undefined) ?? []
   return {
@@ -167,7 +193,11 @@ interface Measured {
 }
 
 const sample = (m: TreeMemory): Sample => ({ anonMb: m.anonMb, rssMb: m.rssMb, processes: m.pids.length })
-const larger = (a: Sample, b: Sample): Sample => ({ anonMb: Math.max(a.anonMb, b.anonMb), rssMb: Math.max(a.rssMb, b.rssMb), processes: Math.max(a.processes, b.processes) })
+const larger = (a: Sample, b: Sample): Sample => ({
+  anonMb: Math.max(a.anonMb, b.anonMb),
+  rssMb: Math.max(a.rssMb, b.rssMb),
+  processes: Math.max(a.processes, b.processes),
+})
 const ZERO: Sample = { anonMb: 0, rssMb: 0, processes: 0 }
 
 async function measureOne(broker: TaskQueueBroker, side: Side, pool: Pool): Promise<Measured> {
@@ -247,7 +277,9 @@ for (const kind of kinds) {
           try {
             const m = await measureOne(broker, side, pool)
             all.push(m)
-            say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  anon idle=${m.idle.anonMb.toFixed(1)} peak=${m.peak.anonMb.toFixed(1)} soon=${m.soon.anonMb.toFixed(1)} after=${m.after.anonMb.toFixed(1)}  rss idle=${m.idle.rssMb.toFixed(1)} after=${m.after.rssMb.toFixed(1)}  processes=${m.after.processes}  drain=${m.drainSeconds.toFixed(1)}s cpu=${m.cpuMsPer1000.toFixed(0)}ms/1000`)
+            say(
+              `${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  anon idle=${m.idle.anonMb.toFixed(1)} peak=${m.peak.anonMb.toFixed(1)} soon=${m.soon.anonMb.toFixed(1)} after=${m.after.anonMb.toFixed(1)}  rss idle=${m.idle.rssMb.toFixed(1)} after=${m.after.rssMb.toFixed(1)}  processes=${m.after.processes}  drain=${m.drainSeconds.toFixed(1)}s cpu=${m.cpuMsPer1000.toFixed(0)}ms/1000`,
+            )
           } catch (error) {
             say(`${kind}  round ${round}  ${side.padEnd(6)} ${pool.padEnd(7)}  FAILED: ${(error as Error).message.split('\n')[0]}`)
           }

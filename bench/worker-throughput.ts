@@ -63,19 +63,62 @@ const celeryArgs = (): string[] => (values['celery-arg'] as string[] | undefined
 const rawPrefetch = (): number => Number(values['raw-prefetch'])
 
 /** c undefined: no -c, the worker's default (the CPU count), as a user who does not tune it runs it. */
-const tsqWorker = (pool: string, c?: number): Contender['argv'] => (kind, node, idleQueue) => ({
-  cmd: process.execPath,
-  args: [...nodeArgs(), TSQ_BIN, 'worker', '-A', NOOP_MODULE, '-b', URLS[kind], '-n', node, '-P', pool, ...(c === undefined ? [] : ['-c', String(c)]), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...tsqArgs()],
-  cwd: ROOT,
-  env: { ...process.env, NO_COLOR: '1' },
-})
+const tsqWorker =
+  (pool: string, c?: number): Contender['argv'] =>
+  (kind, node, idleQueue) => ({
+    cmd: process.execPath,
+    args: [
+      ...nodeArgs(),
+      TSQ_BIN,
+      'worker',
+      '-A',
+      NOOP_MODULE,
+      '-b',
+      URLS[kind],
+      '-n',
+      node,
+      '-P',
+      pool,
+      ...(c === undefined ? [] : ['-c', String(c)]),
+      '-Q',
+      idleQueue,
+      '-l',
+      'WARNING',
+      '--without-mingle',
+      '--without-gossip',
+      ...tsqArgs(),
+    ],
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: '1' },
+  })
 
-const celeryWorker = (pool: string, c: number): Contender['argv'] => (kind, node, idleQueue) => ({
-  cmd: PYTHON,
-  args: ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', node, '-P', pool, '-c', String(c), '-Q', idleQueue, '-l', 'WARNING', '--without-mingle', '--without-gossip', ...celeryArgs()],
-  cwd: PY_DIR,
-  env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: URLS[kind], TSQ_WI_BACKEND: '' },
-})
+const celeryWorker =
+  (pool: string, c: number): Contender['argv'] =>
+  (kind, node, idleQueue) => ({
+    cmd: PYTHON,
+    args: [
+      '-m',
+      'celery',
+      '-A',
+      'worker_app',
+      'worker',
+      '-n',
+      node,
+      '-P',
+      pool,
+      '-c',
+      String(c),
+      '-Q',
+      idleQueue,
+      '-l',
+      'WARNING',
+      '--without-mingle',
+      '--without-gossip',
+      ...celeryArgs(),
+    ],
+    cwd: PY_DIR,
+    env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: URLS[kind], TSQ_WI_BACKEND: '' },
+  })
 
 const CONTENDERS: Contender[] = [
   { name: 'raw', label: 'plain consumer', side: 'raw' },
@@ -87,9 +130,20 @@ const CONTENDERS: Contender[] = [
   { name: 'celery-threads', label: 'celery threads -c 8', side: 'celery', argv: celeryWorker('threads', 8) },
   { name: 'celery-solo', label: 'celery solo', side: 'celery', argv: celeryWorker('solo', 1) },
   // What tsq's own claim path drains at the default window with no worker behind it (Redis only).
-  { name: 'claim-floor', label: `claim floor (window ${4 * availableParallelism()})`, side: 'floor', floorWindow: 4 * availableParallelism() },
+  {
+    name: 'claim-floor',
+    label: `claim floor (window ${4 * availableParallelism()})`,
+    side: 'floor',
+    floorWindow: 4 * availableParallelism(),
+  },
   // The default window as two claims on the wire at once: what any claim policy could get from it.
-  { name: 'claim-floor-2', label: `claim floor (window ${4 * availableParallelism()}, 2 claims out)`, side: 'floor', floorWindow: 4 * availableParallelism(), floorInFlight: 2 },
+  {
+    name: 'claim-floor-2',
+    label: `claim floor (window ${4 * availableParallelism()}, 2 claims out)`,
+    side: 'floor',
+    floorWindow: 4 * availableParallelism(),
+    floorInFlight: 2,
+  },
   // The same at tsq solo -c 8's window (32), four times the default here: does any window near Celery's reach the target?
   { name: 'claim-floor-c8', label: 'claim floor (window 32)', side: 'floor', floorWindow: 32 },
   // The Node queue tsq is measured against on Redis; its best of three concurrencies is reported.
@@ -129,7 +183,15 @@ async function amqpBroker(): Promise<Broker> {
       await ch.assertQueue(queue, { durable: true })
       await ch.bindQueue(queue, queue, queue)
       for (const m of noopMessages(n, queue)) {
-        const ok = ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, replyTo: m.replyTo, deliveryMode: 2, priority: 0 })
+        const ok = ch.publish('', queue, m.body, {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: m.headers,
+          correlationId: m.id,
+          replyTo: m.replyTo,
+          deliveryMode: 2,
+          priority: 0,
+        })
         if (!ok) await new Promise((r) => ch.once('drain', r))
       }
       await ch.waitForConfirms()
@@ -165,8 +227,19 @@ async function redisBroker(): Promise<Broker> {
         for (const m of all.slice(i, i + 1000)) {
           // kombu's envelope (spec §4.2).
           const envelope = {
-            body: m.body.toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: m.headers,
-            properties: { correlation_id: m.id, reply_to: m.replyTo, delivery_mode: 2, delivery_info: { exchange: '', routing_key: queue }, priority: 0, body_encoding: 'base64', delivery_tag: randomUUID() },
+            body: m.body.toString('base64'),
+            'content-encoding': 'utf-8',
+            'content-type': 'application/json',
+            headers: m.headers,
+            properties: {
+              correlation_id: m.id,
+              reply_to: m.replyTo,
+              delivery_mode: 2,
+              delivery_info: { exchange: '', routing_key: queue },
+              priority: 0,
+              body_encoding: 'base64',
+              delivery_tag: randomUUID(),
+            },
           }
           pipe.lpush(queue, JSON.stringify(envelope))
         }
@@ -233,7 +306,11 @@ async function rawRedis(queue: string, n: number): Promise<number> {
           if (!res) continue
           if (got === 0) start = performance.now()
           const tag = randomUUID()
-          await r.multi().zadd(`${unacked}_index`, Date.now() / 1000, tag).hset(unacked, tag, res[1]).exec()
+          await r
+            .multi()
+            .zadd(`${unacked}_index`, Date.now() / 1000, tag)
+            .hset(unacked, tag, res[1])
+            .exec()
           const env = JSON.parse(res[1]) as { body: string }
           JSON.parse(Buffer.from(env.body, 'base64').toString('utf8'))
           await r.multi().zrem(`${unacked}_index`, tag).hdel(unacked, tag).exec()
@@ -269,7 +346,11 @@ async function claimFloor(queue: string, n: number, window: number, inFlight = 1
   let drained = false
   const claimer = async (): Promise<void> => {
     while (!drained) {
-      const batch = await store.claim(lists, lists.map(() => true), perClaim)
+      const batch = await store.claim(
+        lists,
+        lists.map(() => true),
+        perClaim,
+      )
       if (batch.length === 0) {
         drained = true
         break
@@ -310,12 +391,13 @@ function processTree(root: number): number[] {
     }
   }
   const tree = new Set([root])
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false
-    for (const [pid, ppid] of parent) if (tree.has(ppid) && !tree.has(pid)) {
-      tree.add(pid)
-      grew = true
-    }
+    for (const [pid, ppid] of parent)
+      if (tree.has(ppid) && !tree.has(pid)) {
+        tree.add(pid)
+        grew = true
+      }
   }
   return [...tree]
 }
@@ -480,7 +562,8 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
   // BullMQ does not close a connection it was handed: left open, it kept the bench from exiting.
   const workerConnection = new Redis(URLS.redis, { maxRetriesPerRequest: null })
   try {
-    for (let i = 0; i < n; i += 1000) await queue.addBulk(Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ name: 'proj.noop', data: { args: [i + j] } })))
+    for (let i = 0; i < n; i += 1000)
+      await queue.addBulk(Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ name: 'proj.noop', data: { args: [i + j] } })))
     const brokerServer = brokerPids('redis')
     await brokerQuiet(brokerServer)
     const ownCpu = () => {
@@ -499,7 +582,18 @@ async function bullmqDrain(c: Contender, n: number): Promise<Result> {
       })
     })
     const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
-    return { broker: 'redis', name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, anonIdleMb: null, anonAfterMb: null, cpuPerThousand: cpu }
+    return {
+      broker: 'redis',
+      name: c.name,
+      label: c.label,
+      side: c.side,
+      perSecond,
+      rssIdleMb: null,
+      rssAfterMb: null,
+      anonIdleMb: null,
+      anonAfterMb: null,
+      cpuPerThousand: cpu,
+    }
   } finally {
     await worker?.close()
     await queue.obliterate({ force: true }).catch(() => undefined)
@@ -586,9 +680,25 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number,
         return (user + system) / 1e6
       }
       const before = [ownCpu(), cpuSeconds(brokerServer)]
-      const perSecond = c.side === 'floor' ? await claimFloor(queue, n, c.floorWindow!, c.floorInFlight) : kind === 'amqp' ? await rawAmqp(queue, n) : await rawRedis(queue, n)
+      const perSecond =
+        c.side === 'floor'
+          ? await claimFloor(queue, n, c.floorWindow!, c.floorInFlight)
+          : kind === 'amqp'
+            ? await rawAmqp(queue, n)
+            : await rawRedis(queue, n)
       const cpu = cpuPerThousand(n, [before[0], ownCpu()], [before[1], cpuSeconds(brokerServer)])
-      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, rssIdleMb: null, rssAfterMb: null, anonIdleMb: null, anonAfterMb: null, cpuPerThousand: cpu }
+      return {
+        broker: kind,
+        name: c.name,
+        label: c.label,
+        side: c.side,
+        perSecond,
+        rssIdleMb: null,
+        rssAfterMb: null,
+        anonIdleMb: null,
+        anonAfterMb: null,
+        cpuPerThousand: cpu,
+      }
     }
     const node = `bench-${c.name}-${process.pid}@${hostname()}`
     const spec = c.argv(kind, node, idleQueue)
@@ -646,7 +756,8 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number,
           endDepth = d
           break
         }
-        if ((!start && Date.now() > startBy) || child.exitCode !== null) throw new Error(`${c.label} did not start draining the queue (depth ${d}): ${stderr}`)
+        if ((!start && Date.now() > startBy) || child.exitCode !== null)
+          throw new Error(`${c.label} did not start draining the queue (depth ${d}): ${stderr}`)
         await sleep(start ? 10 : 5)
       }
       // The last prefetched tasks are still finishing when the queue reads empty.
@@ -657,7 +768,19 @@ async function runContender(kind: Kind, broker: Broker, c: Contender, n: number,
       const rssAfterMb = treeRssMb(child.pid as number)
       const anonAfterMb = treeAnonMb(child.pid as number)
       const perSecond = ((startDepth - endDepth) * 1000) / (end - start)
-      return { broker: kind, name: c.name, label: c.label, side: c.side, perSecond, partial: endDepth > 0, rssIdleMb, rssAfterMb, anonIdleMb, anonAfterMb, cpuPerThousand: cpu }
+      return {
+        broker: kind,
+        name: c.name,
+        label: c.label,
+        side: c.side,
+        perSecond,
+        partial: endDepth > 0,
+        rssIdleMb,
+        rssAfterMb,
+        anonIdleMb,
+        anonAfterMb,
+        cpuPerThousand: cpu,
+      }
     } finally {
       await stopWorker(child)
     }
@@ -716,7 +839,10 @@ for (const kind of kinds) {
         try {
           const r = await runContender(kind, broker, c, n)
           rounds.set(c.name, [...done, r])
-          if (runs > 1) say(`${kind}  ${c.label.padEnd(22)} round ${round + 1}: ${r.perSecond.toFixed(0)} tasks/s  cpu/1k tasks: consumer=${r.cpuPerThousand.consumerMs.toFixed(0)}ms broker=${r.cpuPerThousand.brokerMs.toFixed(0)}ms`)
+          if (runs > 1)
+            say(
+              `${kind}  ${c.label.padEnd(22)} round ${round + 1}: ${r.perSecond.toFixed(0)} tasks/s  cpu/1k tasks: consumer=${r.cpuPerThousand.consumerMs.toFixed(0)}ms broker=${r.cpuPerThousand.brokerMs.toFixed(0)}ms`,
+            )
         } catch (error) {
           say(`${kind}  ${c.label.padEnd(22)} FAILED: ${(error as Error).message.split('\n')[0]}`)
         }
@@ -732,7 +858,9 @@ for (const kind of kinds) {
       const rss = r.rssIdleMb === null ? '' : `  rss idle=${r.rssIdleMb.toFixed(1)}MB after=${(r.rssAfterMb ?? 0).toFixed(1)}MB${anon}`
       const cpu = `  cpu/1k tasks: consumer=${r.cpuPerThousand.consumerMs.toFixed(0)}ms broker=${r.cpuPerThousand.brokerMs.toFixed(0)}ms`
       const spread = all.length > 1 ? `  (median of ${all.length}: ${byRate.map((x) => x.perSecond.toFixed(0)).join(', ')})` : ''
-      say(`${kind}  ${r.label.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} tasks/s${spread}${cpu}${rss}${r.partial ? `  (partial: did not drain ${n} within ${WINDOW_MS / 1000} s)` : ''}`)
+      say(
+        `${kind}  ${r.label.padEnd(22)} ${r.perSecond.toFixed(0).padStart(7)} tasks/s${spread}${cpu}${rss}${r.partial ? `  (partial: did not drain ${n} within ${WINDOW_MS / 1000} s)` : ''}`,
+      )
     }
   } finally {
     await broker.close()
@@ -743,7 +871,10 @@ for (const kind of kinds) {
   // Printed whether or not Celery ran (--only tsq-solo-default,bullmq-8,bullmq-50,bullmq-100).
   const bull = best('bullmq')
   const solo = mine.find((r) => r.name === 'tsq-solo-default')
-  if (bull && solo) say(`worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`)
+  if (bull && solo)
+    say(
+      `worker-throughput-bullmq-${kind}  tsq=${solo.perSecond.toFixed(0)}/s (${solo.label}, the default concurrency)  peer=${bull.perSecond.toFixed(0)}/s (${bull.label}, BullMQ's best)  ratio=${(solo.perSecond / bull.perSecond).toFixed(2)} (target >= 1.5)`,
+    )
   // Round by round, tsq against BullMQ's best concurrency of the same round: the two ran a few
   // seconds apart, so a slow spell of a shared machine falls on both more often than in the medians.
   const bullRounds = mine.filter((r) => r.side === 'bullmq' && r.rounds).map((r) => r.rounds!)
@@ -753,11 +884,17 @@ for (const kind of kinds) {
       return peer > 0 ? [t / peer] : []
     })
     const sorted = [...paired].sort((a, b) => a - b)
-    say(`worker-throughput-bullmq-${kind}-rounds  ratio by round=${paired.map((x) => x.toFixed(2)).join(', ')}  median=${sorted[(sorted.length - 1) >> 1]!.toFixed(2)}`)
+    say(
+      `worker-throughput-bullmq-${kind}-rounds  ratio by round=${paired.map((x) => x.toFixed(2)).join(', ')}  median=${sorted[(sorted.length - 1) >> 1]!.toFixed(2)}`,
+    )
   }
   // How far the default window itself allows: the claim path alone against BullMQ, and tsq's share of it.
   // Each floor beside the tsq worker that claims at its window.
-  for (const [floorName, workerName] of [['claim-floor', 'tsq-solo-default'], ['claim-floor-2', 'tsq-solo-default'], ['claim-floor-c8', 'tsq-solo']] as const) {
+  for (const [floorName, workerName] of [
+    ['claim-floor', 'tsq-solo-default'],
+    ['claim-floor-2', 'tsq-solo-default'],
+    ['claim-floor-c8', 'tsq-solo'],
+  ] as const) {
     const floor = mine.find((r) => r.name === floorName)
     const worker = mine.find((r) => r.name === workerName)
     if (!floor || !(bull || worker)) continue
@@ -766,24 +903,38 @@ for (const kind of kinds) {
     say(`worker-throughput-${floorName}-${kind}  floor=${floor.perSecond.toFixed(0)}/s (${floor.label})${vsBull}${share}`)
   }
   if (t && p) {
-    const rawPart = raw ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)` : ''
-    say(`worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`)
+    const rawPart = raw
+      ? `  raw=${raw.perSecond.toFixed(0)}/s  tsq/raw=${((100 * t.perSecond) / raw.perSecond).toFixed(0)}% (target >= 50%)`
+      : ''
+    say(
+      `worker-throughput-${kind}  tsq=${t.perSecond.toFixed(0)}/s (${t.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label})  ratio=${(t.perSecond / p.perSecond).toFixed(2)} (target >= 5)${rawPart}`,
+    )
     // The pools that isolate tasks (prefork is the default), each against Celery's best pool of the same run.
     for (const name of ['tsq-prefork', 'tsq-threads']) {
       const pool = mine.find((r) => r.name === name)
-      if (pool) say(`worker-throughput-${name.slice(4)}-${kind}  tsq=${pool.perSecond.toFixed(0)}/s (${pool.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label}, Celery's best)  ratio=${(pool.perSecond / p.perSecond).toFixed(2)} (target >= 1.5)`)
+      if (pool)
+        say(
+          `worker-throughput-${name.slice(4)}-${kind}  tsq=${pool.perSecond.toFixed(0)}/s (${pool.label})  peer=${p.perSecond.toFixed(0)}/s (${p.label}, Celery's best)  ratio=${(pool.perSecond / p.perSecond).toFixed(2)} (target >= 1.5)`,
+        )
     }
     const rssOf = (side: Result['side']) => mine.filter((r) => r.side === side && r.rssAfterMb !== null)
     const maxRss = (rs: Result[]) => Math.max(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
     const minRss = (rs: Result[]) => Math.min(...rs.map((r) => Math.max(r.rssIdleMb ?? 0, r.rssAfterMb ?? 0)))
-    say(`worker-rss-${kind}  tsq best-pool=${Math.max(t.rssIdleMb ?? 0, t.rssAfterMb ?? 0).toFixed(1)}MB (all pools ${minRss(rssOf('tsq')).toFixed(1)}-${maxRss(rssOf('tsq')).toFixed(1)}MB)  celery=${minRss(rssOf('celery')).toFixed(1)}-${maxRss(rssOf('celery')).toFixed(1)}MB`)
+    say(
+      `worker-rss-${kind}  tsq best-pool=${Math.max(t.rssIdleMb ?? 0, t.rssAfterMb ?? 0).toFixed(1)}MB (all pools ${minRss(rssOf('tsq')).toFixed(1)}-${maxRss(rssOf('tsq')).toFixed(1)}MB)  celery=${minRss(rssOf('celery')).toFixed(1)}-${maxRss(rssOf('celery')).toFixed(1)}MB`,
+    )
     // Pool for pool, the larger of idle and after, RSS then anonymous memory.
     const poolOf = (r: Result) => r.name.replace(/^(tsq|celery)-/, '')
     const peak = (idle: number | null, after: number | null) => (idle === null ? '?' : `${Math.max(idle, after ?? 0).toFixed(1)}MB`)
     for (const pool of ['solo', 'threads', 'prefork']) {
-      const [ours, theirs] = [mine.find((r) => r.side === 'tsq' && poolOf(r) === pool), mine.find((r) => r.side === 'celery' && poolOf(r) === pool)]
+      const [ours, theirs] = [
+        mine.find((r) => r.side === 'tsq' && poolOf(r) === pool),
+        mine.find((r) => r.side === 'celery' && poolOf(r) === pool),
+      ]
       if (!ours || !theirs) continue
-      say(`worker-memory-${kind}  ${pool.padEnd(8)} rss: tsq=${peak(ours.rssIdleMb, ours.rssAfterMb)} celery=${peak(theirs.rssIdleMb, theirs.rssAfterMb)}  anon: tsq=${peak(ours.anonIdleMb, ours.anonAfterMb)} celery=${peak(theirs.anonIdleMb, theirs.anonAfterMb)}`)
+      say(
+        `worker-memory-${kind}  ${pool.padEnd(8)} rss: tsq=${peak(ours.rssIdleMb, ours.rssAfterMb)} celery=${peak(theirs.rssIdleMb, theirs.rssAfterMb)}  anon: tsq=${peak(ours.anonIdleMb, ours.anonAfterMb)} celery=${peak(theirs.anonIdleMb, theirs.anonAfterMb)}`,
+      )
     }
   }
 }

@@ -3,12 +3,14 @@
 // target to src/bundle/tsq.ts).
 'use strict'
 // Global options before the command name move behind it, as bin/run.js moves them.
-Promise.all([import('@oclif/core'), import('../src/cli/global-options.ts'), import('../src/cli/report-error.ts')]).then(([{ execute }, { hoistGlobalOptions }, { reportCliError }]) => {
-  let args
-  try {
-    args = hoistGlobalOptions(process.argv.slice(2))
-  } catch (error) {
-    return reportCliError(error, { json: false, debug: false })
-  }
-  return execute({ args, development: true, dir: require('node:path').join(__dirname, '..', 'package.json') })
-})
+Promise.all([import('@oclif/core'), import('../src/cli/global-options.ts'), import('../src/cli/report-error.ts')]).then(
+  ([{ execute }, { hoistGlobalOptions }, { reportCliError }]) => {
+    let args
+    try {
+      args = hoistGlobalOptions(process.argv.slice(2))
+    } catch (error) {
+      return reportCliError(error, { json: false, debug: false })
+    }
+    return execute({ args, development: true, dir: require('node:path').join(__dirname, '..', 'package.json') })
+  },
+)

@@ -37,7 +37,8 @@ function reportCrash(error) {
 
 function runOclif() {
   // A worker holds V8's young generation small from before the bundle loads, which would grow it (src/worker/tricks/young-generation.ts).
-  const first = argv[0] === 'worker' ? import('../dist/worker/tricks/young-generation.js').then((m) => m.keepYoungGenerationSmall()) : Promise.resolve()
+  const first =
+    argv[0] === 'worker' ? import('../dist/worker/tricks/young-generation.js').then((m) => m.keepYoungGenerationSmall()) : Promise.resolve()
   // The bundle carries oclif and every command (scripts/bundle.mjs): one file to load.
   first
     .then(() => import('../dist/bundle/tsq.js'))

@@ -64,14 +64,17 @@ export function patchApplies(patch, env = process.env) {
 
 /** The patches as esbuild plugins; those switched off are left out. */
 export function patchPlugins(patches, env = process.env) {
-  return patches.filter((patch) => patchApplies(patch, env)).map(({ name, filter, find, replacement }) => ({
-    name,
-    setup(b) {
-      b.onLoad({ filter }, async ({ path }) => {
-        const source = await readFile(path, 'utf8')
-        if (!source.includes(find)) throw new Error(`${path}: the code the ${name} patch relies on is gone; see scripts/bundle-patches.mjs`)
-        return { contents: source.replace(find, replacement), loader: 'js' }
-      })
-    },
-  }))
+  return patches
+    .filter((patch) => patchApplies(patch, env))
+    .map(({ name, filter, find, replacement }) => ({
+      name,
+      setup(b) {
+        b.onLoad({ filter }, async ({ path }) => {
+          const source = await readFile(path, 'utf8')
+          if (!source.includes(find))
+            throw new Error(`${path}: the code the ${name} patch relies on is gone; see scripts/bundle-patches.mjs`)
+          return { contents: source.replace(find, replacement), loader: 'js' }
+        })
+      },
+    }))
 }

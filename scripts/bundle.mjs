@@ -40,7 +40,9 @@ await build({
 // specs are read here from the built command classes (src/cli/fast-specs.ts)
 // and baked in as FAST_SPECS; a command whose flags it cannot read stays on oclif.
 const { FAST_COMMANDS, fastSpecsOf } = await import('../dist/cli/fast-specs.js')
-const commands = Object.fromEntries(await Promise.all(FAST_COMMANDS.map(async (id) => [id, (await import(`../dist/commands/${id}.js`)).default])))
+const commands = Object.fromEntries(
+  await Promise.all(FAST_COMMANDS.map(async (id) => [id, (await import(`../dist/commands/${id}.js`)).default])),
+)
 const { specs, unreadable } = fastSpecsOf(commands)
 for (const why of unreadable) console.warn(`fast path: ${why}; that command runs through oclif (see src/cli/fast-specs.ts)`)
 await build({

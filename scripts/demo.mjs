@@ -43,7 +43,7 @@ function pathHint() {
   if (found) return `tsq is on your PATH (${found}).`
   return [
     'tsq is not on your PATH yet. Any of these gives you one (see the README, "tsq on your PATH"):',
-    '  npm link                     # in this folder: tsq in npm\'s global bin, linked to this checkout',
+    "  npm link                     # in this folder: tsq in npm's global bin, linked to this checkout",
     '  npx tsq ...                  # from inside this folder, nothing installed',
     '  npm pack && npm install -g ./tsq-0.1.0.tgz   # a copy of its own',
   ].join('\n')
@@ -52,7 +52,10 @@ function pathHint() {
 // Celery's order: the app before the command, as `celery -A proj worker`.
 console.log(`$ tsq -A examples/tasks.js worker -c 2 -n ${node} -l INFO`)
 console.log(`Starting worker ${node} on the embedded broker...\n`)
-const worker = spawn(process.execPath, [bin, '-A', 'examples/tasks.js', 'worker', '-c', '2', '-n', node, '-l', 'INFO'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] })
+const worker = spawn(process.execPath, [bin, '-A', 'examples/tasks.js', 'worker', '-c', '2', '-n', node, '-l', 'INFO'], {
+  cwd: root,
+  stdio: ['ignore', 'inherit', 'inherit'],
+})
 let up = false
 for (let i = 0; i < 60 && !up; i++) up = tsq('inspect', 'ping', '-d', node, '-t', '1', '--json').code === 0
 if (!up) {
@@ -93,7 +96,20 @@ async function eventsDemo() {
   const started = []
   for (const service of ['billing', 'shipping']) {
     const name = `${service}-${process.pid}@${hostname()}`
-    const args = ['-A', `examples/events/${service}.js`, 'worker', '-P', 'solo', '-n', name, '--without-mingle', '--without-gossip', '--without-heartbeat', '-l', 'INFO']
+    const args = [
+      '-A',
+      `examples/events/${service}.js`,
+      'worker',
+      '-P',
+      'solo',
+      '-n',
+      name,
+      '--without-mingle',
+      '--without-gossip',
+      '--without-heartbeat',
+      '-l',
+      'INFO',
+    ]
     console.log(`$ tsq ${args.join(' ')}`)
     const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] })
     started.push({ name, child })
@@ -108,7 +124,11 @@ async function eventsDemo() {
     }
   }
   console.log()
-  for (const invoice of [{ id: 7, total: 9.5 }, { id: 1, total: 20 }, { id: 13, total: 13 }]) {
+  for (const invoice of [
+    { id: 7, total: 9.5 },
+    { id: 1, total: 20 },
+    { id: 13, total: 13 },
+  ]) {
     const args = JSON.stringify([invoice])
     show(`fire billing.invoice.paid --args '${args}'`, tsq('fire', 'billing.invoice.paid', '--args', args))
   }

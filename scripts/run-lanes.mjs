@@ -32,7 +32,12 @@ const BASE_REDIS = process.env.TSQ_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
 // A fourth lane (LANES=4) takes 3 and 14, which helpers use for debugging by hand.
 // Lanes past the fourth (LANES=6) each start a Redis server of their own (databases 0 and 1
 // on it), stopped at the end: the shared server has no databases left to give them.
-const LANE_REDIS_DBS = [[0, 7], [2, 6], [4, 5], [3, 14]]
+const LANE_REDIS_DBS = [
+  [0, 7],
+  [2, 6],
+  [4, 5],
+  [3, 14],
+]
 const MAX_LANES = 8
 const FILE_TIMEOUT_MS = Number(process.env.TSQ_TEST_FILE_TIMEOUT_MS ?? 20 * 60_000)
 const VHOST_PREFIX = process.env.TSQ_TEST_VHOST_PREFIX
@@ -92,7 +97,11 @@ async function laneRedis() {
   const base = new URL(BASE_REDIS)
   if (!['127.0.0.1', 'localhost'].includes(base.hostname)) return null
   const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--databases', '16'], { stdio: 'ignore' })
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--databases', '16'],
+    { stdio: 'ignore' },
+  )
   const spawned = await new Promise((resolve) => {
     child.once('spawn', () => resolve(true))
     child.once('error', () => resolve(false))
@@ -140,7 +149,11 @@ function laneEnv(lane, vhost, ownRedisUrl) {
 function runFile(file, env, label) {
   return new Promise((resolve) => {
     const started = Date.now()
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', file], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', file], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    })
     const chunks = []
     child.stdout.on('data', (d) => chunks.push(d))
     child.stderr.on('data', (d) => chunks.push(d))
@@ -179,7 +192,9 @@ const FAILURE_SUMMARY_MAX = 8000
 function failureSummary(text) {
   const at = text.lastIndexOf('✖ failing tests:')
   const part = at >= 0 ? text.slice(at) : text.split('\n').slice(-60).join('\n')
-  return part.length > FAILURE_SUMMARY_MAX ? `${part.slice(0, FAILURE_SUMMARY_MAX)}\n[… ${part.length - FAILURE_SUMMARY_MAX} more characters in the file's output above]` : part
+  return part.length > FAILURE_SUMMARY_MAX
+    ? `${part.slice(0, FAILURE_SUMMARY_MAX)}\n[… ${part.length - FAILURE_SUMMARY_MAX} more characters in the file's output above]`
+    : part
 }
 
 const files = testFiles(process.argv.slice(2))
@@ -230,14 +245,19 @@ if (process.env.TSQ_LANE_TIMES === 'write') {
   // Whole seconds, sorted by file, so a re-record changes only the lines that moved.
   const times = { ...recorded }
   for (const r of results) if (r.ok) times[r.file] = Math.round(r.seconds)
-  const sorted = Object.fromEntries(Object.keys(times).sort().map((f) => [f, times[f]]))
+  const sorted = Object.fromEntries(
+    Object.keys(times)
+      .sort()
+      .map((f) => [f, times[f]]),
+  )
   writeFileSync(TIMES_FILE, `${JSON.stringify(sorted, null, 2)}\n`)
   process.stdout.write(`[lanes] times written to ${TIMES_FILE}\n`)
 }
 
 const failed = results.filter((r) => !r.ok)
 process.stdout.write(`\n[lanes] ${results.length} files in ${((Date.now() - started) / 1000).toFixed(0)} s; slowest:\n`)
-for (const r of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 12)) process.stdout.write(`  ${r.seconds.toFixed(1).padStart(7)} s  ${r.file} [${r.label}]\n`)
+for (const r of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 12))
+  process.stdout.write(`  ${r.seconds.toFixed(1).padStart(7)} s  ${r.file} [${r.label}]\n`)
 for (const r of failed) process.stdout.write(`\n[lanes] ${r.file} [${r.label}] failed:\n${r.failures.trimEnd()}\n`)
 if (failed.length) process.stdout.write(`[lanes] FAILED: ${failed.map((r) => r.file).join(' ')}\n`)
 process.exit(failed.length ? 1 : 0)

@@ -17,7 +17,9 @@ function showDefault(value: unknown): string {
   if (value === Infinity) return '`inf`'
   // eslint-disable-next-line no-control-regex -- matches the control characters it escapes or strips
   const control = /[\x00-\x1f]/g
-  const json = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? v.replace(control, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`) : v))
+  const json = JSON.stringify(value, (_k, v: unknown) =>
+    typeof v === 'string' ? v.replace(control, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`) : v,
+  )
   return `\`${json.replace(/\\\\x/g, '\\x')}\``
 }
 
@@ -34,7 +36,7 @@ export function renderSettingsTable(): string {
     '',
     '- **honoured**: read as Celery reads it. Where a flag or an environment variable also sets it, the flag wins over the',
     '  environment, which wins over `conf`, which wins over the default.',
-    '- **refused**: a value other than Celery\'s default stops `tsq worker` and `tsq beat` at start-up (exit 64) with one',
+    "- **refused**: a value other than Celery's default stops `tsq worker` and `tsq beat` at start-up (exit 64) with one",
     '  line naming each refused setting and why. Restating the default is accepted.',
     '- **not applicable**: Python-only; nothing on the wire or in what tsq does depends on it.',
     '',
@@ -43,7 +45,9 @@ export function renderSettingsTable(): string {
   ]
   for (const name of names) {
     const s = SETTINGS[name]!
-    lines.push(`| \`${name}\` | ${cell(showDefault(s.default))} | ${LABEL[s.status]} | ${s.flag ? `\`${s.flag}\`` : ''} | ${s.env ? `\`${s.env}\`` : ''} | ${cell(s.note)} |`)
+    lines.push(
+      `| \`${name}\` | ${cell(showDefault(s.default))} | ${LABEL[s.status]} | ${s.flag ? `\`${s.flag}\`` : ''} | ${s.env ? `\`${s.env}\`` : ''} | ${cell(s.note)} |`,
+    )
   }
   return lines.join('\n') + '\n'
 }

@@ -57,7 +57,9 @@ function run(args, label) {
     child.on('close', (code, signal) => {
       const ok = code === 0
       process.stdout.write(Buffer.concat(chunks))
-      process.stdout.write(`\n=== ${label} ${ok ? 'ok' : `FAILED${signal ? ` (${signal})` : ''}`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+      process.stdout.write(
+        `\n=== ${label} ${ok ? 'ok' : `FAILED${signal ? ` (${signal})` : ''}`} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+      )
       done(ok)
     })
   })
@@ -69,7 +71,9 @@ async function main() {
   const text = new Map(files.map((f) => [f, readFileSync(f, 'utf8')]))
   const hooked = files.filter((f) => /^(beforeEach|afterEach)\(/m.test(text.get(f)))
   if (hooked.length > 0) {
-    process.stderr.write(`[unit] top-level beforeEach/afterEach would run around every file's tests; put them inside a describe: ${hooked.join(' ')}\n`)
+    process.stderr.write(
+      `[unit] top-level beforeEach/afterEach would run around every file's tests; put them inside a describe: ${hooked.join(' ')}\n`,
+    )
     process.exit(1)
   }
   const isolate = process.env.TSQ_UNIT_ISOLATE === '1'
@@ -86,15 +90,21 @@ async function main() {
   }
   process.stdout.write(`[unit] ${shared.length} files in ${count} processes, ${own.length} in their own\n`)
   const reporter = ['--test-reporter=spec']
-  const jobs = shards.filter((s) => s.files.length > 0).map((s, i) => () => run([...reporter, process.argv[1], SHARD_ENTRY, ...s.files.sort()], `shard ${i + 1} (${s.files.length} files)`))
+  const jobs = shards
+    .filter((s) => s.files.length > 0)
+    .map((s, i) => () => run([...reporter, process.argv[1], SHARD_ENTRY, ...s.files.sort()], `shard ${i + 1} (${s.files.length} files)`))
   for (const f of own) jobs.push(() => run(['--test', ...reporter, f], f))
   // As many at once as there are shards; the own-process files queue behind them.
   const results = []
   const queue = [...jobs]
-  await Promise.all(Array.from({ length: count }, async () => {
-    for (let job = queue.shift(); job; job = queue.shift()) results.push(await job())
-  }))
+  await Promise.all(
+    Array.from({ length: count }, async () => {
+      for (let job = queue.shift(); job; job = queue.shift()) results.push(await job())
+    }),
+  )
   const failed = results.filter((ok) => !ok).length
-  process.stdout.write(`[unit] ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s${failed ? `; ${failed} process(es) FAILED` : ''}\n`)
+  process.stdout.write(
+    `[unit] ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s${failed ? `; ${failed} process(es) FAILED` : ''}\n`,
+  )
   process.exit(failed ? 1 : 0)
 }

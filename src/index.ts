@@ -1,8 +1,41 @@
 // The public API of the `tsq` package: what a task module imports. It sits above
 // app/ and bus/ (package.json's entry), so app/ need not re-export the layer
 // built on it (bus/ imports app/).
-export { App, Task, createApp, signature, AsyncResult, GroupResult, TaskError, EagerResult, SendManyError, currentTask, Ignore, Reject, RetryRequest, SoftTimeLimitExceeded } from './app/index.js'
-export type { AppOptions, ApplyOptions, ControlCommandHandler, ControlCommandKind, Signature, TaskFunction, TaskOptions, SendOutcome, SendStatus, EagerApplyOptions, EagerState, RetryOptions, TaskContext, RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app/index.js'
+export {
+  App,
+  Task,
+  createApp,
+  signature,
+  AsyncResult,
+  GroupResult,
+  TaskError,
+  EagerResult,
+  SendManyError,
+  currentTask,
+  Ignore,
+  Reject,
+  RetryRequest,
+  SoftTimeLimitExceeded,
+} from './app/index.js'
+export type {
+  AppOptions,
+  ApplyOptions,
+  ControlCommandHandler,
+  ControlCommandKind,
+  Signature,
+  TaskFunction,
+  TaskOptions,
+  SendOutcome,
+  SendStatus,
+  EagerApplyOptions,
+  EagerState,
+  RetryOptions,
+  TaskContext,
+  RequestInfo,
+  SignalName,
+  SignalPayloads,
+  SignalReceiver,
+} from './app/index.js'
 export { loadConfig } from './config/index.js'
 export type { ResolvedConfig } from './config/index.js'
 // The options and errors of the task locks (the option `lock`, the option `once`, app.lock()).

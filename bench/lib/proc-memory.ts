@@ -32,12 +32,13 @@ export function processTree(root: number): number[] {
     }
   }
   const tree = new Set([root])
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false
-    for (const [pid, ppid] of parent) if (tree.has(ppid) && !tree.has(pid)) {
-      tree.add(pid)
-      grew = true
-    }
+    for (const [pid, ppid] of parent)
+      if (tree.has(ppid) && !tree.has(pid)) {
+        tree.add(pid)
+        grew = true
+      }
   }
   return [...tree]
 }

@@ -46,7 +46,15 @@ async function amqpBroker(): Promise<TaskQueueBroker> {
       await ch.bindQueue(queue, queue, queue)
       for (let i = 0; i < n; i += 1) {
         const m = noopMessage()
-        const ok = ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, replyTo: m.replyTo, deliveryMode: 2, priority: 0 })
+        const ok = ch.publish('', queue, m.body, {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: m.headers,
+          correlationId: m.id,
+          replyTo: m.replyTo,
+          deliveryMode: 2,
+          priority: 0,
+        })
         if (!ok) await new Promise((r) => ch.once('drain', r))
       }
       await ch.waitForConfirms()
@@ -80,8 +88,19 @@ async function redisBroker(): Promise<TaskQueueBroker> {
           const m = noopMessage()
           // kombu's envelope (spec §4.2).
           const envelope = {
-            body: m.body.toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: m.headers,
-            properties: { correlation_id: m.id, reply_to: m.replyTo, delivery_mode: 2, delivery_info: { exchange: '', routing_key: queue }, priority: 0, body_encoding: 'base64', delivery_tag: randomUUID() },
+            body: m.body.toString('base64'),
+            'content-encoding': 'utf-8',
+            'content-type': 'application/json',
+            headers: m.headers,
+            properties: {
+              correlation_id: m.id,
+              reply_to: m.replyTo,
+              delivery_mode: 2,
+              delivery_info: { exchange: '', routing_key: queue },
+              priority: 0,
+              body_encoding: 'base64',
+              delivery_tag: randomUUID(),
+            },
           }
           pipe.lpush(queue, JSON.stringify(envelope))
         }

@@ -7,8 +7,14 @@ import { createEventsApp, currentTask } from 'tsq'
 
 export const app = createEventsApp('shipping')
 
-app.handler('billing.invoice.paid', (invoice) => {
-  const { retries } = currentTask()
-  if (invoice.id === 13 || (invoice.id === 1 && retries === 0)) throw new Error(`carrier API timed out for invoice ${invoice.id}`)
-  console.info(`shipping: parcel for invoice ${invoice.id} sent${retries ? ` (after ${retries} retr${retries === 1 ? 'y' : 'ies'})` : ''}`)
-}, { maxRetries: 2 })
+app.handler(
+  'billing.invoice.paid',
+  (invoice) => {
+    const { retries } = currentTask()
+    if (invoice.id === 13 || (invoice.id === 1 && retries === 0)) throw new Error(`carrier API timed out for invoice ${invoice.id}`)
+    console.info(
+      `shipping: parcel for invoice ${invoice.id} sent${retries ? ` (after ${retries} retr${retries === 1 ? 'y' : 'ies'})` : ''}`,
+    )
+  },
+  { maxRetries: 2 },
+)

@@ -38,7 +38,11 @@ const OK = 'OK'
 const ok = (): AmqpResult => ({ lines: [OK], data: { ok: true } })
 const deleted = (count: number): AmqpResult => ({ lines: [`${count} messages deleted.`, OK], data: { messageCount: count } })
 const str = (name: string, fallback?: string): ArgSpec => ({ name, kind: 'str', ...(fallback !== undefined ? { default: fallback } : {}) })
-const bool = (name: string, fallback?: boolean): ArgSpec => ({ name, kind: 'bool', ...(fallback !== undefined ? { default: fallback } : {}) })
+const bool = (name: string, fallback?: boolean): ArgSpec => ({
+  name,
+  kind: 'bool',
+  ...(fallback !== undefined ? { default: fallback } : {}),
+})
 
 const s = (a: ArgValues, name: string): string => a[name] as string
 const b = (a: ArgValues, name: string): boolean => a[name] as boolean
@@ -77,7 +81,11 @@ export const AMQP_COMMANDS: Readonly<Record<string, AmqpCommand>> = {
   'exchange.declare': {
     args: [str('exchange'), str('type'), bool('passive', false), bool('durable', false), bool('auto_delete', false)],
     run: async (admin, a) => {
-      await admin.exchangeDeclare(s(a, 'exchange'), s(a, 'type'), { passive: b(a, 'passive'), durable: b(a, 'durable'), autoDelete: b(a, 'auto_delete') })
+      await admin.exchangeDeclare(s(a, 'exchange'), s(a, 'type'), {
+        passive: b(a, 'passive'),
+        durable: b(a, 'durable'),
+        autoDelete: b(a, 'auto_delete'),
+      })
       return ok()
     },
   },
@@ -99,7 +107,11 @@ export const AMQP_COMMANDS: Readonly<Record<string, AmqpCommand>> = {
   'queue.declare': {
     args: [str('queue'), bool('passive', false), bool('durable', false), bool('auto_delete', false)],
     run: async (admin, a) => {
-      const ok = await admin.queueDeclare(s(a, 'queue'), { passive: b(a, 'passive'), durable: b(a, 'durable'), autoDelete: b(a, 'auto_delete') })
+      const ok = await admin.queueDeclare(s(a, 'queue'), {
+        passive: b(a, 'passive'),
+        durable: b(a, 'durable'),
+        autoDelete: b(a, 'auto_delete'),
+      })
       return { lines: [`queue:${ok.queue} messages:${ok.messageCount} consumers:${ok.consumerCount}`, OK], data: { ...ok } }
     },
   },
@@ -121,7 +133,10 @@ export const AMQP_COMMANDS: Readonly<Record<string, AmqpCommand>> = {
   'basic.publish': {
     args: [str('msg'), str('exchange'), str('routing_key'), bool('mandatory', false), bool('immediate', false)],
     run: async (admin, a) => {
-      await admin.basicPublish(s(a, 'msg'), s(a, 'exchange'), s(a, 'routing_key'), { mandatory: b(a, 'mandatory'), immediate: b(a, 'immediate') })
+      await admin.basicPublish(s(a, 'msg'), s(a, 'exchange'), s(a, 'routing_key'), {
+        mandatory: b(a, 'mandatory'),
+        immediate: b(a, 'immediate'),
+      })
       return ok()
     },
   },
@@ -174,7 +189,9 @@ export function parseAmqpCommand(words: readonly string[]): { name: string; comm
   const command = AMQP_COMMANDS[name]
   if (!command) throw new AmqpUsageError(`No such command '${name}' (one of ${AMQP_COMMAND_NAMES.join(', ')}).`)
   if (rest.length > command.args.length) {
-    throw new AmqpUsageError(`Got unexpected extra argument${rest.length - command.args.length > 1 ? 's' : ''} (${rest.slice(command.args.length).join(' ')}) (usage: ${amqpUsage(name)})`)
+    throw new AmqpUsageError(
+      `Got unexpected extra argument${rest.length - command.args.length > 1 ? 's' : ''} (${rest.slice(command.args.length).join(' ')}) (usage: ${amqpUsage(name)})`,
+    )
   }
   const values: ArgValues = {}
   command.args.forEach((spec, i) => {

@@ -178,6 +178,9 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   } finally {
     for (const consumer of consumers) await consumer.cancel().catch(() => undefined)
   }
-  if (failure) throw new MigrateError(`migrate stopped after ${migrated} ${migrated === 1 ? 'task' : 'tasks'}: ${(failure as Error).message}`, { cause: failure })
+  if (failure)
+    throw new MigrateError(`migrate stopped after ${migrated} ${migrated === 1 ? 'task' : 'tasks'}: ${(failure as Error).message}`, {
+      cause: failure,
+    })
   return { migrated, skipped, total }
 }

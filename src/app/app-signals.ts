@@ -17,7 +17,14 @@ export interface SignalPayloads {
   /** After the run, whatever its outcome; `state` is SUCCESS, FAILURE, RETRY, IGNORED or REJECTED. */
   task_postrun: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; retval: unknown; state: string }
   task_success: { sender: string; taskId: string; result: unknown }
-  task_failure: { sender: string; taskId: string; exception: unknown; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }
+  task_failure: {
+    sender: string
+    taskId: string
+    exception: unknown
+    args: unknown[]
+    kwargs: Record<string, unknown>
+    traceback: string | null
+  }
   /** The task asked to run again (retry(), or autoretryFor); `reason` is the error, if one was given. */
   task_retry: { sender: string; taskId: string; retries: number; reason: unknown }
   /**
@@ -29,7 +36,15 @@ export interface SignalPayloads {
    * `inspect active` shows it in the worker's main process. The task's
    * outcome stands.
    */
-  task_internal_error: { sender: string; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; request: unknown; exception: unknown; traceback: string | null }
+  task_internal_error: {
+    sender: string
+    taskId: string
+    args: unknown[]
+    kwargs: Record<string, unknown>
+    request: unknown
+    exception: unknown
+    traceback: string | null
+  }
   /** A task message was accepted: not revoked, not expired, its task known. */
   task_received: { sender: string; request: RequestInfo }
   task_revoked: { sender: string; request: RequestInfo; terminated: boolean; signum: number | null; expired: boolean }
@@ -42,7 +57,11 @@ export interface SignalPayloads {
    * `options` are the worker's settings from its flags (Celery's celeryd_init,
    * for configuring a worker by its name).
    */
-  celeryd_init: { sender: string; conf: Record<string, unknown>; options: { hostname: string; concurrency: number; pool: string; queues: string[]; loglevel: string } }
+  celeryd_init: {
+    sender: string
+    conf: Record<string, unknown>
+    options: { hostname: string; concurrency: number; pool: string; queues: string[]; loglevel: string }
+  }
   /** The worker is set up, nothing started yet. */
   worker_init: { sender: string }
   /**
@@ -86,11 +105,28 @@ export type SignalName = keyof SignalPayloads
 export type SignalReceiver<K extends SignalName> = (payload: SignalPayloads[K]) => unknown
 
 export const SIGNAL_NAMES: readonly SignalName[] = [
-  'task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry',
-  'task_received', 'task_revoked', 'task_unknown', 'task_rejected', 'task_internal_error',
-  'celeryd_init', 'worker_init', 'setup_logging', 'celeryd_after_setup', 'heartbeat_sent',
-  'worker_ready', 'worker_shutting_down', 'worker_shutdown', 'worker_process_init', 'worker_process_shutdown',
-  'before_task_publish', 'after_task_publish',
+  'task_prerun',
+  'task_postrun',
+  'task_success',
+  'task_failure',
+  'task_retry',
+  'task_received',
+  'task_revoked',
+  'task_unknown',
+  'task_rejected',
+  'task_internal_error',
+  'celeryd_init',
+  'worker_init',
+  'setup_logging',
+  'celeryd_after_setup',
+  'heartbeat_sent',
+  'worker_ready',
+  'worker_shutting_down',
+  'worker_shutdown',
+  'worker_process_init',
+  'worker_process_shutdown',
+  'before_task_publish',
+  'after_task_publish',
 ]
 
 /** The signals sent around a task's run, where it runs. */
@@ -156,7 +192,12 @@ export class AppSignals {
  * solo pool's worker), waiting for async receivers at most Celery's
  * worker_proc_alive_timeout (4 s); past it, `warn` says so and tasks start.
  */
-export async function announceProcessInit(signals: AppSignals, conf: Record<string, unknown> | undefined, payload: SignalPayloads['worker_process_init'], warn: (message: string) => void): Promise<void> {
+export async function announceProcessInit(
+  signals: AppSignals,
+  conf: Record<string, unknown> | undefined,
+  payload: SignalPayloads['worker_process_init'],
+  warn: (message: string) => void,
+): Promise<void> {
   const seconds = Number(conf?.worker_proc_alive_timeout ?? 4)
   const limitMs = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 4000
   if (await signals.sendAndWait('worker_process_init', payload, limitMs)) return

@@ -7,13 +7,59 @@
 import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
 import { withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
-import { type BodyDecoder, type BodyEncoder, type Signature, type TaskEmbed, canvasKind, chainEmbed, chordBody, chordHeader, frozenStep, uuid4 } from '../protocol/index.js'
-import { checkSecurityConf, loadSecurity, resultCodecSettings, taskDecoder, taskEncoder, type LoadedSecurity, type SecurityOptions, backendSentinelFromConf, backendSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routedSend, routeTask, type Route, type SendDestination, type QueueSettings, annotationsFor } from '../config/index.js'
-import { createTransport, LamportClock, urlListSetting, type SentinelSettings, type SslSettings, type Transport, type TransportSettings } from '../transport/index.js'
+import {
+  type BodyDecoder,
+  type BodyEncoder,
+  type Signature,
+  type TaskEmbed,
+  canvasKind,
+  chainEmbed,
+  chordBody,
+  chordHeader,
+  frozenStep,
+  uuid4,
+} from '../protocol/index.js'
+import {
+  checkSecurityConf,
+  loadSecurity,
+  resultCodecSettings,
+  taskDecoder,
+  taskEncoder,
+  type LoadedSecurity,
+  type SecurityOptions,
+  backendSentinelFromConf,
+  backendSslFromConf,
+  loadConfig,
+  transportSettingsFromConf,
+  type ResolvedConfig,
+  routedSend,
+  routeTask,
+  type Route,
+  type SendDestination,
+  type QueueSettings,
+  annotationsFor,
+} from '../config/index.js'
+import {
+  createTransport,
+  LamportClock,
+  urlListSetting,
+  type SentinelSettings,
+  type SslSettings,
+  type Transport,
+  type TransportSettings,
+} from '../transport/index.js'
 import { AsyncResult, GroupResult } from './async-result.js'
 import { SendManyError } from './send-many-error.js'
 import { registerBuiltinTasks } from './builtins.js'
-import { backendOptionsFromConf, createResultBackend, RpcResultBackend, UnsupportedBackendError, type BackendOptions, type ResultBackend, type ResultCodec } from '../backends/index.js'
+import {
+  backendOptionsFromConf,
+  createResultBackend,
+  RpcResultBackend,
+  UnsupportedBackendError,
+  type BackendOptions,
+  type ResultBackend,
+  type ResultCodec,
+} from '../backends/index.js'
 import { DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions, AppControl } from '../client/index.js'
 import { ConfWatch } from './conf-watch.js'
 import { runningTask } from './task-context.js'
@@ -54,7 +100,10 @@ export class App {
   /** Receivers of Celery's signals, registered with on(). */
   readonly signals = new AppSignals()
   /** Remote control of the app's workers (Celery's `app.control`): revoke, ping, inspect, broadcast. */
-  readonly control = new AppControl(() => this.config.brokerUrl, () => this.transportSettings)
+  readonly control = new AppControl(
+    () => this.config.brokerUrl,
+    () => this.transportSettings,
+  )
   readonly controlCommands = new Map<string, { kind: ControlCommandKind; handler: ControlCommandHandler }>()
   private overrides: { broker?: string; resultBackend?: string; timezone?: string; brokerRead?: string; brokerWrite?: string } = {}
   private transportPromise: Promise<Transport> | undefined
@@ -176,10 +225,16 @@ export class App {
    * task_queues says; and how every send of this app publishes
    * (task_publish_retry_policy, task_send_sent_event).
    */
-  private routed(taskName: string, queue: unknown, given: { exchange?: string; routingKey?: string } = {}): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent' | 'timeout'> {
+  private routed(
+    taskName: string,
+    queue: unknown,
+    given: { exchange?: string; routingKey?: string } = {},
+  ): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent' | 'timeout'> {
     const plan = this.sendPlan()
     return {
-      ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () => this.routeFor(taskName)),
+      ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () =>
+        this.routeFor(taskName),
+      ),
       resolveQueue: plan.resolveQueue,
       deliveryMode: plan.settings.defaultDeliveryMode,
       ...this.publishing(),
@@ -263,7 +318,12 @@ export class App {
     this.transportPromise ??= (async () => {
       const t = await createTransport(this.config.brokerWriteUrl, this.transportSettings)
       // The app has no log of its own: a broker alarm holding its sends is said on stderr, once each way.
-      t.on('connection:blocked', (reason) => process.emitWarning(`the broker blocks publishing (${reason}): sends wait until it clears${this.sendPlan().publishTimeout === null ? ' (task_publish_timeout gives up sooner)' : ''}`, 'TsqBrokerBlocked'))
+      t.on('connection:blocked', (reason) =>
+        process.emitWarning(
+          `the broker blocks publishing (${reason}): sends wait until it clears${this.sendPlan().publishTimeout === null ? ' (task_publish_timeout gives up sooner)' : ''}`,
+          'TsqBrokerBlocked',
+        ),
+      )
       t.on('connection:unblocked', () => process.emitWarning('the broker publishes again', 'TsqBrokerBlocked'))
       await t.connect()
       this.openTransport = t
@@ -326,7 +386,8 @@ export class App {
       o.rootId ??= parent.rootId ?? parent.id
       o.parentId ??= parent.id
       const parentPriority = parent.deliveryInfo?.priority
-      if (this.conf.task_inherit_parent_priority === true && !('priority' in options) && typeof parentPriority === 'number') o.priority = parentPriority
+      if (this.conf.task_inherit_parent_priority === true && !('priority' in options) && typeof parentPriority === 'number')
+        o.priority = parentPriority
     }
     if (link || linkError) {
       const embed: Partial<TaskEmbed> = {}
@@ -366,16 +427,26 @@ export class App {
     const transport = await this.transport()
     if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
     const steps = rest.map(frozenStep)
-    const id = await sendTask(transport, first.task, {
-      id: typeof first.options?.task_id === 'string' ? first.options.task_id : undefined,
-      args: first.args,
-      kwargs: first.kwargs,
-      embed: { chain: chainEmbed(steps.map((s) => s.signature)) },
-      ...this.routed(first.task, first.options?.queue),
-      replyTo: this.replyTo(),
-    }, this.signals, this.taskEncoder())
+    const id = await sendTask(
+      transport,
+      first.task,
+      {
+        id: typeof first.options?.task_id === 'string' ? first.options.task_id : undefined,
+        args: first.args,
+        kwargs: first.kwargs,
+        embed: { chain: chainEmbed(steps.map((s) => s.signature)) },
+        ...this.routed(first.task, first.options?.queue),
+        replyTo: this.replyTo(),
+      },
+      this.signals,
+      this.taskEncoder(),
+    )
     const last = steps.length ? steps.at(-1)!.result : { kind: 'task' as const, id }
-    if (last?.kind === 'group') return new GroupResult(last.id, last.members.map((member) => new AsyncResult(member, this)))
+    if (last?.kind === 'group')
+      return new GroupResult(
+        last.id,
+        last.members.map((member) => new AsyncResult(member, this)),
+      )
     return new AsyncResult(last?.id ?? id, this)
   }
 
@@ -399,7 +470,15 @@ export class App {
    * has (`sent`), which it refused and which went with the connection.
    */
   async sendMany(signatures: Signature[]): Promise<AsyncResult[]> {
-    if (isAlwaysEager(this)) return Promise.all(signatures.map((sig) => this.sendTask(sig.task, sig.args, sig.kwargs, { ...(typeof sig.options.queue === 'string' ? { queue: sig.options.queue } : {}), ...(typeof sig.options.task_id === 'string' ? { id: sig.options.task_id } : {}) })))
+    if (isAlwaysEager(this))
+      return Promise.all(
+        signatures.map((sig) =>
+          this.sendTask(sig.task, sig.args, sig.kwargs, {
+            ...(typeof sig.options.queue === 'string' ? { queue: sig.options.queue } : {}),
+            ...(typeof sig.options.task_id === 'string' ? { id: sig.options.task_id } : {}),
+          }),
+        ),
+      )
     return this.sendSignatures(signatures, () => ({}))
   }
 
@@ -434,12 +513,18 @@ export class App {
    * `sig` is sent as a part of it (a chord `sig`: its body is). Called through
    * `currentTask().addToChord(sig)`.
    */
-  async addToChord(sig: Signature, part: { group: string | null; groupIndex: number | null; chord: unknown; rootId: string | null; parentId: string }): Promise<void> {
+  async addToChord(
+    sig: Signature,
+    part: { group: string | null; groupIndex: number | null; chord: unknown; rootId: string | null; parentId: string },
+  ): Promise<void> {
     if (!part.chord || !part.group) throw Object.assign(new Error('Current task is not member of any chord'), { name: 'ValueError' })
     const kind = canvasKind(sig)
     if (kind !== 'plain' && kind !== 'chord') throw new TypeError(`addToChord(sig): tsq adds a task or a chord to a chord, not a ${kind}`)
     const backend = await this.backend()
-    if (!backend.addToChord) throw new UnsupportedBackendError(`add_to_chord needs a result backend that counts chords by key (redis://); ${backend.displayUrl} has none`)
+    if (!backend.addToChord)
+      throw new UnsupportedBackendError(
+        `add_to_chord needs a result backend that counts chords by key (redis://); ${backend.displayUrl} has none`,
+      )
     await backend.addToChord(part.group)
     const membership = { group_id: part.group, group_index: part.groupIndex, chord: part.chord }
     if (kind === 'chord') {
@@ -450,7 +535,13 @@ export class App {
     }
     const transport = await this.transport()
     const o = this.signatureSendOptions(sig, this.sendPlan())
-    Object.assign(o, { group: part.group, groupIndex: part.groupIndex, rootId: part.rootId, parentId: part.parentId, embed: { chord: part.chord as TaskEmbed['chord'] } })
+    Object.assign(o, {
+      group: part.group,
+      groupIndex: part.groupIndex,
+      rootId: part.rootId,
+      parentId: part.parentId,
+      embed: { chord: part.chord as TaskEmbed['chord'] },
+    })
     await sendTaskAs(transport, sig.task, o, this.signals, this.taskEncoder(), this.resultOf)
   }
 
@@ -473,11 +564,20 @@ export class App {
     const bodyId = randomUUID()
     const frozenBody = { ...body, options: { ...body.options, task_id: bodyId, reply_to: this.replyTo() } }
     if (header.length === 0) {
-      await sendTask(transport, body.task, { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] }, this.signals, this.taskEncoder())
+      await sendTask(
+        transport,
+        body.task,
+        { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] },
+        this.signals,
+        this.taskEncoder(),
+      )
       return new AsyncResult(bodyId, this)
     }
     if (backend.chordUnlock) return this.chordWithUnlock(transport, header, frozenBody, bodyId)
-    if (!backend.setChordSize) throw new UnsupportedBackendError(`chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`)
+    if (!backend.setChordSize)
+      throw new UnsupportedBackendError(
+        `chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`,
+      )
     const groupId = randomUUID()
     await backend.setChordSize(groupId, header.length)
     await this.sendSignatures(header, (index) => ({ group: groupId, groupIndex: index, embed: { chord: frozenBody } }))
@@ -493,15 +593,29 @@ export class App {
     const groupId = randomUUID()
     const ids: string[] = []
     for (const [index, sig] of header.entries()) {
-      ids.push(await sendTask(transport, sig.task, { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: { ...body } } }, this.signals, this.taskEncoder()))
+      ids.push(
+        await sendTask(
+          transport,
+          sig.task,
+          { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: { ...body } } },
+          this.signals,
+          this.taskEncoder(),
+        ),
+      )
     }
-    await sendTask(transport, 'celery.chord_unlock', {
-      args: [groupId, body],
-      kwargs: { interval: 1, max_retries: null, result: ids.map((id) => [[id, null], null]) },
-      countdown: 1,
-      ...this.routed(body.task, body.options.queue),
-      replyTo: this.replyTo(),
-    }, this.signals, this.taskEncoder())
+    await sendTask(
+      transport,
+      'celery.chord_unlock',
+      {
+        args: [groupId, body],
+        kwargs: { interval: 1, max_retries: null, result: ids.map((id) => [[id, null], null]) },
+        countdown: 1,
+        ...this.routed(body.task, body.options.queue),
+        replyTo: this.replyTo(),
+      },
+      this.signals,
+      this.taskEncoder(),
+    )
     return new AsyncResult(bodyId, this)
   }
 

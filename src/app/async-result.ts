@@ -109,7 +109,12 @@ export class GroupResult {
     const deadline = options.timeout === undefined ? undefined : Date.now() + options.timeout * 1000
     const values: unknown[] = []
     for (const r of this.results) {
-      values.push(await r.get({ timeout: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) / 1000, propagate: options.propagate }))
+      values.push(
+        await r.get({
+          timeout: deadline === undefined ? undefined : Math.max(0, deadline - Date.now()) / 1000,
+          propagate: options.propagate,
+        }),
+      )
     }
     return values
   }

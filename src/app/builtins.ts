@@ -69,7 +69,11 @@ export function registerBuiltinTasks(app: App): void {
   app.task('celery.backend_cleanup', () => null)
   // The SQL backends' chord join: a tsq worker runs it in its main process
   // (worker/task-path/follow-ups.ts unlockChord), never as a task body.
-  app.task('celery.chord_unlock', () => {
-    throw new Error('celery.chord_unlock runs in the worker, beside the result backend')
-  }, { ignoreResult: true })
+  app.task(
+    'celery.chord_unlock',
+    () => {
+      throw new Error('celery.chord_unlock runs in the worker, beside the result backend')
+    },
+    { ignoreResult: true },
+  )
 }

@@ -17,7 +17,12 @@ export class ConfWatch {
 
   /** `options`, with its writes counted; a conf assigned to it is watched too. */
   watchOptions<T extends { conf?: Record<string, unknown> }>(options: T): T {
-    const proxy = new Proxy(options, this.counting((key, value) => (key === 'conf' && value !== null && typeof value === 'object' ? this.watchConf(value as Record<string, unknown>) : value)))
+    const proxy = new Proxy(
+      options,
+      this.counting((key, value) =>
+        key === 'conf' && value !== null && typeof value === 'object' ? this.watchConf(value as Record<string, unknown>) : value,
+      ),
+    )
     if (options.conf) proxy.conf = options.conf
     return proxy
   }

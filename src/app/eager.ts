@@ -7,7 +7,18 @@
 // here and at once.
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import { argsRepr, argsWith, canvasKind, chordBody, chordHeader, dumps, kwargsRepr, loads, tasksOf, type Signature } from '../protocol/index.js'
+import {
+  argsRepr,
+  argsWith,
+  canvasKind,
+  chordBody,
+  chordHeader,
+  dumps,
+  kwargsRepr,
+  loads,
+  tasksOf,
+  type Signature,
+} from '../protocol/index.js'
 import { executeJob, retriesExhausted } from './execution/executor.js'
 import type { Job } from './execution/jobs.js'
 import type { App } from './app.js'
@@ -150,7 +161,9 @@ function maxRetriesExceeded(task: Task, job: Job): Error {
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  return (
+    (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  )
 }
 
 /**
@@ -193,7 +206,13 @@ const asList = (sigs: Signature | Signature[] | undefined): Signature[] => (sigs
  * limit), then the links or errbacks, and gives an EagerResult; with
  * `throw` (default `task_eager_propagates`) a failure rejects instead.
  */
-export async function applyEagerly(app: App, task: Task, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: EagerApplyOptions = {}): Promise<EagerResult> {
+export async function applyEagerly(
+  app: App,
+  task: Task,
+  args: unknown[] = [],
+  kwargs: Record<string, unknown> = {},
+  options: EagerApplyOptions = {},
+): Promise<EagerResult> {
   const id = options.id ?? randomUUID()
   const caller = callingTask()
   const job: Job = {
@@ -221,7 +240,8 @@ export async function applyEagerly(app: App, task: Task, args: unknown[] = [], k
       let traceback: string | null = null
       switch (outcome.status) {
         case 'success':
-          for (const link of asList(options.link)) await applySignatureAsync(app, link, [outcome.value], { parentId: id, rootId: job.rootId })
+          for (const link of asList(options.link))
+            await applySignatureAsync(app, link, [outcome.value], { parentId: id, rootId: job.rootId })
           return new EagerResult(id, app, 'SUCCESS', outcome.value)
         case 'retry': {
           const reason = box.error instanceof RetryRequest ? box.error.options.exc : box.error
@@ -238,7 +258,9 @@ export async function applyEagerly(app: App, task: Task, args: unknown[] = [], k
         }
         case 'failure':
           state = 'FAILURE'
-          value = box.error ?? Object.assign(new Error(outcome.exc.message), { name: outcome.exc.type, args: outcome.exc.args, module: outcome.exc.module })
+          value =
+            box.error ??
+            Object.assign(new Error(outcome.exc.message), { name: outcome.exc.type, args: outcome.exc.args, module: outcome.exc.module })
           traceback = outcome.traceback
           break
         case 'ignored':
@@ -267,7 +289,13 @@ export async function applyEagerly(app: App, task: Task, args: unknown[] = [], k
 }
 
 /** Celery's apply_async under task_always_eager: the arguments go through the serializer first, as a worker would get them. */
-export async function applyAsyncEagerly(app: App, task: Task, args: unknown[], kwargs: Record<string, unknown>, options: ApplyOptions): Promise<EagerResult> {
+export async function applyAsyncEagerly(
+  app: App,
+  task: Task,
+  args: unknown[],
+  kwargs: Record<string, unknown>,
+  options: ApplyOptions,
+): Promise<EagerResult> {
   const [sentArgs, sentKwargs] = loads(dumps([args, kwargs]), { integers: 'exact' }) as [unknown[], Record<string, unknown>]
   return applyEagerly(app, task, sentArgs, sentKwargs, {
     id: options.id,
@@ -292,7 +320,12 @@ interface Lineage {
  * (a GroupResult of its members' results, nested groups' joining it), a
  * chain (its last step's result, or its last group's), a chord (its body's).
  */
-export async function applySignatureEagerly(app: App, sig: Signature, prepend: unknown[] = [], lineage: Lineage = {}): Promise<EagerResult | GroupResult> {
+export async function applySignatureEagerly(
+  app: App,
+  sig: Signature,
+  prepend: unknown[] = [],
+  lineage: Lineage = {},
+): Promise<EagerResult | GroupResult> {
   const options = sig.options ?? {}
   switch (canvasKind(sig)) {
     case 'group':
@@ -304,15 +337,21 @@ export async function applySignatureEagerly(app: App, sig: Signature, prepend: u
     default: {
       const task = app.tasks.get(sig.task)
       if (!task) throw notRegistered(sig.task)
-      return applyEagerly(app, task, argsWith(sig, prepend), { ...(sig.kwargs ?? {}) }, {
-        id: typeof options.task_id === 'string' ? options.task_id : undefined,
-        link: options.link as Signature | Signature[] | undefined,
-        linkError: options.link_error as Signature | Signature[] | undefined,
-        headers: options.headers as Record<string, unknown> | undefined,
-        parentId: lineage.parentId,
-        rootId: lineage.rootId,
-        group: lineage.group,
-      })
+      return applyEagerly(
+        app,
+        task,
+        argsWith(sig, prepend),
+        { ...(sig.kwargs ?? {}) },
+        {
+          id: typeof options.task_id === 'string' ? options.task_id : undefined,
+          link: options.link as Signature | Signature[] | undefined,
+          linkError: options.link_error as Signature | Signature[] | undefined,
+          headers: options.headers as Record<string, unknown> | undefined,
+          parentId: lineage.parentId,
+          rootId: lineage.rootId,
+          group: lineage.group,
+        },
+      )
     }
   }
 }
@@ -322,7 +361,12 @@ export async function applySignatureEagerly(app: App, sig: Signature, prepend: u
  * (`get()`, so a failed step rejects the chain with its error, as Celery's
  * raises it); the last step's result, whose `parent` is the one before.
  */
-export async function applyChainEagerly(app: App, steps: Signature[], prepend: unknown[] = [], lineage: Lineage = {}): Promise<EagerResult | GroupResult> {
+export async function applyChainEagerly(
+  app: App,
+  steps: Signature[],
+  prepend: unknown[] = [],
+  lineage: Lineage = {},
+): Promise<EagerResult | GroupResult> {
   if (steps.length === 0) throw new Error('chain() needs at least one signature')
   let last: EagerResult | GroupResult | undefined
   let rootId = lineage.rootId
@@ -339,7 +383,13 @@ export async function applyChainEagerly(app: App, steps: Signature[], prepend: u
 }
 
 /** Celery's `group.apply()`: every member, in order, under one group id. */
-export async function applyGroupEagerly(app: App, members: Signature[], prepend: unknown[] = [], groupId: string = randomUUID(), lineage: Lineage = {}): Promise<GroupResult> {
+export async function applyGroupEagerly(
+  app: App,
+  members: Signature[],
+  prepend: unknown[] = [],
+  groupId: string = randomUUID(),
+  lineage: Lineage = {},
+): Promise<GroupResult> {
   const results: AsyncResult[] = []
   for (const member of members) {
     const result = await applySignatureEagerly(app, member, prepend, { ...lineage, group: groupId })
@@ -350,7 +400,13 @@ export async function applyGroupEagerly(app: App, members: Signature[], prepend:
 }
 
 /** Celery's `chord.apply()`: the header as a group, then the body with its results (a failed header task rejects). */
-export async function applyChordEagerly(app: App, header: Signature[], body: Signature, prepend: unknown[] = [], lineage: Lineage = {}): Promise<EagerResult | GroupResult> {
+export async function applyChordEagerly(
+  app: App,
+  header: Signature[],
+  body: Signature,
+  prepend: unknown[] = [],
+  lineage: Lineage = {},
+): Promise<EagerResult | GroupResult> {
   if (!body || typeof body !== 'object') throw new TypeError('chord(header, body): body must be a signature')
   const group = await applyGroupEagerly(app, header, prepend, undefined, lineage)
   const values = await group.get()

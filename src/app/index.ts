@@ -17,7 +17,17 @@ export { EagerResult, isAlwaysEager } from './eager.js'
 export type { EagerApplyOptions, EagerState } from './eager.js'
 export { SendManyError } from './send-many-error.js'
 export type { SendOutcome, SendStatus } from './send-many-error.js'
-export { currentTask, Ignore, Reject, ReplaceRequest, RetryRequest, SoftTimeLimitExceeded, runningTask, runWithContext, taskPredicate } from './task-context.js'
+export {
+  currentTask,
+  Ignore,
+  Reject,
+  ReplaceRequest,
+  RetryRequest,
+  SoftTimeLimitExceeded,
+  runningTask,
+  runWithContext,
+  taskPredicate,
+} from './task-context.js'
 export type { DeliveryInfo, RetryOptions, StateSink, TaskContext, TaskRun } from './task-context.js'
 export { AppSignals, SIGNAL_NAMES, announceProcessInit, runReceiver } from './app-signals.js'
 export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './app-signals.js'
@@ -25,11 +35,31 @@ export type { RequestInfo, SignalName, SignalPayloads, SignalReceiver } from './
 export { clearOnceMark, heldLockOf, lockSettings, releaseLostSlotLocks } from './locking.js'
 
 // Loading a task module by path (-A), as the worker, beat, pool slots and the CLI do.
-export { AppLoadError, CONFIG_MODULE_ENV, configModuleUrls, defaultAppModulePath, isTypeScript, loadApp, loadConfigModule, nearestPackageDir, resolveAppModule, resolveIncludes, tsxImportUrl } from './load-app.js'
+export {
+  AppLoadError,
+  CONFIG_MODULE_ENV,
+  configModuleUrls,
+  defaultAppModulePath,
+  isTypeScript,
+  loadApp,
+  loadConfigModule,
+  nearestPackageDir,
+  resolveAppModule,
+  resolveIncludes,
+  tsxImportUrl,
+} from './load-app.js'
 export type { ConfigSettings } from './load-app.js'
 
 // Running one task: eager here, in a pool slot in the worker.
-export { autoretryOptions, encodeError, encodeFailure, executeJob, JobExecution, retriesExhausted, unsendableOutcome } from './execution/executor.js'
+export {
+  autoretryOptions,
+  encodeError,
+  encodeFailure,
+  executeJob,
+  JobExecution,
+  retriesExhausted,
+  unsendableOutcome,
+} from './execution/executor.js'
 export type { RunningJob } from './execution/executor.js'
 export { setRequestFields } from './execution/jobs.js'
 export type { EncodedException, FromSlot, Job, Outcome, RequestSource, ToSlot } from './execution/jobs.js'

@@ -53,7 +53,9 @@ async function importModule(modulePath: string): Promise<Record<string, unknown>
   try {
     return (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
   } catch (error) {
-    throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}${commonJsHint(modulePath)}`, { cause: error })
+    throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}${commonJsHint(modulePath)}`, {
+      cause: error,
+    })
   }
 }
 
@@ -141,7 +143,8 @@ async function readConfigModule(path: string): Promise<ConfigSettings> {
     const { default: byDefault, ...named } = mod
     value = byDefault !== undefined && Object.keys(named).length === 0 ? byDefault : named
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new AppLoadError(`the config module ${path} holds no settings object`)
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new AppLoadError(`the config module ${path} holds no settings object`)
   return value as ConfigSettings
 }
 
@@ -150,8 +153,18 @@ function stringSetting(value: unknown): string | undefined {
 }
 
 /** The config module's broker and result backend, as loadConfig's app layer takes them. */
-export function configModuleUrls(settings: ConfigSettings): { appBroker?: string; appResultBackend?: string; appBrokerRead?: string; appBrokerWrite?: string } {
-  return { appBroker: urlListSetting(settings.broker_url), appResultBackend: stringSetting(settings.result_backend), appBrokerRead: stringSetting(settings.broker_read_url), appBrokerWrite: stringSetting(settings.broker_write_url) }
+export function configModuleUrls(settings: ConfigSettings): {
+  appBroker?: string
+  appResultBackend?: string
+  appBrokerRead?: string
+  appBrokerWrite?: string
+} {
+  return {
+    appBroker: urlListSetting(settings.broker_url),
+    appResultBackend: stringSetting(settings.result_backend),
+    appBrokerRead: stringSetting(settings.broker_read_url),
+    appBrokerWrite: stringSetting(settings.broker_write_url),
+  }
 }
 
 /**

@@ -5,7 +5,17 @@
 import type { App } from './app.js'
 import type { Task } from './task.js'
 import { AsyncResult } from './async-result.js'
-import { clearOnceMark as clearMark, heldLockOf as heldLock, releaseLostSlotLocks as releaseLost, sendOnce as sendMarked, withLock, type AppLockOptions, type Lease, type LockSettings, type OnceSendOptions } from '../locks/index.js'
+import {
+  clearOnceMark as clearMark,
+  heldLockOf as heldLock,
+  releaseLostSlotLocks as releaseLost,
+  sendOnce as sendMarked,
+  withLock,
+  type AppLockOptions,
+  type Lease,
+  type LockSettings,
+  type OnceSendOptions,
+} from '../locks/index.js'
 
 const settingsOf = new WeakMap<App, LockSettings>()
 
@@ -23,8 +33,25 @@ export function lockSettings(app: App): LockSettings {
 }
 
 /** Task.applyAsync for a task with `once`: the mark first, then `send`; a graceful refusal gives the queued task's AsyncResult. */
-export function sendOnce(app: App, task: Task, args: unknown[], kwargs: Record<string, unknown>, given: OnceSendOptions | undefined, taskId: string | undefined, send: (id: string) => Promise<AsyncResult>): Promise<AsyncResult> {
-  return sendMarked(lockSettings(app), { name: task.name, fn: task.fn, once: task.options.once ?? {} }, args, kwargs, given, taskId, send, (queued) => new AsyncResult(queued, app))
+export function sendOnce(
+  app: App,
+  task: Task,
+  args: unknown[],
+  kwargs: Record<string, unknown>,
+  given: OnceSendOptions | undefined,
+  taskId: string | undefined,
+  send: (id: string) => Promise<AsyncResult>,
+): Promise<AsyncResult> {
+  return sendMarked(
+    lockSettings(app),
+    { name: task.name, fn: task.fn, once: task.options.once ?? {} },
+    args,
+    kwargs,
+    given,
+    taskId,
+    send,
+    (queued) => new AsyncResult(queued, app),
+  )
 }
 
 /** app.lock(): its settings read at each call, as app.lock() always has. */
@@ -33,7 +60,11 @@ export function withAppLock<T>(app: App, name: string, options: AppLockOptions, 
 }
 
 /** When a task with `once` ends, however it ends, its mark goes; undefined for a task without it. */
-export function clearOnceMark(app: App, run: { id: string; task: string; args: readonly unknown[]; kwargs: Record<string, unknown> }, log: (message: string) => void): Promise<void> | undefined {
+export function clearOnceMark(
+  app: App,
+  run: { id: string; task: string; args: readonly unknown[]; kwargs: Record<string, unknown> },
+  log: (message: string) => void,
+): Promise<void> | undefined {
   const task = app.tasks.get(run.task)
   const once = task?.options.once
   if (!task || !once) return undefined
@@ -41,7 +72,10 @@ export function clearOnceMark(app: App, run: { id: string; task: string; args: r
 }
 
 /** For `inspect active`: the lock a running task of this app holds, or null. */
-export function heldLockOf(app: App, run: { id: string; name: string; args: readonly unknown[]; kwargs: Record<string, unknown> }): Promise<{ id: string; token: number; holder: string; lease_left: number } | null> {
+export function heldLockOf(
+  app: App,
+  run: { id: string; name: string; args: readonly unknown[]; kwargs: Record<string, unknown> },
+): Promise<{ id: string; token: number; holder: string; lease_left: number } | null> {
   const task = app.tasks.get(run.name)
   const lock = task?.options.lock
   if (!task || !lock) return Promise.resolve(null)
@@ -49,7 +83,14 @@ export function heldLockOf(app: App, run: { id: string; name: string; args: read
 }
 
 /** In the worker's main process, when a pool process or thread is lost: frees the locks it held, if any task of the app takes one. */
-export async function releaseLostSlotLocks(app: App, where: { brokerUrl: string; resultBackend: string | null }, node: string, pid: number, log?: (message: string) => void, threadId?: number): Promise<void> {
+export async function releaseLostSlotLocks(
+  app: App,
+  where: { brokerUrl: string; resultBackend: string | null },
+  node: string,
+  pid: number,
+  log?: (message: string) => void,
+  threadId?: number,
+): Promise<void> {
   if ((pid === process.pid && threadId === undefined) || ![...app.tasks.values()].some((t) => t.options.lock)) return
   const lockUrl = app.conf.lock_url
   await releaseLost({ ...where, lockUrl: typeof lockUrl === 'string' ? lockUrl : null }, node, pid, log, threadId)

@@ -57,13 +57,20 @@ export class SendManyError extends Error {
   }
 
   /** From the settled sends of a batch (at least one rejected). */
-  static from(signatures: readonly Signature[], ids: readonly string[], settled: PromiseSettledResult<AsyncResult>[], resultOf: (id: string) => AsyncResult): SendManyError {
+  static from(
+    signatures: readonly Signature[],
+    ids: readonly string[],
+    settled: PromiseSettledResult<AsyncResult>[],
+    resultOf: (id: string) => AsyncResult,
+  ): SendManyError {
     return new SendManyError(
       settled.map((s, index) => {
         const base = { index, taskId: ids[index]!, signature: signatures[index]! }
         if (s.status === 'fulfilled') return { ...base, status: 'sent' as const, result: s.value }
         const status = statusOf(s.reason)
-        return status === 'unknown' ? { ...base, status, error: s.reason, result: resultOf(base.taskId) } : { ...base, status, error: s.reason }
+        return status === 'unknown'
+          ? { ...base, status, error: s.reason, result: resultOf(base.taskId) }
+          : { ...base, status, error: s.reason }
       }),
     )
   }

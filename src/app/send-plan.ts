@@ -2,7 +2,15 @@
 // version of them (conf-watch.ts).
 import type { BodyEncoder } from '../protocol/index.js'
 import type { LamportClock } from '../transport/index.js'
-import { publishRetryPolicy, queueDefinition, queueSettings, type PublishRetryPolicy, type QueueDefinition, type QueueSettings, type Route } from '../config/index.js'
+import {
+  publishRetryPolicy,
+  queueDefinition,
+  queueSettings,
+  type PublishRetryPolicy,
+  type QueueDefinition,
+  type QueueSettings,
+  type Route,
+} from '../config/index.js'
 import { clientOrigin, type SendTaskOptions } from '../client/index.js'
 import type { App } from './app.js'
 

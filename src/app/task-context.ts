@@ -127,7 +127,10 @@ export class RetryRequest extends Error {
 const PREDICATE = Symbol.for('tsq.taskPredicate')
 
 /** What a thrown Ignore or Reject asks of the worker; undefined for any other error. */
-export function taskPredicate(error: unknown): { kind: 'ignore' } | { kind: 'replace'; signature: Signature } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
+export function taskPredicate(
+  error: unknown,
+):
+  { kind: 'ignore' } | { kind: 'replace'; signature: Signature } | { kind: 'reject'; requeue: boolean; reason: string | null } | undefined {
   if (typeof error !== 'object' || error === null) return undefined
   const kind = (error as Record<symbol, unknown>)[PREDICATE]
   if (kind === 'ignore') return { kind }
@@ -171,7 +174,10 @@ export class ReplaceRequest extends Error {
  */
 export class Reject extends Error {
   readonly requeue: boolean
-  constructor(readonly reason: string | null = null, options: { requeue?: boolean } = {}) {
+  constructor(
+    readonly reason: string | null = null,
+    options: { requeue?: boolean } = {},
+  ) {
     super(reason ?? 'rejected')
     this.name = 'Reject'
     this.requeue = options.requeue ?? false

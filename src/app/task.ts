@@ -77,10 +77,23 @@ export interface TaskOptions {
   /** Before the task's function (Celery's before_start). */
   beforeStart?: (info: { taskId: string; args: unknown[]; kwargs: Record<string, unknown> }) => unknown
   onSuccess?: (info: { retval: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown> }) => unknown
-  onFailure?: (info: { exc: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
+  onFailure?: (info: {
+    exc: unknown
+    taskId: string
+    args: unknown[]
+    kwargs: Record<string, unknown>
+    traceback: string | null
+  }) => unknown
   onRetry?: (info: { exc: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
   /** After a success or failure, not a retry, Ignore or Reject (Celery's after_return). */
-  afterReturn?: (info: { status: string; retval: unknown; taskId: string; args: unknown[]; kwargs: Record<string, unknown>; traceback: string | null }) => unknown
+  afterReturn?: (info: {
+    status: string
+    retval: unknown
+    taskId: string
+    args: unknown[]
+    kwargs: Record<string, unknown>
+    traceback: string | null
+  }) => unknown
 }
 
 export type TaskFunction = (...args: any[]) => unknown
@@ -137,7 +150,9 @@ export class Task {
     }
     if (this.options.once) {
       const { once, ...rest } = send
-      return sendOnce(this.app, this, args, kwargs, once, rest.id, (id) => this.app.sendTask(this.name, args, kwargs, id ? { ...rest, id } : rest))
+      return sendOnce(this.app, this, args, kwargs, once, rest.id, (id) =>
+        this.app.sendTask(this.name, args, kwargs, id ? { ...rest, id } : rest),
+      )
     }
     return this.app.sendOwned(this.name, args, kwargs, send)
   }

@@ -68,7 +68,12 @@ export class UnsupportedBackendError extends TsqError {
 }
 
 /** waitReady for the stores that cannot notify: `get` every `pollMs` until ready, or the timeout. */
-export async function pollUntilReady(get: (taskId: string) => Promise<ResultMeta | null>, taskId: string, timeoutMs: number | undefined, pollMs: number): Promise<ResultMeta> {
+export async function pollUntilReady(
+  get: (taskId: string) => Promise<ResultMeta | null>,
+  taskId: string,
+  timeoutMs: number | undefined,
+  pollMs: number,
+): Promise<ResultMeta> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
   for (;;) {
     const meta = await get(taskId)

@@ -4,7 +4,19 @@
 // create_all would when they are missing. The `result` column is a
 // PickleType: plain values go through protocol/plain-pickle (strict subset);
 // args and kwargs, with result_extended, are JSON text in binary columns.
-import { PyFloat, PyTuple, checkJsonText, dumps, dumpsGroupPickle, dumpsPickle, isoformatUtc, loads, loadsGroupPickle, loadsPickle, type ResultMeta } from '../protocol/index.js'
+import {
+  PyFloat,
+  PyTuple,
+  checkJsonText,
+  dumps,
+  dumpsGroupPickle,
+  dumpsPickle,
+  isoformatUtc,
+  loads,
+  loadsGroupPickle,
+  loadsPickle,
+  type ResultMeta,
+} from '../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
 import { pollUntilReady, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
@@ -21,7 +33,12 @@ export interface DatabaseOptions {
 
 export function databaseOptionsFromConf(conf: Record<string, unknown>): DatabaseOptions {
   const pair = (v: unknown) => (v && typeof v === 'object' ? (v as { task?: string; group?: string }) : undefined)
-  return { url: typeof conf.database_url === 'string' && conf.database_url ? conf.database_url : undefined, tableNames: pair(conf.database_table_names), tableSchemas: pair(conf.database_table_schemas), shortLivedSessions: conf.database_short_lived_sessions === true }
+  return {
+    url: typeof conf.database_url === 'string' && conf.database_url ? conf.database_url : undefined,
+    tableNames: pair(conf.database_table_names),
+    tableSchemas: pair(conf.database_table_schemas),
+    shortLivedSessions: conf.database_short_lived_sessions === true,
+  }
 }
 
 /** Celery's ResultSet subpolling_interval is 0.5 s; a shorter poll answers sooner for little cost. */
@@ -30,7 +47,8 @@ const POLL_MS = 200
 const TASK_COLUMNS = ['status', 'result', 'date_done', 'traceback', 'name', 'args', 'kwargs', 'worker', 'retries', 'queue'] as const
 
 function ddl(client: SqlClient, table: string, sequence: string, columns: string, unique: string): string[] {
-  const create = (id: string, tail: string) => `CREATE TABLE IF NOT EXISTS ${table} (\n\t${id}, \n${columns}, \n${tail}\tUNIQUE (${unique})\n)`
+  const create = (id: string, tail: string) =>
+    `CREATE TABLE IF NOT EXISTS ${table} (\n\t${id}, \n${columns}, \n${tail}\tUNIQUE (${unique})\n)`
   if (client.sequences) return [`CREATE SEQUENCE IF NOT EXISTS ${sequence}`, create('id INTEGER NOT NULL', '\tPRIMARY KEY (id), \n')]
   if (client.dialect === 'mysql') return [create('id INTEGER NOT NULL AUTO_INCREMENT', '\tPRIMARY KEY (id), \n')]
   return [create('id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT', '')]
@@ -70,7 +88,12 @@ function plain(v: unknown): unknown {
 
 /** The value Celery pickles: an exception's args as a tuple, as `prepare_exception` gives them. */
 function pickledResult(status: string, result: unknown): unknown {
-  if ((status === 'FAILURE' || status === 'RETRY' || status === 'REVOKED') && result && typeof result === 'object' && Array.isArray((result as { exc_message?: unknown }).exc_message)) {
+  if (
+    (status === 'FAILURE' || status === 'RETRY' || status === 'REVOKED') &&
+    result &&
+    typeof result === 'object' &&
+    Array.isArray((result as { exc_message?: unknown }).exc_message)
+  ) {
     const exc = result as { exc_message: unknown[] }
     return { ...exc, exc_message: new PyTuple(exc.exc_message) }
   }
@@ -100,7 +123,8 @@ export class DatabaseResultBackend implements ResultBackend {
   ) {
     this.displayUrl = `db+${maskUrl(url)}`
     const dialect = /^(postgres|mysql|mariadb|sqlite)/i.exec(url)?.[1]?.toLowerCase()
-    const d: Dialect = dialect === 'postgres' ? 'postgresql' : dialect === 'mariadb' ? 'mysql' : ((dialect as Dialect | undefined) ?? 'postgresql')
+    const d: Dialect =
+      dialect === 'postgres' ? 'postgresql' : dialect === 'mariadb' ? 'mysql' : ((dialect as Dialect | undefined) ?? 'postgresql')
     const names = options.tableNames ?? {}
     const schemas = options.tableSchemas ?? {}
     this.taskTable = qualified(d, names.task ?? 'celery_taskmeta', schemas.task)
@@ -118,11 +142,23 @@ export class DatabaseResultBackend implements ResultBackend {
         client = await openSqlClient(this.url, { shortLived: this.options.shortLivedSessions })
         const { blob, datetime } = types(client.dialect)
         const taskColumns = [
-          '\ttask_id VARCHAR(155)', '\tstatus VARCHAR(50)', `\tresult ${blob}`, `\tdate_done ${datetime}`, '\ttraceback TEXT',
-          '\tname VARCHAR(155)', `\targs ${blob}`, `\tkwargs ${blob}`, '\tworker VARCHAR(155)', '\tretries INTEGER', '\tqueue VARCHAR(155)',
+          '\ttask_id VARCHAR(155)',
+          '\tstatus VARCHAR(50)',
+          `\tresult ${blob}`,
+          `\tdate_done ${datetime}`,
+          '\ttraceback TEXT',
+          '\tname VARCHAR(155)',
+          `\targs ${blob}`,
+          `\tkwargs ${blob}`,
+          '\tworker VARCHAR(155)',
+          '\tretries INTEGER',
+          '\tqueue VARCHAR(155)',
         ].join(', \n')
         const groupColumns = ['\ttaskset_id VARCHAR(155)', `\tresult ${blob}`, `\tdate_done ${datetime}`].join(', \n')
-        for (const sql of [...ddl(client, this.taskTable, this.taskSequence, taskColumns, 'task_id'), ...ddl(client, this.groupTable, this.groupSequence, groupColumns, 'taskset_id')]) {
+        for (const sql of [
+          ...ddl(client, this.taskTable, this.taskSequence, taskColumns, 'task_id'),
+          ...ddl(client, this.groupTable, this.groupSequence, groupColumns, 'taskset_id'),
+        ]) {
           try {
             await client.query(sql)
           } catch (error) {
@@ -168,7 +204,14 @@ export class DatabaseResultBackend implements ResultBackend {
       task_id: String(row.task_id),
     }
     if (row.name !== null && row.name !== undefined) {
-      Object.assign(meta, { name: row.name, args: jsonText(row.args), kwargs: jsonText(row.kwargs), worker: row.worker ?? null, retries: row.retries === null ? null : Number(row.retries), queue: row.queue ?? null })
+      Object.assign(meta, {
+        name: row.name,
+        args: jsonText(row.args),
+        kwargs: jsonText(row.kwargs),
+        worker: row.worker ?? null,
+        retries: row.retries === null ? null : Number(row.retries),
+        queue: row.queue ?? null,
+      })
     }
     return meta
   }
@@ -179,7 +222,10 @@ export class DatabaseResultBackend implements ResultBackend {
 
   async store(taskId: string, meta: string | Uint8Array, status: string): Promise<void> {
     const client = await this.ready()
-    const value = loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<string, unknown>
+    const value = loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<
+      string,
+      unknown
+    >
     const existing = await client.query(`SELECT status FROM ${this.taskTable} WHERE task_id = ?`, [taskId])
     if (existing.length && existing[0]!.status === 'SUCCESS' && status !== 'SUCCESS') return
     const extended = 'name' in value

@@ -27,7 +27,9 @@ function djangoNow(client: SqlClient): string {
 function isoOf(value: unknown): string | null {
   if (value === null || value === undefined) return null
   if (value instanceof Date) return isoformatUtc(value, '')
-  return String(value).replace(' ', 'T').replace(/(\+00(:00)?|Z)$/, '')
+  return String(value)
+    .replace(' ', 'T')
+    .replace(/(\+00(:00)?|Z)$/, '')
 }
 
 export class DjangoResultBackend implements ResultBackend {
@@ -38,7 +40,10 @@ export class DjangoResultBackend implements ResultBackend {
 
   /** `databaseUrl`: the Django project's database as an SQLAlchemy-style URL (database_url / DATABASE_URL). */
   constructor(private readonly databaseUrl: string | undefined) {
-    if (!databaseUrl) throw new UnsupportedBackendError('the django-db result backend needs the Django database: set database_url in the config, or DATABASE_URL (e.g. postgresql://user@host/db)')
+    if (!databaseUrl)
+      throw new UnsupportedBackendError(
+        'the django-db result backend needs the Django database: set database_url in the config, or DATABASE_URL (e.g. postgresql://user@host/db)',
+      )
     this.displayUrl = `django-db (${maskUrl(databaseUrl)})`
   }
 
@@ -52,7 +57,10 @@ export class DjangoResultBackend implements ResultBackend {
       } catch (error) {
         await client?.close().catch(() => undefined)
         const missing = isMissingTable(error)
-        throw new BrokerConnectionError(`cannot use result backend ${this.displayUrl}: ${missing ? `${TASKS} is missing (run the Django project's \`manage.py migrate\`)` : (error as Error).message}`, { cause: error })
+        throw new BrokerConnectionError(
+          `cannot use result backend ${this.displayUrl}: ${missing ? `${TASKS} is missing (run the Django project's \`manage.py migrate\`)` : (error as Error).message}`,
+          { cause: error },
+        )
       }
     })()
     this.client.catch(() => {
@@ -101,7 +109,10 @@ export class DjangoResultBackend implements ResultBackend {
 
   async store(taskId: string, meta: string | Uint8Array, status: string): Promise<void> {
     const client = await this.ready()
-    const value = loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<string, unknown>
+    const value = loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<
+      string,
+      unknown
+    >
     const [existing] = await client.query(`SELECT status FROM ${TASKS} WHERE task_id = ?`, [taskId])
     if (existing && existing.status === 'SUCCESS' && status !== 'SUCCESS') return
     const extended = 'name' in value
@@ -117,18 +128,23 @@ export class DjangoResultBackend implements ResultBackend {
       periodic_task_name: null,
       task_name: extended ? (value.name ?? null) : null,
       task_args: extended && Array.isArray(value.args) ? dumps(argsRepr(value.args)) : null,
-      task_kwargs: extended && value.kwargs && typeof value.kwargs === 'object' ? dumps(kwargsRepr(value.kwargs as Record<string, unknown>)) : null,
+      task_kwargs:
+        extended && value.kwargs && typeof value.kwargs === 'object' ? dumps(kwargsRepr(value.kwargs as Record<string, unknown>)) : null,
       worker: extended ? (value.worker ?? null) : null,
       date_done: now,
     }
     const names = Object.keys(fields)
-    const update = () => client.query(`UPDATE ${TASKS} SET ${names.map((n) => `${n} = ?`).join(', ')} WHERE task_id = ?`, [...Object.values(fields), taskId])
+    const update = () =>
+      client.query(`UPDATE ${TASKS} SET ${names.map((n) => `${n} = ?`).join(', ')} WHERE task_id = ?`, [...Object.values(fields), taskId])
     if (existing) {
       await update()
       return
     }
     try {
-      await client.query(`INSERT INTO ${TASKS} (task_id, date_created, ${names.join(', ')}) VALUES (?, ?, ${names.map(() => '?').join(', ')})`, [taskId, now, ...Object.values(fields)])
+      await client.query(
+        `INSERT INTO ${TASKS} (task_id, date_created, ${names.join(', ')}) VALUES (?, ?, ${names.map(() => '?').join(', ')})`,
+        [taskId, now, ...Object.values(fields)],
+      )
     } catch (error) {
       if (!/duplicate|unique/i.test((error as Error).message)) throw error
       await update()
@@ -145,7 +161,10 @@ export class DjangoResultBackend implements ResultBackend {
     const client = await this.ready()
     const now = djangoNow(client)
     const result = dumps([[groupId, null], taskIds.map((id) => [[id, null], null])])
-    await client.query(`INSERT INTO ${GROUPS} (group_id, date_created, date_done, content_type, content_encoding, result) VALUES (?, ?, ?, 'application/json', 'utf-8', ?)`, [groupId, now, now, result])
+    await client.query(
+      `INSERT INTO ${GROUPS} (group_id, date_created, date_done, content_type, content_encoding, result) VALUES (?, ?, ?, 'application/json', 'utf-8', ?)`,
+      [groupId, now, now, result],
+    )
   }
 
   async restoreGroup(groupId: string): Promise<string[] | null> {

@@ -92,7 +92,8 @@ export class FileResultBackend implements ResultBackend {
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code
         if (!TRANSIENT.has(code ?? '')) throw error
-        if (attempt >= delays.length) throw Object.assign(new Error(`${(error as Error).message} (gave up after ${attempt + 1} tries)`), { code, cause: error })
+        if (attempt >= delays.length)
+          throw Object.assign(new Error(`${(error as Error).message} (gave up after ${attempt + 1} tries)`), { code, cause: error })
         this.options.onRetry?.(taskId, attempt + 1, error as Error)
         await new Promise((r) => setTimeout(r, delays[attempt]))
       }

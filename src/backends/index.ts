@@ -47,7 +47,12 @@ export function backendLivenessFromConf(conf: Record<string, unknown>): RedisLiv
       socket_keepalive: conf.redis_socket_keepalive,
       health_check_interval: conf.redis_backend_health_check_interval,
     },
-    { socket_timeout: 'redis_socket_timeout', socket_connect_timeout: 'redis_socket_connect_timeout', socket_keepalive: 'redis_socket_keepalive', health_check_interval: 'redis_backend_health_check_interval' },
+    {
+      socket_timeout: 'redis_socket_timeout',
+      socket_connect_timeout: 'redis_socket_connect_timeout',
+      socket_keepalive: 'redis_socket_keepalive',
+      health_check_interval: 'redis_backend_health_check_interval',
+    },
   ).liveness
 }
 
@@ -57,12 +62,20 @@ export function backendLivenessFromConf(conf: Record<string, unknown>): RedisLiv
  * the same ones.
  */
 export function backendOptionsFromConf(conf: Record<string, unknown>): Omit<BackendOptions, 'codec'> {
-  return { ssl: backendSslFromConf(conf), sentinel: backendSentinelFromConf(conf), database: databaseOptionsFromConf(conf), liveness: backendLivenessFromConf(conf) }
+  return {
+    ssl: backendSslFromConf(conf),
+    sentinel: backendSentinelFromConf(conf),
+    database: databaseOptionsFromConf(conf),
+    liveness: backendLivenessFromConf(conf),
+  }
 }
 
 export async function createResultBackend(url: string | undefined, options: BackendOptions = {}): Promise<ResultBackend> {
   const { codec, ssl, sentinel, database, liveness, onConnection } = options
-  if (!url) throw new UnsupportedBackendError('no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND')
+  if (!url)
+    throw new UnsupportedBackendError(
+      'no result backend configured: pass --result-backend, or set TSQ_RESULT_BACKEND or CELERY_RESULT_BACKEND',
+    )
   if (url === 'django-db') {
     // django-celery-results names no database in the backend setting: Django's own is used. tsq takes it as a URL.
     const { DjangoResultBackend } = await import('./django-backend.js')
@@ -92,8 +105,12 @@ export async function createResultBackend(url: string | undefined, options: Back
       return backend
     }
     case 'rpc':
-      throw new UnsupportedBackendError('rpc:// results go only to the client that sent the task; read them with that client (or use a redis:// backend)')
+      throw new UnsupportedBackendError(
+        'rpc:// results go only to the client that sent the task; read them with that client (or use a redis:// backend)',
+      )
     default:
-      throw new UnsupportedBackendError(`unsupported result backend: ${parsed.scheme}:// (tsq supports redis://, sentinel://, rpc://, file://, db+<sqlalchemy-url> and django-db)`)
+      throw new UnsupportedBackendError(
+        `unsupported result backend: ${parsed.scheme}:// (tsq supports redis://, sentinel://, rpc://, file://, db+<sqlalchemy-url> and django-db)`,
+      )
   }
 }

@@ -4,7 +4,20 @@ import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
 import { decodeBody, dumps, serializerSpec, type ResultMeta } from '../protocol/index.js'
-import { BrokerConnectionError, explainRedisConnectFailure, isRedisConnectionError, maskUrl, livenessClientOptions, redisUrlClientOptions, sayRedisOutOfMemory, watchLiveness, type RedisClientOptions, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
+import {
+  BrokerConnectionError,
+  explainRedisConnectFailure,
+  isRedisConnectionError,
+  maskUrl,
+  livenessClientOptions,
+  redisUrlClientOptions,
+  sayRedisOutOfMemory,
+  watchLiveness,
+  type RedisClientOptions,
+  type RedisLiveness,
+  type SentinelSettings,
+  type SslSettings,
+} from '../transport/index.js'
 import { READY, ResultTimeoutError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
@@ -53,7 +66,8 @@ export class RedisResultBackend implements ResultBackend {
     this.clientOptions = redisUrlClientOptions(url, ssl, { settings: sentinel, optionsName: 'result_backend_transport_options' })
     const write = this.clientOptions.sentinels ? retried : <T>(op: () => Promise<T>) => op()
     // A store refused under maxmemory says so (its MULTI fails as EXECABORT otherwise).
-    this.write = (op) => write(op).catch((error: unknown) => Promise.reject(sayRedisOutOfMemory(error, `result backend ${this.displayUrl}`)))
+    this.write = (op) =>
+      write(op).catch((error: unknown) => Promise.reject(sayRedisOutOfMemory(error, `result backend ${this.displayUrl}`)))
     // Celery's redis_socket_timeout default (120 s) when unset; the health check (25 s unless set) notices a silent path sooner.
     this.liveness = { ...liveness, socketTimeout: liveness.socketTimeout === undefined ? 120 : liveness.socketTimeout }
     const connectTimeout = this.liveness.socketConnectTimeout ? Math.round(this.liveness.socketConnectTimeout * 1000) : 5000
@@ -82,7 +96,10 @@ export class RedisResultBackend implements ResultBackend {
       this.client.on('close', () => {
         if (!ready || down || this.closed) return
         down = true
-        onConnection('lost', `Result backend: connection to ${this.displayUrl} lost: ${this.lastError?.message ?? 'closed'}. Trying to re-establish the connection...`)
+        onConnection(
+          'lost',
+          `Result backend: connection to ${this.displayUrl} lost: ${this.lastError?.message ?? 'closed'}. Trying to re-establish the connection...`,
+        )
       })
     }
     this.client.on('sentinelError', (error: Error) => {
@@ -104,7 +121,10 @@ export class RedisResultBackend implements ResultBackend {
       await this.client.connect()
     } catch (error) {
       const cause = this.lastError ?? error
-      throw new BrokerConnectionError(`cannot connect to result backend ${this.displayUrl}: ${await explainRedisConnectFailure(cause, this.clientOptions, this.lastSentinelError)}`, { cause })
+      throw new BrokerConnectionError(
+        `cannot connect to result backend ${this.displayUrl}: ${await explainRedisConnectFailure(cause, this.clientOptions, this.lastSentinelError)}`,
+        { cause },
+      )
     }
   }
 
@@ -144,7 +164,11 @@ export class RedisResultBackend implements ResultBackend {
         let readies = 0
         subscriber.on('ready', () => {
           readies += 1
-          if (readies > 1) this.get(taskId).then((meta) => meta && READY.has(meta.status) && settle(meta), () => undefined)
+          if (readies > 1)
+            this.get(taskId).then(
+              (meta) => meta && READY.has(meta.status) && settle(meta),
+              () => undefined,
+            )
         })
         // Subscribe first, then read the key, so a result stored in between is not missed.
         subscriber

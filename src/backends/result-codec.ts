@@ -2,7 +2,16 @@
 // carry results (Redis keys, rpc reply messages): the worker writes the meta
 // in the configured serializer, a reader decodes it in its own configured one
 // (as Celery's backends do: the Redis value carries no content type).
-import { decodeBody, decodeResultMeta, loads, resultMetaFrom, serialize, serializerSpec, type ResultMeta, type Serialized } from '../protocol/index.js'
+import {
+  decodeBody,
+  decodeResultMeta,
+  loads,
+  resultMetaFrom,
+  serialize,
+  serializerSpec,
+  type ResultMeta,
+  type Serialized,
+} from '../protocol/index.js'
 
 export interface ResultCodec {
   serializer: string
@@ -22,10 +31,16 @@ export function encodeStoredResult(meta: string | Uint8Array, codec: ResultCodec
 }
 
 /** A stored or received meta: by the message's content type when it has one, else the configured serializer's. */
-export function decodeStoredResult(body: Uint8Array | string, codec: ResultCodec = JSON_RESULTS, contentType?: string, contentEncoding?: string): ResultMeta {
+export function decodeStoredResult(
+  body: Uint8Array | string,
+  codec: ResultCodec = JSON_RESULTS,
+  contentType?: string,
+  contentEncoding?: string,
+): ResultMeta {
   const spec = serializerSpec(codec.serializer)
   const type = (contentType || spec.contentType).toLowerCase()
   // JSON keeps its reader (numbers as the rest of tsq reads results); the accept check still applies.
-  if (type === 'application/json' && codec.accept.has(type)) return decodeResultMeta(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'))
+  if (type === 'application/json' && codec.accept.has(type))
+    return decodeResultMeta(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'))
   return resultMetaFrom(decodeBody(body, type, contentEncoding ?? spec.contentEncoding, { accept: codec.accept }, 'result'))
 }

@@ -24,7 +24,13 @@ export class RpcResultBackend implements ResultBackend {
 
   async start(): Promise<void> {
     if (!this.replyTo || this.consumer) return
-    await this.transport.declareQueue({ name: this.replyTo, durable: false, exclusive: false, autoDelete: true, arguments: { 'x-expires': REPLY_QUEUE_EXPIRES_MS } })
+    await this.transport.declareQueue({
+      name: this.replyTo,
+      durable: false,
+      exclusive: false,
+      autoDelete: true,
+      arguments: { 'x-expires': REPLY_QUEUE_EXPIRES_MS },
+    })
     this.consumer = await this.transport.consume(
       this.replyTo,
       (delivery) => {

@@ -42,7 +42,10 @@ export interface ParsedSqlUrl {
  */
 export function parseSqlalchemyUrl(url: string): ParsedSqlUrl {
   const m = /^([a-z0-9]+)(?:\+[a-z0-9_]+)?:\/\/(.*)$/i.exec(url)
-  if (!m) throw new DatabaseUrlError(`not a database URL: ${maskUrl(url)} (expected e.g. postgresql://user@host/db, mysql://user@host/db or sqlite:///path)`)
+  if (!m)
+    throw new DatabaseUrlError(
+      `not a database URL: ${maskUrl(url)} (expected e.g. postgresql://user@host/db, mysql://user@host/db or sqlite:///path)`,
+    )
   const scheme = m[1]!.toLowerCase()
   const rest = m[2]!
   switch (scheme) {
@@ -54,7 +57,8 @@ export function parseSqlalchemyUrl(url: string): ParsedSqlUrl {
       return { dialect: 'mysql', target: `mysql://${rest}` }
     case 'sqlite': {
       if (rest === '' || rest === '/') return { dialect: 'sqlite', target: ':memory:' }
-      if (!rest.startsWith('/')) throw new DatabaseUrlError(`sqlite URLs have no host: ${url} (use sqlite:///relative/path or sqlite:////absolute/path)`)
+      if (!rest.startsWith('/'))
+        throw new DatabaseUrlError(`sqlite URLs have no host: ${url} (use sqlite:///relative/path or sqlite:////absolute/path)`)
       return { dialect: 'sqlite', target: decodeURIComponent(rest.slice(1).replace(/\?.*$/, '')) }
     }
     default:
@@ -94,24 +98,41 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
     case 'postgresql': {
       const pg = (await import('pg')).default
       // timestamp without time zone stays the naive UTC text Celery wrote, not a local-time Date.
-      const types = { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 1114 ? (v: string) => v : pg.types.getTypeParser(oid, format as 'text')) }
+      const types = {
+        getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+          oid === 1114 ? (v: string) => v : pg.types.getTypeParser(oid, format as 'text'),
+      }
       const connectionString = parsed.target.replace(/\?.*$/, '')
-      const pool = new pg.Pool({ connectionString, max: options.shortLived ? 1 : 4, idleTimeoutMillis: options.shortLived ? 1 : 10_000, allowExitOnIdle: true, types })
+      const pool = new pg.Pool({
+        connectionString,
+        max: options.shortLived ? 1 : 4,
+        idleTimeoutMillis: options.shortLived ? 1 : 10_000,
+        allowExitOnIdle: true,
+        types,
+      })
       pool.on('error', () => undefined)
       return {
         dialect: 'postgresql',
         displayUrl,
         sequences: true,
-        query: (sql, params = []) => wrap(async () => {
-          let n = 0
-          const result = await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)
-          return result.rows as Row[]
-        }),
-        execute: (sql, params = []) => wrap(async () => {
-          let n = 0
-          const result = await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)
-          return result.rowCount ?? 0
-        }),
+        query: (sql, params = []) =>
+          wrap(async () => {
+            let n = 0
+            const result = await pool.query(
+              sql.replace(/\?/g, () => `$${++n}`),
+              params,
+            )
+            return result.rows as Row[]
+          }),
+        execute: (sql, params = []) =>
+          wrap(async () => {
+            let n = 0
+            const result = await pool.query(
+              sql.replace(/\?/g, () => `$${++n}`),
+              params,
+            )
+            return result.rowCount ?? 0
+          }),
         close: () => pool.end(),
       }
     }
@@ -141,14 +162,16 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
         dialect: 'mysql',
         displayUrl,
         sequences: /mariadb/i.test(version) && !/^(5|10\.[0-2])\./.test(version),
-        query: (sql, params = []) => wrap(async () => {
-          const [rows] = await pool.query(sql, params)
-          return (Array.isArray(rows) ? rows : []) as Row[]
-        }),
-        execute: (sql, params = []) => wrap(async () => {
-          const [header] = await pool.query(sql, params)
-          return Number((header as { affectedRows?: number }).affectedRows ?? 0)
-        }),
+        query: (sql, params = []) =>
+          wrap(async () => {
+            const [rows] = await pool.query(sql, params)
+            return (Array.isArray(rows) ? rows : []) as Row[]
+          }),
+        execute: (sql, params = []) =>
+          wrap(async () => {
+            const [header] = await pool.query(sql, params)
+            return Number((header as { affectedRows?: number }).affectedRows ?? 0)
+          }),
         close: () => pool.end(),
       }
     }
@@ -160,10 +183,11 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
         dialect: 'sqlite',
         displayUrl,
         sequences: false,
-        query: (sql, params = []) => wrap(async () => {
-          const statement = db.prepare(sql)
-          return statement.reader ? (statement.all(...params) as Row[]) : (statement.run(...params), [])
-        }),
+        query: (sql, params = []) =>
+          wrap(async () => {
+            const statement = db.prepare(sql)
+            return statement.reader ? (statement.all(...params) as Row[]) : (statement.run(...params), [])
+          }),
         execute: (sql, params = []) => wrap(async () => db.prepare(sql).run(...params).changes),
         close: async () => {
           db.close()

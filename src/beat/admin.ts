@@ -1,6 +1,16 @@
 // What `tsq schedule` does to a store: build definitions from flags, and the
 // rows `ls`/`show` print. The commands stay thin around these.
-import { crontabJson, describeSchedule, EntryError, intervalJson, scheduleOf, solarJson, type Entry, type EntryDefinition, type EntryOptions } from './entry.js'
+import {
+  crontabJson,
+  describeSchedule,
+  EntryError,
+  intervalJson,
+  scheduleOf,
+  solarJson,
+  type Entry,
+  type EntryDefinition,
+  type EntryOptions,
+} from './entry.js'
 
 export interface EntryFlags {
   task?: string
@@ -43,7 +53,7 @@ export function definitionFromFlags(name: string, f: EntryFlags, base?: EntryDef
   } else if (f.cron !== undefined) schedule = crontabJson(f.cron)
   else if (f.solar !== undefined) schedule = solarJson(f.solar)
   else if (f.relative !== undefined && schedule?.__type__ === 'interval') schedule = { ...schedule, relative: f.relative }
-  if (!schedule) throw new EntryError('--every SECONDS, --cron \'m h dom mon dow\' or --solar EVENT:LAT,LON is required')
+  if (!schedule) throw new EntryError("--every SECONDS, --cron 'm h dom mon dow' or --solar EVENT:LAT,LON is required")
   scheduleOf(schedule, 'UTC')
   const options: EntryOptions = { ...(base?.options ?? {}) }
   if (f.queue !== undefined) options.queue = f.queue

@@ -145,4 +145,3 @@ export class Crontab {
     return this.nextAfter(lastRunAt)
   }
 }
-

@@ -85,9 +85,17 @@ function scheduleOfRow(r: Row): { schedule: ScheduleJson; clocked: boolean } {
   }
   if (r.crontab_id !== null && r.crontab_id !== undefined) {
     if (r.c_minute === null || r.c_minute === undefined) throw new DjangoStoreError(`its crontab schedule ${r.crontab_id} was removed`)
-    const f = (v: unknown) => (String(v ?? '').replace(/\s+/g, '') || '*')
+    const f = (v: unknown) => String(v ?? '').replace(/\s+/g, '') || '*'
     return {
-      schedule: { __type__: 'crontab', minute: f(r.c_minute), hour: f(r.c_hour), day_of_week: f(r.c_dow), day_of_month: f(r.c_dom), month_of_year: f(r.c_moy), timezone: String(r.c_tz || 'UTC') },
+      schedule: {
+        __type__: 'crontab',
+        minute: f(r.c_minute),
+        hour: f(r.c_hour),
+        day_of_week: f(r.c_dow),
+        day_of_month: f(r.c_dom),
+        month_of_year: f(r.c_moy),
+        timezone: String(r.c_tz || 'UTC'),
+      },
       clocked: false,
     }
   }
@@ -106,11 +114,13 @@ function scheduleOfRow(r: Row): { schedule: ScheduleJson; clocked: boolean } {
 /** ModelEntry's options: queue, exchange, routing_key, priority when set; expires (a date, or expire_seconds); headers. */
 function optionsOfRow(r: Row): EntryOptions {
   const options: EntryOptions = {}
-  for (const key of ['queue', 'exchange', 'routing_key'] as const) if (r[key] !== null && r[key] !== undefined && r[key] !== '') options[key] = String(r[key])
+  for (const key of ['queue', 'exchange', 'routing_key'] as const)
+    if (r[key] !== null && r[key] !== undefined && r[key] !== '') options[key] = String(r[key])
   if (r.priority !== null && r.priority !== undefined) options.priority = Number(r.priority)
   const expires = instantOf(r.expires)
   if (expires !== null) options.expires = isoformatUtc(new Date(expires))
-  else if (r.expire_seconds !== null && r.expire_seconds !== undefined && Number(r.expire_seconds) > 0) options.expires = Number(r.expire_seconds)
+  else if (r.expire_seconds !== null && r.expire_seconds !== undefined && Number(r.expire_seconds) > 0)
+    options.expires = Number(r.expire_seconds)
   options.headers = jsonField<Record<string, unknown>>(r.headers, '{}', 'headers')
   return options
 }
@@ -174,7 +184,10 @@ export class DjangoStore implements BeatStore {
     } catch (error) {
       await client.close().catch(() => undefined)
       const missing = isMissingTable(error)
-      throw new TsqError('BROKER_UNREACHABLE', `cannot use the django-celery-beat schedule at ${client.displayUrl}: ${missing ? `${TASKS} is missing (add django_celery_beat to INSTALLED_APPS and run the Django project's \`manage.py migrate\`)` : (error as Error).message}`)
+      throw new TsqError(
+        'BROKER_UNREACHABLE',
+        `cannot use the django-celery-beat schedule at ${client.displayUrl}: ${missing ? `${TASKS} is missing (add django_celery_beat to INSTALLED_APPS and run the Django project's \`manage.py migrate\`)` : (error as Error).message}`,
+      )
     }
     return new DjangoStore(client, options)
   }
@@ -210,13 +223,22 @@ export class DjangoStore implements BeatStore {
         enabled: truthy(r.enabled),
       }
       if (!Array.isArray(definition.args)) throw new DjangoStoreError('args is not a JSON list')
-      if (!definition.kwargs || typeof definition.kwargs !== 'object' || Array.isArray(definition.kwargs)) throw new DjangoStoreError('kwargs is not a JSON object')
+      if (!definition.kwargs || typeof definition.kwargs !== 'object' || Array.isArray(definition.kwargs))
+        throw new DjangoStoreError('kwargs is not a JSON object')
       scheduleOf(schedule, this.tz)
       this.reported.delete(name)
       return { ...base, clocked, problem: null, entry: { definition, meta } }
     } catch (error) {
       const problem = (error as Error).message
-      const definition: EntryDefinition = { name, task: String(r.task), args: [], kwargs: {}, options: {}, schedule: { __type__: 'interval', every: 1, relative: false }, enabled: truthy(r.enabled) }
+      const definition: EntryDefinition = {
+        name,
+        task: String(r.task),
+        args: [],
+        kwargs: {},
+        options: {},
+        schedule: { __type__: 'interval', every: 1, relative: false },
+        enabled: truthy(r.enabled),
+      }
       return { ...base, clocked: false, problem, entry: { definition, meta } }
     }
   }
@@ -283,7 +305,9 @@ export class DjangoStore implements BeatStore {
       // Python's beat fails on such a row (see Solar.next); an operator should know why it waits.
       if (daysWithout > 0 && this.solarGaps.get(entry.definition.name) !== at) {
         this.solarGaps.set(entry.definition.name, at)
-        this.log.warning(`beat: PeriodicTask ${JSON.stringify(entry.definition.name)}: ${schedule.event} does not occur at ${schedule.lat}, ${schedule.lon} for ${daysWithout} day(s) after ${new Date(entry.meta.lastRunAt!).toISOString()} (polar day or night); next run at ${new Date(at).toISOString()}`)
+        this.log.warning(
+          `beat: PeriodicTask ${JSON.stringify(entry.definition.name)}: ${schedule.event} does not occur at ${schedule.lat}, ${schedule.lon} for ${daysWithout} day(s) after ${new Date(entry.meta.lastRunAt!).toISOString()} (polar day or night); next run at ${new Date(at).toISOString()}`,
+        )
       }
       return { kind: 'at', at }
     }
@@ -367,12 +391,10 @@ export class DjangoStore implements BeatStore {
     for (const r of runs) {
       // A last run this beat only assumed (the row had none) goes back to none.
       const previousAt = this.assumed.get(r.name) === r.previous.lastRunAt ? null : r.previous.lastRunAt
-      const done = await this.client.execute(`UPDATE ${TASKS} SET last_run_at = ?, total_run_count = ? WHERE name = ? AND total_run_count = ?`, [
-        previousAt === null ? null : this.nowText(previousAt),
-        r.previous.totalRunCount,
-        r.name,
-        r.expectedCount + 1,
-      ])
+      const done = await this.client.execute(
+        `UPDATE ${TASKS} SET last_run_at = ?, total_run_count = ? WHERE name = ? AND total_run_count = ?`,
+        [previousAt === null ? null : this.nowText(previousAt), r.previous.totalRunCount, r.name, r.expectedCount + 1],
+      )
       if (done) {
         n += 1
         const row = this.rows.get(r.name)
@@ -400,11 +422,16 @@ export class DjangoStore implements BeatStore {
 
   /** The rows tsq can run (one with bad JSON or no valid schedule is left out: beat logs why). */
   async list(): Promise<Entry[]> {
-    return (await this.client.query(`${SELECT} ORDER BY t.name`)).map((r) => this.asStored(r)).filter((row) => row.problem === null).map((row) => row.entry)
+    return (await this.client.query(`${SELECT} ORDER BY t.name`))
+      .map((r) => this.asStored(r))
+      .filter((row) => row.problem === null)
+      .map((row) => row.entry)
   }
 
   private readOnly(): never {
-    throw new DjangoStoreError('django-celery-beat entries are PeriodicTask rows: change them in the Django admin or through the ORM, not with tsq schedule')
+    throw new DjangoStoreError(
+      'django-celery-beat entries are PeriodicTask rows: change them in the Django admin or through the ORM, not with tsq schedule',
+    )
   }
 
   async save(): Promise<void> {
@@ -417,7 +444,9 @@ export class DjangoStore implements BeatStore {
 
   async syncStatics(definitions: EntryDefinition[]): Promise<void> {
     if (definitions.length === 0) return
-    throw new DjangoStoreError(`the app's beatSchedule (${definitions.map((d) => d.name).join(', ')}) is not written into django-celery-beat's tables by tsq; add them as PeriodicTask rows, or run beat without -A's schedule`)
+    throw new DjangoStoreError(
+      `the app's beatSchedule (${definitions.map((d) => d.name).join(', ')}) is not written into django-celery-beat's tables by tsq; add them as PeriodicTask rows, or run beat without -A's schedule`,
+    )
   }
 
   async watch(): Promise<() => Promise<void>> {

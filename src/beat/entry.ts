@@ -63,7 +63,9 @@ export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
   if (json.__type__ === 'crontab') return new Crontab(json, json.timezone || tz)
   if (json.__type__ === 'clocked') return new Clocked(Date.parse(json.clocked_time))
   if (json.__type__ === 'solar') return new Solar(json.event, Number(json.lat), Number(json.lon))
-  throw new EntryError(`unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval, crontab, solar and clocked)`)
+  throw new EntryError(
+    `unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval, crontab, solar and clocked)`,
+  )
 }
 
 export function describeSchedule(json: ScheduleJson): string {
@@ -147,7 +149,15 @@ export function decodeDatetime(v: unknown): number | null {
 
 export function encodeDefinition(d: EntryDefinition): string {
   // Key order as RedBeat writes it.
-  return JSON.stringify({ name: d.name, task: d.task, args: d.args, kwargs: d.kwargs, options: d.options, schedule: d.schedule, enabled: d.enabled })
+  return JSON.stringify({
+    name: d.name,
+    task: d.task,
+    args: d.args,
+    kwargs: d.kwargs,
+    options: d.options,
+    schedule: d.schedule,
+    enabled: d.enabled,
+  })
 }
 
 /** Characters a stored entry's definition or meta may hold (read from Redis, a file or a database). */
@@ -168,7 +178,8 @@ function parseEntryJson(raw: string, what: string): Record<string, unknown> {
 
 export function decodeDefinition(raw: string): EntryDefinition {
   const d = parseEntryJson(raw, 'entry definition') as Partial<EntryDefinition>
-  if (typeof d.name !== 'string' || typeof d.task !== 'string' || !d.schedule) throw new EntryError(`malformed entry definition: ${raw.slice(0, 120)}`)
+  if (typeof d.name !== 'string' || typeof d.task !== 'string' || !d.schedule)
+    throw new EntryError(`malformed entry definition: ${raw.slice(0, 120)}`)
   return {
     name: d.name,
     task: d.task,
@@ -210,7 +221,14 @@ export function definitionFromConfig(name: string, raw: unknown): EntryDefinitio
     else if (o.__type__ === 'interval' || o.__type__ === 'crontab' || o.__type__ === 'solar') schedule = o as unknown as ScheduleJson
     else {
       const f = (k: string) => (o[k] === undefined ? '*' : String(o[k]))
-      schedule = { __type__: 'crontab', minute: f('minute'), hour: f('hour'), day_of_week: f('day_of_week'), day_of_month: f('day_of_month'), month_of_year: f('month_of_year') }
+      schedule = {
+        __type__: 'crontab',
+        minute: f('minute'),
+        hour: f('hour'),
+        day_of_week: f('day_of_week'),
+        day_of_month: f('day_of_month'),
+        month_of_year: f('month_of_year'),
+      }
     }
   } else throw new EntryError(`beatSchedule.${name}: schedule must be seconds, {every}, {cron}, {solar} or crontab fields`)
   scheduleOf(schedule, 'UTC')
@@ -227,5 +245,7 @@ export function definitionFromConfig(name: string, raw: unknown): EntryDefinitio
 
 /** Celery compares entries on task, args, kwargs, options and schedule. */
 export function sameDefinition(a: EntryDefinition, b: EntryDefinition): boolean {
-  return encodeDefinition({ ...a, name: '', enabled: true }) === encodeDefinition({ ...b, name: '', enabled: true }) && a.enabled === b.enabled
+  return (
+    encodeDefinition({ ...a, name: '', enabled: true }) === encodeDefinition({ ...b, name: '', enabled: true }) && a.enabled === b.enabled
+  )
 }

@@ -7,7 +7,16 @@ import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { checkJsonText, comparePyStr, TsqError } from '../protocol/index.js'
 import { ensurePrivateFileSync, replaceFileSync } from '../transport/index.js'
-import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
+import {
+  decodeDefinition,
+  decodeMeta,
+  encodeDefinition,
+  encodeMeta,
+  scheduleOf,
+  type Entry,
+  type EntryDefinition,
+  type EntryMeta,
+} from './entry.js'
 import type { BeatStore, DueBatch, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 export const DEFAULT_SCHEDULE_FILE = 'tsq-beat-schedule.json'

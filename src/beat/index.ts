@@ -3,8 +3,18 @@ export { Crontab, CrontabParseError } from './crontab.js'
 export type { CrontabSpec } from './crontab.js'
 export { Interval } from './interval.js'
 export {
-  EntryError, scheduleOf, describeSchedule, intervalJson, crontabJson, definitionFromConfig,
-  encodeDefinition, decodeDefinition, encodeMeta, decodeMeta, encodeDatetime, decodeDatetime,
+  EntryError,
+  scheduleOf,
+  describeSchedule,
+  intervalJson,
+  crontabJson,
+  definitionFromConfig,
+  encodeDefinition,
+  decodeDefinition,
+  encodeMeta,
+  decodeMeta,
+  encodeDatetime,
+  decodeDatetime,
 } from './entry.js'
 export type { Entry, EntryDefinition, EntryMeta, EntryOptions, ScheduleJson, Schedule } from './entry.js'
 export type { BeatStore, ReserveOutcome, ReserveRequest, DueBatch } from './store.js'

@@ -9,12 +9,20 @@ import { TsqError } from '../protocol/index.js'
 export type StoreKind = 'file' | 'redis' | 'django'
 
 /** What `-S/--scheduler` accepts: Celery's spelling of django-celery-beat's scheduler is tsq's `django`. */
-export const SCHEDULER_CHOICES = ['file', 'redis', 'django', 'django_celery_beat.schedulers:DatabaseScheduler', 'django_celery_beat.schedulers.DatabaseScheduler'] as const
+export const SCHEDULER_CHOICES = [
+  'file',
+  'redis',
+  'django',
+  'django_celery_beat.schedulers:DatabaseScheduler',
+  'django_celery_beat.schedulers.DatabaseScheduler',
+] as const
 
 export function storeKindOf(scheduler: string): StoreKind {
   if (scheduler === 'file' || scheduler === 'redis' || scheduler === 'django') return scheduler
   if (/^django_celery_beat\.schedulers[:.]DatabaseScheduler$/.test(scheduler)) return 'django'
-  throw new StoreConfigError(`unknown scheduler ${JSON.stringify(scheduler)} (file, redis, or django / django_celery_beat.schedulers:DatabaseScheduler)`)
+  throw new StoreConfigError(
+    `unknown scheduler ${JSON.stringify(scheduler)} (file, redis, or django / django_celery_beat.schedulers:DatabaseScheduler)`,
+  )
 }
 
 export interface StoreOptions {
@@ -51,11 +59,21 @@ export function redisUrlFor(o: StoreOptions): string {
 
 export function databaseUrlFor(o: StoreOptions): string {
   if (o.databaseUrl) return o.databaseUrl
-  throw new StoreConfigError('--scheduler django needs the Django database: --database-url, the database_url setting, or DATABASE_URL (e.g. postgresql://user@host/db)')
+  throw new StoreConfigError(
+    '--scheduler django needs the Django database: --database-url, the database_url setting, or DATABASE_URL (e.g. postgresql://user@host/db)',
+  )
 }
 
 export async function openStore(o: StoreOptions): Promise<BeatStore> {
   if (o.scheduler === 'django') return DjangoStore.open({ url: databaseUrlFor(o), tz: o.tz, log: o.log })
-  if (o.scheduler === 'redis') return RedisStore.open({ url: redisUrlFor(o), ssl: o.ssl, sentinel: o.sentinel, liveness: o.liveness, keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX, tz: o.tz })
+  if (o.scheduler === 'redis')
+    return RedisStore.open({
+      url: redisUrlFor(o),
+      ssl: o.ssl,
+      sentinel: o.sentinel,
+      liveness: o.liveness,
+      keyPrefix: o.keyPrefix ?? DEFAULT_KEY_PREFIX,
+      tz: o.tz,
+    })
   return new FileStore(o.schedulePath ?? DEFAULT_SCHEDULE_FILE, o.tz)
 }

@@ -7,8 +7,26 @@ import type { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
 import { comparePyStr, TsqError } from '../protocol/index.js'
-import { explainRedisConnectFailure, livenessClientOptions, maskUrl, redisUrlClientOptions, watchLiveness, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
-import { decodeDefinition, decodeMeta, encodeDefinition, encodeMeta, scheduleOf, type Entry, type EntryDefinition, type EntryMeta } from './entry.js'
+import {
+  explainRedisConnectFailure,
+  livenessClientOptions,
+  maskUrl,
+  redisUrlClientOptions,
+  watchLiveness,
+  type RedisLiveness,
+  type SentinelSettings,
+  type SslSettings,
+} from '../transport/index.js'
+import {
+  decodeDefinition,
+  decodeMeta,
+  encodeDefinition,
+  encodeMeta,
+  scheduleOf,
+  type Entry,
+  type EntryDefinition,
+  type EntryMeta,
+} from './entry.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 export const DEFAULT_KEY_PREFIX = 'redbeat:'
@@ -125,9 +143,20 @@ export class RedisStore implements BeatStore {
     // The bundled CLI hands CommonJS ioredis over as its default export; plain Node names it.
     const ioredis = await import('ioredis')
     const Redis = ioredis.Redis ?? (ioredis as unknown as { default: typeof ioredis.Redis }).default
-    const clientOptions = redisUrlClientOptions(options.url, options.ssl, { settings: options.sentinel, optionsName: 'broker_transport_options' })
+    const clientOptions = redisUrlClientOptions(options.url, options.ssl, {
+      settings: options.sentinel,
+      optionsName: 'broker_transport_options',
+    })
     const connectTimeout = options.liveness?.socketConnectTimeout ? Math.round(options.liveness.socketConnectTimeout * 1000) : 5000
-    const redis = new Redis({ ...clientOptions, ...livenessClientOptions(options.liveness), connectTimeout, lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true, connectionName: 'tsq-beat' })
+    const redis = new Redis({
+      ...clientOptions,
+      ...livenessClientOptions(options.liveness),
+      connectTimeout,
+      lazyConnect: true,
+      maxRetriesPerRequest: 2,
+      enableOfflineQueue: true,
+      connectionName: 'tsq-beat',
+    })
     // A silent path to the store (and the lease on it) is noticed by a PING every health_check_interval (25 s by default).
     watchLiveness(redis, options.liveness, connectTimeout)
     let lastError: Error | undefined
@@ -143,7 +172,10 @@ export class RedisStore implements BeatStore {
     } catch (error) {
       redis.disconnect()
       const cause = lastError ?? (error as Error)
-      throw new TsqError('BROKER_UNREACHABLE', `cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions, lastSentinelError)}`)
+      throw new TsqError(
+        'BROKER_UNREACHABLE',
+        `cannot reach the Redis schedule store at ${maskUrl(options.url)}: ${await explainRedisConnectFailure(cause, clientOptions, lastSentinelError)}`,
+      )
     }
     return new RedisStore(redis, options)
   }
@@ -151,7 +183,6 @@ export class RedisStore implements BeatStore {
   keyOf(name: string): string {
     return `${this.prefix}${name}`
   }
-
 
   async due(now: number): Promise<DueBatch> {
     // One round trip for both, as RedBeat's MULTI (spec §8.6 tick step 2).
@@ -209,7 +240,14 @@ export class RedisStore implements BeatStore {
     for (let i = 0; i < runs.length; i += RESERVE_CHUNK) {
       const chunk = runs.slice(i, i + RESERVE_CHUNK)
       const keys = [this.scheduleKey, fence?.key ?? this.lockKey, ...chunk.map((r) => this.keyOf(r.name))]
-      const argv = [fence?.token ?? '', ...chunk.flatMap((r) => [r.expectedCount, encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }), score(r.nextDueAt)])]
+      const argv = [
+        fence?.token ?? '',
+        ...chunk.flatMap((r) => [
+          r.expectedCount,
+          encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }),
+          score(r.nextDueAt),
+        ]),
+      ]
       const out = await reserve(keys.length, ...keys, ...argv)
       if (out === 'fenced') {
         // Later chunks would be refused too; earlier ones (if any) were ours.
@@ -226,7 +264,11 @@ export class RedisStore implements BeatStore {
     for (let i = 0; i < runs.length; i += RESERVE_CHUNK) {
       const chunk = runs.slice(i, i + RESERVE_CHUNK)
       const keys = [this.scheduleKey, ...chunk.map((r) => this.keyOf(r.name))]
-      const argv = chunk.flatMap((r) => [encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }), encodeMeta(r.previous), score(r.ranAt)])
+      const argv = chunk.flatMap((r) => [
+        encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }),
+        encodeMeta(r.previous),
+        score(r.ranAt),
+      ])
       n += Number(await release(keys.length, ...keys, ...argv))
     }
     return n
@@ -270,7 +312,13 @@ export class RedisStore implements BeatStore {
 
   async remove(name: string): Promise<boolean> {
     const key = this.keyOf(name)
-    const res = await this.redis.multi().zrem(this.scheduleKey, key).del(key).srem(this.staticsKey, name).publish(this.changedChannel, name).exec()
+    const res = await this.redis
+      .multi()
+      .zrem(this.scheduleKey, key)
+      .del(key)
+      .srem(this.staticsKey, name)
+      .publish(this.changedChannel, name)
+      .exec()
     return Number(res?.[1]?.[1] ?? 0) > 0
   }
 

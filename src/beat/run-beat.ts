@@ -117,11 +117,24 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   }
   const config = loadConfig({ broker: o.broker, appBroker })
   const ha: HaMode = o.ha ?? (o.scheduler === 'redis' ? 'lease' : 'none')
-  if (ha === 'lease' && o.scheduler === 'file') throw new StoreConfigError('--ha lease needs --scheduler redis or django (the lease lives in Redis)')
+  if (ha === 'lease' && o.scheduler === 'file')
+    throw new StoreConfigError('--ha lease needs --scheduler redis or django (the lease lives in Redis)')
   // beat_max_loop_interval: 0 (Celery's default) leaves tsq's.
   const maxInterval = o.maxInterval ?? confMaxInterval ?? (o.scheduler === 'django' ? DJANGO_MAX_INTERVAL : DEFAULT_MAX_INTERVAL)
   let transport: Transport | undefined
-  const storeOptions = { scheduler: o.scheduler, schedulePath: o.schedulePath, redisUrl: o.redisUrl, brokerUrl: config.brokerUrl, keyPrefix: o.keyPrefix, tz: o.timezone, ssl: storeSsl, sentinel: transportSettings.sentinel, liveness: transportSettings.redisLiveness, databaseUrl: o.databaseUrl ?? confDatabaseUrl ?? (process.env.DATABASE_URL || undefined), log }
+  const storeOptions = {
+    scheduler: o.scheduler,
+    schedulePath: o.schedulePath,
+    redisUrl: o.redisUrl,
+    brokerUrl: config.brokerUrl,
+    keyPrefix: o.keyPrefix,
+    tz: o.timezone,
+    ssl: storeSsl,
+    sentinel: transportSettings.sentinel,
+    liveness: transportSettings.redisLiveness,
+    databaseUrl: o.databaseUrl ?? confDatabaseUrl ?? (process.env.DATABASE_URL || undefined),
+    log,
+  }
   const store = await openStore(storeOptions)
   // The django store's lease lives in a Redis of its own (--redis-url, or a Redis broker).
   let leaseRedis: RedisStore | undefined
@@ -134,10 +147,18 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
     transport = await createTransport(config.brokerWriteUrl, transportSettings)
     await transport.connect()
     transport.on('error', (e) => log.warning(`beat: broker: ${e.message}`))
-    if (ha === 'mutex' && transport.kind !== 'amqp') throw new StoreConfigError('--ha mutex needs a RabbitMQ broker (amqp://): it uses exclusive queues')
+    if (ha === 'mutex' && transport.kind !== 'amqp')
+      throw new StoreConfigError('--ha mutex needs a RabbitMQ broker (amqp://): it uses exclusive queues')
     let lease: RedisLease | undefined
     if (ha === 'lease' && store instanceof DjangoStore) {
-      leaseRedis = await RedisStore.open({ url: redisUrlFor(storeOptions), ssl: storeSsl, sentinel: transportSettings.sentinel, liveness: transportSettings.redisLiveness, keyPrefix: o.keyPrefix, tz: o.timezone })
+      leaseRedis = await RedisStore.open({
+        url: redisUrlFor(storeOptions),
+        ssl: storeSsl,
+        sentinel: transportSettings.sentinel,
+        liveness: transportSettings.redisLiveness,
+        keyPrefix: o.keyPrefix,
+        tz: o.timezone,
+      })
       const redis = leaseRedis.redis
       lease = new RedisLease(redis, store.leaseKey, Math.round(o.lockTimeout * 1000))
       store.useFence(async (fence) => (await redis.get(fence.key)) === fence.token)
@@ -145,9 +166,29 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
       const rs = store as RedisStore
       lease = new RedisLease(rs.redis, rs.lockKey, Math.round(o.lockTimeout * 1000))
     }
-    const haText = ha === 'lease' ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)` : ha === 'mutex' ? 'mutex (RabbitMQ exclusive queues)' : store.kind === 'django' ? 'none (each run claimed in the database: a compare-and-set on total_run_count)' : 'none (single beat)'
+    const haText =
+      ha === 'lease'
+        ? `lease (${lease!.key}, lock timeout ${o.lockTimeout}s)`
+        : ha === 'mutex'
+          ? 'mutex (RabbitMQ exclusive queues)'
+          : store.kind === 'django'
+            ? 'none (each run claimed in the database: a compare-and-set on total_run_count)'
+            : 'none (single beat)'
     if (definitions.length || o.appSpec) await store.syncStatics(definitions, Date.now())
-    const beat = new Beat({ store, transport, tz: o.timezone, maxInterval, ha, lease, routeFor, signals, sendDefaults, encoder, mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined, log })
+    const beat = new Beat({
+      store,
+      transport,
+      tz: o.timezone,
+      maxInterval,
+      ha,
+      lease,
+      routeFor,
+      signals,
+      sendDefaults,
+      encoder,
+      mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined,
+      log,
+    })
     const unwatch = await store.watch(() => beat.poke())
     log.info('beat: Starting...')
     const done = (async () => {

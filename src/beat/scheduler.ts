@@ -231,7 +231,12 @@ export class Beat {
     const fence = this.o.ha === 'lease' ? this.o.lease!.held : undefined
     if (fence === null) return 'fenced'
     const outcomes = await this.o.store.reserveAll(
-      runs.map(({ entry, ranAt, nextDueAt }) => ({ name: entry.definition.name, expectedCount: entry.meta.totalRunCount, ranAt, nextDueAt })),
+      runs.map(({ entry, ranAt, nextDueAt }) => ({
+        name: entry.definition.name,
+        expectedCount: entry.meta.totalRunCount,
+        ranAt,
+        nextDueAt,
+      })),
       fence,
     )
     const ours: DueRun[] = []
@@ -300,11 +305,22 @@ export class Beat {
     const unsent = runs.slice(started)
     if (unsent.length) {
       const given = await this.o.store
-        .release(unsent.map(({ entry, ranAt, nextDueAt }) => ({ name: entry.definition.name, expectedCount: entry.meta.totalRunCount, ranAt, nextDueAt, previous: entry.meta })))
+        .release(
+          unsent.map(({ entry, ranAt, nextDueAt }) => ({
+            name: entry.definition.name,
+            expectedCount: entry.meta.totalRunCount,
+            ranAt,
+            nextDueAt,
+            previous: entry.meta,
+          })),
+        )
         .catch(() => 0)
       this.o.log.warning(`beat: ${unsent.length} reserved run(s) not sent after a failed send; ${given} given back for a later tick`)
     }
-    throw Object.assign(new Error(`sending ${run.entry.definition.name} run ${run.entry.meta.totalRunCount}: ${(error as Error)?.message ?? String(error)}`), { cause: error })
+    throw Object.assign(
+      new Error(`sending ${run.entry.definition.name} run ${run.entry.meta.totalRunCount}: ${(error as Error)?.message ?? String(error)}`),
+      { cause: error },
+    )
   }
 
   private async sendWithMutex(entry: Entry, now: number, nextDueAt: number): Promise<'sent' | 'skipped' | 'retry'> {

@@ -54,8 +54,15 @@ const SEARCH_DAYS = 370
  */
 /** The altitude (degrees) Celery's horizon puts the sun's centre at, per event; null for the transit. */
 const ANGLE: Record<SolarEvent, number | null> = {
-  dawn_astronomical: -18, dawn_nautical: -12, dawn_civil: -6, sunrise: -0.833, solar_noon: null,
-  sunset: -0.833, dusk_civil: -6, dusk_nautical: -12, dusk_astronomical: 18,
+  dawn_astronomical: -18,
+  dawn_nautical: -12,
+  dawn_civil: -6,
+  sunrise: -0.833,
+  solar_noon: null,
+  sunset: -0.833,
+  dusk_civil: -6,
+  dusk_nautical: -12,
+  dusk_astronomical: 18,
 }
 
 /**
@@ -94,8 +101,10 @@ export class Solar {
   ) {
     // Celery's messages (SOLAR_INVALID_EVENT / _LATITUDE / _LONGITUDE).
     if (!(event in SUNCALC)) throw new RangeError(`Argument event "${event}" is invalid. It must be one of ${SOLAR_EVENTS.join(', ')}.`)
-    if (!Number.isFinite(lat) || lat < -90 || lat > 90) throw new RangeError(`Argument latitude ${lat} is invalid, must be between -90 and 90.`)
-    if (!Number.isFinite(lon) || lon < -180 || lon > 180) throw new RangeError(`Argument longitude ${lon} is invalid, must be between -180 and 180.`)
+    if (!Number.isFinite(lat) || lat < -90 || lat > 90)
+      throw new RangeError(`Argument latitude ${lat} is invalid, must be between -90 and 90.`)
+    if (!Number.isFinite(lon) || lon < -180 || lon > 180)
+      throw new RangeError(`Argument longitude ${lon} is invalid, must be between -180 and 180.`)
     this.event = event as SolarEvent
   }
 

@@ -44,7 +44,12 @@ function contentId(message: { body: Buffer }): string {
  * Hands every archived message of `service` to `visit`, oldest first; what it
  * removes is gone, the rest stays in the archive, in its order.
  */
-async function withArchive<T>(transport: Transport, service: string, bounds: ArchiveBounds, visit: (held: Held[]) => Promise<T>): Promise<T> {
+async function withArchive<T>(
+  transport: Transport,
+  service: string,
+  bounds: ArchiveBounds,
+  visit: (held: Held[]) => Promise<T>,
+): Promise<T> {
   const lot = archivedExchangeName(service)
   if (usesParking(transport)) {
     const parking = transport.parking!
@@ -52,7 +57,11 @@ async function withArchive<T>(transport: Transport, service: string, bounds: Arc
     if (bounds.ttlMs) {
       const oldest = Date.now() - bounds.ttlMs
       const expired = parked.filter((p) => p.at < oldest)
-      if (expired.length) await parking.drop(lot, expired.map((p) => p.id))
+      if (expired.length)
+        await parking.drop(
+          lot,
+          expired.map((p) => p.id),
+        )
       parked = parked.filter((p) => p.at >= oldest)
     }
     const held = parked.map((p) => {
@@ -84,7 +93,11 @@ function matches(e: ArchivedEvent, filter: ArchiveFilter): boolean {
   return filter.event === undefined || e.event === filter.event
 }
 
-export async function listArchive(transport: Transport, service: string, filter: ArchiveFilter & ArchiveBounds = {}): Promise<ArchivedEvent[]> {
+export async function listArchive(
+  transport: Transport,
+  service: string,
+  filter: ArchiveFilter & ArchiveBounds = {},
+): Promise<ArchivedEvent[]> {
   return withArchive(transport, service, filter, async (held) => {
     const found = held.map((h) => h.event).filter((e) => matches(e, filter))
     return filter.limit !== undefined ? found.slice(0, filter.limit) : found
@@ -98,7 +111,12 @@ export async function countArchive(transport: Transport, service: string, bounds
 }
 
 /** The archived events with these ids (every copy, oldest first); throws when one is not there. */
-export async function showArchived(transport: Transport, service: string, ids: readonly string[], bounds: ArchiveBounds = {}): Promise<ArchivedEvent[]> {
+export async function showArchived(
+  transport: Transport,
+  service: string,
+  ids: readonly string[],
+  bounds: ArchiveBounds = {},
+): Promise<ArchivedEvent[]> {
   const found = await withArchive(transport, service, bounds, async (held) => held.map((h) => h.event).filter((e) => ids.includes(e.id)))
   const missing = ids.filter((id) => !found.some((e) => e.id === id))
   if (missing.length) throw new ArchivedEventNotFoundError(missing, service)
@@ -129,18 +147,31 @@ export class UnreplayableError extends BusError {
  * fixed handler's service then runs them once. Ids not in the archive throw
  * ArchivedEventNotFoundError before anything is sent.
  */
-export async function replayArchive(transport: Transport, service: string, selection: ReplaySelection, onReplayed?: (e: ArchivedEvent) => void): Promise<ReplayResult> {
+export async function replayArchive(
+  transport: Transport,
+  service: string,
+  selection: ReplaySelection,
+  onReplayed?: (e: ArchivedEvent) => void,
+): Promise<ReplayResult> {
   return withArchive(transport, service, selection, async (held) => {
-    const chosen = held.filter((h) => (selection.all || selection.ids?.includes(h.event.id)) && matches(h.event, { event: selection.event }))
+    const chosen = held.filter(
+      (h) => (selection.all || selection.ids?.includes(h.event.id)) && matches(h.event, { event: selection.event }),
+    )
     const missing = (selection.ids ?? []).filter((id) => !chosen.some((h) => h.event.id === id))
     if (missing.length) throw new ArchivedEventNotFoundError(missing, service)
     const unreadable = chosen.filter((h) => h.event.retries === null)
-    if (unreadable.length) throw new UnreplayableError(`archived message ${unreadable[0]!.event.id} is not a task message (${unreadable[0]!.event.reason ?? 'unreadable'}): it cannot be replayed; \`tsq archive purge\` removes it`)
+    if (unreadable.length)
+      throw new UnreplayableError(
+        `archived message ${unreadable[0]!.event.id} is not a task message (${unreadable[0]!.event.reason ?? 'unreadable'}): it cannot be replayed; \`tsq archive purge\` removes it`,
+      )
     const queues = new Map<string, boolean>()
     for (const h of chosen) {
       const queue = handlerQueueName(service, h.event.event)
       if (!queues.has(queue)) queues.set(queue, transport.checkQueue ? (await transport.checkQueue(queue)) !== null : true)
-      if (!queues.get(queue)) throw new UnreplayableError(`the handler queue ${queue} does not exist: start a worker of ${service} that handles ${h.event.event} first`)
+      if (!queues.get(queue))
+        throw new UnreplayableError(
+          `the handler queue ${queue} does not exist: start a worker of ${service} that handles ${h.event.event} first`,
+        )
     }
     const sent = new Set<string>()
     const replayed: ArchivedEvent[] = []
@@ -161,7 +192,11 @@ export async function replayArchive(transport: Transport, service: string, selec
 }
 
 /** Removes archived events (all, or one event's); returns how many. */
-export async function purgeArchive(transport: Transport, service: string, filter: { event?: string } & ArchiveBounds = {}): Promise<number> {
+export async function purgeArchive(
+  transport: Transport,
+  service: string,
+  filter: { event?: string } & ArchiveBounds = {},
+): Promise<number> {
   if (filter.event === undefined && !usesParking(transport)) {
     const lot = archivedExchangeName(service)
     if (!(await transport.checkQueue?.(lot))) return 0

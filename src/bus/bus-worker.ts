@@ -62,7 +62,9 @@ export class BusWorker {
   static defaultQueues(app: unknown): HandlerQueueDeclaration[] | undefined {
     const bus = busDescriptorOf(app)
     if (!bus) return undefined
-    return bus.handlers().map((event) => ({ name: handlerQueueName(bus.service, event), exchange: EVENTS_EXCHANGE, exchangeType: 'topic', routingKey: event }))
+    return bus
+      .handlers()
+      .map((event) => ({ name: handlerQueueName(bus.service, event), exchange: EVENTS_EXCHANGE, exchangeType: 'topic', routingKey: event }))
   }
 
   get service(): string {
@@ -81,7 +83,10 @@ export class BusWorker {
    * the start with one line (TopologyMismatchError).
    */
   async declare(): Promise<void> {
-    await declareTopology(this.transport, busTopology(this.bus.service, this.bus.handlers(), this.bus.settings, { steps: !usesParking(this.transport) }))
+    await declareTopology(
+      this.transport,
+      busTopology(this.bus.service, this.bus.handlers(), this.bus.settings, { steps: !usesParking(this.transport) }),
+    )
     try {
       await recordService(this.transport, { service: this.bus.service, events: this.bus.handlers(), settings: this.bus.settings })
     } catch (error) {
@@ -114,10 +119,16 @@ export class BusWorker {
 
   private screen(d: Delivery): string | undefined {
     if (d.body.length > MAX_BODY_BYTES) return `not a task message: body of ${d.body.length} bytes exceeds ${MAX_BODY_BYTES}`
-    if (d.properties.unreadableHeaders !== undefined) return `not a task message: unreadable header table: ${d.properties.unreadableHeaders}`
+    if (d.properties.unreadableHeaders !== undefined)
+      return `not a task message: unreadable header table: ${d.properties.unreadableHeaders}`
     let task: string
     try {
-      task = decodeTaskMessage({ headers: d.properties.headers, body: d.body, contentType: d.properties.contentType, contentEncoding: d.properties.contentEncoding }).task
+      task = decodeTaskMessage({
+        headers: d.properties.headers,
+        body: d.body,
+        contentType: d.properties.contentType,
+        contentEncoding: d.properties.contentEncoding,
+      }).task
     } catch (error) {
       return `not a task message: ${(error as Error).message.split('\n')[0]}`
     }
@@ -134,20 +145,32 @@ export class BusWorker {
       return
     }
     const headers: Record<string, unknown> = {}
-    if (d.properties.unreadableHeaders === undefined) for (const [k, v] of Object.entries(d.properties.headers ?? {})) if (!isBrokerHeader(k)) headers[k] = v
+    if (d.properties.unreadableHeaders === undefined)
+      for (const [k, v] of Object.entries(d.properties.headers ?? {})) if (!isBrokerHeader(k)) headers[k] = v
     headers[ARCHIVED_AT_HEADER] = formatIsoDate(new Date())
     headers[ARCHIVE_REASON_HEADER] = reason
     const { unreadableHeaders: _unreadable, ...properties } = d.properties
-    const message: OutgoingMessage = { body: d.body, properties: { ...properties, headers: headers as OutgoingMessage['properties']['headers'], deliveryMode: 2 } }
+    const message: OutgoingMessage = {
+      body: d.body,
+      properties: { ...properties, headers: headers as OutgoingMessage['properties']['headers'], deliveryMode: 2 },
+    }
     try {
       await sendToArchive(this.transport, this.bus.service, event, this.bus.settings, message)
     } catch (error) {
-      this.log.error(`A message from ${d.queue} (${reason}) could not be archived, it goes back to the queue in ${SEND_FAILURE_PAUSE_MS / 1000} s: ${(error as Error).message}`)
+      this.log.error(
+        `A message from ${d.queue} (${reason}) could not be archived, it goes back to the queue in ${SEND_FAILURE_PAUSE_MS / 1000} s: ${(error as Error).message}`,
+      )
       await this.giveBack(d)
       return
     }
-    this.log.error(`Archived a message from ${d.queue} to ${routeTarget(this.bus.service, { kind: 'archive', retries: 0 })}: ${reason} [tag=${d.deliveryTag}]`)
-    await d.ack().catch((error: Error) => this.log.warning(`ack of an archived message from ${d.queue} failed, the broker delivers it again: ${error.message}`))
+    this.log.error(
+      `Archived a message from ${d.queue} to ${routeTarget(this.bus.service, { kind: 'archive', retries: 0 })}: ${reason} [tag=${d.deliveryTag}]`,
+    )
+    await d
+      .ack()
+      .catch((error: Error) =>
+        this.log.warning(`ack of an archived message from ${d.queue} failed, the broker delivers it again: ${error.message}`),
+      )
   }
 
   /**
@@ -161,14 +184,23 @@ export class BusWorker {
   private async rejected(d: Delivery): Promise<void> {
     let resend: { message: OutgoingMessage; route: ReturnType<typeof routeFailure>; event: string; id: string }
     try {
-      const m = decodeTaskMessage({ headers: d.properties.headers, body: d.body, contentType: d.properties.contentType, contentEncoding: d.properties.contentEncoding })
+      const m = decodeTaskMessage({
+        headers: d.properties.headers,
+        body: d.body,
+        contentType: d.properties.contentType,
+        contentEncoding: d.properties.contentEncoding,
+      })
       const route = routeFailure(m.retries, this.bus.maxRetriesOf(m.task), this.bus.settings)
       const now = new Date()
       const message = resendFromMessage(d, {
         retries: route.retries,
         eta: route.kind === 'retry' ? new Date(now.getTime() + route.delaySeconds * 1000) : null,
         origin: this.hostname,
-        failure: { error: "Rejected('the run was rejected: time limit, lost pool process, Reject, or an unsent retry')", traceback: null, at: now },
+        failure: {
+          error: "Rejected('the run was rejected: time limit, lost pool process, Reject, or an unsent retry')",
+          traceback: null,
+          at: now,
+        },
         ...(route.kind === 'archive' ? { archived: { at: now, reason: `failed ${route.retries} times` } } : {}),
       })
       resend = { message, route, event: m.task, id: m.id }
@@ -186,7 +218,9 @@ export class BusWorker {
       this.log.error(`Task ${event}[${id}] could not be sent to ${routeTarget(this.bus.service, route)}: ${(error as Error).message}`)
       return this.giveBack(d)
     }
-    this.log.info(`Task ${event}[${id}] rejected: sent to ${routeTarget(this.bus.service, route)}${route.kind === 'retry' ? ` (retry in ${route.delaySeconds}s)` : ''}`)
+    this.log.info(
+      `Task ${event}[${id}] rejected: sent to ${routeTarget(this.bus.service, route)}${route.kind === 'retry' ? ` (retry in ${route.delaySeconds}s)` : ''}`,
+    )
     return d.ack()
   }
 
@@ -219,7 +253,8 @@ export class BusWorker {
       this.releaseFailures = 0
     } catch (error) {
       this.releaseFailures += 1
-      if (this.releaseFailures === 1) this.log.warning(`bus: could not release due retries of ${this.bus.service}: ${(error as Error).message}`)
+      if (this.releaseFailures === 1)
+        this.log.warning(`bus: could not release due retries of ${this.bus.service}: ${(error as Error).message}`)
       next = 1000
     }
     this.scheduleRelease(next)

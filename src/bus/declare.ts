@@ -62,7 +62,10 @@ interface Difference {
  * where the text does not give it, is taken from what was declared.
  */
 export function parseInequivalentArg(text: string, declared: Record<string, unknown> = {}): Difference | undefined {
-  const m = /inequivalent arg '([^']+)' for queue '[^']*' in vhost '[^']*': received .*? but current is (none|(?:the value )?'([^']*)'(?: of type '([^']*)')?)/.exec(text)
+  const m =
+    /inequivalent arg '([^']+)' for queue '[^']*' in vhost '[^']*': received .*? but current is (none|(?:the value )?'([^']*)'(?: of type '([^']*)')?)/.exec(
+      text,
+    )
   if (!m) return undefined
   const [, key, currentText, value, type] = m
   if (currentText === 'none') return { key: key!, current: undefined }

@@ -16,7 +16,10 @@ export class TopologyMismatchError extends BusError {
     brokerText: string,
   ) {
     const have = existing ? showArguments(existing) : `unknown (${brokerText})`
-    super('CONFIG', `queue '${queue}' exists with arguments ${have}, but this service declares ${showArguments(declared)}: give every worker and client of the service the same AMQP_EVENTS_* settings (or delete the queue)`)
+    super(
+      'CONFIG',
+      `queue '${queue}' exists with arguments ${have}, but this service declares ${showArguments(declared)}: give every worker and client of the service the same AMQP_EVENTS_* settings (or delete the queue)`,
+    )
   }
 }
 

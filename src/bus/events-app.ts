@@ -126,7 +126,10 @@ export class EventsApp extends App {
   private async warmUp(): Promise<void> {
     const transport = await this.transport()
     if (transport.kind !== 'amqp') return
-    await transport.publish('', '', { body: Buffer.alloc(0), properties: { contentType: 'application/octet-stream', contentEncoding: 'binary', headers: {}, deliveryMode: 1, priority: 0 } })
+    await transport.publish('', '', {
+      body: Buffer.alloc(0),
+      properties: { contentType: 'application/octet-stream', contentEncoding: 'binary', headers: {}, deliveryMode: 1, priority: 0 },
+    })
   }
 
   /** The events this service handles. */
@@ -166,7 +169,8 @@ export class EventsApp extends App {
     if (typeof fn !== 'function') throw new TypeError(`app.handler(${JSON.stringify(event)}): expected a function`)
     if (this.handled.has(event)) throw new Error(`event handler already registered: ${event} in service ${this.service}`)
     const { maxRetries = this.settings.maxRetries, ...taskOptions } = options
-    if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new TypeError(`app.handler(${JSON.stringify(event)}): maxRetries must be a whole number of 0 or more`)
+    if (!Number.isInteger(maxRetries) || maxRetries < 0)
+      throw new TypeError(`app.handler(${JSON.stringify(event)}): maxRetries must be a whole number of 0 or more`)
     this.handled.set(event, { maxRetries })
     const run = async (...args: unknown[]): Promise<unknown> => {
       try {
@@ -219,7 +223,9 @@ export class EventsApp extends App {
     const note = failureNote(error)
     const event = ctx.name
     if (route.kind === 'drop') {
-      console.error(`Task ${event}[${ctx.id}] dropped after ${ctx.retries} retries (the archive is off: AMQP_EVENTS_ARCHIVED_* are 0): ${note.error}`)
+      console.error(
+        `Task ${event}[${ctx.id}] dropped after ${ctx.retries} retries (the archive is off: AMQP_EVENTS_ARCHIVED_* are 0): ${note.error}`,
+      )
       return
     }
     const now = new Date()
@@ -233,11 +239,15 @@ export class EventsApp extends App {
     try {
       await sendFailure(await this.transport(), this.service, event, this.settings, route, message, now.getTime())
     } catch (sendError) {
-      console.error(`Task ${event}[${ctx.id}] failed (${note.error}) and could not be sent to ${routeTarget(this.service, route)}: ${(sendError as Error).message}`)
+      console.error(
+        `Task ${event}[${ctx.id}] failed (${note.error}) and could not be sent to ${routeTarget(this.service, route)}: ${(sendError as Error).message}`,
+      )
       throw new Reject(`could not send to ${routeTarget(this.service, route)}`)
     }
-    if (route.kind === 'retry') console.warn(`Task ${event}[${ctx.id}] retry: Retry in ${route.delaySeconds}s (${routeTarget(this.service, route)}): ${note.error}`)
-    else console.warn(`Task ${event}[${ctx.id}] archived to ${routeTarget(this.service, route)} after ${ctx.retries} retries: ${note.error}`)
+    if (route.kind === 'retry')
+      console.warn(`Task ${event}[${ctx.id}] retry: Retry in ${route.delaySeconds}s (${routeTarget(this.service, route)}): ${note.error}`)
+    else
+      console.warn(`Task ${event}[${ctx.id}] archived to ${routeTarget(this.service, route)} after ${ctx.retries} retries: ${note.error}`)
   }
 }
 
@@ -247,10 +257,32 @@ export class EventsApp extends App {
  * as the event, confirmed by the broker before it resolves. Declares the
  * `events` exchange (topic) first, as the library's producer does.
  */
-export async function fireEvent(transport: Transport, event: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: { replyTo?: string; signals?: App['signals'] } = {}): Promise<string> {
+export async function fireEvent(
+  transport: Transport,
+  event: string,
+  args: unknown[] = [],
+  kwargs: Record<string, unknown> = {},
+  options: { replyTo?: string; signals?: App['signals'] } = {},
+): Promise<string> {
   checkEventName(event, 'fire')
-  await declareTopology(transport, { exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic', durable: true, autoDelete: false }], queues: [], bindings: [] })
-  return sendTask(transport, event, { args, kwargs, exchange: EVENTS_EXCHANGE, routingKey: event, origin: clientOrigin(), ...(options.replyTo ? { replyTo: options.replyTo } : {}) }, options.signals)
+  await declareTopology(transport, {
+    exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic', durable: true, autoDelete: false }],
+    queues: [],
+    bindings: [],
+  })
+  return sendTask(
+    transport,
+    event,
+    {
+      args,
+      kwargs,
+      exchange: EVENTS_EXCHANGE,
+      routingKey: event,
+      origin: clientOrigin(),
+      ...(options.replyTo ? { replyTo: options.replyTo } : {}),
+    },
+    options.signals,
+  )
 }
 
 /**

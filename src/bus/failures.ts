@@ -21,8 +21,12 @@ export type FailureRoute =
  * most the last step).
  */
 export function routeFailure(retries: number, maxRetries: number, settings: BusSettings, countdown?: number | null): FailureRoute {
-  if (settings.maxRetries === 0 || retries >= maxRetries) return archiveEnabled(settings) ? { kind: 'archive', retries: retries + 1 } : { kind: 'drop', retries: retries + 1 }
-  const step = countdown !== undefined && countdown !== null && countdown > 0 ? retryStepFor(Math.floor(Math.log2(Math.max(1, countdown))), settings.maxRetries) : retryStepFor(retries, settings.maxRetries)
+  if (settings.maxRetries === 0 || retries >= maxRetries)
+    return archiveEnabled(settings) ? { kind: 'archive', retries: retries + 1 } : { kind: 'drop', retries: retries + 1 }
+  const step =
+    countdown !== undefined && countdown !== null && countdown > 0
+      ? retryStepFor(Math.floor(Math.log2(Math.max(1, countdown))), settings.maxRetries)
+      : retryStepFor(retries, settings.maxRetries)
   return { kind: 'retry', step, delaySeconds: stepDelaySeconds(step), retries: retries + 1 }
 }
 
@@ -40,12 +44,25 @@ export function usesParking(transport: Transport): boolean {
  * Sends `message` (a failed event of `event`) where `route` says, confirmed
  * by the broker before it resolves: the caller acks the original only then.
  */
-export async function sendFailure(transport: Transport, service: string, event: string, settings: BusSettings, route: Exclude<FailureRoute, { kind: 'drop' }>, message: OutgoingMessage, now = Date.now()): Promise<void> {
+export async function sendFailure(
+  transport: Transport,
+  service: string,
+  event: string,
+  settings: BusSettings,
+  route: Exclude<FailureRoute, { kind: 'drop' }>,
+  message: OutgoingMessage,
+  now = Date.now(),
+): Promise<void> {
   const queue = handlerQueueName(service, event)
   if (route.kind === 'retry') {
     const lot = retryExchangeName(service, route.step)
     if (usesParking(transport)) {
-      await transport.parking!.park(lot, { queue, exchange: recoverExchangeName(service), routingKey: event }, message, now + route.delaySeconds * 1000)
+      await transport.parking!.park(
+        lot,
+        { queue, exchange: recoverExchangeName(service), routingKey: event },
+        message,
+        now + route.delaySeconds * 1000,
+      )
     } else {
       // The original routing key, which S:recover routes back to this service's queue only.
       await transport.publish(lot, event, message)
@@ -55,7 +72,14 @@ export async function sendFailure(transport: Transport, service: string, event: 
   await sendToArchive(transport, service, event, settings, message, now)
 }
 
-export async function sendToArchive(transport: Transport, service: string, event: string, settings: BusSettings, message: OutgoingMessage, now = Date.now()): Promise<void> {
+export async function sendToArchive(
+  transport: Transport,
+  service: string,
+  event: string,
+  settings: BusSettings,
+  message: OutgoingMessage,
+  now = Date.now(),
+): Promise<void> {
   const lot = archivedExchangeName(service)
   if (usesParking(transport)) {
     await transport.parking!.park(lot, { queue: handlerQueueName(service, event), exchange: lot, routingKey: event }, message, now, {

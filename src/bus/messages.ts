@@ -115,7 +115,12 @@ export function resendFromMessage(message: { body: Buffer; properties: MessagePr
   if (typeof headers.task === 'string' && typeof headers.id === 'string') {
     return { body: message.body, properties: sendProperties(message.properties, resendHeaders(headers, change)) }
   }
-  const request = decodeTaskMessage({ headers, body: message.body, contentType: message.properties.contentType, contentEncoding: message.properties.contentEncoding })
+  const request = decodeTaskMessage({
+    headers,
+    body: message.body,
+    contentType: message.properties.contentType,
+    contentEncoding: message.properties.contentEncoding,
+  })
   return resendFromRequest(request, message.properties, change)
 }
 
@@ -141,7 +146,13 @@ function resendFromRequest(m: TaskRequest, props: MessageProperties, change: Res
     replyTo: props.replyTo,
   })
   const headers = resendHeaders({ ...(encoded.headers as Headers), ...custom }, change)
-  return { body: Buffer.from(encoded.body, 'utf8'), properties: sendProperties({ ...props, contentType: encoded.contentType, contentEncoding: encoded.contentEncoding, correlationId: m.id }, headers) }
+  return {
+    body: Buffer.from(encoded.body, 'utf8'),
+    properties: sendProperties(
+      { ...props, contentType: encoded.contentType, contentEncoding: encoded.contentEncoding, correlationId: m.id },
+      headers,
+    ),
+  }
 }
 
 /** What a handler run knows of its message (the TaskContext fields a resend needs). */
@@ -175,7 +186,12 @@ export function resendFromContext(ctx: RunContext, change: Resend): OutgoingMess
     id: ctx.id,
     args: ctx.args,
     kwargs: ctx.kwargs,
-    embed: { callbacks: (ctx.callbacks ?? null) as never, errbacks: (ctx.errbacks ?? null) as never, chain: (ctx.chain ?? null) as never, chord: (ctx.chord ?? null) as never },
+    embed: {
+      callbacks: (ctx.callbacks ?? null) as never,
+      errbacks: (ctx.errbacks ?? null) as never,
+      chain: (ctx.chain ?? null) as never,
+      chord: (ctx.chord ?? null) as never,
+    },
     expires: ctx.expires ?? undefined,
     retries: change.retries,
     rootId: ctx.rootId,
@@ -188,7 +204,15 @@ export function resendFromContext(ctx: RunContext, change: Resend): OutgoingMess
   const headers = resendHeaders({ ...(encoded.headers as Headers), ...((ctx.headers ?? {}) as Record<string, HeaderValue>) }, change)
   return {
     body: Buffer.from(encoded.body, 'utf8'),
-    properties: { contentType: encoded.contentType, contentEncoding: encoded.contentEncoding, headers, deliveryMode: 2, priority: 0, correlationId: ctx.id, replyTo: ctx.replyTo ?? '' },
+    properties: {
+      contentType: encoded.contentType,
+      contentEncoding: encoded.contentEncoding,
+      headers,
+      deliveryMode: 2,
+      priority: 0,
+      correlationId: ctx.id,
+      replyTo: ctx.replyTo ?? '',
+    },
   }
 }
 
@@ -218,7 +242,11 @@ function text(value: unknown): string | null {
  * tsq's notes: its failure fields are null). A message that is not a task
  * message still gets an entry, under its correlation id or `fallbackId`.
  */
-export function describeArchived(message: { body: Buffer; properties: MessageProperties }, service: string, fallbackId: string): ArchivedEvent {
+export function describeArchived(
+  message: { body: Buffer; properties: MessageProperties },
+  service: string,
+  fallbackId: string,
+): ArchivedEvent {
   const h = message.properties.headers ?? {}
   const base = {
     service,
@@ -229,7 +257,12 @@ export function describeArchived(message: { body: Buffer; properties: MessagePro
     reason: text(h[ARCHIVE_REASON_HEADER]),
   }
   try {
-    const m = decodeTaskMessage({ headers: h, body: message.body, contentType: message.properties.contentType, contentEncoding: message.properties.contentEncoding })
+    const m = decodeTaskMessage({
+      headers: h,
+      body: message.body,
+      contentType: message.properties.contentType,
+      contentEncoding: message.properties.contentEncoding,
+    })
     return { ...base, id: m.id, event: m.task, retries: m.retries, args: m.args, kwargs: m.kwargs, origin: m.origin }
   } catch {
     const id = text(h.id) ?? text(message.properties.correlationId) ?? fallbackId

@@ -43,8 +43,10 @@ export function stepDelaySeconds(step: number): number {
 
 /** A service name must be usable in every broker's names (and never hold the separators the library adds). */
 export function checkServiceName(service: unknown): string {
-  if (typeof service !== 'string' || service.trim() === '') throw new TypeError('createEventsApp(service): the service name must be a non-empty string')
-  if (/[:\s]/.test(service)) throw new TypeError(`createEventsApp(${JSON.stringify(service)}): a service name holds no colon or white space`)
+  if (typeof service !== 'string' || service.trim() === '')
+    throw new TypeError('createEventsApp(service): the service name must be a non-empty string')
+  if (/[:\s]/.test(service))
+    throw new TypeError(`createEventsApp(${JSON.stringify(service)}): a service name holds no colon or white space`)
   return service
 }
 

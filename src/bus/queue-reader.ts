@@ -20,7 +20,12 @@ export interface ReadOptions {
  * it wants gone (ack); whatever it does not settle goes back to the queue,
  * in its order, when `visit` returns or throws.
  */
-export async function readQueue<T>(transport: Transport, queue: string, visit: (deliveries: Delivery[]) => Promise<T>, options: ReadOptions = {}): Promise<T> {
+export async function readQueue<T>(
+  transport: Transport,
+  queue: string,
+  visit: (deliveries: Delivery[]) => Promise<T>,
+  options: ReadOptions = {},
+): Promise<T> {
   const status = transport.checkQueue ? await transport.checkQueue(queue) : { messageCount: Number.POSITIVE_INFINITY, consumerCount: null }
   if (!status) return visit([])
   const expected = status.messageCount
@@ -86,7 +91,8 @@ export async function readQueue<T>(transport: Transport, queue: string, visit: (
     // (a script's next command) must find them.
     if (givenBack > 0 && transport.checkQueue) {
       const deadline = Date.now() + GIVE_BACK_WAIT_MS
-      while (Date.now() < deadline && ((await transport.checkQueue(queue).catch(() => null))?.messageCount ?? givenBack) < givenBack) await new Promise((r) => setTimeout(r, 20))
+      while (Date.now() < deadline && ((await transport.checkQueue(queue).catch(() => null))?.messageCount ?? givenBack) < givenBack)
+        await new Promise((r) => setTimeout(r, 20))
     }
   }
 }

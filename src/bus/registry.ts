@@ -22,7 +22,13 @@ export interface ServiceRecord {
 function encode(record: ServiceRecord): OutgoingMessage {
   return {
     body: Buffer.from(JSON.stringify({ ...record, at: new Date().toISOString() }), 'utf8'),
-    properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { service: record.service }, deliveryMode: 2, priority: 0 },
+    properties: {
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      headers: { service: record.service },
+      deliveryMode: 2,
+      priority: 0,
+    },
   }
 }
 
@@ -40,7 +46,13 @@ function decode(body: Buffer): ServiceRecord | undefined {
 }
 
 async function declareRegistryQueue(transport: Transport): Promise<void> {
-  await transport.declareQueue({ name: REGISTRY_NAME, durable: true, exclusive: false, autoDelete: false, arguments: { 'x-max-length': REGISTRY_MAX } })
+  await transport.declareQueue({
+    name: REGISTRY_NAME,
+    durable: true,
+    exclusive: false,
+    autoDelete: false,
+    arguments: { 'x-max-length': REGISTRY_MAX },
+  })
 }
 
 export async function recordService(transport: Transport, record: ServiceRecord): Promise<void> {

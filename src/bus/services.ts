@@ -13,7 +13,10 @@ export interface KnownService {
   recorded: boolean
 }
 
-export async function findServices(transport: Transport, options: { names?: readonly string[]; app?: unknown; all?: boolean } = {}): Promise<KnownService[]> {
+export async function findServices(
+  transport: Transport,
+  options: { names?: readonly string[]; app?: unknown; all?: boolean } = {},
+): Promise<KnownService[]> {
   const recorded = await listServices(transport)
   const out = new Map<string, KnownService>()
   const bus = busDescriptorOf(options.app)
@@ -22,8 +25,12 @@ export async function findServices(transport: Transport, options: { names?: read
   for (const name of names) {
     if (out.has(name)) continue
     const r = recorded.find((x) => x.service === name)
-    out.set(name, r ? { record: r, recorded: true } : { record: { service: name, events: [], settings: resolveBusSettings() }, recorded: false })
+    out.set(
+      name,
+      r ? { record: r, recorded: true } : { record: { service: name, events: [], settings: resolveBusSettings() }, recorded: false },
+    )
   }
-  if (options.all || (names.length === 0 && !bus)) for (const r of recorded) if (!out.has(r.service)) out.set(r.service, { record: r, recorded: true })
+  if (options.all || (names.length === 0 && !bus))
+    for (const r of recorded) if (!out.has(r.service)) out.set(r.service, { record: r, recorded: true })
   return [...out.values()]
 }

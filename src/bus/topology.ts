@@ -3,7 +3,14 @@
 // _register_archived_queue), so RabbitMQ sees the same flags and arguments
 // from a tsq worker as from a Python one and never answers 406. Pure.
 import type { ExchangeSpec, QueueArguments, QueueSpec } from '../transport/index.js'
-import { archivedExchangeName, EVENTS_EXCHANGE, handlerQueueName, recoverExchangeName, retryExchangeName, stepDelaySeconds } from './names.js'
+import {
+  archivedExchangeName,
+  EVENTS_EXCHANGE,
+  handlerQueueName,
+  recoverExchangeName,
+  retryExchangeName,
+  stepDelaySeconds,
+} from './names.js'
 import { archiveEnabled, type BusSettings } from './settings.js'
 
 export interface BindingSpec {
@@ -20,7 +27,13 @@ export interface BusTopology {
 
 /** kombu's Exchange() and Queue() defaults: durable, not auto-deleted. */
 const exchange = (name: string, type: ExchangeSpec['type']): ExchangeSpec => ({ name, type, durable: true, autoDelete: false })
-const queue = (name: string, args?: QueueArguments): QueueSpec => ({ name, durable: true, exclusive: false, autoDelete: false, ...(args ? { arguments: args } : {}) })
+const queue = (name: string, args?: QueueArguments): QueueSpec => ({
+  name,
+  durable: true,
+  exclusive: false,
+  autoDelete: false,
+  ...(args ? { arguments: args } : {}),
+})
 
 /** `S.E`'s arguments: x-dead-letter-exchange = the first retry step, when there are retries (else none at all). */
 export function handlerQueueArguments(service: string, settings: BusSettings): QueueArguments | undefined {
@@ -55,7 +68,12 @@ export function handlerQueueTopology(service: string, event: string, settings: B
  * out the retry steps and the archive, which Redis and the file broker keep
  * in parking lots instead of queues.
  */
-export function busTopology(service: string, events: readonly string[], settings: BusSettings, options: { steps?: boolean } = {}): BusTopology {
+export function busTopology(
+  service: string,
+  events: readonly string[],
+  settings: BusSettings,
+  options: { steps?: boolean } = {},
+): BusTopology {
   const out: BusTopology = { exchanges: [exchange(EVENTS_EXCHANGE, 'topic')], queues: [], bindings: [] }
   if (options.steps !== false) {
     for (let step = 0; step < settings.maxRetries; step += 1) {

@@ -8,11 +8,21 @@ import { choiceFlag } from './oclif-flags.js'
 
 /** The store flags beat and every `tsq schedule` command share. */
 export const storeFlags = {
-  scheduler: choiceFlag({ char: 'S', description: 'Where entries live: file (embedded), redis (RedBeat key layout) or django (django-celery-beat\'s tables; also spelled django_celery_beat.schedulers:DatabaseScheduler).', choices: SCHEDULER_CHOICES, helpValue: 'file|redis|django', default: 'file' }),
-  schedule: Flags.string({ char: 's', description: 'The file store\'s path (default ./tsq-beat-schedule.json).' }),
+  scheduler: choiceFlag({
+    char: 'S',
+    description:
+      "Where entries live: file (embedded), redis (RedBeat key layout) or django (django-celery-beat's tables; also spelled django_celery_beat.schedulers:DatabaseScheduler).",
+    choices: SCHEDULER_CHOICES,
+    helpValue: 'file|redis|django',
+    default: 'file',
+  }),
+  schedule: Flags.string({ char: 's', description: "The file store's path (default ./tsq-beat-schedule.json)." }),
   'redis-url': Flags.string({ description: 'Redis for --scheduler redis (default: the broker URL when it is Redis).' }),
   'key-prefix': Flags.string({ description: 'RedBeat key prefix (redbeat_key_prefix).', default: 'redbeat:' }),
-  'database-url': Flags.string({ description: 'The Django database for --scheduler django, e.g. postgresql://app@127.0.0.1/shop (default: database_url, then DATABASE_URL).' }),
+  'database-url': Flags.string({
+    description:
+      'The Django database for --scheduler django, e.g. postgresql://app@127.0.0.1/shop (default: database_url, then DATABASE_URL).',
+  }),
   timezone: Flags.string({ description: 'Timezone crontab entries are read in (IANA name; default TSQ_TIMEZONE, then UTC).' }),
 }
 
@@ -22,7 +32,14 @@ export function zoneOf(flags: { timezone?: string }): string {
 }
 
 /** The store flags as beat's options take them (`tsq beat` and `tsq worker -B`). */
-export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; 'database-url'?: string; timezone?: string }) {
+export function storeOptionsOf(flags: {
+  scheduler: string
+  schedule?: string
+  'redis-url'?: string
+  'key-prefix': string
+  'database-url'?: string
+  timezone?: string
+}) {
   return {
     scheduler: storeKindOf(flags.scheduler),
     databaseUrl: flags['database-url'],
@@ -33,10 +50,20 @@ export function storeOptionsOf(flags: { scheduler: string; schedule?: string; 'r
   }
 }
 
-type StoreFlagValues = { scheduler: string; schedule?: string; 'redis-url'?: string; 'key-prefix': string; 'database-url'?: string; timezone?: string }
+type StoreFlagValues = {
+  scheduler: string
+  schedule?: string
+  'redis-url'?: string
+  'key-prefix': string
+  'database-url'?: string
+  timezone?: string
+}
 
 /** What openStore takes, from the store flags and the client's config (its broker, its beat store TLS). */
-export function storeOpenOptions(flags: StoreFlagValues, config: { brokerUrl: string; beatStoreSsl?: StoreOptions['ssl']; transportSettings?: { sentinel?: StoreOptions['sentinel'] } }): StoreOptions {
+export function storeOpenOptions(
+  flags: StoreFlagValues,
+  config: { brokerUrl: string; beatStoreSsl?: StoreOptions['ssl']; transportSettings?: { sentinel?: StoreOptions['sentinel'] } },
+): StoreOptions {
   return {
     scheduler: storeKindOf(flags.scheduler),
     databaseUrl: flags['database-url'] || process.env.DATABASE_URL || undefined,

@@ -6,7 +6,18 @@
 // variables, then the app's own options, then the --config module, then the
 // defaults. No oclif here: the fast path uses it too.
 import { backendOptionsFromConf, type BackendOptions } from '../backends/index.js'
-import { beatStoreSslFromConf, loadConfig, transportSettingsFromConf, type ResolvedConfig, routeTask, type Route, queueDefinition, queueSettings, type QueueDefinition, type QueueSettings } from '../config/index.js'
+import {
+  beatStoreSslFromConf,
+  loadConfig,
+  transportSettingsFromConf,
+  type ResolvedConfig,
+  routeTask,
+  type Route,
+  queueDefinition,
+  queueSettings,
+  type QueueDefinition,
+  type QueueSettings,
+} from '../config/index.js'
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/index.js'
 import { DEFAULT_QUEUE } from '../client/index.js'
 import type { BodyEncoder } from '../protocol/index.js'
@@ -58,7 +69,10 @@ export function applyGlobalOptions(flags: Pick<GlobalFlagValues, 'config' | 'wor
     try {
       process.chdir(flags.workdir)
     } catch (error) {
-      throw new TsqError('USAGE', `--workdir ${JSON.stringify(flags.workdir)}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`)
+      throw new TsqError(
+        'USAGE',
+        `--workdir ${JSON.stringify(flags.workdir)}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (error as Error).message}`,
+      )
     }
   }
   if (flags.config) process.env[CONFIG_MODULE_ENV] = resolveAppModule(flags.config, process.cwd(), 'the config module')
@@ -112,7 +126,8 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
 
 /** A list of names, or one string of them separated by commas. */
 function hostList(value: unknown): string[] {
-  const items = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+  const items =
+    typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
   return items.map((h) => h.trim()).filter(Boolean)
 }
 

@@ -7,10 +7,17 @@ import { parseUmask, resolveCredentials } from '../process/index.js'
 import { UsageError } from './errors.js'
 
 export const privilegeFlags = {
-  executable: Flags.string({ description: 'With --detach, the node binary that runs the detached process (default: this one), as Celery\'s --executable names the Python.' }),
-  uid: Flags.string({ description: 'Run as this user (name or id) once started as root; the group becomes the user\'s primary group unless --gid is given.' }),
+  executable: Flags.string({
+    description:
+      "With --detach, the node binary that runs the detached process (default: this one), as Celery's --executable names the Python.",
+  }),
+  uid: Flags.string({
+    description: "Run as this user (name or id) once started as root; the group becomes the user's primary group unless --gid is given.",
+  }),
   gid: Flags.string({ description: 'Run as this group (name or id).' }),
-  umask: Flags.string({ description: 'With --detach, the umask of the detached process (022: octal with a leading 0; else decimal), as in Celery.' }),
+  umask: Flags.string({
+    description: 'With --detach, the umask of the detached process (022: octal with a leading 0; else decimal), as in Celery.',
+  }),
 }
 
 interface PrivilegeFlagValues {

@@ -125,16 +125,30 @@ export async function runFast(plan: FastPlan): Promise<void> {
     if (plan.command === 'migrate') {
       const [source, destination] = plan.positionals as [string, string]
       usedScheme = `${schemeOf(source)}>${schemeOf(destination)}`
-      result = await runMigrate({ source, destination, flags: flags as unknown as MigrateFlagValues, defaultQueue: config.defaultQueue, lines: !json && flags.quiet !== true })
+      result = await runMigrate({
+        source,
+        destination,
+        flags: flags as unknown as MigrateFlagValues,
+        defaultQueue: config.defaultQueue,
+        lines: !json && flags.quiet !== true,
+      })
     } else if (plan.command === 'status') {
-      result = await runStatus({ flags: remoteFlags, brokerUrl: config.brokerUrl, transportSettings: config.transportSettings, json, color, print })
+      result = await runStatus({
+        flags: remoteFlags,
+        brokerUrl: config.brokerUrl,
+        transportSettings: config.transportSettings,
+        json,
+        color,
+        print,
+      })
     } else {
       const [method, ...words] = plan.positionals as [string, ...string[]]
       result = await runRemote({
         kind: plan.command,
         method,
         words,
-        extraArguments: plan.command === 'control' ? controlExtraArguments(method, flags as { terminate?: boolean; signal?: string }) : undefined,
+        extraArguments:
+          plan.command === 'control' ? controlExtraArguments(method, flags as { terminate?: boolean; signal?: string }) : undefined,
         flags: remoteFlags,
         brokerUrl: config.brokerUrl,
         transportSettings: config.transportSettings,

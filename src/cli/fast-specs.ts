@@ -47,7 +47,21 @@ export interface CommandShape {
 }
 
 /** Properties of a flag that change only its help, or that oclif sets on every flag. */
-const INERT = new Set(['parse', 'input', 'type', 'name', 'char', 'description', 'summary', 'helpGroup', 'helpValue', 'helpLabel', 'hidden', 'noCacheDefault', 'defaultHelp'])
+const INERT = new Set([
+  'parse',
+  'input',
+  'type',
+  'name',
+  'char',
+  'description',
+  'summary',
+  'helpGroup',
+  'helpValue',
+  'helpLabel',
+  'hidden',
+  'noCacheDefault',
+  'defaultHelp',
+])
 /** Properties the fast path reads. */
 const READ = new Set(['default', 'dependsOn', 'fastValue', 'choices', 'min', 'max', 'minOpen', 'multiple', 'allowNo'])
 const VALUE_KINDS = new Set(['string', 'integer', 'float', 'choice'])
@@ -68,7 +82,8 @@ export function fastFlag(name: string, flag: FlagShape): FastFlag | string {
   }
   if (flag.type === 'boolean') return flag.allowNo ? `--${name} takes --no-${name}` : { kind: 'boolean', ...common }
   const kind = flag.fastValue
-  if (flag.type !== 'option' || typeof kind !== 'string' || !VALUE_KINDS.has(kind)) return `--${name} has no fastValue (use oclif-flags.ts's flag types)`
+  if (flag.type !== 'option' || typeof kind !== 'string' || !VALUE_KINDS.has(kind))
+    return `--${name} has no fastValue (use oclif-flags.ts's flag types)`
   const numeric = kind === 'integer' || kind === 'float'
   return {
     kind: kind as FastFlag['kind'],
@@ -83,7 +98,11 @@ export function fastFlag(name: string, flag: FlagShape): FastFlag | string {
 /** A command class as the fast path reads it (flags merged as oclif merges them), or why it cannot. */
 export function fastCommandSpec(command: CommandShape): FastCommandSpec | string {
   // oclif's aggregateFlags: its own --json first, then baseFlags, then the command's flags.
-  const all: Record<string, FlagShape> = { ...(command.enableJsonFlag ? { json: { type: 'boolean' } } : {}), ...command.baseFlags, ...command.flags }
+  const all: Record<string, FlagShape> = {
+    ...(command.enableJsonFlag ? { json: { type: 'boolean' } } : {}),
+    ...command.baseFlags,
+    ...command.flags,
+  }
   const flags: Record<string, FastFlag> = {}
   for (const [name, flag] of Object.entries(all)) {
     const read = fastFlag(name, flag)

@@ -26,7 +26,8 @@ function describeRange({ min, max, minOpen }: NumberRange): string {
 function inRange(n: number, label: string, input: string, range: NumberRange): number {
   const { min, max, minOpen } = range
   const below = min !== undefined && (minOpen ? n <= min : n < min)
-  if (below || (max !== undefined && n > max)) throw new InvalidValueError(label, `${input.trim()} is not in the range ${describeRange(range)}.`)
+  if (below || (max !== undefined && n > max))
+    throw new InvalidValueError(label, `${input.trim()} is not in the range ${describeRange(range)}.`)
   return n
 }
 
@@ -46,5 +47,8 @@ export function floatValue(label: string, input: string, range: NumberRange = {}
 /** click.Choice. */
 export function choiceValue(label: string, input: string, choices: readonly string[]): string {
   if (choices.includes(input)) return input
-  throw new InvalidValueError(label, `${quoted(input)} is not ${choices.length === 1 ? quoted(choices[0]!) : `one of ${choices.map(quoted).join(', ')}`}.`)
+  throw new InvalidValueError(
+    label,
+    `${quoted(input)} is not ${choices.length === 1 ? quoted(choices[0]!) : `one of ${choices.map(quoted).join(', ')}`}.`,
+  )
 }

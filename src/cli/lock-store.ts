@@ -1,15 +1,29 @@
 // The lock store `tsq locks` reads: --lock-url, else the one the worker picks
 // for this broker and result backend (src/locks/open-store.ts).
 import { Flags } from '@oclif/core'
-import { lockStoreAt, lockUrlFor, tokenCounterFor, closeLockStores, type LockListing, type LockSettings, type LockStore } from '../locks/index.js'
+import {
+  lockStoreAt,
+  lockUrlFor,
+  tokenCounterFor,
+  closeLockStores,
+  type LockListing,
+  type LockSettings,
+  type LockStore,
+} from '../locks/index.js'
 import type { ClientConfig } from './client-config.js'
 import { CliError } from './errors.js'
 
 export const lockFlags = {
-  'lock-url': Flags.string({ description: "The lock store (conf.lock_url): redis://, amqp:// or file://. Default: the app's conf.lock_url (-A), else the broker's." }),
+  'lock-url': Flags.string({
+    description: "The lock store (conf.lock_url): redis://, amqp:// or file://. Default: the app's conf.lock_url (-A), else the broker's.",
+  }),
 }
 
-export async function withLockStore<T>(config: ClientConfig, lockUrl: string | undefined, fn: (store: LockStore) => Promise<T>): Promise<T> {
+export async function withLockStore<T>(
+  config: ClientConfig,
+  lockUrl: string | undefined,
+  fn: (store: LockStore) => Promise<T>,
+): Promise<T> {
   let url: string
   let settings: LockSettings
   try {
@@ -28,7 +42,11 @@ export async function withLockStore<T>(config: ClientConfig, lockUrl: string | u
     return await fn(store)
   } catch (error) {
     if (error instanceof CliError) throw error
-    throw new CliError('BROKER_UNREACHABLE', `lock store ${url.replace(/\/\/[^@/]*@/, '//***@')} unreachable: ${(error as Error).message}`, { cause: error })
+    throw new CliError(
+      'BROKER_UNREACHABLE',
+      `lock store ${url.replace(/\/\/[^@/]*@/, '//***@')} unreachable: ${(error as Error).message}`,
+      { cause: error },
+    )
   } finally {
     await closeLockStores()
   }

@@ -28,9 +28,19 @@ export async function runMigrate(run: MigrateRun): Promise<MigrateResult> {
   const { flags } = run
   const queues = parseQueueRoutes(flags.queues ?? run.defaultQueue)
   if (queues.length === 0) throw new UsageError('no queues to migrate')
-  const tasks = flags.tasks ? new Set(flags.tasks.split(',').map((t) => t.trim()).filter(Boolean)) : null
+  const tasks = flags.tasks
+    ? new Set(
+        flags.tasks
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+      )
+    : null
   // A bar on a terminal, Celery's line per task otherwise (scripts and logs read those).
-  const bar = run.lines && process.stdout.isTTY ? new (await import('cli-progress')).SingleBar({ format: 'Migrating {bar} {value}/{total} {name}', hideCursor: true }) : null
+  const bar =
+    run.lines && process.stdout.isTTY
+      ? new (await import('cli-progress')).SingleBar({ format: 'Migrating {bar} {value}/{total} {name}', hideCursor: true })
+      : null
   let stop: () => void = () => undefined
   const stopRequested = new Promise<void>((resolve) => (stop = resolve))
   process.once('SIGINT', stop)
@@ -56,7 +66,18 @@ export async function runMigrate(run: MigrateRun): Promise<MigrateResult> {
   }
   try {
     return await withTransportPair([run.source, run.destination], (source, destination) =>
-      migrate({ source, destination, queues, limit: flags.limit ?? null, timeoutSeconds: flags.timeout, ackMessages: flags['ack-messages'] === true, tasks, forever: flags.forever === true, onMigrated, stopRequested }),
+      migrate({
+        source,
+        destination,
+        queues,
+        limit: flags.limit ?? null,
+        timeoutSeconds: flags.timeout,
+        ackMessages: flags['ack-messages'] === true,
+        tasks,
+        forever: flags.forever === true,
+        onMigrated,
+        stopRequested,
+      }),
     )
   } finally {
     if (flushSoon) clearImmediate(flushSoon)

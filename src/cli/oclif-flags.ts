@@ -53,7 +53,9 @@ const choiceDefinition = readableAs(
  * words); help shows them as the flag's value.
  */
 export const choiceFlag = ((options: { choices: readonly string[]; helpValue?: string }) =>
-  choiceDefinition({ helpValue: options.choices.join('|'), ...options } as Parameters<typeof choiceDefinition>[0])) as unknown as typeof choiceDefinition
+  choiceDefinition({ helpValue: options.choices.join('|'), ...options } as Parameters<
+    typeof choiceDefinition
+  >[0])) as unknown as typeof choiceDefinition
 
 const GLOBAL = 'GLOBAL'
 
@@ -62,10 +64,26 @@ const GLOBAL = 'GLOBAL'
  * the command name, see global-options.ts) and tsq's --json and --debug.
  */
 export const globalFlags = {
-  app: stringFlag({ char: 'A', description: "The task module (exports the app as `app` or default): the broker, the result backend and the settings (routes, default queue) come from it unless a flag or the environment names them.", helpGroup: GLOBAL }),
-  broker: stringFlag({ char: 'b', description: "Broker URL (default: $TSQ_BROKER_URL, $CELERY_BROKER_URL, the app's, else the embedded file:// broker).", helpGroup: GLOBAL }),
-  'result-backend': stringFlag({ description: "Result backend URL (default: $TSQ_RESULT_BACKEND, $CELERY_RESULT_BACKEND, the app's).", helpGroup: GLOBAL }),
-  config: stringFlag({ description: "A module of Celery settings by their Python names (broker_url, result_backend, task_routes, task_default_queue, ...), below the app's own (also $TSQ_CONFIG_MODULE).", helpGroup: GLOBAL }),
+  app: stringFlag({
+    char: 'A',
+    description:
+      'The task module (exports the app as `app` or default): the broker, the result backend and the settings (routes, default queue) come from it unless a flag or the environment names them.',
+    helpGroup: GLOBAL,
+  }),
+  broker: stringFlag({
+    char: 'b',
+    description: "Broker URL (default: $TSQ_BROKER_URL, $CELERY_BROKER_URL, the app's, else the embedded file:// broker).",
+    helpGroup: GLOBAL,
+  }),
+  'result-backend': stringFlag({
+    description: "Result backend URL (default: $TSQ_RESULT_BACKEND, $CELERY_RESULT_BACKEND, the app's).",
+    helpGroup: GLOBAL,
+  }),
+  config: stringFlag({
+    description:
+      "A module of Celery settings by their Python names (broker_url, result_backend, task_routes, task_default_queue, ...), below the app's own (also $TSQ_CONFIG_MODULE).",
+    helpGroup: GLOBAL,
+  }),
   workdir: stringFlag({ description: 'Change to this directory first (-A and --config are found from there).', helpGroup: GLOBAL }),
   'no-color': Flags.boolean({ char: 'C', description: 'Plain output (also NO_COLOR, or when not a terminal).', helpGroup: GLOBAL }),
   quiet: Flags.boolean({ char: 'q', description: 'Print less.', helpGroup: GLOBAL }),

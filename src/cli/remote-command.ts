@@ -41,16 +41,22 @@ function checkMethod(kind: ControlKind, method: string): void {
 }
 
 function unknownMethod(kind: ControlKind, method: string): Error {
-  return Object.assign(new UsageError(`unknown method ${JSON.stringify(method)}; valid ${kind} methods: ${visibleCommands(kind).join(', ')}`), { code: 'UNKNOWN_METHOD' })
+  return Object.assign(
+    new UsageError(`unknown method ${JSON.stringify(method)}; valid ${kind} methods: ${visibleCommands(kind).join(', ')}`),
+    { code: 'UNKNOWN_METHOD' },
+  )
 }
 
 /** Every node answered that it has no such handler (kombu replies `KeyError('name')`). */
 function noNodeKnows(method: string, merged: NodeReply): boolean {
   const bodies = Object.values(merged)
-  return bodies.length > 0 && bodies.every((b) => {
-    const error = (b as { error?: unknown } | null)?.error
-    return typeof error === 'string' && error.startsWith('KeyError(') && error.includes(method)
-  })
+  return (
+    bodies.length > 0 &&
+    bodies.every((b) => {
+      const error = (b as { error?: unknown } | null)?.error
+      return typeof error === 'string' && error.startsWith('KeyError(') && error.includes(method)
+    })
+  )
 }
 
 export async function runRemote(run: RemoteRun): Promise<NodeReply | NodeReply[]> {
@@ -107,7 +113,11 @@ export interface StatusRun {
 
 /** `tsq status`: ping everyone, a table of who answered, then the count. */
 export async function runStatus(run: StatusRun): Promise<NodeReply> {
-  const replies = await broadcast('ping', { brokerUrl: run.brokerUrl, transportSettings: run.transportSettings, ...remoteOptions(run.flags) })
+  const replies = await broadcast('ping', {
+    brokerUrl: run.brokerUrl,
+    transportSettings: run.transportSettings,
+    ...remoteOptions(run.flags),
+  })
   if (replies.length === 0) throw new NoRepliesError()
   const merged = flattenReplies(replies)
   const count = renderNodeCount(Object.keys(merged).length)

@@ -18,7 +18,10 @@ export function parseTimeout(raw: string): number {
 
 export function parseDestination(raw: string | undefined): string[] | null {
   if (!raw) return null
-  const nodes = raw.split(',').map((s) => s.trim()).filter(Boolean)
+  const nodes = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   return nodes.length ? nodes : null
 }
 

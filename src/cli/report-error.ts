@@ -17,7 +17,11 @@ function oclifDetail(err: Error): string | undefined {
     // oclif dims the reasons on a terminal.
     // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
     const colour = /\x1b\[[0-9;]*m/g
-    const reasons = (err.message ?? '').split('\n').slice(1).map((line) => line.replace(colour, '').trim()).filter((line) => line && !line.startsWith('See more help'))
+    const reasons = (err.message ?? '')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.replace(colour, '').trim())
+      .filter((line) => line && !line.startsWith('See more help'))
     if (reasons.length) return reasons.join('; ')
   }
   return undefined

@@ -18,7 +18,13 @@ export interface Report {
 /** A value as Celery hides it (hidden names wholesale, URLs with their password masked, nested values likewise): protocol/secrets.ts. */
 export { maskSetting }
 
-export function buildReport(o: { version: string; app: App | null; modulePath: string | null; broker: string; resultBackend: string | null }): Report {
+export function buildReport(o: {
+  version: string
+  app: App | null
+  modulePath: string | null
+  broker: string
+  resultBackend: string | null
+}): Report {
   const settings: Record<string, unknown> = {}
   if (o.app) {
     const options = o.app.options

@@ -17,7 +17,9 @@ function shellTask(task: Task): Task {
       if (prop !== 'delay') return Reflect.get(target, prop, receiver)
       return (...args: unknown[]) => {
         const sent = target.delay(...args)
-        return Object.assign(sent, { get: (...options: unknown[]) => sent.then((r) => (r.get as (...a: unknown[]) => unknown)(...options)) })
+        return Object.assign(sent, {
+          get: (...options: unknown[]) => sent.then((r) => (r.get as (...a: unknown[]) => unknown)(...options)),
+        })
       }
     },
   })
@@ -47,7 +49,9 @@ export function shellContext(app: App, o: { withoutTasks: boolean }): Record<str
   return context
 }
 
-const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...args: string[]) => (...values: unknown[]) => Promise<unknown>
+const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (
+  ...args: string[]
+) => (...values: unknown[]) => Promise<unknown>
 
 export class ShellScriptError extends TsqError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -1,7 +1,11 @@
 import { createTransport, maskUrl, parseBrokerUrl, type Transport, type TransportSettings } from '../transport/index.js'
 
 /** Connects a transport for one CLI operation and always closes it afterwards. `settings`: the app's broker_transport_options. */
-export async function withTransport<T>(brokerUrl: string, work: (transport: Transport) => Promise<T>, settings: TransportSettings = {}): Promise<T> {
+export async function withTransport<T>(
+  brokerUrl: string,
+  work: (transport: Transport) => Promise<T>,
+  settings: TransportSettings = {},
+): Promise<T> {
   const transport = await openTransport(brokerUrl, settings)
   try {
     return await work(transport)
@@ -16,10 +20,14 @@ export async function withTransport<T>(brokerUrl: string, work: (transport: Tran
  * is up, which a short run would wait for. Both are closed afterwards, and if
  * one cannot connect, the other is closed before the error is thrown.
  */
-export async function withTransportPair<T>(urls: readonly [string, string], work: (first: Transport, second: Transport) => Promise<T>): Promise<T> {
+export async function withTransportPair<T>(
+  urls: readonly [string, string],
+  work: (first: Transport, second: Transport) => Promise<T>,
+): Promise<T> {
   const [first, second] = await Promise.allSettled([openTransport(urls[0]), openTransport(urls[1])])
   if (first.status === 'rejected' || second.status === 'rejected') {
-    for (const opened of [first, second]) if (opened.status === 'fulfilled') await opened.value.close({ requeueUnacked: true }).catch(() => undefined)
+    for (const opened of [first, second])
+      if (opened.status === 'fulfilled') await opened.value.close({ requeueUnacked: true }).catch(() => undefined)
     throw first.status === 'rejected' ? first.reason : (second as PromiseRejectedResult).reason
   }
   try {
@@ -41,7 +49,9 @@ async function openTransport(brokerUrl: string, settings: TransportSettings = {}
     if (err.code === 'BROKER_UNREACHABLE') {
       // The transports already name the (masked) URL; say it once.
       const scrubbed = scrubPassword(err.message, brokerUrl)
-      err.message = scrubbed.startsWith(`cannot connect to ${maskUrl(brokerUrl)}`) ? scrubbed : `cannot connect to ${maskUrl(brokerUrl)}: ${scrubbed}`
+      err.message = scrubbed.startsWith(`cannot connect to ${maskUrl(brokerUrl)}`)
+        ? scrubbed
+        : `cannot connect to ${maskUrl(brokerUrl)}: ${scrubbed}`
     }
     throw err
   }

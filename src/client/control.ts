@@ -20,22 +20,26 @@ export interface RemoteCallOptions {
 }
 
 export async function broadcast(method: string, options: RemoteCallOptions): Promise<NodeReply[]> {
-  return withTransport(options.brokerUrl, async (transport) => {
-    const mailbox = new MailboxClient(transport)
-    const replies = await mailbox.broadcast(method, {
-      arguments: options.arguments,
-      destination: options.destination,
-      pattern: options.pattern,
-      matcher: options.matcher,
-      timeout: options.timeout,
-      limit: options.limit,
-      reply: options.reply,
-      onReply: options.onReply,
-      // withTransport closes the transport next.
-      lastUse: true,
-    })
-    return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
-  }, options.transportSettings)
+  return withTransport(
+    options.brokerUrl,
+    async (transport) => {
+      const mailbox = new MailboxClient(transport)
+      const replies = await mailbox.broadcast(method, {
+        arguments: options.arguments,
+        destination: options.destination,
+        pattern: options.pattern,
+        matcher: options.matcher,
+        timeout: options.timeout,
+        limit: options.limit,
+        reply: options.reply,
+        onReply: options.onReply,
+        // withTransport closes the transport next.
+        lastUse: true,
+      })
+      return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
+    },
+    options.transportSettings,
+  )
 }
 
 export type AppControlOptions = Omit<RemoteCallOptions, 'brokerUrl' | 'arguments' | 'transportSettings'>

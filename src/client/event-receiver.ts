@@ -9,7 +9,12 @@ export const EVENT_EXCHANGE = 'celeryev'
 
 /** Celery's celeryev: a durable topic exchange on AMQP; kombu turns it into fanout on Redis. */
 export function declareEventExchange(transport: Transport): Promise<void> {
-  return transport.declareExchange({ name: EVENT_EXCHANGE, type: transport.kind === 'amqp' ? 'topic' : 'fanout', durable: true, autoDelete: false })
+  return transport.declareExchange({
+    name: EVENT_EXCHANGE,
+    type: transport.kind === 'amqp' ? 'topic' : 'fanout',
+    durable: true,
+    autoDelete: false,
+  })
 }
 
 export interface EventReceiverOptions {
@@ -37,7 +42,13 @@ export class EventReceiver {
     await declareEventExchange(this.transport)
     // event_queue_ttl 5 s and event_queue_expires 60 s, Celery's defaults: a
     // receiver that goes away leaves nothing that fills up.
-    await this.transport.declareQueue({ name: this.queue, durable: false, exclusive: false, autoDelete: true, arguments: { 'x-message-ttl': 5_000, 'x-expires': 60_000 } })
+    await this.transport.declareQueue({
+      name: this.queue,
+      durable: false,
+      exclusive: false,
+      autoDelete: true,
+      arguments: { 'x-message-ttl': 5_000, 'x-expires': 60_000 },
+    })
     await this.transport.bindQueue(this.queue, EVENT_EXCHANGE, this.options.routingKey ?? '#')
     this.consumer = await this.transport.consume(this.queue, (delivery) => this.onDelivery(delivery), { noAck: true })
   }

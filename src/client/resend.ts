@@ -43,10 +43,13 @@ export async function originalCall(taskId: string, backend: ResultBackend | null
   const meta = await backend.get(taskId)
   if (!meta) return refuse('the result backend holds nothing for it (yet)')
   const { name, args, kwargs, queue } = meta as { name?: unknown; args?: unknown; kwargs?: unknown; queue?: unknown }
-  if (args === undefined && kwargs === undefined) return refuse('its result was stored without them (set result_extended = True on the workers)')
+  if (args === undefined && kwargs === undefined)
+    return refuse('its result was stored without them (set result_extended = True on the workers)')
   if (typeof name !== 'string' || !name) return refuse('its stored result does not name the task')
   if (!Array.isArray(args)) return refuse('the stored args are not a list')
-  if (kwargs !== null && kwargs !== undefined && (typeof kwargs !== 'object' || Array.isArray(kwargs))) return refuse('the stored kwargs are not a mapping')
-  if (hasRoundedInteger(args) || hasRoundedInteger(kwargs)) return refuse('they hold an integer beyond 2^53 that the result serializer\'s reader did not keep exact')
+  if (kwargs !== null && kwargs !== undefined && (typeof kwargs !== 'object' || Array.isArray(kwargs)))
+    return refuse('the stored kwargs are not a mapping')
+  if (hasRoundedInteger(args) || hasRoundedInteger(kwargs))
+    return refuse("they hold an integer beyond 2^53 that the result serializer's reader did not keep exact")
   return { task: name, args, kwargs: (kwargs ?? {}) as Record<string, unknown>, queue: typeof queue === 'string' && queue ? queue : null }
 }

@@ -1,8 +1,26 @@
 import { hostname } from 'node:os'
-import { buildEvent, encodeEvent, encodeTaskV2With, orderEventFields, utcoffsetHours, type BodyEncoder, type SerializedTaskMessage, type TaskSendOptions } from '../protocol/index.js'
+import {
+  buildEvent,
+  encodeEvent,
+  encodeTaskV2With,
+  orderEventFields,
+  utcoffsetHours,
+  type BodyEncoder,
+  type SerializedTaskMessage,
+  type TaskSendOptions,
+} from '../protocol/index.js'
 import type { Headers, LamportClock, OutgoingMessage, Transport } from '../transport/index.js'
 import { declareEventExchange, EVENT_EXCHANGE } from './event-receiver.js'
-import { retryFailedPublish, withPublishRetry, type PublishRetryPolicy, declareTaskQueue, isQuorumQueue, isTaskQueueDeclared, QueueSettingError, type QueueDefinition } from '../config/index.js'
+import {
+  retryFailedPublish,
+  withPublishRetry,
+  type PublishRetryPolicy,
+  declareTaskQueue,
+  isQuorumQueue,
+  isTaskQueueDeclared,
+  QueueSettingError,
+  type QueueDefinition,
+} from '../config/index.js'
 
 export const DEFAULT_QUEUE = 'celery'
 
@@ -13,7 +31,14 @@ export const DEFAULT_QUEUE = 'celery'
  * embed], for reading.
  */
 export interface PublishSignalPayloads {
-  before_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown>; properties: Record<string, unknown> }
+  before_task_publish: {
+    sender: string
+    body: unknown[]
+    exchange: string
+    routingKey: string
+    headers: Record<string, unknown>
+    properties: Record<string, unknown>
+  }
   after_task_publish: { sender: string; body: unknown[]; exchange: string; routingKey: string; headers: Record<string, unknown> }
 }
 
@@ -68,7 +93,13 @@ let origin: string | undefined
  */
 const JSON_BODY: BodyEncoder = { serializer: 'json' }
 
-export function sendTask(transport: Transport, name: string, options: SendTaskOptions = {}, signals?: PublishSignals, encoder: BodyEncoder = JSON_BODY): Promise<string> {
+export function sendTask(
+  transport: Transport,
+  name: string,
+  options: SendTaskOptions = {},
+  signals?: PublishSignals,
+  encoder: BodyEncoder = JSON_BODY,
+): Promise<string> {
   return sendTaskAs(transport, name, options, signals, encoder, taskIdOf)
 }
 
@@ -78,7 +109,14 @@ const taskIdOf = (id: string): string => id
  * sendTask resolving with `resultOf(id)` (an app's AsyncResult), made when
  * the message is: one promise less per send than chaining a then.
  */
-export function sendTaskAs<R>(transport: Transport, name: string, options: SendTaskOptions, signals: PublishSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
+export function sendTaskAs<R>(
+  transport: Transport,
+  name: string,
+  options: SendTaskOptions,
+  signals: PublishSignals | undefined,
+  encoder: BodyEncoder,
+  resultOf: (id: string) => R,
+): Promise<R> {
   try {
     return startSend(transport, name, options, signals, encoder, resultOf)
   } catch (error) {
@@ -91,7 +129,14 @@ export function sendTaskAs<R>(transport: Transport, name: string, options: SendT
  * unless the queue is not declared yet: concurrent sends then reach the
  * transport together and share its batched write.
  */
-function startSend<R>(transport: Transport, name: string, options: SendTaskOptions, signals: PublishSignals | undefined, encoder: BodyEncoder, resultOf: (id: string) => R): Promise<R> {
+function startSend<R>(
+  transport: Transport,
+  name: string,
+  options: SendTaskOptions,
+  signals: PublishSignals | undefined,
+  encoder: BodyEncoder,
+  resultOf: (id: string) => R,
+): Promise<R> {
   const queue = options.queue ?? DEFAULT_QUEUE
   const message = encodeTaskV2With(name, options, encoder, options.origin ?? clientOrigin())
   const retryPolicy = options.retryPolicy
@@ -105,10 +150,13 @@ function startSend<R>(transport: Transport, name: string, options: SendTaskOptio
     routingKey = options.routingKey ?? queue
   } else {
     const definition = options.resolveQueue?.(queue)
-    if (!isTaskQueueDeclared(transport, queue)) declared = withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
+    if (!isTaskQueueDeclared(transport, queue))
+      declared = withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
     quorum = isQuorumQueue(definition)
     if (quorum && options.priority) {
-      const refusal = new QueueSettingError(`queue ${JSON.stringify(queue)} is a quorum queue, whose messages have no priority (priority=${options.priority}); send without one or route to a classic queue`)
+      const refusal = new QueueSettingError(
+        `queue ${JSON.stringify(queue)} is a quorum queue, whose messages have no priority (priority=${options.priority}); send without one or route to a classic queue`,
+      )
       return declared ? declared.then(() => Promise.reject(refusal)) : Promise.reject(refusal)
     }
     if (definition) {
@@ -125,7 +173,9 @@ function startSend<R>(transport: Transport, name: string, options: SendTaskOptio
   const announce = signals !== undefined && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   if (announce || options.sentEvent) {
     const target = { queue, exchange, routingKey, quorum, deliveryMode }
-    const announced = declared ? declared.then(() => publishAnnounced(transport, name, options, signals, message, target)) : publishAnnounced(transport, name, options, signals, message, target)
+    const announced = declared
+      ? declared.then(() => publishAnnounced(transport, name, options, signals, message, target))
+      : publishAnnounced(transport, name, options, signals, message, target)
     return announced.then(resultOf)
   }
   const outgoing = outgoingOf(message, deliveryMode)
@@ -136,7 +186,8 @@ function startSend<R>(transport: Transport, name: string, options: SendTaskOptio
   // seconds in all on a loaded cluster, and the worker holds the rest.
   const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
   const timed = publishTimeout(options)
-  const publish = delayS >= 1 ? () => transport.publishDelayed!(queue, outgoing, delayS) : () => transport.publish(exchange, routingKey, outgoing, timed)
+  const publish =
+    delayS >= 1 ? () => transport.publishDelayed!(queue, outgoing, delayS) : () => transport.publish(exchange, routingKey, outgoing, timed)
   const result = resultOf(message.properties.correlationId)
   if (declared) return declared.then(() => withPublishRetry(retryPolicy, publish)).then(() => result)
   let first: Promise<void>
@@ -190,7 +241,15 @@ async function publishAnnounced(
   const sentEvent = options.sentEvent
   const announce = signals !== undefined && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   const body = announce ? message.value : undefined
-  if (announce) signals.send('before_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown>, properties: message.properties as unknown as Record<string, unknown> })
+  if (announce)
+    signals.send('before_task_publish', {
+      sender: name,
+      body: body!,
+      exchange,
+      routingKey,
+      headers: message.headers as Record<string, unknown>,
+      properties: message.properties as unknown as Record<string, unknown>,
+    })
   const outgoing = outgoingOf(message, target.deliveryMode)
   const delayS = quorum && transport.publishDelayed ? etaDelaySeconds(message.headers.eta) - BROKER_DELAY_LEAD_S : 0
   if (delayS >= 1) await withPublishRetry(retryPolicy, () => transport.publishDelayed!(queue, outgoing, delayS))
@@ -198,17 +257,49 @@ async function publishAnnounced(
   if (sentEvent) {
     const h = message.headers as unknown as Record<string, unknown>
     // Celery's as_task_v2 sent_event, then send_task_message's queue, exchange and routing key.
-    const fields = { uuid: h.id, root_id: h.root_id, parent_id: h.parent_id, name: h.task, args: h.argsrepr, kwargs: h.kwargsrepr, retries: h.retries, eta: h.eta, expires: h.expires, queue: options.exchange ? (options.queue ?? null) : queue, exchange, routing_key: routingKey }
-    const event = buildEvent('task-sent', orderEventFields('task-sent', fields), { hostname: sentEvent.hostname, utcoffset: utcoffsetHours(), pid: process.pid, clock: sentEvent.clock.forward(), timestamp: Date.now() / 1000 })
+    const fields = {
+      uuid: h.id,
+      root_id: h.root_id,
+      parent_id: h.parent_id,
+      name: h.task,
+      args: h.argsrepr,
+      kwargs: h.kwargsrepr,
+      retries: h.retries,
+      eta: h.eta,
+      expires: h.expires,
+      queue: options.exchange ? (options.queue ?? null) : queue,
+      exchange,
+      routing_key: routingKey,
+    }
+    const event = buildEvent('task-sent', orderEventFields('task-sent', fields), {
+      hostname: sentEvent.hostname,
+      utcoffset: utcoffsetHours(),
+      pid: process.pid,
+      clock: sentEvent.clock.forward(),
+      timestamp: Date.now() / 1000,
+    })
     await withPublishRetry(retryPolicy, async () => {
       await declareEventExchange(transport)
       await transport.publish(EVENT_EXCHANGE, 'task.sent', {
         body: Buffer.from(encodeEvent(event), 'utf8'),
-        properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { hostname: sentEvent.hostname }, deliveryMode: 1, priority: 0 },
+        properties: {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: { hostname: sentEvent.hostname },
+          deliveryMode: 1,
+          priority: 0,
+        },
       })
     })
   }
-  if (announce) signals.send('after_task_publish', { sender: name, body: body!, exchange, routingKey, headers: message.headers as Record<string, unknown> })
+  if (announce)
+    signals.send('after_task_publish', {
+      sender: name,
+      body: body!,
+      exchange,
+      routingKey,
+      headers: message.headers as Record<string, unknown>,
+    })
   return message.properties.correlationId
 }
 

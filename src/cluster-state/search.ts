@@ -111,7 +111,8 @@ function parseTerm(token: Token): Query {
   if (field === null && value.startsWith('-')) throw new QuerySyntaxError("Negation with '-' is not supported", token.position)
   if (!value) throw new QuerySyntaxError('Search qualifier requires a value', token.position)
   const exact = (field !== null && EXACT_FIELDS.has(field)) || (field === 'kwargs' && value.includes('='))
-  if (!exact && value.trim().length < MIN_SUBSTRING_LENGTH) throw new QuerySyntaxError(`Substring search terms must contain at least ${MIN_SUBSTRING_LENGTH} characters`, token.position)
+  if (!exact && value.trim().length < MIN_SUBSTRING_LENGTH)
+    throw new QuerySyntaxError(`Substring search terms must contain at least ${MIN_SUBSTRING_LENGTH} characters`, token.position)
   return { kind: 'term', field, value }
 }
 
@@ -119,7 +120,7 @@ class Parser {
   private index = 0
   constructor(private readonly tokens: Token[]) {}
 
-    private get current(): Token {
+  private get current(): Token {
     return this.tokens[this.index]!
   }
 
@@ -139,7 +140,8 @@ class Parser {
     const children = [this.parseAnd(depth)]
     while (this.current.kind === 'OR') {
       const operator = this.tokens[this.index++]!
-      if (['EOF', 'RPAREN', 'AND', 'OR'].includes(this.current.kind)) throw new QuerySyntaxError('OR must be followed by a search term', operator.position)
+      if (['EOF', 'RPAREN', 'AND', 'OR'].includes(this.current.kind))
+        throw new QuerySyntaxError('OR must be followed by a search term', operator.position)
       children.push(this.parseAnd(depth))
     }
     return combine('or', children)
@@ -150,7 +152,8 @@ class Parser {
     while (!['EOF', 'RPAREN', 'OR'].includes(this.current.kind)) {
       if (this.current.kind === 'AND') {
         const operator = this.tokens[this.index++]!
-        if (['EOF', 'RPAREN', 'AND', 'OR'].includes(this.current.kind)) throw new QuerySyntaxError('AND must be followed by a search term', operator.position)
+        if (['EOF', 'RPAREN', 'AND', 'OR'].includes(this.current.kind))
+          throw new QuerySyntaxError('AND must be followed by a search term', operator.position)
       }
       children.push(this.parsePrimary(depth))
     }

@@ -21,7 +21,10 @@ const TASK_EVENT_STATE: Record<string, string> = {
 }
 
 const KNOWN_TYPES = new Map<string, readonly [string, string]>(
-  [...Object.keys(TASK_EVENT_STATE).map((s) => ['task', s] as const), ...['online', 'heartbeat', 'offline'].map((s) => ['worker', s] as const)].map(([g, s]) => [`${g}-${s}`, [g, s] as const]),
+  [
+    ...Object.keys(TASK_EVENT_STATE).map((s) => ['task', s] as const),
+    ...['online', 'heartbeat', 'offline'].map((s) => ['worker', s] as const),
+  ].map(([g, s]) => [`${g}-${s}`, [g, s] as const]),
 )
 
 /** States after which a task is done with: Celery's READY_STATES and REJECTED. The first of these to go past max tasks. */
@@ -32,9 +35,37 @@ const RECEIVED_KEEPS = new Set(['name', 'args', 'kwargs', 'parent_id', 'root_id'
 
 /** The fields of Celery's Task.as_dict, in its order: the JSON shape of Flower's task API. */
 export const TASK_FIELDS = [
-  'uuid', 'name', 'state', 'received', 'sent', 'started', 'rejected', 'succeeded', 'failed', 'retried', 'revoked',
-  'args', 'kwargs', 'eta', 'expires', 'retries', 'worker', 'result', 'exception', 'timestamp', 'runtime', 'traceback',
-  'exchange', 'routing_key', 'clock', 'client', 'root', 'root_id', 'parent', 'parent_id', 'children',
+  'uuid',
+  'name',
+  'state',
+  'received',
+  'sent',
+  'started',
+  'rejected',
+  'succeeded',
+  'failed',
+  'retried',
+  'revoked',
+  'args',
+  'kwargs',
+  'eta',
+  'expires',
+  'retries',
+  'worker',
+  'result',
+  'exception',
+  'timestamp',
+  'runtime',
+  'traceback',
+  'exchange',
+  'routing_key',
+  'clock',
+  'client',
+  'root',
+  'root_id',
+  'parent',
+  'parent_id',
+  'children',
 ] as const
 
 /** Event fields that are not task attributes (Celery stores them but as_dict leaves them out). */
@@ -95,7 +126,8 @@ export function workerAlive(worker: WorkerRecord, now: number): boolean {
   return now < heartbeatExpires(last, worker.freq)
 }
 
-export type StateChange = { kind: 'task'; task: TaskRecord; created: boolean } | { kind: 'worker'; worker: WorkerRecord } | { kind: 'dropped'; uuid: string }
+export type StateChange =
+  { kind: 'task'; task: TaskRecord; created: boolean } | { kind: 'worker'; worker: WorkerRecord } | { kind: 'dropped'; uuid: string }
 
 export interface ClusterStateOptions {
   maxTasks: number
@@ -208,7 +240,22 @@ export class ClusterState {
   private workerFor(hostname: string): WorkerRecord {
     let worker = this.workers.get(hostname)
     if (!worker) {
-      worker = { hostname, pid: null, freq: 60, heartbeats: [], clock: 0, active: null, processed: null, loadavg: null, sw_ident: null, sw_ver: null, sw_sys: null, offlineAt: null, counter: {}, inspect: {} }
+      worker = {
+        hostname,
+        pid: null,
+        freq: 60,
+        heartbeats: [],
+        clock: 0,
+        active: null,
+        processed: null,
+        loadavg: null,
+        sw_ident: null,
+        sw_ver: null,
+        sw_sys: null,
+        offlineAt: null,
+        counter: {},
+        inspect: {},
+      }
       this.workers.set(hostname, worker)
     }
     return worker
@@ -244,11 +291,31 @@ export class ClusterState {
     }
   }
 
-  private taskEvent(uuid: string, type: string, subject: string, hostname: string | null, timestamp: number, localReceived: number, event: Record<string, unknown>): void {
+  private taskEvent(
+    uuid: string,
+    type: string,
+    subject: string,
+    hostname: string | null,
+    timestamp: number,
+    localReceived: number,
+    event: Record<string, unknown>,
+  ): void {
     let task = this.tasks.get(uuid)
     const created = !task
     if (!task) {
-      task = { uuid, state: 'PENDING', clock: 0, worker: null, children: [], fields: {}, timeline: [], doc: null, finishedSeq: 0, block: null, slot: 0 }
+      task = {
+        uuid,
+        state: 'PENDING',
+        clock: 0,
+        worker: null,
+        children: [],
+        fields: {},
+        timeline: [],
+        doc: null,
+        finishedSeq: 0,
+        block: null,
+        slot: 0,
+      }
       this.tasks.set(uuid, task)
       this.table.add(task)
       const waiting = this.orphans.get(uuid)
@@ -398,7 +465,14 @@ export class ClusterState {
       for (const c of index.values()) n += c
       return n
     }
-    return { tasks: this.tasks.size, finishedQueue: this.finished.length, orphans: this.orphans.size, byName: count(this.byName), byState: count(this.byState), byWorker: count(this.byWorker) }
+    return {
+      tasks: this.tasks.size,
+      finishedQueue: this.finished.length,
+      orphans: this.orphans.size,
+      byName: count(this.byName),
+      byState: count(this.byState),
+      byWorker: count(this.byWorker),
+    }
   }
 
   alive(worker: WorkerRecord): boolean {
@@ -440,9 +514,14 @@ export class ClusterState {
       known: null,
     }
     // With no search and no time range, one filter's count is its counter.
-    const filters = [[this.byName, plan.name], [this.byWorker, plan.worker], [this.byState, plan.state]] as const
+    const filters = [
+      [this.byName, plan.name],
+      [this.byWorker, plan.worker],
+      [this.byState, plan.state],
+    ] as const
     const given = filters.filter(([, value]) => value !== null)
-    if (given.length === 1 && plan.test === null && plan.receivedStart === null && plan.receivedEnd === null) plan.known = given[0]![0].get(given[0]![1]!) ?? 0
+    if (given.length === 1 && plan.test === null && plan.receivedStart === null && plan.receivedEnd === null)
+      plan.known = given[0]![0].get(given[0]![1]!) ?? 0
     const found = this.table.query(plan)
     return { tasks: found.tasks, filtered: plan.count ? found.filtered : null, total: this.tasks.size }
   }
@@ -471,7 +550,10 @@ export class ClusterState {
       taskCount: this.taskCount,
       workers: [...this.workers.values()],
       tasks: [...this.tasks.values()].map(({ doc: _doc, finishedSeq: _seq, block: _block, slot: _slot, ...rest }) => rest),
-      finished: this.finished.slice(this.finishedHead).filter((e) => this.tasks.get(e.uuid)?.finishedSeq === e.seq).map((e) => e.uuid),
+      finished: this.finished
+        .slice(this.finishedHead)
+        .filter((e) => this.tasks.get(e.uuid)?.finishedSeq === e.seq)
+        .map((e) => e.uuid),
     }
   }
 
@@ -523,7 +605,7 @@ const defaultKey = (t: TaskRecord): number => numberOr(t.fields.timestamp, 0)
 
 function sortKey(field: string): (t: TaskRecord) => SortValue {
   if (field === 'state') return (t) => t.state.toLowerCase()
-  if (field === 'worker') return (t) => (t.worker ?? null)
+  if (field === 'worker') return (t) => t.worker ?? null
   if (field === 'uuid') return (t) => t.uuid
   if (field === 'name') return (t) => (typeof t.fields.name === 'string' ? t.fields.name.toLowerCase() : null)
   // NaN (Python's json can send it) reads as missing: it has no place in an order.

@@ -93,7 +93,17 @@ export function documentOf(task: TaskRecord): SearchDocument {
   const result = fold(f.result)
   // One literal with every field (not a spread): many of these are read per
   // search, and the spread's objects were several times slower to read.
-  return { name, state, worker, args, kwargs, result, all: [fold(task.uuid), name, state, worker, args, kwargs, result].join('\0'), kwargsRaw: f.kwargs, kwargsPairs: null }
+  return {
+    name,
+    state,
+    worker,
+    args,
+    kwargs,
+    result,
+    all: [fold(task.uuid), name, state, worker, args, kwargs, result].join('\0'),
+    kwargsRaw: f.kwargs,
+    kwargsPairs: null,
+  }
 }
 
 export class TaskTable {
@@ -222,7 +232,8 @@ export class TaskTable {
 
   /** The plan over every held task, block by block, best block first. */
   query(p: TablePlan): TableResult {
-    const filtering = p.test !== null || p.name !== null || p.worker !== null || p.state !== null || p.receivedStart !== null || p.receivedEnd !== null
+    const filtering =
+      p.test !== null || p.name !== null || p.worker !== null || p.state !== null || p.receivedStart !== null || p.receivedEnd !== null
     let counted: number | null = filtering ? p.known : this.live
     // A page nearer the end than the start is the same page from the other
     // end: the last 25 of 100,000 keep 25 rows in order, not 100,000.
@@ -295,7 +306,11 @@ class TopK {
   private readonly sign: number
   private readonly bounded: boolean
 
-  constructor(private readonly k: number | null, private readonly key: (t: TaskRecord) => SortValue, descending: boolean) {
+  constructor(
+    private readonly k: number | null,
+    private readonly key: (t: TaskRecord) => SortValue,
+    descending: boolean,
+  ) {
     this.sign = descending ? -1 : 1
     this.bounded = k !== null && k <= BOUNDED_PAGE
   }
@@ -342,7 +357,9 @@ class TopK {
   }
 }
 
-const gramOf = (s: string, i: number): number => (Math.imul((s.charCodeAt(i) << 24) ^ (s.charCodeAt(i + 1) << 16) ^ (s.charCodeAt(i + 2) << 8) ^ s.charCodeAt(i + 3), 0x9e3779b1) >>> 16) & (GRAM_BITS - 1)
+const gramOf = (s: string, i: number): number =>
+  (Math.imul((s.charCodeAt(i) << 24) ^ (s.charCodeAt(i + 1) << 16) ^ (s.charCodeAt(i + 2) << 8) ^ s.charCodeAt(i + 3), 0x9e3779b1) >>> 16) &
+  (GRAM_BITS - 1)
 
 function gramBits(text: string): Uint32Array {
   const bits = new Uint32Array(GRAM_BITS >>> 5)

@@ -21,9 +21,9 @@ export default class Amqp extends TsqCommand<AmqpOutput> {
   static summary = "AMQP administration: Celery's `amqp` commands on RabbitMQ, Redis and file://, one-shot or as a shell (repl)."
   static description = [
     `Commands: ${AMQP_COMMAND_NAMES.map(amqpUsage).join(' · ')}.`,
-    'Booleans are read as Celery reads them (1/0, true/false, yes/no, y/n, on/off, t/f). Each prints Celery\'s lines; any error is one line and a non-zero exit (1 when the broker refused, 64 for a bad command line).',
+    "Booleans are read as Celery reads them (1/0, true/false, yes/no, y/n, on/off, t/f). Each prints Celery's lines; any error is one line and a non-zero exit (1 when the broker refused, 64 for a bad command line).",
     'With no command on a terminal, or with `repl`, an interactive shell on one connection (basic.get then basic.ack), with Tab completion and history in ~/.tsq_amqp_history (TSQ_AMQP_HISTORY). `repl` with stdin not a terminal runs the piped lines and exits 1 if any failed.',
-    'On Redis and file:// the same commands act on the broker\'s layout (kombu\'s priority lists and _kombu.binding.<exchange> sets on Redis).',
+    "On Redis and file:// the same commands act on the broker's layout (kombu's priority lists and _kombu.binding.<exchange> sets on Redis).",
   ].join('\n\n')
   static strict = false
   static args = {
@@ -41,7 +41,8 @@ export default class Amqp extends TsqCommand<AmqpOutput> {
     const words = argv as string[]
     const repl = words.length === 0 || words[0] === 'repl'
     if (repl && words.length > 1) throw new UsageError(`repl takes no arguments (got ${words.slice(1).join(' ')})`)
-    if (words.length === 0 && !process.stdin.isTTY) throw new UsageError(`Missing command: one of ${AMQP_COMMAND_NAMES.join(', ')}, or repl (stdin is not a terminal)`)
+    if (words.length === 0 && !process.stdin.isTTY)
+      throw new UsageError(`Missing command: one of ${AMQP_COMMAND_NAMES.join(', ')}, or repl (stdin is not a terminal)`)
     // A bad command line is refused before any connection, as click does.
     if (!repl) parseAmqpCommand(words)
     const config = await this.clientConfig(flags)

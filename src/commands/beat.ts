@@ -8,14 +8,28 @@ import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode } from '../beat/index.js'
 
 export default class BeatCommand extends TsqCommand<void> {
   static summary = 'Send periodic tasks on schedule (Celery beat; RedBeat-compatible Redis store).'
-  static description = 'Entries come from the app (-A, createApp({ beatSchedule })) and from the store, where `tsq schedule` changes them while beat runs. Several beats can share a Redis store safely: --ha lease (one leader, fenced) or --ha mutex (all active, RabbitMQ exclusive queues).'
+  static description =
+    'Entries come from the app (-A, createApp({ beatSchedule })) and from the store, where `tsq schedule` changes them while beat runs. Several beats can share a Redis store safely: --ha lease (one leader, fenced) or --ha mutex (all active, RabbitMQ exclusive queues).'
   static enableJsonFlag = false
   static flags = {
     ...storeFlags,
     app: Flags.string({ char: 'A', description: 'Module whose app holds beatSchedule entries.' }),
-    ha: choiceFlag({ description: 'Several beats on one store: lease (default with redis; with django it needs a Redis), mutex (needs RabbitMQ), none (default with file and django).', choices: ['lease', 'mutex', 'none'] }),
-    'lock-timeout': floatFlag({ description: 'Lease time in seconds for --ha lease; a follower takes over within it.', default: DEFAULT_LOCK_TIMEOUT, min: 0, minOpen: true }),
-    'max-interval': floatFlag({ description: 'Longest sleep between checks, seconds (Celery: 300; 5 with django, as its DatabaseScheduler).', min: 0, minOpen: true }),
+    ha: choiceFlag({
+      description:
+        'Several beats on one store: lease (default with redis; with django it needs a Redis), mutex (needs RabbitMQ), none (default with file and django).',
+      choices: ['lease', 'mutex', 'none'],
+    }),
+    'lock-timeout': floatFlag({
+      description: 'Lease time in seconds for --ha lease; a follower takes over within it.',
+      default: DEFAULT_LOCK_TIMEOUT,
+      min: 0,
+      minOpen: true,
+    }),
+    'max-interval': floatFlag({
+      description: 'Longest sleep between checks, seconds (Celery: 300; 5 with django, as its DatabaseScheduler).',
+      min: 0,
+      minOpen: true,
+    }),
     loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
     logfile: Flags.string({ char: 'f', description: 'Log file (default stderr).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live beat holds it.' }),

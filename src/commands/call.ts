@@ -25,7 +25,10 @@ export default class Call extends TsqCommand<{ id: string }> {
   static flags = {
     args: Flags.string({ char: 'a', description: 'Positional arguments as a JSON array.', default: '[]' }),
     kwargs: Flags.string({ char: 'k', description: 'Keyword arguments as a JSON object.', default: '{}' }),
-    queue: Flags.string({ char: 'Q', description: "Queue to send to (default: the task's route in the app's task_routes, else its default queue, celery unless set)." }),
+    queue: Flags.string({
+      char: 'Q',
+      description: "Queue to send to (default: the task's route in the app's task_routes, else its default queue, celery unless set).",
+    }),
     exchange: Flags.string({ description: 'Exchange to publish to (with --routing-key).' }),
     'routing-key': Flags.string({ description: 'Routing key, with --exchange.' }),
     countdown: floatFlag({ description: 'Run no earlier than this many seconds from now.' }),
@@ -35,13 +38,14 @@ export default class Call extends TsqCommand<{ id: string }> {
     'time-limit': floatFlag({ description: 'Hard time limit in seconds.' }),
     'soft-time-limit': floatFlag({ description: 'Soft time limit in seconds.' }),
     timeout: floatFlag({
-      description: "Seconds the broker has to confirm the send (task_publish_timeout; 0: wait). Past them it fails (exit 69: the message may still be delivered; 75: it was not sent) instead of waiting out a blocked broker.",
+      description:
+        'Seconds the broker has to confirm the send (task_publish_timeout; 0: wait). Past them it fails (exit 69: the message may still be delivered; 75: it was not sent) instead of waiting out a blocked broker.',
       min: 0,
     }),
   }
   static examples = [
     "<%= config.bin %> call proj.add --args '[2, 3]'",
-    "<%= config.bin %> call proj.report --kwargs '{\"day\": \"mon\"}' --queue reports --countdown 10",
+    '<%= config.bin %> call proj.report --kwargs \'{"day": "mon"}\' --queue reports --countdown 10',
   ]
 
   async run(): Promise<{ id: string }> {
@@ -49,7 +53,8 @@ export default class Call extends TsqCommand<{ id: string }> {
     const config = await this.clientConfig(flags)
     const taskArgs = parseJson(optionLabel('args', 'a'), flags.args, 'array') as unknown[]
     const kwargs = parseJson(optionLabel('kwargs', 'k'), flags.kwargs, 'object') as Record<string, unknown>
-    if (flags.eta !== undefined && Number.isNaN(Date.parse(flags.eta))) throw new InvalidValueError(optionLabel('eta'), `${pyRepr(flags.eta)} is not an ISO-8601 time.`)
+    if (flags.eta !== undefined && Number.isNaN(Date.parse(flags.eta)))
+      throw new InvalidValueError(optionLabel('eta'), `${pyRepr(flags.eta)} is not an ISO-8601 time.`)
     let expires: number | string | undefined
     if (flags.expires !== undefined) {
       const n = Number(flags.expires)
@@ -58,28 +63,42 @@ export default class Call extends TsqCommand<{ id: string }> {
       else throw new InvalidValueError(optionLabel('expires'), `${pyRepr(flags.expires)} is neither seconds nor an ISO-8601 time.`)
     }
     // What the flags name wins; the route (task_routes, else the default queue) fills in the rest, as Celery's router does.
-    const destination = routedSend({ queue: flags.queue, exchange: flags.exchange, routingKey: flags['routing-key'] }, () => config.routeFor(args.task))
+    const destination = routedSend({ queue: flags.queue, exchange: flags.exchange, routingKey: flags['routing-key'] }, () =>
+      config.routeFor(args.task),
+    )
     const timeout = flags.timeout ?? config.publishTimeout
-    const id = await withTransport(config.brokerUrl, (transport) => {
-      // A RabbitMQ alarm holds the send: said at once, not waited out in silence.
-      transport.on('connection:blocked', (reason) =>
-        process.stderr.write(`tsq call: the broker blocks publishing (${reason}); waiting${timeout ? ` up to ${timeout} s` : ' until it clears (--timeout gives up sooner)'}\n`),
-      )
-      return sendTask(transport, args.task, {
-        args: taskArgs,
-        kwargs,
-        ...destination,
-        resolveQueue: (name) => config.resolveQueue(name),
-        deliveryMode: config.deliveryMode(),
-        countdown: flags.countdown,
-        eta: flags.eta,
-        expires,
-        priority: flags.priority,
-        timeLimit: flags['time-limit'] ?? null,
-        softTimeLimit: flags['soft-time-limit'] ?? null,
-        timeout: timeout || null,
-      }, undefined, config.taskEncoder?.())
-    }, config.transportSettings)
+    const id = await withTransport(
+      config.brokerUrl,
+      (transport) => {
+        // A RabbitMQ alarm holds the send: said at once, not waited out in silence.
+        transport.on('connection:blocked', (reason) =>
+          process.stderr.write(
+            `tsq call: the broker blocks publishing (${reason}); waiting${timeout ? ` up to ${timeout} s` : ' until it clears (--timeout gives up sooner)'}\n`,
+          ),
+        )
+        return sendTask(
+          transport,
+          args.task,
+          {
+            args: taskArgs,
+            kwargs,
+            ...destination,
+            resolveQueue: (name) => config.resolveQueue(name),
+            deliveryMode: config.deliveryMode(),
+            countdown: flags.countdown,
+            eta: flags.eta,
+            expires,
+            priority: flags.priority,
+            timeLimit: flags['time-limit'] ?? null,
+            softTimeLimit: flags['soft-time-limit'] ?? null,
+            timeout: timeout || null,
+          },
+          undefined,
+          config.taskEncoder?.(),
+        )
+      },
+      config.transportSettings,
+    )
     if (!this.jsonEnabled()) this.log(id)
     return { id }
   }

@@ -6,10 +6,15 @@ import type { NodeReply } from '../transport/index.js'
 
 export default class Control extends TsqCommand<NodeReply | NodeReply[]> {
   static summary = 'Control workers at runtime (revoke, terminate, rate_limit, time_limit, add_consumer, shutdown, ...).'
-  static description = 'Broadcasts a control command and prints each node\'s reply as Celery does. Any other method name is sent as a custom command; arguments of custom commands are key=value words.'
+  static description =
+    "Broadcasts a control command and prints each node's reply as Celery does. Any other method name is sent as a custom command; arguments of custom commands are key=value words."
   static strict = false
   static args = {
-    method: Args.string({ required: true, description: 'revoke, terminate, rate_limit, time_limit, enable_events, disable_events, heartbeat, add_consumer, cancel_consumer, pool_grow, pool_shrink, pool_restart, autoscale, election, shutdown, or a custom command' }),
+    method: Args.string({
+      required: true,
+      description:
+        'revoke, terminate, rate_limit, time_limit, enable_events, disable_events, heartbeat, add_consumer, cancel_consumer, pool_grow, pool_shrink, pool_restart, autoscale, election, shutdown, or a custom command',
+    }),
   }
   static flags = { ...controlFlags }
   static examples = [

@@ -11,7 +11,7 @@ import { runDashboard } from '../dashboard/run-dashboard.js'
 
 export default class Dashboard extends TsqCommand<void> {
   static aliases = ['flower']
-  static summary = 'A live web console and Prometheus metrics for the cluster, with Flower\'s REST API (also `tsq flower`).'
+  static summary = "A live web console and Prometheus metrics for the cluster, with Flower's REST API (also `tsq flower`)."
   static description =
     'Serves pages of workers, tasks, queues and throughput, updated live from the events workers send (start them with -E, or keep --enable-events), ' +
     "Flower's REST API under /api, /metrics for Prometheus with Flower's metric names, and /healthcheck. Binds 127.0.0.1 unless --address says otherwise. TERM or Ctrl-C stops it."
@@ -20,10 +20,16 @@ export default class Dashboard extends TsqCommand<void> {
     port: integerFlag({ description: 'Port to serve on (0: any free port).', default: 5555, min: 0, max: 65535 }),
     address: Flags.string({ description: 'Address to bind.', default: '127.0.0.1' }),
     'url-prefix': Flags.string({ description: 'Serve everything under this path (behind a reverse proxy), e.g. /flower.' }),
-    'basic-auth': Flags.string({ description: 'Require HTTP basic auth: user:password[,user:password] (visible in `ps`: prefer --basic-auth-file or $TSQ_DASHBOARD_BASIC_AUTH / $FLOWER_BASIC_AUTH).' }),
-    'basic-auth-file': Flags.string({ description: 'Require HTTP basic auth, the user:password entries read from this file (comma- or newline-separated).' }),
+    'basic-auth': Flags.string({
+      description:
+        'Require HTTP basic auth: user:password[,user:password] (visible in `ps`: prefer --basic-auth-file or $TSQ_DASHBOARD_BASIC_AUTH / $FLOWER_BASIC_AUTH).',
+    }),
+    'basic-auth-file': Flags.string({
+      description: 'Require HTTP basic auth, the user:password entries read from this file (comma- or newline-separated).',
+    }),
     'allowed-hosts': Flags.string({
-      description: "Host names the dashboard answers to besides its bound address and localhost (repeatable, or a comma list; also conf.dashboard_allowed_hosts). Any other Host gets 421; '*' turns the check off.",
+      description:
+        "Host names the dashboard answers to besides its bound address and localhost (repeatable, or a comma list; also conf.dashboard_allowed_hosts). Any other Host gets 421; '*' turns the check off.",
       multiple: true,
       env: 'TSQ_DASHBOARD_ALLOWED_HOSTS',
     }),
@@ -31,7 +37,12 @@ export default class Dashboard extends TsqCommand<void> {
     persistent: Flags.boolean({ description: 'Keep tasks and workers across restarts, in --db.' }),
     db: Flags.string({ description: 'State file for --persistent.', default: 'flower' }),
     'purge-offline-workers': integerFlag({ description: 'Forget workers offline for this many seconds.', min: 1 }),
-    'enable-events': Flags.boolean({ description: 'Send enable_events to the workers every 5 s, so task events flow (Flower\'s default; --no-enable-events to leave workers as they are).', default: true, allowNo: true }),
+    'enable-events': Flags.boolean({
+      description:
+        "Send enable_events to the workers every 5 s, so task events flow (Flower's default; --no-enable-events to leave workers as they are).",
+      default: true,
+      allowNo: true,
+    }),
     'inspect-timeout': integerFlag({ description: 'Milliseconds an inspect waits for each next reply.', default: 1000, min: 1 }),
     // The locks and schedule pages read the stores `tsq locks` and `tsq schedule` read, given the same way.
     ...lockFlags,
@@ -56,7 +67,8 @@ export default class Dashboard extends TsqCommand<void> {
     }
     if (auth?.warning) process.stderr.write(`Warning: ${auth.warning}\n`)
     const basicAuth = auth?.users
-    if (flags['url-prefix'] !== undefined && !/^\/?[A-Za-z0-9._~\-/]*$/.test(flags['url-prefix'])) throw new UsageError(`--url-prefix: letters, digits and . _ ~ - / only, got '${flags['url-prefix']}'`)
+    if (flags['url-prefix'] !== undefined && !/^\/?[A-Za-z0-9._~\-/]*$/.test(flags['url-prefix']))
+      throw new UsageError(`--url-prefix: letters, digits and . _ ~ - / only, got '${flags['url-prefix']}'`)
     let appTasks: string[] | undefined
     if (flags.app) {
       const { loadApp } = await import('../app/index.js')
@@ -88,7 +100,9 @@ export default class Dashboard extends TsqCommand<void> {
       address: flags.address,
       urlPrefix: flags['url-prefix'],
       basicAuth,
-      allowedHosts: [...(flags['allowed-hosts'] ?? []).flatMap((h) => h.split(',')), ...(config.dashboardAllowedHosts ?? [])].map((h) => h.trim()).filter(Boolean),
+      allowedHosts: [...(flags['allowed-hosts'] ?? []).flatMap((h) => h.split(',')), ...(config.dashboardAllowedHosts ?? [])]
+        .map((h) => h.trim())
+        .filter(Boolean),
       appTasks,
       lockUrl: flags['lock-url'] ?? null,
       schedule,

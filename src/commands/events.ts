@@ -8,11 +8,11 @@ import { runEventMonitor } from '../cli/events/event-monitor.js'
 export default class Events extends TsqCommand<void> {
   static summary = "Show the cluster's events as they happen (Celery's `celery events`)."
   static description =
-    'In a terminal, a live view as Celery\'s curses monitor shows it: the latest tasks, the selected task, the workers online (j/k select, c revokes the selected task, q quits). ' +
+    "In a terminal, a live view as Celery's curses monitor shows it: the latest tasks, the selected task, the workers online (j/k select, c revokes the selected task, q quits). " +
     'With --dump, every worker and task event on the broker, one line each as `celery events --dump` prints it; with --json, one JSON object per line. ' +
     'Task events come from workers started with -E (or after `tsq control enable_events`).'
   static flags = {
-    dump: Flags.boolean({ description: 'Print each event as a line (Celery\'s --dump).' }),
+    dump: Flags.boolean({ description: "Print each event as a line (Celery's --dump)." }),
     count: integerFlag({ description: 'Exit (0) after this many events.', min: 1 }),
     timeout: floatFlag({ description: 'Exit (0) after this many seconds.', min: 0, minOpen: true }),
   }
@@ -27,7 +27,10 @@ export default class Events extends TsqCommand<void> {
     const json = this.jsonEnabled()
     const { brokerUrl, transportSettings } = await this.clientConfig(flags)
     if (!flags.dump && !json) {
-      if (!process.stdin.isTTY || !process.stdout.isTTY) throw new UsageError('tsq events shows its live view in a terminal only; in scripts, print events with --dump (lines) or --json (one object per line)')
+      if (!process.stdin.isTTY || !process.stdout.isTTY)
+        throw new UsageError(
+          'tsq events shows its live view in a terminal only; in scripts, print events with --dump (lines) or --json (one object per line)',
+        )
       await runEventMonitor({
         brokerUrl,
         transportSettings,

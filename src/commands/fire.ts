@@ -32,7 +32,10 @@ export default class Fire extends TsqCommand<FireResult> {
     args: Flags.string({ char: 'a', description: 'Positional arguments as a JSON array.', default: '[]' }),
     kwargs: Flags.string({ char: 'k', description: 'Keyword arguments as a JSON object.', default: '{}' }),
   }
-  static examples = [`<%= config.bin %> fire billing.invoice.paid --args '[{"id": 42, "total": 9.5}]'`, `<%= config.bin %> fire shipping.parcel.sent -A ./shipping.js --kwargs '{"parcel": 7}' --json`]
+  static examples = [
+    `<%= config.bin %> fire billing.invoice.paid --args '[{"id": 42, "total": 9.5}]'`,
+    `<%= config.bin %> fire shipping.parcel.sent -A ./shipping.js --kwargs '{"parcel": 7}' --json`,
+  ]
 
   async run(): Promise<FireResult> {
     const { args, flags } = await this.parse(Fire)
@@ -54,7 +57,11 @@ export default class Fire extends TsqCommand<FireResult> {
         await events.close()
       }
     } else {
-      id = await withTransport(config.brokerUrl, (transport) => fireEvent(transport, args.event, eventArgs, kwargs), config.transportSettings)
+      id = await withTransport(
+        config.brokerUrl,
+        (transport) => fireEvent(transport, args.event, eventArgs, kwargs),
+        config.transportSettings,
+      )
     }
     if (!this.jsonEnabled() && !flags.quiet) this.log(id)
     return { id, event: args.event }

@@ -6,10 +6,15 @@ import type { NodeReply } from '../transport/index.js'
 
 export default class Inspect extends TsqCommand<NodeReply | NodeReply[]> {
   static summary = 'Inspect workers at runtime (ping, stats, active, active_queues, registered, ...).'
-  static description = 'Broadcasts an inspect command and prints each node\'s reply as Celery does. Any other method name is sent as a custom command; arguments of custom commands are key=value words.'
+  static description =
+    "Broadcasts an inspect command and prints each node's reply as Celery does. Any other method name is sent as a custom command; arguments of custom commands are key=value words."
   static strict = false
   static args = {
-    method: Args.string({ required: true, description: 'ping, clock, stats, active, scheduled, reserved, revoked, registered, query_task, conf, report, active_queues, memsample, memdump, objgraph, or a custom command' }),
+    method: Args.string({
+      required: true,
+      description:
+        'ping, clock, stats, active, scheduled, reserved, revoked, registered, query_task, conf, report, active_queues, memsample, memdump, objgraph, or a custom command',
+    }),
   }
   static flags = { ...remoteFlags }
   static examples = [

@@ -11,7 +11,10 @@ import WorkerCommand from './worker.js'
 /** Worker flags that take no value, so `--opt value` can be read as Celery's `--opt=value`. */
 function booleanFlags(): Set<string> {
   const out = new Set<string>()
-  const all = { ...TsqCommand.baseFlags, ...WorkerCommand.flags } as Record<string, { type: string; char?: string; allowNo?: boolean; aliases?: string[] }>
+  const all = { ...TsqCommand.baseFlags, ...WorkerCommand.flags } as Record<
+    string,
+    { type: string; char?: string; allowNo?: boolean; aliases?: string[] }
+  >
   for (const [name, flag] of Object.entries(all)) {
     if (flag.type !== 'boolean') continue
     out.add(`--${name}`)

@@ -11,7 +11,13 @@ export default class Report extends TsqCommand<ReportData> {
     const modulePath = flags.app ? resolveAppModule(flags.app) : null
     const app = modulePath ? await loadApp(modulePath) : null
     const config = await this.clientConfig(flags)
-    const report = buildReport({ version: this.config.version, app, modulePath, broker: config.brokerUrl, resultBackend: config.resultBackend ?? null })
+    const report = buildReport({
+      version: this.config.version,
+      app,
+      modulePath,
+      broker: config.brokerUrl,
+      resultBackend: config.resultBackend ?? null,
+    })
     if (!this.jsonEnabled()) this.log(formatReport(report))
     return report
   }

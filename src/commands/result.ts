@@ -15,10 +15,17 @@ export default class Result extends TsqCommand<ResultMeta> {
   static summary = 'Print the stored result of a task (waits until it is ready).'
   static args = { id: Args.string({ required: true, description: 'task id' }) }
   static flags = {
-    timeout: floatFlag({ char: 't', description: 'Give up after this many seconds (default: wait as long as it takes, like Celery).', min: 0 }),
+    timeout: floatFlag({
+      char: 't',
+      description: 'Give up after this many seconds (default: wait as long as it takes, like Celery).',
+      min: 0,
+    }),
     traceback: Flags.boolean({ description: 'Print the traceback of a failed task instead of its result.' }),
   }
-  static examples = ['<%= config.bin %> result 1b1c... --result-backend redis://127.0.0.1:6379/1', '<%= config.bin %> result 1b1c... -t 10 --json']
+  static examples = [
+    '<%= config.bin %> result 1b1c... --result-backend redis://127.0.0.1:6379/1',
+    '<%= config.bin %> result 1b1c... -t 10 --json',
+  ]
 
   async run(): Promise<ResultMeta> {
     const { args, flags } = await this.parse(Result)
@@ -58,7 +65,9 @@ export default class Result extends TsqCommand<ResultMeta> {
       if (!(error instanceof ResultTimeoutError)) throw error
     }
     const state = (await backend.get(id))?.status ?? 'PENDING'
-    this.logToStderr(`Still waiting for ${id} (${state} in ${backend.displayUrl}): no result stored yet. ${timeoutMs === undefined ? 'Waiting until there is one; -t SECONDS gives up sooner.' : `Giving up ${(timeoutMs - NOTICE_AFTER_MS) / 1000} s from now.`}`)
+    this.logToStderr(
+      `Still waiting for ${id} (${state} in ${backend.displayUrl}): no result stored yet. ${timeoutMs === undefined ? 'Waiting until there is one; -t SECONDS gives up sooner.' : `Giving up ${(timeoutMs - NOTICE_AFTER_MS) / 1000} s from now.`}`,
+    )
     return backend.waitReady(id, timeoutMs === undefined ? undefined : timeoutMs - NOTICE_AFTER_MS)
   }
 }

@@ -12,7 +12,10 @@ export default class Shell extends TsqCommand<void> {
   static flags = {
     'without-tasks': Flags.boolean({ char: 'T', description: "Don't add the tasks to the shell's names." }),
   }
-  static examples = ['<%= config.bin %> shell -A ./tasks.js', 'echo "console.log(await add.delay(2, 2).get({ timeout: 10 }))" | <%= config.bin %> shell -A ./tasks.js']
+  static examples = [
+    '<%= config.bin %> shell -A ./tasks.js',
+    'echo "console.log(await add.delay(2, 2).get({ timeout: 10 }))" | <%= config.bin %> shell -A ./tasks.js',
+  ]
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Shell)

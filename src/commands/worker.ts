@@ -12,46 +12,114 @@ import { storeFlags, storeOptionsOf } from '../cli/beat-store-flags.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
   static summary = 'Start a worker that runs the tasks of a JavaScript/TypeScript module.'
-  static description = 'A Celery-compatible worker: Python clients, `celery inspect` and Flower see it as a Celery worker. TERM or Ctrl-C: warm shutdown (running tasks finish); QUIT or a second Ctrl-C: cold shutdown (running tasks are cancelled and their messages restored).'
+  static description =
+    'A Celery-compatible worker: Python clients, `celery inspect` and Flower see it as a Celery worker. TERM or Ctrl-C: warm shutdown (running tasks finish); QUIT or a second Ctrl-C: cold shutdown (running tasks are cancelled and their messages restored).'
   static enableJsonFlag = false
   static flags = {
-    app: Flags.string({ char: 'A', description: 'The task module (exports the app as `app` or default). Without it the worker runs the default app: built-in tasks only, answering remote control, as Celery\'s.' }),
+    app: Flags.string({
+      char: 'A',
+      description:
+        "The task module (exports the app as `app` or default). Without it the worker runs the default app: built-in tasks only, answering remote control, as Celery's.",
+    }),
     hostname: Flags.string({ char: 'n', description: 'Node name (%h host, %n short host, %d domain). Default celery@%h.' }),
-    concurrency: integerFlag({ char: 'c', description: 'Pool size (default: CELERY_WORKER_CONCURRENCY, the app\'s worker_concurrency, else the CPU count).', min: 1 }),
-    pool: choiceFlag({ char: 'P', description: 'Pool implementation (processes: another name for prefork, as in Celery); default: CELERY_WORKER_POOL, the app\'s worker_pool, else prefork.', choices: ['prefork', 'threads', 'solo', 'processes'] }),
-    queues: Flags.string({ char: 'Q', description: "Comma-separated queues to consume (default: the app's defaultQueue, celery unless set)." }),
+    concurrency: integerFlag({
+      char: 'c',
+      description: "Pool size (default: CELERY_WORKER_CONCURRENCY, the app's worker_concurrency, else the CPU count).",
+      min: 1,
+    }),
+    pool: choiceFlag({
+      char: 'P',
+      description:
+        "Pool implementation (processes: another name for prefork, as in Celery); default: CELERY_WORKER_POOL, the app's worker_pool, else prefork.",
+      choices: ['prefork', 'threads', 'solo', 'processes'],
+    }),
+    queues: Flags.string({
+      char: 'Q',
+      description: "Comma-separated queues to consume (default: the app's defaultQueue, celery unless set).",
+    }),
     'exclude-queues': Flags.string({ char: 'X', description: 'Comma-separated queues not to consume.' }),
-    include: Flags.string({ char: 'I', description: 'Comma-separated modules to import after the app module, in every pool process too (paths, resolved as -A is); they register tasks on the app they import.' }),
+    include: Flags.string({
+      char: 'I',
+      description:
+        'Comma-separated modules to import after the app module, in every pool process too (paths, resolved as -A is); they register tasks on the app they import.',
+    }),
     loglevel: Flags.string({ char: 'l', description: 'DEBUG, INFO, WARNING, ERROR or CRITICAL.', default: 'WARNING' }),
     logfile: Flags.string({ char: 'f', description: 'Log file (%n %h %d %p %i %I expand; %i/%I give one file per pool process).' }),
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live worker holds it.' }),
-    'task-events': Flags.boolean({ char: 'E', aliases: ['events'], description: 'Send task events (for monitors such as `celery events` and Flower). Also --events, as in Celery.' }),
-    'prefetch-multiplier': integerFlag({ description: 'Messages to prefetch per pool slot (default: the app\'s worker_prefetch_multiplier, else 4).', min: 0 }),
-    optimization: choiceFlag({ char: 'O', description: 'Scheduling optimization (fair is the only one and the behaviour here).', choices: ['fair', 'default'] }),
+    'task-events': Flags.boolean({
+      char: 'E',
+      aliases: ['events'],
+      description: 'Send task events (for monitors such as `celery events` and Flower). Also --events, as in Celery.',
+    }),
+    'prefetch-multiplier': integerFlag({
+      description: "Messages to prefetch per pool slot (default: the app's worker_prefetch_multiplier, else 4).",
+      min: 0,
+    }),
+    optimization: choiceFlag({
+      char: 'O',
+      description: 'Scheduling optimization (fair is the only one and the behaviour here).',
+      choices: ['fair', 'default'],
+    }),
     'without-heartbeat': Flags.boolean({ description: 'Send no worker-online/heartbeat/offline events.' }),
     'without-mingle': Flags.boolean({ description: 'Do not sync revoked ids with other workers at start-up.' }),
-    'without-gossip': Flags.boolean({ description: 'Do not follow other workers\' events (gossip: the clock, and "missed heartbeat from" when a peer stops).' }),
+    'without-gossip': Flags.boolean({
+      description: 'Do not follow other workers\' events (gossip: the clock, and "missed heartbeat from" when a peer stops).',
+    }),
     'heartbeat-interval': floatFlag({ description: 'Seconds between worker-heartbeat events.', default: 2, min: 0 }),
     purge: Flags.boolean({ aliases: ['discard'], description: 'Purge the task queues before consuming. Also --discard, as in Celery.' }),
     'time-limit': floatFlag({ description: 'Hard time limit in seconds: the task is killed.', min: 0 }),
-    'soft-time-limit': floatFlag({ description: 'Soft time limit in seconds: the task\'s AbortSignal fires.', min: 0 }),
+    'soft-time-limit': floatFlag({ description: "Soft time limit in seconds: the task's AbortSignal fires.", min: 0 }),
     'max-tasks-per-child': integerFlag({ description: 'Replace a pool process after it ran this many tasks.', min: 1 }),
-    'max-memory-per-child': integerFlag({ description: 'Replace a pool process, after its task, once its resident memory exceeds this many KiB.', min: 1 }),
+    'max-memory-per-child': integerFlag({
+      description: 'Replace a pool process, after its task, once its resident memory exceeds this many KiB.',
+      min: 1,
+    }),
     autoscale: Flags.string({ description: 'MAX,MIN: grow the pool up to MAX processes while tasks wait, shrink to MIN when idle.' }),
-    statedb: Flags.string({ char: 'S', description: 'Keep revoked ids and the logical clock in this file across restarts (%n etc. expand).' }),
-    'cancel-long-running-tasks-on-connection-loss': Flags.boolean({ description: 'On broker connection loss, cancel running late-ack tasks (their messages are redelivered).' }),
-    'eta-broker-delay-after': floatFlag({ min: 0, description: "Seconds: an ETA or countdown further away than this is handed to the broker's delayed delivery (RabbitMQ) instead of held unacknowledged past the broker's consumer_timeout. Default 1500 (worker_eta_broker_delay_after)." }),
-    'without-eta-broker-delay': Flags.boolean({ description: 'Hold every ETA task in the worker, as Celery 5.2 does (worker_eta_broker_delay = False); a far one is logged with a warning.' }),
-    'early-ack': Flags.boolean({ description: 'Ack when a task starts (Celery\'s default) instead of after it finishes.' }),
-    'soft-shutdown-timeout': floatFlag({ description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).', default: 0, min: 0 }),
-    'enable-soft-shutdown-on-idle': Flags.boolean({ description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).' }),
+    statedb: Flags.string({
+      char: 'S',
+      description: 'Keep revoked ids and the logical clock in this file across restarts (%n etc. expand).',
+    }),
+    'cancel-long-running-tasks-on-connection-loss': Flags.boolean({
+      description: 'On broker connection loss, cancel running late-ack tasks (their messages are redelivered).',
+    }),
+    'eta-broker-delay-after': floatFlag({
+      min: 0,
+      description:
+        "Seconds: an ETA or countdown further away than this is handed to the broker's delayed delivery (RabbitMQ) instead of held unacknowledged past the broker's consumer_timeout. Default 1500 (worker_eta_broker_delay_after).",
+    }),
+    'without-eta-broker-delay': Flags.boolean({
+      description:
+        'Hold every ETA task in the worker, as Celery 5.2 does (worker_eta_broker_delay = False); a far one is logged with a warning.',
+    }),
+    'early-ack': Flags.boolean({ description: "Ack when a task starts (Celery's default) instead of after it finishes." }),
+    'soft-shutdown-timeout': floatFlag({
+      description: 'Seconds a soft shutdown lets running tasks finish before going cold (0: no soft phase).',
+      default: 0,
+      min: 0,
+    }),
+    'enable-soft-shutdown-on-idle': Flags.boolean({
+      description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).',
+    }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
     ...privilegeFlags,
-    beat: Flags.boolean({ char: 'B', description: 'Also run beat in this process (Celery\'s embedded beat): the app\'s beatSchedule and the store\'s entries. With --scheduler redis, several workers with -B elect one sender (lease).' }),
+    beat: Flags.boolean({
+      char: 'B',
+      description:
+        "Also run beat in this process (Celery's embedded beat): the app's beatSchedule and the store's entries. With --scheduler redis, several workers with -B elect one sender (lease).",
+    }),
     ...storeFlags,
-    schedule: Flags.string({ char: 's', aliases: ['schedule-filename'], description: 'With -B and --scheduler file, the store\'s path (default ./tsq-beat-schedule.json). Also --schedule-filename, as in Celery.' }),
+    schedule: Flags.string({
+      char: 's',
+      aliases: ['schedule-filename'],
+      description:
+        "With -B and --scheduler file, the store's path (default ./tsq-beat-schedule.json). Also --schedule-filename, as in Celery.",
+    }),
     // -S is --statedb here, as in Celery's worker.
-    scheduler: choiceFlag({ description: 'With -B, where entries live: file (embedded) or redis (RedBeat key layout).', choices: ['file', 'redis'], default: 'file' }),
+    scheduler: choiceFlag({
+      description: 'With -B, where entries live: file (embedded) or redis (RedBeat key layout).',
+      choices: ['file', 'redis'],
+      default: 'file',
+    }),
   }
   static examples = [
     '<%= config.bin %> worker -A ./tasks.js -l INFO',
@@ -73,13 +141,18 @@ export default class WorkerCommand extends TsqCommand<void> {
     }
     dropPrivileges(flags.uid, flags.gid)
     const nodename = workerNodename(flags.hostname, osHostname())
-    const split = (raw: string | undefined) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+    const split = (raw: string | undefined) =>
+      (raw ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
     let autoscale: { max: number; min: number } | null = null
     if (flags.autoscale !== undefined) {
       const [maxText, minText] = flags.autoscale.split(',')
       const max = Number(maxText)
       const min = minText === undefined || minText.trim() === '' ? 0 : Number(minText)
-      if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max) throw new InvalidValueError(optionLabel('autoscale'), `${pyRepr(flags.autoscale)} is not MAX,MIN with 0 <= MIN <= MAX.`)
+      if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max)
+        throw new InvalidValueError(optionLabel('autoscale'), `${pyRepr(flags.autoscale)} is not MAX,MIN with 0 <= MIN <= MAX.`)
       autoscale = { max, min }
     }
     const code = await runWorker({
@@ -121,7 +194,15 @@ export default class WorkerCommand extends TsqCommand<void> {
         ? async (log, brokerUrl) => {
             // HA as `tsq beat` defaults it: a lease with the Redis store, none with a file.
             // The worker's broker as it resolved it (its environment no longer holds TSQ_BROKER_URL).
-            const beat = await startBeat({ appSpec: flags.app, broker: brokerUrl, ...storeOptionsOf(flags), ha: undefined, lockTimeout: DEFAULT_LOCK_TIMEOUT, maxInterval: undefined, log })
+            const beat = await startBeat({
+              appSpec: flags.app,
+              broker: brokerUrl,
+              ...storeOptionsOf(flags),
+              ha: undefined,
+              lockTimeout: DEFAULT_LOCK_TIMEOUT,
+              maxInterval: undefined,
+              log,
+            })
             beat.done.catch((error: Error) => log.error(`beat: stopped: ${error.message}`))
             return beat
           }

@@ -59,7 +59,8 @@ export function annotationRefusals(annotations: unknown): string[] {
         continue
       }
       for (const key of Object.keys(a)) {
-        if (!ATTRIBUTES[key]) lines.push(`task_annotations[${JSON.stringify(task)}].${key}: tsq annotates ${Object.keys(ATTRIBUTES).join(', ')} only`)
+        if (!ATTRIBUTES[key])
+          lines.push(`task_annotations[${JSON.stringify(task)}].${key}: tsq annotates ${Object.keys(ATTRIBUTES).join(', ')} only`)
       }
     }
   }

@@ -1,6 +1,13 @@
 // Configuration precedence lives here and only here: flags > TSQ_* env >
 // CELERY_* env > defaults. Flags never read the environment themselves.
-import { defaultFileBrokerUrl, parseFailoverStrategy, sentinelSettingsFrom, type SentinelSettings, type SslSettings, type TransportSettings } from '../transport/index.js'
+import {
+  defaultFileBrokerUrl,
+  parseFailoverStrategy,
+  sentinelSettingsFrom,
+  type SentinelSettings,
+  type SslSettings,
+  type TransportSettings,
+} from '../transport/index.js'
 import { checkTransportOptions } from './transport-options.js'
 import { TsqError } from '../protocol/index.js'
 
@@ -92,7 +99,8 @@ export function transportSettingsFromConf(conf: Record<string, unknown>): Transp
   if (Object.keys(redisLiveness).length > 0) settings.redisLiveness = redisLiveness
   // broker_heartbeat: None and 0 both mean off, as in Celery; a bad value is refused at start-up (settings.ts).
   if (conf.broker_heartbeat === null) settings.heartbeat = 0
-  else if (typeof conf.broker_heartbeat === 'number' && Number.isFinite(conf.broker_heartbeat) && conf.broker_heartbeat >= 0) settings.heartbeat = conf.broker_heartbeat
+  else if (typeof conf.broker_heartbeat === 'number' && Number.isFinite(conf.broker_heartbeat) && conf.broker_heartbeat >= 0)
+    settings.heartbeat = conf.broker_heartbeat
   const checkrate = positiveSetting(conf.broker_heartbeat_checkrate)
   if (checkrate !== null) settings.heartbeatCheckrate = checkrate
   const ssl = sslSetting(conf.broker_use_ssl, 'broker_use_ssl')

@@ -3,7 +3,14 @@
 // tsq. Pure readings of a conf object, plus the few that touch a broker to
 // declare what a setting describes (task_queues). Sits on transport/ (for its
 // settings types) and protocol/; every layer above reads settings through here.
-export { loadConfig, positiveSetting, transportSettingsFromConf, backendSentinelFromConf, backendSslFromConf, beatStoreSslFromConf } from './config.js'
+export {
+  loadConfig,
+  positiveSetting,
+  transportSettingsFromConf,
+  backendSentinelFromConf,
+  backendSslFromConf,
+  beatStoreSslFromConf,
+} from './config.js'
 export type { ConfigInput, ResolvedConfig } from './config.js'
 // Celery's settings, by name, with what tsq does with each (docs/settings.md is generated from it).
 export { SETTINGS, refusals, settingsRefusals } from './settings.js'
@@ -16,10 +23,40 @@ export type { CheckedTransportOptions } from './transport-options.js'
 export { annotationsFor, annotationRefusals } from './annotations.js'
 export { routeTask, routedSend, fnmatch } from './routes.js'
 export type { Route, SendDestination } from './routes.js'
-export { QueueSettingError, isQuorumQueue, usesQuorumQueues, queueSettings, queueDefinition, taskQueue, workerDirectQueue, declareDefinition, declareTaskQueue, isTaskQueueDeclared } from './queues.js'
+export {
+  QueueSettingError,
+  isQuorumQueue,
+  usesQuorumQueues,
+  queueSettings,
+  queueDefinition,
+  taskQueue,
+  workerDirectQueue,
+  declareDefinition,
+  declareTaskQueue,
+  isTaskQueueDeclared,
+} from './queues.js'
 export type { QueueBinding, QueueDefinition, QueueSettings } from './queues.js'
-export { DEFAULT_PUBLISH_RETRY_POLICY, publishRetryPolicy, publishRetryPolicyRefusal, retryInterval, withPublishRetry, retryFailedPublish } from './publish-retry.js'
+export {
+  DEFAULT_PUBLISH_RETRY_POLICY,
+  publishRetryPolicy,
+  publishRetryPolicyRefusal,
+  retryInterval,
+  withPublishRetry,
+  retryFailedPublish,
+} from './publish-retry.js'
 export type { PublishRetryPolicy } from './publish-retry.js'
 // The security_* settings: keys and certificates read from files, the serializers a sender uses and a receiver accepts.
-export { ImproperlyConfiguredError, SETTING_MISSING, SECURITY_SETTING_MISSING, loadSigner, loadCertStore, loadSecurity, checkSecurityConf, taskEncoder, taskDecoder, messageLimits, resultCodecSettings } from './security.js'
+export {
+  ImproperlyConfiguredError,
+  SETTING_MISSING,
+  SECURITY_SETTING_MISSING,
+  loadSigner,
+  loadCertStore,
+  loadSecurity,
+  checkSecurityConf,
+  taskEncoder,
+  taskDecoder,
+  messageLimits,
+  resultCodecSettings,
+} from './security.js'
 export type { LoadedSecurity, SecurityOptions } from './security.js'

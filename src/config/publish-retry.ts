@@ -19,7 +19,12 @@ export const DEFAULT_PUBLISH_RETRY_POLICY: PublishRetryPolicy = { maxRetries: 3,
 /** kombu Connection.ensure's own defaults, for keys a policy leaves out. */
 const ENSURE_DEFAULTS: PublishRetryPolicy = { maxRetries: null, intervalStart: 1, intervalStep: 1, intervalMax: 1 }
 
-const KEYS: Record<string, keyof PublishRetryPolicy> = { max_retries: 'maxRetries', interval_start: 'intervalStart', interval_step: 'intervalStep', interval_max: 'intervalMax' }
+const KEYS: Record<string, keyof PublishRetryPolicy> = {
+  max_retries: 'maxRetries',
+  interval_start: 'intervalStart',
+  interval_step: 'intervalStep',
+  interval_max: 'intervalMax',
+}
 
 /** Why a task_publish_retry_policy cannot be read, or null. */
 export function publishRetryPolicyRefusal(value: unknown): string | null {
@@ -66,7 +71,11 @@ export function retryInterval(policy: PublishRetryPolicy, n: number): number {
  * joins the batch of the sends made beside it), and the retry machinery costs
  * nothing until it fails.
  */
-export function withPublishRetry<T>(policy: PublishRetryPolicy | null | undefined, publish: () => Promise<T>, onRetry?: (error: Error, retries: number) => void): Promise<T> {
+export function withPublishRetry<T>(
+  policy: PublishRetryPolicy | null | undefined,
+  publish: () => Promise<T>,
+  onRetry?: (error: Error, retries: number) => void,
+): Promise<T> {
   let first: Promise<T>
   try {
     first = publish()
@@ -82,11 +91,20 @@ export function withPublishRetry<T>(policy: PublishRetryPolicy | null | undefine
  * as the policy says, or give the error back. For a caller that made the
  * first attempt itself and chains this on its failure.
  */
-export function retryFailedPublish<T>(error: unknown, policy: PublishRetryPolicy | null | undefined, publish: () => Promise<T>): Promise<T> {
+export function retryFailedPublish<T>(
+  error: unknown,
+  policy: PublishRetryPolicy | null | undefined,
+  publish: () => Promise<T>,
+): Promise<T> {
   return policy ? retryAfter(error, policy, publish) : Promise.reject(error)
 }
 
-async function retryAfter<T>(error: unknown, policy: PublishRetryPolicy, publish: () => Promise<T>, onRetry?: (error: Error, retries: number) => void): Promise<T> {
+async function retryAfter<T>(
+  error: unknown,
+  policy: PublishRetryPolicy,
+  publish: () => Promise<T>,
+  onRetry?: (error: Error, retries: number) => void,
+): Promise<T> {
   for (let retries = 0; ; retries++) {
     if (!(error instanceof BrokerConnectionError)) throw error
     if (policy.maxRetries !== null && retries >= policy.maxRetries) throw error

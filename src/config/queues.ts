@@ -52,7 +52,8 @@ function numberArgs(value: unknown, where: string): Record<string, string | numb
   if (typeof value !== 'object' || Array.isArray(value)) throw new QueueSettingError(`${where}: expected a map of argument to value`)
   const out: Record<string, string | number> = {}
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (typeof v !== 'number' && typeof v !== 'string') throw new QueueSettingError(`${where}: ${k} = ${JSON.stringify(v)} is not a number or string`)
+    if (typeof v !== 'number' && typeof v !== 'string')
+      throw new QueueSettingError(`${where}: ${k} = ${JSON.stringify(v)} is not a number or string`)
     out[k] = v
   }
   return out
@@ -78,7 +79,12 @@ export interface QueueSettings {
  * own `exchange_type`, `exchange_durable`, `exchange_auto_delete` as
  * Queue.from_dict reads them.
  */
-function exchangeOf(entry: Record<string, unknown>, s: Pick<QueueSettings, 'defaultExchange' | 'defaultExchangeType'>, where: string, mapForm: boolean): { spec: ExchangeSpec; deliveryMode?: 1 | 2 } {
+function exchangeOf(
+  entry: Record<string, unknown>,
+  s: Pick<QueueSettings, 'defaultExchange' | 'defaultExchangeType'>,
+  where: string,
+  mapForm: boolean,
+): { spec: ExchangeSpec; deliveryMode?: 1 | 2 } {
   const raw = entry.exchange
   const obj = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
   const name = typeof raw === 'string' ? raw : typeof obj.name === 'string' ? obj.name : ''
@@ -113,7 +119,8 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
   if (typeof entry.max_length === 'number') args['x-max-length'] = entry.max_length
   if (typeof entry.max_priority === 'number') args['x-max-priority'] = entry.max_priority
   if (s.maxPriority !== undefined && args['x-max-priority'] === undefined) args['x-max-priority'] = s.maxPriority
-  if (args['x-queue-type'] === 'quorum') checkQuorum(where, args, { durable, exclusive, autoDelete }, entry.max_priority === undefined && s.maxPriority !== undefined)
+  if (args['x-queue-type'] === 'quorum')
+    checkQuorum(where, args, { durable, exclusive, autoDelete }, entry.max_priority === undefined && s.maxPriority !== undefined)
   let bindings: QueueBinding[] = [{ exchange, routingKey }]
   if (Array.isArray(entry.bindings) && entry.bindings.length) {
     bindings = entry.bindings.map((b, i) => {
@@ -126,7 +133,10 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
   const consumerArguments = numberArgs(entry.consumer_arguments, `${where}.consumer_arguments`)
   // kombu: a Queue given bindings has no exchange of its own, so Celery sends to
   // it through the default exchange by its name.
-  const own = Array.isArray(entry.bindings) && entry.bindings.length ? { exchange: { name: '', type: 'direct' as const, durable: true, autoDelete: false }, routingKey: name } : bindings[0]!
+  const own =
+    Array.isArray(entry.bindings) && entry.bindings.length
+      ? { exchange: { name: '', type: 'direct' as const, durable: true, autoDelete: false }, routingKey: name }
+      : bindings[0]!
   return {
     queue: { name, durable, exclusive, autoDelete, ...(Object.keys(args).length ? { arguments: args } : {}) },
     exchange: own.exchange,
@@ -143,10 +153,17 @@ function definitionOf(name: string, entry: Record<string, unknown>, s: Omit<Queu
  * less clearly: replicated, so durable and shared; and no x-max-priority,
  * which RabbitMQ (before 4.0) refuses outright.
  */
-function checkQuorum(where: string, args: QueueArguments, flags: { durable: boolean; exclusive: boolean; autoDelete: boolean }, priorityFromDefault: boolean): void {
+function checkQuorum(
+  where: string,
+  args: QueueArguments,
+  flags: { durable: boolean; exclusive: boolean; autoDelete: boolean },
+  priorityFromDefault: boolean,
+): void {
   if (args['x-max-priority'] !== undefined) {
     const from = priorityFromDefault ? `task_queue_max_priority = ${args['x-max-priority']}` : `x-max-priority = ${args['x-max-priority']}`
-    throw new QueueSettingError(`${where}: a quorum queue cannot have priorities (${from}); make the queue classic or drop its max priority`)
+    throw new QueueSettingError(
+      `${where}: a quorum queue cannot have priorities (${from}); make the queue classic or drop its max priority`,
+    )
   }
   if (!flags.durable || flags.exclusive || flags.autoDelete) {
     throw new QueueSettingError(`${where}: a quorum queue must be durable and neither exclusive nor auto_delete`)
@@ -194,8 +211,14 @@ export function queueSettings(conf: Record<string, unknown>, defaultQueue: strin
     maxPriority: positiveInt(conf.task_queue_max_priority, 'task_queue_max_priority'),
     defaultDeliveryMode: deliveryMode(conf.task_default_delivery_mode) ?? 2,
   }
-  if (conf.task_default_delivery_mode !== undefined && conf.task_default_delivery_mode !== null && deliveryMode(conf.task_default_delivery_mode) === undefined) {
-    throw new QueueSettingError(`task_default_delivery_mode = ${JSON.stringify(conf.task_default_delivery_mode)}: expected 1, 2, 'transient' or 'persistent'`)
+  if (
+    conf.task_default_delivery_mode !== undefined &&
+    conf.task_default_delivery_mode !== null &&
+    deliveryMode(conf.task_default_delivery_mode) === undefined
+  ) {
+    throw new QueueSettingError(
+      `task_default_delivery_mode = ${JSON.stringify(conf.task_default_delivery_mode)}: expected 1, 2, 'transient' or 'persistent'`,
+    )
   }
   const defined = new Map<string, QueueDefinition>()
   const raw = conf.task_queues
@@ -209,7 +232,8 @@ export function queueSettings(conf: Record<string, unknown>, defaultQueue: strin
         entries.push([name, typeof q === 'string' ? {} : (q as Record<string, unknown>)])
       }
     } else if (typeof raw === 'object') {
-      for (const [name, q] of Object.entries(raw as Record<string, unknown>)) entries.push([name, q && typeof q === 'object' ? (q as Record<string, unknown>) : {}])
+      for (const [name, q] of Object.entries(raw as Record<string, unknown>))
+        entries.push([name, q && typeof q === 'object' ? (q as Record<string, unknown>) : {}])
     } else throw new QueueSettingError('task_queues: expected a list of queues or a map of name to queue')
     for (const [name, entry] of entries) defined.set(name, definitionOf(name, entry, base, mapForm))
   }
@@ -219,7 +243,15 @@ export function queueSettings(conf: Record<string, unknown>, defaultQueue: strin
     const quorum = queueType(conf.task_default_queue_type) === 'quorum'
     defined.set(
       defaultQueue,
-      definitionOf(defaultQueue, { exchange: base.defaultExchange, exchange_type: base.defaultExchangeType, ...(quorum ? { queue_arguments: { 'x-queue-type': 'quorum' } } : {}) }, base),
+      definitionOf(
+        defaultQueue,
+        {
+          exchange: base.defaultExchange,
+          exchange_type: base.defaultExchangeType,
+          ...(quorum ? { queue_arguments: { 'x-queue-type': 'quorum' } } : {}),
+        },
+        base,
+      ),
     )
   } else queueType(conf.task_default_queue_type)
   return { ...base, defined }
@@ -233,7 +265,8 @@ export function queueSettings(conf: Record<string, unknown>, defaultQueue: strin
 export function queueDefinition(settings: QueueSettings, name: string): QueueDefinition {
   const known = settings.defined.get(name)
   if (known) return known
-  if (!settings.createMissing) throw new QueueSettingError(`queue ${JSON.stringify(name)} is not in task_queues and task_create_missing_queues is False`)
+  if (!settings.createMissing)
+    throw new QueueSettingError(`queue ${JSON.stringify(name)} is not in task_queues and task_create_missing_queues is False`)
   return definitionOf(name, { exchange: name, exchange_type: 'direct', routing_key: name }, settings)
 }
 

@@ -7,8 +7,16 @@ import { join } from 'node:path'
 import { globSync } from 'tinyglobby'
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits, TsqError } from '../protocol/index.js'
 import {
-  SecurityError, acceptContent, certificateId, serializerSpec, storeCertificate,
-  type BodyDecoder, type BodyEncoder, type CertStore, type Signer, type StoreCertificate,
+  SecurityError,
+  acceptContent,
+  certificateId,
+  serializerSpec,
+  storeCertificate,
+  type BodyDecoder,
+  type BodyEncoder,
+  type CertStore,
+  type Signer,
+  type StoreCertificate,
 } from '../protocol/index.js'
 
 /** celery.exceptions.ImproperlyConfigured, with Celery's texts. */
@@ -125,7 +133,8 @@ export function loadSecurity(conf: Record<string, unknown>, o: SecurityOptions =
 /** Celery's setup_security: the conf must say auth for both sending and accepting. */
 export function checkSecurityConf(conf: Record<string, unknown>): void {
   const accept = conf.accept_content
-  if (conf.task_serializer !== 'auth' || !Array.isArray(accept) || accept.length !== 1 || accept[0] !== 'auth') throw new ImproperlyConfiguredError(SETTING_MISSING)
+  if (conf.task_serializer !== 'auth' || !Array.isArray(accept) || accept.length !== 1 || accept[0] !== 'auth')
+    throw new ImproperlyConfiguredError(SETTING_MISSING)
 }
 
 /** What a sender encodes task bodies with (task_serializer), signed when it is auth. */
@@ -139,7 +148,7 @@ export function taskEncoder(conf: Record<string, unknown>, security: LoadedSecur
 
 /** What a worker accepts (accept_content), verifies signed bodies with, and how deep and large a message may be. */
 export function taskDecoder(conf: Record<string, unknown>, security: LoadedSecurity | undefined, allowed?: string[]): BodyDecoder {
-  const accept = acceptContent(allowed ? [...(conf.accept_content as string[] | undefined ?? []), ...allowed] : conf.accept_content)
+  const accept = acceptContent(allowed ? [...((conf.accept_content as string[] | undefined) ?? []), ...allowed] : conf.accept_content)
   return { accept, limits: messageLimits(conf), ...(security ? { verify: { store: security.store, digest: security.digest } } : {}) }
 }
 
@@ -158,7 +167,8 @@ export function messageLimits(conf: Record<string, unknown>): MessageLimits {
 /** result_serializer (json by default; Celery's results stay JSON under auth unless set) and result_accept_content (accept_content when unset). */
 export function resultCodecSettings(conf: Record<string, unknown>): { serializer: string; accept: Set<string> } {
   const serializer = typeof conf.result_serializer === 'string' ? conf.result_serializer : 'json'
-  if (serializer === 'auth') throw new ImproperlyConfiguredError('result_serializer auth is not supported by tsq: Celery signs task messages, results stay unsigned')
+  if (serializer === 'auth')
+    throw new ImproperlyConfiguredError('result_serializer auth is not supported by tsq: Celery signs task messages, results stay unsigned')
   serializerSpec(serializer)
   const accept = acceptContent(conf.result_accept_content ?? conf.accept_content)
   return { serializer, accept }

@@ -19,7 +19,13 @@ const SENTINEL_OPTIONS = new Set(['master_name', 'sentinel_kwargs', 'min_other_s
 const ALWAYS = new Set(['confirm_publish'])
 
 /** Options kombu reads that only tune the Python client's sockets and pools: nothing another process sees. */
-const CLIENT_ONLY = new Set(['socket_keepalive_options', 'max_connections', 'retry_on_timeout', 'unacked_restore_limit', 'unacked_mutex_expire'])
+const CLIENT_ONLY = new Set([
+  'socket_keepalive_options',
+  'max_connections',
+  'retry_on_timeout',
+  'unacked_restore_limit',
+  'unacked_mutex_expire',
+])
 
 /**
  * How a Redis connection notices a dead path (transport/redis/liveness.ts),
@@ -69,11 +75,13 @@ export interface CheckedTransportOptions {
 
 type Reader = (v: unknown, layout: RedisLayoutOptions) => string | null
 
-const keyName = (field: 'unackedKey' | 'unackedIndexKey' | 'unackedMutexKey'): Reader => (v, layout) => {
-  if (typeof v !== 'string' || v === '') return 'expected a key name'
-  layout[field] = v
-  return null
-}
+const keyName =
+  (field: 'unackedKey' | 'unackedIndexKey' | 'unackedMutexKey'): Reader =>
+  (v, layout) => {
+    if (typeof v !== 'string' || v === '') return 'expected a key name'
+    layout[field] = v
+    return null
+  }
 
 /** Each layout option: store it in the layout, or say why it cannot be read (kombu would fail on it, or do something tsq does not). */
 const LAYOUT: Record<string, Reader> = {
@@ -88,12 +96,14 @@ const LAYOUT: Record<string, Reader> = {
     return null
   },
   priority_steps: (v, layout) => {
-    if (!Array.isArray(v) || v.length === 0 || !v.every((s) => Number.isInteger(s) && s >= 0)) return 'expected a list of whole numbers >= 0'
+    if (!Array.isArray(v) || v.length === 0 || !v.every((s) => Number.isInteger(s) && s >= 0))
+      return 'expected a list of whole numbers >= 0'
     layout.prioritySteps = v as number[]
     return null
   },
   queue_order_strategy: (v, layout) => {
-    if (!QUEUE_ORDER.includes(v as (typeof QUEUE_ORDER)[number])) return `expected one of ${QUEUE_ORDER.join(', ')} (a Python cycle class cannot be used here)`
+    if (!QUEUE_ORDER.includes(v as (typeof QUEUE_ORDER)[number]))
+      return `expected one of ${QUEUE_ORDER.join(', ')} (a Python cycle class cannot be used here)`
     layout.queueOrderStrategy = v as (typeof QUEUE_ORDER)[number]
     return null
   },
@@ -119,7 +129,10 @@ export function checkBackendTransportOptions(value: unknown): string[] {
   if (typeof value !== 'object' || Array.isArray(value)) return ['result_backend_transport_options: expected a map of option to value']
   const refusals = sentinelSettingsFrom(value, 'result_backend_transport_options').refusals
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    if (!SENTINEL_OPTIONS.has(key)) refusals.push(`${shownSetting(`result_backend_transport_options.${key}`, v)}: not an option tsq's result backend reads (master_name, sentinel_kwargs)`)
+    if (!SENTINEL_OPTIONS.has(key))
+      refusals.push(
+        `${shownSetting(`result_backend_transport_options.${key}`, v)}: not an option tsq's result backend reads (master_name, sentinel_kwargs)`,
+      )
   }
   return refusals
 }
@@ -127,7 +140,8 @@ export function checkBackendTransportOptions(value: unknown): string[] {
 export function checkTransportOptions(value: unknown): CheckedTransportOptions {
   const redisLayout: RedisLayoutOptions = {}
   if (value === undefined || value === null) return { redisLayout, redisLiveness: {}, refusals: [] }
-  if (typeof value !== 'object' || Array.isArray(value)) return { redisLayout, redisLiveness: {}, refusals: ['broker_transport_options: expected a map of option to value'] }
+  if (typeof value !== 'object' || Array.isArray(value))
+    return { redisLayout, redisLiveness: {}, refusals: ['broker_transport_options: expected a map of option to value'] }
   const refusals: string[] = []
   const prefixed = (k: string) => `broker_transport_options.${k}`
   const { liveness: redisLiveness, refusals: livenessRefusals } = readLiveness(value as Record<string, unknown>, {
@@ -150,7 +164,9 @@ export function checkTransportOptions(value: unknown): CheckedTransportOptions {
       if (why) refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: ${why}`)
     } else if (key in KEPT_AT_DEFAULT) {
       if (JSON.stringify(v) !== JSON.stringify(KEPT_AT_DEFAULT[key])) {
-        refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: tsq keeps kombu's default (${JSON.stringify(KEPT_AT_DEFAULT[key])}), so another value would split its Redis layout from the Python workers'`)
+        refusals.push(
+          `${shownSetting(`broker_transport_options.${key}`, v)}: tsq keeps kombu's default (${JSON.stringify(KEPT_AT_DEFAULT[key])}), so another value would split its Redis layout from the Python workers'`,
+        )
       }
     } else if (!CLIENT_ONLY.has(key) && !ALWAYS.has(key)) {
       refusals.push(`${shownSetting(`broker_transport_options.${key}`, v)}: not an option tsq's transports read`)

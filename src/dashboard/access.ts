@@ -93,6 +93,7 @@ export function checkSameOrigin(req: IncomingMessage, allowed: Set<string> | nul
       throw new HttpError(403, 'Cross-site request refused')
     }
     // The page's own origin: the Host it was served under, and a name on the allow-list (not just equal to a rebound Host).
-    if (host !== req.headers.host || (allowed !== null && !allowed.has(hostName(host)))) throw new HttpError(403, 'Cross-site request refused')
+    if (host !== req.headers.host || (allowed !== null && !allowed.has(hostName(host))))
+      throw new HttpError(403, 'Cross-site request refused')
   }
 }

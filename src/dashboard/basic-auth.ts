@@ -27,7 +27,8 @@ export function parseBasicAuth(spec: string, source = '--basic-auth'): { user: s
   return spec.split(',').map((pair, i) => {
     const colon = pair.indexOf(':')
     // The entry is not echoed: it may be a password typed without its user.
-    if (colon <= 0) throw Object.assign(new Error(`${source}: expected user:password[,user:password], entry ${i + 1} has no 'user:'`), { code: 'USAGE' })
+    if (colon <= 0)
+      throw Object.assign(new Error(`${source}: expected user:password[,user:password], entry ${i + 1} has no 'user:'`), { code: 'USAGE' })
     return { user: pair.slice(0, colon), pass: pair.slice(colon + 1) }
   })
 }
@@ -58,7 +59,10 @@ export function readBasicAuthFile(path: string): { spec: string; warning?: strin
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
   if (entries.length === 0) throw usage(`--basic-auth-file ${path}: no user:password entry`)
-  const warning = mode & 0o077 ? `--basic-auth-file ${path} can be read by other users (mode ${mode.toString(8).padStart(4, '0')}): chmod 600 it` : undefined
+  const warning =
+    mode & 0o077
+      ? `--basic-auth-file ${path} can be read by other users (mode ${mode.toString(8).padStart(4, '0')}): chmod 600 it`
+      : undefined
   return { spec: entries.join(','), warning }
 }
 

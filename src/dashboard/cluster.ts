@@ -7,7 +7,16 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../backends/index.js'
 import { EventReceiver, sendTask, originalCall } from '../client/index.js'
 import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type ResultMeta, maskUrlsInText } from '../protocol/index.js'
-import { createTransport, ensurePrivateFileSync, MailboxClient, maskUrl, replaceFileSync, type NodeReply, type Transport, type TransportSettings } from '../transport/index.js'
+import {
+  createTransport,
+  ensurePrivateFileSync,
+  MailboxClient,
+  maskUrl,
+  replaceFileSync,
+  type NodeReply,
+  type Transport,
+  type TransportSettings,
+} from '../transport/index.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from '../cluster-state/index.js'
@@ -85,7 +94,6 @@ export function scrubSecrets(value: unknown): unknown {
   return value
 }
 
-
 /** Bytes a --db state file may hold (its task and worker tables are capped far below this). */
 export const MAX_STATE_FILE_BYTES = 256 * 1024 * 1024
 export class Cluster {
@@ -114,7 +122,9 @@ export class Cluster {
   constructor(private readonly o: ClusterOptions) {
     this.state = new ClusterState({ maxTasks: o.maxTasks })
     this.displayUrl = maskUrl(o.brokerUrl)
-    this.features = new Features({ brokerUrl: o.brokerUrl, resultBackend: o.resultBackend, lockUrl: o.lockUrl, schedule: o.schedule }, () => this.requireTransport())
+    this.features = new Features({ brokerUrl: o.brokerUrl, resultBackend: o.resultBackend, lockUrl: o.lockUrl, schedule: o.schedule }, () =>
+      this.requireTransport(),
+    )
     // Private (0600, ours, in a folder others cannot write to): it holds every task's arguments and results.
     if (o.persistent) ensurePrivateFileSync(o.persistent.path, 'dashboard --persistent state')
     if (o.persistent && existsSync(o.persistent.path)) this.load(o.persistent.path)
@@ -150,7 +160,13 @@ export class Cluster {
     })
     await this.receiver.start()
     const every = (seconds: number, fn: () => unknown): void => {
-      const timer = setInterval(() => void Promise.resolve().then(fn).catch(() => undefined), seconds * 1000)
+      const timer = setInterval(
+        () =>
+          void Promise.resolve()
+            .then(fn)
+            .catch(() => undefined),
+        seconds * 1000,
+      )
       timer.unref()
       this.timers.push(timer)
     }
@@ -213,7 +229,8 @@ export class Cluster {
       this.unreadableEvents += 1
       return
     }
-    if (typeof event.local_received === 'number' && typeof event.timestamp === 'number') this.lastLag = event.local_received - event.timestamp
+    if (typeof event.local_received === 'number' && typeof event.timestamp === 'number')
+      this.lastLag = event.local_received - event.timestamp
     const task = typeof event.uuid === 'string' ? this.state.tasks.get(event.uuid) : undefined
     this.metrics.observe(event, task)
     const type = event.type
@@ -228,7 +245,12 @@ export class Cluster {
   }
 
   private onChange(change: StateChange): void {
-    if (change.kind === 'worker' && change.worker.inspect.timestamp === undefined && !this.inspecting.has(change.worker.hostname) && this.transport) {
+    if (
+      change.kind === 'worker' &&
+      change.worker.inspect.timestamp === undefined &&
+      !this.inspecting.has(change.worker.hostname) &&
+      this.transport
+    ) {
       void this.inspect(change.worker.hostname).catch(() => undefined)
     }
   }
@@ -239,7 +261,14 @@ export class Cluster {
     if (this.currentSecond.at !== 0) {
       const rts = this.currentSecond.runtimes.sort((a, b) => a - b)
       const pct = (p: number): number | null => (rts.length ? rts[Math.min(rts.length - 1, Math.floor(p * rts.length))]! : null)
-      this.throughput.push({ at: this.currentSecond.at, succeeded: this.currentSecond.succeeded, failed: this.currentSecond.failed, p50: pct(0.5), p95: pct(0.95), p99: pct(0.99) })
+      this.throughput.push({
+        at: this.currentSecond.at,
+        succeeded: this.currentSecond.succeeded,
+        failed: this.currentSecond.failed,
+        p50: pct(0.5),
+        p95: pct(0.95),
+        p99: pct(0.99),
+      })
       if (this.throughput.length > HISTORY_SECONDS) this.throughput.splice(0, this.throughput.length - HISTORY_SECONDS)
     }
     this.currentSecond = { at: now, succeeded: 0, failed: 0, runtimes: [] }
@@ -254,7 +283,8 @@ export class Cluster {
     this.eventsAtTick = this.state.eventCount
     if (events < WARM_BELOW_EVENTS) this.state.warm(WARM_BUDGET_MS)
     const now = Date.now() / 1000
-    for (const worker of this.state.workers.values()) if (!this.state.alive(worker) && worker.heartbeats.length === 0) this.metrics.online.labels(worker.hostname).set(0)
+    for (const worker of this.state.workers.values())
+      if (!this.state.alive(worker) && worker.heartbeats.length === 0) this.metrics.online.labels(worker.hostname).set(0)
     if (this.o.purgeOfflineWorkers) this.metrics.removeWorkers(this.state.purgeOfflineWorkers(this.o.purgeOfflineWorkers))
     void now
   }
@@ -265,13 +295,23 @@ export class Cluster {
   }
 
   /** One request on the pidbox; each call has its own reply queue, so calls may overlap. */
-  broadcast(method: string, args: Record<string, unknown> = {}, options: { destination?: string[] | null; timeout?: number; reply?: boolean; limit?: number | null } = {}): Promise<NodeReply[]> {
+  broadcast(
+    method: string,
+    args: Record<string, unknown> = {},
+    options: { destination?: string[] | null; timeout?: number; reply?: boolean; limit?: number | null } = {},
+  ): Promise<NodeReply[]> {
     // An action aimed at named nodes returns as soon as each has answered, so
     // its wait can be long (a prefork pool_grow starts a process first); one
     // to all nodes waits the inspect timeout after the last reply.
     const destination = options.destination ?? null
     const timeout = options.timeout ?? (destination ? ACTION_TIMEOUT : (this.o.inspectTimeout ?? 1))
-    return new MailboxClient(this.requireTransport()).broadcast(method, { arguments: args, destination, timeout, reply: options.reply ?? true, limit: options.limit })
+    return new MailboxClient(this.requireTransport()).broadcast(method, {
+      arguments: args,
+      destination,
+      timeout,
+      reply: options.reply ?? true,
+      limit: options.limit,
+    })
   }
 
   private async cast(method: string): Promise<void> {
@@ -288,7 +328,10 @@ export class Cluster {
       await Promise.all(
         INSPECT_METHODS.map(async (method) => {
           const args = method === 'active' ? { safe: true } : {}
-          const replies = await this.broadcast(method, args, { destination, timeout: workername ? Math.max(this.o.inspectTimeout ?? 1, 3) : (this.o.inspectTimeout ?? 1) })
+          const replies = await this.broadcast(method, args, {
+            destination,
+            timeout: workername ? Math.max(this.o.inspectTimeout ?? 1, 3) : (this.o.inspectTimeout ?? 1),
+          })
           for (const reply of replies) {
             for (const [node, body] of Object.entries(reply)) {
               if (body && typeof body === 'object' && 'error' in (body as object) && Object.keys(body as object).length === 1) continue
@@ -310,7 +353,8 @@ export class Cluster {
     const names = new Set(this.o.queues ?? [])
     for (const worker of this.state.workers.values()) {
       const queues = worker.inspect.active_queues
-      if (Array.isArray(queues)) for (const q of queues) if (q && typeof (q as { name?: unknown }).name === 'string') names.add((q as { name: string }).name)
+      if (Array.isArray(queues))
+        for (const q of queues) if (q && typeof (q as { name?: unknown }).name === 'string') names.add((q as { name: string }).name)
     }
     return [...names].sort()
   }
@@ -338,7 +382,12 @@ export class Cluster {
     }
   }
 
-  async sendTask(name: string, args: unknown[], kwargs: Record<string, unknown>, options: { queue?: string; countdown?: number; eta?: string; expires?: number | string; priority?: number; id?: string } = {}): Promise<string> {
+  async sendTask(
+    name: string,
+    args: unknown[],
+    kwargs: Record<string, unknown>,
+    options: { queue?: string; countdown?: number; eta?: string; expires?: number | string; priority?: number; id?: string } = {},
+  ): Promise<string> {
     return sendTask(this.requireTransport(), name, { args, kwargs, ...options, queue: options.queue ?? this.o.queues?.[0] })
   }
 
@@ -389,7 +438,8 @@ export class Cluster {
     } catch (error) {
       throw Object.assign(new Error(`--db ${path}: not a tsq dashboard state file (${(error as Error).message})`), { code: 'USAGE' })
     }
-    if (!saved || saved.version !== 1 || !Array.isArray(saved.tasks) || !Array.isArray(saved.workers)) throw Object.assign(new Error(`--db ${path}: not a tsq dashboard state file`), { code: 'USAGE' })
+    if (!saved || saved.version !== 1 || !Array.isArray(saved.tasks) || !Array.isArray(saved.workers))
+      throw Object.assign(new Error(`--db ${path}: not a tsq dashboard state file`), { code: 'USAGE' })
     this.state.restore(saved)
   }
 }

@@ -73,7 +73,8 @@ export async function scheduleWrite(d: DashboardContext, c: Call, verb: 'add' | 
 }
 
 export const scheduleRemove = (d: DashboardContext, c: Call): Promise<void> => answer(c, () => d.cluster.features.scheduleRemove(c.param))
-export const scheduleEnable = (d: DashboardContext, c: Call, enabled: boolean): Promise<void> => answer(c, () => d.cluster.features.scheduleSetEnabled(c.param, enabled))
+export const scheduleEnable = (d: DashboardContext, c: Call, enabled: boolean): Promise<void> =>
+  answer(c, () => d.cluster.features.scheduleSetEnabled(c.param, enabled))
 
 /**
  * The body of a schedule add or set: a JSON object with the fields of `tsq
@@ -87,9 +88,10 @@ export function entryFieldsOf(body: string): EntryFlags {
   try {
     raw = JSON.parse(body || '{}')
   } catch {
-    throw new HttpError(400, 'the body must be a JSON object of the entry\'s fields', true)
+    throw new HttpError(400, "the body must be a JSON object of the entry's fields", true)
   }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new HttpError(400, 'the body must be a JSON object of the entry\'s fields', true)
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new HttpError(400, "the body must be a JSON object of the entry's fields", true)
   const fields: EntryFlags = {}
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     if (value === undefined || value === null) continue
@@ -97,9 +99,18 @@ export function entryFieldsOf(body: string): EntryFlags {
       if (typeof value !== 'boolean') throw new HttpError(400, 'relative must be true or false', true)
       fields.relative = value
     } else if (key === 'priority') {
-      if (typeof value !== 'number' || !Number.isInteger(value)) throw new HttpError(400, `priority must be an integer, got ${JSON.stringify(value)}`, true)
+      if (typeof value !== 'number' || !Number.isInteger(value))
+        throw new HttpError(400, `priority must be an integer, got ${JSON.stringify(value)}`, true)
       fields.priority = value
-    } else if (key === 'task' || key === 'every' || key === 'cron' || key === 'args' || key === 'kwargs' || key === 'queue' || key === 'expires') {
+    } else if (
+      key === 'task' ||
+      key === 'every' ||
+      key === 'cron' ||
+      key === 'args' ||
+      key === 'kwargs' ||
+      key === 'queue' ||
+      key === 'expires'
+    ) {
       if (typeof value !== 'string') throw new HttpError(400, `${key} must be a string, got ${JSON.stringify(value)}`, true)
       fields[key] = value
     } else throw new HttpError(400, `unknown field ${JSON.stringify(key)}`, true)

@@ -5,7 +5,16 @@
 // HTTP layer (server.ts) calls only this.
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { DEFAULT_SCHEDULE_FILE, definitionFromFlags, openStore, rowOf, type BeatStore, type EntryFlags, type EntryRow, type StoreOptions } from '../beat/index.js'
+import {
+  DEFAULT_SCHEDULE_FILE,
+  definitionFromFlags,
+  openStore,
+  rowOf,
+  type BeatStore,
+  type EntryFlags,
+  type EntryRow,
+  type StoreOptions,
+} from '../beat/index.js'
 import { countArchive, listArchive, replayArchive, type ArchivedEvent, findServices, type KnownService } from '../bus/index.js'
 import { lockRow, type LockRow } from '../cli/lock-store.js'
 import { closeLockStoreAt, lockStoreAt, lockUrlFor, type LockStore } from '../locks/index.js'
@@ -54,7 +63,11 @@ export class Features {
     }
     this.lockUrl = url
     const s = o.schedule
-    this.scheduleWhere = !s ? null : s.scheduler === 'redis' ? `redis (${s.keyPrefix ?? 'redbeat:'})` : resolve(s.schedulePath ?? DEFAULT_SCHEDULE_FILE)
+    this.scheduleWhere = !s
+      ? null
+      : s.scheduler === 'redis'
+        ? `redis (${s.keyPrefix ?? 'redbeat:'})`
+        : resolve(s.schedulePath ?? DEFAULT_SCHEDULE_FILE)
   }
 
   /** Which pages to show. The archive: a tsq service has recorded itself on this broker; the schedule: a file store that exists, or --scheduler redis. */
@@ -114,7 +127,8 @@ export class Features {
   // ---- locks (tsq locks ls / show / rm) --------------------------------------
 
   private locks(): Promise<LockStore> {
-    if (!this.lockUrl) throw new FeatureError(404, 'no lock store: the broker is not Redis and there is no Redis result backend (set --lock-url)')
+    if (!this.lockUrl)
+      throw new FeatureError(404, 'no lock store: the broker is not Redis and there is no Redis result backend (set --lock-url)')
     this.lockStore ??= lockStoreAt(this.lockUrl)
     return this.lockStore
   }

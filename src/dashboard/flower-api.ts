@@ -107,7 +107,10 @@ export async function workerQueue(d: DashboardContext, c: Call, action: 'add-con
   const replies = await d.cluster.broadcast(method, { queue }, { destination: [name] })
   const reply = replyOf(name, replies)
   if (reply && 'ok' in reply) return sendJson(c.res, 200, { message: reply.ok })
-  const failure = action === 'add-consumer' ? `Failed to add '${queue}' consumer to '${name}' worker` : `Failed to cancel '${queue}' consumer from '${name}' worker`
+  const failure =
+    action === 'add-consumer'
+      ? `Failed to add '${queue}' consumer to '${name}' worker`
+      : `Failed to cancel '${queue}' consumer from '${name}' worker`
   sendRefusal(c.res, `${failure}: ${reply?.error ?? 'Unknown reason'}`)
 }
 
@@ -124,7 +127,8 @@ function parseFlowerTime(value: string | null, name: string): number | null {
 function taskQuery(query: URLSearchParams): TaskQuery {
   const all = (v: string | null): string | null => (v && v !== 'All' ? v : null)
   const sortBy = query.get('sort_by')
-  if (sortBy && !SORT_KEYS.has(sortBy.replace(/^-/, ''))) throw new HttpError(400, `sort_by: unknown field '${sortBy.replace(/^-/, '')}'`, true)
+  if (sortBy && !SORT_KEYS.has(sortBy.replace(/^-/, '')))
+    throw new HttpError(400, `sort_by: unknown field '${sortBy.replace(/^-/, '')}'`, true)
   return {
     limit: intArg(query.get('limit'), 'limit', null),
     offset: intArg(query.get('offset'), 'offset', 0) ?? 0,

@@ -10,7 +10,11 @@ export const MAX_BODY = 1 << 20
 
 /** An answer other than 200: a line of text, or `{"error": ...}` where the pages read JSON. */
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly json = false) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly json = false,
+  ) {
     super(message)
   }
 }

@@ -8,15 +8,60 @@ import type { TaskRecord } from '../cluster-state/index.js'
 
 export class DashboardMetrics {
   readonly registry = new Registry()
-  readonly events = new Counter({ name: 'flower_events_total', help: 'Number of events', labelNames: ['worker', 'type', 'task'], registers: [this.registry] })
-  readonly runtime = new Histogram({ name: 'flower_task_runtime_seconds', help: 'Task runtime', labelNames: ['worker', 'task'], registers: [this.registry] })
-  readonly prefetchTime = new Gauge({ name: 'flower_task_prefetch_time_seconds', help: 'The time the task spent waiting at the celery worker to be executed.', labelNames: ['worker', 'task'], registers: [this.registry] })
-  readonly prefetched = new Gauge({ name: 'flower_worker_prefetched_tasks', help: 'Number of tasks of given type prefetched at a worker', labelNames: ['worker', 'task'], registers: [this.registry] })
-  readonly online = new Gauge({ name: 'flower_worker_online', help: 'Worker online status', labelNames: ['worker'], registers: [this.registry] })
-  readonly executing = new Gauge({ name: 'flower_worker_number_of_currently_executing_tasks', help: 'Number of tasks currently executing at a worker', labelNames: ['worker'], registers: [this.registry] })
-  readonly queueMessages = new Gauge({ name: 'tsq_queue_messages', help: 'Messages ready in the queue (passive declare, list lengths with priority sub-lists, or files)', labelNames: ['queue'], registers: [this.registry] })
-  readonly queueConsumers = new Gauge({ name: 'tsq_queue_consumers', help: 'Consumers of the queue, where the broker tracks them', labelNames: ['queue'], registers: [this.registry] })
-  readonly eventsReceived = new Counter({ name: 'tsq_dashboard_events_received_total', help: 'Events the dashboard received: applied, unreadable, or refused (over the size or depth limit, dropped unparsed)', labelNames: ['outcome'], registers: [this.registry] })
+  readonly events = new Counter({
+    name: 'flower_events_total',
+    help: 'Number of events',
+    labelNames: ['worker', 'type', 'task'],
+    registers: [this.registry],
+  })
+  readonly runtime = new Histogram({
+    name: 'flower_task_runtime_seconds',
+    help: 'Task runtime',
+    labelNames: ['worker', 'task'],
+    registers: [this.registry],
+  })
+  readonly prefetchTime = new Gauge({
+    name: 'flower_task_prefetch_time_seconds',
+    help: 'The time the task spent waiting at the celery worker to be executed.',
+    labelNames: ['worker', 'task'],
+    registers: [this.registry],
+  })
+  readonly prefetched = new Gauge({
+    name: 'flower_worker_prefetched_tasks',
+    help: 'Number of tasks of given type prefetched at a worker',
+    labelNames: ['worker', 'task'],
+    registers: [this.registry],
+  })
+  readonly online = new Gauge({
+    name: 'flower_worker_online',
+    help: 'Worker online status',
+    labelNames: ['worker'],
+    registers: [this.registry],
+  })
+  readonly executing = new Gauge({
+    name: 'flower_worker_number_of_currently_executing_tasks',
+    help: 'Number of tasks currently executing at a worker',
+    labelNames: ['worker'],
+    registers: [this.registry],
+  })
+  readonly queueMessages = new Gauge({
+    name: 'tsq_queue_messages',
+    help: 'Messages ready in the queue (passive declare, list lengths with priority sub-lists, or files)',
+    labelNames: ['queue'],
+    registers: [this.registry],
+  })
+  readonly queueConsumers = new Gauge({
+    name: 'tsq_queue_consumers',
+    help: 'Consumers of the queue, where the broker tracks them',
+    labelNames: ['queue'],
+    registers: [this.registry],
+  })
+  readonly eventsReceived = new Counter({
+    name: 'tsq_dashboard_events_received_total',
+    help: 'Events the dashboard received: applied, unreadable, or refused (over the size or depth limit, dropped unparsed)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  })
 
   /**
    * Counts and gauge moves kept here between scrapes, by worker, then type
@@ -67,7 +112,8 @@ export class DashboardMetrics {
         prefetch.time = started - received
         prefetch.delta -= 1
       }
-      if ((type === 'task-succeeded' || type === 'task-failed') && !eta && typeof started === 'number' && typeof received === 'number') this.prefetchCell(worker, name).time = 0
+      if ((type === 'task-succeeded' || type === 'task-failed') && !eta && typeof started === 'number' && typeof received === 'number')
+        this.prefetchCell(worker, name).time = 0
     }
     if (type === 'worker-online') this.online.labels(worker).set(1)
     if (type === 'worker-heartbeat') {
@@ -79,7 +125,8 @@ export class DashboardMetrics {
 
   /** Hands what observe() gathered to prom-client. */
   flush(): void {
-    for (const [worker, byType] of this.pendingEvents) for (const [type, byTask] of byType) for (const [task, cell] of byTask) this.events.inc({ worker, type, task }, cell.n)
+    for (const [worker, byType] of this.pendingEvents)
+      for (const [type, byTask] of byType) for (const [task, cell] of byTask) this.events.inc({ worker, type, task }, cell.n)
     this.pendingEvents.clear()
     for (const [worker, byTask] of this.pendingPrefetched) {
       for (const [task, cell] of byTask) {
@@ -102,7 +149,8 @@ export class DashboardMetrics {
       for (const name of names) (metric as Gauge<string>).remove({ worker: name })
       // Series with more labels than worker are matched by their worker label.
       const values = (metric as unknown as { hashMap: Record<string, { labels: Record<string, string> }> }).hashMap
-      for (const entry of Object.values(values ?? {})) if (names.includes(entry.labels.worker ?? '')) (metric as Gauge<string>).remove(entry.labels)
+      for (const entry of Object.values(values ?? {}))
+        if (names.includes(entry.labels.worker ?? '')) (metric as Gauge<string>).remove(entry.labels)
     }
   }
 

@@ -79,10 +79,34 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/api/ui/lock/rm/:id', handler: features.lockRemove, page: 'locks', json: true },
   { method: 'GET', path: '/api/ui/lock/:id', handler: features.lockShow, page: 'locks', json: true },
   { method: 'GET', path: '/api/ui/schedule', handler: features.scheduleList, page: 'schedule', json: true },
-  { method: 'POST', path: '/api/ui/schedule/add/:entry', handler: (d, c) => features.scheduleWrite(d, c, 'add'), page: 'schedule', json: true },
-  { method: 'POST', path: '/api/ui/schedule/set/:entry', handler: (d, c) => features.scheduleWrite(d, c, 'set'), page: 'schedule', json: true },
-  { method: 'POST', path: '/api/ui/schedule/enable/:entry', handler: (d, c) => features.scheduleEnable(d, c, true), page: 'schedule', json: true },
-  { method: 'POST', path: '/api/ui/schedule/disable/:entry', handler: (d, c) => features.scheduleEnable(d, c, false), page: 'schedule', json: true },
+  {
+    method: 'POST',
+    path: '/api/ui/schedule/add/:entry',
+    handler: (d, c) => features.scheduleWrite(d, c, 'add'),
+    page: 'schedule',
+    json: true,
+  },
+  {
+    method: 'POST',
+    path: '/api/ui/schedule/set/:entry',
+    handler: (d, c) => features.scheduleWrite(d, c, 'set'),
+    page: 'schedule',
+    json: true,
+  },
+  {
+    method: 'POST',
+    path: '/api/ui/schedule/enable/:entry',
+    handler: (d, c) => features.scheduleEnable(d, c, true),
+    page: 'schedule',
+    json: true,
+  },
+  {
+    method: 'POST',
+    path: '/api/ui/schedule/disable/:entry',
+    handler: (d, c) => features.scheduleEnable(d, c, false),
+    page: 'schedule',
+    json: true,
+  },
   { method: 'POST', path: '/api/ui/schedule/rm/:entry', handler: features.scheduleRemove, page: 'schedule', json: true },
   { method: 'GET', path: '/api/ui/schedule/:entry', handler: features.scheduleShow, page: 'schedule', json: true },
 ]
@@ -109,7 +133,8 @@ export class RouteTable {
   /** The first route whose pattern matches the path, or null. */
   match(path: string): Matched | null {
     for (const { route, prefix, tail } of this.rows) {
-      if (tail === 'none' ? path === prefix : path.startsWith(prefix) && (tail === 'rest' || path.length > prefix.length)) return { route, rest: path.slice(prefix.length) }
+      if (tail === 'none' ? path === prefix : path.startsWith(prefix) && (tail === 'rest' || path.length > prefix.length))
+        return { route, rest: path.slice(prefix.length) }
     }
     return null
   }

@@ -50,7 +50,9 @@ export async function runDashboard(o: RunDashboardOptions): Promise<void> {
   // process idles. A compacting GC once the events stop gives them back (the
   // whole process here, so an in-process user of startDashboard keeps its own policy).
   const stopTrimming = trimMemoryWhenIdle()
-  o.log(`tsq dashboard: visit me at ${running.url} (broker ${running.cluster.displayUrl}, max ${o.maxTasks} tasks${o.persistent ? `, state in ${o.persistent.path}` : ''})`)
+  o.log(
+    `tsq dashboard: visit me at ${running.url} (broker ${running.cluster.displayUrl}, max ${o.maxTasks} tasks${o.persistent ? `, state in ${o.persistent.path}` : ''})`,
+  )
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGTERM', stop)

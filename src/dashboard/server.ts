@@ -53,7 +53,14 @@ export class DashboardServer {
     server.keepAliveTimeout = 5000
     return new Promise((resolve, reject) => {
       server.once('error', (error: NodeJS.ErrnoException) => {
-        reject(Object.assign(new Error(`cannot listen on ${this.o.address}:${this.o.port}: ${error.code === 'EADDRINUSE' ? 'address already in use' : error.message}`), { code: 'USAGE' }))
+        reject(
+          Object.assign(
+            new Error(
+              `cannot listen on ${this.o.address}:${this.o.port}: ${error.code === 'EADDRINUSE' ? 'address already in use' : error.message}`,
+            ),
+            { code: 'USAGE' },
+          ),
+        )
       })
       server.listen(this.o.port, this.o.address, () => {
         const address = server.address()

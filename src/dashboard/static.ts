@@ -15,12 +15,31 @@ import { HttpError, send, type Call } from './http.js'
  */
 export const WEB_ROOT = fileURLToPath(new URL('../dashboard/web/', import.meta.url))
 
-const MIME: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.png': 'image/png', '.svg': 'image/svg+xml' }
+const MIME: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+}
 const VENDOR: Record<string, string> = { 'vendor/uPlot.js': 'uplot/dist/uPlot.iife.min.js', 'vendor/uPlot.css': 'uplot/dist/uPlot.min.css' }
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 /** The paths the pages' own router answers (web/app.js): each is the one page. `*`: any rest. */
-export const PAGES = ['/', '/workers', '/tasks', '/queues', '/broker', '/overview', '/archive', '/locks', '/schedule', '/worker/*', '/task/*']
+export const PAGES = [
+  '/',
+  '/workers',
+  '/tasks',
+  '/queues',
+  '/broker',
+  '/overview',
+  '/archive',
+  '/locks',
+  '/schedule',
+  '/worker/*',
+  '/task/*',
+]
 
 let indexHtml: string | undefined
 

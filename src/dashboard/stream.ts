@@ -24,7 +24,10 @@ export class LiveStream {
   private readonly changedWorkers = new Set<string>()
   private flushTimer: NodeJS.Timeout | undefined
 
-  constructor(private readonly cluster: Cluster, private readonly log?: (line: string) => void) {
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly log?: (line: string) => void,
+  ) {
     cluster.state.onChange((change) => {
       // Changes are kept only for a page that listens: with none, they would
       // pile up one uuid per task for as long as it runs (a new page starts
@@ -37,7 +40,12 @@ export class LiveStream {
   }
 
   open(req: IncomingMessage, res: ServerResponse): void {
-    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' })
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    })
     const client: StreamClient = { res, stalled: false }
     this.clients.add(client)
     res.write(`retry: 2000\nevent: hello\ndata: ${JSON.stringify(summary(this.cluster))}\n\n`)
@@ -94,8 +102,15 @@ export class LiveStream {
     const state = this.cluster.state
     const ids = [...this.changedTasks]
     this.changedTasks.clear()
-    const tasks = ids.slice(-SSE_MAX_TASKS).map((id) => state.tasks.get(id)).filter((t): t is TaskRecord => Boolean(t)).map((t) => taskRow(t))
-    const workers = [...this.changedWorkers].map((name) => state.workers.get(name)).filter((w): w is WorkerRecord => Boolean(w)).map((w) => workerSummary(this.cluster, w))
+    const tasks = ids
+      .slice(-SSE_MAX_TASKS)
+      .map((id) => state.tasks.get(id))
+      .filter((t): t is TaskRecord => Boolean(t))
+      .map((t) => taskRow(t))
+    const workers = [...this.changedWorkers]
+      .map((name) => state.workers.get(name))
+      .filter((w): w is WorkerRecord => Boolean(w))
+      .map((w) => workerSummary(this.cluster, w))
     this.changedWorkers.clear()
     const data = JSON.stringify({ tasks, more: ids.length > SSE_MAX_TASKS, newTasks: ids.length, workers, summary: summary(this.cluster) })
     for (const client of this.clients) this.write(client, `event: update\ndata: ${data}\n\n`)

@@ -10,7 +10,20 @@ import { boolArg, HttpError, readBody, sendJson, type Call } from './http.js'
 import { summary, taskDetail, taskRow, workerSummary } from './views.js'
 
 /** Control commands the pages may send (the worker page's actions and the task page's revoke). */
-const UI_COMMANDS = new Set(['shutdown', 'pool_grow', 'pool_shrink', 'autoscale', 'add_consumer', 'cancel_consumer', 'rate_limit', 'time_limit', 'revoke', 'pool_restart', 'enable_events', 'disable_events'])
+const UI_COMMANDS = new Set([
+  'shutdown',
+  'pool_grow',
+  'pool_shrink',
+  'autoscale',
+  'add_consumer',
+  'cancel_consumer',
+  'rate_limit',
+  'time_limit',
+  'revoke',
+  'pool_restart',
+  'enable_events',
+  'disable_events',
+])
 
 export function uiSummary(d: DashboardContext, c: Call): void {
   sendJson(c.res, 200, summary(d.cluster))
@@ -29,7 +42,13 @@ export async function uiWorker(d: DashboardContext, c: Call): Promise<void> {
 export function uiTasks(d: DashboardContext, c: Call): void {
   const page = runQuery(d.cluster, c.query)
   const state = d.cluster.state
-  sendJson(c.res, 200, { rows: page.tasks.map((t) => taskRow(t)), filtered: page.filtered, total: page.total, taskTypes: [...state.taskTypes].sort(), workers: [...state.workers.keys()].sort() })
+  sendJson(c.res, 200, {
+    rows: page.tasks.map((t) => taskRow(t)),
+    filtered: page.filtered,
+    total: page.total,
+    taskTypes: [...state.taskTypes].sort(),
+    workers: [...state.workers.keys()].sort(),
+  })
 }
 
 export function uiTask(d: DashboardContext, c: Call): void {
@@ -62,7 +81,10 @@ export async function uiControl(d: DashboardContext, c: Call): Promise<void> {
     throw new HttpError(400, 'Body: expected JSON')
   }
   const destination = Array.isArray(input.destination) ? input.destination.filter((dest): dest is string => typeof dest === 'string') : null
-  const args = input.arguments && typeof input.arguments === 'object' && !Array.isArray(input.arguments) ? (input.arguments as Record<string, unknown>) : {}
+  const args =
+    input.arguments && typeof input.arguments === 'object' && !Array.isArray(input.arguments)
+      ? (input.arguments as Record<string, unknown>)
+      : {}
   const replies = await d.cluster.broadcast(method, args, { destination, reply: method !== 'shutdown' || destination !== null })
   // A changed pool shows at once on the worker's page.
   if (destination && method !== 'shutdown') for (const dest of destination) void d.cluster.inspect(dest).catch(() => undefined)

@@ -28,8 +28,13 @@ export function summary(cluster: Cluster): Record<string, unknown> {
 }
 
 export function workerSummary(cluster: Cluster, w: WorkerRecord): Record<string, unknown> {
-  const stats = (w.inspect.stats ?? {}) as { pool?: { 'max-concurrency'?: number; implementation?: string; processes?: unknown[] }; total?: Record<string, number> }
-  const queues = Array.isArray(w.inspect.active_queues) ? (w.inspect.active_queues as { name?: string }[]).map((q) => q.name).filter(Boolean) : []
+  const stats = (w.inspect.stats ?? {}) as {
+    pool?: { 'max-concurrency'?: number; implementation?: string; processes?: unknown[] }
+    total?: Record<string, number>
+  }
+  const queues = Array.isArray(w.inspect.active_queues)
+    ? (w.inspect.active_queues as { name?: string }[]).map((q) => q.name).filter(Boolean)
+    : []
   const pool = stats.pool ?? {}
   const impl = typeof pool.implementation === 'string' ? pool.implementation.replace(/^celery\.concurrency\.|:TaskPool$/g, '') : null
   return {
@@ -54,7 +59,19 @@ export function workerSummary(cluster: Cluster, w: WorkerRecord): Record<string,
 
 export function taskRow(t: TaskRecord): Record<string, unknown> {
   const f = t.fields
-  return { uuid: t.uuid, name: f.name ?? null, state: t.state, args: f.args ?? null, kwargs: f.kwargs ?? null, result: f.result ?? null, received: f.received ?? null, started: f.started ?? null, runtime: f.runtime ?? null, worker: t.worker, timestamp: f.timestamp ?? null }
+  return {
+    uuid: t.uuid,
+    name: f.name ?? null,
+    state: t.state,
+    args: f.args ?? null,
+    kwargs: f.kwargs ?? null,
+    result: f.result ?? null,
+    received: f.received ?? null,
+    started: f.started ?? null,
+    runtime: f.runtime ?? null,
+    worker: t.worker,
+    timestamp: f.timestamp ?? null,
+  }
 }
 
 /** A task's page: its fields, its events, its parent, root and children, and the workflow (chain, chord) under its root. */
@@ -75,5 +92,12 @@ export function taskDetail(cluster: Cluster, task: TaskRecord): Record<string, u
     for (const child of t?.children ?? []) walk(child, depth + 1)
   }
   walk(rootId, 0)
-  return { task: state.taskAsDict(task), timeline: task.timeline, parent: brief(task.fields.parent_id as string | undefined), root: brief(rootId), children, family }
+  return {
+    task: state.taskAsDict(task),
+    timeline: task.timeline,
+    parent: brief(task.fields.parent_id as string | undefined),
+    root: brief(rootId),
+    children,
+    family,
+  }
 }

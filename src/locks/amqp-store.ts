@@ -28,7 +28,16 @@ import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqp
 import { hostname } from 'node:os'
 import { amqpConnectSettings, openAmqpConnection } from '../transport/amqp/index.js'
 import { redisUrlClientOptions } from '../transport/index.js'
-import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
+import {
+  holderOf,
+  TOKEN_PREFIX,
+  type AcquireResult,
+  type HolderInfo,
+  type LockListing,
+  type LockRecord,
+  type LockStore,
+  type MarkResult,
+} from './lock.js'
 
 export const AMQP_LOCK_QUEUE_PREFIX = 'tsq.lock.'
 export const AMQP_LOCKS_EXCHANGE = 'tsq.locks'
@@ -87,7 +96,10 @@ export class AmqpLockStore implements LockStore {
     let connection = this.connections.get(heartbeat)
     if (connection) return connection
     const settings = amqpConnectSettings(this.url)
-    connection = openAmqpConnection({ ...settings, connect: { ...settings.connect, heartbeat } }, `tsq-locks ${hostname()}:${process.pid}`).then(
+    connection = openAmqpConnection(
+      { ...settings, connect: { ...settings.connect, heartbeat } },
+      `tsq-locks ${hostname()}:${process.pid}`,
+    ).then(
       (conn) => {
         conn.on('error', () => undefined)
         conn.on('close', () => {
@@ -140,7 +152,17 @@ export class AmqpLockStore implements LockStore {
         throw error
       }
       const token = await this.nextToken(id)
-      const record: LockRecord = { id, token, holder: holderOf(who), node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt: Date.now(), leaseMs }
+      const record: LockRecord = {
+        id,
+        token,
+        holder: holderOf(who),
+        node: who.node,
+        pid: who.pid,
+        task: who.task,
+        taskId: who.taskId,
+        acquiredAt: Date.now(),
+        leaseMs,
+      }
       const held: Held = { channel: ch, record, lost: false, heartbeat }
       await ch.assertExchange(AMQP_LOCKS_EXCHANGE, 'fanout', { durable: true, autoDelete: false })
       await ch.bindQueue(queue, AMQP_LOCKS_EXCHANGE, '')
@@ -167,7 +189,8 @@ export class AmqpLockStore implements LockStore {
       return
     }
     const reply = (body: unknown) => {
-      if (msg.properties.replyTo) held.channel.sendToQueue(msg.properties.replyTo, Buffer.from(JSON.stringify(body)), { correlationId: msg.properties.correlationId })
+      if (msg.properties.replyTo)
+        held.channel.sendToQueue(msg.properties.replyTo, Buffer.from(JSON.stringify(body)), { correlationId: msg.properties.correlationId })
     }
     if (ask.op === 'who') reply({ ...held.record, leftMs: held.lost ? 0 : held.record.leaseMs })
     else if (ask.op === 'release') {
@@ -241,17 +264,21 @@ export class AmqpLockStore implements LockStore {
       const answers: unknown[] = []
       await new Promise<void>((resolve) => {
         let timer = setTimeout(resolve, stallMs)
-        void ch.consume(replyTo, (msg) => {
-          if (!msg) return resolve()
-          try {
-            answers.push(JSON.parse(msg.content.toString()))
-          } catch {
-            return
-          }
-          clearTimeout(timer)
-          if (answers.length >= limit) return resolve()
-          timer = setTimeout(resolve, stallMs)
-        }, { noAck: true })
+        void ch.consume(
+          replyTo,
+          (msg) => {
+            if (!msg) return resolve()
+            try {
+              answers.push(JSON.parse(msg.content.toString()))
+            } catch {
+              return
+            }
+            clearTimeout(timer)
+            if (answers.length >= limit) return resolve()
+            timer = setTimeout(resolve, stallMs)
+          },
+          { noAck: true },
+        )
         const body = Buffer.from(JSON.stringify(op))
         if (queue) ch.sendToQueue(queue, body, { replyTo })
         else ch.publish(AMQP_LOCKS_EXCHANGE, '', body, { replyTo })
@@ -282,7 +309,10 @@ export class AmqpLockStore implements LockStore {
     // The connection may redeclare its own exclusive queue: this process's callers take turns first.
     const before = this.markTurns.get(id) ?? Promise.resolve()
     const turn = before.then(() => this.withBrokerMutex(id, fn))
-    const settled = turn.then(() => undefined, () => undefined)
+    const settled = turn.then(
+      () => undefined,
+      () => undefined,
+    )
     this.markTurns.set(id, settled)
     void settled.then(() => {
       if (this.markTurns.get(id) === settled) this.markTurns.delete(id)
@@ -325,7 +355,10 @@ export class AmqpLockStore implements LockStore {
         }
         ch.ack(msg)
       }
-      ch.sendToQueue(queue, Buffer.from(JSON.stringify({ taskId, expiresAt: now + ttlMs })), { persistent: true, expiration: String(ttlMs) })
+      ch.sendToQueue(queue, Buffer.from(JSON.stringify({ taskId, expiresAt: now + ttlMs })), {
+        persistent: true,
+        expiration: String(ttlMs),
+      })
       // Confirmed before the mutex goes, so the next holder of the mutex reads it.
       await ch.waitForConfirms()
       return { set: true }

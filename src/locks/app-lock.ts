@@ -10,7 +10,12 @@ import type { AppLockOptions, Lease } from './options.js'
 /** Between tries while waiting: short, so a released lock is taken soon after. */
 const WAIT_STEP_MS = 100
 
-export async function withLock<T>(settings: LockSettings, name: string, options: AppLockOptions, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+export async function withLock<T>(
+  settings: LockSettings,
+  name: string,
+  options: AppLockOptions,
+  fn: (lease: Lease) => T | Promise<T>,
+): Promise<T> {
   if (typeof name !== 'string' || name === '') throw new TypeError('app.lock(name, ...): name must be a non-empty string')
   const timeout = options.timeout ?? 60
   if (!(timeout > 0)) throw new RangeError(`app.lock(${name}): timeout must be a number of seconds above 0, got ${String(options.timeout)}`)

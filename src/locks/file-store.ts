@@ -7,7 +7,15 @@ import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { escapeSegment, unescapeSegment } from '../protocol/index.js'
 import { ensurePrivateDir, replaceFile } from '../transport/index.js'
-import { holderOf, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
+import {
+  holderOf,
+  type AcquireResult,
+  type HolderInfo,
+  type LockListing,
+  type LockRecord,
+  type LockStore,
+  type MarkResult,
+} from './lock.js'
 
 /** A mutex directory older than this was left by a process that died inside it. */
 const STALE_MUTEX_MS = 5000
@@ -95,7 +103,17 @@ export class FileLockStore implements LockStore {
       const last = Number(await readFile(this.path(id, 'token'), 'utf8').catch(() => '0')) || 0
       const token = last + 1
       await this.write(this.path(id, 'token'), String(token))
-      const record: LockRecord = { id, token, holder: holderOf(who), node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt: now, leaseMs }
+      const record: LockRecord = {
+        id,
+        token,
+        holder: holderOf(who),
+        node: who.node,
+        pid: who.pid,
+        task: who.task,
+        taskId: who.taskId,
+        acquiredAt: now,
+        leaseMs,
+      }
       await this.write(this.path(id, 'lock'), JSON.stringify({ ...record, expiresAt: now + leaseMs }))
       return { acquired: true, record }
     })
@@ -140,13 +158,15 @@ export class FileLockStore implements LockStore {
   async list(): Promise<LockListing[]> {
     await this.open()
     const names = await readdir(this.dir).catch(() => [] as string[])
-    const ids = names.filter((n) => n.endsWith('.lock')).flatMap((n) => {
-      try {
-        return [unescapeSegment(n.slice(0, -'.lock'.length))]
-      } catch {
-        return [] // not a name this store wrote
-      }
-    })
+    const ids = names
+      .filter((n) => n.endsWith('.lock'))
+      .flatMap((n) => {
+        try {
+          return [unescapeSegment(n.slice(0, -'.lock'.length))]
+        } catch {
+          return [] // not a name this store wrote
+        }
+      })
     const found = await Promise.all(ids.map((id) => this.get(id)))
     return found.filter((r): r is LockListing => r !== null).sort((a, b) => a.id.localeCompare(b.id))
   }

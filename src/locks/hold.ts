@@ -22,7 +22,13 @@ export interface HeldLock {
 
 export type TryHold = { held: HeldLock } | { held: null; remainingMs: number }
 
-export async function tryHold(store: LockStore, id: string, leaseMs: number, who: HolderInfo, log?: (message: string) => void): Promise<TryHold> {
+export async function tryHold(
+  store: LockStore,
+  id: string,
+  leaseMs: number,
+  who: HolderInfo,
+  log?: (message: string) => void,
+): Promise<TryHold> {
   const got = await store.acquire(id, leaseMs, who)
   if (!got.acquired) return { held: null, remainingMs: got.remainingMs }
   return { held: new Renewing(store, got.record, log) }

@@ -6,16 +6,35 @@ import type { LockKey, TaskLockOptions, TaskOnceOptions } from './options.js'
 export const DEFAULT_LOCK_TIMEOUT_S = 60
 export const DEFAULT_ONCE_TIMEOUT_S = 3600
 
-export function lockIdFor(taskName: string, options: TaskLockOptions, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[] = []): string {
+export function lockIdFor(
+  taskName: string,
+  options: TaskLockOptions,
+  args: readonly unknown[],
+  kwargs: Record<string, unknown>,
+  paramNames: readonly string[] = [],
+): string {
   return keyedId(taskName, 'lock', options.key, args, kwargs, paramNames)
 }
 
 /** The id of a task's `once` mark: `<task>-once-<md5 of its key>`. */
-export function onceIdFor(taskName: string, options: TaskOnceOptions, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[] = []): string {
+export function onceIdFor(
+  taskName: string,
+  options: TaskOnceOptions,
+  args: readonly unknown[],
+  kwargs: Record<string, unknown>,
+  paramNames: readonly string[] = [],
+): string {
   return keyedId(taskName, 'once', options.key, args, kwargs, paramNames)
 }
 
-function keyedId(taskName: string, kind: 'lock' | 'once', keyOf: LockKey | undefined, args: readonly unknown[], kwargs: Record<string, unknown>, paramNames: readonly string[]): string {
+function keyedId(
+  taskName: string,
+  kind: 'lock' | 'once',
+  keyOf: LockKey | undefined,
+  args: readonly unknown[],
+  kwargs: Record<string, unknown>,
+  paramNames: readonly string[],
+): string {
   if (keyOf === undefined) return `${taskName}-${kind}`
   let key: unknown
   if (typeof keyOf === 'function') {
@@ -37,16 +56,24 @@ export function parameterNames(fn: (...args: any[]) => unknown): string[] {
   if (!m) return []
   return m[1]!
     .split(',')
-    .map((p) => p.replace(/=.*$/s, '').replace(/^\s*\.\.\./, '').trim())
+    .map((p) =>
+      p
+        .replace(/=.*$/s, '')
+        .replace(/^\s*\.\.\./, '')
+        .trim(),
+    )
     .filter((p) => /^[A-Za-z_$][\w$]*$/.test(p))
 }
 
 /** A string is hashed as it is (a Python client's `md5(url)` matches); anything else as sorted-key JSON. */
 function stableText(value: unknown): string {
   if (typeof value === 'string') return value
-  return JSON.stringify(value, (_k, v: unknown) => {
-    if (typeof v === 'bigint') return v.toString()
-    if (v && typeof v === 'object' && !Array.isArray(v)) return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
-    return v
-  }) ?? 'null'
+  return (
+    JSON.stringify(value, (_k, v: unknown) => {
+      if (typeof v === 'bigint') return v.toString()
+      if (v && typeof v === 'object' && !Array.isArray(v))
+        return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      return v
+    }) ?? 'null'
+  )
 }

@@ -22,7 +22,9 @@ export function lockUrlFor(s: LockSettings): string {
   if (s.lockUrl) return s.lockUrl
   if (REDIS_URL.test(s.brokerUrl) || AMQP_URL.test(s.brokerUrl) || s.brokerUrl.startsWith('file://')) return s.brokerUrl
   if (s.resultBackend && REDIS_URL.test(s.resultBackend)) return s.resultBackend
-  throw new Error(`no lock store for broker ${s.brokerUrl.replace(/\/\/[^@/]*@/, '//***@')}: set conf.lock_url to a redis://, amqp:// or file:// URL`)
+  throw new Error(
+    `no lock store for broker ${s.brokerUrl.replace(/\/\/[^@/]*@/, '//***@')}: set conf.lock_url to a redis://, amqp:// or file:// URL`,
+  )
 }
 
 /** Where an amqp:// store counts its fencing tokens: a Redis result backend, else none (tokens are 0). */

@@ -12,7 +12,16 @@ import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
 import { redisUrlClientOptions } from '../transport/index.js'
-import { holderOf, TOKEN_PREFIX, type AcquireResult, type HolderInfo, type LockListing, type LockRecord, type LockStore, type MarkResult } from './lock.js'
+import {
+  holderOf,
+  TOKEN_PREFIX,
+  type AcquireResult,
+  type HolderInfo,
+  type LockListing,
+  type LockRecord,
+  type LockStore,
+  type MarkResult,
+} from './lock.js'
 
 export const LOCK_PREFIX = 'tsq:lock:'
 export { TOKEN_PREFIX }
@@ -73,7 +82,15 @@ const noop = (): void => undefined
 interface LockCommands {
   tsqOnceMark(mark: string, taskId: string, ttlMs: number): Promise<[number, string?, number?]>
   tsqOnceUnmark(mark: string, taskId: string): Promise<number>
-  tsqLockAcquire(lock: string, token: string, holderSet: string, leaseMs: number, rest: string, id: string, setTtl: number): Promise<[number, number]>
+  tsqLockAcquire(
+    lock: string,
+    token: string,
+    holderSet: string,
+    leaseMs: number,
+    rest: string,
+    id: string,
+    setTtl: number,
+  ): Promise<[number, number]>
   tsqLockRenew(lock: string, value: string, leaseMs: number): Promise<number>
   tsqLockRelease(lock: string, holderSet: string, value: string, id: string): Promise<number>
   tsqLockReleaseHolder(holderSet: string, holder: string, prefix: string): Promise<string[]>
@@ -85,7 +102,16 @@ export function encodeRecord(r: LockRecord): string {
 }
 
 function restOf(r: Omit<LockRecord, 'token'>): string {
-  return JSON.stringify({ id: r.id, holder: r.holder, node: r.node, pid: r.pid, task: r.task, taskId: r.taskId, acquiredAt: r.acquiredAt, leaseMs: r.leaseMs }).slice(1)
+  return JSON.stringify({
+    id: r.id,
+    holder: r.holder,
+    node: r.node,
+    pid: r.pid,
+    task: r.task,
+    taskId: r.taskId,
+    acquiredAt: r.acquiredAt,
+    leaseMs: r.leaseMs,
+  }).slice(1)
 }
 
 export class RedisLockStore implements LockStore {
@@ -117,7 +143,15 @@ export class RedisLockStore implements LockStore {
   async acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult> {
     const holder = holderOf(who)
     const base = { id, holder, node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt: Date.now(), leaseMs }
-    const [ok, n] = await this.redis.tsqLockAcquire(LOCK_PREFIX + id, TOKEN_PREFIX + id, HOLDER_PREFIX + holder, leaseMs, restOf(base), id, HOLDER_SET_TTL_MS)
+    const [ok, n] = await this.redis.tsqLockAcquire(
+      LOCK_PREFIX + id,
+      TOKEN_PREFIX + id,
+      HOLDER_PREFIX + holder,
+      leaseMs,
+      restOf(base),
+      id,
+      HOLDER_SET_TTL_MS,
+    )
     if (Number(ok) !== 1) return { acquired: false, remainingMs: Math.max(0, Number(n)) }
     return { acquired: true, record: { ...base, token: Number(n) } }
   }
@@ -127,7 +161,9 @@ export class RedisLockStore implements LockStore {
   }
 
   release(record: LockRecord): Promise<boolean> {
-    const released = this.redis.tsqLockRelease(LOCK_PREFIX + record.id, HOLDER_PREFIX + record.holder, encodeRecord(record), record.id).then((n) => Number(n) === 1)
+    const released = this.redis
+      .tsqLockRelease(LOCK_PREFIX + record.id, HOLDER_PREFIX + record.holder, encodeRecord(record), record.id)
+      .then((n) => Number(n) === 1)
     // A release nobody waits for (letGo) still finishes before close() drops the connection.
     const settled = released.then(noop, noop)
     this.releasing.add(settled)
@@ -158,7 +194,11 @@ export class RedisLockStore implements LockStore {
   }
 
   async get(id: string): Promise<LockListing | null> {
-    const [[, value], [, pttl]] = (await this.redis.multi().get(LOCK_PREFIX + id).pttl(LOCK_PREFIX + id).exec()) as [[unknown, string | null], [unknown, number]]
+    const [[, value], [, pttl]] = (await this.redis
+      .multi()
+      .get(LOCK_PREFIX + id)
+      .pttl(LOCK_PREFIX + id)
+      .exec()) as [[unknown, string | null], [unknown, number]]
     if (value === null) return null
     try {
       const record = JSON.parse(value) as LockRecord

@@ -41,11 +41,21 @@ export async function acquireTaskLock(r: TaskLockRequest): Promise<TaskLockAnswe
   let url = r.settings.lockUrl ?? r.settings.brokerUrl
   try {
     url = lockUrlFor(r.settings)
-    const got = await tryHold(await openLockStore(r.settings), lockId, leaseMs, { node: r.node, pid: process.pid, ...(isMainThread ? {} : { thread: threadId }), task: r.task, taskId: r.taskId }, r.log)
+    const got = await tryHold(
+      await openLockStore(r.settings),
+      lockId,
+      leaseMs,
+      { node: r.node, pid: process.pid, ...(isMainThread ? {} : { thread: threadId }), task: r.task, taskId: r.taskId },
+      r.log,
+    )
     if (got.held) return { kind: 'held', held: got.held }
     return { kind: 'locked', lockId, remainingMs: got.remainingMs }
   } catch (error) {
-    return { kind: 'unavailable', error: error instanceof LockStoreUnavailableError ? error : new LockStoreUnavailableError(url.replace(/\/\/[^@/]*@/, '//***@'), error) }
+    return {
+      kind: 'unavailable',
+      error:
+        error instanceof LockStoreUnavailableError ? error : new LockStoreUnavailableError(url.replace(/\/\/[^@/]*@/, '//***@'), error),
+    }
   }
 }
 
@@ -59,10 +69,19 @@ export function lockedRetryDelay(options: TaskLockOptions, random: () => number 
  * terminated (its holder is `<node>:<pid>`, a thread's `<node>:<pid>/<thread>`),
  * so the next run of that key starts at once rather than when the lease runs out.
  */
-export async function releaseLostSlotLocks(settings: LockSettings, node: string, pid: number, log?: (message: string) => void, threadId?: number): Promise<void> {
+export async function releaseLostSlotLocks(
+  settings: LockSettings,
+  node: string,
+  pid: number,
+  log?: (message: string) => void,
+  threadId?: number,
+): Promise<void> {
   try {
     const freed = await (await openLockStore(settings)).releaseHolder(holderOf({ node, pid, thread: threadId }))
-    if (freed.length) log?.(`Freed ${freed.length} lock(s) held by lost pool ${threadId === undefined ? `process ${pid}` : `thread ${threadId}`}: ${freed.join(', ')}`)
+    if (freed.length)
+      log?.(
+        `Freed ${freed.length} lock(s) held by lost pool ${threadId === undefined ? `process ${pid}` : `thread ${threadId}`}: ${freed.join(', ')}`,
+      )
   } catch (error) {
     log?.(`Could not free the locks of lost pool process ${pid} (their leases run out instead): ${(error as Error).message}`)
   }
@@ -74,7 +93,11 @@ export async function releaseLostSlotLocks(settings: LockSettings, node: string,
  * store who holds it; shown only when that holder is this run. A store that
  * cannot answer leaves the lock out rather than fail the reply.
  */
-export async function heldLockOf(settings: LockSettings, task: LockedTask & { lock: TaskLockOptions }, run: { id: string; args: readonly unknown[]; kwargs: Record<string, unknown> }): Promise<{ id: string; token: number; holder: string; lease_left: number } | null> {
+export async function heldLockOf(
+  settings: LockSettings,
+  task: LockedTask & { lock: TaskLockOptions },
+  run: { id: string; args: readonly unknown[]; kwargs: Record<string, unknown> },
+): Promise<{ id: string; token: number; holder: string; lease_left: number } | null> {
   try {
     const id = lockIdFor(task.name, task.lock, run.args, run.kwargs, Array.isArray(task.lock.key) ? parameterNames(task.fn) : [])
     const held = await (await openLockStore(settings)).get(id)

@@ -113,9 +113,19 @@ export class LogAudit {
   stats(): LogStats {
     let completed = 0
     for (const s of this.state.values()) if (s.final) completed += 1
-    const tasks = [...this.perName].map(([name, count]) => ({ name, count })).sort((a, b) => b.count - a.count || a.name.localeCompare(b.name))
+    const tasks = [...this.perName]
+      .map(([name, count]) => ({ name, count }))
+      .sort((a, b) => b.count - a.count || a.name.localeCompare(b.name))
     const total = [...this.perName.values()].reduce((a, b) => a + b, 0)
-    return { total, succeeded: this.succeeded, failed: this.failed, retried: this.retried, completed, incomplete: this.state.size - completed, tasks }
+    return {
+      total,
+      succeeded: this.succeeded,
+      failed: this.failed,
+      retried: this.retried,
+      completed,
+      incomplete: this.state.size - completed,
+      tasks,
+    }
   }
 }
 

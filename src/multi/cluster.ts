@@ -130,14 +130,26 @@ async function awaitPings(
     for (const w of pending) {
       const pid = readPidfile(w.plan.pidfile) ?? w.pid
       if (pid !== null && !pidAlive(pid)) {
-        results.set(w.plan.name, { node: w.plan.name, pidfile: w.plan.pidfile, status: 'FAILED', pid, message: `worker exited during start-up; see ${w.plan.logfile.replace('%I', '')}` })
+        results.set(w.plan.name, {
+          node: w.plan.name,
+          pidfile: w.plan.pidfile,
+          status: 'FAILED',
+          pid,
+          message: `worker exited during start-up; see ${w.plan.logfile.replace('%I', '')}`,
+        })
       }
     }
     pending = pending.filter((w) => !results.has(w.plan.name))
     if (pending.length && now() >= deadline) {
       for (const w of pending) {
         const why = lastError ?? `no ping reply within ${timeoutSec}s; see ${w.plan.logfile.replace('%I', '')}`
-        results.set(w.plan.name, { node: w.plan.name, pidfile: w.plan.pidfile, status: 'FAILED', pid: readPidfile(w.plan.pidfile) ?? w.pid, message: why })
+        results.set(w.plan.name, {
+          node: w.plan.name,
+          pidfile: w.plan.pidfile,
+          status: 'FAILED',
+          pid: readPidfile(w.plan.pidfile) ?? w.pid,
+          message: why,
+        })
       }
       pending = []
     }
@@ -200,7 +212,11 @@ export async function stopNodes(plans: NodePlan[], deps: ClusterDeps, o: StopOpt
   return results
 }
 
-async function waitGone(targets: Array<{ plan: NodePlan; pid: number; result: NodeResult }>, deps: ClusterDeps, timeoutSec: number | null): Promise<void> {
+async function waitGone(
+  targets: Array<{ plan: NodePlan; pid: number; result: NodeResult }>,
+  deps: ClusterDeps,
+  timeoutSec: number | null,
+): Promise<void> {
   const { out } = deps
   const now = deps.now ?? Date.now
   const pollMs = deps.pollMs ?? 200
@@ -247,7 +263,11 @@ async function waitGone(targets: Array<{ plan: NodePlan; pid: number; result: No
   closeLine()
 }
 
-export async function restartNodes(plans: NodePlan[], deps: ClusterDeps, o: { signal: NodeJS.Signals; timeoutSec: number | null; startTimeoutSec: number }): Promise<NodeResult[]> {
+export async function restartNodes(
+  plans: NodePlan[],
+  deps: ClusterDeps,
+  o: { signal: NodeJS.Signals; timeoutSec: number | null; startTimeoutSec: number },
+): Promise<NodeResult[]> {
   const stopped = await stopNodes(plans, deps, { signal: o.signal, wait: true, timeoutSec: o.timeoutSec })
   const stuck = new Set(stopped.filter((r) => r.status === 'TIMEOUT').map((r) => r.node))
   const again = plans.filter((p) => !stuck.has(p.name))

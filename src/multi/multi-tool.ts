@@ -11,7 +11,19 @@ import { mergeOptions, parseMultiArgs } from './option-parser.js'
 import type { MultiOutput } from './output.js'
 import { findRecord, recordOptions } from './records.js'
 
-export const MULTI_COMMANDS = ['start', 'stop', 'stopwait', 'stop_verify', 'restart', 'kill', 'show', 'get', 'names', 'expand', 'help'] as const
+export const MULTI_COMMANDS = [
+  'start',
+  'stop',
+  'stopwait',
+  'stop_verify',
+  'restart',
+  'kill',
+  'show',
+  'get',
+  'names',
+  'expand',
+  'help',
+] as const
 
 export interface ReservedOptions {
   nosplash: boolean
@@ -54,7 +66,8 @@ export function takeReservedOptions(argv: readonly string[]): { argv: string[]; 
       continue
     }
     const n = Number(raw)
-    if (raw === undefined || !Number.isFinite(n) || n <= 0) throw new MultiUsageError(`--timeout must be seconds greater than 0, got ${JSON.stringify(raw ?? '')}`)
+    if (raw === undefined || !Number.isFinite(n) || n <= 0)
+      throw new MultiUsageError(`--timeout must be seconds greater than 0, got ${JSON.stringify(raw ?? '')}`)
     reserved.timeout = n
   }
   return { argv: end < 0 ? out : [...out, ...argv.slice(end)], reserved }
@@ -174,7 +187,10 @@ export async function runMulti(rawArgv: readonly string[], deps: MultiToolDeps):
     case 'show': {
       const plans = plansFrom(specsFrom(rest, deps), deps, false)
       if (plans.length) out.say(plans.map((p) => [p.executable, ...p.argv].map(shellWord).join(' ')).join('\n'))
-      return { exitCode: 0, json: plans.map((p) => ({ node: p.name, argv: [p.executable, ...p.argv], pidfile: p.pidfile, logfile: p.logfile })) }
+      return {
+        exitCode: 0,
+        json: plans.map((p) => ({ node: p.name, argv: [p.executable, ...p.argv], pidfile: p.pidfile, logfile: p.logfile })),
+      }
     }
     case 'get': {
       const [wanted, ...more] = rest

@@ -80,7 +80,11 @@ export function expandNodes(parsed: ParsedArgs, ctx: ExpandContext): NodeSpec[] 
     prefix = rangePrefix
   }
   const built = names.map((name) => buildNodename(name, prefix, suffix, ctx.hostname))
-  const namespaces = expandNamespaces(parsed, built.map((b) => b.key), ranges)
+  const namespaces = expandNamespaces(
+    parsed,
+    built.map((b) => b.key),
+    ranges,
+  )
   return built.map(({ key, nodename }) => {
     const ns = namespaces.has(nodename) ? nodename : key
     return { name: nodename, key, options: mergeOptions(options, namespaces.get(ns)), passthrough: [...parsed.passthrough], append }

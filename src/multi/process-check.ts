@@ -47,10 +47,7 @@ export function workerNodeOf(argv: readonly string[], hostname: string): string 
 }
 
 export type PidState =
-  | { kind: 'none' }
-  | { kind: 'dead'; pid: number }
-  | { kind: 'foreign'; pid: number; what: string }
-  | { kind: 'running'; pid: number }
+  { kind: 'none' } | { kind: 'dead'; pid: number } | { kind: 'foreign'; pid: number; what: string } | { kind: 'running'; pid: number }
 
 /** What the pidfile of `nodename` points at. */
 export function inspectPidfile(path: string, nodename: string, hostname: string): PidState {

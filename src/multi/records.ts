@@ -58,7 +58,14 @@ export function saveRecord(record: NodeRecord, runDir: string): void {
 
 function isRecord(value: unknown): value is NodeRecord {
   const r = value as Partial<NodeRecord> | null
-  return !!r && r.version === 1 && typeof r.node === 'string' && Array.isArray(r.options) && typeof r.pidfile === 'string' && typeof r.cwd === 'string'
+  return (
+    !!r &&
+    r.version === 1 &&
+    typeof r.node === 'string' &&
+    Array.isArray(r.options) &&
+    typeof r.pidfile === 'string' &&
+    typeof r.cwd === 'string'
+  )
 }
 
 export function loadRecord(path: string): NodeRecord | null {

@@ -11,7 +11,12 @@ export interface SpawnResult {
   error: string | null
 }
 
-export function spawnDetached(executable: string, argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<SpawnResult> {
+export function spawnDetached(
+  executable: string,
+  argv: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SpawnResult> {
   return new Promise((resolvePromise) => {
     let out = ''
     let err = ''
@@ -28,7 +33,11 @@ export function spawnDetached(executable: string, argv: readonly string[], cwd: 
     child.once('error', (e) => done({ code: null, signal: null, pid: null, error: e.message }))
     child.once('close', (code, signal) => {
       const m = /detached as pid (\d+)/.exec(out)
-      const firstErr = err.split('\n').map((l) => l.trim()).find(Boolean) ?? null
+      const firstErr =
+        err
+          .split('\n')
+          .map((l) => l.trim())
+          .find(Boolean) ?? null
       done({ code, signal, pid: m ? Number(m[1]) : null, error: firstErr })
     })
   })

@@ -10,7 +10,12 @@ const DETACH_FLAGS = new Set(['-D', '--detach'])
  * `umask`: --umask, set before the log file is created so that it, and the
  * detached process, get it. `executable`: the node binary (--executable).
  */
-export function detach(command: 'worker' | 'beat', argv: readonly string[], logfile: string | null, how: { umask?: number; executable?: string } = {}): number {
+export function detach(
+  command: 'worker' | 'beat',
+  argv: readonly string[],
+  logfile: string | null,
+  how: { umask?: number; executable?: string } = {},
+): number {
   const { umask, executable = process.execPath } = how
   const args = argv.filter((a) => !DETACH_FLAGS.has(a))
   if (umask !== undefined) process.umask(umask)

@@ -68,7 +68,8 @@ export function acquirePidfile(path: string, warn: (m: string) => void, command:
   mkdirSync(dirname(path), { recursive: true })
   const existing = readPid(path)
   if (existing !== null && existing !== process.pid) {
-    if (pidAlive(existing) && isTsqCommand(existing, command)) throw new PidfileError(`Pidfile (${path}) already exists: ${command} pid ${existing} is running`)
+    if (pidAlive(existing) && isTsqCommand(existing, command))
+      throw new PidfileError(`Pidfile (${path}) already exists: ${command} pid ${existing} is running`)
     warn(`Replacing stale pidfile ${path} (pid ${existing} is ${pidAlive(existing) ? `not a tsq ${command}` : 'not running'})`)
     unlinkSync(path)
   }

@@ -103,6 +103,10 @@ export function parseUmask(raw: string): number {
   const octal = raw.startsWith('0')
   const valid = octal ? /^[0-7]+$/.test(raw) : /^\d+$/.test(raw)
   const value = valid ? parseInt(raw, octal ? 8 : 10) : NaN
-  if (!Number.isInteger(value) || value > 0o777) throw new PrivilegeError(`--umask must be a mask such as 022 (octal with a leading 0) or 18, got ${JSON.stringify(raw)}`, 'BAD_ARGUMENT')
+  if (!Number.isInteger(value) || value > 0o777)
+    throw new PrivilegeError(
+      `--umask must be a mask such as 022 (octal with a leading 0) or 18, got ${JSON.stringify(raw)}`,
+      'BAD_ARGUMENT',
+    )
   return value
 }

@@ -119,6 +119,11 @@ export class EncodeError extends ProtocolError {
 
 function pythonReason(cause: unknown, message: string): string {
   if (cause instanceof RangeError) return "RecursionError('maximum recursion depth exceeded while encoding a JSON object')"
-  const type = cause instanceof Error && cause.name === 'OverflowError' ? 'OverflowError' : message === 'Circular reference detected' ? 'ValueError' : 'TypeError'
+  const type =
+    cause instanceof Error && cause.name === 'OverflowError'
+      ? 'OverflowError'
+      : message === 'Circular reference detected'
+        ? 'ValueError'
+        : 'TypeError'
   return `${type}(${JSON.stringify(message).replace(/^"|"$/g, "'")})`
 }

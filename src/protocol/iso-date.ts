@@ -30,8 +30,13 @@ export function parseIsoDate(s: string): Date {
   check.setUTCHours(parts[3], parts[4], parts[5], ms)
   // Out-of-range fields roll over in JS (2024-02-30 → March 1); Python refuses them.
   if (
-    parts[0] < 1 || check.getUTCFullYear() !== parts[0] || check.getUTCMonth() !== parts[1] - 1 ||
-    check.getUTCDate() !== parts[2] || parts[3] > 23 || parts[4] > 59 || parts[5] > 59
+    parts[0] < 1 ||
+    check.getUTCFullYear() !== parts[0] ||
+    check.getUTCMonth() !== parts[1] - 1 ||
+    check.getUTCDate() !== parts[2] ||
+    parts[3] > 23 ||
+    parts[4] > 59 ||
+    parts[5] > 59
   ) {
     throw new RangeError(`date out of range in ${JSON.stringify(s)}`)
   }

@@ -42,7 +42,10 @@ export function escapeSegment(name: string, alphabet: SegmentAlphabet = 'broker'
     for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   if (out.startsWith('.')) out = `%2E${out.slice(1)}`
-  if (out.length > MAX_SEGMENT) throw new PathNameError(`name too long for a file:// store (${out.length} characters escaped, at most ${MAX_SEGMENT}): ${JSON.stringify(name.slice(0, 60))}…`)
+  if (out.length > MAX_SEGMENT)
+    throw new PathNameError(
+      `name too long for a file:// store (${out.length} characters escaped, at most ${MAX_SEGMENT}): ${JSON.stringify(name.slice(0, 60))}…`,
+    )
   return out
 }
 
@@ -58,7 +61,7 @@ export function unescapeSegment(segment: string): string {
     out += utf8.decode(Uint8Array.from(bytes))
     bytes = []
   }
-  for (let i = 0; i < segment.length; ) {
+  for (let i = 0; i < segment.length;) {
     if (segment[i] !== '%') {
       flush()
       out += segment[i]

@@ -16,7 +16,9 @@ const SECRET_PARAM = /PASS|PWD|SECRET|TOKEN|KEY|API|SIGNATURE|CREDENTIAL/i
 const SCHEME = /^(\s*[a-z][a-z0-9+.-]*:\/\/)/i
 
 function maskQuery(query: string, mask: string): string {
-  return query.replace(/([?&;])([^=&;#]*)=([^&;#]*)/g, (whole, sep: string, name: string) => (SECRET_PARAM.test(decodeSafe(name)) ? `${sep}${name}=${mask}` : whole))
+  return query.replace(/([?&;])([^=&;#]*)=([^&;#]*)/g, (whole, sep: string, name: string) =>
+    SECRET_PARAM.test(decodeSafe(name)) ? `${sep}${name}=${mask}` : whole,
+  )
 }
 
 function decodeSafe(text: string): string {

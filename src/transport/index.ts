@@ -25,12 +25,28 @@ export type {
   ConnectionRetry,
   DeliveriesLost,
 } from './transport.js'
-export { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError, TsqTransportError } from './errors.js'
+export {
+  BadBrokerUrlError,
+  BrokerConnectionError,
+  BrokerRequestError,
+  PublishTimeoutError,
+  TransportClosedError,
+  TsqTransportError,
+} from './errors.js'
 export { createBrokerAdmin, listVirtualBindings } from './admin.js'
 export type { BindingRow, BrokerAdmin, GotMessage } from './admin.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
 export type { TransportSettings } from './registry.js'
-export { FAILOVER_STRATEGIES, FailoverCycle, maskUrl, parseBrokerUrl, parseFailoverStrategy, splitUrlList, URL_LIST_SEPARATOR, urlListSetting } from './url.js'
+export {
+  FAILOVER_STRATEGIES,
+  FailoverCycle,
+  maskUrl,
+  parseBrokerUrl,
+  parseFailoverStrategy,
+  splitUrlList,
+  URL_LIST_SEPARATOR,
+  urlListSetting,
+} from './url.js'
 export type { FailoverStrategy, ParsedBrokerUrl } from './url.js'
 export { LamportClock, MailboxClient, MailboxServer, NoReply, pidboxExchange, replyExchange } from './mailbox.js'
 export type { BroadcastOptions, ControlHandler, NodeReply } from './mailbox.js'
@@ -43,4 +59,13 @@ export { DEFAULT_HEALTH_CHECK_INTERVAL_S, livenessClientOptions, watchLiveness }
 export { isSentinelUrl, sentinelSettingsFrom } from './redis/sentinel.js'
 export { isConnectionError as isRedisConnectionError, sayOutOfMemory as sayRedisOutOfMemory } from './redis/classify-error.js'
 export type { SentinelSettings } from './redis/sentinel.js'
-export { ensurePrivateDir, ensurePrivateFileSync, writeNewFile, replaceFile, replaceFileSync, UnsafeStoreError, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js'
+export {
+  ensurePrivateDir,
+  ensurePrivateFileSync,
+  writeNewFile,
+  replaceFile,
+  replaceFileSync,
+  UnsafeStoreError,
+  PRIVATE_DIR_MODE,
+  PRIVATE_FILE_MODE,
+} from './private-files.js'

@@ -112,18 +112,23 @@ export class MailboxClient {
     }
     let expires = 0
     const publishRequest = () =>
-      this.transport.publish(pidboxExchange(this.namespace).name, '', {
-        body: Buffer.from(encodeControlRequest(request), 'utf8'),
-        properties: {
-          contentType: 'application/json',
-          contentEncoding: 'utf-8',
-          headers: controlRequestHeaders(this.clock.forward(), expires),
-          deliveryMode: 2,
-          priority: 0,
+      this.transport.publish(
+        pidboxExchange(this.namespace).name,
+        '',
+        {
+          body: Buffer.from(encodeControlRequest(request), 'utf8'),
+          properties: {
+            contentType: 'application/json',
+            contentEncoding: 'utf-8',
+            headers: controlRequestHeaders(this.clock.forward(), expires),
+            deliveryMode: 2,
+            priority: 0,
+          },
+          // Without replies to wait for, the caller closes the connection next (app.control.revoke):
+          // an unconfirmed publish could still be in the client's buffer and be lost with it.
         },
-        // Without replies to wait for, the caller closes the connection next (app.control.revoke):
-        // an unconfirmed publish could still be in the client's buffer and be lost with it.
-      }, { confirm: !wantReply })
+        { confirm: !wantReply },
+      )
     if (wantReply) {
       request.ticket = ticket
       request.reply_to = { exchange: replyExchange(this.namespace).name, routing_key: this.oid }
@@ -139,7 +144,10 @@ export class MailboxClient {
       })
       this.declared = true
       expires = Date.now() / 1000 + timeoutMs / 1000
-      const [consume, published] = await Promise.allSettled([this.transport.consume(this.replyQueueName, onDelivery, { noAck: true }), publishRequest()])
+      const [consume, published] = await Promise.allSettled([
+        this.transport.consume(this.replyQueueName, onDelivery, { noAck: true }),
+        publishRequest(),
+      ])
       if (consume.status === 'fulfilled') consumer = consume.value
       if (consume.status === 'rejected' || published.status === 'rejected') {
         await consumer?.cancel().catch(() => undefined)
@@ -271,16 +279,21 @@ export class MailboxServer {
     }
     if (!request.reply_to) return
     await this.transport
-      .publish(request.reply_to.exchange, request.reply_to.routing_key, {
-        body: Buffer.from(encodeControlReply(this.nodename, reply), 'utf8'),
-        properties: {
-          contentType: 'application/json',
-          contentEncoding: 'utf-8',
-          headers: { ticket: request.ticket ?? null, clock: this.clock.forward() },
-          deliveryMode: 1,
-          priority: 0,
+      .publish(
+        request.reply_to.exchange,
+        request.reply_to.routing_key,
+        {
+          body: Buffer.from(encodeControlReply(this.nodename, reply), 'utf8'),
+          properties: {
+            contentType: 'application/json',
+            contentEncoding: 'utf-8',
+            headers: { ticket: request.ticket ?? null, clock: this.clock.forward() },
+            deliveryMode: 1,
+            priority: 0,
+          },
         },
-      }, { confirm: false })
+        { confirm: false },
+      )
       .catch((error: Error) => this.onError(error))
   }
 }

@@ -30,8 +30,10 @@ function unsafeDir(path: string, what: string, st: Stats): string | undefined {
   if (!st.isDirectory()) return `${what} ${path} is not a folder`
   const uid = myUid()
   if (uid === undefined) return undefined
-  if (st.uid !== uid) return `${what} ${path} is owned by uid ${st.uid}, not by this user (uid ${uid}): refusing to use it; chown it or choose another folder`
-  if (st.mode & 0o002 || (st.mode & 0o020 && st.gid !== myGid())) return `${what} ${path} is writable by others (mode ${octal(st.mode)}): refusing to use it; chmod 700 it or choose another folder`
+  if (st.uid !== uid)
+    return `${what} ${path} is owned by uid ${st.uid}, not by this user (uid ${uid}): refusing to use it; chown it or choose another folder`
+  if (st.mode & 0o002 || (st.mode & 0o020 && st.gid !== myGid()))
+    return `${what} ${path} is writable by others (mode ${octal(st.mode)}): refusing to use it; chmod 700 it or choose another folder`
   return undefined
 }
 
@@ -62,7 +64,10 @@ export function ensurePrivateFileSync(path: string, what: string): void {
   if (uid === undefined) return
   const d = statSync(dir)
   // Sticky (like /tmp): others may add files but not replace ours.
-  if (d.mode & 0o002 && !(d.mode & 0o1000)) throw new UnsafeStoreError(`${what} ${path}: its folder ${dir} is writable by others (mode ${octal(d.mode)}): refusing to use it; choose another folder`)
+  if (d.mode & 0o002 && !(d.mode & 0o1000))
+    throw new UnsafeStoreError(
+      `${what} ${path}: its folder ${dir} is writable by others (mode ${octal(d.mode)}): refusing to use it; choose another folder`,
+    )
   let f: Stats
   try {
     f = statSync(path)
@@ -70,8 +75,14 @@ export function ensurePrivateFileSync(path: string, what: string): void {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
     throw err
   }
-  if (f.uid !== uid) throw new UnsafeStoreError(`${what} ${path} is owned by uid ${f.uid}, not by this user (uid ${uid}): refusing to use it; chown it or choose another file`)
-  if (f.mode & 0o022) throw new UnsafeStoreError(`${what} ${path} is writable by others (mode ${octal(f.mode)}): refusing to use it; chmod 600 it or choose another file`)
+  if (f.uid !== uid)
+    throw new UnsafeStoreError(
+      `${what} ${path} is owned by uid ${f.uid}, not by this user (uid ${uid}): refusing to use it; chown it or choose another file`,
+    )
+  if (f.mode & 0o022)
+    throw new UnsafeStoreError(
+      `${what} ${path} is writable by others (mode ${octal(f.mode)}): refusing to use it; chmod 600 it or choose another file`,
+    )
   if ((f.mode & 0o777) !== PRIVATE_FILE_MODE) chmodSync(path, PRIVATE_FILE_MODE)
 }
 

@@ -70,7 +70,9 @@ export async function createTransport(url: string, settings: TransportSettings =
     if (schemes.size > 1) throw new BadBrokerUrlError(`a failover list must name one kind of broker: ${maskUrl(url)}`)
     // sentinel:// lists are Redis Sentinel's own (its transport reads the whole list).
     if (!['amqp', 'amqps', 'pyamqp', 'sentinel'].includes(parsed.scheme)) {
-      throw new BadBrokerUrlError(`failover lists are for RabbitMQ (amqp://a//;amqp://b//); ${parsed.scheme}:// takes one URL: ${maskUrl(url)}`)
+      throw new BadBrokerUrlError(
+        `failover lists are for RabbitMQ (amqp://a//;amqp://b//); ${parsed.scheme}:// takes one URL: ${maskUrl(url)}`,
+      )
     }
   }
   switch (parsed.scheme) {
@@ -93,7 +95,14 @@ export async function createTransport(url: string, settings: TransportSettings =
     case 'sentinel': {
       const { RedisTransport } = await import('./redis/redis-transport.js')
       // `sentinel` is read for sentinel:// URLs only.
-      return new RedisTransport(url, { defaultVisibilityTimeout: settings.visibilityTimeout, ssl: settings.ssl, layout: settings.redisLayout, sentinel: settings.sentinel, overlapClaims: settings.overlapClaims, liveness: settings.redisLiveness })
+      return new RedisTransport(url, {
+        defaultVisibilityTimeout: settings.visibilityTimeout,
+        ssl: settings.ssl,
+        layout: settings.redisLayout,
+        sentinel: settings.sentinel,
+        overlapClaims: settings.overlapClaims,
+        liveness: settings.redisLiveness,
+      })
     }
     case 'file':
     case 'filesystem': {

@@ -37,7 +37,13 @@ const URL_PARAMS = { ssl_cert_reqs: 'cert_reqs', ssl_ca_certs: 'ca_certs', ssl_c
 /** `required`, `CERT_REQUIRED`, `ssl.CERT_REQUIRED` and Python's numbers (0 none, 1 optional, 2 required). */
 export function parseCertReqs(value: unknown, where: string): CertReqs {
   if (value === 0 || value === 1 || value === 2) return (['none', 'optional', 'required'] as const)[value]
-  const text = typeof value === 'string' ? value.trim().toLowerCase().replace(/^(ssl\.)?cert_/, '') : ''
+  const text =
+    typeof value === 'string'
+      ? value
+          .trim()
+          .toLowerCase()
+          .replace(/^(ssl\.)?cert_/, '')
+      : ''
   if (text === 'required' || text === 'optional' || text === 'none') return text
   throw new BadBrokerUrlError(`${where}: cert_reqs must be required, optional or none, got ${JSON.stringify(value)}`)
 }
@@ -105,7 +111,9 @@ function deferredExtraCaCerts(): string[] | null {
     certs = readFileSync(file, 'utf8').match(PEM_CERT) ?? []
     if (certs.length === 0) process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: no certificate in the file`)
   } catch (error) {
-    process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    process.emitWarning(
+      `Ignoring extra certs from \`${file}\`, load failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    )
   }
   deferredExtraCa = certs.length ? [...rootCertificates, ...certs] : null
   return deferredExtraCa
@@ -171,13 +179,16 @@ export function describeTlsFailure(err: unknown): string | undefined {
   if (UNKNOWN_CA.has(code)) return `the server's certificate is not signed by a trusted CA (unknown CA: ${err.message})`
   if (code === 'CERT_HAS_EXPIRED') return "the server's certificate has expired"
   if (code === 'CERT_NOT_YET_VALID') return "the server's certificate is not valid yet"
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the server's certificate does not name this host (name mismatch: ${err.message.replace(/^Hostname\/IP does not match certificate's altnames: /, '')})`
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `the server's certificate does not name this host (name mismatch: ${err.message.replace(/^Hostname\/IP does not match certificate's altnames: /, '')})`
   if (code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED') return 'the server requires a client certificate (no client certificate sent)'
   if (code === 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA') return 'the server refused our client certificate (unknown CA)'
   if (code === 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED') return 'the server refused our client certificate (expired)'
   if (code === 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE') return 'the server refused our client certificate (bad certificate)'
-  if (code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE') return 'the TLS handshake failed (the server refused our certificate or our TLS settings)'
-  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'EPROTO') return `TLS handshake failed (is this a TLS port?): ${err.message.split('\n')[0]}`
+  if (code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE')
+    return 'the TLS handshake failed (the server refused our certificate or our TLS settings)'
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'EPROTO')
+    return `TLS handshake failed (is this a TLS port?): ${err.message.split('\n')[0]}`
   if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) return `TLS handshake failed: ${err.message.split('\n')[0]}`
   return undefined
 }

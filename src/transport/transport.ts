@@ -200,7 +200,13 @@ export interface ParkOptions {
  * dead-letter exchanges do the same.
  */
 export interface Parking {
-  park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options?: ParkOptions): Promise<void>
+  park(
+    lot: string,
+    target: { queue: string; exchange: string; routingKey: string },
+    message: OutgoingMessage,
+    at: number,
+    options?: ParkOptions,
+  ): Promise<void>
   /** Moves every message of `lots` that is due (time <= now) into its queue; returns how many, and the time of the next one due (null: none). */
   releaseDue(lots: readonly string[]): Promise<{ moved: number; nextAt: number | null }>
   /** Oldest first. */

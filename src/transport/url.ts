@@ -15,14 +15,16 @@ export const URL_LIST_SEPARATOR = ';'
 export function splitUrlList(value: string | readonly string[]): string[] {
   const entries = (typeof value === 'string' ? [value] : [...value]).flatMap((v) => v.split(URL_LIST_SEPARATOR))
   const urls = entries.map((u) => u.trim()).filter((u) => u !== '')
-  if (urls.length === 0) throw new BadBrokerUrlError(`empty broker URL list: '${typeof value === 'string' ? value : value.join(URL_LIST_SEPARATOR)}'`)
+  if (urls.length === 0)
+    throw new BadBrokerUrlError(`empty broker URL list: '${typeof value === 'string' ? value : value.join(URL_LIST_SEPARATOR)}'`)
   return urls
 }
 
 /** A setting's value (broker_url in a conf: a string or a list) as the one-string form config carries; undefined when unset. */
 export function urlListSetting(value: unknown): string | undefined {
   if (typeof value === 'string') return value === '' ? undefined : value
-  if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string')) return splitUrlList(value).join(URL_LIST_SEPARATOR)
+  if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string'))
+    return splitUrlList(value).join(URL_LIST_SEPARATOR)
   return undefined
 }
 

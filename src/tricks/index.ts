@@ -58,7 +58,7 @@ export const TRICKS = {
   nowaitDeclare: {
     env: 'TSQ_NO_NOWAIT_DECLARE',
     home: 'src/transport/amqp/tricks/nowait-declare.ts',
-    what: 'a queue, its exchanges and bindings declared in one round trip (nowait through amqplib\'s `sendImmediately`)',
+    what: "a queue, its exchanges and bindings declared in one round trip (nowait through amqplib's `sendImmediately`)",
   },
   lpushWire: {
     env: 'TSQ_NO_LPUSH_WIRE',
@@ -132,7 +132,8 @@ export function libraryAsMeasured(library: string, found: string, measured: stri
   const ok = found === measured && wrongShape === undefined
   checked.set(key, ok)
   if (!ok) {
-    const why = found !== measured ? `${library} is ${found}, its tricks were measured on ${measured}` : `${library} ${found} lacks ${wrongShape}`
+    const why =
+      found !== measured ? `${library} is ${found}, its tricks were measured on ${measured}` : `${library} ${found} lacks ${wrongShape}`
     say('%s: the tricks that patch it are off (see docs/tricks.md)', why)
   }
   return ok

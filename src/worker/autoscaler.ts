@@ -41,7 +41,8 @@ export class Autoscaler {
   }
 
   set(max: number, min: number): void {
-    if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max) throw new RangeError(`autoscale range must satisfy 0 <= min <= max, got max=${max} min=${min}`)
+    if (!Number.isInteger(max) || !Number.isInteger(min) || max < 1 || min < 0 || min > max)
+      throw new RangeError(`autoscale range must satisfy 0 <= min <= max, got max=${max} min=${min}`)
     this.max = max
     this.min = min
     this.o.onRangeChange()

@@ -22,7 +22,21 @@ export interface BannerInfo {
 }
 
 export function banner(b: BannerInfo): string {
-  const left = [' -------------- ', '--- ***** ----- ', '-- ******* ---- ', '- *** --- * --- ', '- ** ---------- ', '- ** ---------- ', '- ** ---------- ', '- ** ---------- ', '- ** ---------- ', '- *** --- * --- ', '-- ******* ---- ', '--- ***** ----- ', ' -------------- ']
+  const left = [
+    ' -------------- ',
+    '--- ***** ----- ',
+    '-- ******* ---- ',
+    '- *** --- * --- ',
+    '- ** ---------- ',
+    '- ** ---------- ',
+    '- ** ---------- ',
+    '- ** ---------- ',
+    '- ** ---------- ',
+    '- *** --- * --- ',
+    '-- ******* ---- ',
+    '--- ***** ----- ',
+    ' -------------- ',
+  ]
   const right = [
     `${b.nodename} v${b.version} (tsq)`,
     '',
@@ -39,7 +53,8 @@ export function banner(b: BannerInfo): string {
     '[queues]',
   ]
   const lines = left.map((l, i) => `${l}${right[i] ?? ''}`.trimEnd())
-  for (const q of b.queues) lines.push(`                .> ${q.name.padEnd(16)} exchange=${q.exchange}(${q.exchangeType}) key=${q.routingKey}`)
+  for (const q of b.queues)
+    lines.push(`                .> ${q.name.padEnd(16)} exchange=${q.exchange}(${q.exchangeType}) key=${q.routingKey}`)
   lines.push('', '[tasks]', ...b.tasks.sort().map((t) => `  . ${escapeControl(t)}`), '')
   return lines.join('\n')
 }

@@ -5,7 +5,22 @@
 // `tsq graph bootsteps` draws what the worker really does.
 import type { WorkerOptions } from './worker-options.js'
 
-export const BOOTSTEP_NAMES = ['Connection', 'Bus', 'Backend', 'Pool', 'Events', 'Tasks', 'ConnectionGuard', 'StateDB', 'Autoscaler', 'Control', 'Mingle', 'Gossip', 'Consumer', 'Heart'] as const
+export const BOOTSTEP_NAMES = [
+  'Connection',
+  'Bus',
+  'Backend',
+  'Pool',
+  'Events',
+  'Tasks',
+  'ConnectionGuard',
+  'StateDB',
+  'Autoscaler',
+  'Control',
+  'Mingle',
+  'Gossip',
+  'Consumer',
+  'Heart',
+] as const
 export type BootstepName = (typeof BOOTSTEP_NAMES)[number]
 
 export interface BootstepContext {
@@ -29,18 +44,48 @@ export interface Bootstep {
 export const WORKER_BOOTSTEPS: readonly Bootstep[] = [
   { name: 'Connection', requires: [], description: 'the broker connection, retried at start-up as kombu does' },
   { name: 'Bus', requires: ['Connection'], description: "an events app's topology (src/bus)", when: (c) => c.hasBus },
-  { name: 'Backend', requires: ['Connection'], description: 'the result backend (rpc:// over the broker connection)', when: (c) => !!c.options.resultBackend },
+  {
+    name: 'Backend',
+    requires: ['Connection'],
+    description: 'the result backend (rpc:// over the broker connection)',
+    when: (c) => !!c.options.resultBackend,
+  },
   { name: 'Pool', requires: [], description: 'the execution pool (prefork, threads or solo)' },
   { name: 'Events', requires: ['Connection'], description: 'the event dispatcher (task-* and worker-* events)' },
   { name: 'Tasks', requires: ['Pool', 'Events', 'Backend'], description: 'the task runner: requests, ETA, acks, results' },
   { name: 'ConnectionGuard', requires: ['Tasks'], description: 'broker-loss handling: prefetch reduction and restart' },
   { name: 'StateDB', requires: [], description: 'the persistent revoked set (--statedb)', when: (c) => !!c.options.statedb },
-  { name: 'Autoscaler', requires: ['Pool', 'Tasks'], description: 'pool growth and shrink (--autoscale)', when: (c) => !!c.options.autoscale },
-  { name: 'Control', requires: ['Connection', 'Tasks'], description: "the remote-control mailbox (Celery's pidbox)", when: (c) => c.remoteControl },
-  { name: 'Mingle', requires: ['Control'], description: "revoked ids and clock from the peers at start-up", when: (c) => c.options.mingle && c.brokerKind !== 'file' },
-  { name: 'Gossip', requires: ['Mingle', 'Events'], description: "the peers' worker-* events", when: (c) => c.options.gossip && c.brokerKind !== 'file' },
+  {
+    name: 'Autoscaler',
+    requires: ['Pool', 'Tasks'],
+    description: 'pool growth and shrink (--autoscale)',
+    when: (c) => !!c.options.autoscale,
+  },
+  {
+    name: 'Control',
+    requires: ['Connection', 'Tasks'],
+    description: "the remote-control mailbox (Celery's pidbox)",
+    when: (c) => c.remoteControl,
+  },
+  {
+    name: 'Mingle',
+    requires: ['Control'],
+    description: 'revoked ids and clock from the peers at start-up',
+    when: (c) => c.options.mingle && c.brokerKind !== 'file',
+  },
+  {
+    name: 'Gossip',
+    requires: ['Mingle', 'Events'],
+    description: "the peers' worker-* events",
+    when: (c) => c.options.gossip && c.brokerKind !== 'file',
+  },
   { name: 'Consumer', requires: ['Tasks', 'Control', 'Gossip'], description: 'the task queue consumers' },
-  { name: 'Heart', requires: ['Events', 'Consumer'], description: 'worker-online, then a worker-heartbeat every interval', when: (c) => c.options.heartbeat },
+  {
+    name: 'Heart',
+    requires: ['Events', 'Consumer'],
+    description: 'worker-online, then a worker-heartbeat every interval',
+    when: (c) => c.options.heartbeat,
+  },
 ]
 
 /**

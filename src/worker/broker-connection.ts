@@ -54,7 +54,9 @@ export async function connectFirst(c: FirstConnection): Promise<Transport | unde
 /** RabbitMQ's connection.blocked (a memory or disk alarm) and its end, one line each. */
 export function sayBlocked(transport: Transport, log: Logger): void {
   transport.on('connection:blocked', (reason) =>
-    log.warning(`Connection blocked by the broker: ${reason}; waiting for the alarm to clear to publish (events, results, replies); tasks are still received and acknowledged`),
+    log.warning(
+      `Connection blocked by the broker: ${reason}; waiting for the alarm to clear to publish (events, results, replies); tasks are still received and acknowledged`,
+    ),
   )
   transport.on('connection:unblocked', () => log.info('Connection unblocked by the broker: publishing resumes'))
 }

@@ -89,7 +89,9 @@ export class ConnectionGuard {
     if (!this.o.cancelLongRunningOnLoss) return
     for (const request of this.o.activeRequests()) {
       if (request.restored || !this.o.isAcksLate(request)) continue
-      this.o.log.warning(`Task ${taskLabel(request.name, request.id)} cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.\nTerminating it instead.`)
+      this.o.log.warning(
+        `Task ${taskLabel(request.name, request.id)} cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.\nTerminating it instead.`,
+      )
       this.o.cancel(request)
     }
   }
@@ -136,7 +138,12 @@ export class ConnectionGuard {
       const window = this.o.prefetchCount()
       if (window > 0 && this.o.held() >= window) continue
       try {
-        const { messageCount } = await this.o.transport.declareQueue({ name: consumer.name, durable: true, exclusive: false, autoDelete: false })
+        const { messageCount } = await this.o.transport.declareQueue({
+          name: consumer.name,
+          durable: true,
+          exclusive: false,
+          autoDelete: false,
+        })
         if (messageCount === 0 || !this.connected) continue
         this.o.log.warning(`Consumer of ${consumer.name} received nothing while ${messageCount} message(s) wait; re-creating it`)
         await consumer.recreate()

@@ -2,7 +2,16 @@
 // --without-heartbeat), task-* events only with -E / enable_events, buffered
 // and sent as one `task.multi` list per loop tick or every 24 events.
 import { hostname as osHostname, loadavg } from 'node:os'
-import { buildEvent, encodeEvent, encodeEventBatch, eventRoutingKey, orderEventFields, utcoffsetHours, workerEventFields, workerSoftware } from '../protocol/index.js'
+import {
+  buildEvent,
+  encodeEvent,
+  encodeEventBatch,
+  eventRoutingKey,
+  orderEventFields,
+  utcoffsetHours,
+  workerEventFields,
+  workerSoftware,
+} from '../protocol/index.js'
 import type { LamportClock, Transport } from '../transport/index.js'
 import { declareEventExchange, EVENT_EXCHANGE } from '../client/index.js'
 
@@ -46,12 +55,21 @@ export class EventDispatcher {
     await this.declare()
     await this.transport.publish(EVENT_EXCHANGE, routingKey, {
       body: Buffer.from(body, 'utf8'),
-      properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { hostname: this.hostname }, deliveryMode: 1, priority: 0 },
+      properties: {
+        contentType: 'application/json',
+        contentEncoding: 'utf-8',
+        headers: { hostname: this.hostname },
+        deliveryMode: 1,
+        priority: 0,
+      },
     })
   }
 
   /** worker-online / worker-heartbeat / worker-offline. */
-  async sendWorker(type: 'worker-online' | 'worker-heartbeat' | 'worker-offline', state: { freq: number; active: number; processed: number }): Promise<void> {
+  async sendWorker(
+    type: 'worker-online' | 'worker-heartbeat' | 'worker-offline',
+    state: { freq: number; active: number; processed: number },
+  ): Promise<void> {
     const fields = workerEventFields({ ...state, loadavg: loadavg(), sw: this.sw })
     await this.publish(eventRoutingKey(type), encodeEvent(this.event(type, fields))).catch(this.onError)
   }

@@ -14,9 +14,11 @@ export function redirectLevel(conf: Record<string, unknown>): LevelName | null {
 }
 
 export function redirectConsole(log: Logger, level: LevelName): void {
-  const at = (lineLevel: LevelName) => (...args: unknown[]): void => {
-    if (log.enabled(lineLevel)) log.log(lineLevel, format(...args))
-  }
+  const at =
+    (lineLevel: LevelName) =>
+    (...args: unknown[]): void => {
+      if (log.enabled(lineLevel)) log.log(lineLevel, format(...args))
+    }
   console.log = at(level)
   console.info = at(level)
   console.debug = at(level)

@@ -101,14 +101,27 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   app.configure({ broker: o.broker, resultBackend: o.resultBackend })
   const config = app.config
   // The app keeps what the environment said: the variables leave this process's environment below.
-  app.configure({ broker: config.brokerUrl, resultBackend: config.resultBackend, brokerRead: config.brokerReadUrl, brokerWrite: config.brokerWriteUrl })
+  app.configure({
+    broker: config.brokerUrl,
+    resultBackend: config.resultBackend,
+    brokerRead: config.brokerReadUrl,
+    brokerWrite: config.brokerWriteUrl,
+  })
   const conf = app.options.conf ?? {}
   // A setting tsq cannot honour stops the start, one line each, before anything is declared.
   const refusals = settingsRefusals(conf, app.defaultQueue)
   if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
   const queueSettings = app.queueSettings
   const settings = resolveWorkerSettings(
-    { concurrency: o.concurrency, pool: o.pool, prefetchMultiplier: o.prefetchMultiplier, maxTasksPerChild: o.maxTasksPerChild, maxMemoryPerChild: o.maxMemoryPerChild, taskEvents: o.taskEvents, statedb: o.statedb },
+    {
+      concurrency: o.concurrency,
+      pool: o.pool,
+      prefetchMultiplier: o.prefetchMultiplier,
+      maxTasksPerChild: o.maxTasksPerChild,
+      maxMemoryPerChild: o.maxMemoryPerChild,
+      taskEvents: o.taskEvents,
+      statedb: o.statedb,
+    },
     conf,
     process.env,
     availableParallelism(),
@@ -127,7 +140,10 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     maxMemoryPerChild: settings.maxMemoryPerChild.value,
     taskEvents: settings.taskEvents.value,
     // A conf or env path expands as the flag's does.
-    statedb: settings.statedb.source === 'flag' || settings.statedb.value === null ? settings.statedb.value : nodeFormat(settings.statedb.value, o.nodename, 0),
+    statedb:
+      settings.statedb.source === 'flag' || settings.statedb.value === null
+        ? settings.statedb.value
+        : nodeFormat(settings.statedb.value, o.nodename, 0),
   }
   const concurrency = settings.concurrency.value
   const pool = settings.pool.value
@@ -135,7 +151,11 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const redirectStdouts = app.signals.has('setup_logging') ? null : redirectLevel(conf)
   // Without -Q a worker consumes the app's default queue, as Celery's does.
   const queues = o.queues.length ? [...o.queues] : busQueues?.length ? busQueues.map((q) => q.name) : [app.defaultQueue]
-  app.signals.send('celeryd_init', { sender: o.nodename, conf, options: { hostname: o.nodename, concurrency, pool, queues: [...queues], loglevel: o.loglevel } })
+  app.signals.send('celeryd_init', {
+    sender: o.nodename,
+    conf,
+    options: { hostname: o.nodename, concurrency, pool, queues: [...queues], loglevel: o.loglevel },
+  })
   const workerDirect = conf.worker_direct === true
   const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
   process.env.TSQ_VERSION = o.version
@@ -187,7 +207,13 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     log,
   })
   app.signals.send('worker_init', { sender: o.nodename })
-  app.signals.send('setup_logging', { sender: null, loglevel: LEVELS[parseLevel(o.loglevel)], logfile: o.logfile, format: CELERY_LOG_FORMAT, colorize: false })
+  app.signals.send('setup_logging', {
+    sender: null,
+    loglevel: LEVELS[parseLevel(o.loglevel)],
+    logfile: o.logfile,
+    format: CELERY_LOG_FORMAT,
+    colorize: false,
+  })
   // The worker reads `queues` when it starts consuming, so a receiver's push is consumed too.
   app.signals.send('celeryd_after_setup', { sender: o.nodename, conf, queues })
   // Read before the banner, so a bad cert_reqs stops the worker with one line; cert_reqs=none is said aloud.
@@ -195,8 +221,14 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const firstBrokerUrl = splitUrlList(config.brokerUrl)[0]!
   const brokerTls = /^(amqps?|pyamqp|rediss?):/i.test(firstBrokerUrl) ? tlsPlan(firstBrokerUrl, app.transportSettings.ssl) : null
   const backendTls = config.resultBackend && /^rediss?:/i.test(config.resultBackend) ? tlsPlan(config.resultBackend, app.backendSsl) : null
-  for (const [what, plan] of [['broker', brokerTls], ['result backend', backendTls]] as const) {
-    if (plan?.certReqs === 'none') log.warning(`${what}: TLS certificate verification is OFF (cert_reqs=none): the connection is encrypted but the server is not authenticated`)
+  for (const [what, plan] of [
+    ['broker', brokerTls],
+    ['result backend', backendTls],
+  ] as const) {
+    if (plan?.certReqs === 'none')
+      log.warning(
+        `${what}: TLS certificate verification is OFF (cert_reqs=none): the connection is encrypted but the server is not authenticated`,
+      )
   }
   if (!o.quiet) {
     process.stdout.write(
@@ -211,7 +243,14 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         concurrency: o.autoscale ? `{min=${o.autoscale.min}, max=${o.autoscale.max}}` : concurrency,
         pool,
         taskEvents: o.taskEvents,
-        queues: consumedQueues({ queues, excludeQueues: o.excludeQueues, workerDirect, hostname: o.nodename, declaredQueues: busQueues, resolveQueue: (name) => queueDefinition(queueSettings, name) }),
+        queues: consumedQueues({
+          queues,
+          excludeQueues: o.excludeQueues,
+          workerDirect,
+          hostname: o.nodename,
+          declaredQueues: busQueues,
+          resolveQueue: (name) => queueDefinition(queueSettings, name),
+        }),
         // Celery lists its own celery.* tasks only at DEBUG.
         tasks: [...app.tasks.keys()].filter((name) => log.enabled('DEBUG') || !name.startsWith('celery.')),
       }) + '\n',
@@ -305,7 +344,9 @@ function dumpSlots(worker: Worker): string {
   const lines = ['worker: Pool slots (USR1):']
   for (const slot of worker.poolForSignals?.slots() ?? []) {
     const request = slot.taskId ? runner?.active.get(slot.taskId) : undefined
-    const where = request ? `${taskLabel(request.name, request.id)} args=${escapeControl(String(request.message.argsrepr))} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s` : 'idle'
+    const where = request
+      ? `${taskLabel(request.name, request.id)} args=${escapeControl(String(request.message.argsrepr))} running ${((Date.now() - (slot.since ?? Date.now())) / 1000).toFixed(1)}s`
+      : 'idle'
     lines.push(`  #${slot.index} pid ${slot.pid}: ${where}`)
   }
   lines.push(`  reserved: ${runner?.reserved.length ?? 0}, scheduled: ${runner?.scheduled.size ?? 0}`)
@@ -325,6 +366,10 @@ let launchEnv: NodeJS.ProcessEnv = process.env
 function restartInPlace(logfile: string | null): void {
   let out: number | 'ignore' = 'ignore'
   if (logfile) out = openSync(logfile, 'a')
-  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { detached: true, stdio: ['ignore', out, out], env: launchEnv })
+  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: launchEnv,
+  })
   child.unref()
 }

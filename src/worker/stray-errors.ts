@@ -12,7 +12,8 @@ export interface StrayErrorHandlers {
 
 /** What each stray error becomes: a report, or, for a broken pipe under the log itself, nothing. */
 export function strayErrorListeners(report: (message: string) => void) {
-  const onRejection = (reason: unknown): void => report(`Unhandled promise rejection in task code (the worker goes on): ${describe(reason)}`)
+  const onRejection = (reason: unknown): void =>
+    report(`Unhandled promise rejection in task code (the worker goes on): ${describe(reason)}`)
   const onException = (error: unknown): void => {
     // The log's own pipe is gone (`tsq worker | head`): reporting it would write to it again, for ever.
     if (isBrokenPipe(error)) return

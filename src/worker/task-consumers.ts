@@ -49,7 +49,12 @@ export class TaskConsumers {
     if (bus) await bus.declareHandlerQueue(decl.name)
     else if (definition) await declareDefinition(transport, definition)
     else {
-      await transport.declareExchange({ name: decl.exchange, type: decl.exchangeType as 'direct' | 'topic' | 'fanout', durable: true, autoDelete: false })
+      await transport.declareExchange({
+        name: decl.exchange,
+        type: decl.exchangeType as 'direct' | 'topic' | 'fanout',
+        durable: true,
+        autoDelete: false,
+      })
       await transport.declareQueue({ name: decl.name, durable: true, exclusive: false, autoDelete: false })
       await transport.bindQueue(decl.name, decl.exchange, decl.routingKey)
     }
@@ -85,7 +90,9 @@ export class TaskConsumers {
     if (queues.size === 0) {
       o.log.info('Global QoS is disabled. Prefetch count in now static.')
       // Celery 5.5's DelayedDelivery bootstep: the ladder exists before the first ETA needs it.
-      void transport.prepareDelayedDelivery?.().catch((error: Error) => o.log.warning(`could not declare the delayed-delivery queues: ${error.message}`))
+      void transport
+        .prepareDelayedDelivery?.()
+        .catch((error: Error) => o.log.warning(`could not declare the delayed-delivery queues: ${error.message}`))
     }
     queues.add(queue)
     return true

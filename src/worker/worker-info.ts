@@ -66,7 +66,14 @@ export function workerConf(o: WorkerOptions, taskEvents: boolean, withDefaults: 
   // changed keys, so every Celery worker's reply has it (None: no old-style
   // names, which tsq does not read).
   if (!withDefaults) return { ...Object.fromEntries(Object.entries(shown).filter(([, v]) => v !== null)), deprecated_settings: null }
-  return { task_default_queue: DEFAULT_QUEUE, task_serializer: 'json', result_serializer: 'json', accept_content: ['json'], ...shown, deprecated_settings: null }
+  return {
+    task_default_queue: DEFAULT_QUEUE,
+    task_serializer: 'json',
+    result_serializer: 'json',
+    accept_content: ['json'],
+    ...shown,
+    deprecated_settings: null,
+  }
 }
 
 export function workerReport(o: WorkerOptions, kind: Transport['kind']): string {

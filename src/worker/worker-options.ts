@@ -68,14 +68,23 @@ export interface WorkerOptions {
  * Celery's automatic queue, then the worker_direct queue, which Celery adds
  * after -X so that excluding queues never drops it.
  */
-export function consumedQueues(o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname' | 'declaredQueues' | 'resolveQueue'>): QueueDeclaration[] {
+export function consumedQueues(
+  o: Pick<WorkerOptions, 'queues' | 'excludeQueues' | 'workerDirect' | 'hostname' | 'declaredQueues' | 'resolveQueue'>,
+): QueueDeclaration[] {
   const declared: QueueDeclaration[] = o.queues
     .filter((q) => !o.excludeQueues.includes(q))
     .map((name) => {
       const own = o.declaredQueues?.find((d) => d.name === name)
       if (own) return { ...own }
       const definition = o.resolveQueue?.(name)
-      if (definition) return { name, exchange: definition.exchange.name, exchangeType: definition.exchange.type, routingKey: definition.routingKey, definition }
+      if (definition)
+        return {
+          name,
+          exchange: definition.exchange.name,
+          exchangeType: definition.exchange.type,
+          routingKey: definition.routingKey,
+          definition,
+        }
       const { exchange, routingKey } = taskQueue(name)
       return { name, exchange: exchange.name, exchangeType: exchange.type, routingKey }
     })

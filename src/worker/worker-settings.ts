@@ -39,11 +39,14 @@ export interface WorkerSettings {
 
 type Parse<T> = (raw: unknown, where: string) => T
 
-const wholeNumber = (min: number): Parse<number> => (raw, where) => {
-  const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new WorkerSettingError(`${where} = ${JSON.stringify(raw)}: expected a whole number >= ${min}`)
-  return n
-}
+const wholeNumber =
+  (min: number): Parse<number> =>
+  (raw, where) => {
+    const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < min)
+      throw new WorkerSettingError(`${where} = ${JSON.stringify(raw)}: expected a whole number >= ${min}`)
+    return n
+  }
 
 const poolKind: Parse<PoolKind> = (raw, where) => {
   if (raw === 'processes') return 'prefork'
@@ -64,7 +67,15 @@ const text: Parse<string> = (raw, where) => {
   throw new WorkerSettingError(`${where} = ${JSON.stringify(raw)}: expected a path`)
 }
 
-function pick<T, D>(flag: T | undefined, env: string | undefined, envName: string, conf: unknown, confName: string, parse: Parse<T>, dflt: D): Resolved<T | D> {
+function pick<T, D>(
+  flag: T | undefined,
+  env: string | undefined,
+  envName: string,
+  conf: unknown,
+  confName: string,
+  parse: Parse<T>,
+  dflt: D,
+): Resolved<T | D> {
   if (flag !== undefined) return { value: flag, source: 'flag' }
   if (env !== undefined && env !== '') return { value: parse(env, envName), source: 'env' }
   if (conf !== undefined && conf !== null) return { value: parse(conf, confName), source: 'conf' }
@@ -72,15 +83,71 @@ function pick<T, D>(flag: T | undefined, env: string | undefined, envName: strin
 }
 
 /** flag > CELERY_WORKER_* env > conf > default, for each worker setting a conf may hold. */
-export function resolveWorkerSettings(flags: WorkerFlagValues, conf: Record<string, unknown>, env: NodeJS.ProcessEnv, cpus: number): WorkerSettings {
+export function resolveWorkerSettings(
+  flags: WorkerFlagValues,
+  conf: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  cpus: number,
+): WorkerSettings {
   return {
-    concurrency: pick(flags.concurrency, env.CELERY_WORKER_CONCURRENCY, 'CELERY_WORKER_CONCURRENCY', conf.worker_concurrency, 'worker_concurrency', wholeNumber(1), cpus),
+    concurrency: pick(
+      flags.concurrency,
+      env.CELERY_WORKER_CONCURRENCY,
+      'CELERY_WORKER_CONCURRENCY',
+      conf.worker_concurrency,
+      'worker_concurrency',
+      wholeNumber(1),
+      cpus,
+    ),
     pool: pick(flags.pool, env.CELERY_WORKER_POOL, 'CELERY_WORKER_POOL', conf.worker_pool, 'worker_pool', poolKind, 'prefork' as const),
-    prefetchMultiplier: pick(flags.prefetchMultiplier, env.CELERY_WORKER_PREFETCH_MULTIPLIER, 'CELERY_WORKER_PREFETCH_MULTIPLIER', conf.worker_prefetch_multiplier, 'worker_prefetch_multiplier', wholeNumber(0), 4),
-    maxTasksPerChild: pick(flags.maxTasksPerChild, env.CELERY_WORKER_MAX_TASKS_PER_CHILD, 'CELERY_WORKER_MAX_TASKS_PER_CHILD', conf.worker_max_tasks_per_child, 'worker_max_tasks_per_child', wholeNumber(1), undefined),
-    maxMemoryPerChild: pick(flags.maxMemoryPerChild, env.CELERY_WORKER_MAX_MEMORY_PER_CHILD, 'CELERY_WORKER_MAX_MEMORY_PER_CHILD', conf.worker_max_memory_per_child, 'worker_max_memory_per_child', wholeNumber(1), undefined),
-    taskEvents: pick(flags.taskEvents === true ? true : undefined, env.CELERY_WORKER_TASK_EVENTS, 'CELERY_WORKER_TASK_EVENTS', conf.worker_send_task_events, 'worker_send_task_events', boolean, false),
-    statedb: pick(flags.statedb ?? undefined, env.CELERY_WORKER_STATEDB, 'CELERY_WORKER_STATEDB', conf.worker_state_db, 'worker_state_db', text, null),
-    disableRateLimits: conf.worker_disable_rate_limits === undefined || conf.worker_disable_rate_limits === null ? false : boolean(conf.worker_disable_rate_limits, 'worker_disable_rate_limits'),
+    prefetchMultiplier: pick(
+      flags.prefetchMultiplier,
+      env.CELERY_WORKER_PREFETCH_MULTIPLIER,
+      'CELERY_WORKER_PREFETCH_MULTIPLIER',
+      conf.worker_prefetch_multiplier,
+      'worker_prefetch_multiplier',
+      wholeNumber(0),
+      4,
+    ),
+    maxTasksPerChild: pick(
+      flags.maxTasksPerChild,
+      env.CELERY_WORKER_MAX_TASKS_PER_CHILD,
+      'CELERY_WORKER_MAX_TASKS_PER_CHILD',
+      conf.worker_max_tasks_per_child,
+      'worker_max_tasks_per_child',
+      wholeNumber(1),
+      undefined,
+    ),
+    maxMemoryPerChild: pick(
+      flags.maxMemoryPerChild,
+      env.CELERY_WORKER_MAX_MEMORY_PER_CHILD,
+      'CELERY_WORKER_MAX_MEMORY_PER_CHILD',
+      conf.worker_max_memory_per_child,
+      'worker_max_memory_per_child',
+      wholeNumber(1),
+      undefined,
+    ),
+    taskEvents: pick(
+      flags.taskEvents === true ? true : undefined,
+      env.CELERY_WORKER_TASK_EVENTS,
+      'CELERY_WORKER_TASK_EVENTS',
+      conf.worker_send_task_events,
+      'worker_send_task_events',
+      boolean,
+      false,
+    ),
+    statedb: pick(
+      flags.statedb ?? undefined,
+      env.CELERY_WORKER_STATEDB,
+      'CELERY_WORKER_STATEDB',
+      conf.worker_state_db,
+      'worker_state_db',
+      text,
+      null,
+    ),
+    disableRateLimits:
+      conf.worker_disable_rate_limits === undefined || conf.worker_disable_rate_limits === null
+        ? false
+        : boolean(conf.worker_disable_rate_limits, 'worker_disable_rate_limits'),
   }
 }

@@ -3,7 +3,15 @@
 // is one state with one way to move (transitionTo), not a set of flags.
 import { releaseLostSlotLocks } from '../app/index.js'
 import { createResultBackend, RpcResultBackend, type ResultBackend } from '../backends/index.js'
-import { createTransport, LamportClock, MailboxClient, MailboxServer, maskUrl, type DeliveriesLost, type Transport } from '../transport/index.js'
+import {
+  createTransport,
+  LamportClock,
+  MailboxClient,
+  MailboxServer,
+  maskUrl,
+  type DeliveriesLost,
+  type Transport,
+} from '../transport/index.js'
 import { BusWorker } from '../bus/index.js'
 import { Autoscaler } from './autoscaler.js'
 import { connectFirst, notPastBlock, sayBlocked } from './broker-connection.js'
@@ -103,7 +111,31 @@ export class Worker {
   private makePool(): Pool {
     const log = (level: 'info' | 'warning' | 'error', message: string) => this.o.log[level](message)
     const size = this.o.autoscale ? Math.max(1, this.o.autoscale.min) : this.o.concurrency
-    const slotOptions = { size, modulePath: this.o.modulePath, includePaths: this.o.includePaths, nodename: this.o.hostname, logfile: this.o.logfile, broker: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null, brokerReadUrl: this.o.brokerReadUrl, brokerWriteUrl: this.o.brokerWriteUrl, loglevel: this.o.loglevel, redirectStdouts: this.o.redirectStdouts, maxTasksPerChild: this.o.maxTasksPerChild, maxMemoryPerChild: this.o.maxMemoryPerChild, log, onLost: (pid: number, threadId?: number) => releaseLostSlotLocks(this.o.app, { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null }, this.o.hostname, pid, (m) => this.o.log.warning(m), threadId) }
+    const slotOptions = {
+      size,
+      modulePath: this.o.modulePath,
+      includePaths: this.o.includePaths,
+      nodename: this.o.hostname,
+      logfile: this.o.logfile,
+      broker: this.o.brokerUrl,
+      resultBackend: this.o.resultBackend ?? null,
+      brokerReadUrl: this.o.brokerReadUrl,
+      brokerWriteUrl: this.o.brokerWriteUrl,
+      loglevel: this.o.loglevel,
+      redirectStdouts: this.o.redirectStdouts,
+      maxTasksPerChild: this.o.maxTasksPerChild,
+      maxMemoryPerChild: this.o.maxMemoryPerChild,
+      log,
+      onLost: (pid: number, threadId?: number) =>
+        releaseLostSlotLocks(
+          this.o.app,
+          { brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null },
+          this.o.hostname,
+          pid,
+          (m) => this.o.log.warning(m),
+          threadId,
+        ),
+    }
     switch (this.o.pool) {
       case 'prefork':
         return new PreforkPool(slotOptions)
@@ -119,7 +151,8 @@ export class Worker {
     // Security settings are read before the broker is touched: a bad key or store stops the worker with one line.
     const decoder = this.o.app.taskDecoder()
     const resultCodec = this.o.app.resultCodec()
-    for (const id of this.o.app.securitySettings()?.expired ?? []) this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
+    for (const id of this.o.app.securitySettings()?.expired ?? [])
+      this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
     // The declared list (bootsteps.ts) decides what starts and in which order; `tsq graph bootsteps` draws the same list.
     const steps = this.bootsteps(decoder, resultCodec)
     for (const step of bootOrder()) {
@@ -142,7 +175,10 @@ export class Worker {
   }
 
   /** Each bootstep's start; false stops the start-up (a shutdown came first). */
-  private bootsteps(decoder: ReturnType<App['taskDecoder']>, resultCodec: ReturnType<App['resultCodec']>): Record<BootstepName, () => Promise<boolean | void>> {
+  private bootsteps(
+    decoder: ReturnType<App['taskDecoder']>,
+    resultCodec: ReturnType<App['resultCodec']>,
+  ): Record<BootstepName, () => Promise<boolean | void>> {
     return {
       Connection: async () => {
         if (!(await this.connectBroker())) return false
@@ -164,7 +200,8 @@ export class Worker {
         if (this.o.resultBackend?.startsWith('rpc://')) {
           this.backend = new RpcResultBackend(this.transport, undefined, resultCodec)
         } else if (this.o.resultBackend) {
-          const onConnection = (event: 'lost' | 'restored', line: string) => (event === 'lost' ? this.o.log.warning(line) : this.o.log.info(line))
+          const onConnection = (event: 'lost' | 'restored', line: string) =>
+            event === 'lost' ? this.o.log.warning(line) : this.o.log.info(line)
           this.backend = await createResultBackend(this.o.resultBackend, { ...this.o.app.backendOptions, codec: resultCodec, onConnection })
         }
       },
@@ -173,7 +210,13 @@ export class Worker {
         await this.pool.start()
       },
       Events: async () => {
-        this.events = new EventDispatcher(this.writer ?? this.transport, this.o.hostname, this.clock, { taskEvents: this.o.taskEvents }, (e) => this.o.log.debug(`event not sent: ${e.message}`))
+        this.events = new EventDispatcher(
+          this.writer ?? this.transport,
+          this.o.hostname,
+          this.clock,
+          { taskEvents: this.o.taskEvents },
+          (e) => this.o.log.debug(`event not sent: ${e.message}`),
+        )
       },
       Tasks: async () => {
         this.runner = new TaskRunner({
@@ -222,7 +265,14 @@ export class Worker {
         })
       },
       Control: async () => {
-        this.mailbox = new MailboxServer(this.transport, this.o.hostname, controlHandlers(this.controlTarget()), this.clock, undefined, (e) => this.o.log.error(`mailbox: ${e.message}`))
+        this.mailbox = new MailboxServer(
+          this.transport,
+          this.o.hostname,
+          controlHandlers(this.controlTarget()),
+          this.clock,
+          undefined,
+          (e) => this.o.log.error(`mailbox: ${e.message}`),
+        )
         await this.mailbox.start()
       },
       Mingle: () => this.mingle(),
@@ -280,7 +330,9 @@ export class Worker {
   /** Celery's mingle: ask the peers for their revoked ids and clock at start-up. */
   private async mingle(): Promise<void> {
     const client = new MailboxClient(this.transport, undefined, this.clock)
-    const replies = await client.broadcast('hello', { arguments: { from_node: this.o.hostname, revoked: this.revoked.toWire() }, timeout: 1.0 }).catch(() => [])
+    const replies = await client
+      .broadcast('hello', { arguments: { from_node: this.o.hostname, revoked: this.revoked.toWire() }, timeout: 1.0 })
+      .catch(() => [])
     let peers = 0
     for (const reply of replies) {
       for (const [node, body] of Object.entries(reply)) {
@@ -331,20 +383,29 @@ export class Worker {
   private onDeliveriesLost(lost: DeliveriesLost): void {
     const dropped = this.runner.dropLost()
     if (dropped.length > 0) {
-      this.o.log.info(`Dropped ${dropped.length} held task(s) of ${lost.queue} (waiting for an ETA, a rate limit or a pool slot): the broker took them back with their channel and delivers them again`)
+      this.o.log.info(
+        `Dropped ${dropped.length} held task(s) of ${lost.queue} (waiting for an ETA, a rate limit or a pool slot): the broker took them back with their channel and delivers them again`,
+      )
       void this.applyPrefetch()
     }
     if (lost.ackTimeoutMs === undefined) return
-    const held = [...dropped, ...[...this.runner.active.values()].filter((r) => r.delivery.queue === lost.queue && r.delivery.isLive?.() === false)]
+    const held = [
+      ...dropped,
+      ...[...this.runner.active.values()].filter((r) => r.delivery.queue === lost.queue && r.delivery.isLive?.() === false),
+    ]
     const oldest = held.sort((a, b) => a.receivedAt - b.receivedAt)[0]
     const timeout = lost.ackTimeoutMs > 0 ? `${lost.ackTimeoutMs / 1000} s` : 'its length not given'
     const policy = this.o.etaDelay
-    if (lost.ackTimeoutMs > 0) policy.afterSeconds = Math.min(policy.afterSeconds, Math.max(1, Math.floor((lost.ackTimeoutMs / 1000) * 0.8)))
+    if (lost.ackTimeoutMs > 0)
+      policy.afterSeconds = Math.min(policy.afterSeconds, Math.max(1, Math.floor((lost.ackTimeoutMs / 1000) * 0.8)))
     const what = oldest ? `Task ${taskLabel(oldest.name, oldest.id)}` : `A delivery of ${lost.queue}`
-    const advice = policy.enabled && this.transport.publishDelayed
-      ? `ETAs more than ${policy.afterSeconds} s away now wait in the broker's delayed delivery instead of in this worker.`
-      : `Raise RabbitMQ's consumer_timeout above the longest countdown, or turn on worker_eta_broker_delay.`
-    this.o.log.warning(`${what} was held unacknowledged past RabbitMQ's consumer_timeout (${timeout}): the broker closed its channel and delivers it again; the worker goes on. ${advice}`)
+    const advice =
+      policy.enabled && this.transport.publishDelayed
+        ? `ETAs more than ${policy.afterSeconds} s away now wait in the broker's delayed delivery instead of in this worker.`
+        : `Raise RabbitMQ's consumer_timeout above the longest countdown, or turn on worker_eta_broker_delay.`
+    this.o.log.warning(
+      `${what} was held unacknowledged past RabbitMQ's consumer_timeout (${timeout}): the broker closed its channel and delivers it again; the worker goes on. ${advice}`,
+    )
   }
 
   async cancelConsumer(queue: string): Promise<void> {
@@ -413,7 +474,11 @@ export class Worker {
     const target: WorkerState = mode === 'warm' ? 'WARM_SHUTDOWN' : mode === 'soft' ? 'SOFT_SHUTDOWN' : 'COLD_SHUTDOWN'
     if (!TRANSITIONS[this.state].includes(target)) return this.stopping ?? this.stopped
     this.transitionTo(target, cause)
-    this.o.app.signals.send('worker_shutting_down', { sender: this.o.hostname, sig: cause.startsWith('SIG') ? cause : null, how: mode === 'warm' ? 'Warm' : mode === 'soft' ? 'Soft' : 'Cold' })
+    this.o.app.signals.send('worker_shutting_down', {
+      sender: this.o.hostname,
+      sig: cause.startsWith('SIG') ? cause : null,
+      how: mode === 'warm' ? 'Warm' : mode === 'soft' ? 'Soft' : 'Cold',
+    })
     if (mode === 'soft') {
       this.softDeadline = Date.now() + this.o.softShutdownTimeout * 1000
       this.o.log.console(`worker: Initiating Soft Shutdown, terminating in ${this.o.softShutdownTimeout} seconds`)
@@ -449,7 +514,9 @@ export class Worker {
   }
 
   private async stopSequence(): Promise<void> {
-    const hooksDone = Promise.all(this.beforeStopHooks.splice(0).map((hook) => hook().catch((e: Error) => this.o.log.error(`shutdown: ${e.message}`))))
+    const hooksDone = Promise.all(
+      this.beforeStopHooks.splice(0).map((hook) => hook().catch((e: Error) => this.o.log.error(`shutdown: ${e.message}`))),
+    )
     await this.consumers?.cancelAll()
     const handedBack = await this.runner?.releaseUnstarted()
     if (handedBack) this.o.log.info(`Returned ${handedBack} prefetched message(s) to the broker`)

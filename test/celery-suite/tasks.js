@@ -79,7 +79,16 @@ function pySum(items) {
   }, 0)
 }
 
-const truthy = (v) => !(v === null || v === undefined || v === false || v === 0 || v === '' || (Array.isArray(v) && v.length === 0) || (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0))
+const truthy = (v) =>
+  !(
+    v === null ||
+    v === undefined ||
+    v === false ||
+    v === 0 ||
+    v === '' ||
+    (Array.isArray(v) && v.length === 0) ||
+    (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0)
+  )
 
 const quoted = (names) => names.map((n) => `'${n}'`)
 function listNames(names) {
@@ -103,7 +112,9 @@ function bindPy(fname, params, args, kwargs) {
     else (varArgs ? kwOnly : positional).push(Array.isArray(p) ? { name: p[0], default: p[1], has: true } : { name: p, has: false })
   }
   const bound = {}
-  positional.forEach((p, i) => { if (i < args.length) bound[p.name] = args[i] })
+  positional.forEach((p, i) => {
+    if (i < args.length) bound[p.name] = args[i]
+  })
   const extra = args.slice(positional.length)
   if (extra.length && !varArgs) {
     const required = positional.filter((p) => !p.has).length
@@ -123,9 +134,15 @@ function bindPy(fname, params, args, kwargs) {
     bound[key] = value
   }
   const missing = positional.filter((p) => !(p.name in bound) && !p.has).map((p) => p.name)
-  if (missing.length) throw typeError(`${fname}() missing ${missing.length} required positional argument${missing.length > 1 ? 's' : ''}: ${listNames(missing)}`)
+  if (missing.length)
+    throw typeError(
+      `${fname}() missing ${missing.length} required positional argument${missing.length > 1 ? 's' : ''}: ${listNames(missing)}`,
+    )
   const missingKw = kwOnly.filter((p) => !(p.name in bound) && !p.has).map((p) => p.name)
-  if (missingKw.length) throw typeError(`${fname}() missing ${missingKw.length} required keyword-only argument${missingKw.length > 1 ? 's' : ''}: ${listNames(missingKw)}`)
+  if (missingKw.length)
+    throw typeError(
+      `${fname}() missing ${missingKw.length} required keyword-only argument${missingKw.length > 1 ? 's' : ''}: ${listNames(missingKw)}`,
+    )
   for (const p of [...positional, ...kwOnly]) if (!(p.name in bound)) bound[p.name] = p.default
   return { bound, extra, rest }
 }
@@ -136,27 +153,64 @@ function bindPy(fname, params, args, kwargs) {
  */
 function pyTask(fname, params, fn, options = {}) {
   const { name = P + fname, ...taskOptions } = options
-  return app.task(name, function (ctx, ...args) {
-    const { bound, extra } = bindPy(fname, params, args, ctx.kwargs)
-    return fn(bound, extra, ctx)
-  }, { ...taskOptions, bind: true })
+  return app.task(
+    name,
+    function (ctx, ...args) {
+      const { bound, extra } = bindPy(fname, params, args, ctx.kwargs)
+      return fn(bound, extra, ctx)
+    },
+    { ...taskOptions, bind: true },
+  )
 }
 
 // ---- signatures as Celery's JSON has them -------------------------------
 
-const sig = (fname, args = [], kwargs = {}, options = {}, immutable = false) => ({ task: P + fname, args, kwargs, options, subtask_type: null, immutable })
-const si = (fname, args = [], kwargs = {}) => sig(fname, args, kwargs, {}, true)
-const chainSig = (tasks, options = {}) => ({ task: 'celery.chain', args: [], kwargs: { tasks }, options, subtask_type: 'chain', immutable: false })
-const groupSig = (tasks, options = {}) => ({ task: 'celery.group', args: [], kwargs: { tasks }, options, subtask_type: 'group', immutable: false })
-const chordSig = (header, body, options = {}) => ({ task: 'celery.chord', args: [], kwargs: { header: groupSig(header), body, kwargs: {} }, options, subtask_type: 'chord', immutable: false })
-
-const sleep = (seconds, signal) => new Promise((resolve, reject) => {
-  const timer = setTimeout(resolve, Number(seconds) * 1000)
-  signal?.addEventListener('abort', () => {
-    clearTimeout(timer)
-    reject(signal.reason)
-  }, { once: true })
+const sig = (fname, args = [], kwargs = {}, options = {}, immutable = false) => ({
+  task: P + fname,
+  args,
+  kwargs,
+  options,
+  subtask_type: null,
+  immutable,
 })
+const si = (fname, args = [], kwargs = {}) => sig(fname, args, kwargs, {}, true)
+const chainSig = (tasks, options = {}) => ({
+  task: 'celery.chain',
+  args: [],
+  kwargs: { tasks },
+  options,
+  subtask_type: 'chain',
+  immutable: false,
+})
+const groupSig = (tasks, options = {}) => ({
+  task: 'celery.group',
+  args: [],
+  kwargs: { tasks },
+  options,
+  subtask_type: 'group',
+  immutable: false,
+})
+const chordSig = (header, body, options = {}) => ({
+  task: 'celery.chord',
+  args: [],
+  kwargs: { header: groupSig(header), body, kwargs: {} },
+  options,
+  subtask_type: 'chord',
+  immutable: false,
+})
+
+const sleep = (seconds, signal) =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, Number(seconds) * 1000)
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer)
+        reject(signal.reason)
+      },
+      { once: true },
+    )
+  })
 
 // ---- the tasks --------------------------------------------------------------
 
@@ -193,15 +247,19 @@ export const delayedSum = pyTask('delayed_sum', ['numbers', ['pause_time', 1]], 
   return pySum(numbers)
 })
 
-export const delayedSumWithSoftGuard = pyTask('delayed_sum_with_soft_guard', ['numbers', ['pause_time', 1]], async ({ numbers, pause_time }, _, ctx) => {
-  try {
-    await sleep(pause_time, ctx.signal)
-    return pySum(numbers)
-  } catch (error) {
-    if (error?.name === 'SoftTimeLimitExceeded') return 0
-    throw error
-  }
-})
+export const delayedSumWithSoftGuard = pyTask(
+  'delayed_sum_with_soft_guard',
+  ['numbers', ['pause_time', 1]],
+  async ({ numbers, pause_time }, _, ctx) => {
+    try {
+      await sleep(pause_time, ctx.signal)
+      return pySum(numbers)
+    } catch (error) {
+      if (error?.name === 'SoftTimeLimitExceeded') return 0
+      throw error
+    }
+  },
+)
 
 export const tsum = pyTask('tsum', ['nums'], ({ nums }) => pySum(nums))
 
@@ -215,13 +273,19 @@ export const replaceWithChain = pyTask('replace_with_chain', ['*args', ['link_ms
   return ctx.replace(chainSig([sig('identity', args), sig('identity')], { link: [linkSig(link_msg)] }))
 })
 
-export const replaceWithChainWhichRaises = pyTask('replace_with_chain_which_raises', ['*args', ['link_msg', null]], ({ link_msg }, args, ctx) => {
-  return ctx.replace(chainSig([sig('identity', args), sig('raise_error')], { link_error: [linkSig(link_msg)] }))
-})
+export const replaceWithChainWhichRaises = pyTask(
+  'replace_with_chain_which_raises',
+  ['*args', ['link_msg', null]],
+  ({ link_msg }, args, ctx) => {
+    return ctx.replace(chainSig([sig('identity', args), sig('raise_error')], { link_error: [linkSig(link_msg)] }))
+  },
+)
 
 export const replaceWithEmptyChain = pyTask('replace_with_empty_chain', ['*_args'], (_b, _a, ctx) => ctx.replace(chainSig([])))
 
-export const addToAll = pyTask('add_to_all', ['nums', 'val'], ({ nums, val }, _, ctx) => ctx.replace(groupSig(nums.map((num) => sig('add', [num, val])))))
+export const addToAll = pyTask('add_to_all', ['nums', 'val'], ({ nums, val }, _, ctx) =>
+  ctx.replace(groupSig(nums.map((num) => sig('add', [num, val])))),
+)
 
 export const addToAllToChord = pyTask('add_to_all_to_chord', ['nums', 'val'], async ({ nums, val }, _, ctx) => {
   for (const num of nums) await ctx.addToChord(sig('add', [num, val]))
@@ -230,15 +294,27 @@ export const addToAllToChord = pyTask('add_to_all_to_chord', ['nums', 'val'], as
 
 export const addChordToChord = pyTask('add_chord_to_chord', ['nums', 'val'], async ({ nums, val }, _, ctx) => {
   // Celery's `group(subtasks) | tsum.s()` is a chord.
-  await ctx.addToChord(chordSig(nums.map((num) => sig('add', [num, val])), sig('tsum')))
+  await ctx.addToChord(
+    chordSig(
+      nums.map((num) => sig('add', [num, val])),
+      sig('tsum'),
+    ),
+  )
   return 0
 })
 
-export const printUnicode = pyTask('print_unicode', [['log_message', 'håå®ƒ valmuefrø'], ['print_message', 'hiöäüß']], ({ log_message, print_message }) => {
-  console.warn(log_message)
-  console.log(print_message)
-  return null
-})
+export const printUnicode = pyTask(
+  'print_unicode',
+  [
+    ['log_message', 'håå®ƒ valmuefrø'],
+    ['print_message', 'hiöäüß'],
+  ],
+  ({ log_message, print_message }) => {
+    console.warn(log_message)
+    console.log(print_message)
+    return null
+  },
+)
 
 export const returnException = pyTask('return_exception', ['e'], ({ e }) => [e, true])
 
@@ -256,27 +332,42 @@ const expectedException = (args) => pyError('ExpectedException', args, 't.integr
 
 // Python keeps `self.attempt` on the task object, which lives in the pool process: module state here.
 let attempt = 0
-export const retry = pyTask('retry', [['return_value', null]], ({ return_value }, _, ctx) => {
-  if (truthy(return_value)) {
-    console.log('attempt', attempt)
-    if (attempt >= 3) {
-      attempt = 0
-      return return_value
+export const retry = pyTask(
+  'retry',
+  [['return_value', null]],
+  ({ return_value }, _, ctx) => {
+    if (truthy(return_value)) {
+      console.log('attempt', attempt)
+      if (attempt >= 3) {
+        attempt = 0
+        return return_value
+      }
+      attempt += 1
     }
-    attempt += 1
-  }
-  return ctx.retry({ exc: expectedException([]), countdown: 5 })
-}, { defaultRetryDelay: 1 })
+    return ctx.retry({ exc: expectedException([]), countdown: 5 })
+  },
+  { defaultRetryDelay: 1 },
+)
 
-export const retryOnce = pyTask('retry_once', ['*args', ['expires', 60.0], ['max_retries', 1], ['countdown', 0.1]], ({ max_retries, countdown }, _, ctx) => {
-  if (ctx.retries) return ctx.retries
-  return ctx.retry({ countdown, maxRetries: max_retries })
-}, { maxRetries: 1 })
+export const retryOnce = pyTask(
+  'retry_once',
+  ['*args', ['expires', 60.0], ['max_retries', 1], ['countdown', 0.1]],
+  ({ max_retries, countdown }, _, ctx) => {
+    if (ctx.retries) return ctx.retries
+    return ctx.retry({ countdown, maxRetries: max_retries })
+  },
+  { maxRetries: 1 },
+)
 
-export const retryOncePriority = pyTask('retry_once_priority', ['*args', ['expires', 60.0], ['max_retries', 1], ['countdown', 0.1]], ({ max_retries, countdown }, _, ctx) => {
-  if (ctx.retries) return ctx.deliveryInfo.priority
-  return ctx.retry({ countdown, maxRetries: max_retries })
-}, { maxRetries: 1 })
+export const retryOncePriority = pyTask(
+  'retry_once_priority',
+  ['*args', ['expires', 60.0], ['max_retries', 1], ['countdown', 0.1]],
+  ({ max_retries, countdown }, _, ctx) => {
+    if (ctx.retries) return ctx.deliveryInfo.priority
+    return ctx.retry({ countdown, maxRetries: max_retries })
+  },
+  { maxRetries: 1 },
+)
 
 export const redisEcho = pyTask('redis_echo', ['message', ['redis_key', 'redis-echo']], async ({ message, redis_key }) => {
   await redis().rpush(redis_key, typeof message === 'string' ? message : JSON.stringify(message))
@@ -316,10 +407,21 @@ export const secondOrderReplace2 = pyTask('second_order_replace2', [['state', fa
 export const buildChainInsideTask = pyTask('build_chain_inside_task', [], async () => {
   const [id1, id2, m1, m2, groupId, id5] = Array.from({ length: 6 }, () => randomUUID())
   const withId = (s, id) => ({ ...s, options: { ...s.options, task_id: id } })
-  const last = await app.chain(withId(sig('add', [1, 1]), id1), withId(sig('add', [2]), id2), groupSig([withId(sig('add', [3]), m1), withId(sig('add', [4]), m2)], { task_id: groupId }), withId(sig('add', [5]), id5))
+  const last = await app.chain(
+    withId(sig('add', [1, 1]), id1),
+    withId(sig('add', [2]), id2),
+    groupSig([withId(sig('add', [3]), m1), withId(sig('add', [4]), m2)], { task_id: groupId }),
+    withId(sig('add', [5]), id5),
+  )
   const first = [[id1, null], null]
   const second = [[id2, first], null]
-  const group = [[groupId, second], [[[m1, second], null], [[m2, second], null]]]
+  const group = [
+    [groupId, second],
+    [
+      [[m1, second], null],
+      [[m2, second], null],
+    ],
+  ]
   return [[last.id, group], null]
 })
 
@@ -333,10 +435,15 @@ export const returnPriority = pyTask('return_priority', ['*_args'], (_b, _a, ctx
 
 export const returnProperties = pyTask('return_properties', [], (_b, _a, ctx) => ctx.properties ?? null)
 
-export const autoRetryClassTask = pyTask('run', [], (_b, _a, ctx) => {
-  if (ctx.retries) return ctx.retries
-  throw pyError('ValueError', [])
-}, { name: 'auto_retry_class_task', autoretryFor: ['ValueError'], retryKwargs: { maxRetries: 1 }, retryBackoff: true })
+export const autoRetryClassTask = pyTask(
+  'run',
+  [],
+  (_b, _a, ctx) => {
+    if (ctx.retries) return ctx.retries
+    throw pyError('ValueError', [])
+  },
+  { name: 'auto_retry_class_task', autoretryFor: ['ValueError'], retryKwargs: { maxRetries: 1 }, retryBackoff: true },
+)
 
 // Signatures returned as values, as Celery's JSON encoder stores a Signature (a dict).
 export const returnNestedSignatureChainChain = pyTask('return_nested_signature_chain_chain', [], () => chainSig([sig('add')]))
@@ -344,10 +451,18 @@ export const returnNestedSignatureChainGroup = pyTask('return_nested_signature_c
 export const returnNestedSignatureChainChord = pyTask('return_nested_signature_chain_chord', [], () => chordSig([sig('add')], sig('add')))
 export const returnNestedSignatureGroupChain = pyTask('return_nested_signature_group_chain', [], () => groupSig([chainSig([sig('add')])]))
 export const returnNestedSignatureGroupGroup = pyTask('return_nested_signature_group_group', [], () => groupSig([groupSig([sig('add')])]))
-export const returnNestedSignatureGroupChord = pyTask('return_nested_signature_group_chord', [], () => groupSig([chordSig([sig('add')], sig('add'))]))
-export const returnNestedSignatureChordChain = pyTask('return_nested_signature_chord_chain', [], () => chordSig([chainSig([sig('add')])], sig('add')))
-export const returnNestedSignatureChordGroup = pyTask('return_nested_signature_chord_group', [], () => chordSig([groupSig([sig('add')])], sig('add')))
-export const returnNestedSignatureChordChord = pyTask('return_nested_signature_chord_chord', [], () => chordSig([chordSig([sig('add')], sig('add'))], sig('add')))
+export const returnNestedSignatureGroupChord = pyTask('return_nested_signature_group_chord', [], () =>
+  groupSig([chordSig([sig('add')], sig('add'))]),
+)
+export const returnNestedSignatureChordChain = pyTask('return_nested_signature_chord_chain', [], () =>
+  chordSig([chainSig([sig('add')])], sig('add')),
+)
+export const returnNestedSignatureChordGroup = pyTask('return_nested_signature_chord_group', [], () =>
+  chordSig([groupSig([sig('add')])], sig('add')),
+)
+export const returnNestedSignatureChordChord = pyTask('return_nested_signature_chord_chord', [], () =>
+  chordSig([chordSig([sig('add')], sig('add'))], sig('add')),
+)
 
 /** Celery's Signature.from_dict and its walk over tasks and body: every nested member must be a signature. */
 export const rebuildSignature = pyTask('rebuild_signature', ['sig_dict'], ({ sig_dict }) => {
@@ -373,10 +488,15 @@ export const errbackOldStyle = pyTask('errback_old_style', ['request_id'], async
 })
 
 /** Celery calls an errback taking (request, exc, traceback) in the worker, with the failed task's request. */
-export const errbackNewStyle = pyTask('errback_new_style', ['request', 'exc', 'tb'], async ({ request }) => {
-  await redisCountKey(request.id)
-  return request.id
-}, { requestErrback: true })
+export const errbackNewStyle = pyTask(
+  'errback_new_style',
+  ['request', 'exc', 'tb'],
+  async ({ request }) => {
+    await redisCountKey(request.id)
+    return request.id
+  },
+  { requestErrback: true },
+)
 
 // celery.contrib.testing.tasks.ping: what Celery's start_worker() sends to know the worker is up.
 export const ping = app.task('celery.ping', () => 'pong')

@@ -32,11 +32,16 @@ async function declareWith(queue: string, args: Record<string, unknown>): Promis
   }
 }
 
-describe('[task_queues] -Q and add_consumer use the queue\'s definition', { skip }, () => {
+describe("[task_queues] -Q and add_consumer use the queue's definition", { skip }, () => {
   const home = tempTsqHome()
   const DEFINED = uniqueName('cfg-defined')
   const ADDED = uniqueName('cfg-added')
-  const conf = { task_queues: [{ name: DEFINED, queue_arguments: { 'x-max-priority': 10 } }, { name: ADDED, queue_arguments: { 'x-max-priority': 10 } }] }
+  const conf = {
+    task_queues: [
+      { name: DEFINED, queue_arguments: { 'x-max-priority': 10 } },
+      { name: ADDED, queue_arguments: { 'x-max-priority': 10 } },
+    ],
+  }
   const env = embeddedBrokerEnv(home, { TSQ_BROKER_URL: AMQP_URL, CFG_CONF: JSON.stringify(conf), NO_COLOR: '1' })
   const node = `addq-${process.pid}@${hostname()}`
   let worker: SpawnedWorker | undefined
@@ -54,12 +59,18 @@ describe('[task_queues] -Q and add_consumer use the queue\'s definition', { skip
   })
 
   it('-Q declares the defined queue with its arguments; add_consumer likewise', async () => {
-    worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO', '-Q', DEFINED, '--without-mingle', '--without-gossip'], { env, nodename: node })
+    worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO', '-Q', DEFINED, '--without-mingle', '--without-gossip'], {
+      env,
+      nodename: node,
+    })
     assert.equal(await declareWith(DEFINED, { 'x-max-priority': 10 }), true)
     assert.match(String(await declareWith(DEFINED, {})), /PRECONDITION_FAILED.*x-max-priority/)
     const res = await runTsq(['control', 'add_consumer', ADDED, '-d', node, '--json'], { env })
     assert.equal(res.code, 0, res.stderr)
-    await waitFor(async () => (await declareWith(ADDED, { 'x-max-priority': 10 })) === true, { timeoutMs: 20_000, what: `${ADDED} declared with x-max-priority 10` })
+    await waitFor(async () => (await declareWith(ADDED, { 'x-max-priority': 10 })) === true, {
+      timeoutMs: 20_000,
+      what: `${ADDED} declared with x-max-priority 10`,
+    })
     assert.match(String(await declareWith(ADDED, {})), /PRECONDITION_FAILED.*x-max-priority/)
   })
 })

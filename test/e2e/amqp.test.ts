@@ -23,11 +23,19 @@ const redisNames: string[] = []
 
 function celeryAmqp(broker: string, words: string[]) {
   // From an empty folder, so no celeryconfig of the repo's is picked up.
-  return run(PYTHON, ['-m', 'celery', '-b', broker, 'amqp', ...words], { cwd: home, env: { ...process.env, ...NO_BROKER_ENV }, timeoutMs: 60_000 })
+  return run(PYTHON, ['-m', 'celery', '-b', broker, 'amqp', ...words], {
+    cwd: home,
+    env: { ...process.env, ...NO_BROKER_ENV },
+    timeoutMs: 60_000,
+  })
 }
 
 function tsqAmqp(broker: string, words: string[], input?: string) {
-  return runTsq(['-b', broker, 'amqp', ...words], { env: { ...NO_BROKER_ENV, TSQ_HOME: home }, timeoutMs: 60_000, ...(input !== undefined ? { input } : {}) })
+  return runTsq(['-b', broker, 'amqp', ...words], {
+    env: { ...NO_BROKER_ENV, TSQ_HOME: home },
+    timeoutMs: 60_000,
+    ...(input !== undefined ? { input } : {}),
+  })
 }
 
 after(async () => {
@@ -35,7 +43,10 @@ after(async () => {
   for (const words of cleanup) await tsqAmqp(AMQP_URL, words).catch(() => undefined)
   if (redisNames.length) {
     const redis = new Redis(REDIS_URL)
-    for (const name of redisNames) await redis.del(name, ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => `${name}\x06\x16${s}`), `_kombu.binding.${name}`).catch(() => undefined)
+    for (const name of redisNames)
+      await redis
+        .del(name, ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => `${name}\x06\x16${s}`), `_kombu.binding.${name}`)
+        .catch(() => undefined)
     redis.disconnect()
   }
 })
@@ -88,7 +99,10 @@ describe('tsq amqp on RabbitMQ, side by side with celery amqp', { skip: amqpSkip
       ['queue.delete', q, 'f', 'n'],
       ['exchange.delete', x, '0'],
     ]
-    const names = { py: [uniqueName('amqpcli-py-q'), uniqueName('amqpcli-py-x')], ts: [uniqueName('amqpcli-ts-q'), uniqueName('amqpcli-ts-x')] }
+    const names = {
+      py: [uniqueName('amqpcli-py-q'), uniqueName('amqpcli-py-x')],
+      ts: [uniqueName('amqpcli-ts-q'), uniqueName('amqpcli-ts-x')],
+    }
     amqpQueues.push(names.py[0]!, names.ts[0]!)
     amqpExchanges.push(names.py[1]!, names.ts[1]!)
     const pyScript = script(names.py[0]!, names.py[1]!)
@@ -118,22 +132,41 @@ describe('tsq amqp on RabbitMQ, side by side with celery amqp', { skip: amqpSkip
     assert.equal(ack.stderr, 'Error: Basic.ack: (406) PRECONDITION_FAILED - unknown delivery tag 7\n')
   })
 
-  it('repl from a script on stdin: one connection, so basic.get then basic.ack removes the message; a failed line is reported and the exit is 1', { timeout: 120_000 }, async () => {
-    const q = uniqueName('amqpcli-repl')
-    amqpQueues.push(q)
-    const r = await tsqAmqp(AMQP_URL, ['repl'], [`queue.declare ${q}`, `basic.publish "a message" "" ${q}`, `basic.get ${q}`, 'basic.ack 1', 'basic.ack 9', `queue.declare ${q} yes`].join('\n'))
-    assert.equal(r.code, 1)
-    assert.equal(r.stderr, 'ERROR: Basic.ack: (406) PRECONDITION_FAILED - unknown delivery tag 9\n')
-    assert.match(r.stdout, /'body': 'a message'/)
-    assert.match(r.stdout, new RegExp(`queue:${q} messages:0 consumers:0\\nOK\\n$`))
-  })
+  it(
+    'repl from a script on stdin: one connection, so basic.get then basic.ack removes the message; a failed line is reported and the exit is 1',
+    { timeout: 120_000 },
+    async () => {
+      const q = uniqueName('amqpcli-repl')
+      amqpQueues.push(q)
+      const r = await tsqAmqp(
+        AMQP_URL,
+        ['repl'],
+        [
+          `queue.declare ${q}`,
+          `basic.publish "a message" "" ${q}`,
+          `basic.get ${q}`,
+          'basic.ack 1',
+          'basic.ack 9',
+          `queue.declare ${q} yes`,
+        ].join('\n'),
+      )
+      assert.equal(r.code, 1)
+      assert.equal(r.stderr, 'ERROR: Basic.ack: (406) PRECONDITION_FAILED - unknown delivery tag 9\n')
+      assert.match(r.stdout, /'body': 'a message'/)
+      assert.match(r.stdout, new RegExp(`queue:${q} messages:0 consumers:0\\nOK\\n$`))
+    },
+  )
 
   it('no subcommand in a terminal: the shell completes command names on Tab and keeps history', { timeout: 120_000 }, async () => {
     const q = uniqueName('amqpcli-pty')
     amqpQueues.push(q)
     const history = join(home, 'amqp-history')
     const env = { ...process.env, ...NO_BROKER_ENV, TSQ_AMQP_HISTORY: history }
-    const screen = spawn('script', ['-qfec', `'${process.execPath}' '${BIN}' -b '${AMQP_URL}' amqp`, '/dev/null'], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const screen = spawn('script', ['-qfec', `'${process.execPath}' '${BIN}' -b '${AMQP_URL}' amqp`, '/dev/null'], {
+      cwd: ROOT,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let output = ''
     screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
     const exited = new Promise<number | null>((resolve) => screen.once('exit', (code) => resolve(code)))
@@ -159,53 +192,75 @@ describe('tsq amqp on RabbitMQ, side by side with celery amqp', { skip: amqpSkip
 })
 
 const redisSkip = await brokerSkipReason('redis')
-describe('tsq amqp on Redis (kombu\'s layout)', { skip: redisSkip }, () => {
-  it("basic.publish works where Celery's fails; the binding is kombu's; basic.get and queue.delete follow", { timeout: 180_000 }, async () => {
-    const q = uniqueName('amqpcli-rq')
-    const x = uniqueName('amqpcli-rx')
-    redisNames.push(q, x)
-    const py = await celeryAmqp(REDIS_URL, ['basic.publish', 'hello', '', q])
-    assert.equal(py.code, 0)
-    assert.match(py.stderr, /^ERROR: string indices must be integers/m)
+describe("tsq amqp on Redis (kombu's layout)", { skip: redisSkip }, () => {
+  it(
+    "basic.publish works where Celery's fails; the binding is kombu's; basic.get and queue.delete follow",
+    { timeout: 180_000 },
+    async () => {
+      const q = uniqueName('amqpcli-rq')
+      const x = uniqueName('amqpcli-rx')
+      redisNames.push(q, x)
+      const py = await celeryAmqp(REDIS_URL, ['basic.publish', 'hello', '', q])
+      assert.equal(py.code, 0)
+      assert.match(py.stderr, /^ERROR: string indices must be integers/m)
 
-    for (const words of [['exchange.declare', x, 'direct'], ['queue.bind', q, x, 'rk']]) {
-      const r = await tsqAmqp(REDIS_URL, words)
-      assert.equal(r.code, 0, r.stderr)
-    }
-    const redis = new Redis(REDIS_URL)
-    try {
-      assert.deepEqual(await redis.smembers(`_kombu.binding.${x}`), [`rk\x06\x16\x06\x16${q}`])
-    } finally {
-      redis.disconnect()
-    }
-    const published = await tsqAmqp(REDIS_URL, ['basic.publish', 'hello', x, 'rk'])
-    assert.equal(published.code, 0, published.stderr)
-    assert.match(published.stdout, /\nOK\n$/)
-    // Celery's Redis side reads what tsq wrote: its queue.declare counts it.
-    const counted = await celeryAmqp(REDIS_URL, ['queue.declare', q])
-    assert.match(counted.stdout, new RegExp(`queue:${q} messages:1 consumers:0`))
-    const got = await tsqAmqp(REDIS_URL, ['basic.get', q, 'yes'])
-    assert.equal(got.code, 0, got.stderr)
-    assert.match(got.stdout, /^\{'body': 'hello',$/m)
-    assert.match(got.stdout, new RegExp(`'exchange': '${x}'`))
-    const passive = await tsqAmqp(REDIS_URL, ['queue.declare', uniqueName('amqpcli-none'), 'yes'])
-    assert.equal(passive.code, 1)
-    assert.match(passive.stderr, /^Error: Queue\.declare: \(404\) NOT_FOUND - no queue '.*' in vhost '\d+'\n$/)
-    const deleted = await tsqAmqp(REDIS_URL, ['queue.delete', q])
-    assert.equal(deleted.code, 0, deleted.stderr)
-    const redis2 = new Redis(REDIS_URL)
-    try {
-      assert.equal(await redis2.exists(`_kombu.binding.${x}`), 0)
-    } finally {
-      redis2.disconnect()
-    }
-  })
+      for (const words of [
+        ['exchange.declare', x, 'direct'],
+        ['queue.bind', q, x, 'rk'],
+      ]) {
+        const r = await tsqAmqp(REDIS_URL, words)
+        assert.equal(r.code, 0, r.stderr)
+      }
+      const redis = new Redis(REDIS_URL)
+      try {
+        assert.deepEqual(await redis.smembers(`_kombu.binding.${x}`), [`rk\x06\x16\x06\x16${q}`])
+      } finally {
+        redis.disconnect()
+      }
+      const published = await tsqAmqp(REDIS_URL, ['basic.publish', 'hello', x, 'rk'])
+      assert.equal(published.code, 0, published.stderr)
+      assert.match(published.stdout, /\nOK\n$/)
+      // Celery's Redis side reads what tsq wrote: its queue.declare counts it.
+      const counted = await celeryAmqp(REDIS_URL, ['queue.declare', q])
+      assert.match(counted.stdout, new RegExp(`queue:${q} messages:1 consumers:0`))
+      const got = await tsqAmqp(REDIS_URL, ['basic.get', q, 'yes'])
+      assert.equal(got.code, 0, got.stderr)
+      assert.match(got.stdout, /^\{'body': 'hello',$/m)
+      assert.match(got.stdout, new RegExp(`'exchange': '${x}'`))
+      const passive = await tsqAmqp(REDIS_URL, ['queue.declare', uniqueName('amqpcli-none'), 'yes'])
+      assert.equal(passive.code, 1)
+      assert.match(passive.stderr, /^Error: Queue\.declare: \(404\) NOT_FOUND - no queue '.*' in vhost '\d+'\n$/)
+      const deleted = await tsqAmqp(REDIS_URL, ['queue.delete', q])
+      assert.equal(deleted.code, 0, deleted.stderr)
+      const redis2 = new Redis(REDIS_URL)
+      try {
+        assert.equal(await redis2.exists(`_kombu.binding.${x}`), 0)
+      } finally {
+        redis2.disconnect()
+      }
+    },
+  )
 })
 
 describe('tsq amqp on file://', () => {
   it('the same commands on the embedded broker; if_empty and if_unused refuse as RabbitMQ does', { timeout: 60_000 }, async () => {
     const broker = `file://${join(home, 'amqp-broker')}`
-    const r = await tsqAmqp(broker, ['repl'], ['queue.declare fq', 'exchange.declare fx topic', 'queue.bind fq fx a.*', 'basic.publish hi fx a.b', 'queue.delete fq no yes', 'exchange.delete fx yes', 'basic.get fq', 'basic.ack 1', 'queue.delete fq no yes', 'exchange.delete fx yes'].join('\n'))
+    const r = await tsqAmqp(
+      broker,
+      ['repl'],
+      [
+        'queue.declare fq',
+        'exchange.declare fx topic',
+        'queue.bind fq fx a.*',
+        'basic.publish hi fx a.b',
+        'queue.delete fq no yes',
+        'exchange.delete fx yes',
+        'basic.get fq',
+        'basic.ack 1',
+        'queue.delete fq no yes',
+        'exchange.delete fx yes',
+      ].join('\n'),
+    )
     assert.equal(r.code, 1)
     assert.deepEqual(r.stderr.trim().split('\n'), [
       `ERROR: Queue.delete: (406) PRECONDITION_FAILED - queue 'fq' in vhost '${join(home, 'amqp-broker')}' not empty`,
@@ -215,6 +270,10 @@ describe('tsq amqp on file://', () => {
     assert.match(r.stdout, /0 messages deleted\.\nOK\nOK\n$/)
     const json = await tsqAmqp(broker, ['queue.declare', 'jq', '--json'])
     assert.equal(json.code, 0, json.stderr)
-    assert.deepEqual(JSON.parse(json.stdout), { command: 'queue.declare', lines: ['queue:jq messages:0 consumers:0', 'OK'], result: { queue: 'jq', messageCount: 0, consumerCount: 0 } })
+    assert.deepEqual(JSON.parse(json.stdout), {
+      command: 'queue.declare',
+      lines: ['queue:jq messages:0 consumers:0', 'OK'],
+      result: { queue: 'jq', messageCount: 0, consumerCount: 0 },
+    })
   })
 })

@@ -27,7 +27,21 @@ test('[tsq schedule] add, set, disable, enable, rm while two beats run', { timeo
     for (let i = 0; i < 2; i++) startBeat([...store, '--ha', 'lease', '--lock-timeout', '3', '--max-interval', '1'], procs)
     await waitFor(() => count('proj.mul') >= 2, { timeoutMs: 20_000, what: 'the other entry running' })
 
-    const add = tsq('schedule', 'add', 'dyn', '--task', 'proj.add', '--every', '1', '--args', '[2, 2]', '--queue', queue, ...store, '--json')
+    const add = tsq(
+      'schedule',
+      'add',
+      'dyn',
+      '--task',
+      'proj.add',
+      '--every',
+      '1',
+      '--args',
+      '[2, 2]',
+      '--queue',
+      queue,
+      ...store,
+      '--json',
+    )
     assert.equal(add.status, 0, add.stderr)
     assert.equal(JSON.parse(add.stdout).name, 'dyn')
     await waitFor(() => count('proj.add') >= 3, { timeoutMs: 10_000, what: 'sends after add' })
@@ -61,7 +75,10 @@ test('[tsq schedule] add, set, disable, enable, rm while two beats run', { timeo
     assert.ok(count('proj.mul') > otherBefore, 'the other entry kept running throughout')
 
     const ls = JSON.parse(tsq('schedule', 'ls', ...store, '--json').stdout) as Array<{ name: string }>
-    assert.deepEqual(ls.map((r) => r.name), ['other'])
+    assert.deepEqual(
+      ls.map((r) => r.name),
+      ['other'],
+    )
     const missing = tsq('schedule', 'show', 'nope', ...store)
     assert.equal(missing.status, 64)
     assert.equal(missing.stderr.trim().split('\n').length, 1)

@@ -12,7 +12,19 @@ import { BIN, ROOT, startWorker, tempTsqHome, type SpawnedWorker } from '../help
 import type { ArchivedEvent } from '../../src/bus/messages.js'
 import { archivedExchangeName, handlerQueueName } from '../../src/bus/names.js'
 import { encodeTaskV2 } from '../../src/protocol/index.js'
-import { busBroker, cleanupService, fire, jsonOf, readRuns, SERVICE_MODULE, startServiceWorker, tsq, waitUntil, withBrokerTransport, type BusBroker } from './bus-support.js'
+import {
+  busBroker,
+  cleanupService,
+  fire,
+  jsonOf,
+  readRuns,
+  SERVICE_MODULE,
+  startServiceWorker,
+  tsq,
+  waitUntil,
+  withBrokerTransport,
+  type BusBroker,
+} from './bus-support.js'
 
 const dir = tempTsqHome()
 
@@ -41,26 +53,50 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       cleanups.push(() => cleanupService(broker, service, [event]))
       const log = join(dir, `${kind}-kill9.jsonl`)
       const startLog = join(dir, `${kind}-kill9-start.jsonl`)
-      const victim = await start(broker, { service, events: [event], log, nodename: `${service}-1@h`, env: { BUS_SLEEP_MS: '30000', BUS_START_LOG: startLog } })
+      const victim = await start(broker, {
+        service,
+        events: [event],
+        log,
+        nodename: `${service}-1@h`,
+        env: { BUS_SLEEP_MS: '30000', BUS_START_LOG: startLog },
+      })
       const [id] = await fire(broker, event, [['precious']])
-      await waitUntil(() => readRuns(startLog).some((r) => r.id === id), 20_000, 'the run to start', () => victim.output().slice(-2000))
+      await waitUntil(
+        () => readRuns(startLog).some((r) => r.id === id),
+        20_000,
+        'the run to start',
+        () => victim.output().slice(-2000),
+      )
       victim.child.kill('SIGKILL')
       await victim.stop()
       const heir = await start(broker, { service, events: [event], log, nodename: `${service}-2@h` })
-      const done = await waitUntil(() => readRuns(log).find((r) => r.id === id && r.ok), 45_000, 'the event handled after the kill', () => heir.output().slice(-2000))
+      const done = await waitUntil(
+        () => readRuns(log).find((r) => r.id === id && r.ok),
+        45_000,
+        'the event handled after the kill',
+        () => heir.output().slice(-2000),
+      )
       assert.deepEqual(done.args, ['precious'])
       await heir.stop()
     })
 
-    it('[before any worker] an event fired by the service\'s own app (`tsq fire -A`) waits in its handler queue until a worker starts', async () => {
+    it("[before any worker] an event fired by the service's own app (`tsq fire -A`) waits in its handler queue until a worker starts", async () => {
       const event = `${uniqueName('ev')}.early`
       const service = uniqueName('late')
       cleanups.push(() => cleanupService(broker, service, [event]))
       const log = join(dir, `${kind}-early.jsonl`)
       const serviceEnv = { BUS_SERVICE: service, BUS_EVENTS: event }
-      const fired = jsonOf<{ id: string }>(await tsq(broker, ['fire', event, '-A', SERVICE_MODULE, '--args', '[1]', '--json'], serviceEnv), 'tsq fire -A')
+      const fired = jsonOf<{ id: string }>(
+        await tsq(broker, ['fire', event, '-A', SERVICE_MODULE, '--args', '[1]', '--json'], serviceEnv),
+        'tsq fire -A',
+      )
       const w = await start(broker, { service, events: [event], log, nodename: `${service}@h` })
-      const runs = await waitUntil(() => readRuns(log).length > 0 && readRuns(log), 20_000, 'the early event', () => w.output().slice(-2000))
+      const runs = await waitUntil(
+        () => readRuns(log).length > 0 && readRuns(log),
+        20_000,
+        'the early event',
+        () => w.output().slice(-2000),
+      )
       assert.equal(runs[0]!.id, fired.id)
       await w.stop()
     })
@@ -75,11 +111,22 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       const stranger = encodeTaskV2('some.other.event', { args: [1], origin: 'test' })
       await withBrokerTransport(broker, async (t) => {
         await t.publish('events', event, { body: Buffer.from('{not json'), properties: { ...props, headers: {} } })
-        await t.publish('', handlerQueueName(service, event), { body: Buffer.from(stranger.body), properties: { ...props, headers: stranger.headers as never, correlationId: stranger.properties.correlationId } })
+        await t.publish('', handlerQueueName(service, event), {
+          body: Buffer.from(stranger.body),
+          properties: { ...props, headers: stranger.headers as never, correlationId: stranger.properties.correlationId },
+        })
       })
-      await waitUntil(() => (w.output().match(/Archived a message from/g) ?? []).length >= 2, 20_000, 'two archived messages', () => w.output().slice(-2000))
+      await waitUntil(
+        () => (w.output().match(/Archived a message from/g) ?? []).length >= 2,
+        20_000,
+        'two archived messages',
+        () => w.output().slice(-2000),
+      )
       await new Promise((r) => setTimeout(r, 2500)) // a message sent round the retry steps would be back by now
-      const lines = w.output().split('\n').filter((l) => l.includes(handlerQueueName(service, event)) && /ERROR/.test(l))
+      const lines = w
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(handlerQueueName(service, event)) && /ERROR/.test(l))
       assert.equal(lines.length, 2, lines.join('\n'))
       assert.match(lines.join('\n'), /not a task message/)
       assert.match(lines.join('\n'), /event some\.other\.event is not handled by service/)
@@ -98,12 +145,32 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       cleanups.push(() => cleanupService(broker, service, [event], 1))
       const log = join(dir, `${kind}-stuck.jsonl`)
       const startLog = join(dir, `${kind}-stuck-start.jsonl`)
-      const w = await start(broker, { service, events: [event], log, nodename: `${service}@h`, pool: 'prefork', concurrency: 1, env: { ...env, BUS_SLEEP_MS: '5000', BUS_TIME_LIMIT: '1', BUS_START_LOG: startLog } })
+      const w = await start(broker, {
+        service,
+        events: [event],
+        log,
+        nodename: `${service}@h`,
+        pool: 'prefork',
+        concurrency: 1,
+        env: { ...env, BUS_SLEEP_MS: '5000', BUS_TIME_LIMIT: '1', BUS_START_LOG: startLog },
+      })
       const [id] = await fire(broker, event, [['stuck']])
-      await waitUntil(() => w.output().includes(`rejected: sent to ${archivedExchangeName(service)}`), 30_000, 'the archive', () => w.output().slice(-2000))
-      assert.deepEqual(readRuns(startLog).map((r) => r.retries), [0, 1], 'the first run and its one retry')
+      await waitUntil(
+        () => w.output().includes(`rejected: sent to ${archivedExchangeName(service)}`),
+        30_000,
+        'the archive',
+        () => w.output().slice(-2000),
+      )
+      assert.deepEqual(
+        readRuns(startLog).map((r) => r.retries),
+        [0, 1],
+        'the first run and its one retry',
+      )
       const listed = jsonOf<ArchivedEvent[]>(await tsq(broker, ['archive', 'ls', '--service', service, '--json'], env), 'tsq archive ls')
-      assert.deepEqual(listed.map((e) => [e.id, e.retries]), [[id, 2]])
+      assert.deepEqual(
+        listed.map((e) => [e.id, e.retries]),
+        [[id, 2]],
+      )
       await w.stop()
     })
 
@@ -136,15 +203,33 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       const log = join(dir, `${kind}-replay-kill.jsonl`)
       const w = await start(broker, { service, events: [event], log, nodename: `${service}@h`, env: { ...env, BUS_ALWAYS_FAIL: '1' } })
       const count = 300
-      const ids = await fire(broker, event, Array.from({ length: count }, (_, i) => [i]))
-      await waitUntil(() => (w.output().match(/archived to /g) ?? []).length >= count, 60_000, `${count} archived events`, () => w.output().slice(-1500))
+      const ids = await fire(
+        broker,
+        event,
+        Array.from({ length: count }, (_, i) => [i]),
+      )
+      await waitUntil(
+        () => (w.output().match(/archived to /g) ?? []).length >= count,
+        60_000,
+        `${count} archived events`,
+        () => w.output().slice(-1500),
+      )
       await w.stop()
       // The replay publishes each event to the (now unconsumed) handler queue, then removes it from the archive.
-      const replay = spawn(process.execPath, [BIN, 'archive', 'replay', '--all', '--service', service], { cwd: ROOT, env: { ...process.env, ...broker.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      const replay = spawn(process.execPath, [BIN, 'archive', 'replay', '--all', '--service', service], {
+        cwd: ROOT,
+        env: { ...process.env, ...broker.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       let out = ''
       replay.stdout.on('data', (d) => (out += d))
       const exited = new Promise((r) => replay.once('exit', r))
-      await waitUntil(() => (out.match(/^replayed /gm) ?? []).length >= 20, 30_000, 'the replay under way', () => out)
+      await waitUntil(
+        () => (out.match(/^replayed /gm) ?? []).length >= 20,
+        30_000,
+        'the replay under way',
+        () => out,
+      )
       replay.kill('SIGKILL')
       await exited
       const seen = new Set<string>()
@@ -153,7 +238,12 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       // What the replay sent waits in the handler queue: drain it through a worker that records every run.
       const drained = join(dir, `${kind}-replay-kill-drained.jsonl`)
       const d = await start(broker, { service, events: [event], log: drained, nodename: `${service}-drain@h`, env })
-      await waitUntil(() => readRuns(drained).length >= count - archived.length, 30_000, 'the replayed events', () => d.output().slice(-1500))
+      await waitUntil(
+        () => readRuns(drained).length >= count - archived.length,
+        30_000,
+        'the replayed events',
+        () => d.output().slice(-1500),
+      )
       for (const r of readRuns(drained)) seen.add(r.id)
       assert.ok(archived.length < count, `the replay had moved some (${count - archived.length}) before the kill`)
       assert.deepEqual([...seen].sort(), [...ids].sort(), 'every event is still archived or was replayed')
@@ -179,7 +269,12 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
         assert.match(err.message, /exited early \(64\)/)
         const line = err.message.split('\n').find((l) => l.includes('exists with arguments'))!
         assert.ok(line, err.message)
-        assert.match(line, new RegExp(`queue '${archivedExchangeName(service)}' exists with arguments \\{x-max-length: 10000, x-message-ttl: 604800000, x-queue-mode: 'lazy'\\}, but this service declares \\{x-max-length: 5, x-message-ttl: 604800000, x-queue-mode: 'lazy'\\}`))
+        assert.match(
+          line,
+          new RegExp(
+            `queue '${archivedExchangeName(service)}' exists with arguments \\{x-max-length: 10000, x-message-ttl: 604800000, x-queue-mode: 'lazy'\\}, but this service declares \\{x-max-length: 5, x-message-ttl: 604800000, x-queue-mode: 'lazy'\\}`,
+          ),
+        )
       })
     }
   })

@@ -74,10 +74,25 @@ export interface ServiceWorkerOptions {
 
 /** A worker of the fixture service, as the library's README starts one: without mingle, gossip and heartbeat. */
 export function startServiceWorker(broker: BusBroker, o: ServiceWorkerOptions): Promise<SpawnedWorker> {
-  return startWorker(['-A', SERVICE_MODULE, '-P', o.pool ?? 'solo', '-c', String(o.concurrency ?? 2), '--without-mingle', '--without-gossip', '--without-heartbeat', '-l', 'INFO'], {
-    nodename: o.nodename,
-    env: { ...broker.env, BUS_SERVICE: o.service, BUS_EVENTS: o.events.join(','), BUS_LOG: o.log, ...o.env },
-  })
+  return startWorker(
+    [
+      '-A',
+      SERVICE_MODULE,
+      '-P',
+      o.pool ?? 'solo',
+      '-c',
+      String(o.concurrency ?? 2),
+      '--without-mingle',
+      '--without-gossip',
+      '--without-heartbeat',
+      '-l',
+      'INFO',
+    ],
+    {
+      nodename: o.nodename,
+      env: { ...broker.env, BUS_SERVICE: o.service, BUS_EVENTS: o.events.join(','), BUS_LOG: o.log, ...o.env },
+    },
+  )
 }
 
 export function tsq(broker: BusBroker, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
@@ -103,7 +118,12 @@ export function fire(broker: BusBroker, event: string, argsList: unknown[][]): P
   })
 }
 
-export async function waitUntil<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, what: string, detail: () => string = () => ''): Promise<T> {
+export async function waitUntil<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs: number,
+  what: string,
+  detail: () => string = () => '',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await probe()
@@ -122,7 +142,11 @@ export function jsonOf<T>(res: CliResult, what: string): T {
 export async function cleanupService(broker: BusBroker, service: string, events: string[], maxRetries = 10): Promise<void> {
   if (broker.kind === 'file') return
   await withBrokerTransport(broker, (t) => forgetService(t, service)).catch(() => undefined)
-  const queues = [...events.map((e) => handlerQueueName(service, e)), ...Array.from({ length: maxRetries }, (_, n) => retryExchangeName(service, n)), archivedExchangeName(service)]
+  const queues = [
+    ...events.map((e) => handlerQueueName(service, e)),
+    ...Array.from({ length: maxRetries }, (_, n) => retryExchangeName(service, n)),
+    archivedExchangeName(service),
+  ]
   if (broker.kind === 'amqp') {
     const amqplib = await import('amqplib')
     const conn = await amqplib.connect(broker.url)
@@ -151,7 +175,11 @@ export async function cleanupService(broker: BusBroker, service: string, events:
     const ours = members.filter((m) => events.some((e) => m.endsWith(`\x06\x16${handlerQueueName(service, e)}`)))
     if (ours.length) await redis.srem('_kombu.binding.events', ...ours)
     const stepsAndArchive = queues.slice(events.length)
-    await redis.del(...queues.map(parkedKey), ...queues, ...[recoverExchangeName(service), ...stepsAndArchive].map((x) => `_kombu.binding.${x}`))
+    await redis.del(
+      ...queues.map(parkedKey),
+      ...queues,
+      ...[recoverExchangeName(service), ...stepsAndArchive].map((x) => `_kombu.binding.${x}`),
+    )
     // What a Python worker of the library declares on Redis besides: Celery's default queue `events`.
     await redis.srem('_kombu.binding.events', 'events\x06\x16^events$\x06\x16events')
   } finally {

@@ -19,10 +19,26 @@ describe('canvas on the embedded broker (file://)', () => {
   let app: App
 
   before(async () => {
-    worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/interop-tasks.js'), '-b', brokerUrl, '--result-backend', brokerUrl, '-P', 'threads', '-c', '2', '-l', 'INFO'], {
-      env: { ...embeddedBrokerEnv(home), TSQ_WI_SIGNALS: '1' },
-      nodename: `canvas-${process.pid}@${hostname()}`,
-    })
+    worker = await startWorker(
+      [
+        '-A',
+        join(ROOT, 'test/fixtures/tasks/interop-tasks.js'),
+        '-b',
+        brokerUrl,
+        '--result-backend',
+        brokerUrl,
+        '-P',
+        'threads',
+        '-c',
+        '2',
+        '-l',
+        'INFO',
+      ],
+      {
+        env: { ...embeddedBrokerEnv(home), TSQ_WI_SIGNALS: '1' },
+        nodename: `canvas-${process.pid}@${hostname()}`,
+      },
+    )
     app = createApp({ name: 'proj', broker: brokerUrl, resultBackend: brokerUrl })
   })
 
@@ -48,15 +64,36 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.deepEqual(await g.get({ timeout: 20 }), [2, 4, 6], withLog(g.id))
   })
 
-  it('task.map, task.starmap and task.chunks run as Celery\'s built-in celery.map and celery.starmap tasks', async () => {
+  it("task.map, task.starmap and task.chunks run as Celery's built-in celery.map and celery.starmap tasks", async () => {
     // Handles for sending: the client names the worker's tasks.
     const tsum = app.task('proj.tsum', () => undefined)
     const add = app.task('proj.add', () => undefined)
-    const mapped = await app.chain(tsum.map([[1, 2], [3, 4, 5]]))
+    const mapped = await app.chain(
+      tsum.map([
+        [1, 2],
+        [3, 4, 5],
+      ]),
+    )
     assert.deepEqual(await mapped.get({ timeout: 20 }), [3, 12], withLog(mapped.id))
-    const starred = await app.chain(add.starmap([[1, 1], [2, 3]]))
+    const starred = await app.chain(
+      add.starmap([
+        [1, 1],
+        [2, 3],
+      ]),
+    )
     assert.deepEqual(await starred.get({ timeout: 20 }), [2, 5], withLog(starred.id))
-    const chunked = await app.group(...add.chunks([[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]], 2))
+    const chunked = await app.group(
+      ...add.chunks(
+        [
+          [0, 0],
+          [1, 1],
+          [2, 2],
+          [3, 3],
+          [4, 4],
+        ],
+        2,
+      ),
+    )
     assert.deepEqual(await chunked.get({ timeout: 20 }), [[0, 2], [4, 6], [8]], withLog(chunked.id))
     assert.throws(() => add.chunks([[1, 1]], 0), /n must be a whole number of at least 1/)
   })
@@ -67,16 +104,49 @@ describe('canvas on the embedded broker (file://)', () => {
   })
 
   it('a chain whose last step is a chord: the worker starts the chord with the previous result', async () => {
-    const header = { task: 'celery.group', args: [], kwargs: { tasks: [add(1), add(2)] }, options: {}, subtask_type: 'group', immutable: false }
+    const header = {
+      task: 'celery.group',
+      args: [],
+      kwargs: { tasks: [add(1), add(2)] },
+      options: {},
+      subtask_type: 'group',
+      immutable: false,
+    }
     const bodyId = `canvas-body-${process.pid}`
-    const chordStep = { task: 'celery.chord', args: [], kwargs: { kwargs: {}, header, body: signature('proj.tsum', [], {}, { task_id: bodyId }) }, options: {}, subtask_type: 'chord', immutable: false }
+    const chordStep = {
+      task: 'celery.chord',
+      args: [],
+      kwargs: { kwargs: {}, header, body: signature('proj.tsum', [], {}, { task_id: bodyId }) },
+      options: {},
+      subtask_type: 'chord',
+      immutable: false,
+    }
     await app.chain(add(1, 2), chordStep as unknown as ReturnType<typeof signature>)
     // add(1, 2) = 3, then the header add(3, 1) and add(3, 2), then tsum([4, 5]).
-    assert.equal(await app.asyncResult(bodyId).get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), 9)
+    assert.equal(
+      await app
+        .asyncResult(bodyId)
+        .get({ timeout: 20 })
+        .catch((e: Error) => withLog(e.message)),
+      9,
+    )
   })
 
-  it('a chain ending in a group hands back the group\'s GroupResult, its ids frozen by the client', async () => {
-    const groupStep = { task: 'celery.group', args: [], kwargs: { tasks: [add(10), add(20), { task: 'celery.group', args: [], kwargs: { tasks: [add(30)] }, options: {}, subtask_type: 'group', immutable: false }] }, options: {}, subtask_type: 'group', immutable: false }
+  it("a chain ending in a group hands back the group's GroupResult, its ids frozen by the client", async () => {
+    const groupStep = {
+      task: 'celery.group',
+      args: [],
+      kwargs: {
+        tasks: [
+          add(10),
+          add(20),
+          { task: 'celery.group', args: [], kwargs: { tasks: [add(30)] }, options: {}, subtask_type: 'group', immutable: false },
+        ],
+      },
+      options: {},
+      subtask_type: 'group',
+      immutable: false,
+    }
     const r = await app.chain(add(1, 2), groupStep as unknown as ReturnType<typeof signature>)
     assert.ok(r instanceof GroupResult, `a ${r.constructor.name}`)
     // add(1, 2) = 3, then each member with 3 prepended; the nested group's member joins the outer group.
@@ -85,33 +155,50 @@ describe('canvas on the embedded broker (file://)', () => {
 
   it('a result a worker thread cannot hand over fails the task with EncodeError, as in the solo pool', async () => {
     const bad = await app.sendTask('proj.unencodable', [])
-    await assert.rejects(bad.get({ timeout: 20 }), (error: Error) => error.name === 'EncodeError' && /function is not JSON serializable/.test(error.message), withLog(bad.id))
+    await assert.rejects(
+      bad.get({ timeout: 20 }),
+      (error: Error) => error.name === 'EncodeError' && /function is not JSON serializable/.test(error.message),
+      withLog(bad.id),
+    )
   })
 
-  it('a stray rejected promise or a throw from a task\'s timer is logged in the worker thread, which goes on', async () => {
+  it("a stray rejected promise or a throw from a task's timer is logged in the worker thread, which goes on", async () => {
     await strayErrorsAreSurvived(app, () => worker!, 'celery')
   })
 
-  it('task signals: receivers the module connects run around each task in the slot, in Celery\'s order, the end ones after the result is stored', async () => {
+  it("task signals: receivers the module connects run around each task in the slot, in Celery's order, the end ones after the result is stored", async () => {
     const ok = await app.sendTask('proj.add', [20, 22])
     assert.equal(await ok.get({ timeout: 20 }), 42)
     const failed = await app.sendTask('proj.fail', ['no'])
     await assert.rejects(failed.get({ timeout: 20 }), /no/)
     const deadline = Date.now() + 5000
-    const linesOf = (id: string) => (worker?.output() ?? '').split('\n').filter((l) => l.includes(`[${id}]`) && /signal task_(prerun|success|failure|postrun) /.test(l))
+    const linesOf = (id: string) =>
+      (worker?.output() ?? '').split('\n').filter((l) => l.includes(`[${id}]`) && /signal task_(prerun|success|failure|postrun) /.test(l))
     while (Date.now() < deadline && linesOf(failed.id).length < 3) await new Promise((resolve) => setTimeout(resolve, 50))
-    assert.deepEqual(linesOf(ok.id).map((l) => l.slice(l.indexOf('signal '))), [
-      `signal task_prerun proj.add[${ok.id}] [20,22]`,
-      `signal task_success proj.add[${ok.id}] 42`,
-      `signal task_postrun proj.add[${ok.id}] SUCCESS`,
-    ], withLog(''))
-    assert.deepEqual(linesOf(failed.id).map((l) => l.slice(l.indexOf('signal '))), [
-      `signal task_prerun proj.fail[${failed.id}] ["no"]`,
-      `signal task_failure proj.fail[${failed.id}] TypeError`,
-      `signal task_postrun proj.fail[${failed.id}] FAILURE`,
-    ], withLog(''))
+    assert.deepEqual(
+      linesOf(ok.id).map((l) => l.slice(l.indexOf('signal '))),
+      [
+        `signal task_prerun proj.add[${ok.id}] [20,22]`,
+        `signal task_success proj.add[${ok.id}] 42`,
+        `signal task_postrun proj.add[${ok.id}] SUCCESS`,
+      ],
+      withLog(''),
+    )
+    assert.deepEqual(
+      linesOf(failed.id).map((l) => l.slice(l.indexOf('signal '))),
+      [
+        `signal task_prerun proj.fail[${failed.id}] ["no"]`,
+        `signal task_failure proj.fail[${failed.id}] TypeError`,
+        `signal task_postrun proj.fail[${failed.id}] FAILURE`,
+      ],
+      withLog(''),
+    )
     // The slot held task_postrun until the worker had stored the result.
-    const storedAtPostrun = (id: string) => (worker?.output() ?? '').split('\n').find((l) => l.includes(`stored at postrun `) && l.includes(`[${id}]`))?.replace(/.*\] /, '')
+    const storedAtPostrun = (id: string) =>
+      (worker?.output() ?? '')
+        .split('\n')
+        .find((l) => l.includes(`stored at postrun `) && l.includes(`[${id}]`))
+        ?.replace(/.*\] /, '')
     while (Date.now() < deadline && !storedAtPostrun(failed.id)) await new Promise((resolve) => setTimeout(resolve, 50))
     assert.equal(storedAtPostrun(ok.id), 'SUCCESS', withLog(''))
     assert.equal(storedAtPostrun(failed.id), 'FAILURE', withLog(''))
@@ -122,7 +209,11 @@ describe('canvas on the embedded broker (file://)', () => {
     await assert.rejects(unknown.get({ timeout: 20 }), /NotRegistered|proj\.nope/)
     const out = worker?.output() ?? ''
     assert.match(out, new RegExp(`signal worker_ready ${worker!.nodename.replace('.', '\\.')}`), withLog(''))
-    assert.deepEqual(out.match(/signal worker_process_init \d/g)?.sort(), ['signal worker_process_init 1', 'signal worker_process_init 2'], withLog(''))
+    assert.deepEqual(
+      out.match(/signal worker_process_init \d/g)?.sort(),
+      ['signal worker_process_init 1', 'signal worker_process_init 2'],
+      withLog(''),
+    )
     assert.ok(out.includes(`signal task_unknown proj.nope[${unknown.id}] NotRegistered`), withLog(''))
     assert.ok(/signal task_received proj\.add\[/.test(out), withLog(''))
   })
@@ -134,7 +225,12 @@ describe('canvas on the embedded broker (file://)', () => {
     const out = worker?.output() ?? ''
     const at = (line: string) => out.indexOf(`signal ${line} ${worker!.nodename}`)
     assert.ok(out.includes(`signal celeryd_init ${worker!.nodename} threads -c 2`), withLog(''))
-    assert.ok(at('celeryd_init') < at('worker_init') && at('worker_init') < at('celeryd_after_setup') && at('celeryd_after_setup') < at('worker_ready'), withLog(''))
+    assert.ok(
+      at('celeryd_init') < at('worker_init') &&
+        at('worker_init') < at('celeryd_after_setup') &&
+        at('celeryd_after_setup') < at('worker_ready'),
+      withLog(''),
+    )
     assert.match(out, new RegExp(`queues\\][\\s\\S]*${own}`), 'the banner lists the added queue')
     assert.ok(at('heartbeat_sent') > at('worker_init'), withLog(''))
   })
@@ -145,7 +241,7 @@ describe('canvas on the embedded broker (file://)', () => {
     assert.match(worker?.output() ?? '', /signal before_task_publish proj\.mul celery \[5,7\]/, withLog(''))
   })
 
-  it('a header the client\'s before_task_publish adds reaches the task as currentTask().headers', async () => {
+  it("a header the client's before_task_publish adds reaches the task as currentTask().headers", async () => {
     const off = app.on('before_task_publish', ({ headers }) => {
       headers.traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
     })
@@ -205,11 +301,23 @@ describe('canvas on the embedded broker (file://)', () => {
     for (const info of seen) assert.deepEqual(Object.keys(info as object), ['current', 'total'])
   })
 
-  it('worker signals at a warm shutdown (SIGTERM): worker_shutting_down, worker_shutdown (its async receiver waited for), then each slot\'s worker_process_shutdown', async () => {
+  it("worker signals at a warm shutdown (SIGTERM): worker_shutting_down, worker_shutdown (its async receiver waited for), then each slot's worker_process_shutdown", async () => {
     assert.equal(await worker!.stop('SIGTERM'), 0, withLog(''))
-    const lines = worker!.output().split('\n').filter((l) => /signal worker_(shutting_down|shutdown|process_shutdown)/.test(l)).map((l) => l.slice(l.indexOf('signal ')))
+    const lines = worker!
+      .output()
+      .split('\n')
+      .filter((l) => /signal worker_(shutting_down|shutdown|process_shutdown)/.test(l))
+      .map((l) => l.slice(l.indexOf('signal ')))
     // The async worker_shutdown receiver ends before the pool stops.
-    assert.deepEqual(lines.slice(0, 3), ['signal worker_shutting_down SIGTERM Warm', `signal worker_shutdown ${worker!.nodename}`, `signal worker_shutdown flushed ${worker!.nodename}`], withLog(''))
+    assert.deepEqual(
+      lines.slice(0, 3),
+      [
+        'signal worker_shutting_down SIGTERM Warm',
+        `signal worker_shutdown ${worker!.nodename}`,
+        `signal worker_shutdown flushed ${worker!.nodename}`,
+      ],
+      withLog(''),
+    )
     assert.deepEqual(lines.slice(3).sort(), ['signal worker_process_shutdown 1', 'signal worker_process_shutdown 2'], withLog(''))
   })
 })

@@ -46,7 +46,10 @@ describe('tsq worker without -A runs the default app', { skip }, () => {
   it('starts, answers ping and has no tasks of its own', async () => {
     const nodename = `${uniqueName('cli-default')}@${hostname()}`
     const queue = uniqueName('cli-default-q')
-    const worker = await startWorker(['-b', BROKER, '-P', 'solo', '-l', 'INFO', '-Q', queue], { nodename, env: { TSQ_BROKER_URL: '', CELERY_BROKER_URL: '' } })
+    const worker = await startWorker(['-b', BROKER, '-P', 'solo', '-l', 'INFO', '-Q', queue], {
+      nodename,
+      env: { TSQ_BROKER_URL: '', CELERY_BROKER_URL: '' },
+    })
     try {
       assert.match(worker.output(), /app: +default/)
       const ping = await runTsq(['inspect', 'ping', '-b', BROKER, '-d', nodename, '-j'])

@@ -36,7 +36,15 @@ const home = tempTsqHome()
  */
 function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const key of ['TSQ_BROKER_URL', 'CELERY_BROKER_URL', 'TSQ_RESULT_BACKEND', 'CELERY_RESULT_BACKEND', 'TSQ_CONFIG_MODULE', 'CELERY_CONFIG_MODULE']) delete env[key]
+  for (const key of [
+    'TSQ_BROKER_URL',
+    'CELERY_BROKER_URL',
+    'TSQ_RESULT_BACKEND',
+    'CELERY_RESULT_BACKEND',
+    'TSQ_CONFIG_MODULE',
+    'CELERY_CONFIG_MODULE',
+  ])
+    delete env[key]
   return {
     ...env,
     TSQ_HOME: home,
@@ -89,8 +97,30 @@ describe('[global options] the same command lines under tsq and python3 -m celer
   before(async () => {
     // The global options before `worker`, no -b: the broker and queue come from the app.
     ;[tsqWorker, pyWorker] = await Promise.all([
-      startWorker([process.execPath, TSQ_BIN, '-A', TSQ_APP, 'worker', '-P', 'solo', '-n', tsqNode, '-l', 'INFO', '--without-mingle', '--without-gossip'], ROOT, tsqNode),
-      startWorker([PYTHON, '-m', 'celery', '-A', PY_APP, 'worker', '-P', 'solo', '-n', pyNode, '-l', 'INFO', '--without-mingle', '--without-gossip'], PY_DIR, pyNode),
+      startWorker(
+        [
+          process.execPath,
+          TSQ_BIN,
+          '-A',
+          TSQ_APP,
+          'worker',
+          '-P',
+          'solo',
+          '-n',
+          tsqNode,
+          '-l',
+          'INFO',
+          '--without-mingle',
+          '--without-gossip',
+        ],
+        ROOT,
+        tsqNode,
+      ),
+      startWorker(
+        [PYTHON, '-m', 'celery', '-A', PY_APP, 'worker', '-P', 'solo', '-n', pyNode, '-l', 'INFO', '--without-mingle', '--without-gossip'],
+        PY_DIR,
+        pyNode,
+      ),
     ])
   })
 
@@ -111,7 +141,11 @@ describe('[global options] the same command lines under tsq and python3 -m celer
   it('`<cli> -b <url> inspect ping`: each worker answers both CLIs, in the same lines; nobody answering is 69 for both', async () => {
     for (const node of [tsqNode, pyNode]) {
       const args = ['-b', AMQP_URL, 'inspect', 'ping', '-d', node, '-t', '10']
-      const [ours, theirs, oclif] = await Promise.all([tsq(args, { env: { TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }), celery(args, { cwd: ROOT }), tsq(args, { env: { TSQ_NO_FAST_PATH: '1' } })])
+      const [ours, theirs, oclif] = await Promise.all([
+        tsq(args, { env: { TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }),
+        celery(args, { cwd: ROOT }),
+        tsq(args, { env: { TSQ_NO_FAST_PATH: '1' } }),
+      ])
       assert.equal(theirs.code, 0, theirs.stderr)
       assert.equal(ours.code, 0, ours.stderr)
       assert.equal(ours.stdout, theirs.stdout)
@@ -127,9 +161,12 @@ describe('[global options] the same command lines under tsq and python3 -m celer
     assert.equal(lastLine(ours.stderr), lastLine(theirs.stderr))
   })
 
-  it('`<cli> -A <module> inspect ping` (also with --workdir): the broker comes from the app\'s conf', async () => {
+  it("`<cli> -A <module> inspect ping` (also with --workdir): the broker comes from the app's conf", async () => {
     for (const node of [tsqNode, pyNode]) {
-      const [ours, theirs] = await Promise.all([tsq(['-A', TSQ_APP, 'inspect', 'ping', '-d', node, '-t', '10']), celery(['-A', PY_APP, 'inspect', 'ping', '-d', node, '-t', '10'])])
+      const [ours, theirs] = await Promise.all([
+        tsq(['-A', TSQ_APP, 'inspect', 'ping', '-d', node, '-t', '10']),
+        celery(['-A', PY_APP, 'inspect', 'ping', '-d', node, '-t', '10']),
+      ])
       assert.equal(theirs.code, 0, theirs.stderr)
       assert.equal(ours.code, 0, ours.stderr)
       assert.equal(ours.stdout, theirs.stdout)
@@ -148,7 +185,7 @@ describe('[global options] the same command lines under tsq and python3 -m celer
     assert.equal(without.code, 69, without.stderr)
   })
 
-  it('`<cli> -A <module> call` and `result`: the app\'s default queue, task_routes and result backend', async () => {
+  it("`<cli> -A <module> call` and `result`: the app's default queue, task_routes and result backend", async () => {
     const oursId = await tsq(['-A', TSQ_APP, 'call', 'proj.add', '--args', '[2, 3]'])
     const theirsId = await celery(['-A', PY_APP, 'call', 'proj.add', '--args', '[2, 3]'])
     assert.equal(oursId.code, 0, oursId.stderr)
@@ -177,7 +214,10 @@ describe('[global options] the same command lines under tsq and python3 -m celer
 
   it('-q and -C before the command: no colour, and -q leaves the count out', async () => {
     const args = ['-C', '-q', '-A', 'APP', 'status', '-d', tsqNode, '-t', '10']
-    const [ours, theirs] = await Promise.all([tsq(args.map((a) => (a === 'APP' ? TSQ_APP : a))), celery(args.map((a) => (a === 'APP' ? PY_APP : a)))])
+    const [ours, theirs] = await Promise.all([
+      tsq(args.map((a) => (a === 'APP' ? TSQ_APP : a))),
+      celery(args.map((a) => (a === 'APP' ? PY_APP : a))),
+    ])
     assert.equal(theirs.code, 0, theirs.stderr)
     assert.equal(ours.code, 0, ours.stderr)
     // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
@@ -189,7 +229,7 @@ describe('[global options] the same command lines under tsq and python3 -m celer
 })
 
 describe('[global options] where no broker is needed', () => {
-  it('`tsq -A <module> multi show` passes -A on to every node, as Celery\'s multi does', async () => {
+  it("`tsq -A <module> multi show` passes -A on to every node, as Celery's multi does", async () => {
     const r = await tsq(['-A', TSQ_APP, 'multi', 'show', '2', '--json'])
     assert.equal(r.code, 0, r.stderr)
     const plans = JSON.parse(r.stdout) as Array<{ argv: string[] }>
@@ -211,29 +251,66 @@ describe('[global options] where no broker is needed', () => {
   })
 })
 
-describe('[flag errors] one line naming the flag, the value and what was expected (exit 64), in Celery\'s words', () => {
+describe("[flag errors] one line naming the flag, the value and what was expected (exit 64), in Celery's words", () => {
   // Each: the tsq line, and Celery's line for it (the same words) unless tsq's flag has no Celery twin.
   const cases: Array<{ tsq: string[]; celery?: string[]; line: string }> = [
-    { tsq: ['-A', TSQ_APP, 'worker', '-c', 'abc'], celery: ['-A', PY_APP, 'worker', '-c', 'abc'], line: "Invalid value for '-c' / '--concurrency': 'abc' is not a valid integer." },
-    { tsq: ['worker', '-A', TSQ_APP, '--concurrency', 'abc'], celery: ['-A', PY_APP, 'worker', '--concurrency', 'abc'], line: "Invalid value for '-c' / '--concurrency': 'abc' is not a valid integer." },
-    { tsq: ['-A', TSQ_APP, 'worker', '--time-limit', 'x'], celery: ['-A', PY_APP, 'worker', '--time-limit', 'x'], line: "Invalid value for '--time-limit': 'x' is not a valid float." },
-    { tsq: ['-A', TSQ_APP, 'worker', '--max-tasks-per-child', 'abc'], celery: ['-A', PY_APP, 'worker', '--max-tasks-per-child', 'abc'], line: "Invalid value for '--max-tasks-per-child': 'abc' is not a valid integer." },
-    { tsq: ['inspect', 'ping', '-t', 'x'], celery: ['inspect', 'ping', '-t', 'x'], line: "Invalid value for '-t' / '--timeout': 'x' is not a valid float." },
-    { tsq: ['call', 'proj.add', '--countdown', 'x'], celery: ['call', 'proj.add', '--countdown', 'x'], line: "Invalid value for '--countdown': 'x' is not a valid float." },
-    { tsq: ['call', 'proj.add', '--args', '{}'], celery: ['call', 'proj.add', '--args', '{}'], line: "Invalid value for '-a' / '--args': {} was not an array" },
+    {
+      tsq: ['-A', TSQ_APP, 'worker', '-c', 'abc'],
+      celery: ['-A', PY_APP, 'worker', '-c', 'abc'],
+      line: "Invalid value for '-c' / '--concurrency': 'abc' is not a valid integer.",
+    },
+    {
+      tsq: ['worker', '-A', TSQ_APP, '--concurrency', 'abc'],
+      celery: ['-A', PY_APP, 'worker', '--concurrency', 'abc'],
+      line: "Invalid value for '-c' / '--concurrency': 'abc' is not a valid integer.",
+    },
+    {
+      tsq: ['-A', TSQ_APP, 'worker', '--time-limit', 'x'],
+      celery: ['-A', PY_APP, 'worker', '--time-limit', 'x'],
+      line: "Invalid value for '--time-limit': 'x' is not a valid float.",
+    },
+    {
+      tsq: ['-A', TSQ_APP, 'worker', '--max-tasks-per-child', 'abc'],
+      celery: ['-A', PY_APP, 'worker', '--max-tasks-per-child', 'abc'],
+      line: "Invalid value for '--max-tasks-per-child': 'abc' is not a valid integer.",
+    },
+    {
+      tsq: ['inspect', 'ping', '-t', 'x'],
+      celery: ['inspect', 'ping', '-t', 'x'],
+      line: "Invalid value for '-t' / '--timeout': 'x' is not a valid float.",
+    },
+    {
+      tsq: ['call', 'proj.add', '--countdown', 'x'],
+      celery: ['call', 'proj.add', '--countdown', 'x'],
+      line: "Invalid value for '--countdown': 'x' is not a valid float.",
+    },
+    {
+      tsq: ['call', 'proj.add', '--args', '{}'],
+      celery: ['call', 'proj.add', '--args', '{}'],
+      line: "Invalid value for '-a' / '--args': {} was not an array",
+    },
     // Before the command name, where bin/run.js reads the line.
     { tsq: ['-A'], celery: ['-A'], line: "Option '-A' requires an argument." },
     { tsq: ['--bogus', 'worker'], celery: ['--bogus', 'worker'], line: 'No such option: --bogus' },
-    { tsq: ['-A', TSQ_APP, 'worker', '-P', 'bogus'], line: "Invalid value for '-P' / '--pool': 'bogus' is not one of 'prefork', 'threads', 'solo', 'processes'." },
+    {
+      tsq: ['-A', TSQ_APP, 'worker', '-P', 'bogus'],
+      line: "Invalid value for '-P' / '--pool': 'bogus' is not one of 'prefork', 'threads', 'solo', 'processes'.",
+    },
     { tsq: ['-A', TSQ_APP, 'worker', '-c', '0'], line: "Invalid value for '-c' / '--concurrency': 0 is not in the range x>=1." },
     { tsq: ['inspect', 'ping', '--limit', 'many'], line: "Invalid value for '--limit': 'many' is not a valid integer." },
-    { tsq: ['inspect', 'ping', '--matcher', 'regex', '--pattern', 'x'], line: "Invalid value for '--matcher': 'regex' is not one of 'glob', 'pcre'." },
+    {
+      tsq: ['inspect', 'ping', '--matcher', 'regex', '--pattern', 'x'],
+      line: "Invalid value for '--matcher': 'regex' is not one of 'glob', 'pcre'.",
+    },
     { tsq: ['call', 'proj.add', '--priority', '256'], line: "Invalid value for '--priority': 256 is not in the range 0<=x<=255." },
     { tsq: ['result', 'abc', '-t', 'soon'], line: "Invalid value for '-t' / '--timeout': 'soon' is not a valid float." },
     // oclif's own usage errors, as one line that says what is missing and where help is
     // (`tsq worker` with no -A is no error: it runs the default app, as `celery worker` does).
     { tsq: ['inspect'], line: "Missing required argument: method (try 'tsq inspect --help')" },
-    { tsq: ['control', 'revoke', 'abc', '--signal', 'KILL'], line: "All of the following must be provided when using --signal: --terminate (try 'tsq control --help')" },
+    {
+      tsq: ['control', 'revoke', 'abc', '--signal', 'KILL'],
+      line: "All of the following must be provided when using --signal: --terminate (try 'tsq control --help')",
+    },
     { tsq: ['beat', '--ha', 'both'], line: "Invalid value for '--ha': 'both' is not one of 'lease', 'mutex', 'none'." },
   ]
   for (const c of cases) {

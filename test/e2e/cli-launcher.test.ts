@@ -16,7 +16,18 @@ const NOWHERE = 'redis://127.0.0.1:1/0'
 
 /** bin/run.js executed itself, with no broker or config module from the caller's shell, and the trick's switches unset. */
 function runLauncher(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  return runTsq(args, { asExecutable: true, env: { TSQ_BROKER_URL: '', CELERY_BROKER_URL: '', TSQ_CONFIG_MODULE: '', NO_COLOR: '1', TSQ_NO_TRICKS: '', TSQ_NO_DEFERRED_CA_CERTS: '', ...env } })
+  return runTsq(args, {
+    asExecutable: true,
+    env: {
+      TSQ_BROKER_URL: '',
+      CELERY_BROKER_URL: '',
+      TSQ_CONFIG_MODULE: '',
+      NO_COLOR: '1',
+      TSQ_NO_TRICKS: '',
+      TSQ_NO_DEFERRED_CA_CERTS: '',
+      ...env,
+    },
+  })
 }
 
 const BAD_CA = { NODE_EXTRA_CA_CERTS: '/nonexistent/tsq-ca.pem' }
@@ -36,7 +47,12 @@ describe('the tsq launcher and NODE_EXTRA_CA_CERTS', () => {
   }
 
   it('every other command line starts Node with the file, as `node bin/run.js` does', async () => {
-    for (const args of [['--version'], ['inspect', 'ping', '-A', './nowhere.js', '-b', NOWHERE, '-t', '1'], ['inspect', 'ping', '--config=nowhere', '-b', NOWHERE, '-t', '1'], ['result', '--help']]) {
+    for (const args of [
+      ['--version'],
+      ['inspect', 'ping', '-A', './nowhere.js', '-b', NOWHERE, '-t', '1'],
+      ['inspect', 'ping', '--config=nowhere', '-b', NOWHERE, '-t', '1'],
+      ['result', '--help'],
+    ]) {
       const r = await runLauncher(args, BAD_CA)
       assert.match(r.stderr, NODE_WARNING, `${args.join(' ')}:\n${r.stderr}`)
     }
@@ -61,7 +77,10 @@ describe('the tsq launcher and NODE_EXTRA_CA_CERTS', () => {
     const r = await runLauncher(['status', '--help'], BAD_CA)
     assert.equal(r.code, 0, r.stderr)
     assert.doesNotMatch(r.stderr, NODE_WARNING)
-    const probe = await runLauncher(['status', '-b', NOWHERE, '-t', '1'], { ...BAD_CA, NODE_OPTIONS: `--require ${join(ROOT, 'test/fixtures/print-extra-ca-env.cjs')}` })
+    const probe = await runLauncher(['status', '-b', NOWHERE, '-t', '1'], {
+      ...BAD_CA,
+      NODE_OPTIONS: `--require ${join(ROOT, 'test/fixtures/print-extra-ca-env.cjs')}`,
+    })
     assert.match(probe.stderr, /at exit: NODE_EXTRA_CA_CERTS=\/nonexistent\/tsq-ca\.pem TSQ_DEFERRED_EXTRA_CA_CERTS=-/, probe.stderr)
   })
 })

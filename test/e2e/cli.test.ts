@@ -32,7 +32,8 @@ describe('tsq CLI contract (embedded broker)', () => {
   it('--help lists the commands, and each command has --help', async () => {
     const r = await runTsq(['--help'])
     assert.equal(r.code, 0)
-    for (const cmd of ['inspect', 'control', 'status', 'call', 'result', 'purge', 'worker']) assert.match(r.stdout, new RegExp(`\\b${cmd}\\b`))
+    for (const cmd of ['inspect', 'control', 'status', 'call', 'result', 'purge', 'worker'])
+      assert.match(r.stdout, new RegExp(`\\b${cmd}\\b`))
     const i = await runTsq(['inspect', '--help'])
     assert.equal(i.code, 0)
     assert.match(i.stdout, /--destination/)
@@ -86,7 +87,11 @@ describe('tsq CLI contract (embedded broker)', () => {
     const id = (await runTsq(['call', 'proj.nosuchtask'], { env })).stdout.trim()
     const r = await runTsq(['result', id, '-t', '20', '--json'], { env })
     assert.equal(r.code, 1)
-    assert.deepEqual(JSON.parse(r.stdout).result, { exc_type: 'NotRegistered', exc_message: ['proj.nosuchtask'], exc_module: 'celery.exceptions' })
+    assert.deepEqual(JSON.parse(r.stdout).result, {
+      exc_type: 'NotRegistered',
+      exc_message: ['proj.nosuchtask'],
+      exc_module: 'celery.exceptions',
+    })
   })
 
   it('[custom command] app.controlCommand answers like a built-in', async () => {
@@ -132,11 +137,17 @@ describe('tsq CLI contract (embedded broker)', () => {
   it('a .ts task module that Node loads as CommonJS is one line and exit 64, saying why', async () => {
     const dir = tempTsqHome()
     writeFileSync(join(dir, 'package.json'), '{ "type": "commonjs" }\n')
-    writeFileSync(join(dir, 'tasks.ts'), `import { createApp } from ${JSON.stringify(join(ROOT, 'dist/index.js'))}\nexport const app = createApp({ name: 'p' })\n`)
+    writeFileSync(
+      join(dir, 'tasks.ts'),
+      `import { createApp } from ${JSON.stringify(join(ROOT, 'dist/index.js'))}\nexport const app = createApp({ name: 'p' })\n`,
+    )
     const r = await runTsq(['worker', '-A', join(dir, 'tasks.ts'), '-P', 'solo'], { env })
     assert.equal(r.code, 64, r.stderr)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
-    assert.match(r.stderr, /^Error: cannot load .*tasks\.ts: .*\(a \.ts file outside a package with "type": "module" loads as CommonJS; task modules are ES modules: add "type": "module" to package\.json, or name the file \.mts\)$/m)
+    assert.match(
+      r.stderr,
+      /^Error: cannot load .*tasks\.ts: .*\(a \.ts file outside a package with "type": "module" loads as CommonJS; task modules are ES modules: add "type": "module" to package\.json, or name the file \.mts\)$/m,
+    )
   })
 
   it('an unknown flag and a bad --timeout are usage errors (64)', async () => {
@@ -186,7 +197,10 @@ describe('tsq CLI contract (embedded broker)', () => {
       ['inspect'],
     ]
     for (const line of lines) {
-      const [fast, slow] = await Promise.all([runTsq(line, { env: { ...env, TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }), runTsq(line, { env: { ...env, TSQ_NO_FAST_PATH: '1' } })])
+      const [fast, slow] = await Promise.all([
+        runTsq(line, { env: { ...env, TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }),
+        runTsq(line, { env: { ...env, TSQ_NO_FAST_PATH: '1' } }),
+      ])
       const what = `tsq ${line.join(' ')}`
       assert.equal(fast.code, slow.code, `${what}: exit code\nfast: ${fast.stderr}\noclif: ${slow.stderr}`)
       assert.equal(fast.stdout, slow.stdout, `${what}: stdout`)
@@ -194,29 +208,36 @@ describe('tsq CLI contract (embedded broker)', () => {
     }
   })
 
-  it('[purge] on a terminal asks first, and purges only after yes', { skip: !existsSync('/usr/bin/script') && 'util-linux script(1) is not installed: no pseudo-terminal to test the prompt' }, async () => {
-    const queue = `tsq-e2e-prompt-${process.pid}`
-    await runTsq(['call', 'proj.add', '--args', '[1, 1]', '-Q', queue], { env })
-    const answer = (key: string) =>
-      new Promise<string>((resolve) => {
-        const child = spawn('/usr/bin/script', ['-qfc', `node bin/run.js purge -Q ${queue}`, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env } })
-        let out = ''
-        let answered = false
-        // Once: a second write after the command ended is an EPIPE.
-        child.stdin.on('error', () => {})
-        child.stdout.on('data', (d) => {
-          out += d
-          if (answered || !out.includes('Are you sure')) return
-          answered = true
-          child.stdin.write(key)
+  it(
+    '[purge] on a terminal asks first, and purges only after yes',
+    { skip: !existsSync('/usr/bin/script') && 'util-linux script(1) is not installed: no pseudo-terminal to test the prompt' },
+    async () => {
+      const queue = `tsq-e2e-prompt-${process.pid}`
+      await runTsq(['call', 'proj.add', '--args', '[1, 1]', '-Q', queue], { env })
+      const answer = (key: string) =>
+        new Promise<string>((resolve) => {
+          const child = spawn('/usr/bin/script', ['-qfc', `node bin/run.js purge -Q ${queue}`, '/dev/null'], {
+            cwd: ROOT,
+            env: { ...process.env, ...env },
+          })
+          let out = ''
+          let answered = false
+          // Once: a second write after the command ended is an EPIPE.
+          child.stdin.on('error', () => {})
+          child.stdout.on('data', (d) => {
+            out += d
+            if (answered || !out.includes('Are you sure')) return
+            answered = true
+            child.stdin.write(key)
+          })
+          // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
+          child.on('exit', () => resolve(out.replace(/\u001b\[[0-9;?]*[a-zA-Z]/g, '')))
         })
-        // eslint-disable-next-line no-control-regex -- matches the terminal escape (ESC) it strips
-        child.on('exit', () => resolve(out.replace(/\u001b\[[0-9;?]*[a-zA-Z]/g, '')))
-      })
-    assert.match(await answer('n\r'), /There is no undo for this operation!/)
-    const yes = await answer('y\r')
-    assert.match(yes, /Purged 1 message from 1 queue\./)
-  })
+      assert.match(await answer('n\r'), /There is no undo for this operation!/)
+      const yes = await answer('y\r')
+      assert.match(yes, /Purged 1 message from 1 queue\./)
+    },
+  )
 
   it('[purge] refuses without -f when stdin is not a terminal, and never prompts', async () => {
     const r = await runTsq(['purge'], { env })

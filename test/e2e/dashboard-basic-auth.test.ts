@@ -13,7 +13,10 @@ const home = tempTsqHome()
 const env = embeddedBrokerEnv(home, { FLOWER_BASIC_AUTH: '', TSQ_DASHBOARD_BASIC_AUTH: '' })
 const PASSWORD = `dash-pw-${process.pid}`
 
-async function probe(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ anonymous: number; wrong: number; right: number; cmdline: string }> {
+async function probe(
+  args: string[],
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<{ anonymous: number; wrong: number; right: number; cmdline: string }> {
   const dashboard = await startDashboard(args, { env: { ...env, ...extraEnv } })
   try {
     const auth = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` })
@@ -58,7 +61,9 @@ describe("the dashboard's basic auth (file://)", () => {
     assert.notEqual(bad.code, 0)
     assert.match(bad.stderr, /FLOWER_BASIC_AUTH: expected user:password/)
     assert.ok(!bad.stderr.includes(PASSWORD), bad.stderr)
-    const both = await runTsq(['dashboard', '--port', '0', '--basic-auth', 'a:b', '--basic-auth-file', join(home, 'dashboard-users')], { env })
+    const both = await runTsq(['dashboard', '--port', '0', '--basic-auth', 'a:b', '--basic-auth-file', join(home, 'dashboard-users')], {
+      env,
+    })
     assert.notEqual(both.code, 0)
     assert.match(both.stderr, /give one of them/)
   })

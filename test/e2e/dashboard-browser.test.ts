@@ -55,12 +55,40 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
   before(async () => {
     mkdirSync(shots, { recursive: true })
     ;[tsqWorker, pyWorker, dashboard] = await Promise.all([
-      startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', AMQP_URL, '--result-backend', BACKEND, '-Q', tsqQueue, '-P', 'prefork', '-c', '1', '-E', '-l', 'INFO', '--heartbeat-interval', '1', '--without-mingle', '--without-gossip'], { nodename: tsqNode, readyTimeoutMs: 60_000 }),
+      startWorker(
+        [
+          '-A',
+          `${ROOT}test/fixtures/tasks/interop-tasks.js`,
+          '-b',
+          AMQP_URL,
+          '--result-backend',
+          BACKEND,
+          '-Q',
+          tsqQueue,
+          '-P',
+          'prefork',
+          '-c',
+          '1',
+          '-E',
+          '-l',
+          'INFO',
+          '--heartbeat-interval',
+          '1',
+          '--without-mingle',
+          '--without-gossip',
+        ],
+        { nodename: tsqNode, readyTimeoutMs: 60_000 },
+      ),
       startPythonWorker({ peer, concurrency: 1, extraArgs: ['-E'], readyTimeoutMs: 60_000 }),
       startDashboard(['-b', AMQP_URL, '--result-backend', BACKEND]),
     ])
     const { chromium } = await import('playwright-core')
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 860 } })
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1400, height: 860 },
+    })
     page = context.pages()[0] ?? (await context.newPage())
     // Every action asks first; the test says yes.
     page.on('dialog', (dialog) => void dialog.accept())
@@ -80,7 +108,10 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
       await row.waitFor({ timeout: 30_000 })
       await waitFor(async () => (await row.locator('td').nth(1).textContent()) === 'Online', { timeoutMs: 30_000, what: `${node} online` })
     }
-    await waitFor(async () => (await page.locator(`tr[data-worker="${pyWorker!.nodename}"] td`).nth(2).textContent())?.includes('py-celery'), { timeoutMs: 20_000, what: 'software column' })
+    await waitFor(
+      async () => (await page.locator(`tr[data-worker="${pyWorker!.nodename}"] td`).nth(2).textContent())?.includes('py-celery'),
+      { timeoutMs: 20_000, what: 'software column' },
+    )
     await shot('workers')
   })
 
@@ -92,8 +123,15 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
     assert.equal(sent.code, 0, sent.stderr)
     const id = sent.stdout.trim()
     const state = page.locator(`tr[data-uuid="${id}"] [data-state]`)
-    await waitFor(async () => (await state.count()) > 0 && (await state.textContent()) === 'SUCCESS', { timeoutMs: 60_000, what: 'SUCCESS row' })
-    assert.equal(await page.evaluate(() => (globalThis as unknown as { __sameDocument?: boolean }).__sameDocument), true, 'the page was reloaded')
+    await waitFor(async () => (await state.count()) > 0 && (await state.textContent()) === 'SUCCESS', {
+      timeoutMs: 60_000,
+      what: 'SUCCESS row',
+    })
+    assert.equal(
+      await page.evaluate(() => (globalThis as unknown as { __sameDocument?: boolean }).__sameDocument),
+      true,
+      'the page was reloaded',
+    )
     assert.equal(await page.locator(`tr[data-uuid="${id}"] td`).nth(5).textContent(), '42')
     await shot('tasks')
   })
@@ -103,7 +141,10 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
     assert.equal(sent.code, 0, sent.stderr)
     const id = sent.stdout.trim()
     // The page may open before the dashboard heard of the task.
-    await waitFor(async () => (await fetch(`${dashboard!.url}/api/task/info/${id}`)).status === 200, { timeoutMs: 30_000, what: 'task known' })
+    await waitFor(async () => (await fetch(`${dashboard!.url}/api/task/info/${id}`)).status === 200, {
+      timeoutMs: 30_000,
+      what: 'task known',
+    })
     await open(`/task/${id}`)
     const state = page.locator('#task-fields [data-field="state"]')
     await waitFor(async () => (await state.textContent()) === 'STARTED', { timeoutMs: 30_000, what: 'STARTED' })
@@ -134,13 +175,18 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
 
   it('a task whose args hold <script> renders as text', async () => {
     const payload = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
-    const sent = await runTsq(['call', 'proj.add', '--args', JSON.stringify([payload, '!']), '-b', AMQP_URL, '-Q', tsqQueue], { timeoutMs: 30_000 })
+    const sent = await runTsq(['call', 'proj.add', '--args', JSON.stringify([payload, '!']), '-b', AMQP_URL, '-Q', tsqQueue], {
+      timeoutMs: 30_000,
+    })
     assert.equal(sent.code, 0, sent.stderr)
     const id = sent.stdout.trim()
-    await waitFor(async () => {
-      const res = await fetch(`${dashboard!.url}/api/task/info/${id}`)
-      return res.status === 200 && ((await res.json()) as { state: string }).state === 'SUCCESS'
-    }, { timeoutMs: 30_000, what: 'task SUCCESS' })
+    await waitFor(
+      async () => {
+        const res = await fetch(`${dashboard!.url}/api/task/info/${id}`)
+        return res.status === 200 && ((await res.json()) as { state: string }).state === 'SUCCESS'
+      },
+      { timeoutMs: 30_000, what: 'task SUCCESS' },
+    )
     await open(`/task/${id}`)
     const args = page.locator('#task-fields [data-field="args"]')
     await args.waitFor()
@@ -165,7 +211,10 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
     const guarded = await startDashboard(['-b', AMQP_URL, '--basic-auth', 'admin:s3cret'])
     try {
       // Chromium turns a 401 with a challenge it has no credentials for into a failed navigation.
-      const refused = await page.goto(`${guarded.url}/workers`).then((res) => `status ${res?.status()}`, (error: Error) => error.message)
+      const refused = await page.goto(`${guarded.url}/workers`).then(
+        (res) => `status ${res?.status()}`,
+        (error: Error) => error.message,
+      )
       assert.match(refused, /status 401|ERR_INVALID_AUTH_CREDENTIALS/)
       assert.equal(await page.locator('table#workers').count(), 0)
       assert.equal((await fetch(`${guarded.url}/api/workers`)).status, 401)

@@ -24,7 +24,10 @@ describe('tsq events: bad input', () => {
   })
 })
 
-for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const) {
+for (const [kind, broker] of [
+  ['redis', REDIS_URL],
+  ['amqp', AMQP_URL],
+] as const) {
   const skip = await brokerSkipReason(kind)
   describe(`tsq events on ${kind}`, { skip }, () => {
     const node = `${uniqueName('evcmd')}@${hostname()}`
@@ -32,7 +35,24 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
     let worker: SpawnedWorker | undefined
 
     before(async () => {
-      worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', broker, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--heartbeat-interval', '1', '-E'], { nodename: node })
+      worker = await startWorker(
+        [
+          '-A',
+          `${ROOT}test/fixtures/tasks/interop-tasks.js`,
+          '-b',
+          broker,
+          '-Q',
+          queue,
+          '-P',
+          'solo',
+          '-l',
+          'INFO',
+          '--heartbeat-interval',
+          '1',
+          '-E',
+        ],
+        { nodename: node },
+      )
     })
 
     after(async () => {
@@ -40,10 +60,13 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
       await deleteCeleryQueues(kind, broker, [queue])
     })
 
-    it('--json --count 2: two worker events as JSON lines, with local_received as Celery\'s receiver adds it, then exit 0', async () => {
+    it("--json --count 2: two worker events as JSON lines, with local_received as Celery's receiver adds it, then exit 0", async () => {
       const res = await runTsq(['events', '--json', '--count', '2', '-b', broker], { timeoutMs: 20_000 })
       assert.equal(res.code, 0, res.stderr)
-      const events = res.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+      const events = res.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
       assert.equal(events.length, 2, res.stdout)
       for (const e of events) {
         assert.match(String(e.type), /^worker-/)
@@ -58,11 +81,18 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
       assert.equal(lines[0], '-> evdump: starting capture...')
       const beat = lines.find((l) => l.startsWith(`${node} [`))
       assert.ok(beat, res.stdout)
-      assert.match(beat, /^\S+ \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\] heartbeat: active=0, clock=\d+, freq=1\.0, loadavg=\[[\d., ]+\], local_received=[\d.]+, pid=\d+, processed=0, sw_ident=tsq, sw_sys=Linux, sw_ver=[\d.]+, utcoffset=-?\d+$/)
+      assert.match(
+        beat,
+        /^\S+ \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\] heartbeat: active=0, clock=\d+, freq=1\.0, loadavg=\[[\d., ]+\], local_received=[\d.]+, pid=\d+, processed=0, sw_ident=tsq, sw_sys=Linux, sw_ver=[\d.]+, utcoffset=-?\d+$/,
+      )
     })
 
-    it('in a terminal: the live view shows the worker and the task as Celery\'s monitor does; c revokes the selected task; q quits with exit 0', async () => {
-      const screen = spawn('script', ['-qfec', `stty cols 600 rows 30; '${process.execPath}' '${BIN}' events -b '${broker}'`, '/dev/null'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
+    it("in a terminal: the live view shows the worker and the task as Celery's monitor does; c revokes the selected task; q quits with exit 0", async () => {
+      const screen = spawn(
+        'script',
+        ['-qfec', `stty cols 600 rows 30; '${process.execPath}' '${BIN}' events -b '${broker}'`, '/dev/null'],
+        { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
+      )
       let output = ''
       screen.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')))
       screen.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')))
@@ -75,7 +105,7 @@ for (const [kind, broker] of [['redis', REDIS_URL], ['amqp', AMQP_URL]] as const
         assert.equal(call.code, 0, call.stderr)
         const { id } = JSON.parse(call.stdout) as { id: string }
         const row = new RegExp(`${id} +${node.replace(/[.]/g, '\\.')} +proj\\.add +\\d\\d:\\d\\d:\\d\\d SUCCESS`)
-        await waitFor(() => row.test(text()), { what: 'the task\'s row with SUCCESS', timeoutMs: 20_000 })
+        await waitFor(() => row.test(text()), { what: "the task's row with SUCCESS", timeoutMs: 20_000 })
         // j selects the latest task, c revokes it, as in Celery's monitor; the worker's reply shows.
         screen.stdin.write('j')
         await waitFor(() => text().includes('Selected: '), { what: 'the selection' })

@@ -31,9 +31,23 @@ interface Msg {
 
 function v2Headers(id: string, over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    lang: 'py', task: 'proj.add', id, shadow: null, eta: null, expires: null, group: null, group_index: null,
-    retries: 0, timelimit: [null, null], root_id: id, parent_id: null, argsrepr: '(1, 1)', kwargsrepr: '{}',
-    origin: 'gen1@fuzz', ignore_result: false, ...over,
+    lang: 'py',
+    task: 'proj.add',
+    id,
+    shadow: null,
+    eta: null,
+    expires: null,
+    group: null,
+    group_index: null,
+    retries: 0,
+    timelimit: [null, null],
+    root_id: id,
+    parent_id: null,
+    argsrepr: '(1, 1)',
+    kwargsrepr: '{}',
+    origin: 'gen1@fuzz',
+    ignore_result: false,
+    ...over,
   }
 }
 
@@ -43,7 +57,14 @@ const json = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8')
 function valid(id: string, n: number): Msg {
   return {
     body: json([[n, n], {}, EMBED]),
-    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id), correlationId: id, deliveryMode: 2, priority: 0 },
+    options: {
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      headers: v2Headers(id),
+      correlationId: id,
+      deliveryMode: 2,
+      priority: 0,
+    },
   }
 }
 
@@ -52,10 +73,19 @@ const BIG = 1024 * 1024
 /** Malformations a broken or hostile publisher can produce; each must be rejected. */
 const MALFORMED: readonly ((id: string, i: number) => Msg)[] = [
   // Not JSON at all, or truncated JSON.
-  (id) => ({ body: Buffer.from('{not json', 'utf8'), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
-  (id, i) => ({ body: json([[i, i], {}, EMBED]).subarray(0, 7), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
+  (id) => ({
+    body: Buffer.from('{not json', 'utf8'),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) },
+  }),
+  (id, i) => ({
+    body: json([[i, i], {}, EMBED]).subarray(0, 7),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) },
+  }),
   // A content type the worker does not accept (pickle: never executed).
-  (id) => ({ body: Buffer.from([0x80, 0x04, 0x95, 0x00, 0x2e]), options: { contentType: 'application/x-python-serialize', contentEncoding: 'binary', headers: v2Headers(id) } }),
+  (id) => ({
+    body: Buffer.from([0x80, 0x04, 0x95, 0x00, 0x2e]),
+    options: { contentType: 'application/x-python-serialize', contentEncoding: 'binary', headers: v2Headers(id) },
+  }),
   (id) => ({ body: json([[1, 1], {}, EMBED]), options: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
   // No headers: read as protocol v1, whose body must be a dict naming the task.
   () => ({ body: json([[1, 1], {}, EMBED]), options: { contentType: 'application/json', contentEncoding: 'utf-8' } }),
@@ -66,16 +96,31 @@ const MALFORMED: readonly ((id: string, i: number) => Msg)[] = [
     delete headers.id
     return { body: json([[1, 1], {}, EMBED]), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers } }
   },
-  (id) => ({ body: json([[1, 1], {}, EMBED]), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id, { task: 42 }) } }),
+  (id) => ({
+    body: json([[1, 1], {}, EMBED]),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id, { task: 42 }) },
+  }),
   // Well-formed JSON of the wrong shape.
   // (A dict body with v2 headers is Celery's "hybrid" form and valid, so it is not here.)
-  (id) => ({ body: json(['not a list', {}, EMBED]), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
-  (id) => ({ body: json([[1, 1], 'not a dict', EMBED]), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
+  (id) => ({
+    body: json(['not a list', {}, EMBED]),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) },
+  }),
+  (id) => ({
+    body: json([[1, 1], 'not a dict', EMBED]),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) },
+  }),
   (id) => ({ body: json(null), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
   (id) => ({ body: Buffer.alloc(0), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
   // Bytes that are not UTF-8, and a plain body claiming kombu's zlib compression.
-  (id) => ({ body: Buffer.from([0xff, 0xfe, 0xfd, 0x5b, 0x5d]), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) } }),
-  (id) => ({ body: json([[1, 1], {}, EMBED]), options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id, { compression: 'application/x-gzip' }) } }),
+  (id) => ({
+    body: Buffer.from([0xff, 0xfe, 0xfd, 0x5b, 0x5d]),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id) },
+  }),
+  (id) => ({
+    body: json([[1, 1], {}, EMBED]),
+    options: { contentType: 'application/json', contentEncoding: 'utf-8', headers: v2Headers(id, { compression: 'application/x-gzip' }) },
+  }),
 ]
 
 /** Every 997th bad message is big (1 MiB): garbage, or a valid JSON string of the wrong shape. */
@@ -143,13 +188,21 @@ describe('fuzz: 10,000 malformed messages among 1,000 valid tasks (amqp)', { ski
       const reasons = new Map<string, number>()
       for (const l of worker!.log.split('\n')) {
         if (!isRejection(l)) continue
-        const r = l.slice(l.indexOf(REJECTED_LINE) + REJECTED_LINE.length).replace(/[0-9a-f-]{36}/g, 'ID').replace(/\[queue=.*$/, '').slice(0, 120)
+        const r = l
+          .slice(l.indexOf(REJECTED_LINE) + REJECTED_LINE.length)
+          .replace(/[0-9a-f-]{36}/g, 'ID')
+          .replace(/\[queue=.*$/, '')
+          .slice(0, 120)
         reasons.set(r, (reasons.get(r) ?? 0) + 1)
       }
       const succeeded = worker!.log.split('\n').filter((l) => l.includes(' succeeded in ')).length
       return `${rejectedCount()} rejections logged, ${succeeded} tasks succeeded; by reason: ${JSON.stringify([...reasons], null, 1)}; other warnings/errors (${other.length}):\n${other.slice(0, 15).join('\n')}\n--- tail ---\n${worker!.logTail(1500)}`
     }
-    await waitFor(() => rejectedCount() >= BAD || worker!.hasExited, { timeoutMs: Number(process.env.TSQ_FUZZ_WAIT_MS ?? 90_000), intervalMs: 500, what: `${BAD} rejections logged` }).catch((e: Error) => {
+    await waitFor(() => rejectedCount() >= BAD || worker!.hasExited, {
+      timeoutMs: Number(process.env.TSQ_FUZZ_WAIT_MS ?? 90_000),
+      intervalMs: 500,
+      what: `${BAD} rejections logged`,
+    }).catch((e: Error) => {
       throw new Error(`${e.message}: ${summary()}`)
     })
     assert.ok(!worker!.hasExited, `worker died:\n${worker!.logTail()}`)
@@ -157,7 +210,8 @@ describe('fuzz: 10,000 malformed messages among 1,000 valid tasks (amqp)', { ski
     const metas = await waitFor(
       async () => {
         const all: (string | null)[] = []
-        for (let i = 0; i < validIds.length; i += 500) all.push(...(await redis!.mget(...validIds.slice(i, i + 500).map((id) => `celery-task-meta-${id}`))))
+        for (let i = 0; i < validIds.length; i += 500)
+          all.push(...(await redis!.mget(...validIds.slice(i, i + 500).map((id) => `celery-task-meta-${id}`))))
         return all.every((v) => v !== null) ? all : null
       },
       { timeoutMs: 120_000, intervalMs: 500, what: `${GOOD} results stored` },
@@ -171,7 +225,14 @@ describe('fuzz: 10,000 malformed messages among 1,000 valid tasks (amqp)', { ski
 
     // Exactly one line per bad message, and nothing requeued: the queue is empty.
     const lines = worker!.log.split('\n')
-    assert.equal(rejectedCount(), BAD, lines.filter((l) => l.includes('ERROR') && !isRejection(l)).slice(0, 20).join('\n'))
+    assert.equal(
+      rejectedCount(),
+      BAD,
+      lines
+        .filter((l) => l.includes('ERROR') && !isRejection(l))
+        .slice(0, 20)
+        .join('\n'),
+    )
     const conn2 = await amqplib.connect(AMQP_URL)
     try {
       const ch = await conn2.createChannel()

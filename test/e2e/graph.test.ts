@@ -30,7 +30,25 @@ describe('tsq graph', { skip }, () => {
   let worker: SpawnedWorker | undefined
 
   before(async () => {
-    worker = await startWorker(['-A', `${ROOT}test/fixtures/tasks/interop-tasks.js`, '-b', AMQP_URL, '-Q', queue, '-P', 'threads', '-c', '3', '-l', 'DEBUG', '--without-mingle', '--without-gossip'], { nodename: node, env: NO_BROKER_ENV })
+    worker = await startWorker(
+      [
+        '-A',
+        `${ROOT}test/fixtures/tasks/interop-tasks.js`,
+        '-b',
+        AMQP_URL,
+        '-Q',
+        queue,
+        '-P',
+        'threads',
+        '-c',
+        '3',
+        '-l',
+        'DEBUG',
+        '--without-mingle',
+        '--without-gossip',
+      ],
+      { nodename: node, env: NO_BROKER_ENV },
+    )
   })
 
   after(async () => {
@@ -44,11 +62,16 @@ describe('tsq graph', { skip }, () => {
     const steps = JSON.parse(json.stdout) as Array<{ name: string; requires: string[]; conditional: boolean }>
     const started = [...worker!.output().matchAll(/\| Worker: Starting (\w+)/g)].map((m) => m[1])
     // This worker has no backend, events app, autoscaler, statedb, mingle or gossip: every other step, in the graph's order.
-    const expected = steps.filter((s) => !['Bus', 'Backend', 'Autoscaler', 'StateDB', 'Mingle', 'Gossip'].includes(s.name)).map((s) => s.name)
+    const expected = steps
+      .filter((s) => !['Bus', 'Backend', 'Autoscaler', 'StateDB', 'Mingle', 'Gossip'].includes(s.name))
+      .map((s) => s.name)
     assert.deepEqual(started, expected)
     const dot = await runTsq(['graph', 'bootsteps'], { env: NO_BROKER_ENV })
     assert.equal(dot.code, 0, dot.stderr)
-    assert.match(dot.stdout, /^digraph dependencies \{\n {4}graph \[shape="box", arrowhead="vee", style="filled", fontname="HelveticaNeue", bgcolor="mintcream", root="⧉Worker"\]\n/)
+    assert.match(
+      dot.stdout,
+      /^digraph dependencies \{\n {4}graph \[shape="box", arrowhead="vee", style="filled", fontname="HelveticaNeue", bgcolor="mintcream", root="⧉Worker"\]\n/,
+    )
     assert.match(dot.stdout, /^ {4}"Tasks" -> "Pool" \[/m)
     assert.match(dot.stdout, /^ {4}"Consumer" -> "∘Gossip" \[/m)
     assert.match(render(dot.stdout), /<svg/)

@@ -55,7 +55,11 @@ describe('tsq list bindings on Redis', { skip: redisSkip }, () => {
   it('shows the bindings a Python Celery app declared, as celery list bindings does', { timeout: 120_000 }, async () => {
     writeFileSync(join(home, 'lbapp.py'), PY_APP)
     const env = { ...process.env, ...NO_BROKER_ENV, LB_BROKER: REDIS_URL, LB_PREFIX: prefix, PYTHONDONTWRITEBYTECODE: '1' }
-    const declared = await run(PYTHON, ['-c', 'from lbapp import app\nwith app.connection_for_write() as conn:\n    app.amqp.TaskConsumer(conn).declare()'], { cwd: home, env, timeoutMs: 60_000 })
+    const declared = await run(
+      PYTHON,
+      ['-c', 'from lbapp import app\nwith app.connection_for_write() as conn:\n    app.amqp.TaskConsumer(conn).declare()'],
+      { cwd: home, env, timeoutMs: 60_000 },
+    )
     assert.equal(declared.code, 0, declared.stderr)
     const ts = await runTsq(['-b', REDIS_URL, 'list', 'bindings'], { env: NO_BROKER_ENV })
     assert.equal(ts.code, 0, ts.stderr)
@@ -67,23 +71,34 @@ describe('tsq list bindings on Redis', { skip: redisSkip }, () => {
     ])
     const py = await run(PYTHON, ['-m', 'celery', '-A', 'lbapp', 'list', 'bindings'], { cwd: home, env, timeoutMs: 60_000 })
     assert.equal(py.code, 0, py.stderr)
-    assert.deepEqual(mine, rows(py.stdout).filter((line) => line.startsWith(prefix)))
+    assert.deepEqual(
+      mine,
+      rows(py.stdout).filter((line) => line.startsWith(prefix)),
+    )
 
     const json = await runTsq(['list', 'bindings', '-b', REDIS_URL, '--json'], { env: NO_BROKER_ENV })
     assert.equal(json.code, 0, json.stderr)
-    const parsed = (JSON.parse(json.stdout) as Array<{ queue: string; exchange: string; routingKey: string }>).filter((b) => b.queue.startsWith(prefix))
-    assert.deepEqual(parsed.sort((a, b) => a.queue.localeCompare(b.queue)), [
-      { queue: `${prefix}-images`, exchange: `${prefix}-media`, routingKey: 'image.resize' },
-      { queue: `${prefix}-logs`, exchange: `${prefix}-logs-x`, routingKey: 'log.#' },
-      { queue: `${prefix}-video`, exchange: `${prefix}-media`, routingKey: 'video.encode' },
-    ])
+    const parsed = (JSON.parse(json.stdout) as Array<{ queue: string; exchange: string; routingKey: string }>).filter((b) =>
+      b.queue.startsWith(prefix),
+    )
+    assert.deepEqual(
+      parsed.sort((a, b) => a.queue.localeCompare(b.queue)),
+      [
+        { queue: `${prefix}-images`, exchange: `${prefix}-media`, routingKey: 'image.resize' },
+        { queue: `${prefix}-logs`, exchange: `${prefix}-logs-x`, routingKey: 'log.#' },
+        { queue: `${prefix}-video`, exchange: `${prefix}-media`, routingKey: 'video.encode' },
+      ],
+    )
   })
 })
 
 describe('tsq list bindings on file://', () => {
-  it('reads the embedded broker\'s bindings', { timeout: 60_000 }, async () => {
+  it("reads the embedded broker's bindings", { timeout: 60_000 }, async () => {
     const broker = `file://${join(home, 'lb-broker')}`
-    const made = await runTsq(['-b', broker, 'amqp', 'repl'], { input: 'queue.declare fq\nexchange.declare fx topic\nqueue.bind fq fx a.#\n', env: NO_BROKER_ENV })
+    const made = await runTsq(['-b', broker, 'amqp', 'repl'], {
+      input: 'queue.declare fq\nexchange.declare fx topic\nqueue.bind fq fx a.#\n',
+      env: NO_BROKER_ENV,
+    })
     assert.equal(made.code, 0, made.stderr)
     const ts = await runTsq(['-b', broker, 'list', 'bindings'], { env: NO_BROKER_ENV })
     assert.equal(ts.code, 0, ts.stderr)
@@ -101,7 +116,10 @@ describe('tsq list bindings on RabbitMQ', { skip: amqpSkip }, () => {
       if (extra.length === 0 && r.code === 0) continue // this machine's broker has the plugin on
       assert.equal(r.code, 69, r.stderr)
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
-      assert.match(r.stderr, /^Error: RabbitMQ's management API is not answering at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): enable it with `rabbitmq-plugins enable rabbitmq_management`/)
+      assert.match(
+        r.stderr,
+        /^Error: RabbitMQ's management API is not answering at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): enable it with `rabbitmq-plugins enable rabbitmq_management`/,
+      )
     }
   })
 
@@ -117,7 +135,16 @@ describe('tsq list bindings on RabbitMQ', { skip: amqpSkip }, () => {
       mkdirSync(join(base, 'home'), { recursive: true })
       ;[amqpPort, mgmtPort] = [await freePort(), await freePort()]
       const distPort = await freePort()
-      writeFileSync(join(base, 'rabbitmq.conf'), [`listeners.tcp.default = 127.0.0.1:${amqpPort}`, `management.tcp.port = ${mgmtPort}`, 'management.tcp.ip = 127.0.0.1', 'loopback_users = none', ''].join('\n'))
+      writeFileSync(
+        join(base, 'rabbitmq.conf'),
+        [
+          `listeners.tcp.default = 127.0.0.1:${amqpPort}`,
+          `management.tcp.port = ${mgmtPort}`,
+          'management.tcp.ip = 127.0.0.1',
+          'loopback_users = none',
+          '',
+        ].join('\n'),
+      )
       writeFileSync(join(base, 'enabled_plugins'), '[].\n')
       env = {
         ...process.env,
@@ -142,7 +169,13 @@ describe('tsq list bindings on RabbitMQ', { skip: amqpSkip }, () => {
       await execFileP(RABBITMQCTL, ['-n', nodename, 'wait', '--timeout', '200', join(base, 'pid')], { env, timeout: 240_000 })
       // The management listener starts with the plugin, after the node reports running.
       for (let i = 0; i < 120; i++) {
-        if (await fetch(`http://127.0.0.1:${mgmtPort}/api/overview`).then(() => true, () => false)) break
+        if (
+          await fetch(`http://127.0.0.1:${mgmtPort}/api/overview`).then(
+            () => true,
+            () => false,
+          )
+        )
+          break
         await sleep(500)
       }
     })
@@ -154,7 +187,10 @@ describe('tsq list bindings on RabbitMQ', { skip: amqpSkip }, () => {
 
     it('prints the table and --json from the management API', { timeout: 120_000 }, async () => {
       const broker = `amqp://guest:guest@127.0.0.1:${amqpPort}//`
-      const made = await runTsq(['-b', broker, 'amqp', 'repl'], { input: 'queue.declare mq\nexchange.declare mx topic\nqueue.bind mq mx b.#\n', env: NO_BROKER_ENV })
+      const made = await runTsq(['-b', broker, 'amqp', 'repl'], {
+        input: 'queue.declare mq\nexchange.declare mx topic\nqueue.bind mq mx b.#\n',
+        env: NO_BROKER_ENV,
+      })
       assert.equal(made.code, 0, made.stderr)
       const management = `http://127.0.0.1:${mgmtPort}`
       const ts = await runTsq(['-b', broker, 'list', 'bindings', '--management-url', management], { env: NO_BROKER_ENV })
@@ -167,7 +203,9 @@ describe('tsq list bindings on RabbitMQ', { skip: amqpSkip }, () => {
         { queue: 'mq', exchange: '', routingKey: 'mq' },
         { queue: 'mq', exchange: 'mx', routingKey: 'b.#' },
       ])
-      const refused = await runTsq(['-b', broker, 'list', 'bindings', '--management-url', `http://guest:wrong@127.0.0.1:${mgmtPort}`], { env: NO_BROKER_ENV })
+      const refused = await runTsq(['-b', broker, 'list', 'bindings', '--management-url', `http://guest:wrong@127.0.0.1:${mgmtPort}`], {
+        env: NO_BROKER_ENV,
+      })
       assert.equal(refused.code, 69)
       assert.match(refused.stderr, /^Error: RabbitMQ's management API at http:\/\/127\.0\.0\.1:\d+ refused the login \(401\)/)
     })

@@ -37,7 +37,10 @@ for (const [kind, url, skip] of [
       const rows = JSON.parse(ls.stdout) as Array<Record<string, unknown>>
       const row = rows.find((r) => r.id === id)
       assert.ok(row, ls.stdout)
-      assert.deepEqual([row.task, row.taskId, row.node, row.pid, row.token, row.leaseS], ['feeds.import', 'tid-1', 'w1@h', 4242, record.token, 60])
+      assert.deepEqual(
+        [row.task, row.taskId, row.node, row.pid, row.token, row.leaseS],
+        ['feeds.import', 'tid-1', 'w1@h', 4242, record.token, 60],
+      )
       assert.ok((row.leftS as number) > 0 && (row.leftS as number) <= 60)
 
       const table = await runTsq(['locks', 'ls', '-b', url], { env: { NO_COLOR: '1' } })

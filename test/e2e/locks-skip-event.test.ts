@@ -19,8 +19,15 @@ describe('a skipped run in the task events', () => {
   })
 
   it('task-skipped names the held lock; the held run ends as usual', async () => {
-    worker = await startWorker(['-A', APP, '-P', 'threads', '-c', '2', '-E', '-l', 'INFO'], { env, nodename: `skipev-${process.pid}@testhost` })
-    const dump = spawn(process.execPath, [BIN, 'events', '--json', '--timeout', '25'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    worker = await startWorker(['-A', APP, '-P', 'threads', '-c', '2', '-E', '-l', 'INFO'], {
+      env,
+      nodename: `skipev-${process.pid}@testhost`,
+    })
+    const dump = spawn(process.execPath, [BIN, 'events', '--json', '--timeout', '25'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     dump.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')))
     const exited = new Promise<void>((resolve) => dump.once('exit', () => resolve()))
@@ -33,15 +40,29 @@ describe('a skipped run in the task events', () => {
         return r.stdout.trim()
       }
       const held = await send(4000)
-      await waitFor(() => (out.includes(`"task-started"`) && out.includes(held) ? true : null), { timeoutMs: 20_000, what: 'the first run starts' })
+      await waitFor(() => (out.includes(`"task-started"`) && out.includes(held) ? true : null), {
+        timeoutMs: 20_000,
+        what: 'the first run starts',
+      })
       const skipped = await send(10)
-      const events = () => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)
-      const skip = await waitFor(() => events().find((e) => e.type === 'task-skipped') ?? null, { timeoutMs: 20_000, what: 'the task-skipped event' })
+      const events = () =>
+        out
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+      const skip = await waitFor(() => events().find((e) => e.type === 'task-skipped') ?? null, {
+        timeoutMs: 20_000,
+        what: 'the task-skipped event',
+      })
       assert.equal(skip.uuid, skipped)
       assert.equal(skip.reason, 'locked')
       assert.match(String(skip.lock), /^skipev\.hold-lock/)
       assert.ok(Number(skip.lease_left) > 0)
-      await waitFor(() => (events().some((e) => e.type === 'task-succeeded' && e.uuid === held) ? true : null), { timeoutMs: 20_000, what: 'the held run succeeds' })
+      await waitFor(() => (events().some((e) => e.type === 'task-succeeded' && e.uuid === held) ? true : null), {
+        timeoutMs: 20_000,
+        what: 'the held run succeeds',
+      })
       assert.ok(!events().some((e) => e.type === 'task-skipped' && e.uuid === held), 'the run that held the lock was not skipped')
       assert.match(worker.output(), new RegExp(`Task skipev\\.hold\\[${skipped}\\] ignored`))
     } finally {

@@ -37,11 +37,31 @@ describe('task locks on the threads pool (Redis)', { skip: await brokerSkipReaso
     redis = new Redis(URL)
     transport = await createTransport(URL)
     await transport.connect()
-    worker = await startWorker(['-A', APP, '-b', URL, '--result-backend', URL, '-Q', queue, '-P', 'threads', '-c', '2', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-      nodename: uniqueName('locks-threads') + '@h',
-      readyTimeoutMs: 120_000,
-      env: { TSQ_LOCK_LOG: log, TSQ_TEST_REDIS_URL: URL },
-    })
+    worker = await startWorker(
+      [
+        '-A',
+        APP,
+        '-b',
+        URL,
+        '--result-backend',
+        URL,
+        '-Q',
+        queue,
+        '-P',
+        'threads',
+        '-c',
+        '2',
+        '-l',
+        'INFO',
+        '--without-mingle',
+        '--without-gossip',
+      ],
+      {
+        nodename: uniqueName('locks-threads') + '@h',
+        readyTimeoutMs: 120_000,
+        env: { TSQ_LOCK_LOG: log, TSQ_TEST_REDIS_URL: URL },
+      },
+    )
   })
   after(async () => {
     await worker?.stop('SIGKILL').catch(() => undefined)
@@ -61,10 +81,15 @@ describe('task locks on the threads pool (Redis)', { skip: await brokerSkipReaso
   }
 
   async function startsOf(key: string, n: number): Promise<Event[]> {
-    return waitFor(async () => {
-      const starts = (await redis.lrange(log, 0, -1)).map((l) => JSON.parse(l) as Event).filter((e) => e.key === prefix + key && e.event === 'start')
-      return starts.length >= n ? starts : null
-    }, { timeoutMs: 60_000, intervalMs: 25, what: `${n} start(s) of ${key}` })
+    return waitFor(
+      async () => {
+        const starts = (await redis.lrange(log, 0, -1))
+          .map((l) => JSON.parse(l) as Event)
+          .filter((e) => e.key === prefix + key && e.event === 'start')
+        return starts.length >= n ? starts : null
+      },
+      { timeoutMs: 60_000, intervalMs: 25, what: `${n} start(s) of ${key}` },
+    )
   }
 
   /** Runs `first` (which ends as it ends), then a plain run of the same key: it starts only if the first's lock was released. */
@@ -80,11 +105,11 @@ describe('task locks on the threads pool (Redis)', { skip: await brokerSkipReaso
   it('failure', () => nextStartsAfter('failure', () => send('failure', 'fail')))
   it('retry', () => nextStartsAfter('retry', () => send('retry', 'retry')))
   it('soft time limit', () => nextStartsAfter('soft', () => send('soft', 'soft', { softTimeLimit: 1 })))
-  it('hard time limit: the worker frees the terminated thread\'s lock', async () => {
+  it("hard time limit: the worker frees the terminated thread's lock", async () => {
     await nextStartsAfter('hard', () => send('hard', 'hard', { timeLimit: 2 }))
     assert.match(worker.output(), /Freed 1 lock\(s\) held by lost pool thread \d+/)
   })
-  it('revoke --terminate: the worker frees the terminated thread\'s lock', async () => {
+  it("revoke --terminate: the worker frees the terminated thread's lock", async () => {
     const id = uniqueName('lt-terminate')
     await nextStartsAfter('terminate', async () => {
       await send('terminate', 'terminate', { id })

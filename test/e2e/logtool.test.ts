@@ -45,8 +45,17 @@ async function waitForLog(path: string, test: (text: string) => boolean, what: s
 }
 
 /** Starts a worker (argv) writing `path`, sends the tasks, kills it -9 while proj.sleep runs. */
-async function writeLog(cmd: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv, queue: string, path: string): Promise<WrittenLog> {
-  const child = new GroupProcess(spawn(cmd, argv, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }))
+async function writeLog(
+  cmd: string,
+  argv: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  queue: string,
+  path: string,
+): Promise<WrittenLog> {
+  const child = new GroupProcess(
+    spawn(cmd, argv, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }),
+  )
   let app: App | undefined
   try {
     await waitForLog(path, (t) => /ready\.\s*$/m.test(t), '"ready."', child)
@@ -121,9 +130,68 @@ describe('tsq logtool on worker logs (issue 26 item 7)', { skip }, () => {
 
   before(async () => {
     const pyQueue = uniqueName('cli-logtool-py')
-    Object.assign(python, await writeLog(PYTHON, ['-m', 'celery', '-A', 'tasks', 'worker', '-P', 'prefork', '-c', '2', '-Q', pyQueue, '-n', `${pyQueue}@%h`, '--without-gossip', '--without-mingle', '-l', 'INFO', '--logfile', python.path], PY_DIR, { PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_INTEROP_BROKER: BROKER, TSQ_INTEROP_BACKEND: BROKER }, pyQueue, python.path))
+    Object.assign(
+      python,
+      await writeLog(
+        PYTHON,
+        [
+          '-m',
+          'celery',
+          '-A',
+          'tasks',
+          'worker',
+          '-P',
+          'prefork',
+          '-c',
+          '2',
+          '-Q',
+          pyQueue,
+          '-n',
+          `${pyQueue}@%h`,
+          '--without-gossip',
+          '--without-mingle',
+          '-l',
+          'INFO',
+          '--logfile',
+          python.path,
+        ],
+        PY_DIR,
+        { PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_INTEROP_BROKER: BROKER, TSQ_INTEROP_BACKEND: BROKER },
+        pyQueue,
+        python.path,
+      ),
+    )
     const tsqQueue = uniqueName('cli-logtool-tsq')
-    Object.assign(tsq, await writeLog(process.execPath, [BIN, 'worker', '-A', 'test/fixtures/tasks/interop-tasks.js', '-b', BROKER, '-P', 'prefork', '-c', '2', '-Q', tsqQueue, '-n', `${tsqQueue}@%h`, '-l', 'INFO', '--logfile', tsq.path], ROOT, { TSQ_HOME: home }, tsqQueue, tsq.path))
+    Object.assign(
+      tsq,
+      await writeLog(
+        process.execPath,
+        [
+          BIN,
+          'worker',
+          '-A',
+          'test/fixtures/tasks/interop-tasks.js',
+          '-b',
+          BROKER,
+          '-P',
+          'prefork',
+          '-c',
+          '2',
+          '-Q',
+          tsqQueue,
+          '-n',
+          `${tsqQueue}@%h`,
+          '-l',
+          'INFO',
+          '--logfile',
+          tsq.path,
+        ],
+        ROOT,
+        { TSQ_HOME: home },
+        tsqQueue,
+        tsq.path,
+      ),
+    )
   })
 
   describe('a Python Celery 5.2.6 worker log', () => {
@@ -134,7 +202,6 @@ describe('tsq logtool on worker logs (issue 26 item 7)', { skip }, () => {
     })
   })
   describe('a tsq worker log', () => checkLog(tsq, 'tsq log'))
-
 })
 
 describe('tsq logtool errors', () => {

@@ -66,8 +66,18 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
     const queue = uniqueName('cli-migrate')
     amqpQueues.push(queue)
     redisQueues.push(queue)
-    const pyEnv = { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_INTEROP_QUEUE: queue, TSQ_INTEROP_BACKEND: 'disabled://' }
-    const sent = await run(PYTHON, ['migrate_send.py', String(N)], { cwd: PY_DIR, env: { ...pyEnv, TSQ_INTEROP_BROKER: AMQP_URL }, timeoutMs: 180_000 })
+    const pyEnv = {
+      ...process.env,
+      PYTHONPATH: PY_DIR,
+      PYTHONDONTWRITEBYTECODE: '1',
+      TSQ_INTEROP_QUEUE: queue,
+      TSQ_INTEROP_BACKEND: 'disabled://',
+    }
+    const sent = await run(PYTHON, ['migrate_send.py', String(N)], {
+      cwd: PY_DIR,
+      env: { ...pyEnv, TSQ_INTEROP_BROKER: AMQP_URL },
+      timeoutMs: 180_000,
+    })
     assert.equal(sent.code, 0, sent.stderr)
     const ids = JSON.parse(sent.stdout) as string[]
     assert.equal(ids.length, N)
@@ -88,7 +98,31 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
 
     const logfile = join(home, 'py-migrated.log')
     const worker = new GroupProcess(
-      spawn(PYTHON, ['-m', 'celery', '-A', 'tasks', 'worker', '-P', 'threads', '-c', '8', '-Q', queue, '-n', `${queue}@%h`, '--without-gossip', '--without-mingle', '-l', 'INFO', '--logfile', logfile], { cwd: PY_DIR, env: { ...pyEnv, TSQ_INTEROP_BROKER: REDIS }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }),
+      spawn(
+        PYTHON,
+        [
+          '-m',
+          'celery',
+          '-A',
+          'tasks',
+          'worker',
+          '-P',
+          'threads',
+          '-c',
+          '8',
+          '-Q',
+          queue,
+          '-n',
+          `${queue}@%h`,
+          '--without-gossip',
+          '--without-mingle',
+          '-l',
+          'INFO',
+          '--logfile',
+          logfile,
+        ],
+        { cwd: PY_DIR, env: { ...pyEnv, TSQ_INTEROP_BROKER: REDIS }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      ),
     )
     try {
       const deadline = Date.now() + 240_000
@@ -123,11 +157,23 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
     const app = createApp({ name: 'proj', broker: AMQP_URL })
     const ids: string[] = []
     try {
-      for (let i = 0; i < N; i += 500) ids.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => app.sendTask('proj.add', [i + j, 1], {}, { queue })))).map((r) => r.id))
+      for (let i = 0; i < N; i += 500)
+        ids.push(
+          ...(await Promise.all(Array.from({ length: 500 }, (_, j) => app.sendTask('proj.add', [i + j, 1], {}, { queue })))).map(
+            (r) => r.id,
+          ),
+        )
     } finally {
       await app.close()
     }
-    const child = new GroupProcess(spawn(process.execPath, [BIN, 'migrate', AMQP_URL, REDIS, '-a', '-t', '10', '-Q', queue], { cwd: ROOT, env: { ...process.env, TSQ_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }))
+    const child = new GroupProcess(
+      spawn(process.execPath, [BIN, 'migrate', AMQP_URL, REDIS, '-a', '-t', '10', '-Q', queue], {
+        cwd: ROOT,
+        env: { ...process.env, TSQ_HOME: home },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      }),
+    )
     const deadline = Date.now() + 120_000
     // The kept log is bounded (GroupProcess): the count is read from its last line.
     const count = () => Number([...child.logTail(400).matchAll(/Migrating task (\d+)\//g)].at(-1)?.[1] ?? 0)
@@ -140,7 +186,10 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
     const left = await amqpDepth(queue)
     assert.ok(left > 0 && left < N, `the kill came half-way (${left} left on the source)`)
 
-    const again = await runTsq(['migrate', AMQP_URL, REDIS, '-a', '-t', '10', '-Q', queue, '--json'], { timeoutMs: 180_000, env: { TSQ_HOME: home } })
+    const again = await runTsq(['migrate', AMQP_URL, REDIS, '-a', '-t', '10', '-Q', queue, '--json'], {
+      timeoutMs: 180_000,
+      env: { TSQ_HOME: home },
+    })
     assert.equal(again.code, 0, again.stderr)
     assert.equal(JSON.parse(again.stdout).migrated, left)
     assert.equal(await amqpDepth(queue), 0)
@@ -158,7 +207,9 @@ describe('tsq migrate (issue 26 item 3)', { skip }, () => {
 
 describe('tsq migrate: a source queue that is not there', () => {
   it('file:// to file://: one line naming the queue and the broker, exit 1 (the broker refused, as every 404)', async () => {
-    const r = await runTsq(['migrate', `file://${join(home, 'src-broker')}`, `file://${join(home, 'dst-broker')}`, '-Q', 'no-such-queue'], { env: { TSQ_HOME: home } })
+    const r = await runTsq(['migrate', `file://${join(home, 'src-broker')}`, `file://${join(home, 'dst-broker')}`, '-Q', 'no-such-queue'], {
+      env: { TSQ_HOME: home },
+    })
     assert.equal(r.code, 1, r.stderr)
     assert.equal(r.stderr, `Error: no queue 'no-such-queue' on file://${join(home, 'src-broker')}\n`)
   })

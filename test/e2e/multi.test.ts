@@ -23,7 +23,10 @@ interface Run {
 
 function tsq(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<Run> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [RUN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [RUN, ...args], {
+      env: { ...process.env, NO_COLOR: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))
@@ -78,7 +81,22 @@ function scenario(kind: 'file' | 'amqp'): void {
   let env: NodeJS.ProcessEnv = {}
   const broker = kind === 'amqp' ? ['-b', AMQP_URL] : []
   const nodeArgs = ['3', `--range-prefix=${prefix}`]
-  const startArgs = () => [...nodeArgs, '-A', TASKS, ...broker, '-Q', queue, '-c', '2', '-c:1', '4', '--without-mingle', '--without-gossip', `--logfile=${dir}/%n%I.log`, `--pidfile=${dir}/%n.pid`]
+  const startArgs = () => [
+    ...nodeArgs,
+    '-A',
+    TASKS,
+    ...broker,
+    '-Q',
+    queue,
+    '-c',
+    '2',
+    '-c:1',
+    '4',
+    '--without-mingle',
+    '--without-gossip',
+    `--logfile=${dir}/%n%I.log`,
+    `--pidfile=${dir}/%n.pid`,
+  ]
   const pids = () => nodes.map((n) => Number(readFileSync(join(dir, `${n.split('@')[0]}.pid`), 'utf8').trim()))
   const concurrency = async (): Promise<Record<string, number>> => {
     const r = await tsq(['inspect', 'stats', '--json', '-d', nodes.join(','), '-t', '5', ...broker], env)
@@ -90,7 +108,9 @@ function scenario(kind: 'file' | 'amqp'): void {
   /** The tails of the nodes' log files, for a failure's message: the directory goes with the run. */
   const nodeLogs = (): string => {
     if (!dir || !existsSync(dir)) return ''
-    const logs = readdirSync(dir).filter((f) => f.endsWith('.log')).sort()
+    const logs = readdirSync(dir)
+      .filter((f) => f.endsWith('.log'))
+      .sort()
     return logs.map((f) => `\n--- ${f} ---\n${readFileSync(join(dir, f), 'utf8').slice(-3000)}`).join('')
   }
 
@@ -130,7 +150,10 @@ function scenario(kind: 'file' | 'amqp'): void {
     const r = await tsq(['multi', 'restart', ...nodeArgs, '--json'], env)
     assert.equal(r.code, 0, r.stdout + r.stderr + nodeLogs())
     const results = JSON.parse(r.stdout) as Array<{ node: string; status: string; pid: number }>
-    assert.deepEqual(results.map((x) => [x.node, x.status]), nodes.map((n) => [n, 'OK']))
+    assert.deepEqual(
+      results.map((x) => [x.node, x.status]),
+      nodes.map((n) => [n, 'OK']),
+    )
     for (const pid of before) assert.equal(alive(pid), false, `old worker ${pid} is gone`)
     assert.deepEqual(await concurrency(), expected)
   })
@@ -184,32 +207,47 @@ const amqpSkip = await brokerSkipReason('amqp')
 describe('tsq multi on RabbitMQ', { skip: amqpSkip }, () => scenario('amqp'))
 
 describe('tsq multi show/names/expand/get through the CLI', () => {
-  it('prints spec §9\'s shapes with tsq\'s command', async () => {
+  it("prints spec §9's shapes with tsq's command", async () => {
     const env = { TSQ_HOME: join(tmpdir(), 'tsq-multi-unused') }
     const names = await tsq(['multi', 'names', '3', '--hostname=h.example.com'], env)
     assert.equal(names.stdout, 'celery1@h.example.com\ncelery2@h.example.com\ncelery3@h.example.com\n')
     const json = await tsq(['multi', 'names', 'w1', 'w2@%h', '--json'], env)
     assert.deepEqual(JSON.parse(json.stdout), ['w1@' + HOST, 'w2@' + HOST])
-    const show = await tsq(['multi', 'show', '3', '-c', '3', '-c:1', '10', '-A', 'tasks', '--pidfile=/r/%n.pid', '--logfile=/l/%n%I.log', '--nosplash'], env)
+    const show = await tsq(
+      ['multi', 'show', '3', '-c', '3', '-c:1', '10', '-A', 'tasks', '--pidfile=/r/%n.pid', '--logfile=/l/%n%I.log', '--nosplash'],
+      env,
+    )
     const lines = show.stdout.trim().split('\n')
     assert.equal(lines.length, 3)
-    assert.equal(lines[0], `${process.execPath} ${RUN} worker --detach -A tasks -c 10 --pidfile=/r/celery1.pid --logfile=/l/celery1%I.log -n celery1@${HOST}`)
+    assert.equal(
+      lines[0],
+      `${process.execPath} ${RUN} worker --detach -A tasks -c 10 --pidfile=/r/celery1.pid --logfile=/l/celery1%I.log -n celery1@${HOST}`,
+    )
     assert.match(lines[1]!, / -c 3 .* -n celery2@/)
     const expand = await tsq(['multi', 'expand', '%h|%n|%N|%d|%p|%i|%I|%%', '1', '--hostname=h.example.com'], env)
     assert.equal(expand.stdout, 'celery1@h.example.com|celery1|celery1|h.example.com|celery1@h.example.com|%i|%I|%%\n')
     const get = await tsq(['multi', 'get', 'w2@box', 'w1', 'w2', '-n', 'box', '-c:w2', '4'], env)
-    assert.equal(get.stdout, `${RUN} worker --detach -c 4 -n w2@box --pidfile=${env.TSQ_HOME}/run/w2.pid --logfile=${env.TSQ_HOME}/log/w2%I.log\n`)
+    assert.equal(
+      get.stdout,
+      `${RUN} worker --detach -c 4 -n w2@box --pidfile=${env.TSQ_HOME}/run/w2.pid --logfile=${env.TSQ_HOME}/log/w2%I.log\n`,
+    )
     const missing = await tsq(['multi', 'get', 'nope@box', 'w1'], env)
     assert.equal(missing.code, 1)
     const bad = await tsq(['multi', 'frobnicate'], env)
     assert.equal(bad.code, 64)
   })
 
-  it('knows the worker\'s boolean flags and Celery\'s aliases of them, so the word after one is a node', async () => {
+  it("knows the worker's boolean flags and Celery's aliases of them, so the word after one is a node", async () => {
     const env = { TSQ_HOME: join(tmpdir(), 'tsq-multi-unused') }
     const show = await tsq(['multi', 'show', '-A', 'tasks', '--discard', 'w1', '-B', 'w2', '--events', 'w3'], env)
     const lines = show.stdout.trim().split('\n')
-    assert.deepEqual(lines.map((line) => / -n (\S+)/.exec(line)?.[1]), ['w1@' + HOST, 'w2@' + HOST, 'w3@' + HOST])
-    assert.ok(lines.every((line) => line.includes(' --discard -B --events ')), show.stdout)
+    assert.deepEqual(
+      lines.map((line) => / -n (\S+)/.exec(line)?.[1]),
+      ['w1@' + HOST, 'w2@' + HOST, 'w3@' + HOST],
+    )
+    assert.ok(
+      lines.every((line) => line.includes(' --discard -B --events ')),
+      show.stdout,
+    )
   })
 })

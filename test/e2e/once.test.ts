@@ -37,11 +37,33 @@ for (const [kind, broker, skip] of [
       redis = new Redis(BACKEND)
       app = createApp({ name: 'once-test', broker, resultBackend: BACKEND })
       tasks = defineOnceTasks(app)
-      worker = await startWorker(['-A', APP, '-b', broker, '--result-backend', BACKEND, '-Q', queue, '-P', 'solo', '-c', '1', '--prefetch-multiplier', '4', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-        nodename: uniqueName('once') + '@h',
-        readyTimeoutMs: 120_000,
-        env: { TSQ_TEST_REDIS_URL: BACKEND },
-      })
+      worker = await startWorker(
+        [
+          '-A',
+          APP,
+          '-b',
+          broker,
+          '--result-backend',
+          BACKEND,
+          '-Q',
+          queue,
+          '-P',
+          'solo',
+          '-c',
+          '1',
+          '--prefetch-multiplier',
+          '4',
+          '-l',
+          'INFO',
+          '--without-mingle',
+          '--without-gossip',
+        ],
+        {
+          nodename: uniqueName('once') + '@h',
+          readyTimeoutMs: 120_000,
+          env: { TSQ_TEST_REDIS_URL: BACKEND },
+        },
+      )
     })
     after(async () => {
       await worker?.stop('SIGKILL').catch(() => undefined)
@@ -62,7 +84,14 @@ for (const [kind, broker, skip] of [
       const sent = await Promise.allSettled(Array.from({ length: 100 }, () => send(key)))
       const ok = sent.filter((s) => s.status === 'fulfilled')
       const refused = sent.filter((s): s is PromiseRejectedResult => s.status === 'rejected')
-      assert.equal(ok.length, 1, refused.map((r) => String(r.reason)).slice(0, 3).join('\n'))
+      assert.equal(
+        ok.length,
+        1,
+        refused
+          .map((r) => String(r.reason))
+          .slice(0, 3)
+          .join('\n'),
+      )
       assert.equal(refused.length, 99)
       const first = (ok[0] as PromiseFulfilledResult<AsyncResult>).value
       for (const r of refused) {
@@ -101,9 +130,11 @@ for (const [kind, broker, skip] of [
       await app.control.revoke(first.id, { timeout: 1 })
       await redis.set(`${blocker}:gate`, '1')
       await blocked.get({ timeout: 60 })
-      await waitFor(async () => ((await first.state) === 'REVOKED' ? true : null), { timeoutMs: 60_000, what: 'the task revoked' }).catch(async (error: Error) => {
-        throw new Error(`${error.message} (state ${await first.state}); worker:\n${worker.output().slice(-3000)}`)
-      })
+      await waitFor(async () => ((await first.state) === 'REVOKED' ? true : null), { timeoutMs: 60_000, what: 'the task revoked' }).catch(
+        async (error: Error) => {
+          throw new Error(`${error.message} (state ${await first.state}); worker:\n${worker.output().slice(-3000)}`)
+        },
+      )
       const next = await send(key)
       assert.notEqual(next.id, first.id)
       await next.get({ timeout: 60 })

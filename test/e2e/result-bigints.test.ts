@@ -15,7 +15,11 @@ describe('tsq result: ints past 2**53', () => {
   after(() => rmSync(dir, { recursive: true, force: true }))
 
   it('prints them exact, as a line and as --json', async () => {
-    await new FileResultBackend(dir).store('big-1', encodeResultMeta({ taskId: 'big-1', status: 'SUCCESS', result: [18446744073709551617n, -(2n ** 70n), 7] }), 'SUCCESS')
+    await new FileResultBackend(dir).store(
+      'big-1',
+      encodeResultMeta({ taskId: 'big-1', status: 'SUCCESS', result: [18446744073709551617n, -(2n ** 70n), 7] }),
+      'SUCCESS',
+    )
     const line = await runTsq(['result', 'big-1', '--result-backend', `file://${dir}`])
     assert.equal(line.code, 0, line.stderr)
     assert.equal(line.stdout.trim(), '[18446744073709551617, -1180591620717411303424, 7]')

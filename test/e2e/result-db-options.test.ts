@@ -21,13 +21,23 @@ describe('tsq result with -A: the app database_* settings', () => {
   after(() => rmSync(dir, { recursive: true, force: true }))
 
   it('reads the result from the table the app names', async () => {
-    const app = createApp({ name: 'proj', broker: 'file:///nonexistent-unused', resultBackend: `db+sqlite:///${file}`, conf: { database_table_names: { task: 'proj_taskmeta', group: 'proj_groupmeta' } } })
+    const app = createApp({
+      name: 'proj',
+      broker: 'file:///nonexistent-unused',
+      resultBackend: `db+sqlite:///${file}`,
+      conf: { database_table_names: { task: 'proj_taskmeta', group: 'proj_groupmeta' } },
+    })
     const id = randomUUID()
     const backend = await app.backend()
     await backend.store(id, encodeResultMeta({ taskId: id, status: 'SUCCESS', result: { sum: 5 } }), 'SUCCESS')
     await app.close()
-    const tables = new Database(file, { readonly: true }).prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]
-    assert.ok(tables.some((t) => t.name === 'proj_taskmeta'), `tables: ${JSON.stringify(tables)}`)
+    const tables = new Database(file, { readonly: true })
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .all() as { name: string }[]
+    assert.ok(
+      tables.some((t) => t.name === 'proj_taskmeta'),
+      `tables: ${JSON.stringify(tables)}`,
+    )
     assert.ok(!tables.some((t) => t.name === 'celery_taskmeta'), 'the default table was not used')
 
     const env = { TSQ_FIXTURE_SQLITE: file }

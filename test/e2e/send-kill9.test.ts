@@ -89,12 +89,16 @@ async function idsInRabbit(queue: string): Promise<Set<string>> {
     await new Promise<void>((done, fail) => {
       if (messageCount === 0) return done()
       let seen = 0
-      ch.consume(queue, (msg) => {
-        if (!msg) return fail(new Error('consumer cancelled'))
-        ids.add(String(msg.properties.headers?.id))
-        seen += 1
-        if (seen === messageCount) done()
-      }, { noAck: true }).catch(fail)
+      ch.consume(
+        queue,
+        (msg) => {
+          if (!msg) return fail(new Error('consumer cancelled'))
+          ids.add(String(msg.properties.headers?.id))
+          seen += 1
+          if (seen === messageCount) done()
+        },
+        { noAck: true },
+      ).catch(fail)
     })
     await ch.close()
   } finally {
@@ -139,7 +143,9 @@ for (const broker of ['amqp', 'redis'] as const) {
       const resolvedIds = [...sender.resolved]
       const inBroker = broker === 'amqp' ? await idsInRabbit(queue) : await idsInRedis(queue)
       const lost = resolvedIds.filter((id) => !inBroker.has(id))
-      process.stderr.write(`${broker}: ${resolvedIds.length} of ${SENDS} sends resolved before kill -9; ${inBroker.size} messages in the queue; ${lost.length} resolved sends missing\n`)
+      process.stderr.write(
+        `${broker}: ${resolvedIds.length} of ${SENDS} sends resolved before kill -9; ${inBroker.size} messages in the queue; ${lost.length} resolved sends missing\n`,
+      )
       assert.deepEqual(lost.slice(0, 10), [], `${lost.length} sends resolved but are not in the broker`)
       assert.ok(inBroker.size >= resolvedIds.length)
     })

@@ -15,7 +15,10 @@ describe('tsq shell (issue 26 item 4)', { skip }, () => {
   it('a piped script calls a task through a running worker and prints its result', async () => {
     const queue = uniqueName('cli-shell')
     const env = { TSQ_WI_DEFAULT_QUEUE: queue, TSQ_BROKER_URL: '', CELERY_BROKER_URL: '' }
-    const worker = await startWorker(['-A', APP, '-b', BROKER, '--result-backend', BROKER, '-P', 'solo', '-l', 'INFO'], { nodename: `${queue}@${hostname()}`, env })
+    const worker = await startWorker(['-A', APP, '-b', BROKER, '--result-backend', BROKER, '-P', 'solo', '-l', 'INFO'], {
+      nodename: `${queue}@${hostname()}`,
+      env,
+    })
     try {
       const script = [
         'console.log(await add.delay(2, 2).get({ timeout: 30 }))',

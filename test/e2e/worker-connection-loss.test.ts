@@ -98,8 +98,32 @@ async function spawnWorker(pool: PoolName): Promise<Worker> {
   const queue = uniqueName(`tsq-closs-${pool}`)
   const key = uniqueName(`tsq-closs-key-${pool}`)
   const node = `${uniqueName(`closs-${pool}`)}@testhost`
-  const args = ['worker', '-A', APP, '-n', node, '-P', pool, '-c', String(CONCURRENCY), '-Q', queue, '-l', 'INFO', '--without-mingle', '--without-gossip', '--without-heartbeat']
-  const env = { ...process.env, TSQ_BROKER_URL: AMQP_URL, CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '', TSQ_LOSS_REDIS_URL: REDIS_URL }
+  const args = [
+    'worker',
+    '-A',
+    APP,
+    '-n',
+    node,
+    '-P',
+    pool,
+    '-c',
+    String(CONCURRENCY),
+    '-Q',
+    queue,
+    '-l',
+    'INFO',
+    '--without-mingle',
+    '--without-gossip',
+    '--without-heartbeat',
+  ]
+  const env = {
+    ...process.env,
+    TSQ_BROKER_URL: AMQP_URL,
+    CELERY_BROKER_URL: '',
+    TSQ_RESULT_BACKEND: '',
+    CELERY_RESULT_BACKEND: '',
+    TSQ_LOSS_REDIS_URL: REDIS_URL,
+  }
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   children.push(child)
   let output = ''
@@ -156,7 +180,14 @@ class Feed {
     const ms = kind === 'long' ? LONG_MS : SHORT_MS
     const notBefore = kind === 'eta' ? Date.now() + this.countdown * 1000 : undefined
     const sentAt = Date.now()
-    const sending = sendTask(this.transport, task, { id, args: [w.key, ms], queue: w.queue, exchange: w.queue, routingKey: w.queue, ...(kind === 'eta' ? { countdown: this.countdown } : {}) }).then(
+    const sending = sendTask(this.transport, task, {
+      id,
+      args: [w.key, ms],
+      queue: w.queue,
+      exchange: w.queue,
+      routingKey: w.queue,
+      ...(kind === 'eta' ? { countdown: this.countdown } : {}),
+    }).then(
       () => void this.sent.push({ id, task, ms, sentAt, confirmedAt: Date.now(), ...(notBefore ? { notBefore } : {}) }),
       () => undefined, // Not confirmed (the broker went down under it): not counted.
     )
@@ -203,13 +234,25 @@ async function holding(redis: Redis, w: Worker, sent: Sent[]): Promise<void> {
  * done, read (atomically) as soon as the worker logs the loss. `noticed` is
  * called for each worker then (its feed stops).
  */
-async function loss(redis: Redis, workers: Worker[], trigger: () => Promise<void>, noticed: (w: Worker) => void): Promise<Map<Worker, Set<string>>> {
+async function loss(
+  redis: Redis,
+  workers: Worker[],
+  trigger: () => Promise<void>,
+  noticed: (w: Worker) => void,
+): Promise<Map<Worker, Set<string>>> {
   const lostBefore = new Map(workers.map((w) => [w, count(w.output(), 'Connection to broker lost')]))
   const seen = Promise.all(
     workers.map(async (w) => {
-      await waitFor(() => count(w.output(), 'Connection to broker lost') > lostBefore.get(w)!, { timeoutMs: 90_000, intervalMs: 5, what: `${w.pool} worker noticing the loss` })
+      await waitFor(() => count(w.output(), 'Connection to broker lost') > lostBefore.get(w)!, {
+        timeoutMs: 90_000,
+        intervalMs: 5,
+        what: `${w.pool} worker noticing the loss`,
+      })
       noticed(w)
-      const [[, startedIds], [, doneIds]] = (await redis.multi().smembers(`${w.key}:started`).smembers(`${w.key}:done`).exec()) as [[null, string[]], [null, string[]]]
+      const [[, startedIds], [, doneIds]] = (await redis.multi().smembers(`${w.key}:started`).smembers(`${w.key}:done`).exec()) as [
+        [null, string[]],
+        [null, string[]],
+      ]
       const done = new Set(doneIds)
       return [w, new Set(startedIds.filter((id) => !done.has(id)))] as const
     }),
@@ -288,119 +331,149 @@ function linesAbout(w: Worker, ids: readonly string[]): string {
 }
 
 describe('connection loss while a worker holds tasks (issue 32)', { skip: amqpSkip }, () => {
-  it('[RabbitMQ] solo, threads, prefork: forced close and broker restart run nothing twice but what was running', { timeout: 240_000 }, async () => {
-    const redis = new Redis(REDIS_URL)
-    const workers: Worker[] = []
-    const sentBy = new Map<Worker, Sent[]>()
-    cleanups.push(async () => {
-      await deleteCeleryQueues('amqp', AMQP_URL, workers.map((w) => w.queue))
-      for (const w of workers) {
-        const keys = [`${w.key}:started`, `${w.key}:runs`, `${w.key}:done`]
-        let cursor = '0'
-        do {
-          const [next, found] = await redis.scan(cursor, 'MATCH', `${w.key}:at:*`, 'COUNT', 1000)
-          cursor = next
-          keys.push(...found)
-        } while (cursor !== '0')
-        await redis.del(...keys)
-      }
-      await redis.quit()
-    })
-    for (const pool of POOLS) workers.push(await spawnWorker(pool))
-    const runningAtLoss = new Map<Worker, Map<string, string>>(workers.map((w) => [w, new Map()]))
-    const note = (event: string, running: Map<Worker, Set<string>>) => {
-      for (const [w, ids] of running) for (const id of ids) if (!runningAtLoss.get(w)!.has(id)) runningAtLoss.get(w)!.set(id, event)
-    }
-    const dropped = new Map<Worker, number>(workers.map((w) => [w, 0]))
-    // When each worker noticed each loss (this process's clock, a few ms late).
-    const notices: Array<{ w: Worker; event: string; at: number }> = []
-    /** Why a repeat is not allowed, as far as the times tell: a run that ended just before the worker noticed a loss acked into a closed connection. */
-    const why = async (w: Worker, s: Sent): Promise<string> => {
-      const firstEnd = Number((await redis.lindex(`${w.key}:at:${s.id}`, 0)) ?? NaN)
-      const near = notices.filter((n) => n.w === w).map((n) => ({ ...n, before: n.at - firstEnd })).find((n) => n.before >= 0 && n.before < 1_000)
-      return near ? `its first run ended ${near.before} ms before the worker noticed the ${near.event}` : 'not running at any loss'
-    }
-    const events: string[] = []
-    /**
-     * From each loss's trigger to the last worker noticing it. A publish that
-     * spans one was retried by the sender's transport after its reconnect, and
-     * the broker may hold it twice (at-least-once publishing): two messages,
-     * which no worker can tell from a task sent twice, so such ids may run twice.
-     */
-    const lossWindows: Array<{ start: number; end: number }> = []
-    const publishedTwice = (s: Sent): boolean => lossWindows.some((l) => s.sentAt <= l.end && s.confirmedAt >= l.start)
-
-    const phase = async (label: string, countdown: number, event: string, trigger: () => Promise<void>, prepare?: () => Promise<void>) => {
-      await prepare?.()
-      const feeds = new Map<Worker, Feed>(await Promise.all(workers.map(async (w) => [w, await Feed.start(w, label, countdown)] as const)))
-      await Promise.all(workers.map((w) => holding(redis, w, feeds.get(w)!.sent)))
-      for (const feed of feeds.values()) feed.keepFeeding()
-      const t0 = Date.now()
-      const lag = new Map<Worker, number>()
-      let running: Map<Worker, Set<string>>
-      try {
-        running = await loss(redis, workers, trigger, (w) => {
-          feeds.get(w)!.stop()
-          lag.set(w, Date.now() - t0)
-          notices.push({ w, event, at: Date.now() })
-        })
-      } finally {
-        await Promise.all([...feeds.values()].map((feed) => feed.close()))
-      }
-      lossWindows.push({ start: t0, end: Math.max(Date.now(), ...notices.map((n) => n.at)) })
-      for (const [w, feed] of feeds) sentBy.set(w, [...(sentBy.get(w) ?? []), ...feed.sent])
-      note(event, running)
-      const short = (w: Worker, id: string) => id.slice(w.key.length + 1)
-      events.push(`${event}: ${workers.map((w) => `${w.pool} noticed after ${((lag.get(w) ?? 0) / 1000).toFixed(1)} s, running [${[...running.get(w)!].map((id) => short(w, id)).join(' ')}]`).join('; ')}`)
-      await Promise.all([...feeds].map(([w, feed]) => allRan(redis, w, feed.sent, `after the ${event}`)))
-      for (const w of workers) {
-        const now = w.output().match(/Dropped \d+ held task/g)?.length ?? 0
-        assert.ok(now > dropped.get(w)!, `the ${w.pool} worker dropped the tasks it held at the ${event}:\n  ${linesAbout(w, [])}`)
-        dropped.set(w, now)
-      }
-    }
-
-    // Listed before the tasks go out (rabbitmqctl takes a second or more on a busy machine), so the close comes sooner.
-    let pids: string[] = []
-    await phase('close', 7, 'forced close', () => closeConnections(pids), async () => {
-      pids = await connectionsOf(workers)
-    })
-    await phase('restart', 8, 'broker restart', restartRabbitMQ)
-    // Late repeats would come now, if any: the countdown tasks were the last to run.
-    await new Promise((r) => setTimeout(r, 1_000))
-
-    const failures: string[] = []
-    for (const w of workers) {
-      const sent = sentBy.get(w)!
-      const runs = await redis.hgetall(`${w.key}:runs`)
-      const never = sent.filter((s) => !runs[s.id])
-      if (never.length) failures.push(`${w.pool}: never ran: ${never.map((s) => s.id).join(', ')}`)
-      const twice = sent.filter((s) => Number(runs[s.id] ?? 0) > 1)
-      const allowed = runningAtLoss.get(w)!
-      const forbidden = twice.filter((s) => !allowed.has(s.id) && !publishedTwice(s))
-      if (forbidden.length) {
-        const reasons = await Promise.all(forbidden.map((s) => why(w, s)))
-        failures.push(
-          `${w.pool}: ran twice without running at a loss: ${forbidden.map((s, i) => `${s.id} ×${runs[s.id]} (${reasons[i]})`).join(', ')}\n  ${linesAbout(
-            w,
-            forbidden.map((s) => s.id),
-          )}`,
+  it(
+    '[RabbitMQ] solo, threads, prefork: forced close and broker restart run nothing twice but what was running',
+    { timeout: 240_000 },
+    async () => {
+      const redis = new Redis(REDIS_URL)
+      const workers: Worker[] = []
+      const sentBy = new Map<Worker, Sent[]>()
+      cleanups.push(async () => {
+        await deleteCeleryQueues(
+          'amqp',
+          AMQP_URL,
+          workers.map((w) => w.queue),
         )
+        for (const w of workers) {
+          const keys = [`${w.key}:started`, `${w.key}:runs`, `${w.key}:done`]
+          let cursor = '0'
+          do {
+            const [next, found] = await redis.scan(cursor, 'MATCH', `${w.key}:at:*`, 'COUNT', 1000)
+            cursor = next
+            keys.push(...found)
+          } while (cursor !== '0')
+          await redis.del(...keys)
+        }
+        await redis.quit()
+      })
+      for (const pool of POOLS) workers.push(await spawnWorker(pool))
+      const runningAtLoss = new Map<Worker, Map<string, string>>(workers.map((w) => [w, new Map()]))
+      const note = (event: string, running: Map<Worker, Set<string>>) => {
+        for (const [w, ids] of running) for (const id of ids) if (!runningAtLoss.get(w)!.has(id)) runningAtLoss.get(w)!.set(id, event)
       }
-      for (const s of sent.filter((x) => x.notBefore !== undefined)) {
-        const ends = (await redis.lrange(`${w.key}:at:${s.id}`, 0, -1)).map(Number)
-        if (ends.length !== 1 && !(ends.length === 2 && publishedTwice(s))) failures.push(`${w.pool}: countdown task ${s.id} ran ${ends.length} times\n  ${linesAbout(w, [s.id])}`)
-        // Its start is its end less its sleep; a few ms of slack for the clocks of two processes.
-        const early = ends.filter((end) => end - s.ms < s.notBefore! - 20)
-        if (early.length) failures.push(`${w.pool}: countdown task ${s.id} ran ${s.notBefore! - (early[0]! - s.ms)} ms before its ETA`)
+      const dropped = new Map<Worker, number>(workers.map((w) => [w, 0]))
+      // When each worker noticed each loss (this process's clock, a few ms late).
+      const notices: Array<{ w: Worker; event: string; at: number }> = []
+      /** Why a repeat is not allowed, as far as the times tell: a run that ended just before the worker noticed a loss acked into a closed connection. */
+      const why = async (w: Worker, s: Sent): Promise<string> => {
+        const firstEnd = Number((await redis.lindex(`${w.key}:at:${s.id}`, 0)) ?? NaN)
+        const near = notices
+          .filter((n) => n.w === w)
+          .map((n) => ({ ...n, before: n.at - firstEnd }))
+          .find((n) => n.before >= 0 && n.before < 1_000)
+        return near ? `its first run ended ${near.before} ms before the worker noticed the ${near.event}` : 'not running at any loss'
       }
-      process.stdout.write(`# ${w.pool}: ${sent.length} tasks, ${twice.length} ran twice (${twice.map((s) => `${s.id.slice(w.key.length + 1)}: running at the ${allowed.get(s.id) ?? '-'}`).join(', ') || 'none'})\n`)
-      if (w.child.exitCode !== null) failures.push(`${w.pool}: the worker exited (${w.child.exitCode}) during the test`)
-    }
-    process.stdout.write(`# ${events.join('; ')}\n`)
-    assert.deepEqual(failures, [])
+      const events: string[] = []
+      /**
+       * From each loss's trigger to the last worker noticing it. A publish that
+       * spans one was retried by the sender's transport after its reconnect, and
+       * the broker may hold it twice (at-least-once publishing): two messages,
+       * which no worker can tell from a task sent twice, so such ids may run twice.
+       */
+      const lossWindows: Array<{ start: number; end: number }> = []
+      const publishedTwice = (s: Sent): boolean => lossWindows.some((l) => s.sentAt <= l.end && s.confirmedAt >= l.start)
 
-    for (const w of workers) w.child.kill('SIGTERM')
-    for (const w of workers) assert.equal(await w.exited, 0, `${w.pool} worker exit code\n${w.output().slice(-3000)}`)
-  })
+      const phase = async (
+        label: string,
+        countdown: number,
+        event: string,
+        trigger: () => Promise<void>,
+        prepare?: () => Promise<void>,
+      ) => {
+        await prepare?.()
+        const feeds = new Map<Worker, Feed>(
+          await Promise.all(workers.map(async (w) => [w, await Feed.start(w, label, countdown)] as const)),
+        )
+        await Promise.all(workers.map((w) => holding(redis, w, feeds.get(w)!.sent)))
+        for (const feed of feeds.values()) feed.keepFeeding()
+        const t0 = Date.now()
+        const lag = new Map<Worker, number>()
+        let running: Map<Worker, Set<string>>
+        try {
+          running = await loss(redis, workers, trigger, (w) => {
+            feeds.get(w)!.stop()
+            lag.set(w, Date.now() - t0)
+            notices.push({ w, event, at: Date.now() })
+          })
+        } finally {
+          await Promise.all([...feeds.values()].map((feed) => feed.close()))
+        }
+        lossWindows.push({ start: t0, end: Math.max(Date.now(), ...notices.map((n) => n.at)) })
+        for (const [w, feed] of feeds) sentBy.set(w, [...(sentBy.get(w) ?? []), ...feed.sent])
+        note(event, running)
+        const short = (w: Worker, id: string) => id.slice(w.key.length + 1)
+        events.push(
+          `${event}: ${workers.map((w) => `${w.pool} noticed after ${((lag.get(w) ?? 0) / 1000).toFixed(1)} s, running [${[...running.get(w)!].map((id) => short(w, id)).join(' ')}]`).join('; ')}`,
+        )
+        await Promise.all([...feeds].map(([w, feed]) => allRan(redis, w, feed.sent, `after the ${event}`)))
+        for (const w of workers) {
+          const now = w.output().match(/Dropped \d+ held task/g)?.length ?? 0
+          assert.ok(now > dropped.get(w)!, `the ${w.pool} worker dropped the tasks it held at the ${event}:\n  ${linesAbout(w, [])}`)
+          dropped.set(w, now)
+        }
+      }
+
+      // Listed before the tasks go out (rabbitmqctl takes a second or more on a busy machine), so the close comes sooner.
+      let pids: string[] = []
+      await phase(
+        'close',
+        7,
+        'forced close',
+        () => closeConnections(pids),
+        async () => {
+          pids = await connectionsOf(workers)
+        },
+      )
+      await phase('restart', 8, 'broker restart', restartRabbitMQ)
+      // Late repeats would come now, if any: the countdown tasks were the last to run.
+      await new Promise((r) => setTimeout(r, 1_000))
+
+      const failures: string[] = []
+      for (const w of workers) {
+        const sent = sentBy.get(w)!
+        const runs = await redis.hgetall(`${w.key}:runs`)
+        const never = sent.filter((s) => !runs[s.id])
+        if (never.length) failures.push(`${w.pool}: never ran: ${never.map((s) => s.id).join(', ')}`)
+        const twice = sent.filter((s) => Number(runs[s.id] ?? 0) > 1)
+        const allowed = runningAtLoss.get(w)!
+        const forbidden = twice.filter((s) => !allowed.has(s.id) && !publishedTwice(s))
+        if (forbidden.length) {
+          const reasons = await Promise.all(forbidden.map((s) => why(w, s)))
+          failures.push(
+            `${w.pool}: ran twice without running at a loss: ${forbidden.map((s, i) => `${s.id} ×${runs[s.id]} (${reasons[i]})`).join(', ')}\n  ${linesAbout(
+              w,
+              forbidden.map((s) => s.id),
+            )}`,
+          )
+        }
+        for (const s of sent.filter((x) => x.notBefore !== undefined)) {
+          const ends = (await redis.lrange(`${w.key}:at:${s.id}`, 0, -1)).map(Number)
+          if (ends.length !== 1 && !(ends.length === 2 && publishedTwice(s)))
+            failures.push(`${w.pool}: countdown task ${s.id} ran ${ends.length} times\n  ${linesAbout(w, [s.id])}`)
+          // Its start is its end less its sleep; a few ms of slack for the clocks of two processes.
+          const early = ends.filter((end) => end - s.ms < s.notBefore! - 20)
+          if (early.length) failures.push(`${w.pool}: countdown task ${s.id} ran ${s.notBefore! - (early[0]! - s.ms)} ms before its ETA`)
+        }
+        process.stdout.write(
+          `# ${w.pool}: ${sent.length} tasks, ${twice.length} ran twice (${twice.map((s) => `${s.id.slice(w.key.length + 1)}: running at the ${allowed.get(s.id) ?? '-'}`).join(', ') || 'none'})\n`,
+        )
+        if (w.child.exitCode !== null) failures.push(`${w.pool}: the worker exited (${w.child.exitCode}) during the test`)
+      }
+      process.stdout.write(`# ${events.join('; ')}\n`)
+      assert.deepEqual(failures, [])
+
+      for (const w of workers) w.child.kill('SIGTERM')
+      for (const w of workers) assert.equal(await w.exited, 0, `${w.pool} worker exit code\n${w.output().slice(-3000)}`)
+    },
+  )
 })

@@ -37,19 +37,26 @@ function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
 
 /** The pid a detached worker writes to its pidfile, once it has. */
 function detachedPid(pidfile: string): Promise<number> {
-  return waitFor(() => {
-    try {
-      return Number.parseInt(readFileSync(pidfile, 'utf8'), 10) || null
-    } catch {
-      return null
-    }
-  }, { timeoutMs: 20_000, what: 'the detached worker\'s pidfile' })
+  return waitFor(
+    () => {
+      try {
+        return Number.parseInt(readFileSync(pidfile, 'utf8'), 10) || null
+      } catch {
+        return null
+      }
+    },
+    { timeoutMs: 20_000, what: "the detached worker's pidfile" },
+  )
 }
 
 type IncludedResult = { doubled: number; pid: number; uid: number; gid: number }
 
 /** `connection`: -b and --result-backend, for both commands; `queue`: where to send. */
-async function callAndWait(env: NodeJS.ProcessEnv, connection: string[] = [], queue?: string): Promise<{ id: string; status: string; result: IncludedResult }> {
+async function callAndWait(
+  env: NodeJS.ProcessEnv,
+  connection: string[] = [],
+  queue?: string,
+): Promise<{ id: string; status: string; result: IncludedResult }> {
   const sent = await runTsq(['call', 'proj.included', '--args', '[21]', ...connection, ...(queue ? ['-Q', queue] : [])], { env })
   assert.equal(sent.code, 0, sent.stderr)
   const id = sent.stdout.trim()
@@ -60,27 +67,36 @@ async function callAndWait(env: NodeJS.ProcessEnv, connection: string[] = [], qu
 
 /** The ids of a /proc status line (Uid, Gid: real, effective, saved, filesystem). */
 function procIds(pid: number, field: 'Uid' | 'Gid' | 'Groups'): number[] {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))!
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`))!
   return line.split(/\s+/).slice(1).filter(Boolean).map(Number)
 }
 
 describe('[worker -I, -P processes] included modules in every pool process', () => {
-  it('a task registered by an included module runs in a prefork child; the banner and conf name both modules', { timeout: 60_000 }, async () => {
-    const env = embeddedBrokerEnv(tempTsqHome())
-    const worker = await startWorker(['-A', APP, '-I', INCLUDE, '-P', 'processes', '-c', '1', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: nodeName() })
-    running.push(worker)
-    assert.match(worker.output(), /concurrency: 1 \(prefork\)/)
-    assert.match(worker.output(), /\. proj\.included/)
-    const { status, result } = await callAndWait(env)
-    assert.equal(status, 'SUCCESS')
-    assert.equal(result.doubled, 42)
-    assert.notEqual(result.pid, worker.child.pid, 'ran in a pool process, which loaded the include itself')
-    const conf = await runTsq(['inspect', 'conf', '-d', worker.nodename, '--json'], { env })
-    assert.equal(conf.code, 0, conf.stderr)
-    const include = (JSON.parse(conf.stdout) as Record<string, { include: string[] }>)[worker.nodename]!.include
-    assert.deepEqual(include, [join(ROOT, APP), join(ROOT, INCLUDE)])
-    assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
-  })
+  it(
+    'a task registered by an included module runs in a prefork child; the banner and conf name both modules',
+    { timeout: 60_000 },
+    async () => {
+      const env = embeddedBrokerEnv(tempTsqHome())
+      const worker = await startWorker(
+        ['-A', APP, '-I', INCLUDE, '-P', 'processes', '-c', '1', '-l', 'INFO', '--without-mingle', '--without-gossip'],
+        { env, nodename: nodeName() },
+      )
+      running.push(worker)
+      assert.match(worker.output(), /concurrency: 1 \(prefork\)/)
+      assert.match(worker.output(), /\. proj\.included/)
+      const { status, result } = await callAndWait(env)
+      assert.equal(status, 'SUCCESS')
+      assert.equal(result.doubled, 42)
+      assert.notEqual(result.pid, worker.child.pid, 'ran in a pool process, which loaded the include itself')
+      const conf = await runTsq(['inspect', 'conf', '-d', worker.nodename, '--json'], { env })
+      assert.equal(conf.code, 0, conf.stderr)
+      const include = (JSON.parse(conf.stdout) as Record<string, { include: string[] }>)[worker.nodename]!.include
+      assert.deepEqual(include, [join(ROOT, APP), join(ROOT, INCLUDE)])
+      assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
+    },
+  )
 
   it('an include that cannot be found is one line and exit 64, before anything starts', async () => {
     const env = embeddedBrokerEnv(tempTsqHome())
@@ -98,7 +114,29 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     const node = nodeName()
     const pidfile = join(home, 'w.pid')
     const logfile = join(home, 'w.log')
-    const r = await runTsq(['worker', '-D', '--umask', '077', '-A', APP, '-P', 'solo', '-c', '1', '-l', 'INFO', '-n', node, '--pidfile', pidfile, '--logfile', logfile], { env })
+    const r = await runTsq(
+      [
+        'worker',
+        '-D',
+        '--umask',
+        '077',
+        '-A',
+        APP,
+        '-P',
+        'solo',
+        '-c',
+        '1',
+        '-l',
+        'INFO',
+        '-n',
+        node,
+        '--pidfile',
+        pidfile,
+        '--logfile',
+        logfile,
+      ],
+      { env },
+    )
     assert.equal(r.code, 0, r.stderr)
     const pid = await detachedPid(pidfile)
     detachedPids.push(pid)
@@ -107,28 +145,54 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
     killPid(pid, 'SIGTERM')
   })
 
-  it('--executable with --detach: the detached worker runs under that binary (here a wrapper that execs node)', { timeout: 60_000 }, async () => {
-    const home = tempTsqHome()
-    const env = embeddedBrokerEnv(home)
-    const node = nodeName()
-    const pidfile = join(home, 'w.pid')
-    const marker = join(home, 'wrapper-ran')
-    const wrapper = join(home, 'node-wrapper.sh')
-    writeFileSync(wrapper, `#!/bin/sh\necho "$@" > '${marker}'\nexec '${process.execPath}' "$@"\n`)
-    chmodSync(wrapper, 0o755)
-    const r = await runTsq(['worker', '-D', '--executable', wrapper, '-A', APP, '-P', 'solo', '-c', '1', '-n', node, '--pidfile', pidfile, '--logfile', join(home, 'w.log')], { env })
-    assert.equal(r.code, 0, r.stderr)
-    const pid = await detachedPid(pidfile)
-    detachedPids.push(pid)
-    assert.ok(existsSync(marker), 'the wrapper started the detached worker')
-    assert.match(readFileSync(marker, 'utf8'), / worker .*-n daemonopts/)
-    // exec: the wrapper's process became node, so the pidfile names the worker itself.
-    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /node/)
-    killPid(pid, 'SIGTERM')
-  })
+  it(
+    '--executable with --detach: the detached worker runs under that binary (here a wrapper that execs node)',
+    { timeout: 60_000 },
+    async () => {
+      const home = tempTsqHome()
+      const env = embeddedBrokerEnv(home)
+      const node = nodeName()
+      const pidfile = join(home, 'w.pid')
+      const marker = join(home, 'wrapper-ran')
+      const wrapper = join(home, 'node-wrapper.sh')
+      writeFileSync(wrapper, `#!/bin/sh\necho "$@" > '${marker}'\nexec '${process.execPath}' "$@"\n`)
+      chmodSync(wrapper, 0o755)
+      const r = await runTsq(
+        [
+          'worker',
+          '-D',
+          '--executable',
+          wrapper,
+          '-A',
+          APP,
+          '-P',
+          'solo',
+          '-c',
+          '1',
+          '-n',
+          node,
+          '--pidfile',
+          pidfile,
+          '--logfile',
+          join(home, 'w.log'),
+        ],
+        { env },
+      )
+      assert.equal(r.code, 0, r.stderr)
+      const pid = await detachedPid(pidfile)
+      detachedPids.push(pid)
+      assert.ok(existsSync(marker), 'the wrapper started the detached worker')
+      assert.match(readFileSync(marker, 'utf8'), / worker .*-n daemonopts/)
+      // exec: the wrapper's process became node, so the pidfile names the worker itself.
+      assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /node/)
+      killPid(pid, 'SIGTERM')
+    },
+  )
 
-  it('multi: --executable is the binary each node runs under, and is passed on, as Celery\'s multi does', async () => {
-    const r = await runTsq(['multi', 'show', '2', '-A', APP, '--executable=/usr/local/bin/node-custom', '--json'], { env: embeddedBrokerEnv(tempTsqHome()) })
+  it("multi: --executable is the binary each node runs under, and is passed on, as Celery's multi does", async () => {
+    const r = await runTsq(['multi', 'show', '2', '-A', APP, '--executable=/usr/local/bin/node-custom', '--json'], {
+      env: embeddedBrokerEnv(tempTsqHome()),
+    })
     assert.equal(r.code, 0, r.stderr)
     const plans = JSON.parse(r.stdout) as Array<{ argv: string[] }>
     assert.equal(plans.length, 2)
@@ -167,46 +231,87 @@ describe('[--uid --gid --umask] privileges and the detached umask', () => {
   const asNobody = () => (install ??= worldReadableInstall([APP, INCLUDE]))
   after(() => install?.remove())
 
-  it('--uid nobody: the worker and its pool processes run as nobody with nobody\'s groups, and serve tasks', { timeout: 60_000, skip: notRoot }, async (t) => {
-    if (!(await requireBroker(t, 'redis'))) return
-    const queue = uniqueName('tsq-uid')
-    const env = embeddedBrokerEnv(tempTsqHome())
-    const backend = REDIS_URL.replace(/\/0$/, '/1')
-    const ids: string[] = []
-    try {
-      const copy = asNobody()
-      const worker = await startWorker(['-A', copy.path(APP), '-I', copy.path(INCLUDE), '-b', REDIS_URL, '--result-backend', backend, '-Q', queue, '-P', 'prefork', '-c', '1', '--uid', 'nobody', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: nodeName(), bin: copy.bin, cwd: copy.root })
+  it(
+    "--uid nobody: the worker and its pool processes run as nobody with nobody's groups, and serve tasks",
+    { timeout: 60_000, skip: notRoot },
+    async (t) => {
+      if (!(await requireBroker(t, 'redis'))) return
+      const queue = uniqueName('tsq-uid')
+      const env = embeddedBrokerEnv(tempTsqHome())
+      const backend = REDIS_URL.replace(/\/0$/, '/1')
+      const ids: string[] = []
+      try {
+        const copy = asNobody()
+        const worker = await startWorker(
+          [
+            '-A',
+            copy.path(APP),
+            '-I',
+            copy.path(INCLUDE),
+            '-b',
+            REDIS_URL,
+            '--result-backend',
+            backend,
+            '-Q',
+            queue,
+            '-P',
+            'prefork',
+            '-c',
+            '1',
+            '--uid',
+            'nobody',
+            '-l',
+            'INFO',
+            '--without-mingle',
+            '--without-gossip',
+          ],
+          { env, nodename: nodeName(), bin: copy.bin, cwd: copy.root },
+        )
+        running.push(worker)
+        assert.deepEqual(procIds(worker.child.pid!, 'Uid'), [65534, 65534, 65534, 65534])
+        assert.deepEqual(procIds(worker.child.pid!, 'Gid'), [65534, 65534, 65534, 65534], "the user's primary group")
+        assert.deepEqual(procIds(worker.child.pid!, 'Groups'), [65534], "the user's groups, not root's")
+        const { id, status, result } = await callAndWait(env, ['-b', REDIS_URL, '--result-backend', backend], queue)
+        ids.push(id)
+        assert.equal(status, 'SUCCESS')
+        assert.deepEqual([result.uid, result.gid], [65534, 65534], 'the pool process inherited the dropped ids')
+        assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
+      } finally {
+        await deleteCeleryQueues('redis', REDIS_URL, [queue])
+        await deleteResults(backend, ids)
+      }
+    },
+  )
+
+  it(
+    '--gid alone changes only the group; --uid as a user who is not root is refused with exit 1',
+    { timeout: 60_000, skip: notRoot },
+    async () => {
+      const env = embeddedBrokerEnv(tempTsqHome())
+      const worker = await startWorker(
+        ['-A', APP, '-P', 'solo', '--gid', 'nogroup', '-l', 'INFO', '--without-mingle', '--without-gossip'],
+        { env, nodename: nodeName() },
+      )
       running.push(worker)
-      assert.deepEqual(procIds(worker.child.pid!, 'Uid'), [65534, 65534, 65534, 65534])
-      assert.deepEqual(procIds(worker.child.pid!, 'Gid'), [65534, 65534, 65534, 65534], 'the user\'s primary group')
-      assert.deepEqual(procIds(worker.child.pid!, 'Groups'), [65534], 'the user\'s groups, not root\'s')
-      const { id, status, result } = await callAndWait(env, ['-b', REDIS_URL, '--result-backend', backend], queue)
-      ids.push(id)
-      assert.equal(status, 'SUCCESS')
-      assert.deepEqual([result.uid, result.gid], [65534, 65534], 'the pool process inherited the dropped ids')
+      assert.deepEqual(procIds(worker.child.pid!, 'Uid'), [0, 0, 0, 0])
+      assert.deepEqual(procIds(worker.child.pid!, 'Gid'), [65534, 65534, 65534, 65534])
       assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
-    } finally {
-      await deleteCeleryQueues('redis', REDIS_URL, [queue])
-      await deleteResults(backend, ids)
-    }
-  })
 
-  it('--gid alone changes only the group; --uid as a user who is not root is refused with exit 1', { timeout: 60_000, skip: notRoot }, async () => {
-    const env = embeddedBrokerEnv(tempTsqHome())
-    const worker = await startWorker(['-A', APP, '-P', 'solo', '--gid', 'nogroup', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: nodeName() })
-    running.push(worker)
-    assert.deepEqual(procIds(worker.child.pid!, 'Uid'), [0, 0, 0, 0])
-    assert.deepEqual(procIds(worker.child.pid!, 'Gid'), [65534, 65534, 65534, 65534])
-    assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
-
-    // As nobody (spawned with its ids), asking to become root fails as Celery's SecurityError does.
-    const copy = asNobody()
-    const nobody = spawn(process.execPath, [copy.bin, 'worker', '-A', copy.path(APP), '-P', 'solo', '--uid', 'root'], { cwd: copy.root, env: { ...process.env, ...env, HOME: '/' }, uid: 65534, gid: 65534, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stderr = ''
-    nobody.stderr.on('data', (d) => (stderr += d))
-    const code = await new Promise<number | null>((resolve) => nobody.once('exit', resolve))
-    assert.equal(code, 1, stderr)
-    assert.equal(stderr.trim().split('\n').length, 1, stderr)
-    assert.match(stderr, /cannot run as user root: only root can change it/)
-  })
+      // As nobody (spawned with its ids), asking to become root fails as Celery's SecurityError does.
+      const copy = asNobody()
+      const nobody = spawn(process.execPath, [copy.bin, 'worker', '-A', copy.path(APP), '-P', 'solo', '--uid', 'root'], {
+        cwd: copy.root,
+        env: { ...process.env, ...env, HOME: '/' },
+        uid: 65534,
+        gid: 65534,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let stderr = ''
+      nobody.stderr.on('data', (d) => (stderr += d))
+      const code = await new Promise<number | null>((resolve) => nobody.once('exit', resolve))
+      assert.equal(code, 1, stderr)
+      assert.equal(stderr.trim().split('\n').length, 1, stderr)
+      assert.match(stderr, /cannot run as user root: only root can change it/)
+    },
+  )
 })

@@ -36,17 +36,23 @@ function fileSetup(): { env: NodeJS.ProcessEnv; tickFile: string; schedule: stri
 }
 
 async function start(args: string[], env: NodeJS.ProcessEnv, nodename = nodeName()): Promise<SpawnedWorker> {
-  const worker = await startWorker(['-A', APP, '-P', 'solo', '-c', '2', '-Q', env.TSQ_TEST_QUEUE!, '-l', 'INFO', '--without-mingle', '--without-gossip', ...args], { env, nodename })
+  const worker = await startWorker(
+    ['-A', APP, '-P', 'solo', '-c', '2', '-Q', env.TSQ_TEST_QUEUE!, '-l', 'INFO', '--without-mingle', '--without-gossip', ...args],
+    { env, nodename },
+  )
   running.push(worker)
   return worker
 }
 
 describe('[worker -B] the embedded beat', () => {
-  it('sends the app\'s entries, which this worker runs, and stops with a warm shutdown (TERM)', { timeout: 60_000 }, async () => {
+  it("sends the app's entries, which this worker runs, and stops with a warm shutdown (TERM)", { timeout: 60_000 }, async () => {
     const { env, tickFile, schedule } = fileSetup()
     const worker = await start(['-B', '-s', schedule], env)
     await waitFor(() => ticks(tickFile).length >= 2, { timeoutMs: 15_000, what: 'two ticks run' })
-    assert.ok(ticks(tickFile).every((line) => line.startsWith(`${worker.nodename} `)), 'the worker that sent them ran them')
+    assert.ok(
+      ticks(tickFile).every((line) => line.startsWith(`${worker.nodename} `)),
+      'the worker that sent them ran them',
+    )
     assert.match(worker.output(), /beat: Starting\.\.\./)
     assert.equal(await worker.stop('SIGTERM'), 0, worker.output())
     // The file store kept the entry and its run count, as `tsq beat` would.
@@ -77,38 +83,42 @@ describe('[worker -B] the embedded beat', () => {
     assert.equal(await worker.stop('SIGTERM'), 0)
   })
 
-  it('with --scheduler redis, two workers with -B send each tick once: one holds the lease, and the other takes over when it stops', { timeout: 90_000 }, async (t) => {
-    if (!(await requireBroker(t, 'redis'))) return
-    const { env: fileEnv, tickFile } = fileSetup()
-    const queue = uniqueName('tsq-embedded-beat')
-    const prefix = `${uniqueName('tsq-embedded-redbeat')}:`
-    const env = { ...fileEnv, TSQ_TEST_QUEUE: queue }
-    const args = ['-B', '--scheduler', 'redis', '--key-prefix', prefix, '-b', REDIS_URL]
-    try {
-      const first = await start(args, env)
-      const second = await start(args, env)
-      const leaderOf = () => [first, second].find((w) => w.output().includes('this beat now sends'))
-      const leader = await waitFor(leaderOf, { timeoutMs: 15_000, what: 'one worker to take the lease' })
-      const follower = leader === first ? second : first
-      await waitFor(() => ticks(tickFile).length >= 3, { timeoutMs: 15_000, what: 'three ticks run' })
-      assert.ok(leader.output().includes(SENT))
-      assert.ok(!follower.output().includes(SENT), `the follower sent too:\n${follower.output()}`)
-      assert.ok(!follower.output().includes('this beat now sends'))
+  it(
+    'with --scheduler redis, two workers with -B send each tick once: one holds the lease, and the other takes over when it stops',
+    { timeout: 90_000 },
+    async (t) => {
+      if (!(await requireBroker(t, 'redis'))) return
+      const { env: fileEnv, tickFile } = fileSetup()
+      const queue = uniqueName('tsq-embedded-beat')
+      const prefix = `${uniqueName('tsq-embedded-redbeat')}:`
+      const env = { ...fileEnv, TSQ_TEST_QUEUE: queue }
+      const args = ['-B', '--scheduler', 'redis', '--key-prefix', prefix, '-b', REDIS_URL]
+      try {
+        const first = await start(args, env)
+        const second = await start(args, env)
+        const leaderOf = () => [first, second].find((w) => w.output().includes('this beat now sends'))
+        const leader = await waitFor(leaderOf, { timeoutMs: 15_000, what: 'one worker to take the lease' })
+        const follower = leader === first ? second : first
+        await waitFor(() => ticks(tickFile).length >= 3, { timeoutMs: 15_000, what: 'three ticks run' })
+        assert.ok(leader.output().includes(SENT))
+        assert.ok(!follower.output().includes(SENT), `the follower sent too:\n${follower.output()}`)
+        assert.ok(!follower.output().includes('this beat now sends'))
 
-      // The leader's beat releases the lease as its worker stops, so the follower
-      // (polling every second) takes over at once, not after the 10 s a lease
-      // left to expire would take.
-      assert.equal(await leader.stop('SIGTERM'), 0, leader.output())
-      await waitFor(() => follower.output().includes(SENT), { timeoutMs: 6_000, what: 'the follower to take over the released lease' })
-      const before = ticks(tickFile).length
-      await waitFor(() => ticks(tickFile).length >= before + 2, { timeoutMs: 15_000, what: 'ticks after the take-over' })
-      assert.equal(await follower.stop('SIGTERM'), 0, follower.output())
-    } finally {
-      await deleteCeleryQueues('redis', REDIS_URL, [queue])
-      const redis = new Redis(REDIS_URL)
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length) await redis.del(...keys)
-      await redis.quit()
-    }
-  })
+        // The leader's beat releases the lease as its worker stops, so the follower
+        // (polling every second) takes over at once, not after the 10 s a lease
+        // left to expire would take.
+        assert.equal(await leader.stop('SIGTERM'), 0, leader.output())
+        await waitFor(() => follower.output().includes(SENT), { timeoutMs: 6_000, what: 'the follower to take over the released lease' })
+        const before = ticks(tickFile).length
+        await waitFor(() => ticks(tickFile).length >= before + 2, { timeoutMs: 15_000, what: 'ticks after the take-over' })
+        assert.equal(await follower.stop('SIGTERM'), 0, follower.output())
+      } finally {
+        await deleteCeleryQueues('redis', REDIS_URL, [queue])
+        const redis = new Redis(REDIS_URL)
+        const keys = await redis.keys(`${prefix}*`)
+        if (keys.length) await redis.del(...keys)
+        await redis.quit()
+      }
+    },
+  )
 })

@@ -87,8 +87,24 @@ describe('ETA tasks held past RabbitMQ consumer_timeout (10 s), default worker s
   let previous: string | undefined
   let redis: Redis | undefined
   const lanes: Lane[] = [
-    { label: 'solo', pool: 'solo', concurrency: 1, queue: uniqueName('tsq-etact-solo'), key: uniqueName('tsq-etact-solo-key'), countdown: [], trickle: [] },
-    { label: 'prefork -c 2', pool: 'prefork', concurrency: 2, queue: uniqueName('tsq-etact-pf'), key: uniqueName('tsq-etact-pf-key'), countdown: [], trickle: [] },
+    {
+      label: 'solo',
+      pool: 'solo',
+      concurrency: 1,
+      queue: uniqueName('tsq-etact-solo'),
+      key: uniqueName('tsq-etact-solo-key'),
+      countdown: [],
+      trickle: [],
+    },
+    {
+      label: 'prefork -c 2',
+      pool: 'prefork',
+      concurrency: 2,
+      queue: uniqueName('tsq-etact-pf'),
+      key: uniqueName('tsq-etact-pf-key'),
+      countdown: [],
+      trickle: [],
+    },
   ]
 
   before(() => {
@@ -103,8 +119,13 @@ describe('ETA tasks held past RabbitMQ consumer_timeout (10 s), default worker s
     try {
       await Promise.all(lanes.map((l) => l.worker?.stop()))
       // TSQ_TEST_LOG_DIR=<dir> keeps the workers' logs, for a look after the run.
-      if (process.env.TSQ_TEST_LOG_DIR) for (const l of lanes) if (l.worker) writeFileSync(resolve(process.env.TSQ_TEST_LOG_DIR, `${l.queue}.log`), l.worker.log)
-      await deleteCeleryQueues('amqp', AMQP_URL, lanes.map((l) => l.queue))
+      if (process.env.TSQ_TEST_LOG_DIR)
+        for (const l of lanes) if (l.worker) writeFileSync(resolve(process.env.TSQ_TEST_LOG_DIR, `${l.queue}.log`), l.worker.log)
+      await deleteCeleryQueues(
+        'amqp',
+        AMQP_URL,
+        lanes.map((l) => l.queue),
+      )
       const ids = lanes.flatMap((l) => [...l.countdown, ...l.trickle].map((s) => s.id))
       await deleteResults(BACKEND, ids)
       if (redis) {
@@ -123,102 +144,143 @@ describe('ETA tasks held past RabbitMQ consumer_timeout (10 s), default worker s
     }
   })
 
-  it('each countdown task runs once within 2 s of its ETA, the trickle keeps flowing, one warning, the worker goes on', { timeout: 300_000 }, async () => {
-    redis = new Redis(REDIS_URL)
-    // Started after the timeout was lowered: their channels get 10 s. Default ETA settings (no --eta-broker-delay-after).
-    const workers = await Promise.all(
-      lanes.map((l) => startTsqWorker({ env: { broker: AMQP_URL, backend: BACKEND, queue: l.queue }, module: MODULE, pool: l.pool, concurrency: l.concurrency })),
-    )
-    lanes.forEach((l, i) => (l.worker = workers[i]))
+  it(
+    'each countdown task runs once within 2 s of its ETA, the trickle keeps flowing, one warning, the worker goes on',
+    { timeout: 300_000 },
+    async () => {
+      redis = new Redis(REDIS_URL)
+      // Started after the timeout was lowered: their channels get 10 s. Default ETA settings (no --eta-broker-delay-after).
+      const workers = await Promise.all(
+        lanes.map((l) =>
+          startTsqWorker({
+            env: { broker: AMQP_URL, backend: BACKEND, queue: l.queue },
+            module: MODULE,
+            pool: l.pool,
+            concurrency: l.concurrency,
+          }),
+        ),
+      )
+      lanes.forEach((l, i) => (l.worker = workers[i]))
 
-    const transport: Transport = await createTransport(AMQP_URL)
-    await transport.connect()
-    let n = 0
-    const send = async (l: Lane, ms: number, countdownS?: number): Promise<Sent> => {
-      const id = `${l.key}-${countdownS === undefined ? 't' : `cd${countdownS}`}-${(n += 1)}`
-      const before = Date.now()
-      await sendTask(transport, 'closs.work', { id, args: [l.key, ms], queue: l.queue, exchange: l.queue, routingKey: l.queue, ...(countdownS === undefined ? {} : { countdown: countdownS }) })
-      return { id, before, after: Date.now(), countdownS }
-    }
-    try {
-      for (const l of lanes) for (const cd of COUNTDOWNS_S) l.countdown.push(await send(l, 0, cd))
-      const lastEta = Math.max(...lanes.flatMap((l) => l.countdown.map((s) => s.after + s.countdownS! * 1000)))
-      // The trickle: one task without ETA per worker every 2 s, for the whole wait.
-      while (Date.now() < lastEta + ETA_SLACK_MS) {
-        const tick = Date.now()
-        for (const l of lanes) l.trickle.push(await send(l, TRICKLE_TASK_MS))
-        for (const l of lanes) assert.ok(!l.worker!.hasExited, `${l.label} worker exited:\n${l.worker!.logTail()}`)
-        await sleep(Math.max(0, TRICKLE_EVERY_MS - (Date.now() - tick)))
+      const transport: Transport = await createTransport(AMQP_URL)
+      await transport.connect()
+      let n = 0
+      const send = async (l: Lane, ms: number, countdownS?: number): Promise<Sent> => {
+        const id = `${l.key}-${countdownS === undefined ? 't' : `cd${countdownS}`}-${(n += 1)}`
+        const before = Date.now()
+        await sendTask(transport, 'closs.work', {
+          id,
+          args: [l.key, ms],
+          queue: l.queue,
+          exchange: l.queue,
+          routingKey: l.queue,
+          ...(countdownS === undefined ? {} : { countdown: countdownS }),
+        })
+        return { id, before, after: Date.now(), countdownS }
       }
-    } finally {
-      await transport.close()
-    }
-
-    const total = lanes.reduce((a, l) => a + l.countdown.length + l.trickle.length, 0)
-    const doneCount = async () => (await Promise.all(lanes.map((l) => redis!.scard(`${l.key}:done`)))).reduce((a, b) => a + b, 0)
-    await waitFor(async () => (await doneCount()) >= total, { timeoutMs: 30_000, intervalMs: 200, what: `all ${total} tasks done` }).catch((err: Error) => {
-      throw new Error(`${err.message}\n${lanes.map((l) => `--- ${l.label} worker ---\n${l.worker!.logTail(6000)}`).join('\n')}`)
-    })
-    // A second copy, if the broker or the worker made one, would run by its ETA: a few seconds more to see it.
-    await sleep(3_000)
-
-    const report: string[] = []
-    for (const l of lanes) {
-      const w = l.worker!
-      const log = w.log
-      // Another test on this broker may restart it (rabbitmqctl stop_app/start_app): its redeliveries upset the timing asserted here.
-      const restarted = /CONNECTION_FORCED/.test(log) ? ' (the broker was restarted during the test, CONNECTION_FORCED in the log: rerun before concluding)' : ''
-      const ctx = (msg: string) => `[${l.label}] ${msg}${restarted}\n--- worker log (tail) ---\n${w.logTail(8000)}`
-      assert.ok(!w.hasExited, ctx('the worker exited'))
-      const runs = await redis.hgetall(`${l.key}:runs`)
-      const at = async (id: string) => (await redis!.lrange(`${l.key}:at:${id}`, 0, -1)).map(Number)
-
-      // The broker's 406, learned from: one warning per close, each naming a different held task.
-      const warnings = [...log.matchAll(/Task closs\.work\[([^\]]+)\] was held unacknowledged past RabbitMQ's consumer_timeout \(10 s\)[^\n]*/g)]
-      assert.ok(warnings.length >= 1, ctx('no consumer_timeout warning'))
-      const named = warnings.map((m) => m[1]!)
-      assert.equal(new Set(named).size, named.length, ctx(`a task was named by more than one warning: ${named.join(', ')}`))
-      for (const id of named) assert.ok(l.countdown.some((s) => s.id === id), ctx(`the warning names ${id}, not a held countdown task`))
-      assert.ok(warnings[0]![0].includes('ETAs more than 8 s away now wait in the broker'), ctx(`threshold not lowered to 8 s: ${warnings[0]![0]}`))
-      assert.match(log, new RegExp(`Dropped \\d+ held task\\(s\\) of ${l.queue} `), ctx('held copies not dropped'))
-      assert.doesNotMatch(log, /Uncaught exception|Unhandled promise rejection|ERROR\/|CRITICAL\//, ctx('an error was logged'))
-
-      // Both countdown tasks: exactly one run, not before the ETA, within 2 s after it, and handed to the broker once the 8 s were learned.
-      for (const s of l.countdown) {
-        const times = await at(s.id)
-        assert.equal(Number(runs[s.id] ?? 0), 1, ctx(`countdown ${s.countdownS} s task ${s.id} ran ${runs[s.id] ?? 0} times`))
-        assert.equal(times.length, 1, ctx(`countdown task ${s.id} run times: ${times.join(', ')}`))
-        const earliest = s.before + s.countdownS! * 1000
-        const latest = s.after + s.countdownS! * 1000 + ETA_SLACK_MS
-        const t = times[0]!
-        assert.ok(t >= earliest, ctx(`countdown ${s.countdownS} s task ran ${earliest - t} ms before its ETA`))
-        assert.ok(t <= latest, ctx(`countdown ${s.countdownS} s task ran ${t - (s.after + s.countdownS! * 1000)} ms after its ETA`))
-        assert.match(log, new RegExp(`Task closs\\.work\\[${s.id}\\] has an ETA \\d+ s away: handed to the broker's delayed delivery, back in ${l.queue} at `), ctx(`${s.id} was not handed to the delayed delivery`))
-        report.push(`${l.label}: ${s.countdownS} s task ran ${t - (s.before + s.countdownS! * 1000)} ms after send+countdown`)
+      try {
+        for (const l of lanes) for (const cd of COUNTDOWNS_S) l.countdown.push(await send(l, 0, cd))
+        const lastEta = Math.max(...lanes.flatMap((l) => l.countdown.map((s) => s.after + s.countdownS! * 1000)))
+        // The trickle: one task without ETA per worker every 2 s, for the whole wait.
+        while (Date.now() < lastEta + ETA_SLACK_MS) {
+          const tick = Date.now()
+          for (const l of lanes) l.trickle.push(await send(l, TRICKLE_TASK_MS))
+          for (const l of lanes) assert.ok(!l.worker!.hasExited, `${l.label} worker exited:\n${l.worker!.logTail()}`)
+          await sleep(Math.max(0, TRICKLE_EVERY_MS - (Date.now() - tick)))
+        }
+      } finally {
+        await transport.close()
       }
 
-      // The trickle: every task once, promptly.
-      let maxLatency = 0
-      for (const s of l.trickle) {
-        const times = await at(s.id)
-        assert.equal(Number(runs[s.id] ?? 0), 1, ctx(`no-ETA task ${s.id} ran ${runs[s.id] ?? 0} times`))
-        assert.equal(times.length, 1, ctx(`no-ETA task ${s.id} run times: ${times.join(', ')}`))
-        const latency = times[0]! - s.before
-        maxLatency = Math.max(maxLatency, latency)
-        assert.ok(latency <= TRICKLE_MAX_LATENCY_MS, ctx(`no-ETA task ${s.id} took ${latency} ms from send to done`))
+      const total = lanes.reduce((a, l) => a + l.countdown.length + l.trickle.length, 0)
+      const doneCount = async () => (await Promise.all(lanes.map((l) => redis!.scard(`${l.key}:done`)))).reduce((a, b) => a + b, 0)
+      await waitFor(async () => (await doneCount()) >= total, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: `all ${total} tasks done`,
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}\n${lanes.map((l) => `--- ${l.label} worker ---\n${l.worker!.logTail(6000)}`).join('\n')}`)
+      })
+      // A second copy, if the broker or the worker made one, would run by its ETA: a few seconds more to see it.
+      await sleep(3_000)
+
+      const report: string[] = []
+      for (const l of lanes) {
+        const w = l.worker!
+        const log = w.log
+        // Another test on this broker may restart it (rabbitmqctl stop_app/start_app): its redeliveries upset the timing asserted here.
+        const restarted = /CONNECTION_FORCED/.test(log)
+          ? ' (the broker was restarted during the test, CONNECTION_FORCED in the log: rerun before concluding)'
+          : ''
+        const ctx = (msg: string) => `[${l.label}] ${msg}${restarted}\n--- worker log (tail) ---\n${w.logTail(8000)}`
+        assert.ok(!w.hasExited, ctx('the worker exited'))
+        const runs = await redis.hgetall(`${l.key}:runs`)
+        const at = async (id: string) => (await redis!.lrange(`${l.key}:at:${id}`, 0, -1)).map(Number)
+
+        // The broker's 406, learned from: one warning per close, each naming a different held task.
+        const warnings = [
+          ...log.matchAll(/Task closs\.work\[([^\]]+)\] was held unacknowledged past RabbitMQ's consumer_timeout \(10 s\)[^\n]*/g),
+        ]
+        assert.ok(warnings.length >= 1, ctx('no consumer_timeout warning'))
+        const named = warnings.map((m) => m[1]!)
+        assert.equal(new Set(named).size, named.length, ctx(`a task was named by more than one warning: ${named.join(', ')}`))
+        for (const id of named)
+          assert.ok(
+            l.countdown.some((s) => s.id === id),
+            ctx(`the warning names ${id}, not a held countdown task`),
+          )
+        assert.ok(
+          warnings[0]![0].includes('ETAs more than 8 s away now wait in the broker'),
+          ctx(`threshold not lowered to 8 s: ${warnings[0]![0]}`),
+        )
+        assert.match(log, new RegExp(`Dropped \\d+ held task\\(s\\) of ${l.queue} `), ctx('held copies not dropped'))
+        assert.doesNotMatch(log, /Uncaught exception|Unhandled promise rejection|ERROR\/|CRITICAL\//, ctx('an error was logged'))
+
+        // Both countdown tasks: exactly one run, not before the ETA, within 2 s after it, and handed to the broker once the 8 s were learned.
+        for (const s of l.countdown) {
+          const times = await at(s.id)
+          assert.equal(Number(runs[s.id] ?? 0), 1, ctx(`countdown ${s.countdownS} s task ${s.id} ran ${runs[s.id] ?? 0} times`))
+          assert.equal(times.length, 1, ctx(`countdown task ${s.id} run times: ${times.join(', ')}`))
+          const earliest = s.before + s.countdownS! * 1000
+          const latest = s.after + s.countdownS! * 1000 + ETA_SLACK_MS
+          const t = times[0]!
+          assert.ok(t >= earliest, ctx(`countdown ${s.countdownS} s task ran ${earliest - t} ms before its ETA`))
+          assert.ok(t <= latest, ctx(`countdown ${s.countdownS} s task ran ${t - (s.after + s.countdownS! * 1000)} ms after its ETA`))
+          assert.match(
+            log,
+            new RegExp(
+              `Task closs\\.work\\[${s.id}\\] has an ETA \\d+ s away: handed to the broker's delayed delivery, back in ${l.queue} at `,
+            ),
+            ctx(`${s.id} was not handed to the delayed delivery`),
+          )
+          report.push(`${l.label}: ${s.countdownS} s task ran ${t - (s.before + s.countdownS! * 1000)} ms after send+countdown`)
+        }
+
+        // The trickle: every task once, promptly.
+        let maxLatency = 0
+        for (const s of l.trickle) {
+          const times = await at(s.id)
+          assert.equal(Number(runs[s.id] ?? 0), 1, ctx(`no-ETA task ${s.id} ran ${runs[s.id] ?? 0} times`))
+          assert.equal(times.length, 1, ctx(`no-ETA task ${s.id} run times: ${times.join(', ')}`))
+          const latency = times[0]! - s.before
+          maxLatency = Math.max(maxLatency, latency)
+          assert.ok(latency <= TRICKLE_MAX_LATENCY_MS, ctx(`no-ETA task ${s.id} took ${latency} ms from send to done`))
+        }
+        report.push(
+          `${l.label}: ${l.trickle.length} no-ETA tasks, each once, slowest ${maxLatency} ms; ${warnings.length} consumer_timeout warning(s)`,
+        )
       }
-      report.push(`${l.label}: ${l.trickle.length} no-ETA tasks, each once, slowest ${maxLatency} ms; ${warnings.length} consumer_timeout warning(s)`)
-    }
-    // A warm stop still ends it cleanly.
-    await Promise.all(
-      lanes.map(async (l) => {
-        const t0 = Date.now()
-        await l.worker!.stop(15_000)
-        const code = await l.worker!.exited
-        report.push(`${l.label}: warm stop took ${Date.now() - t0} ms, exit ${code}`)
-        assert.equal(code, 0, `[${l.label}] warm stop:\n${l.worker!.logTail(4000)}`)
-      }),
-    )
-    process.stdout.write(`# ${report.join('\n# ')}\n`)
-  })
+      // A warm stop still ends it cleanly.
+      await Promise.all(
+        lanes.map(async (l) => {
+          const t0 = Date.now()
+          await l.worker!.stop(15_000)
+          const code = await l.worker!.exited
+          report.push(`${l.label}: warm stop took ${Date.now() - t0} ms, exit ${code}`)
+          assert.equal(code, 0, `[${l.label}] warm stop:\n${l.worker!.logTail(4000)}`)
+        }),
+      )
+      process.stdout.write(`# ${report.join('\n# ')}\n`)
+    },
+  )
 })

@@ -25,17 +25,38 @@ describe('broker drivers in a prefork child (file://, no locked task)', () => {
     const traces = join(home, 'traces')
     mkdirSync(traces)
     const preload = join(ROOT, 'test/fixtures/module-trace/preload.mjs')
-    worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/noop-tasks.js'), '-P', 'prefork', '-c', '1', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-      env: embeddedBrokerEnv(home, { NODE_OPTIONS: `--import=${preload}`, TSQ_TEST_TRACE_DIR: traces }),
-      nodename: `lazydrivers-${process.pid}@${hostname()}`,
-      readyTimeoutMs: 90_000,
-    })
+    worker = await startWorker(
+      [
+        '-A',
+        join(ROOT, 'test/fixtures/tasks/noop-tasks.js'),
+        '-P',
+        'prefork',
+        '-c',
+        '1',
+        '-l',
+        'INFO',
+        '--without-mingle',
+        '--without-gossip',
+      ],
+      {
+        env: embeddedBrokerEnv(home, { NODE_OPTIONS: `--import=${preload}`, TSQ_TEST_TRACE_DIR: traces }),
+        nodename: `lazydrivers-${process.pid}@${hostname()}`,
+        readyTimeoutMs: 90_000,
+      },
+    )
     // Ready: the child has loaded the task module, and with it everything it loads before its first task.
     const children = readdirSync(traces).filter((pid) => Number(pid) !== worker!.child.pid)
     assert.equal(children.length, 1, `one pool process traced besides the worker ${worker.child.pid}: ${readdirSync(traces).join(', ')}`)
     const resolved = readFileSync(join(traces, children[0]!), 'utf8').split('\n')
     // The trace sees the lock layer (so a driver it loaded would show too).
-    assert.ok(resolved.some((url) => url.endsWith('/dist/locks/open-store.js')), 'the child loaded src/locks/open-store')
-    assert.deepEqual(resolved.filter((url) => DRIVER.test(url)), [], 'drivers the child loaded')
+    assert.ok(
+      resolved.some((url) => url.endsWith('/dist/locks/open-store.js')),
+      'the child loaded src/locks/open-store',
+    )
+    assert.deepEqual(
+      resolved.filter((url) => DRIVER.test(url)),
+      [],
+      'drivers the child loaded',
+    )
   })
 })

@@ -22,7 +22,10 @@ function nodeName(): string {
   return `extra${++n}-${process.pid}@testhost`
 }
 
-async function stats(env: NodeJS.ProcessEnv, node: string): Promise<{ clock: string; pool: { processes: number[]; 'max-concurrency': number }; autoscaler?: Record<string, number> } | null> {
+async function stats(
+  env: NodeJS.ProcessEnv,
+  node: string,
+): Promise<{ clock: string; pool: { processes: number[]; 'max-concurrency': number }; autoscaler?: Record<string, number> } | null> {
   const r = await runTsq(['inspect', 'stats', '-d', node, '--json', '-t', '2'], { env })
   if (r.code !== 0) return null
   return JSON.parse(r.stdout)[node] ?? null
@@ -86,7 +89,10 @@ describe('[--statedb] revoked ids and the clock survive a restart', () => {
       assert.ok(clockAfter > clockBefore, `clock ${clockAfter} continues from ${clockBefore}`)
       await sendMany(env, 'extra.sleep', [0], 1, [id])
       const meta = await taskResult(env, id)
-      assert.deepEqual([meta.status, meta.result], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' }])
+      assert.deepEqual(
+        [meta.status, meta.result],
+        ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' }],
+      )
     } finally {
       await second.stop()
     }
@@ -104,10 +110,20 @@ describe('[--autoscale] grows while tasks wait, shrinks when idle', () => {
       assert.equal(initial?.pool.processes.length, 1)
       assert.equal(initial?.pool['max-concurrency'], 4)
       const grow = await runTsq(['control', 'pool_grow', '1', '-d', node, '--json'], { env })
-      assert.deepEqual(JSON.parse(grow.stdout), [{ [node]: { error: 'pool_grow is not supported with autoscale. Adjust autoscale range instead.' } }])
+      assert.deepEqual(JSON.parse(grow.stdout), [
+        { [node]: { error: 'pool_grow is not supported with autoscale. Adjust autoscale range instead.' } },
+      ])
       await sendMany(env, 'extra.sleep', [0.2], 100)
-      await waitFor(async () => (await stats(env, node))?.pool.processes.length === 4, { timeoutMs: 30_000, intervalMs: 200, what: 'pool grown to 4 processes' })
-      await waitFor(async () => (await stats(env, node))?.pool.processes.length === 1, { timeoutMs: 60_000, intervalMs: 300, what: 'pool shrunk back to 1 process' })
+      await waitFor(async () => (await stats(env, node))?.pool.processes.length === 4, {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: 'pool grown to 4 processes',
+      })
+      await waitFor(async () => (await stats(env, node))?.pool.processes.length === 1, {
+        timeoutMs: 60_000,
+        intervalMs: 300,
+        what: 'pool shrunk back to 1 process',
+      })
       const purge = await runTsq(['purge', '-f', '--json'], { env })
       assert.equal(JSON.parse(purge.stdout).purged, 0, 'every task ran')
       const set = await runTsq(['control', 'autoscale', '6', '2', '-d', node, '--json'], { env })
@@ -126,7 +142,10 @@ describe('[--max-memory-per-child] a child over the limit is replaced after its 
     const home = tempTsqHome()
     const env = embeddedBrokerEnv(home)
     const node = nodeName()
-    const worker = await startWorker(['-A', APP, '-c', '1', '-l', 'INFO', '--without-heartbeat', '--max-memory-per-child', '200000'], { env, nodename: node })
+    const worker = await startWorker(['-A', APP, '-c', '1', '-l', 'INFO', '--without-heartbeat', '--max-memory-per-child', '200000'], {
+      env,
+      nodename: node,
+    })
     try {
       const pid1 = (await taskResult(env, await callTask(env, 'extra.pid', []))).result
       const pid2 = (await taskResult(env, await callTask(env, 'extra.pid', []))).result
@@ -144,7 +163,11 @@ describe('[--max-memory-per-child] a child over the limit is replaced after its 
 
 /** A worker whose log goes to a file: readiness is seen through ping, not the console. */
 async function startLoggingWorker(args: string[], env: NodeJS.ProcessEnv, node: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [BIN, 'worker', '-n', node, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'ignore' })
+  const child = spawn(process.execPath, [BIN, 'worker', '-n', node, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: 'ignore',
+  })
   cleanups.push(() => killPid(child.pid))
   await waitFor(() => ping(env, node), { timeoutMs: 30_000, intervalMs: 200, what: `${node} answering ping` })
   return child
@@ -165,7 +188,11 @@ describe('[%I] per-process log files', () => {
     const env = embeddedBrokerEnv(home)
     const node = nodeName()
     const logs = join(home, 'logs')
-    const child = await startLoggingWorker(['-A', APP, '-c', '2', '-l', 'INFO', '--without-heartbeat', '--max-tasks-per-child', '1', '--logfile', join(logs, '%n%I.log')], env, node)
+    const child = await startLoggingWorker(
+      ['-A', APP, '-c', '2', '-l', 'INFO', '--without-heartbeat', '--max-tasks-per-child', '1', '--logfile', join(logs, '%n%I.log')],
+      env,
+      node,
+    )
     const ids: string[] = []
     for (let i = 0; i < 6; i++) ids.push(await callTask(env, 'extra.log', [`line ${i}`]))
     const pids = new Set<unknown>()
@@ -182,7 +209,28 @@ describe('[%I] per-process log files', () => {
 
 describe('[-D --pidfile] detached worker and its pidfile', () => {
   async function detached(env: NodeJS.ProcessEnv, node: string, pidfile: string, logfile: string) {
-    const r = await runTsq(['worker', '-D', '-A', APP, '-P', 'solo', '-c', '1', '-l', 'INFO', '--without-heartbeat', '-n', node, '--pidfile', pidfile, '--logfile', logfile], { env })
+    const r = await runTsq(
+      [
+        'worker',
+        '-D',
+        '-A',
+        APP,
+        '-P',
+        'solo',
+        '-c',
+        '1',
+        '-l',
+        'INFO',
+        '--without-heartbeat',
+        '-n',
+        node,
+        '--pidfile',
+        pidfile,
+        '--logfile',
+        logfile,
+      ],
+      { env },
+    )
     return r
   }
 
@@ -206,10 +254,13 @@ describe('[-D --pidfile] detached worker and its pidfile', () => {
     writeFileSync(pidfile, `${gone.pid}\n`)
     const r = await detached(env, node, pidfile, logfile)
     assert.equal(r.code, 0, r.stderr)
-    const pid = await waitFor(() => {
-      const p = readPidfile(pidfile)
-      return p !== null && p !== gone.pid ? p : null
-    }, { timeoutMs: 20_000, what: 'pidfile rewritten' })
+    const pid = await waitFor(
+      () => {
+        const p = readPidfile(pidfile)
+        return p !== null && p !== gone.pid ? p : null
+      },
+      { timeoutMs: 20_000, what: 'pidfile rewritten' },
+    )
     cleanups.push(() => killPid(pid))
     await waitFor(() => ping(env, node), { timeoutMs: 30_000, intervalMs: 200, what: 'detached worker ping' })
     assert.match(readFileSync(logfile, 'utf8'), new RegExp(`Replacing stale pidfile .* \\(pid ${gone.pid} is not running\\)`))
@@ -228,10 +279,13 @@ describe('[-D --pidfile] detached worker and its pidfile', () => {
     writeFileSync(pidfile, `${sleeper.pid}\n`)
     const r = await detached(env, node, pidfile, logfile)
     assert.equal(r.code, 0, r.stderr)
-    const pid = await waitFor(() => {
-      const p = readPidfile(pidfile)
-      return p !== null && p !== sleeper.pid ? p : null
-    }, { timeoutMs: 20_000, what: 'pidfile rewritten' })
+    const pid = await waitFor(
+      () => {
+        const p = readPidfile(pidfile)
+        return p !== null && p !== sleeper.pid ? p : null
+      },
+      { timeoutMs: 20_000, what: 'pidfile rewritten' },
+    )
     cleanups.push(() => killPid(pid))
     await waitFor(() => ping(env, node), { timeoutMs: 30_000, intervalMs: 200, what: 'detached worker ping' })
     assert.match(readFileSync(logfile, 'utf8'), new RegExp(`Replacing stale pidfile .* \\(pid ${sleeper.pid} is not a tsq worker\\)`))
@@ -249,10 +303,13 @@ describe('[-D --pidfile] detached worker and its pidfile', () => {
 
     // HUP: the detached worker restarts in place: a new pid in the pidfile, still answering.
     process.kill(pid, 'SIGHUP')
-    const newPid = await waitFor(() => {
-      const p = readPidfile(pidfile)
-      return p !== null && p !== pid ? p : null
-    }, { timeoutMs: 30_000, what: 'new pid in the pidfile after HUP' })
+    const newPid = await waitFor(
+      () => {
+        const p = readPidfile(pidfile)
+        return p !== null && p !== pid ? p : null
+      },
+      { timeoutMs: 30_000, what: 'new pid in the pidfile after HUP' },
+    )
     cleanups.push(() => killPid(newPid))
     await waitFor(() => !pidAlive(pid), { timeoutMs: 20_000, what: 'old worker gone after HUP' })
     await waitFor(() => ping(env, node), { timeoutMs: 30_000, intervalMs: 200, what: 'restarted worker ping' })

@@ -82,8 +82,31 @@ interface Running {
 }
 
 async function spawnWorker(broker: string, queue: string, node: string): Promise<Running> {
-  const args = ['worker', '-A', APP, '-n', node, '-Q', queue, '-c', String(CONCURRENCY), '--prefetch-multiplier', String(PREFETCH_MULTIPLIER), '-l', 'INFO', '--without-heartbeat', '--without-mingle']
-  const env = { ...process.env, TSQ_BROKER_URL: broker, CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: '', CELERY_RESULT_BACKEND: '', TSQ_LOSS_REDIS_URL: REDIS_URL }
+  const args = [
+    'worker',
+    '-A',
+    APP,
+    '-n',
+    node,
+    '-Q',
+    queue,
+    '-c',
+    String(CONCURRENCY),
+    '--prefetch-multiplier',
+    String(PREFETCH_MULTIPLIER),
+    '-l',
+    'INFO',
+    '--without-heartbeat',
+    '--without-mingle',
+  ]
+  const env = {
+    ...process.env,
+    TSQ_BROKER_URL: broker,
+    CELERY_BROKER_URL: '',
+    TSQ_RESULT_BACKEND: '',
+    CELERY_RESULT_BACKEND: '',
+    TSQ_LOSS_REDIS_URL: REDIS_URL,
+  }
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   started.push(child)
   // All of it is kept (a few MB for the whole test), so a repeated task's lines can be shown.
@@ -102,13 +125,17 @@ async function spawnWorker(broker: string, queue: string, node: string): Promise
 }
 
 /** Worker log lines that date the events around a repeated task's lines. */
-const CONTEXT = /ready\.|Connection to broker lost|Dropped \d|delivered again|Restoring|Returned \d|shutdown|Shutdown|connected to|Connected to/
+const CONTEXT =
+  /ready\.|Connection to broker lost|Dropped \d|delivered again|Restoring|Returned \d|shutdown|Shutdown|connected to|Connected to/
 
 /** Every worker's log lines that name one of `ids`, worker by worker (for a failure message). */
 function linesAbout(ids: readonly string[]): string {
   return workerLogs
     .map((w, i) => {
-      const lines = w.output().split('\n').filter((line) => ids.some((id) => line.includes(`[${id}]`)) || CONTEXT.test(line))
+      const lines = w
+        .output()
+        .split('\n')
+        .filter((line) => ids.some((id) => line.includes(`[${id}]`)) || CONTEXT.test(line))
       return lines.length ? `worker #${i + 1} (pid ${w.child.pid}):\n  ${lines.join('\n  ')}` : ''
     })
     .filter(Boolean)
@@ -163,7 +190,11 @@ function unfinishedIn(w: Running): Set<string> {
  * redelivered: they are read there (basic.get) and put back (nack, requeue).
  * Redis keeps them in `unacked` until the visibility timeout restores them.
  */
-async function heldUnackedByTheDead(kind: 'amqp' | 'redis', queue: string, redis: { hgetall(key: string): Promise<Record<string, string>> }): Promise<Set<string>> {
+async function heldUnackedByTheDead(
+  kind: 'amqp' | 'redis',
+  queue: string,
+  redis: { hgetall(key: string): Promise<Record<string, string>> },
+): Promise<Set<string>> {
   const ids = new Set<string>()
   if (kind === 'redis') {
     for (const raw of Object.values(await redis.hgetall('unacked'))) {
@@ -199,7 +230,10 @@ async function heldUnackedByTheDead(kind: 'amqp' | 'redis', queue: string, redis
  * same). A restore takes milliseconds here, so a mutex set over 20 s ago is
  * stale: the test clears it rather than wait five minutes, and says so.
  */
-async function clearStaleUnackedMutex(redis: { ttl(key: string): Promise<number>; del(key: string): Promise<number> }, log: string[]): Promise<void> {
+async function clearStaleUnackedMutex(
+  redis: { ttl(key: string): Promise<number>; del(key: string): Promise<number> },
+  log: string[],
+): Promise<void> {
   const ttl = await redis.ttl('unacked_mutex')
   if (ttl > 0 && ttl < 280 && (await redis.del('unacked_mutex')) > 0) log.push(`stale unacked_mutex cleared (${300 - ttl} s old)`)
 }
@@ -213,7 +247,8 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
   const redis = new Redis(REDIS_URL)
   cleanups.push(async () => {
     await redis.del(`${key}:runs`, `${key}:done`, `${key}:started`)
-    if (kind === 'redis') await redis.del(queue, `_kombu.binding.${queue}`, ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => `${queue}\x06\x16${p}`))
+    if (kind === 'redis')
+      await redis.del(queue, `_kombu.binding.${queue}`, ...[1, 2, 3, 4, 5, 6, 7, 8, 9].map((p) => `${queue}\x06\x16${p}`))
     else await deleteCeleryQueues('amqp', AMQP_URL, [queue])
     await redis.quit()
   })
@@ -223,7 +258,11 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
   const ids = Array.from({ length: N }, (_, i) => `${key}-${i}`)
   await sendTask(transport, 'loss.work', { id: ids[0], args: [key, TASK_MS], queue })
   for (let i = 1; i < N; i += 200) {
-    await Promise.all(ids.slice(i, i + 200).map((id) => sendTask(transport, 'loss.work', { id, args: [key, TASK_MS], queue, exchange: queue, routingKey: queue })))
+    await Promise.all(
+      ids
+        .slice(i, i + 200)
+        .map((id) => sendTask(transport, 'loss.work', { id, args: [key, TASK_MS], queue, exchange: queue, routingKey: queue })),
+    )
   }
   await transport.close()
 
@@ -232,7 +271,12 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
   const log: string[] = []
   workerLogs.length = 0
   let worker = await spawnWorker(broker, queue, node)
-  const reach = (fraction: number) => waitFor(async () => (await done()) >= N * fraction, { timeoutMs: 120_000, intervalMs: 100, what: `${fraction * 100}% of ${N} tasks done` })
+  const reach = (fraction: number) =>
+    waitFor(async () => (await done()) >= N * fraction, {
+      timeoutMs: 120_000,
+      intervalMs: 100,
+      what: `${fraction * 100}% of ${N} tasks done`,
+    })
   // Ids that may run again, each with the event that allows it: those running
   // (started, not done) at an event, and those a killed or cold-stopped worker
   // had started and not acked (done in a pool process, its result not yet
@@ -289,7 +333,11 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
   await reach(0.65)
   await event('broker connection dropped', async (w) => {
     // The snapshot is taken as soon as the worker logs the loss (rabbitmqctl may take seconds to act).
-    const noticed = waitFor(() => w.output().includes('Connection to broker lost'), { timeoutMs: 60_000, intervalMs: 5, what: 'connection lost' }).then(() => snapshot('broker drop'))
+    const noticed = waitFor(() => w.output().includes('Connection to broker lost'), {
+      timeoutMs: 60_000,
+      intervalMs: 5,
+      what: 'connection lost',
+    }).then(() => snapshot('broker drop'))
     noticed.catch(() => undefined)
     assert.ok((await dropConnections(kind, w.child.pid!)) > 0, 'found the worker connections')
     return noticed
@@ -311,7 +359,11 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
 
   const runs = await redis.hgetall(`${key}:runs`)
   const missing = ids.filter((id) => !runs[id])
-  assert.deepEqual(missing.slice(0, 10), [], `${missing.length} tasks never finished: ${missing.slice(0, 10).join(', ')} (${log.join('; ')})`)
+  assert.deepEqual(
+    missing.slice(0, 10),
+    [],
+    `${missing.length} tasks never finished: ${missing.slice(0, 10).join(', ')} (${log.join('; ')})`,
+  )
   const twice = Object.entries(runs).filter(([, n]) => Number(n) > 1)
   const byReason = new Map<string, number>()
   for (const [id] of twice) {
@@ -319,7 +371,9 @@ async function runLossTest(kind: 'amqp' | 'redis'): Promise<void> {
     byReason.set(why, (byReason.get(why) ?? 0) + 1)
   }
   const tally = [...byReason].map(([why, n]) => `${n} ${why}`).join(', ')
-  process.stdout.write(`# loss test (${kind}): ${N} tasks, ${log.join('; ')}; ${twice.length} ran more than once${tally ? ` (${tally})` : ''}\n`)
+  process.stdout.write(
+    `# loss test (${kind}): ${N} tasks, ${log.join('; ')}; ${twice.length} ran more than once${tally ? ` (${tally})` : ''}\n`,
+  )
   const unexplained = twice.filter(([id]) => !mayRepeat.has(id))
   assert.deepEqual(
     unexplained.slice(0, 10),

@@ -112,7 +112,10 @@ describe('worker shutdown phases and signals', () => {
     worker.child.kill('SIGQUIT')
     assert.equal(await exitOf(worker), 0)
     assert.ok(Date.now() - started >= 2500, 'the worker waited out the soft window')
-    assert.match(worker.output(), /Cancelling running tasks; the soft shutdown window still runs out[\s\S]*Restoring 1 unacknowledged message\(s\)/)
+    assert.match(
+      worker.output(),
+      /Cancelling running tasks; the soft shutdown window still runs out[\s\S]*Restoring 1 unacknowledged message\(s\)/,
+    )
     const purge = await runTsq(['purge', '-f', '--json'], { env })
     assert.deepEqual(JSON.parse(purge.stdout), { purged: 1, queues: { celery: 1 } })
   })
@@ -186,7 +189,10 @@ describe('time limits and revokes (prefork)', () => {
     const r = await runTsq(['control', 'revoke', id, '--terminate', '--signal', 'SIGKILL', '-d', node, '--json'], { env })
     assert.deepEqual(JSON.parse(r.stdout), [{ [node]: { ok: `terminate: ${id}` } }])
     const meta = await resultMeta(env, id)
-    assert.deepEqual([meta.status, meta.result], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }])
+    assert.deepEqual(
+      [meta.status, meta.result],
+      ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }],
+    )
     const revoked = await runTsq(['inspect', 'revoked', '-d', node, '--json'], { env })
     assert.deepEqual(JSON.parse(revoked.stdout)[node], [id])
     await worker.stop()
@@ -199,7 +205,10 @@ describe('time limits and revokes (prefork)', () => {
     const id = await callTask(env, 'life.sleep', [0])
     await runTsq(['control', 'revoke', id, '-d', node], { env })
     const meta = await resultMeta(env, id)
-    assert.deepEqual([meta.status, meta.result], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' }])
+    assert.deepEqual(
+      [meta.status, meta.result],
+      ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['revoked'], exc_module: 'celery.exceptions' }],
+    )
     await worker.stop()
   })
 

@@ -16,7 +16,10 @@ describe('mingle: revokes travel to a worker that starts later', { skip }, () =>
     await deleteCeleryQueues('redis', REDIS_URL, [queue])
   })
   const start = async (name: string, extra: string[] = []) => {
-    const w = await startWorker(['-A', 'examples/tasks.js', '-b', REDIS_URL, '-Q', queue, '-c', '1', '-l', 'INFO', '--without-heartbeat', ...extra], { nodename: `${name}-${queue}@testhost` })
+    const w = await startWorker(
+      ['-A', 'examples/tasks.js', '-b', REDIS_URL, '-Q', queue, '-c', '1', '-l', 'INFO', '--without-heartbeat', ...extra],
+      { nodename: `${name}-${queue}@testhost` },
+    )
     workers.push(w)
     return w
   }
@@ -26,7 +29,7 @@ describe('mingle: revokes travel to a worker that starts later', { skip }, () =>
     return JSON.parse(r.stdout)[node] as string[]
   }
 
-  it('a new worker merges its peer\'s revoked ids; --without-mingle does not', async () => {
+  it("a new worker merges its peer's revoked ids; --without-mingle does not", async () => {
     const first = await start('m1', ['--without-mingle'])
     const id = `mingle-${queue}`
     const r = await runTsq(['control', 'revoke', id, '-d', first.nodename, '-b', REDIS_URL])

@@ -38,8 +38,22 @@ interface Raw {
 function taskMessage(args: string): Raw {
   const id = randomUUID()
   const headers = {
-    lang: 'py', task: 'proj.add', id, shadow: null, eta: null, expires: null, group: null, group_index: null, retries: 0,
-    timelimit: [null, null], root_id: id, parent_id: null, argsrepr: '(...)', kwargsrepr: '{}', origin: 'attacker@probe', ignore_result: false,
+    lang: 'py',
+    task: 'proj.add',
+    id,
+    shadow: null,
+    eta: null,
+    expires: null,
+    group: null,
+    group_index: null,
+    retries: 0,
+    timelimit: [null, null],
+    root_id: id,
+    parent_id: null,
+    argsrepr: '(...)',
+    kwargsrepr: '{}',
+    origin: 'attacker@probe',
+    ignore_result: false,
   }
   return { id, body: Buffer.from(`[${args}, {}, ${EMBED}]`, 'utf8'), headers }
 }
@@ -52,7 +66,15 @@ async function publishAmqp(queue: string, messages: Raw[]): Promise<void> {
     const ch = await conn.createConfirmChannel()
     // As Celery declares a task queue: durable, no arguments.
     await ch.assertQueue(queue, { durable: true })
-    for (const m of messages) ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, deliveryMode: 2, priority: 0 })
+    for (const m of messages)
+      ch.publish('', queue, m.body, {
+        contentType: 'application/json',
+        contentEncoding: 'utf-8',
+        headers: m.headers,
+        correlationId: m.id,
+        deliveryMode: 2,
+        priority: 0,
+      })
     await ch.waitForConfirms()
   } finally {
     await conn.close()
@@ -63,7 +85,17 @@ async function publishRedis(queue: string, messages: Raw[]): Promise<void> {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 })
   try {
     for (const m of messages) {
-      const envelope = encodeEnvelope('', queue, { body: m.body, properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers as never, correlationId: m.id, deliveryMode: 2, priority: 0 } })
+      const envelope = encodeEnvelope('', queue, {
+        body: m.body,
+        properties: {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: m.headers as never,
+          correlationId: m.id,
+          deliveryMode: 2,
+          priority: 0,
+        },
+      })
       await redis.lpush(queue, envelope)
     }
   } finally {
@@ -77,7 +109,18 @@ async function publishFile(url: string, queue: string, messages: Raw[]): Promise
   try {
     await transport.connect()
     await transport.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })
-    for (const m of messages) await transport.publish('', queue, { body: m.body, properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers as never, correlationId: m.id, deliveryMode: 2, priority: 0 } })
+    for (const m of messages)
+      await transport.publish('', queue, {
+        body: m.body,
+        properties: {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: m.headers as never,
+          correlationId: m.id,
+          deliveryMode: 2,
+          priority: 0,
+        },
+      })
   } finally {
     await transport.close()
   }
@@ -95,10 +138,15 @@ async function waitForLog(worker: TsqWorker, text: string, count = 1, timeoutMs 
 const fileHome = mkdtempSync(join(tmpdir(), 'tsq-nested-'))
 after(() => rmSync(fileHome, { recursive: true, force: true }))
 
-for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads'], ['file', 'solo']] as const) {
+for (const [kind, pool] of [
+  ['amqp', 'prefork'],
+  ['redis', 'threads'],
+  ['file', 'solo'],
+] as const) {
   const skip = await brokerSkipReason(kind)
   const broker = kind === 'amqp' ? AMQP_URL : kind === 'redis' ? REDIS_URL : `file://${join(fileHome, 'broker')}`
-  const publish = (queue: string, messages: Raw[]): Promise<void> => (kind === 'amqp' ? publishAmqp(queue, messages) : kind === 'redis' ? publishRedis(queue, messages) : publishFile(broker, queue, messages))
+  const publish = (queue: string, messages: Raw[]): Promise<void> =>
+    kind === 'amqp' ? publishAmqp(queue, messages) : kind === 'redis' ? publishRedis(queue, messages) : publishFile(broker, queue, messages)
 
   describe(`nested task bodies do not stop a worker (${kind}, ${pool})`, { skip }, () => {
     const queue = uniqueName('tsq-nested')
@@ -121,7 +169,8 @@ for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads'], ['file', 
       workers.push(first)
       await waitForLog(first, `Task proj.add[${normal.id}] succeeded`)
       await waitForLog(first, DECODE_LINE, 2)
-      for (const m of [deep, shallow]) assert.match(first.log, new RegExp(`Can't decode message body: .*proj\\.add\\[${m.id}\\] \\(\\d+b, rejected, not requeued\\)`))
+      for (const m of [deep, shallow])
+        assert.match(first.log, new RegExp(`Can't decode message body: .*proj\\.add\\[${m.id}\\] \\(\\d+b, rejected, not requeued\\)`))
       assert.doesNotMatch(first.log, /Maximum call stack size exceeded/)
 
       const active = await runTsq(['inspect', 'active', '-b', broker, '-d', first.nodename, '-t', '10', '--json'], { timeoutMs: 30_000 })
@@ -147,7 +196,7 @@ for (const [kind, pool] of [['amqp', 'prefork'], ['redis', 'threads'], ['file', 
 
 const amqpSkip = await brokerSkipReason('amqp')
 
-describe('a refused nested body goes to the queue\'s dead-letter exchange (amqp)', { skip: amqpSkip }, () => {
+describe("a refused nested body goes to the queue's dead-letter exchange (amqp)", { skip: amqpSkip }, () => {
   const queue = uniqueName('tsq-nested-dl')
   const deadExchange = `${queue}-dlx`
   const deadQueue = `${queue}-dead`
@@ -176,7 +225,14 @@ describe('a refused nested body goes to the queue\'s dead-letter exchange (amqp)
       await ch.bindQueue(deadQueue, deadExchange, '')
       // As the app's task_queues declares it (test/fixtures/tasks/dead-letter-tasks.js).
       await ch.assertQueue(queue, { durable: true, arguments: { 'x-dead-letter-exchange': deadExchange } })
-      for (const m of [shallow, normal]) ch.publish('', queue, m.body, { contentType: 'application/json', contentEncoding: 'utf-8', headers: m.headers, correlationId: m.id, deliveryMode: 2 })
+      for (const m of [shallow, normal])
+        ch.publish('', queue, m.body, {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: m.headers,
+          correlationId: m.id,
+          deliveryMode: 2,
+        })
       await ch.waitForConfirms()
     } finally {
       await conn.close()
@@ -184,7 +240,13 @@ describe('a refused nested body goes to the queue\'s dead-letter exchange (amqp)
     process.env.TSQ_DL_QUEUE = queue
     process.env.TSQ_DL_EXCHANGE = deadExchange
     try {
-      worker = await startTsqWorker({ env: { broker: AMQP_URL, backend: backendUrl(), queue }, module: 'test/fixtures/tasks/dead-letter-tasks.js', queueFromApp: true, pool: 'prefork', concurrency: 1 })
+      worker = await startTsqWorker({
+        env: { broker: AMQP_URL, backend: backendUrl(), queue },
+        module: 'test/fixtures/tasks/dead-letter-tasks.js',
+        queueFromApp: true,
+        pool: 'prefork',
+        concurrency: 1,
+      })
     } finally {
       delete process.env.TSQ_DL_QUEUE
       delete process.env.TSQ_DL_EXCHANGE

@@ -24,8 +24,15 @@ describe('[broker_read_url, broker_write_url, task_inherit_parent_priority] a wo
 
   before(async () => {
     // broker_url is the write side here; broker_read_url sends the worker to the other folder.
-    const env = embeddedBrokerEnv(home, { TSQ_BROKER_URL: WRITE, CFG_CONF: JSON.stringify({ broker_read_url: READ, task_inherit_parent_priority: true }), NO_COLOR: '1' })
-    worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO', '--without-mingle', '--without-gossip'], { env, nodename: `rw-${process.pid}@${hostname()}` })
+    const env = embeddedBrokerEnv(home, {
+      TSQ_BROKER_URL: WRITE,
+      CFG_CONF: JSON.stringify({ broker_read_url: READ, task_inherit_parent_priority: true }),
+      NO_COLOR: '1',
+    })
+    worker = await startWorker(['-A', MODULE, '-P', 'solo', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
+      env,
+      nodename: `rw-${process.pid}@${hostname()}`,
+    })
     sender = createApp({ name: 'rw-client', broker: READ })
     written = await createTransport(WRITE)
     await written.connect()
@@ -39,9 +46,14 @@ describe('[broker_read_url, broker_write_url, task_inherit_parent_priority] a wo
     await read?.close()
   })
 
-  it('a task sent from inside a task lands on the write broker with the parent\'s priority and id; a link likewise', async () => {
+  it("a task sent from inside a task lands on the write broker with the parent's priority and id; a link likewise", async () => {
     const parent = await sender.sendTask('cfgenv.spawn', [], {}, { priority: 6 })
-    const linked = await sender.sendTask('cfgenv.noop', [], {}, { priority: 4, link: signature('cfgenv.noop', [], {}, { immutable: true }) })
+    const linked = await sender.sendTask(
+      'cfgenv.noop',
+      [],
+      {},
+      { priority: 4, link: signature('cfgenv.noop', [], {}, { immutable: true }) },
+    )
     const got: Delivery[] = []
     await written.declareQueue({ name: 'celery', durable: true, exclusive: false, autoDelete: false })
     const consumer = await written.consume('celery', (d) => void got.push(d), { noAck: true })

@@ -25,24 +25,39 @@ describe('refused settings stop the start with one line (exit 64)', () => {
     assert.equal(res.stderr.trim(), 'Error: worker_pool = "eventlet": tsq\'s pools are prefork, threads and solo (not eventlet)')
   })
   it('[broker_transport_options.ack_emulation, task_serializer] two settings, one line', async () => {
-    const res = await runTsq(['worker', '-A', MODULE], { env: env({ task_serializer: 'pickle', broker_transport_options: { global_keyprefix: 'svc:', ack_emulation: false } }) })
+    const res = await runTsq(['worker', '-A', MODULE], {
+      env: env({ task_serializer: 'pickle', broker_transport_options: { global_keyprefix: 'svc:', ack_emulation: false } }),
+    })
     assert.equal(res.code, 64, res.stderr)
-    assert.equal(res.stderr.trim(), 'Error: task_serializer = "pickle": pickle is never decoded by tsq (it would run code from the message); broker_transport_options.ack_emulation = false: tsq keeps kombu\'s default (true), so another value would split its Redis layout from the Python workers\'')
+    assert.equal(
+      res.stderr.trim(),
+      'Error: task_serializer = "pickle": pickle is never decoded by tsq (it would run code from the message); broker_transport_options.ack_emulation = false: tsq keeps kombu\'s default (true), so another value would split its Redis layout from the Python workers\'',
+    )
   })
   it('[task_create_missing_queues] -Q of a queue task_queues lacks', async () => {
-    const res = await runTsq(['worker', '-A', MODULE, '-Q', 'elsewhere'], { env: env({ task_create_missing_queues: false, task_queues: [{ name: 'only' }] }) })
+    const res = await runTsq(['worker', '-A', MODULE, '-Q', 'elsewhere'], {
+      env: env({ task_create_missing_queues: false, task_queues: [{ name: 'only' }] }),
+    })
     assert.equal(res.code, 64, res.stderr)
     assert.equal(res.stderr.trim(), 'Error: queue "elsewhere" is not in task_queues and task_create_missing_queues is False')
   })
   it('[beat_scheduler] beat refuses a Python scheduler class', async () => {
     const res = await runTsq(['beat', '-A', MODULE], { env: env({ beat_scheduler: 'django_celery_beat.schedulers:DatabaseScheduler' }) })
     assert.equal(res.code, 64, res.stderr)
-    assert.match(res.stderr.trim(), /^Error: beat_scheduler = "django_celery_beat\.schedulers:DatabaseScheduler": a Python class path; tsq's stores are chosen by --scheduler file\|redis$/)
+    assert.match(
+      res.stderr.trim(),
+      /^Error: beat_scheduler = "django_celery_beat\.schedulers:DatabaseScheduler": a Python class path; tsq's stores are chosen by --scheduler file\|redis$/,
+    )
   })
 })
 
 describe('[worker_concurrency, worker_pool] conf < CELERY_WORKER_* < flag, as the banner shows', () => {
-  const conf = { worker_concurrency: 3, worker_pool: 'threads', task_queues: [{ name: 'cfgq', queue_arguments: { 'x-max-priority': 10 } }], task_default_queue: 'cfgq' }
+  const conf = {
+    worker_concurrency: 3,
+    worker_pool: 'threads',
+    task_queues: [{ name: 'cfgq', queue_arguments: { 'x-max-priority': 10 } }],
+    task_default_queue: 'cfgq',
+  }
   const cases: Array<[string, string[], NodeJS.ProcessEnv, RegExp]> = [
     ['conf', [], {}, /concurrency: 3 \(threads\)/],
     ['env over conf', [], { CELERY_WORKER_CONCURRENCY: '2', CELERY_WORKER_POOL: 'solo' }, /concurrency: 2 \(solo\)/],
@@ -65,7 +80,11 @@ describe('[worker_concurrency, worker_pool] conf < CELERY_WORKER_* < flag, as th
 })
 
 /** A solo worker of the CFG_CONF app on an embedded broker of its own, for the length of `run`. */
-async function withConfWorker(conf: Record<string, unknown>, tag: string, run: (w: { nodename: string; env: NodeJS.ProcessEnv; home: string; output: () => string }) => Promise<void>): Promise<void> {
+async function withConfWorker(
+  conf: Record<string, unknown>,
+  tag: string,
+  run: (w: { nodename: string; env: NodeJS.ProcessEnv; home: string; output: () => string }) => Promise<void>,
+): Promise<void> {
   const e = env(conf)
   const home = e.TSQ_HOME!
   const nodename = `${tag}-${process.pid}@${hostname()}`

@@ -29,11 +29,31 @@ describe('[-P threads] threads start on demand', () => {
     const node = `lazythreads-${process.pid}@testhost`
     const short = node.split('@')[0]!
     const logs = join(home, 'logs')
-    const child = spawn(process.execPath, [BIN, 'worker', '-n', node, '-A', APP, '-P', 'threads', '-c', '2', '-l', 'INFO', '--without-heartbeat', '--logfile', join(logs, '%n%I.log')], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: 'ignore',
-    })
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'worker',
+        '-n',
+        node,
+        '-A',
+        APP,
+        '-P',
+        'threads',
+        '-c',
+        '2',
+        '-l',
+        'INFO',
+        '--without-heartbeat',
+        '--logfile',
+        join(logs, '%n%I.log'),
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: 'ignore',
+      },
+    )
     children.push(child)
     await waitFor(() => ping(env, node), { timeoutMs: 30_000, intervalMs: 200, what: `${node} answering ping` })
     const files = () => readdirSync(logs).sort()

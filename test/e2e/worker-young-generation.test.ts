@@ -24,12 +24,31 @@ describe('the young generation of a worker at rest (file://)', () => {
     const probes = join(home, 'probes')
     mkdirSync(probes)
     const probe = join(ROOT, 'test/fixtures/young-generation-probe.mjs')
-    worker = await startWorker(['-A', join(ROOT, 'test/fixtures/tasks/noop-tasks.js'), '-P', 'prefork', '-c', '2', '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-      // The trick under test, whatever switches the run's environment sets.
-      env: embeddedBrokerEnv(home, { NODE_OPTIONS: `--import=${probe}`, TSQ_TEST_PROBE_DIR: probes, TSQ_NO_TRICKS: '', TSQ_NO_YOUNG_GENERATION: '' }),
-      nodename: `younggen-${process.pid}@${hostname()}`,
-      readyTimeoutMs: 90_000,
-    })
+    worker = await startWorker(
+      [
+        '-A',
+        join(ROOT, 'test/fixtures/tasks/noop-tasks.js'),
+        '-P',
+        'prefork',
+        '-c',
+        '2',
+        '-l',
+        'INFO',
+        '--without-mingle',
+        '--without-gossip',
+      ],
+      {
+        // The trick under test, whatever switches the run's environment sets.
+        env: embeddedBrokerEnv(home, {
+          NODE_OPTIONS: `--import=${probe}`,
+          TSQ_TEST_PROBE_DIR: probes,
+          TSQ_NO_TRICKS: '',
+          TSQ_NO_YOUNG_GENERATION: '',
+        }),
+        nodename: `younggen-${process.pid}@${hostname()}`,
+        readyTimeoutMs: 90_000,
+      },
+    )
     // A probe's file being written is `<pid>.tmp` until it is renamed into place.
     const figures = () => readdirSync(probes).filter((name) => !name.endsWith('.tmp'))
     // Ready means the children have loaded the task module; each then writes its figure within 200 ms.
@@ -38,6 +57,7 @@ describe('the young generation of a worker at rest (file://)', () => {
     await new Promise((r) => setTimeout(r, 500))
     const sizes = Object.fromEntries(figures().map((pid) => [pid, Number(readFileSync(join(probes, pid), 'utf8')) / MB]))
     assert.equal(Object.keys(sizes).length, 3, `one figure per process: ${JSON.stringify(sizes)}`)
-    for (const [pid, mb] of Object.entries(sizes)) assert.ok(mb > 0 && mb <= 2, `process ${pid}: new space ${mb} MB\n${worker.output().slice(-2000)}`)
+    for (const [pid, mb] of Object.entries(sizes))
+      assert.ok(mb > 0 && mb <= 2, `process ${pid}: new space ${mb} MB\n${worker.output().slice(-2000)}`)
   })
 })

@@ -18,7 +18,10 @@ export interface CliResult {
  * `tsq args`. `asExecutable`: run bin/run.js itself, as a shell runs the `tsq`
  * on its PATH (its first line, sh, starts Node), not `node bin/run.js`.
  */
-export function runTsq(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string; asExecutable?: boolean } = {}): Promise<CliResult> {
+export function runTsq(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string; asExecutable?: boolean } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const [cmd, argv] = options.asExecutable ? [BIN, args] : [process.execPath, [BIN, ...args]]
     const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] })
@@ -28,7 +31,9 @@ export function runTsq(args: string[], options: { env?: NodeJS.ProcessEnv; timeo
     child.stderr.on('data', (d) => (stderr += d))
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
-      reject(new Error(`tsq ${args.join(' ')} did not finish within ${options.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`))
+      reject(
+        new Error(`tsq ${args.join(' ')} did not finish within ${options.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`),
+      )
     }, options.timeoutMs ?? 60_000)
     child.on('exit', (code) => {
       clearTimeout(timer)
@@ -74,8 +79,15 @@ export interface SpawnedWorker {
 }
 
 /** `bin` and `cwd`: another copy of tsq to run, and where (a world-readable install, see world-readable.ts). */
-export async function startWorker(args: string[], options: { env?: NodeJS.ProcessEnv; nodename: string; readyTimeoutMs?: number; bin?: string; cwd?: string }): Promise<SpawnedWorker> {
-  const child = spawn(process.execPath, [options.bin ?? BIN, 'worker', '-n', options.nodename, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startWorker(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; nodename: string; readyTimeoutMs?: number; bin?: string; cwd?: string },
+): Promise<SpawnedWorker> {
+  const child = spawn(process.execPath, [options.bin ?? BIN, 'worker', '-n', options.nodename, ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   child.stdout!.on('data', (d) => (output += d))
   child.stderr!.on('data', (d) => (output += d))

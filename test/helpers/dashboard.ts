@@ -11,8 +11,15 @@ export interface SpawnedDashboard {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-export async function startDashboard(args: string[], options: { env?: NodeJS.ProcessEnv; readyTimeoutMs?: number } = {}): Promise<SpawnedDashboard> {
-  const child = spawn(process.execPath, [BIN, 'dashboard', '--port', '0', '--no-enable-events', ...args], { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startDashboard(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; readyTimeoutMs?: number } = {},
+): Promise<SpawnedDashboard> {
+  const child = spawn(process.execPath, [BIN, 'dashboard', '--port', '0', '--no-enable-events', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   child.stdout!.on('data', (d) => (output += d))
   child.stderr!.on('data', (d) => (output += d))
@@ -52,4 +59,13 @@ export function chromiumSkipReason(): string | false {
   return reason
 }
 
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]

@@ -44,7 +44,6 @@ interface Event {
 }
 
 export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL }: LockSuite): void {
-
   const queue = uniqueName('locks-q')
   /** Consumed by the two main workers and the spare (e) falls over to. */
   const spareQueue = uniqueName('locks-e')
@@ -73,11 +72,14 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
   }
 
   function worker(queues: string, pool: string[], env: NodeJS.ProcessEnv = {}): Promise<SpawnedWorker> {
-    return startWorker(['-A', APP, '-b', URL, '--result-backend', redisUrl, '-Q', queues, ...pool, '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-      nodename: uniqueName('locks') + '@h',
-      readyTimeoutMs: 180_000,
-      env: { TSQ_LOCK_LOG: log, TSQ_LOCK_LEASE: String(LEASE_S), TSQ_TEST_REDIS_URL: redisUrl, ...env },
-    }).then((w) => {
+    return startWorker(
+      ['-A', APP, '-b', URL, '--result-backend', redisUrl, '-Q', queues, ...pool, '-l', 'INFO', '--without-mingle', '--without-gossip'],
+      {
+        nodename: uniqueName('locks') + '@h',
+        readyTimeoutMs: 180_000,
+        env: { TSQ_LOCK_LOG: log, TSQ_LOCK_LEASE: String(LEASE_S), TSQ_TEST_REDIS_URL: redisUrl, ...env },
+      },
+    ).then((w) => {
       started.push(w)
       return w
     })
@@ -102,15 +104,22 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
   }
 
   async function startsOf(key: string, n = 1): Promise<Event[]> {
-    return waitFor(async () => {
-      const starts = (await events()).filter((e) => e.key === key && e.event === 'start')
-      return starts.length >= n ? starts : null
-    }, { timeoutMs: 40_000, intervalMs: 25, what: `${n} start(s) of ${key}` })
+    return waitFor(
+      async () => {
+        const starts = (await events()).filter((e) => e.key === key && e.event === 'start')
+        return starts.length >= n ? starts : null
+      },
+      { timeoutMs: 40_000, intervalMs: 25, what: `${n} start(s) of ${key}` },
+    )
   }
 
   /** The worker whose pool process `pid` is. */
   function workerOf(pid: number): SpawnedWorker {
-    const ppid = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1])
+    const ppid = Number(
+      readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /s, '')
+        .split(' ')[1],
+    )
     const w = started.find((s) => s.child.pid === ppid)
     assert.ok(w, `pool process ${pid} belongs to none of the test's workers (parent ${ppid})`)
     return w
@@ -132,7 +141,12 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       ])
       const failed = ready.find((r) => r.status === 'rejected')
       if (failed) throw failed.reason
-      ;[w1, w2, , down] = ready.map((r) => (r as PromiseFulfilledResult<SpawnedWorker>).value) as [SpawnedWorker, SpawnedWorker, SpawnedWorker, SpawnedWorker]
+      ;[w1, w2, , down] = ready.map((r) => (r as PromiseFulfilledResult<SpawnedWorker>).value) as [
+        SpawnedWorker,
+        SpawnedWorker,
+        SpawnedWorker,
+        SpawnedWorker,
+      ]
     })
     after(async () => {
       await Promise.all(started.map((w) => w.stop('SIGKILL').catch(() => undefined)))
@@ -141,7 +155,12 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
         // Only what this run made: a lock a run cut short left (up to 600 s), the fencing counters, the holder sets.
         const ids = [...lockIds]
         const holderSets = (await Promise.all(started.map((w) => redis.keys(`tsq:lock-holder:${w.nodename}:*`)))).flat()
-        const scratch = [...(await redis.keys(`*${log}*`)), ...ids.map((id) => `tsq:lock:${id}`), ...ids.map((id) => `tsq:lock-token:${id}`), ...holderSets]
+        const scratch = [
+          ...(await redis.keys(`*${log}*`)),
+          ...ids.map((id) => `tsq:lock:${id}`),
+          ...ids.map((id) => `tsq:lock-token:${id}`),
+          ...holderSets,
+        ]
         await redis.del(log, `${log}:resource`, queue, spareQueue, downQueue, ...scratch).catch(() => undefined)
         redis.disconnect()
       }
@@ -150,7 +169,11 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
     it('mutual exclusion under load: two prefork -c 4 workers, 1,000 tasks over 10 keys, 0 overlapping runs of a key, all finish', async (t) => {
       const ids: string[] = []
       for (let i = 0; i < 1000; i++) ids.push(await send('locks.record', [`key-${i % 10}`, 5]))
-      const done = await waitFor(async () => ((await redis.llen(log)) >= 1000 ? await events() : null), { timeoutMs: 300_000, intervalMs: 500, what: '1,000 runs' })
+      const done = await waitFor(async () => ((await redis.llen(log)) >= 1000 ? await events() : null), {
+        timeoutMs: 300_000,
+        intervalMs: 500,
+        what: '1,000 runs',
+      })
       const byKey = new Map<string, Event[]>()
       for (const e of done) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e])
       let overlaps = 0
@@ -191,7 +214,9 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       // inspect active shows the lock the run holds, with its token.
       const active = await runTsq(['inspect', 'active', '-b', URL, '-d', node, '--json'], { timeoutMs: 60_000 })
       assert.equal(active.code, 0, active.stderr)
-      const entry = (JSON.parse(active.stdout) as Record<string, Array<{ id: string; lock?: { id: string; token: number; lease_left: number } }>>)[node]!.find((e) => e.id === id)
+      const entry = (
+        JSON.parse(active.stdout) as Record<string, Array<{ id: string; lock?: { id: string; token: number; lease_left: number } }>>
+      )[node]!.find((e) => e.id === id)
       assert.ok(entry?.lock, active.stdout)
       assert.match(entry.lock.id, /^locks\.pinned-lock-[0-9a-f]{32}$/)
       assert.equal(entry.lock.token, first!.token)
@@ -202,7 +227,9 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       assert.equal(r.code, 0, r.stderr)
       assert.match(r.stdout, /terminate: /)
       const [, next] = await startsOf('b', 2)
-      t.diagnostic(`(b) next start ${next!.at! - revokedAt} ms after \`tsq control revoke\` was spawned, ${next!.at! - repliedAt} ms after its reply`)
+      t.diagnostic(
+        `(b) next start ${next!.at! - revokedAt} ms after \`tsq control revoke\` was spawned, ${next!.at! - repliedAt} ms after its reply`,
+      )
       assert.notEqual(next!.id, id)
     })
 
@@ -219,7 +246,7 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       // On RabbitMQ the broker freed it when the process's connection closed: nothing for the worker to do.
       if (kind === 'amqp') return
       const freed = new RegExp(`Freed 1 lock\\(s\\) held by lost pool process ${first!.pid}`)
-      await waitFor(() => freed.test(owner.output()) || null, { timeoutMs: 20_000, what: 'the worker frees the lost process\'s lock' })
+      await waitFor(() => freed.test(owner.output()) || null, { timeoutMs: 20_000, what: "the worker frees the lost process's lock" })
     })
 
     it('(f) a task that runs three times its lease keeps its lock throughout: no second run meanwhile', async () => {
@@ -249,8 +276,14 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       try {
         // Past the lease: no renewal came, so the next run takes the lock with a higher token.
         await send('locks.fenced', ['g', 10])
-        const accepted = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-accepted') ?? null, { timeoutMs: 40_000, what: 'the new holder writes' })
-        assert.ok(stoppedAt - first!.at! < firstWriteMs, `the first run was stopped ${stoppedAt - first!.at!} ms after its start, after its write was due`)
+        const accepted = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-accepted') ?? null, {
+          timeoutMs: 40_000,
+          what: 'the new holder writes',
+        })
+        assert.ok(
+          stoppedAt - first!.at! < firstWriteMs,
+          `the first run was stopped ${stoppedAt - first!.at!} ms after its start, after its write was due`,
+        )
         const runs = await gRuns()
         assert.notEqual(accepted.id, first!.id, runs)
         assert.ok(accepted.token > first!.token, runs)
@@ -258,15 +291,25 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       } finally {
         process.kill(first!.pid, 'SIGCONT')
       }
-      const refused = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-refused') ?? null, { timeoutMs: 40_000, what: 'the deposed write' })
+      const refused = await waitFor(async () => (await events()).find((e) => e.key === 'g' && e.event === 'write-refused') ?? null, {
+        timeoutMs: 40_000,
+        what: 'the deposed write',
+      })
       assert.equal(refused.id, first!.id, await gRuns())
       const owner = workerOf(first!.pid)
-      assert.match(owner.output(), new RegExp(`Lock locks\\.fenced-lock-[0-9a-f]+ \\(token ${first!.token}\\) was lost`), owner.output().slice(-3000))
+      assert.match(
+        owner.output(),
+        new RegExp(`Lock locks\\.fenced-lock-[0-9a-f]+ \\(token ${first!.token}\\) was lost`),
+        owner.output().slice(-3000),
+      )
     })
 
     it('bad input: a key function that throws fails the task with its error, the worker goes on', async () => {
       const id = await send('locks.badkey', [])
-      await waitFor(() => (allOutput().includes(`locks.badkey[${id}] raised unexpected: TypeError`) ? true : null), { timeoutMs: 40_000, what: 'badkey fails' })
+      await waitFor(() => (allOutput().includes(`locks.badkey[${id}] raised unexpected: TypeError`) ? true : null), {
+        timeoutMs: 40_000,
+        what: 'badkey fails',
+      })
       assert.match(allOutput(), /TypeError\('no key for you'\)/)
       assert.equal(w1.child.exitCode, null)
       assert.equal(w2.child.exitCode, null)
@@ -274,7 +317,10 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
 
     it('bad input: a lock store that is down fails the run with a clear error and requeues it, never runs it unlocked', async () => {
       const id = await send('locks.skip', [10], { queue: downQueue })
-      const downLine = new RegExp(`locks\\.skip\\[${id}\\] not run: lock store ${DOWN_URL.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} unavailable`, 'g')
+      const downLine = new RegExp(
+        `locks\\.skip\\[${id}\\] not run: lock store ${DOWN_URL.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} unavailable`,
+        'g',
+      )
       await waitFor(() => (down.output().match(downLine)?.length ?? 0) >= 2 || null, {
         timeoutMs: 60_000,
         what: 'the store-down line, twice (requeued and taken again)',
@@ -282,7 +328,10 @@ export function lockSuite({ kind, broker: URL, redisUrl, skip, downUrl: DOWN_URL
       assert.match(down.output(), new RegExp(`locks\\.skip\\[${id}\\] reject requeue=True`))
       await down.stop('SIGTERM')
       // Back on its queue after the worker's warm stop, still never run.
-      const waiting = async () => (kind === 'redis' ? redis.llen(downQueue) : (await transport.declareQueue({ name: downQueue, durable: true, exclusive: false, autoDelete: false })).messageCount)
+      const waiting = async () =>
+        kind === 'redis'
+          ? redis.llen(downQueue)
+          : (await transport.declareQueue({ name: downQueue, durable: true, exclusive: false, autoDelete: false })).messageCount
       await waitFor(async () => ((await waiting()) === 1 ? true : null), { timeoutMs: 30_000, what: 'the message back on its queue' })
       assert.equal((await events()).filter((e) => e.event === 'skip-ran').length, 0, 'never ran unlocked')
     })

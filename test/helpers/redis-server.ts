@@ -13,7 +13,12 @@ export const hasRedisServer = await new Promise<boolean>((resolve) => {
 
 /** Starts redis-server on 127.0.0.1:port with its files in dir (and extraArgs, e.g. --requirepass); resolves once it accepts connections. */
 export async function startRedisServer(port: number, dir: string, extraArgs: readonly string[] = []): Promise<GroupProcess> {
-  const proc = new GroupProcess(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
+  const proc = new GroupProcess(
+    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  )
   const deadline = Date.now() + 30_000
   while (!proc.log.includes('Ready to accept connections')) {
     if (proc.hasExited || Date.now() > deadline) {

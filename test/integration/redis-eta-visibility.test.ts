@@ -9,7 +9,7 @@ import { runTsq, startWorker, type SpawnedWorker } from '../helpers/cli.js'
 
 const skip = await brokerSkipReason('redis')
 
-describe('Redis: an ETA task\'s visibility timeout counts from its ETA', { skip }, () => {
+describe("Redis: an ETA task's visibility timeout counts from its ETA", { skip }, () => {
   const redis = new Redis(REDIS_URL)
   const queue = uniqueName('tsq-eta')
   let worker: SpawnedWorker | undefined
@@ -21,7 +21,10 @@ describe('Redis: an ETA task\'s visibility timeout counts from its ETA', { skip 
   })
 
   it('unacked_index holds the ETA, not the fetch time', async () => {
-    worker = await startWorker(['-A', 'examples/tasks.js', '-b', REDIS_URL, '-Q', queue, '-c', '1', '-l', 'INFO', '--without-heartbeat', '--without-mingle'], { nodename: `${queue}@testhost` })
+    worker = await startWorker(
+      ['-A', 'examples/tasks.js', '-b', REDIS_URL, '-Q', queue, '-c', '1', '-l', 'INFO', '--without-heartbeat', '--without-mingle'],
+      { nodename: `${queue}@testhost` },
+    )
     const r = await runTsq(['call', 'proj.add', '--args', '[1, 1]', '--countdown', '600', '-Q', queue, '-b', REDIS_URL])
     assert.equal(r.code, 0, r.stderr)
     const id = r.stdout.trim()

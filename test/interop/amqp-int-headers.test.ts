@@ -24,7 +24,17 @@ import { createApp, type App } from '../../src/index.js'
 import amqplib from '../../src/transport/amqp/amqplib.js'
 import { AMQP_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
 import { deleteCeleryQueues, deleteResults } from './helpers/cleanup.js'
-import { PY_DIR, PYTHON, REPO_ROOT, parseJsonOut, run, runTsq, startPythonWorker, type PeerEnv, type PythonWorker } from './helpers/python-worker.js'
+import {
+  PY_DIR,
+  PYTHON,
+  REPO_ROOT,
+  parseJsonOut,
+  run,
+  runTsq,
+  startPythonWorker,
+  type PeerEnv,
+  type PythonWorker,
+} from './helpers/python-worker.js'
 import { celeryJson, pushWorkerClock, startTsqWorker, type TsqWorker, type WiEnv } from './worker-helpers/tsq-worker.js'
 
 const BACKEND = 'redis://127.0.0.1:6379/1'
@@ -35,8 +45,33 @@ const skip = await brokerSkipReason('amqp')
 
 /** Every width boundary of b/B, s/U/u, I/i and a double's exact range, both signs. */
 const VALUES: readonly number[] = [
-  0, 127, 128, 255, 256, 32767, 32768, 65535, 65536, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 40, 2 ** 53 - 1,
-  -1, -127, -128, -129, -255, -256, -32767, -32768, -32769, -(2 ** 31 - 1), -(2 ** 31), -(2 ** 40), -(2 ** 53 - 1),
+  0,
+  127,
+  128,
+  255,
+  256,
+  32767,
+  32768,
+  65535,
+  65536,
+  2 ** 31 - 1,
+  2 ** 31,
+  2 ** 32,
+  2 ** 40,
+  2 ** 53 - 1,
+  -1,
+  -127,
+  -128,
+  -129,
+  -255,
+  -256,
+  -32767,
+  -32768,
+  -32769,
+  -(2 ** 31 - 1),
+  -(2 ** 31),
+  -(2 ** 40),
+  -(2 ** 53 - 1),
 ]
 /** Past a double: exact only as a BigInt in JS. */
 const BIG: Readonly<Record<string, bigint>> = { ih_i64max: 2n ** 63n - 1n, ih_i64min: -(2n ** 63n), ih_2p53p1: 2n ** 53n + 1n }
@@ -55,8 +90,24 @@ const CUSTOM: Readonly<Record<string, unknown>> = {
  * those below 2147484 s: a longer one overflows Node's 32-bit timer and the
  * task is killed at once (a src bug of its own, reported separately).
  */
-const LIMITS_TO_PY: readonly [number | null, number | null][] = [[300, 200], [128, 127], [32768, 32767], [256, 255], [2 ** 31, 2 ** 31 - 1], [null, 32768], [65536, null]]
-const LIMITS_TO_TSQ: readonly [number | null, number | null][] = [[300, 200], [128, 127], [32768, 32767], [256, 255], [null, 32768], [65536, null], [2147483, 2147483]]
+const LIMITS_TO_PY: readonly [number | null, number | null][] = [
+  [300, 200],
+  [128, 127],
+  [32768, 32767],
+  [256, 255],
+  [2 ** 31, 2 ** 31 - 1],
+  [null, 32768],
+  [65536, null],
+]
+const LIMITS_TO_TSQ: readonly [number | null, number | null][] = [
+  [300, 200],
+  [128, 127],
+  [32768, 32767],
+  [256, 255],
+  [null, 32768],
+  [65536, null],
+  [2147483, 2147483],
+]
 
 interface Case {
   retries: number
@@ -229,12 +280,25 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
     } finally {
       await conn.close()
     }
-    deadLettering = await rabbitmqctl(['set_policy', '-p', vhostOf(AMQP_URL), '--apply-to', 'queues', '--priority', '100', policy, `^${tsqQueue}$`, JSON.stringify({ 'dead-letter-exchange': dlx })])
+    deadLettering = await rabbitmqctl([
+      'set_policy',
+      '-p',
+      vhostOf(AMQP_URL),
+      '--apply-to',
+      'queues',
+      '--priority',
+      '100',
+      policy,
+      `^${tsqQueue}$`,
+      JSON.stringify({ 'dead-letter-exchange': dlx }),
+    ])
 
     // Both at once; each one that started is kept, so after() stops it even when the other failed.
     const [py, tsq] = await Promise.allSettled([
       startPythonWorker({ peer, extraArgs: ['-I', 'int_headers_tasks'] }).then((w) => (pyWorker = w)),
-      startTsqWorker({ env: { ...wiEnv, broker: proxied.toString() }, module: FIXTURE, pool: 'prefork', concurrency: 2 }).then((w) => (tsqWorker = w)),
+      startTsqWorker({ env: { ...wiEnv, broker: proxied.toString() }, module: FIXTURE, pool: 'prefork', concurrency: 2 }).then(
+        (w) => (tsqWorker = w),
+      ),
     ])
     for (const started of [py, tsq]) if (started.status === 'rejected') throw started.reason
     node = tsqWorker!.nodename
@@ -253,7 +317,14 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
   const tsqLog = (msg: string) => `${msg}\n--- tsq worker log ---\n${tsqWorker?.logTail() ?? ''}`
 
   async function intHeaders<T>(args: readonly string[], timeoutMs = 60_000): Promise<T> {
-    const env = { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: wiEnv.broker, TSQ_WI_BACKEND: wiEnv.backend, TSQ_WI_QUEUE: wiEnv.queue }
+    const env = {
+      ...process.env,
+      PYTHONPATH: PY_DIR,
+      PYTHONDONTWRITEBYTECODE: '1',
+      TSQ_WI_BROKER: wiEnv.broker,
+      TSQ_WI_BACKEND: wiEnv.backend,
+      TSQ_WI_QUEUE: wiEnv.queue,
+    }
     const res = await run(PYTHON, [resolve(PY_DIR, 'int_headers.py'), ...args], { cwd: PY_DIR, env, timeoutMs })
     if (res.code !== 0) throw new Error(`int_headers.py ${args[0]} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
     return parseJsonOut(res, `int_headers.py ${args[0]}`) as T
@@ -272,7 +343,12 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
   async function sendCases(queue: string, list: readonly Case[]): Promise<string[]> {
     const ids: string[] = []
     for (const c of list) {
-      const res = await app!.sendTask('ih.echo', [], {}, { queue, headers: { ...CUSTOM }, retries: c.retries, groupIndex: c.groupIndex, timeLimit: c.limits[0], softTimeLimit: c.limits[1] })
+      const res = await app!.sendTask(
+        'ih.echo',
+        [],
+        {},
+        { queue, headers: { ...CUSTOM }, retries: c.retries, groupIndex: c.groupIndex, timeLimit: c.limits[0], softTimeLimit: c.limits[1] },
+      )
       ids.push(res.id)
     }
     taskIds.push(...ids)
@@ -283,8 +359,25 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
     const list = cases(LIMITS_TO_PY)
     const ids = await sendCases(pyQueue, list)
     const cli = await Promise.all(
-      [['300', '200'], ['32768', '128']].map(async ([hard, soft]) => {
-        const res = await runTsq(['call', 'ih.echo', '-b', AMQP_URL, '--result-backend', BACKEND, '-Q', pyQueue, '--time-limit', hard!, '--soft-time-limit', soft!, '-j'])
+      [
+        ['300', '200'],
+        ['32768', '128'],
+      ].map(async ([hard, soft]) => {
+        const res = await runTsq([
+          'call',
+          'ih.echo',
+          '-b',
+          AMQP_URL,
+          '--result-backend',
+          BACKEND,
+          '-Q',
+          pyQueue,
+          '--time-limit',
+          hard!,
+          '--soft-time-limit',
+          soft!,
+          '-j',
+        ])
         assert.equal(res.code, 0, res.stderr)
         const { id } = JSON.parse(res.stdout) as { id: string }
         taskIds.push(id)
@@ -300,18 +393,35 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
       )
     })
     cli.forEach((c, i) => {
-      assert.deepEqual(results[list.length + i], { timelimit: tag(c.limits), retries: 'int:0', group_index: null, headers: {} }, pyLog(`tsq call --time-limit ${c.limits[0]} --soft-time-limit ${c.limits[1]}`))
+      assert.deepEqual(
+        results[list.length + i],
+        { timelimit: tag(c.limits), retries: 'int:0', group_index: null, headers: {} },
+        pyLog(`tsq call --time-limit ${c.limits[0]} --soft-time-limit ${c.limits[1]}`),
+      )
     })
   })
 
   it('tsq -> plain kombu consumer (py-amqp): every header of every message is the int that was sent', async () => {
     const list = cases(LIMITS_TO_PY)
     const ids = await sendCases(plainQueue, list)
-    const { messages } = await intHeaders<{ messages: { id: string; headers: Record<string, unknown> }[] }>(['consume', plainQueue, String(ids.length), '20'])
-    assert.deepEqual(messages.map((m) => m.id), ids)
+    const { messages } = await intHeaders<{ messages: { id: string; headers: Record<string, unknown> }[] }>([
+      'consume',
+      plainQueue,
+      String(ids.length),
+      '20',
+    ])
+    assert.deepEqual(
+      messages.map((m) => m.id),
+      ids,
+    )
     messages.forEach((m, i) => {
       const c = list[i]!
-      const want = { timelimit: tag(c.limits), retries: tag(c.retries), group_index: tag(c.groupIndex), ...(tag(CUSTOM) as Record<string, unknown>) }
+      const want = {
+        timelimit: tag(c.limits),
+        retries: tag(c.retries),
+        group_index: tag(c.groupIndex),
+        ...(tag(CUSTOM) as Record<string, unknown>),
+      }
       const got = Object.fromEntries(Object.keys(want).map((k) => [k, m.headers[k]]))
       assert.deepEqual(got, want, `message ${i} (${m.id})`)
       // Celery's own headers are read alike: strings stay strings, None stays None.
@@ -326,13 +436,25 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
     taskIds.push(res.id)
     assert.equal(await resultOf(res.id, 20, pyLog), 42, pyLog('proj.add after the header cases'))
     const log = pyWorker!.log
-    assert.doesNotMatch(log, /FrameSyntaxError|Connection to broker lost|Cannot connect|Unrecoverable error/, pyLog('the Python worker lost its connection'))
+    assert.doesNotMatch(
+      log,
+      /FrameSyntaxError|Connection to broker lost|Cannot connect|Unrecoverable error/,
+      pyLog('the Python worker lost its connection'),
+    )
     assert.doesNotMatch(log, /Received invalid task|ERROR\/MainProcess/, pyLog('the Python worker refused a message'))
   })
 
   it('Python send_task(headers=...) -> tsq worker: boundary integers, 2**40 and +-2**63 arrive exactly, retries too', async () => {
-    const specs = cases(LIMITS_TO_TSQ).map((c) => ({ headers: CUSTOM, retries: c.retries, group_index: c.groupIndex, time_limit: c.limits[0], soft_time_limit: c.limits[1] }))
-    const { items } = await intHeaders<{ items: { id: string; error?: string; got?: unknown; want?: unknown; types?: Record<string, unknown> }[] }>(['send_tsq', pyJson(specs), '30'])
+    const specs = cases(LIMITS_TO_TSQ).map((c) => ({
+      headers: CUSTOM,
+      retries: c.retries,
+      group_index: c.groupIndex,
+      time_limit: c.limits[0],
+      soft_time_limit: c.limits[1],
+    }))
+    const { items } = await intHeaders<{
+      items: { id: string; error?: string; got?: unknown; want?: unknown; types?: Record<string, unknown> }[]
+    }>(['send_tsq', pyJson(specs), '30'])
     taskIds.push(...items.map((x) => x.id))
     assert.equal(items.length, specs.length)
     for (const [i, item] of items.entries()) {
@@ -380,21 +502,31 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
       return
     }
     // RabbitMQ's own copy of the message is intact (the proxy changed only what tsq read).
-    const dead = await intHeaders<{ found: boolean; id?: string; headers?: Record<string, unknown>; reason?: string; queue?: string }>(['dead', deadQueue, '10'])
+    const dead = await intHeaders<{ found: boolean; id?: string; headers?: Record<string, unknown>; reason?: string; queue?: string }>([
+      'dead',
+      deadQueue,
+      '10',
+    ])
     assert.deepEqual(dead, { found: true, id: poisoned, headers: { ih_poison: `str:${POISON}` }, reason: 'rejected', queue: tsqQueue })
   })
 
   it('celery inspect ping / active answer a tsq worker whose clock is past 128, 32768 and 2**31', async () => {
     const start = await pushWorkerClock(wiEnv, node, 0)
     assert.deepEqual(start.ping, { [node]: { ok: 'pong' } })
-    assert.ok(typeof start.clock === 'number' && start.clock < 128, `a fresh worker without mingle/gossip counts from 0: ${JSON.stringify(start)}`)
+    assert.ok(
+      typeof start.clock === 'number' && start.clock < 128,
+      `a fresh worker without mingle/gossip counts from 0: ${JSON.stringify(start)}`,
+    )
     for (const target of [300, 40_000, 2 ** 31 + 10]) {
       const push = await pushWorkerClock(wiEnv, node, target)
       assert.deepEqual(push.ping, { [node]: { ok: 'pong' } }, tsqLog(`ping at ${target}`))
       assert.equal(push.header_clocks.length, 2, JSON.stringify(push))
       for (const [type, value] of push.header_clocks) {
         assert.equal(type, 'int', `reply clock header read by py-amqp: ${JSON.stringify(push.header_clocks)}`)
-        assert.ok((value as number) > target + 2 && (value as number) < target + 200, `reply clock ${String(value)} after a request at ${target + 2}`)
+        assert.ok(
+          (value as number) > target + 2 && (value as number) < target + 200,
+          `reply clock ${String(value)} after a request at ${target + 2}`,
+        )
       }
       assert.ok(push.clock! > target + 2 && push.clock! < target + 200, `inspect clock ${push.clock} after ${target}`)
       // Celery's CLI, a fresh process with its own clock at 0, reads the worker's.
@@ -410,7 +542,11 @@ describe('integers in AMQP header tables, tsq <-> Python Celery on RabbitMQ (iss
   it('the tsq worker never lost its broker connection', () => {
     assert.ok(proxy!.accepted > 0, 'the worker connected through the proxy')
     assert.equal(proxy!.dropped, 0, tsqLog(`${proxy!.dropped} of ${proxy!.accepted} connections through the proxy ended`))
-    assert.doesNotMatch(tsqWorker!.log, /Connection to broker lost|Unexpected type tag|FrameSyntaxError/, tsqLog('the tsq worker lost its connection'))
+    assert.doesNotMatch(
+      tsqWorker!.log,
+      /Connection to broker lost|Unexpected type tag|FrameSyntaxError/,
+      tsqLog('the tsq worker lost its connection'),
+    )
     assert.equal(tsqWorker!.hasExited, false)
   })
 })

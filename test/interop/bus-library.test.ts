@@ -36,17 +36,49 @@ class PythonService extends GroupProcess {
 }
 
 function pyEnv(service: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { ...process.env, PYTHONPATH: `${libDir}:${PY_DIR}`, PYTHONDONTWRITEBYTECODE: '1', BUS_SERVICE: service, BUS_BROKER: broker.url, ...extra }
+  return {
+    ...process.env,
+    PYTHONPATH: `${libDir}:${PY_DIR}`,
+    PYTHONDONTWRITEBYTECODE: '1',
+    BUS_SERVICE: service,
+    BUS_BROKER: broker.url,
+    ...extra,
+  }
 }
 
 /** `celery worker` of a celery-amqp-events service, started as the library's README says. */
-async function startPythonService(service: string, events: string[], log: string, nodename: string, extra: NodeJS.ProcessEnv = {}): Promise<PythonService> {
-  const child = spawn(PYTHON, ['-m', 'celery', '-A', 'bus_service', 'worker', '-P', 'solo', '--without-mingle', '--without-gossip', '--without-heartbeat', '-l', 'INFO', '-n', nodename], {
-    cwd: PY_DIR,
-    env: pyEnv(service, { BUS_EVENTS: events.join(','), BUS_LOG: log, ...extra }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  })
+async function startPythonService(
+  service: string,
+  events: string[],
+  log: string,
+  nodename: string,
+  extra: NodeJS.ProcessEnv = {},
+): Promise<PythonService> {
+  const child = spawn(
+    PYTHON,
+    [
+      '-m',
+      'celery',
+      '-A',
+      'bus_service',
+      'worker',
+      '-P',
+      'solo',
+      '--without-mingle',
+      '--without-gossip',
+      '--without-heartbeat',
+      '-l',
+      'INFO',
+      '-n',
+      nodename,
+    ],
+    {
+      cwd: PY_DIR,
+      env: pyEnv(service, { BUS_EVENTS: events.join(','), BUS_LOG: log, ...extra }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  )
   const worker = new PythonService(child)
   const deadline = Date.now() + 40_000
   while (!/\bready\.\s*$/m.test(worker.log)) {
@@ -60,7 +92,11 @@ async function startPythonService(service: string, events: string[], log: string
 }
 
 async function pythonFire(service: string, event: string, args: unknown[]): Promise<string> {
-  const res = await run(PYTHON, [join(PY_DIR, 'bus_send.py'), event, JSON.stringify(args)], { cwd: PY_DIR, env: pyEnv(service), timeoutMs: 30_000 })
+  const res = await run(PYTHON, [join(PY_DIR, 'bus_send.py'), event, JSON.stringify(args)], {
+    cwd: PY_DIR,
+    env: pyEnv(service),
+    timeoutMs: 30_000,
+  })
   assert.equal(res.code, 0, `bus_send.py: ${res.stderr}`)
   return res.stdout.trim()
 }
@@ -88,8 +124,16 @@ describe('events bus interop with celery-amqp-events (Celery 5.2.6, RabbitMQ)', 
     const w = await startServiceWorker(broker, { service, events: [event], log, nodename: `${service}@h` })
     workers.push(w)
     const id = await pythonFire(uniqueName('pyfirer'), event, [{ id: 42, total: 9.5 }])
-    const runs = await waitUntil(() => readRuns(log).length > 0 && readRuns(log), 20_000, 'the tsq handler', () => w.output().slice(-2000))
-    assert.deepEqual(runs.map((r) => [r.id, r.args, r.ok]), [[id, [{ id: 42, total: 9.5 }], true]])
+    const runs = await waitUntil(
+      () => readRuns(log).length > 0 && readRuns(log),
+      20_000,
+      'the tsq handler',
+      () => w.output().slice(-2000),
+    )
+    assert.deepEqual(
+      runs.map((r) => [r.id, r.args, r.ok]),
+      [[id, [{ id: 42, total: 9.5 }], true]],
+    )
     await w.stop()
   })
 
@@ -100,8 +144,16 @@ describe('events bus interop with celery-amqp-events (Celery 5.2.6, RabbitMQ)', 
     const log = join(dir, 'tsq-fires.jsonl')
     const py = await startPythonService(service, [event], log, `${service}@h`)
     pythons.push(py)
-    const fired = jsonOf<{ id: string }>(await tsq(broker, ['fire', event, '--args', '[{"parcel": 7}]', '--kwargs', '{"carrier": "dhl"}', '--json']), 'tsq fire')
-    const runs = await waitUntil(() => readRuns(log).length > 0 && readRuns(log), 20_000, 'the Python handler', () => py.logTail())
+    const fired = jsonOf<{ id: string }>(
+      await tsq(broker, ['fire', event, '--args', '[{"parcel": 7}]', '--kwargs', '{"carrier": "dhl"}', '--json']),
+      'tsq fire',
+    )
+    const runs = await waitUntil(
+      () => readRuns(log).length > 0 && readRuns(log),
+      20_000,
+      'the Python handler',
+      () => py.logTail(),
+    )
     assert.equal(runs[0]!.id, fired.id)
     assert.deepEqual(runs[0]!.args, [{ parcel: 7 }])
     assert.deepEqual((runs[0] as unknown as { kwargs: unknown }).kwargs, { carrier: 'dhl' })
@@ -121,7 +173,12 @@ describe('events bus interop with celery-amqp-events (Celery 5.2.6, RabbitMQ)', 
     const pyC = await startPythonService(service, [event], log, `${service}-py2@h`)
     pythons.push(pyC)
     const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => pythonFire(uniqueName('pyfirer'), event, [i])))
-    await waitUntil(() => readRuns(log).length >= 12, 30_000, 'twelve runs', () => `${tsqB.output().slice(-1500)}\n${pyA.logTail(1500)}`)
+    await waitUntil(
+      () => readRuns(log).length >= 12,
+      30_000,
+      'twelve runs',
+      () => `${tsqB.output().slice(-1500)}\n${pyA.logTail(1500)}`,
+    )
     await sleep(1000)
     const runs = readRuns(log)
     assert.deepEqual(runs.map((r) => r.id).sort(), [...ids].sort(), 'each event handled once, by one of the workers')
@@ -139,7 +196,12 @@ describe('events bus interop with celery-amqp-events (Celery 5.2.6, RabbitMQ)', 
     pythons.push(py)
     const id = await pythonFire(service, event, [{ order: 5 }])
     // The library: run, one retry, then its retry() to the archive exchange.
-    await waitUntil(() => readRuns(log).length >= 2, 30_000, 'the Python retry', () => py.logTail())
+    await waitUntil(
+      () => readRuns(log).length >= 2,
+      30_000,
+      'the Python retry',
+      () => py.logTail(),
+    )
     const archived = await waitUntil(
       async () => {
         const listed = jsonOf<ArchivedEvent[]>(await tsq(broker, ['archive', 'ls', '--service', service, '--json'], env), 'tsq archive ls')
@@ -157,12 +219,26 @@ describe('events bus interop with celery-amqp-events (Celery 5.2.6, RabbitMQ)', 
     await py.stop()
     const fixed = await startServiceWorker(broker, { service, events: [event], log, nodename: `${service}-tsq@h`, env })
     workers.push(fixed)
-    const replay = jsonOf<{ replayed: ArchivedEvent[] }>(await tsq(broker, ['archive', 'replay', id, '--service', service, '--json'], env), 'tsq archive replay')
-    assert.deepEqual(replay.replayed.map((e) => e.id), [id])
-    const done = await waitUntil(() => readRuns(log).find((r) => r.ok), 20_000, 'the replayed run', () => fixed.output().slice(-2000))
+    const replay = jsonOf<{ replayed: ArchivedEvent[] }>(
+      await tsq(broker, ['archive', 'replay', id, '--service', service, '--json'], env),
+      'tsq archive replay',
+    )
+    assert.deepEqual(
+      replay.replayed.map((e) => e.id),
+      [id],
+    )
+    const done = await waitUntil(
+      () => readRuns(log).find((r) => r.ok),
+      20_000,
+      'the replayed run',
+      () => fixed.output().slice(-2000),
+    )
     assert.equal(done.id, id)
     assert.equal(done.retries, 0, 'its retry count reset')
-    assert.deepEqual(jsonOf<ArchivedEvent[]>(await tsq(broker, ['archive', 'ls', '--service', service, '--json'], env), 'tsq archive ls'), [])
+    assert.deepEqual(
+      jsonOf<ArchivedEvent[]>(await tsq(broker, ['archive', 'ls', '--service', service, '--json'], env), 'tsq archive ls'),
+      [],
+    )
     await fixed.stop()
   })
 })

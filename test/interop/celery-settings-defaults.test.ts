@@ -19,7 +19,10 @@ print(json.dumps({k: js(o.default) for k, o in flatten(NAMESPACES)}))
 
 function celeryDefaults(): Record<string, unknown> | string {
   try {
-    return JSON.parse(execFileSync('/usr/bin/python3', ['-c', DUMP], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Record<string, unknown>
+    return JSON.parse(execFileSync('/usr/bin/python3', ['-c', DUMP], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Record<
+      string,
+      unknown
+    >
   } catch (error) {
     const reason = `Python Celery 5.2.6 not importable by /usr/bin/python3 (${(error as Error).message.split('\n')[0]})`
     if (process.env.CI) throw new Error(`CI requires it: ${reason}`, { cause: error })
@@ -31,15 +34,23 @@ describe('settings registry against the installed Celery (celery.app.defaults)',
   const celery = celeryDefaults()
   const skip = typeof celery === 'string' ? celery : false
 
-  it('lists every one of Celery\'s settings, and none Celery lacks', { skip }, () => {
+  it("lists every one of Celery's settings, and none Celery lacks", { skip }, () => {
     const theirs = Object.keys(celery as Record<string, unknown>).sort()
     const ours = Object.keys(SETTINGS).sort()
-    assert.deepEqual(theirs.filter((n) => !SETTINGS[n]), [], 'settings of Celery\'s the registry lacks')
-    assert.deepEqual(ours.filter((n) => !(n in (celery as object))), [], 'registry names Celery does not have')
+    assert.deepEqual(
+      theirs.filter((n) => !SETTINGS[n]),
+      [],
+      "settings of Celery's the registry lacks",
+    )
+    assert.deepEqual(
+      ours.filter((n) => !(n in (celery as object))),
+      [],
+      'registry names Celery does not have',
+    )
     assert.equal(ours.length, 169)
   })
 
-  it('gives each Celery\'s default, so restating a default is never refused', { skip }, () => {
+  it("gives each Celery's default, so restating a default is never refused", { skip }, () => {
     for (const [name, value] of Object.entries(celery as Record<string, unknown>)) {
       const ours = SETTINGS[name]?.default
       assert.deepEqual(ours === Infinity ? 'inf' : ours, value, name)

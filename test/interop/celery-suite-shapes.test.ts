@@ -23,7 +23,13 @@ describe('Celery 5.2.6 suite shapes: Python client, tsq worker', { skip }, () =>
   before(async () => {
     process.env.CELERY_SUITE_QUEUE = env.queue
     process.env.CELERY_SUITE_REDIS_URL = echoRedis
-    worker = await startTsqWorker({ env, module: resolve(REPO_ROOT, 'test/celery-suite/tasks.js'), pool: 'prefork', concurrency: 1, events: true })
+    worker = await startTsqWorker({
+      env,
+      module: resolve(REPO_ROOT, 'test/celery-suite/tasks.js'),
+      pool: 'prefork',
+      concurrency: 1,
+      events: true,
+    })
   })
 
   after(async () => {
@@ -35,7 +41,15 @@ describe('Celery 5.2.6 suite shapes: Python client, tsq worker', { skip }, () =>
     const res = await run(PYTHON, [resolve(PY_DIR, 'suite_shapes.py'), ...names], {
       cwd: PY_DIR,
       timeoutMs: 120_000,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', SHAPES_BROKER: env.broker, SHAPES_BACKEND: env.backend, SHAPES_QUEUE: env.queue, SHAPES_REDIS: echoRedis, SHAPES_NODE: worker!.nodename },
+      env: {
+        ...process.env,
+        PYTHONDONTWRITEBYTECODE: '1',
+        SHAPES_BROKER: env.broker,
+        SHAPES_BACKEND: env.backend,
+        SHAPES_QUEUE: env.queue,
+        SHAPES_REDIS: echoRedis,
+        SHAPES_NODE: worker!.nodename,
+      },
     })
     if (res.code !== 0) throw new Error(`suite_shapes.py exited ${res.code}\n${res.stderr}\n--- worker ---\n${worker?.logTail()}`)
     return parseJsonOut(res, 'suite_shapes.py') as Record<string, Shape & Record<string, unknown>>
@@ -48,7 +62,7 @@ describe('Celery 5.2.6 suite shapes: Python client, tsq worker', { skip }, () =>
     assert.deepEqual(out.chain_of_chord_with_chain_body, { value: [6, 6] }, withLog(out))
   })
 
-  it('a chord header holding a chain that ends in a group: the group\'s members count in the chord and the body gets their results nested', async () => {
+  it("a chord header holding a chain that ends in a group: the group's members count in the chord and the body gets their results nested", async () => {
     const out = await shapes('nested_group_chain', 'nested_chord_group_chain_group_tail', 'chord_header_task_and_chain_group')
     assert.deepEqual(out.nested_group_chain, { value: 11 }, withLog(out))
     assert.deepEqual(out.nested_chord_group_chain_group_tail, { value: [[42, 42]] }, withLog(out))

@@ -22,10 +22,21 @@ function clientFor(queue: string): App {
 const add = (x: number, y?: number) => signature('proj.add', y === undefined ? [x] : [x, y])
 
 const workers: { name: string; start(queue: string): Promise<{ stop(): Promise<void>; logTail(): string }> }[] = [
-  { name: 'a Python Celery worker', start: (queue) => startPythonWorker({ peer: { broker: REDIS_URL, backend: BACKEND, queue } }) as Promise<PythonWorker> },
+  {
+    name: 'a Python Celery worker',
+    start: (queue) => startPythonWorker({ peer: { broker: REDIS_URL, backend: BACKEND, queue } }) as Promise<PythonWorker>,
+  },
   // The body names no queue, so it goes to the worker app's default queue, as
   // on the Python worker (whose app takes it from TSQ_INTEROP_QUEUE).
-  { name: 'a tsq worker', start: (queue) => startTsqWorker({ env: { broker: REDIS_URL, backend: BACKEND, queue } satisfies WiEnv, pool: 'threads', queueFromApp: true }) as Promise<TsqWorker> },
+  {
+    name: 'a tsq worker',
+    start: (queue) =>
+      startTsqWorker({
+        env: { broker: REDIS_URL, backend: BACKEND, queue } satisfies WiEnv,
+        pool: 'threads',
+        queueFromApp: true,
+      }) as Promise<TsqWorker>,
+  },
 ]
 
 for (const w of workers) {
@@ -53,14 +64,28 @@ for (const w of workers) {
       assert.equal(await g.ready(), true)
     })
 
-    it('app.chain returns the last step\'s result; task.map, task.starmap and task.chunks are Celery\'s celery.map / celery.starmap', async () => {
+    it("app.chain returns the last step's result; task.map, task.starmap and task.chunks are Celery's celery.map / celery.starmap", async () => {
       const chained = await app.chain(add(1, 2), add(3), signature('proj.mul', [10]))
       assert.equal(await chained.get({ timeout: 20 }), 60, withLog(chained.id))
       const tsum = app.task('proj.tsum', () => undefined)
       const sum = app.task('proj.add', () => undefined)
-      const mapped = await app.chain(tsum.map([[1, 2], [3, 4]]))
+      const mapped = await app.chain(
+        tsum.map([
+          [1, 2],
+          [3, 4],
+        ]),
+      )
       assert.deepEqual(await mapped.get({ timeout: 20 }), [3, 7], withLog(mapped.id))
-      const chunked = await app.group(...sum.chunks([[1, 1], [2, 2], [3, 3]], 2))
+      const chunked = await app.group(
+        ...sum.chunks(
+          [
+            [1, 1],
+            [2, 2],
+            [3, 3],
+          ],
+          2,
+        ),
+      )
       assert.deepEqual(await chunked.get({ timeout: 20 }), [[2, 4], [6]], withLog(chunked.id))
     })
 
@@ -80,7 +105,7 @@ for (const w of workers) {
       assert.match(err.message, /^Dependency [0-9a-f-]{36} raised (ValueError|TypeError)\('chord part failed'\)$/)
     })
 
-    it('a Python chain into a chord whose header nests a group and a chain: the worker that starts it gets Celery 5.2.6\'s order', async () => {
+    it("a Python chain into a chord whose header nests a group and a chain: the worker that starts it gets Celery 5.2.6's order", async () => {
       // add(1,2) | chord([add(1), group(add(10), add(20)), add(100) | mul(2), add(1000)], collect):
       // Celery's header unroll reverses the nested group (23 before 13), and the chain counts once, by mul.
       const out = await pyClient<{ result?: unknown }>({ broker: REDIS_URL, backend: BACKEND, queue }, ['canvas', 'nested_chord', '30'])
@@ -94,19 +119,32 @@ for (const w of workers) {
     })
 
     // Shapes from Celery's own integration suite (test/celery-suite), sent by tsq's client.
-    const chainSig = (...tasks: ReturnType<typeof signature>[]) => ({ ...signature('celery.chain', [], { tasks }), subtask_type: 'chain' }) as unknown as ReturnType<typeof signature>
-    const groupSig = (...tasks: ReturnType<typeof signature>[]) => ({ ...signature('celery.group', [], { tasks }), subtask_type: 'group' }) as unknown as ReturnType<typeof signature>
-    const chordSig = (header: ReturnType<typeof signature>[], body: ReturnType<typeof signature>) => ({ ...signature('celery.chord', [], { header: groupSig(...header), body, kwargs: {} }), subtask_type: 'chord' }) as unknown as ReturnType<typeof signature>
+    const chainSig = (...tasks: ReturnType<typeof signature>[]) =>
+      ({ ...signature('celery.chain', [], { tasks }), subtask_type: 'chain' }) as unknown as ReturnType<typeof signature>
+    const groupSig = (...tasks: ReturnType<typeof signature>[]) =>
+      ({ ...signature('celery.group', [], { tasks }), subtask_type: 'group' }) as unknown as ReturnType<typeof signature>
+    const chordSig = (header: ReturnType<typeof signature>[], body: ReturnType<typeof signature>) =>
+      ({
+        ...signature('celery.chord', [], { header: groupSig(...header), body, kwargs: {} }),
+        subtask_type: 'chord',
+      }) as unknown as ReturnType<typeof signature>
 
     it('a chain step that is a chord whose body is a chain: the steps after it run', async () => {
       // add.si(1, 0) | chord([add(1), add(1)], tsum | add(1)) | group(add(1), add(1)) -> [6, 6]
-      const r = await app.chain(signature('proj.add', [1, 0], {}, { immutable: true }), chordSig([add(1), add(1)], chainSig(signature('proj.tsum'), add(1))), groupSig(add(1), add(1)))
+      const r = await app.chain(
+        signature('proj.add', [1, 0], {}, { immutable: true }),
+        chordSig([add(1), add(1)], chainSig(signature('proj.tsum'), add(1))),
+        groupSig(add(1), add(1)),
+      )
       assert.deepEqual(await r.get({ timeout: 20 }).catch((e: Error) => withLog(e.message)), [6, 6])
     })
 
     it("a chain in a chord's header that fails before its end fails the chord", async () => {
       // add(1, 1) | chord([add(1) | fail.si('mid-chain') | add(1)], tsum): the worker fans the chord out.
-      const r = await app.chain(add(1, 1), chordSig([chainSig(add(1), signature('proj.fail', ['mid-chain'], {}, { immutable: true }), add(1))], signature('proj.tsum')))
+      const r = await app.chain(
+        add(1, 1),
+        chordSig([chainSig(add(1), signature('proj.fail', ['mid-chain'], {}, { immutable: true }), add(1))], signature('proj.tsum')),
+      )
       const err = await r.get({ timeout: 20 }).then(
         (v) => assert.fail(withLog(`the body succeeded: ${JSON.stringify(v)}`)),
         (e: unknown) => e,
@@ -120,7 +158,10 @@ for (const w of workers) {
     it("a chord header holding a chain that ends in a group (Celery's test_nested_group_chain): the group's members count, the body gets their results nested", async () => {
       // add.si(1, 0) | chord([add.si(1, 100), add.si(1, 200) | group(add.si(1, 1000), add.si(1, 2000))], collect)
       // (the suite's body is add.si(1, 10), which hides what it gets).
-      const header = [si('proj.add', [1, 100]), chainSig(si('proj.add', [1, 200]), groupSig(si('proj.add', [1, 1000]), si('proj.add', [1, 2000])))]
+      const header = [
+        si('proj.add', [1, 100]),
+        chainSig(si('proj.add', [1, 200]), groupSig(si('proj.add', [1, 1000]), si('proj.add', [1, 2000]))),
+      ]
       const r = await app.chain(si('proj.add', [1, 0]), chordSig(header, collect()))
       assert.deepEqual(await r.get({ timeout: 30 }).catch((e: Error) => withLog(e.message)), [101, [1001, 2001]])
     })
@@ -138,7 +179,10 @@ describe('app.chord needs a result backend that counts chords', { skip: await br
     const queue = uniqueName('tsq-canvas-rpc')
     const app = createApp({ name: 'proj', broker: AMQP_URL, resultBackend: 'rpc://', defaultQueue: queue })
     try {
-      await assert.rejects(app.chord([add(1, 1)], signature('proj.tsum')), /chords need a result backend that counts them \(redis:\/\/ or file:\/\/\); rpc:\/\/ has none/)
+      await assert.rejects(
+        app.chord([add(1, 1)], signature('proj.tsum')),
+        /chords need a result backend that counts them \(redis:\/\/ or file:\/\/\); rpc:\/\/ has none/,
+      )
       const transport = await app.transport()
       assert.equal((await transport.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })).messageCount, 0)
     } finally {

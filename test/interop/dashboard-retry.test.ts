@@ -18,12 +18,23 @@ describe('dashboard retry sends the original arguments exactly (Python client an
   const broker = REDIS_URL
   const backend = REDIS_URL.replace(/\/\d+$/, '/1')
   const queue = uniqueName('tsq-retry')
-  const env = { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_INTEROP_BROKER: broker, TSQ_INTEROP_BACKEND: backend, TSQ_INTEROP_QUEUE: queue }
+  const env = {
+    ...process.env,
+    PYTHONPATH: PY_DIR,
+    PYTHONDONTWRITEBYTECODE: '1',
+    TSQ_INTEROP_BROKER: broker,
+    TSQ_INTEROP_BACKEND: backend,
+    TSQ_INTEROP_QUEUE: queue,
+  }
   let worker: PythonWorker | undefined
   let dashboard: SpawnedDashboard | undefined
 
   const python = async (script: string, ...args: string[]): Promise<string> => {
-    const res = await run(PYTHON, ['-c', `from retry_app import app\nimport sys\n${script}`, ...args], { env, cwd: PY_DIR, timeoutMs: 60_000 })
+    const res = await run(PYTHON, ['-c', `from retry_app import app\nimport sys\n${script}`, ...args], {
+      env,
+      cwd: PY_DIR,
+      timeoutMs: 60_000,
+    })
     assert.equal(res.code, 0, res.stderr)
     return res.stdout.trim()
   }
@@ -34,7 +45,30 @@ describe('dashboard retry sends the original arguments exactly (Python client an
 
   before(async () => {
     const nodename = uniqueNodeName('retry')
-    const child = spawn(PYTHON, ['-m', 'celery', '-A', 'retry_app', 'worker', '-n', nodename, '-c', '1', '-P', 'solo', '-E', '-Q', queue, '--without-gossip', '--without-mingle', '-l', 'INFO'], { cwd: PY_DIR, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn(
+      PYTHON,
+      [
+        '-m',
+        'celery',
+        '-A',
+        'retry_app',
+        'worker',
+        '-n',
+        nodename,
+        '-c',
+        '1',
+        '-P',
+        'solo',
+        '-E',
+        '-Q',
+        queue,
+        '--without-gossip',
+        '--without-mingle',
+        '-l',
+        'INFO',
+      ],
+      { cwd: PY_DIR, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    )
     worker = new PythonWorker(nodename, { broker, backend, queue }, child)
     await waitFor(() => /\bready\.\s*$/m.test(worker!.log) || worker!.hasExited, { timeoutMs: 60_000, what: 'the Python worker ready' })
     assert.equal(worker.hasExited, false, worker.logTail())
@@ -48,7 +82,7 @@ describe('dashboard retry sends the original arguments exactly (Python client an
     await worker?.stop()
   })
 
-  it('re-sends \'a\\x00b\', \'\\u200b\', 18446744073709551617 and 2.0 as sent', async () => {
+  it("re-sends 'a\\x00b', '\\u200b', 18446744073709551617 and 2.0 as sent", async () => {
     const sent = await python(
       "r = app.send_task('proj.echo_repr', args=['a\\x00b', '\\u200b', 18446744073709551617, 2.0], kwargs={'k': '\\u200b', 'n': -18446744073709551617})\nprint(r.id)\nprint(r.get(timeout=60))",
     )
@@ -67,6 +101,9 @@ describe('dashboard retry sends the original arguments exactly (Python client an
     await waitFor(async () => (await state(id)) === 'SUCCESS', { timeoutMs: 30_000, what: 'the dashboard to see the task succeed' })
     const res = await fetch(`${dashboard!.url}/api/ui/retry/${id}`, { method: 'POST' })
     assert.equal(res.status, 409)
-    assert.match(((await res.json()) as { error: string }).error, /cannot send '.*' again with its exact arguments: the result backend holds nothing for it/)
+    assert.match(
+      ((await res.json()) as { error: string }).error,
+      /cannot send '.*' again with its exact arguments: the result backend holds nothing for it/,
+    )
   })
 })

@@ -21,9 +21,14 @@ import { startTsqWorker, type TsqWorker } from './worker-helpers/tsq-worker.js'
 
 const DJANGO_DIR = resolve(REPO_ROOT, 'test/fixtures/django')
 const redisSkip = await brokerSkipReason('redis')
-const djangoSkip = (await run(PYTHON, ['-c', 'import django, django_celery_beat, celery'])).code === 0
-  ? false
-  : process.env.CI ? (() => { throw new Error('CI requires python3-django-celery-beat') })() : 'python3-django-celery-beat not installed'
+const djangoSkip =
+  (await run(PYTHON, ['-c', 'import django, django_celery_beat, celery'])).code === 0
+    ? false
+    : process.env.CI
+      ? (() => {
+          throw new Error('CI requires python3-django-celery-beat')
+        })()
+      : 'python3-django-celery-beat not installed'
 
 /** A scheduler process (tsq beat or Python's celery beat): TERM, as an operator stops it. */
 class BeatProcess extends GroupProcess {
@@ -56,9 +61,20 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
     let worker: TsqWorker | undefined
     const workerQueue = uniqueName('tsq-djb-w')
     const running = new Set<BeatProcess>()
-    const pyEnv = () => ({ ...process.env, PYTHONPATH: DJANGO_DIR, PYTHONDONTWRITEBYTECODE: '1', DJANGO_SETTINGS_MODULE: 'tsq_django_settings', TSQ_DJANGO_DB: JSON.stringify(db.django), TSQ_WI_BROKER: REDIS_URL })
+    const pyEnv = () => ({
+      ...process.env,
+      PYTHONPATH: DJANGO_DIR,
+      PYTHONDONTWRITEBYTECODE: '1',
+      DJANGO_SETTINGS_MODULE: 'tsq_django_settings',
+      TSQ_DJANGO_DB: JSON.stringify(db.django),
+      TSQ_WI_BROKER: REDIS_URL,
+    })
     const orm = async (...args: string[]): Promise<OrmRow> => {
-      const res = await run(PYTHON, [resolve(DJANGO_DIR, 'tsq_django_beat.py'), ...args], { cwd: DJANGO_DIR, env: pyEnv(), timeoutMs: 60_000 })
+      const res = await run(PYTHON, [resolve(DJANGO_DIR, 'tsq_django_beat.py'), ...args], {
+        cwd: DJANGO_DIR,
+        env: pyEnv(),
+        timeoutMs: 60_000,
+      })
       return parseJsonOut(res, `tsq_django_beat.py ${args[0]}`) as OrmRow
     }
     const create = (spec: Record<string, unknown>) => orm('create', JSON.stringify(spec))
@@ -70,7 +86,11 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
       return p
     }
     const startTsqBeat = async (extra: string[] = []): Promise<BeatProcess> => {
-      const child = spawn(process.execPath, [TSQ_BIN, 'beat', '-b', REDIS_URL, '-S', 'django', '--database-url', db.url, '-l', 'DEBUG', ...extra], { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+      const child = spawn(
+        process.execPath,
+        [TSQ_BIN, 'beat', '-b', REDIS_URL, '-S', 'django', '--database-url', db.url, '-l', 'DEBUG', ...extra],
+        { cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      )
       const beat = track(child)
       await waitFor(() => beat.log.includes('beat: Starting...') || beat.hasExited, { timeoutMs: 30_000, what: 'tsq beat to start' })
       assert.ok(!beat.hasExited, `tsq beat exited:\n${beat.logTail()}`)
@@ -79,7 +99,11 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
     const startPythonBeat = async (): Promise<BeatProcess> => {
       // Each run written as it is sent (beat_sync_every = 1), as tsq does: Python's write at exit, from its
       // TERM handler, met "database is locked" on SQLite.
-      const child = spawn(PYTHON, ['-m', 'celery', '-A', 'tsq_django_app', 'beat', '-S', 'django_celery_beat.schedulers:DatabaseScheduler', '-l', 'INFO'], { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_DJ_BEAT_SYNC_EVERY: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+      const child = spawn(
+        PYTHON,
+        ['-m', 'celery', '-A', 'tsq_django_app', 'beat', '-S', 'django_celery_beat.schedulers:DatabaseScheduler', '-l', 'INFO'],
+        { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_DJ_BEAT_SYNC_EVERY: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      )
       const beat = track(child)
       await waitFor(() => beat.log.includes('beat: Starting...') || beat.hasExited, { timeoutMs: 60_000, what: 'Python beat to start' })
       assert.ok(!beat.hasExited, `celery beat exited:\n${beat.logTail()}`)
@@ -100,7 +124,13 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
           await sleep(100)
         }
       })()
-      return { arrivals, stop: async () => { stopped = true; await loop } }
+      return {
+        arrivals,
+        stop: async () => {
+          stopped = true
+          await loop
+        },
+      }
     }
 
     before(async () => {
@@ -125,7 +155,10 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
       const succeeded = () => (worker!.log.match(/Task proj\.add\[[^\]]+\] succeeded in [^:]+: 5\b/g) ?? []).length
       await create({ name, task: 'proj.add', interval: [1, 'seconds'], args: [2, 3], queue: workerQueue })
       // Python's ModelEntry takes "now" as a new row's last run: sent one interval after the beat sees it.
-      await waitFor(() => succeeded() >= 1, { timeoutMs: 30_000, what: `a worker to run ${name}'s task\n${beat.logTail()}\n${worker!.logTail()}` })
+      await waitFor(() => succeeded() >= 1, {
+        timeoutMs: 30_000,
+        what: `a worker to run ${name}'s task\n${beat.logTail()}\n${worker!.logTail()}`,
+      })
       assert.ok(beat.sends(name) >= 1)
       const first = await orm('row', name)
       assert.ok(first.total_run_count >= 1 && first.last_run_at !== null, JSON.stringify(first))
@@ -162,7 +195,11 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
       const name = uniqueName('djb-once')
       const queue = uniqueName('tsq-djb-once')
       await create({ name, task: 'proj.add', interval: [1, 'seconds'], args: [1, 1], queue, one_off: true })
-      await waitFor(async () => !(await orm('row', name)).enabled, { timeoutMs: 40_000, intervalMs: 500, what: `${name} to be disabled\n${beat.logTail()}` })
+      await waitFor(async () => !(await orm('row', name)).enabled, {
+        timeoutMs: 40_000,
+        intervalMs: 500,
+        what: `${name} to be disabled\n${beat.logTail()}`,
+      })
       await sleep(2500)
       await stop(beat)
       assert.equal(beat.sends(name), 1, beat.logTail())
@@ -172,7 +209,7 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
       await redis.del(queue)
     })
 
-    it('total_run_count and last_run_at are written as Python\'s DatabaseScheduler writes them', async () => {
+    it("total_run_count and last_run_at are written as Python's DatabaseScheduler writes them", async () => {
       // One scheduler at a time: each sends every enabled row of the database.
       const measure = async (who: 'python' | 'tsq') => {
         const name = uniqueName(`djb-${who}`)
@@ -198,24 +235,40 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
       // under load: 3 sent, 2 counted); its row is then that of the run before, which is still what is
       // compared: the count of runs it saved, and last_run_at of the last of them.
       assert.equal(ts.row.total_run_count, ts.sent, `tsq: one count per run sent\n${ts.log}`)
-      assert.ok(py.row.total_run_count >= py.sent - 1 && py.row.total_run_count <= py.sent, `python: ${py.row.total_run_count} counted for ${py.sent} sent\n${py.log}`)
-      for (const [who, m] of [['python', py], ['tsq', ts]] as const) {
+      assert.ok(
+        py.row.total_run_count >= py.sent - 1 && py.row.total_run_count <= py.sent,
+        `python: ${py.row.total_run_count} counted for ${py.sent} sent\n${py.log}`,
+      )
+      for (const [who, m] of [
+        ['python', py],
+        ['tsq', ts],
+      ] as const) {
         assert.match(m.row.last_run_at ?? '', /\+00:00$/, `${who}: an aware UTC datetime`)
         const at = Date.parse(m.row.last_run_at!)
         const counted = m.arrivals[m.row.total_run_count - 1]!
         // last_run_at is taken just before the send; the queue is read every 100 ms.
-        assert.ok(at <= counted && counted - at < 1500, `${who}: last_run_at ${m.row.last_run_at} vs the send it counts, seen at ${new Date(counted).toISOString()}`)
+        assert.ok(
+          at <= counted && counted - at < 1500,
+          `${who}: last_run_at ${m.row.last_run_at} vs the send it counts, seen at ${new Date(counted).toISOString()}`,
+        )
       }
       // The column itself holds the same kind of value (naive UTC text on MySQL and SQLite, an instant on PostgreSQL).
       assert.equal(shape(ts.raw), shape(py.raw), `raw columns: python ${py.raw}, tsq ${ts.raw}`)
     })
 
-    it('a solar row is sent at its sun event, and Python\'s DatabaseScheduler agrees on the next one', async () => {
+    it("a solar row is sent at its sun event, and Python's DatabaseScheduler agrees on the next one", async () => {
       const name = uniqueName('djb-solar')
       const queue = uniqueName('tsq-djb-solar')
       // Last run two days ago: the solar noon after it has passed, so the row is due at once, as in Python.
       const lastRunAt = new Date(Date.now() - 2 * 86_400_000).toISOString()
-      await create({ name, task: 'proj.add', solar: { event: 'solar_noon', latitude: 51.5, longitude: -0.12 }, args: [6, 6], queue, last_run_at: lastRunAt })
+      await create({
+        name,
+        task: 'proj.add',
+        solar: { event: 'solar_noon', latitude: 51.5, longitude: -0.12 },
+        args: [6, 6],
+        queue,
+        last_run_at: lastRunAt,
+      })
       const beat = await startTsqBeat()
       await waitFor(async () => (await redis.llen(queue)) >= 1, { timeoutMs: 30_000, what: `${name} to be sent\n${beat.logTail()}` })
       await sleep(3000)
@@ -242,7 +295,10 @@ for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
         const extra = ha === 'lease' ? ['--ha', 'lease', '--redis-url', REDIS_URL, '--lock-timeout', '3'] : []
         const beats = [await startTsqBeat(extra), await startTsqBeat(extra)]
         await create({ name, task: 'proj.add', interval: [1, 'seconds'], args: [5, 5], queue })
-        await waitFor(async () => (await redis.llen(queue)) >= 6, { timeoutMs: 60_000, what: `6 sends of ${name}\n${beats.map((b) => b.logTail()).join('\n---\n')}` })
+        await waitFor(async () => (await redis.llen(queue)) >= 6, {
+          timeoutMs: 60_000,
+          what: `6 sends of ${name}\n${beats.map((b) => b.logTail()).join('\n---\n')}`,
+        })
         const whileBoth = beats.map((b) => b.sends(name))
         for (const beat of beats) await stop(beat)
         const sent = await redis.llen(queue)
@@ -283,7 +339,10 @@ async function rawLastRunAt(db: TestDatabase, name: string): Promise<string> {
   const conn = new pg.Client({ connectionString: db.url })
   await conn.connect()
   try {
-    const res = await conn.query("SELECT pg_typeof(last_run_at)::text || ' ' || to_char(last_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS v FROM django_celery_beat_periodictask WHERE name = $1", [name])
+    const res = await conn.query(
+      "SELECT pg_typeof(last_run_at)::text || ' ' || to_char(last_run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS v FROM django_celery_beat_periodictask WHERE name = $1",
+      [name],
+    )
     return String(res.rows[0].v)
   } finally {
     await conn.end()

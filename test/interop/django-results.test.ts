@@ -25,9 +25,14 @@ class PythonDjangoWorker extends GroupProcess {
 
 const DJANGO_DIR = resolve(REPO_ROOT, 'test/fixtures/django')
 const redisSkip = await brokerSkipReason('redis')
-const djangoSkip = (await run(PYTHON, ['-c', 'import django, django_celery_results, sqlalchemy'])).code === 0
-  ? false
-  : process.env.CI ? (() => { throw new Error('CI requires python3-django-celery-results') })() : 'python3-django-celery-results not installed'
+const djangoSkip =
+  (await run(PYTHON, ['-c', 'import django, django_celery_results, sqlalchemy'])).code === 0
+    ? false
+    : process.env.CI
+      ? (() => {
+          throw new Error('CI requires python3-django-celery-results')
+        })()
+      : 'python3-django-celery-results not installed'
 
 for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
   const skip = redisSkip || djangoSkip || (await databaseSkipReason(kind))
@@ -37,9 +42,20 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
     let pyQueue: string
     let tsqWorker: TsqWorker | undefined
     let pyWorker: PythonDjangoWorker | undefined
-    const pyEnv = () => ({ ...process.env, PYTHONPATH: DJANGO_DIR, PYTHONDONTWRITEBYTECODE: '1', DJANGO_SETTINGS_MODULE: 'tsq_django_settings', TSQ_DJANGO_DB: JSON.stringify(db.django), TSQ_WI_BROKER: REDIS_URL })
+    const pyEnv = () => ({
+      ...process.env,
+      PYTHONPATH: DJANGO_DIR,
+      PYTHONDONTWRITEBYTECODE: '1',
+      DJANGO_SETTINGS_MODULE: 'tsq_django_settings',
+      TSQ_DJANGO_DB: JSON.stringify(db.django),
+      TSQ_WI_BROKER: REDIS_URL,
+    })
     const py = async (args: string[], queue = tsqEnv.queue) => {
-      const res = await run(PYTHON, [resolve(DJANGO_DIR, 'tsq_django_app.py'), ...args], { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_WI_QUEUE: queue }, timeoutMs: 60_000 })
+      const res = await run(PYTHON, [resolve(DJANGO_DIR, 'tsq_django_app.py'), ...args], {
+        cwd: DJANGO_DIR,
+        env: { ...pyEnv(), TSQ_WI_QUEUE: queue },
+        timeoutMs: 60_000,
+      })
       return parseJsonOut(res, `tsq_django_app.py ${args[0]}`) as Record<string, unknown>
     }
 
@@ -52,7 +68,29 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
       process.env.DATABASE_URL = db.url
       tsqWorker = await startTsqWorker({ env: tsqEnv, pool: 'threads', concurrency: 2, resultExtended: true })
       const node = uniqueNodeName('pydj')
-      const child = spawn(PYTHON, ['-m', 'celery', '-A', 'tsq_django_app', 'worker', '-n', node, '-c', '1', '-P', 'solo', '-Q', pyQueue, '--without-gossip', '--without-mingle', '-l', 'INFO'], { cwd: DJANGO_DIR, env: pyEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+      const child = spawn(
+        PYTHON,
+        [
+          '-m',
+          'celery',
+          '-A',
+          'tsq_django_app',
+          'worker',
+          '-n',
+          node,
+          '-c',
+          '1',
+          '-P',
+          'solo',
+          '-Q',
+          pyQueue,
+          '--without-gossip',
+          '--without-mingle',
+          '-l',
+          'INFO',
+        ],
+        { cwd: DJANGO_DIR, env: pyEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      )
       pyWorker = new PythonDjangoWorker(child)
       const deadline = Date.now() + 60_000
       while (!/\bready\.\s*$/m.test(pyWorker.log)) {
@@ -69,11 +107,20 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
     })
 
     const send = async (name: string, args: unknown[], queue: string) => {
-      const res = await run(PYTHON, ['-c', `import json, sys\nfrom tsq_django_app import app\nprint(json.dumps({'id': app.send_task(sys.argv[1], args=json.loads(sys.argv[2])).id}))`, name, JSON.stringify(args)], { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_WI_QUEUE: queue } })
+      const res = await run(
+        PYTHON,
+        [
+          '-c',
+          `import json, sys\nfrom tsq_django_app import app\nprint(json.dumps({'id': app.send_task(sys.argv[1], args=json.loads(sys.argv[2])).id}))`,
+          name,
+          JSON.stringify(args),
+        ],
+        { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_WI_QUEUE: queue } },
+      )
       return (parseJsonOut(res, 'send') as { id: string }).id
     }
 
-    it('a tsq worker\'s result is a TaskResult row the Django ORM reads, and Python gets it', async () => {
+    it("a tsq worker's result is a TaskResult row the Django ORM reads, and Python gets it", async () => {
       const id = await send('proj.add', [2, 3], tsqEnv.queue)
       const got = await py(['get', id, '30'])
       assert.deepEqual(got, { result: 5, state: 'SUCCESS' }, tsqWorker?.logTail())
@@ -90,7 +137,7 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
       assert.ok(row.date_done && row.date_created)
     })
 
-    it('a tsq worker\'s failure: the exception meta in the row, Python re-raises it', async () => {
+    it("a tsq worker's failure: the exception meta in the row, Python re-raises it", async () => {
       const id = await send('proj.fail', ['boom from js'], tsqEnv.queue)
       const got = await py(['get', id, '30'])
       assert.equal(got.state, 'FAILURE', tsqWorker?.logTail())
@@ -100,7 +147,7 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
       assert.deepEqual(JSON.parse(String(row.result)), { exc_type: 'TypeError', exc_message: ['boom from js'], exc_module: 'builtins' })
     })
 
-    it('a Python worker\'s results are read by `tsq result`', async () => {
+    it("a Python worker's results are read by `tsq result`", async () => {
       const env = { DATABASE_URL: db.url }
       const ok = await send('proj.add', [20, 22], pyQueue)
       const res = await runTsq(['result', ok, '--result-backend', 'django-db', '-t', '30'], { env, timeoutMs: 45_000 })
@@ -115,11 +162,22 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
     it('integers at every width edge to 10**40, both signs: each an int, digit for digit, both ways', async () => {
       const values = BOUNDARY_INTS.map(String)
       // Python's ints through the tsq worker, read by Python (django-celery-results' JSON) and by `tsq result`.
-      const id = await run(PYTHON, ['-c', `import json, sys\nfrom tsq_django_app import app\nprint(json.dumps({'id': app.send_task('proj.collect', args=[json.loads(sys.argv[1])]).id}))`, intsJson()], { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_WI_QUEUE: tsqEnv.queue } })
+      const id = await run(
+        PYTHON,
+        [
+          '-c',
+          `import json, sys\nfrom tsq_django_app import app\nprint(json.dumps({'id': app.send_task('proj.collect', args=[json.loads(sys.argv[1])]).id}))`,
+          intsJson(),
+        ],
+        { cwd: DJANGO_DIR, env: { ...pyEnv(), TSQ_WI_QUEUE: tsqEnv.queue } },
+      )
       const sent = (parseJsonOut(id, 'send') as { id: string }).id
       const got = await py(['get', sent, '30', 'shapes'])
       assert.deepEqual(got.result, asPythonInts(), `${JSON.stringify(got)}\n${tsqWorker?.logTail()}`)
-      const printed = await runTsq(['result', sent, '--result-backend', 'django-db', '-t', '30'], { env: { DATABASE_URL: db.url }, timeoutMs: 45_000 })
+      const printed = await runTsq(['result', sent, '--result-backend', 'django-db', '-t', '30'], {
+        env: { DATABASE_URL: db.url },
+        timeoutMs: 45_000,
+      })
       assert.equal(printed.stdout.trim(), pythonRepr(), printed.stderr)
       // tsq's BigInts through the Python worker, read by tsq.
       const app = createApp({ broker: REDIS_URL, resultBackend: 'django-db' })
@@ -136,7 +194,10 @@ for (const kind of ['postgresql', 'sqlite'] as DbKind[]) {
       const env = { ...process.env, DATABASE_URL: '' }
       const res = await runTsq(['result', 'x', '--result-backend', 'django-db', '-t', '1'], { env, timeoutMs: 30_000 })
       assert.notEqual(res.code, 0)
-      assert.match(res.stderr.trim(), /^Error: the django-db result backend needs the Django database: set database_url in the config, or DATABASE_URL/)
+      assert.match(
+        res.stderr.trim(),
+        /^Error: the django-db result backend needs the Django database: set database_url in the config, or DATABASE_URL/,
+      )
     })
   })
 }

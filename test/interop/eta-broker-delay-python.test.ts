@@ -42,7 +42,26 @@ function pyEnv(): NodeJS.ProcessEnv {
 /** `celery -A closs_tasks worker` (prefork -c 2) on `queue`, stopped by its process group; waits for "ready.". */
 async function startClossPythonWorker(queue: string): Promise<PythonWorker> {
   const nodename = uniqueNodeName('pyetad')
-  const args = ['-m', 'celery', '-A', 'closs_tasks', 'worker', '-n', nodename, '-c', '2', '-P', 'prefork', '-Q', queue, '--without-gossip', '--without-mingle', '--without-heartbeat', '-l', 'INFO']
+  const args = [
+    '-m',
+    'celery',
+    '-A',
+    'closs_tasks',
+    'worker',
+    '-n',
+    nodename,
+    '-c',
+    '2',
+    '-P',
+    'prefork',
+    '-Q',
+    queue,
+    '--without-gossip',
+    '--without-mingle',
+    '--without-heartbeat',
+    '-l',
+    'INFO',
+  ]
   const child = spawn(PYTHON, args, { cwd: PY_DIR, env: pyEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   const worker = new PythonWorker(nodename, { broker: AMQP_URL, backend: '', queue }, child)
   try {
@@ -57,7 +76,10 @@ async function startClossPythonWorker(queue: string): Promise<PythonWorker> {
 
 /** When `log` (Celery's or tsq's worker format, local time) last says the task was received, in epoch ms. */
 function receivedAt(log: string, id: string): number | undefined {
-  const re = new RegExp(`^\\[(\\d{4}-\\d\\d-\\d\\d) (\\d\\d:\\d\\d:\\d\\d),(\\d{3}): [^\\]]*\\] Task closs\\.work\\[${id}\\] received$`, 'gm')
+  const re = new RegExp(
+    `^\\[(\\d{4}-\\d\\d-\\d\\d) (\\d\\d:\\d\\d:\\d\\d),(\\d{3}): [^\\]]*\\] Task closs\\.work\\[${id}\\] received$`,
+    'gm',
+  )
   let last: number | undefined
   for (const m of log.matchAll(re)) last = new Date(`${m[1]}T${m[2]}.${m[3]}`).getTime()
   return last
@@ -82,7 +104,13 @@ describe('Python Celery 5.2.6 worker and tsq worker (--eta-broker-delay-after 5)
     redis = new Redis(REDIS_URL)
     ;[py, tsq] = await Promise.all([
       startClossPythonWorker(queue),
-      startTsqWorker({ env: { broker: AMQP_URL, backend: BACKEND, queue }, module: MODULE, pool: 'prefork', concurrency: 2, extraArgs: ['--eta-broker-delay-after', '5'] }),
+      startTsqWorker({
+        env: { broker: AMQP_URL, backend: BACKEND, queue },
+        module: MODULE,
+        pool: 'prefork',
+        concurrency: 2,
+        extraArgs: ['--eta-broker-delay-after', '5'],
+      }),
     ])
   })
 
@@ -94,7 +122,10 @@ describe('Python Celery 5.2.6 worker and tsq worker (--eta-broker-delay-after 5)
       if (tsq) writeFileSync(resolve(process.env.TSQ_TEST_LOG_DIR, `${queue}.tsq.log`), tsq.log)
     }
     await deleteCeleryQueues('amqp', AMQP_URL, [queue])
-    await deleteResults(BACKEND, sent.map((s) => s.id))
+    await deleteResults(
+      BACKEND,
+      sent.map((s) => s.id),
+    )
     if (redis) {
       await redis.del(`${key}:started`, `${key}:runs`, `${key}:done`, ...sent.map((s) => `${key}:at:${s.id}`))
       await redis.quit()
@@ -115,25 +146,38 @@ describe('Python Celery 5.2.6 worker and tsq worker (--eta-broker-delay-after 5)
     } finally {
       await transport.close()
     }
-    const res = await run(PYTHON, [resolve(PY_DIR, 'closs_tasks.py'), 'send', queue, key, '0', String(COUNTDOWN_S), ...ids('py')], { cwd: PY_DIR, env: pyEnv() })
+    const res = await run(PYTHON, [resolve(PY_DIR, 'closs_tasks.py'), 'send', queue, key, '0', String(COUNTDOWN_S), ...ids('py')], {
+      cwd: PY_DIR,
+      env: pyEnv(),
+    })
     assert.equal(res.code, 0, `closs_tasks.py send failed:\n${res.stdout}\n${res.stderr}`)
-    for (const s of (parseJsonOut(res, 'closs_tasks.py send') as { sent: Array<{ id: string; before: number; after: number }> }).sent) sent.push({ ...s, by: 'python' })
+    for (const s of (parseJsonOut(res, 'closs_tasks.py send') as { sent: Array<{ id: string; before: number; after: number }> }).sent)
+      sent.push({ ...s, by: 'python' })
 
     const lastEta = Math.max(...sent.map((s) => s.after + COUNTDOWN_S * 1000))
-    await waitFor(async () => (await redis!.scard(`${key}:done`)) >= sent.length, { timeoutMs: lastEta - Date.now() + 20_000, intervalMs: 100, what: `all ${sent.length} tasks done` }).catch(
-      (err: Error) => {
-        throw new Error(`${err.message}\n--- python worker ---\n${py!.logTail(5000)}\n--- tsq worker ---\n${tsq!.logTail(5000)}`)
-      },
-    )
+    await waitFor(async () => (await redis!.scard(`${key}:done`)) >= sent.length, {
+      timeoutMs: lastEta - Date.now() + 20_000,
+      intervalMs: 100,
+      what: `all ${sent.length} tasks done`,
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n--- python worker ---\n${py!.logTail(5000)}\n--- tsq worker ---\n${tsq!.logTail(5000)}`)
+    })
     // A second copy would run by its ETA: wait past the last one before counting.
     await sleep(Math.max(0, lastEta + ETA_SLACK_MS + 2_000 - Date.now()))
 
     const pyLog = py!.log
     const tsqLog = tsq!.log
-    const restarted = /CONNECTION_FORCED|Connection to broker lost/.test(tsqLog + pyLog) ? ' (the broker was restarted during the test: rerun before concluding)' : ''
-    const ctx = (msg: string) => `${msg}${restarted}\n--- python worker ---\n${py!.logTail(5000)}\n--- tsq worker ---\n${tsq!.logTail(5000)}`
+    const restarted = /CONNECTION_FORCED|Connection to broker lost/.test(tsqLog + pyLog)
+      ? ' (the broker was restarted during the test: rerun before concluding)'
+      : ''
+    const ctx = (msg: string) =>
+      `${msg}${restarted}\n--- python worker ---\n${py!.logTail(5000)}\n--- tsq worker ---\n${tsq!.logTail(5000)}`
     const runs = await redis!.hgetall(`${key}:runs`)
-    const handed = sent.filter((s) => new RegExp(`Task closs\\.work\\[${s.id}\\] has an ETA \\d+ s away: handed to the broker's delayed delivery, back in ${queue} at `).test(tsqLog))
+    const handed = sent.filter((s) =>
+      new RegExp(
+        `Task closs\\.work\\[${s.id}\\] has an ETA \\d+ s away: handed to the broker's delayed delivery, back in ${queue} at `,
+      ).test(tsqLog),
+    )
     const ranOn = (s: Sent) => {
       const onPy = pyLog.includes(`Task closs.work[${s.id}] succeeded`)
       const onTsq = tsqLog.includes(`Task closs.work[${s.id}] succeeded`)
@@ -152,16 +196,26 @@ describe('Python Celery 5.2.6 worker and tsq worker (--eta-broker-delay-after 5)
       assert.ok(where === 'python' || where === 'tsq', ctx(`${s.id}: succeeded on ${where}`))
       // The ladder's part: the worker that ran the task had it in hand by its ETA.
       const received = receivedAt(where === 'python' ? pyLog : tsqLog, s.id)
-      assert.ok(received !== undefined && received <= eta + ETA_SLACK_MS, ctx(`${s.id} reached the ${where} worker ${received === undefined ? 'never (no "received" line)' : `${received - eta} ms after its ETA`}`))
+      assert.ok(
+        received !== undefined && received <= eta + ETA_SLACK_MS,
+        ctx(
+          `${s.id} reached the ${where} worker ${received === undefined ? 'never (no "received" line)' : `${received - eta} ms after its ETA`}`,
+        ),
+      )
       // Holding a task to its ETA is the running worker's own timer. tsq's is held to the slack; Python's is
       // only reported: under CI's parallel lanes its prefork pool was seen to stall ~4 s with both
       // tasks in hand since before their ETA (received 2 s early, run 3.8 s late), which says nothing of tsq.
       if (where === 'tsq') assert.ok(t <= eta + ETA_SLACK_MS, ctx(`${s.id} ran on tsq ${t - eta} ms after its ETA`))
-      rows.push(`${s.id.slice(key.length + 1)} (sent by ${s.by}${handed.includes(s) ? ', handed to the ladder by tsq' : ''}) reached ${where} ${eta - received} ms before ETA, ran ${t - earliest} ms after it`)
+      rows.push(
+        `${s.id.slice(key.length + 1)} (sent by ${s.by}${handed.includes(s) ? ', handed to the ladder by tsq' : ''}) reached ${where} ${eta - received} ms before ETA, ran ${t - earliest} ms after it`,
+      )
     }
     // The tsq worker took some of the first deliveries (the broker deals them round-robin) and moved them to the ladder.
     assert.ok(handed.length >= 1, ctx('the tsq worker handed no task to the delayed delivery'))
-    assert.ok(handed.some((s) => s.by === 'python'), ctx('no task sent by Python went through the ladder'))
+    assert.ok(
+      handed.some((s) => s.by === 'python'),
+      ctx('no task sent by Python went through the ladder'),
+    )
     assert.ok(!py!.hasExited && !tsq!.hasExited, ctx('a worker exited'))
     assert.doesNotMatch(pyLog, /Traceback|ERROR\/|CRITICAL\//, ctx('the python worker logged an error'))
     assert.doesNotMatch(tsqLog, /Uncaught exception|Unhandled promise rejection|ERROR\/|CRITICAL\//, ctx('the tsq worker logged an error'))

@@ -11,7 +11,13 @@ const hasCelery = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import celery'
 
 function plan(args: string[]) {
   const [spec] = expandNodes(parseMultiArgs(args), { hostname: 'vm' })
-  return planNode(spec!, { executable: '/usr/bin/node', script: '/r/bin/run.js', cwd: '/tmp', runDir: '/var/run/celery', logDir: '/var/log/celery' })
+  return planNode(spec!, {
+    executable: '/usr/bin/node',
+    script: '/r/bin/run.js',
+    cwd: '/tmp',
+    runDir: '/var/run/celery',
+    logDir: '/var/log/celery',
+  })
 }
 
 describe('multi --cmd, beside Celery', () => {

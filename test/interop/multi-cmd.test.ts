@@ -21,7 +21,11 @@ interface Run {
 function tsqMulti(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<Run> {
   return new Promise((done, fail) => {
     // From the Python app's directory, as an operator's script would run it: the nodes start there.
-    const child = spawn(process.execPath, [TSQ_BIN, 'multi', ...args], { cwd: PY_DIR, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [TSQ_BIN, 'multi', ...args], {
+      cwd: PY_DIR,
+      env: { ...process.env, NO_COLOR: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))
@@ -52,14 +56,27 @@ const broker = amqpSkip ? REDIS_URL : AMQP_URL
 const kind = amqpSkip ? ('redis' as const) : ('amqp' as const)
 const skip = amqpSkip && (await brokerSkipReason('redis'))
 
-describe('tsq multi --cmd runs the given command for each node: Python Celery\'s worker', { skip }, () => {
+describe("tsq multi --cmd runs the given command for each node: Python Celery's worker", { skip }, () => {
   const home = mkdtempSync(join(tmpdir(), 'tsq-multi-cmd-'))
   const prefix = uniqueName('pycmd').replace(/-/g, '')
   const node = `${prefix}1@${hostname()}`
   const queue = uniqueName('tsq-multi-cmd-q')
   const env = { TSQ_HOME: home, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', PARITY_BACKEND: 'redis://127.0.0.1:6379/1' }
   const nodeArgs = ['1', `--range-prefix=${prefix}`]
-  const workerArgs = [`--executable=${PYTHON}`, '--cmd=-m celery worker --detach', '-A', 'parity_app', '-b', broker, '-Q', queue, '-c', '1', '--without-gossip', '--without-mingle']
+  const workerArgs = [
+    `--executable=${PYTHON}`,
+    '--cmd=-m celery worker --detach',
+    '-A',
+    'parity_app',
+    '-b',
+    broker,
+    '-Q',
+    queue,
+    '-c',
+    '1',
+    '--without-gossip',
+    '--without-mingle',
+  ]
   let pid: number | null = null
 
   after(async () => {
@@ -69,7 +86,7 @@ describe('tsq multi --cmd runs the given command for each node: Python Celery\'s
     rmSync(home, { recursive: true, force: true })
   })
 
-  it('start: the node is Python\'s `celery -b URL -A parity_app worker`, and it answers ping', async () => {
+  it("start: the node is Python's `celery -b URL -A parity_app worker`, and it answers ping", async () => {
     const res = await tsqMulti(['start', ...nodeArgs, ...workerArgs, '--timeout', '60'], env)
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`)
     assert.match(res.stdout, new RegExp(`> ${node}: OK`), res.stdout)
@@ -81,7 +98,7 @@ describe('tsq multi --cmd runs the given command for each node: Python Celery\'s
     assert.ok(argv.includes(`-n`) && argv[argv.indexOf('-n') + 1] === node, argv.join(' '))
   })
 
-  it('stopwait knows the node\'s worker (Python\'s) by its pidfile, stops it and waits for it', async () => {
+  it("stopwait knows the node's worker (Python's) by its pidfile, stops it and waits for it", async () => {
     assert.ok(pid !== null, 'started')
     const res = await tsqMulti(['stopwait', ...nodeArgs, '--timeout', '60'], env)
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`)

@@ -66,7 +66,15 @@ describe('a pickled reference bomb in a SQL result', { skip, timeout: 120_000 },
       assert.match(body.error, /the stored result of 'bomb-2\d' is refused: refusing a pickle that expands/)
     }
     const fine = (await (await fetch(`${dashboard!.url}/api/task/result/shared-small`)).json()) as Record<string, unknown>
-    assert.deepEqual(fine, { 'task-id': 'shared-small', state: 'SUCCESS', result: [[1, 2], [1, 2], [1, 2]] })
+    assert.deepEqual(fine, {
+      'task-id': 'shared-small',
+      state: 'SUCCESS',
+      result: [
+        [1, 2],
+        [1, 2],
+        [1, 2],
+      ],
+    })
     assert.equal((await fetch(`${dashboard!.url}/healthcheck`)).status, 200)
   })
 })

@@ -60,8 +60,17 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
         my_query_url: `redis://127.0.0.1/0?password=${QUERY_PW}`,
       }),
     )
-    env = { TSQ_BROKER_URL: broker, TSQ_RESULT_BACKEND: backend, CELERY_BROKER_URL: '', CELERY_RESULT_BACKEND: '', TSQ_SECRETS_CONF: confFile }
-    worker = await startWorker(['-A', FIXTURE, '-P', 'prefork', '-c', '1', '-l', 'INFO', '-E', '--without-gossip', '--without-mingle'], { env: { ...env, DEBUG: 'ioredis:*' }, nodename })
+    env = {
+      TSQ_BROKER_URL: broker,
+      TSQ_RESULT_BACKEND: backend,
+      CELERY_BROKER_URL: '',
+      CELERY_RESULT_BACKEND: '',
+      TSQ_SECRETS_CONF: confFile,
+    }
+    worker = await startWorker(['-A', FIXTURE, '-P', 'prefork', '-c', '1', '-l', 'INFO', '-E', '--without-gossip', '--without-mingle'], {
+      env: { ...env, DEBUG: 'ioredis:*' },
+      nodename,
+    })
     app = createApp({ name: 'proj', broker, resultBackend: backend })
   })
 
@@ -73,7 +82,10 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
   })
 
   it("a pool process's environment and command line hold no password, and a subprocess a task starts sees none", async () => {
-    const children = execFileSync('pgrep', ['-P', String(worker!.child.pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean)
+    const children = execFileSync('pgrep', ['-P', String(worker!.child.pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean)
     assert.ok(children.length >= 1, withLog('no pool process'))
     for (const pid of children) {
       const environ = readFileSync(`/proc/${pid}/environ`, 'utf8')
@@ -91,7 +103,10 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
     // A broker database of its own, so the prefork worker cannot take the task.
     const threadsBroker = `redis://:${PW}@127.0.0.1:${port}/5`
     const threadsBackend = `redis://:${PW}@127.0.0.1:${port}/6`
-    const threads = await startWorker(['-A', FIXTURE, '-P', 'threads', '-c', '1', '-l', 'INFO', '--without-gossip', '--without-mingle'], { env: { ...env, TSQ_BROKER_URL: threadsBroker, TSQ_RESULT_BACKEND: threadsBackend }, nodename: `threads-${nodename}` })
+    const threads = await startWorker(['-A', FIXTURE, '-P', 'threads', '-c', '1', '-l', 'INFO', '--without-gossip', '--without-mingle'], {
+      env: { ...env, TSQ_BROKER_URL: threadsBroker, TSQ_RESULT_BACKEND: threadsBackend },
+      nodename: `threads-${nodename}`,
+    })
     const client = createApp({ name: 'proj', broker: threadsBroker, resultBackend: threadsBackend })
     try {
       const seen = (await (await client.sendTask('proj.env')).get({ timeout: 30 })) as string
@@ -118,7 +133,11 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
   })
 
   it("Python Celery's `celery inspect conf` gets the same masked conf from the tsq worker", async () => {
-    const out = execFileSync(PYTHON, ['-m', 'celery', '-b', broker, 'inspect', 'conf', '-d', nodename, '--json', '-t', '10'], { encoding: 'utf8', cwd: dir, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } })
+    const out = execFileSync(PYTHON, ['-m', 'celery', '-b', broker, 'inspect', 'conf', '-d', nodename, '--json', '-t', '10'], {
+      encoding: 'utf8',
+      cwd: dir,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    })
     assert.deepEqual(leaked(out), [], out)
     const conf = (JSON.parse(out) as Record<string, Record<string, unknown>>)[nodename]!
     assert.equal(conf.broker_url, `redis://:********@127.0.0.1:${port}/0`)
@@ -141,14 +160,21 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
   it('a start-up error about result_backend_transport_options.password shows it masked', async () => {
     const confFile = join(dir, 'bad-conf.json')
     writeFileSync(confFile, JSON.stringify({ result_backend_transport_options: { password: RBT_PW, master_name: 'mymaster' } }))
-    const r = await runTsq(['worker', '-A', FIXTURE, '-n', `bad-${nodename}`, '-P', 'solo'], { env: { ...env, TSQ_SECRETS_CONF: confFile }, timeoutMs: 30_000 })
+    const r = await runTsq(['worker', '-A', FIXTURE, '-n', `bad-${nodename}`, '-P', 'solo'], {
+      env: { ...env, TSQ_SECRETS_CONF: confFile },
+      timeoutMs: 30_000,
+    })
     assert.notEqual(r.code, 0, r.stdout + r.stderr)
     assert.match(r.stderr, /result_backend_transport_options\.password = \*{8}:/, r.stderr)
     assert.deepEqual(leaked(r.stdout + r.stderr), [], r.stderr)
   })
 
   it('a task id with a newline and a name with an ESC give one escaped log line each, and escaped events --dump lines', async () => {
-    const dump = spawn(process.execPath, [BIN, 'events', '--dump'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const dump = spawn(process.execPath, [BIN, 'events', '--dump'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let dumped = ''
     dump.stdout.on('data', (d) => (dumped += d))
     dump.stderr.on('data', (d) => (dumped += d))
@@ -158,14 +184,31 @@ describe('secrets masked and log lines unforgeable (prefork worker, password-pro
       const id = `lf-${tag}\n[2026-01-01 00:00:00,000: WARNING/MainProcess] forged`
       const r = await app.sendTask('proj.red\x1b[31m', [], {}, { id })
       assert.equal(await r.get({ timeout: 30 }), 'red', withLog(''))
-      await waitFor(() => worker!.output().includes(`lf-${tag}\\n`) && worker!.output().includes('succeeded in'), { timeoutMs: 20_000, what: 'the log lines' })
+      await waitFor(() => worker!.output().includes(`lf-${tag}\\n`) && worker!.output().includes('succeeded in'), {
+        timeoutMs: 20_000,
+        what: 'the log lines',
+      })
       const log = worker!.output()
-      assert.deepEqual(log.split('\n').filter((line) => line.includes('\x1b')), [], 'a raw ESC in the worker log')
+      assert.deepEqual(
+        log.split('\n').filter((line) => line.includes('\x1b')),
+        [],
+        'a raw ESC in the worker log',
+      )
       assert.ok(!log.split('\n').some((line) => line.startsWith('[2026-01-01 00:00:00,000')), withLog('a forged line'))
-      assert.match(log, new RegExp(`Task proj\\.red\\\\x1b\\[31m\\[lf-${tag}\\\\n\\[2026-01-01 00:00:00,000: WARNING/MainProcess\\] forged\\] received`), withLog(''))
-      await waitFor(() => dumped.includes('task succeeded') && dumped.includes(`lf-${tag}`), { timeoutMs: 20_000, what: 'the task events in the dump' })
+      assert.match(
+        log,
+        new RegExp(`Task proj\\.red\\\\x1b\\[31m\\[lf-${tag}\\\\n\\[2026-01-01 00:00:00,000: WARNING/MainProcess\\] forged\\] received`),
+        withLog(''),
+      )
+      await waitFor(() => dumped.includes('task succeeded') && dumped.includes(`lf-${tag}`), {
+        timeoutMs: 20_000,
+        what: 'the task events in the dump',
+      })
       assert.ok(!dumped.includes('\x1b'), `a raw ESC in events --dump:\n${dumped}`)
-      assert.ok(!dumped.split('\n').some((line) => line.startsWith('[2026-01-01 00:00:00,000')), `a forged line in events --dump:\n${dumped}`)
+      assert.ok(
+        !dumped.split('\n').some((line) => line.startsWith('[2026-01-01 00:00:00,000')),
+        `a forged line in events --dump:\n${dumped}`,
+      )
       assert.match(dumped, new RegExp(`proj\\.red\\\\x1b\\[31m\\(lf-${tag}\\\\n\\[2026-01-01`), dumped)
       assert.deepEqual(leaked(dumped), [], dumped)
     } finally {

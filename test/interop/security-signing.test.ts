@@ -47,7 +47,13 @@ for (const c of cases) {
     const tsqQueue = uniqueName(`sec-${c.kind}-tsqw`)
     const pyQueue = uniqueName(`sec-${c.kind}-pyw`)
     const apps: App[] = []
-    const side = (queue: string, conf: Record<string, unknown>, inner?: string): SecSide => ({ broker: c.broker, backend: SEC_BACKEND, queue, conf, ...(inner ? { inner } : {}) })
+    const side = (queue: string, conf: Record<string, unknown>, inner?: string): SecSide => ({
+      broker: c.broker,
+      backend: SEC_BACKEND,
+      queue,
+      conf,
+      ...(inner ? { inner } : {}),
+    })
     const tsqApp = (conf: Record<string, unknown>): App => {
       const app = createApp({ name: 'sec', broker: c.broker, resultBackend: SEC_BACKEND, conf })
       apps.push(app)
@@ -89,7 +95,12 @@ for (const c of cases) {
       // 2**63 - 1 written as Python reads it, digit for digit.
       const argsFile = join(certs.dir, 'echo-args.json')
       writeFileSync(argsFile, JSON.stringify([[...value, 0]]).replace(/,0\]\]$/, ',9223372036854775807]]'))
-      const out = await pySecClient(side(tsqQueue, signedConf(certs.python, certs.validStoreGlob)), ['call', 'sec.echo', `@${argsFile}`, '30'])
+      const out = await pySecClient(side(tsqQueue, signedConf(certs.python, certs.validStoreGlob)), [
+        'call',
+        'sec.echo',
+        `@${argsFile}`,
+        '30',
+      ])
       assert.equal(out.state, 'SUCCESS', JSON.stringify(out).slice(0, 500) + logs())
       const got = out.result as unknown[]
       assert.equal(got[0], value[0])
@@ -99,7 +110,7 @@ for (const c of cases) {
     })
 
     for (const target of ['tsq', 'Python'] as const) {
-      it(`the ${target} worker refuses a plain JSON task, an unknown signer's and a tampered one${target === 'tsq' ? ' (and an expired signer\'s)' : ''}, then runs the next valid task`, async () => {
+      it(`the ${target} worker refuses a plain JSON task, an unknown signer's and a tampered one${target === 'tsq' ? " (and an expired signer's)" : ''}, then runs the next valid task`, async () => {
         const queue = target === 'tsq' ? tsqQueue : pyQueue
         const worker = target === 'tsq' ? tsqWorker! : pyWorker!
         const logStart = worker.log.length
@@ -117,7 +128,18 @@ for (const c of cases) {
         assert.ok(at > 0)
         raw[at + 5] = '4'.charCodeAt(0)
         const transport = await good.transport()
-        await transport.publish('', queue, { body: Buffer.from(raw.toString('base64'), 'latin1'), properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Record<string, never>, deliveryMode: 2, priority: 0, correlationId: m.properties.correlationId, replyTo: '' } })
+        await transport.publish('', queue, {
+          body: Buffer.from(raw.toString('base64'), 'latin1'),
+          properties: {
+            contentType: m.contentType,
+            contentEncoding: m.contentEncoding,
+            headers: m.headers as Record<string, never>,
+            deliveryMode: 2,
+            priority: 0,
+            correlationId: m.properties.correlationId,
+            replyTo: '',
+          },
+        })
         bad.push({ what: 'tampered', id: m.properties.correlationId })
         if (target === 'tsq') {
           const expired = tsqApp(signedConf(certs.expired, certs.validStoreGlob))
@@ -127,11 +149,19 @@ for (const c of cases) {
         assert.equal(await next.get({ timeout: 30 }), 12, logs())
         for (const b of bad) assert.equal(await good.asyncResult(b.id).state, 'PENDING', `${b.what} task ran${logs()}`)
         const log = worker.log.slice(logStart)
-        assert.match(log, /Received invalid task message(?: \(rejected, not requeued\))?: Refusing to deserialize untrusted content of type json \(application\/json\)/, logs())
+        assert.match(
+          log,
+          /Received invalid task message(?: \(rejected, not requeued\))?: Refusing to deserialize untrusted content of type json \(application\/json\)/,
+          logs(),
+        )
         assert.match(log, /Unknown certificate: b\\?'Another CA \d+\\?'/, logs())
         if (target === 'tsq') {
           for (const b of bad) assert.match(log, new RegExp(`\\[${b.id}\\]`), `no refusal line for the ${b.what} task${logs()}`)
-          assert.match(log, /Can't decode message body: DecodeError\(SecurityError\("Unable to deserialize: SecurityError\('Bad signature: InvalidSignature\(\)'\)"\)\)/, logs())
+          assert.match(
+            log,
+            /Can't decode message body: DecodeError\(SecurityError\("Unable to deserialize: SecurityError\('Bad signature: InvalidSignature\(\)'\)"\)\)/,
+            logs(),
+          )
           assert.match(log, /Expired certificate: \\?'FR tsq test, signing Test CA \u00e9t\u00e9 \d+\\?'/, logs())
         } else {
           // Celery 5.2.6's verify raises a TypeError of its own on a bad signature (reraise_errors catches a module): still refused.
@@ -142,9 +172,19 @@ for (const c of cases) {
     }
 
     it('a msgpack body inside auth: signed by Python or by tsq, runs on the tsq worker', async () => {
-      const py = await pySecClient(side(tsqQueue, signedConf(certs.python, certs.validStoreGlob), 'msgpack'), ['call', 'sec.echo', JSON.stringify([['m\u00e9', 2 ** 40, -129]]), '30'])
+      const py = await pySecClient(side(tsqQueue, signedConf(certs.python, certs.validStoreGlob), 'msgpack'), [
+        'call',
+        'sec.echo',
+        JSON.stringify([['m\u00e9', 2 ** 40, -129]]),
+        '30',
+      ])
       assert.deepEqual(py.result, ['m\u00e9', { int: String(2 ** 40) }, { int: '-129' }], JSON.stringify(py) + logs())
-      const app = createApp({ name: 'sec', broker: c.broker, resultBackend: SEC_BACKEND, conf: { task_serializer: 'auth', accept_content: ['auth'], result_accept_content: ['json'] } })
+      const app = createApp({
+        name: 'sec',
+        broker: c.broker,
+        resultBackend: SEC_BACKEND,
+        conf: { task_serializer: 'auth', accept_content: ['auth'], result_accept_content: ['json'] },
+      })
       apps.push(app)
       app.setupSecurity({ key: certs.tsq.key, cert: certs.tsq.cert, store: certs.validStoreGlob, serializer: 'msgpack' })
       const encoded = encodeTaskV2With('sec.echo', { args: [1], origin: 'o' }, app.taskEncoder())

@@ -10,9 +10,14 @@ import { resolve } from 'node:path'
 import { Solar, SOLAR_EVENTS } from '../../src/beat/solar.js'
 import { PYTHON, REPO_ROOT, run } from './helpers/python-worker.js'
 
-const ephemSkip = (await run(PYTHON, ['-c', 'import ephem, celery'])).code === 0
-  ? false
-  : process.env.CI ? (() => { throw new Error('CI requires python3-ephem and python3-celery') })() : 'python3-ephem not installed'
+const ephemSkip =
+  (await run(PYTHON, ['-c', 'import ephem, celery'])).code === 0
+    ? false
+    : process.env.CI
+      ? (() => {
+          throw new Error('CI requires python3-ephem and python3-celery')
+        })()
+      : 'python3-ephem not installed'
 
 const TOLERANCE_MS = 2 * 60_000
 
@@ -34,7 +39,7 @@ async function python(cases: unknown[][]): Promise<({ at: string } | { error: st
 }
 
 describe('[beat] solar schedule: tsq (suncalc) vs Celery 5.2.6 (PyEphem)', { skip: ephemSkip }, () => {
-  test('the next run of each of the nine events at each place is Python\'s, within 2 minutes', async () => {
+  test("the next run of each of the nine events at each place is Python's, within 2 minutes", async () => {
     const cases = PLACES.flatMap(([lat, lon, last]) => SOLAR_EVENTS.map((event) => [event, lat, lon, last]))
     const answers = await python(cases)
     let compared = 0

@@ -43,11 +43,19 @@ app.conf.task_send_sent_event = True
 app.send_task('tasks.sent', (2, 'x'), {'k': 1.5}, queue='${TASK_QUEUE}', task_id='py-sent-${process.pid}')`
     const res = await run(PYTHON, ['-c', code], { cwd: PY_DIR, timeoutMs: 60_000 })
     assert.equal(res.code, 0, res.stderr)
-    await waitFor(() => events.length === 1, { timeoutMs: 20_000, what: 'the Python client\'s task-sent' })
+    await waitFor(() => events.length === 1, { timeoutMs: 20_000, what: "the Python client's task-sent" })
     await app.sendTask('tasks.sent', [2, 'x'], { k: 1.5 }, { queue: TASK_QUEUE, id: `tsq-sent-${process.pid}` })
-    await waitFor(() => events.length === 2, { timeoutMs: 20_000, what: 'tsq\'s task-sent' })
-    const [py, ts] = events.map((d) => ({ headers: d.properties.headers, props: d.properties, event: JSON.parse(d.body.toString()) as Record<string, unknown> }))
-    assert.deepEqual(Object.keys(ts!.event), Object.keys(py!.event), `python: ${JSON.stringify(py!.event)}\ntsq: ${JSON.stringify(ts!.event)}`)
+    await waitFor(() => events.length === 2, { timeoutMs: 20_000, what: "tsq's task-sent" })
+    const [py, ts] = events.map((d) => ({
+      headers: d.properties.headers,
+      props: d.properties,
+      event: JSON.parse(d.body.toString()) as Record<string, unknown>,
+    }))
+    assert.deepEqual(
+      Object.keys(ts!.event),
+      Object.keys(py!.event),
+      `python: ${JSON.stringify(py!.event)}\ntsq: ${JSON.stringify(ts!.event)}`,
+    )
     const same = ['type', 'name', 'args', 'kwargs', 'retries', 'eta', 'expires', 'parent_id', 'queue', 'exchange', 'routing_key']
     for (const k of same) assert.deepEqual(ts!.event[k], py!.event[k], k)
     assert.equal(py!.event.uuid, `py-sent-${process.pid}`)

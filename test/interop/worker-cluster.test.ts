@@ -15,21 +15,66 @@ const skip = await brokerSkipReason('redis')
 
 /** The Python worker of the cluster, running worker_app.py's real task bodies. */
 async function startPyWorker(env: WiEnv, nodename: string): Promise<{ stop: () => Promise<void>; log: () => string }> {
-  const child = spawn(PYTHON, ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', nodename, '-c', '2', '-P', 'prefork', '-Q', env.queue, '--without-gossip', '--without-mingle', '-l', 'INFO'], {
-    cwd: PY_DIR,
-    env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: env.broker, TSQ_WI_BACKEND: env.backend, TSQ_WI_QUEUE: env.queue, TSQ_WI_WORKER_DIRECT: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  })
+  const child = spawn(
+    PYTHON,
+    [
+      '-m',
+      'celery',
+      '-A',
+      'worker_app',
+      'worker',
+      '-n',
+      nodename,
+      '-c',
+      '2',
+      '-P',
+      'prefork',
+      '-Q',
+      env.queue,
+      '--without-gossip',
+      '--without-mingle',
+      '-l',
+      'INFO',
+    ],
+    {
+      cwd: PY_DIR,
+      env: {
+        ...process.env,
+        PYTHONPATH: PY_DIR,
+        PYTHONDONTWRITEBYTECODE: '1',
+        TSQ_WI_BROKER: env.broker,
+        TSQ_WI_BACKEND: env.backend,
+        TSQ_WI_QUEUE: env.queue,
+        TSQ_WI_WORKER_DIRECT: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  )
   let log = ''
   child.stdout.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-100_000)))
   child.stderr.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-100_000)))
   let exited = false
-  const exit = new Promise<void>((r) => child.once('exit', () => { exited = true; r() }))
-  const kill = (sig: NodeJS.Signals) => { try { process.kill(-(child.pid as number), sig) } catch { /* gone */ } }
+  const exit = new Promise<void>((r) =>
+    child.once('exit', () => {
+      exited = true
+      r()
+    }),
+  )
+  const kill = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-(child.pid as number), sig)
+    } catch {
+      /* gone */
+    }
+  }
   const stop = async () => {
     if (!exited) {
-      try { process.kill(child.pid as number, 'SIGTERM') } catch { /* gone */ }
+      try {
+        process.kill(child.pid as number, 'SIGTERM')
+      } catch {
+        /* gone */
+      }
       await Promise.race([exit, new Promise((r) => setTimeout(r, 10_000))])
     }
     kill('SIGKILL')
@@ -69,8 +114,22 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
   })
 
   const logsAbout = (ids: string[]) =>
-    workers.map((w) => `--- ${w.nodename} ---\n${w.log.split('\n').filter((l) => ids.some((id) => l.includes(id))).join('\n')}`).join('\n') +
-    `\n--- python ---\n${py?.log().split('\n').filter((l) => ids.some((id) => l.includes(id))).join('\n') ?? ''}`
+    workers
+      .map(
+        (w) =>
+          `--- ${w.nodename} ---\n${w.log
+            .split('\n')
+            .filter((l) => ids.some((id) => l.includes(id)))
+            .join('\n')}`,
+      )
+      .join('\n') +
+    `\n--- python ---\n${
+      py
+        ?.log()
+        .split('\n')
+        .filter((l) => ids.some((id) => l.includes(id)))
+        .join('\n') ?? ''
+    }`
 
   const nodes = () => [pyNode, ...workers.map((w) => w.nodename)]
 
@@ -82,7 +141,11 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
     const tsqReplies = parseJsonOut(tsqRes, 'tsq status') as Record<string, unknown>
     for (const n of nodes()) {
       assert.deepEqual(tsqReplies[n], { ok: 'pong' }, `tsq status: ${n} in ${tsqRes.stdout}`)
-      assert.deepEqual((celeryReplies as Record<string, unknown>)[n], { ok: 'pong' }, `celery status: ${n} in ${JSON.stringify(celeryReplies)}`)
+      assert.deepEqual(
+        (celeryReplies as Record<string, unknown>)[n],
+        { ok: 'pong' },
+        `celery status: ${n} in ${JSON.stringify(celeryReplies)}`,
+      )
     }
   })
 
@@ -93,7 +156,11 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
       const batch = Array.from({ length: 60 }, () => ['proj.whoami', [], null])
       const { ids } = await pyClient<{ ids: string[] }>(env, ['send_batch', JSON.stringify(batch)])
       taskIds.push(...ids)
-      const { items } = await pyClient<{ items: { id: string; state: string; result: string }[] }>(env, ['collect', JSON.stringify(ids), '20'])
+      const { items } = await pyClient<{ items: { id: string; state: string; result: string }[] }>(env, [
+        'collect',
+        JSON.stringify(ids),
+        '20',
+      ])
       const stuck = items.filter((i) => i.state !== 'SUCCESS')
       assert.deepEqual(stuck, [], logsAbout(stuck.map((i) => i.id)))
       for (const i of items) seen.add(i.result)
@@ -107,7 +174,11 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
   it('chords whose header tasks run on both kinds of worker complete, whoever ends them', async () => {
     for (let round = 0; round < 5; round += 1) {
       const out = await pyClient<{ result?: unknown; body: { state: string } }>(env, ['chord', '12', '30'])
-      assert.equal(out.result, 132, `round ${round}: ${JSON.stringify(out)}\n${workers.map((w) => w.logTail()).join('\n')}\n${py?.log().slice(-3000) ?? ''}`)
+      assert.equal(
+        out.result,
+        132,
+        `round ${round}: ${JSON.stringify(out)}\n${workers.map((w) => w.logTail()).join('\n')}\n${py?.log().slice(-3000) ?? ''}`,
+      )
       assert.equal(out.body.state, 'SUCCESS')
     }
   })
@@ -115,7 +186,9 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
   it('tasks from `tsq call` are served by both kinds of worker', async () => {
     const seen = new Set<string>()
     for (let round = 0; round < 5 && seen.size < 3; round += 1) {
-      const batch = await Promise.all(Array.from({ length: 6 }, () => runTsq(['call', 'proj.whoami', '-b', env.broker, '-Q', env.queue, '--json'])))
+      const batch = await Promise.all(
+        Array.from({ length: 6 }, () => runTsq(['call', 'proj.whoami', '-b', env.broker, '-Q', env.queue, '--json'])),
+      )
       const ids = batch.map((res) => {
         assert.equal(res.code, 0, res.stderr)
         return (parseJsonOut(res, 'tsq call') as { id: string }).id
@@ -130,7 +203,7 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
     for (const n of nodes()) assert.ok(seen.has(n), `${n} served nothing; served by: ${[...seen].join(', ')}`)
   })
 
-  it('worker_direct: a task sent to a node\'s own queue (C.dq2, keyed by node name) runs on that node, whichever kind it is', async () => {
+  it("worker_direct: a task sent to a node's own queue (C.dq2, keyed by node name) runs on that node, whichever kind it is", async () => {
     for (const n of nodes()) {
       const out = await pyClient<{ result?: unknown }>(env, ['direct', n, '20'])
       assert.equal(out.result, n, `${JSON.stringify(out)}\n${logsAbout([n])}`)
@@ -144,7 +217,10 @@ describe('mixed cluster: one Python worker and two tsq workers (redis)', { skip 
   })
 
   it('worker_direct: active_queues lists the direct queue as the Python worker lists its own', async () => {
-    const replies = (await celeryJson(env, ['inspect', 'active_queues', '-t', '3'])) as Record<string, { name: string; routing_key: string }[]>
+    const replies = (await celeryJson(env, ['inspect', 'active_queues', '-t', '3'])) as Record<
+      string,
+      { name: string; routing_key: string }[]
+    >
     const direct = (n: string) => replies[n]?.find((q) => q.name === `${n}.dq2`)
     const reference = direct(pyNode)
     assert.ok(reference, `the Python worker lists no direct queue: ${JSON.stringify(replies[pyNode])}`)

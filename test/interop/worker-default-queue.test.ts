@@ -12,7 +12,7 @@ import { celeryJson, pyClient, startTsqWorker, type TsqWorker, type WiEnv } from
 
 const skip = await brokerSkipReason('redis')
 
-describe('the app\'s default queue (Celery\'s task_default_queue) on a tsq worker (redis)', { skip }, () => {
+describe("the app's default queue (Celery's task_default_queue) on a tsq worker (redis)", { skip }, () => {
   const env: WiEnv = { broker: REDIS_URL, backend: 'redis://127.0.0.1:6379/1', queue: uniqueName('tsq-wi-defq') }
   let worker: TsqWorker | undefined
 
@@ -30,7 +30,11 @@ describe('the app\'s default queue (Celery\'s task_default_queue) on a tsq worke
   it('without -Q the worker consumes the default queue and `inspect conf` reports it', async () => {
     const node = worker!.nodename
     const queues = (await celeryJson(env, ['inspect', 'active_queues', '-d', node, '-t', '5'])) as Record<string, { name: string }[]>
-    assert.deepEqual(queues[node]?.map((q) => q.name), [env.queue], JSON.stringify(queues))
+    assert.deepEqual(
+      queues[node]?.map((q) => q.name),
+      [env.queue],
+      JSON.stringify(queues),
+    )
     const conf = (await celeryJson(env, ['inspect', 'conf', '-d', node, '-t', '5'])) as Record<string, Record<string, unknown>>
     assert.equal(conf[node]?.task_default_queue, env.queue, JSON.stringify(conf))
   })

@@ -37,7 +37,7 @@ for (const c of cases) {
       await deleteCeleryQueues(c.kind, c.broker, [env.queue])
     })
 
-    it('heartbeats and task-received/started/succeeded arrive with Celery\'s fields', async () => {
+    it("heartbeats and task-received/started/succeeded arrive with Celery's fields", async () => {
       const node = worker!.nodename
       const out = await pyClient<{ task_id: string; events: Event[] }>(env, ['events', node, '25'], 60_000)
       const byType = (type: string) =>

@@ -24,12 +24,40 @@ function kill9(p: GroupProcess): Promise<void> {
 }
 
 async function startGossipingPythonWorker(env: WiEnv, nodename: string): Promise<GroupProcess> {
-  const child = spawn(PYTHON, ['-m', 'celery', '-A', 'worker_app', 'worker', '-n', nodename, '-P', 'solo', '-Q', env.queue, '--without-mingle', '--heartbeat-interval', '1', '-l', 'DEBUG'], {
-    cwd: PY_DIR,
-    env: { ...process.env, PYTHONPATH: PY_DIR, PYTHONDONTWRITEBYTECODE: '1', TSQ_WI_BROKER: env.broker, TSQ_WI_BACKEND: env.backend, TSQ_WI_QUEUE: env.queue },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  })
+  const child = spawn(
+    PYTHON,
+    [
+      '-m',
+      'celery',
+      '-A',
+      'worker_app',
+      'worker',
+      '-n',
+      nodename,
+      '-P',
+      'solo',
+      '-Q',
+      env.queue,
+      '--without-mingle',
+      '--heartbeat-interval',
+      '1',
+      '-l',
+      'DEBUG',
+    ],
+    {
+      cwd: PY_DIR,
+      env: {
+        ...process.env,
+        PYTHONPATH: PY_DIR,
+        PYTHONDONTWRITEBYTECODE: '1',
+        TSQ_WI_BROKER: env.broker,
+        TSQ_WI_BACKEND: env.backend,
+        TSQ_WI_QUEUE: env.queue,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  )
   const py = new GroupProcess(child, 2_000_000)
   started.push(py)
   await waitFor(() => py.hasExited || /\bready\.\s*$/m.test(py.log), { timeoutMs: 30_000, what: 'python worker ready' })
@@ -37,14 +65,24 @@ async function startGossipingPythonWorker(env: WiEnv, nodename: string): Promise
   return py
 }
 
-for (const [kind, broker] of [['amqp', AMQP_URL], ['redis', REDIS_URL]] as const) {
+for (const [kind, broker] of [
+  ['amqp', AMQP_URL],
+  ['redis', REDIS_URL],
+] as const) {
   const skip = await brokerSkipReason(kind)
   describe(`[gossip] Python Celery and tsq workers follow each other's heartbeats (${kind})`, { skip }, () => {
     it('each kind reports the other\'s death as "missed heartbeat from <node>"', { timeout: 90_000 }, async () => {
       const env: WiEnv = { broker, backend: BACKEND, queue: uniqueName(`tsq-wi-gossip-${kind}`) }
       const tsqs: TsqWorker[] = []
       const startTsq = async (gossip: boolean) => {
-        const w = await startTsqWorker({ env, pool: 'solo', concurrency: 1, loglevel: 'DEBUG', gossip, extraArgs: ['--heartbeat-interval', '1'] })
+        const w = await startTsqWorker({
+          env,
+          pool: 'solo',
+          concurrency: 1,
+          loglevel: 'DEBUG',
+          gossip,
+          extraArgs: ['--heartbeat-interval', '1'],
+        })
         tsqs.push(w)
         started.push(w)
         return w
@@ -54,15 +92,30 @@ for (const [kind, broker] of [['amqp', AMQP_URL], ['redis', REDIS_URL]] as const
         const doomed = await startTsq(false)
         const pyNode = uniqueNodeName('pygossip')
         const py = await startGossipingPythonWorker(env, pyNode)
-        await waitFor(() => watcher.log.includes(`${pyNode} joined the party`), { timeoutMs: 10_000, what: 'the tsq worker to hear the Python worker' })
-        await waitFor(() => py.log.includes(`${doomed.nodename} joined the party`), { timeoutMs: 10_000, what: 'the Python worker to hear the tsq worker' })
+        await waitFor(() => watcher.log.includes(`${pyNode} joined the party`), {
+          timeoutMs: 10_000,
+          what: 'the tsq worker to hear the Python worker',
+        })
+        await waitFor(() => py.log.includes(`${doomed.nodename} joined the party`), {
+          timeoutMs: 10_000,
+          what: 'the Python worker to hear the tsq worker',
+        })
 
         await kill9(doomed)
-        await waitFor(() => py.log.includes(`missed heartbeat from ${doomed.nodename}`), { timeoutMs: 15_000, what: 'the Python worker to miss the tsq worker\'s heartbeats' })
-        await waitFor(() => watcher.log.includes(`missed heartbeat from ${doomed.nodename}`), { timeoutMs: 10_000, what: 'the tsq worker to miss its tsq peer\'s heartbeats' })
+        await waitFor(() => py.log.includes(`missed heartbeat from ${doomed.nodename}`), {
+          timeoutMs: 15_000,
+          what: "the Python worker to miss the tsq worker's heartbeats",
+        })
+        await waitFor(() => watcher.log.includes(`missed heartbeat from ${doomed.nodename}`), {
+          timeoutMs: 10_000,
+          what: "the tsq worker to miss its tsq peer's heartbeats",
+        })
 
         await kill9(py)
-        await waitFor(() => watcher.log.includes(`missed heartbeat from ${pyNode}`), { timeoutMs: 15_000, what: 'the tsq worker to miss the Python worker\'s heartbeats' })
+        await waitFor(() => watcher.log.includes(`missed heartbeat from ${pyNode}`), {
+          timeoutMs: 15_000,
+          what: "the tsq worker to miss the Python worker's heartbeats",
+        })
         await watcher.stop()
         assert.equal(await watcher.exited, 0, watcher.logTail())
       } finally {

@@ -32,7 +32,10 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     assert.deepEqual(pushed.ping, { [node]: { ok: 'pong' } }, `clock push: ${JSON.stringify(pushed)}`)
     const clock = pushed.clock
     assert.ok(typeof clock === 'number' && clock >= 128 && clock <= 32767, `worker clock ${String(clock)} must lie in 128..32767`)
-    assert.ok(pushed.header_clocks.every(([type]) => type === 'int'), `reply clock headers as py-amqp read them: ${JSON.stringify(pushed.header_clocks)}`)
+    assert.ok(
+      pushed.header_clocks.every(([type]) => type === 'int'),
+      `reply clock headers as py-amqp read them: ${JSON.stringify(pushed.header_clocks)}`,
+    )
   })
 
   after(async () => {
@@ -57,10 +60,11 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
   }
 
   async function waitActive(id: string): Promise<Rec> {
-    return waitFor(
-      async () => ((await inspect('active')) as Rec[]).find((t) => t.id === id),
-      { timeoutMs: 20_000, intervalMs: 300, what: `task ${id} in inspect active` },
-    )
+    return waitFor(async () => ((await inspect('active')) as Rec[]).find((t) => t.id === id), {
+      timeoutMs: 20_000,
+      intervalMs: 300,
+      what: `task ${id} in inspect active`,
+    })
   }
 
   // Each `python3 -m celery` run costs a second or two, so the idle-state
@@ -92,12 +96,12 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     assert.equal(typeof stats.pid, 'number')
   })
 
-  it('inspect registered lists the module\'s tasks', () => {
+  it("inspect registered lists the module's tasks", () => {
     const names = idle.registered as string[]
     for (const n of ['proj.add', 'proj.fail', 'proj.sleep', 'proj.spin']) assert.ok(names.includes(n), `${n} in ${JSON.stringify(names)}`)
   })
 
-  it('inspect active_queues: Celery\'s queue shape', () => {
+  it("inspect active_queues: Celery's queue shape", () => {
     const queues = idle.active_queues as Rec[]
     const q = queues.find((x) => x.name === env.queue)
     assert.ok(q, JSON.stringify(queues))
@@ -107,7 +111,7 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     assert.equal(q.durable, true)
   })
 
-  it('inspect conf: the worker\'s settings, no password', () => {
+  it("inspect conf: the worker's settings, no password", () => {
     const conf = idle.conf as Rec
     assert.ok(Object.keys(conf).length > 0, JSON.stringify(conf))
     assert.ok(!JSON.stringify(conf).includes('guest:guest'), 'conf must not carry the password')
@@ -116,7 +120,12 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
   })
 
   it('inspect active/reserved/scheduled while both slots are busy; the main process still answers', async () => {
-    const batch = [['proj.sleep', [30], null], ['proj.sleep', [30], null], ['proj.add', [1, 1], null], ['proj.add', [2, 2], 120]]
+    const batch = [
+      ['proj.sleep', [30], null],
+      ['proj.sleep', [30], null],
+      ['proj.add', [1, 1], null],
+      ['proj.add', [2, 2], 120],
+    ]
     const { ids } = await pyClient<{ ids: string[] }>(env, ['send_batch', JSON.stringify(batch)])
     taskIds.push(...ids)
     const [a, b, waiting, later] = ids as [string, string, string, string]
@@ -139,7 +148,9 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     // Free the slots (the revoke cases below need them): terminate both sleeps.
     const res = await celery(env, ['control', 'terminate', 'SIGTERM', a, b, '-d', node, '-t', '5'])
     assert.equal(res.code, 0, res.stderr)
-    const [sa, sb, done] = await Promise.all([a, b, waiting].map((id) => pyClient<{ state: string; result: unknown }>(env, ['get', id, '20'])))
+    const [sa, sb, done] = await Promise.all(
+      [a, b, waiting].map((id) => pyClient<{ state: string; result: unknown }>(env, ['get', id, '20'])),
+    )
     assert.equal(sa?.state, 'REVOKED', withLog(`${a}: ${JSON.stringify(sa)}`))
     assert.equal(sb?.state, 'REVOKED', withLog(`${b}: ${JSON.stringify(sb)}`))
     assert.equal(done?.result, 2)
@@ -154,7 +165,17 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     assert.equal(st.state, 'REVOKED', withLog(JSON.stringify(st)))
     assert.equal(st.exc_type, 'TaskRevokedError')
     const pid = active.worker_pid as number
-    await waitFor(() => { try { process.kill(pid, 0); return false } catch { return true } }, { timeoutMs: 10_000, what: `child ${pid} gone` })
+    await waitFor(
+      () => {
+        try {
+          process.kill(pid, 0)
+          return false
+        } catch {
+          return true
+        }
+      },
+      { timeoutMs: 10_000, what: `child ${pid} gone` },
+    )
     assert.ok(((await inspect('revoked')) as string[]).includes(id))
   })
 
@@ -174,7 +195,10 @@ describe('celery inspect/control against a tsq prefork worker (amqp, redis resul
     const replies = (await celeryJson(env, ['control', 'add_consumer', extraQueue, '-d', node, '-t', '5'])) as Rec[]
     assert.deepEqual(replies, [{ [node]: { ok: `add consumer ${extraQueue}` } }])
     const queues = (await inspect('active_queues')) as Rec[]
-    assert.ok(queues.some((q) => q.name === extraQueue), JSON.stringify(queues))
+    assert.ok(
+      queues.some((q) => q.name === extraQueue),
+      JSON.stringify(queues),
+    )
     const out = await pyClient<{ result: unknown }>({ ...env, queue: extraQueue }, ['delay', 'proj.mul', '[6, 7]', '20'])
     assert.equal(out.result, 42, withLog(JSON.stringify(out)))
   })

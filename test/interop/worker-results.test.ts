@@ -49,7 +49,11 @@ for (const c of cases) {
 
     it('integers past 2**53 from Python (64-bit ids) reach the JS task exactly, as BigInt, and come back digit for digit', async () => {
       const out = await pyClient<{ same: boolean; got: string[] }>(env, ['exact', '10'])
-      assert.deepEqual(out, { same: true, got: ['18446744073709551617', '-10000000000000000000007', '9007199254740993', '12345', '1.5'] }, withLog(JSON.stringify(out)))
+      assert.deepEqual(
+        out,
+        { same: true, got: ['18446744073709551617', '-10000000000000000000007', '9007199254740993', '12345', '1.5'] },
+        withLog(JSON.stringify(out)),
+      )
     })
 
     it('integers at every width edge and to 10**40, both signs, through the tsq worker and its result: Python reads each an int, digit for digit', async () => {
@@ -59,7 +63,10 @@ for (const c of cases) {
       if (c.backend.startsWith('redis')) {
         const app = createApp({ broker: c.broker, resultBackend: c.backend })
         try {
-          assert.deepEqual(jsDigits(await app.asyncResult(out.id).get({ timeout: 20 })), asPythonInts().map(([, d]) => d))
+          assert.deepEqual(
+            jsDigits(await app.asyncResult(out.id).get({ timeout: 20 })),
+            asPythonInts().map(([, d]) => d),
+          )
         } finally {
           await app.close()
         }
@@ -106,13 +113,16 @@ for (const c of cases) {
       assert.equal(out.exc_type, 'MaxRetriesExceededError', withLog(JSON.stringify(out)))
     })
 
-    it('update_state: Python\'s AsyncResult shows PROGRESS and its meta while the task runs, then the result', async () => {
+    it("update_state: Python's AsyncResult shows PROGRESS and its meta while the task runs, then the result", async () => {
       const out = await pyClient<Outcome & { progress: Array<{ current: number; total: number }> }>(env, ['progress', '4', '0.4', '20'])
       assert.equal(out.result, 4, withLog(JSON.stringify(out)))
       assert.equal(out.state, 'SUCCESS')
       assert.ok(out.progress.length >= 2, `PROGRESS seen ${out.progress.length} times: ${JSON.stringify(out)}`)
       const currents = out.progress.map((p) => p.current)
-      assert.deepEqual(currents, [...currents].sort((a, b) => a - b))
+      assert.deepEqual(
+        currents,
+        [...currents].sort((a, b) => a - b),
+      )
       for (const p of out.progress) assert.equal(p.total, 4)
     })
 
@@ -124,7 +134,7 @@ for (const c of cases) {
       assert.equal(exhausted.exc_message, 'attempt 3')
     })
 
-    it('a Python client\'s own message headers reach the JS task as currentTask().headers', async () => {
+    it("a Python client's own message headers reach the JS task as currentTask().headers", async () => {
       const out = await pyClient<Outcome>(env, ['headers', '10'])
       assert.deepEqual(out.result, { traceparent: 'py-trace' }, withLog(JSON.stringify(out)))
     })
@@ -136,14 +146,17 @@ for (const c of cases) {
     })
 
     const extendedIt = c.backend.startsWith('redis') ? it : () => undefined
-    extendedIt('result_extended: Python\'s AsyncResult reads name, args, kwargs, worker, retries and queue from the tsq worker\'s result', async () => {
-      const out = await pyClient<Outcome & Record<string, unknown>>(env, ['extended', 'proj.autoflaky', '[1]', '20'])
-      assert.equal(out.result, 1, withLog(JSON.stringify(out)))
-      assert.deepEqual(
-        { name: out.name, args: out.args, kwargs: out.kwargs, worker: out.worker, retries: out.retries, queue: out.queue },
-        { name: 'proj.autoflaky', args: [1], kwargs: {}, worker: worker!.nodename, retries: 1, queue: env.queue },
-      )
-    })
+    extendedIt(
+      "result_extended: Python's AsyncResult reads name, args, kwargs, worker, retries and queue from the tsq worker's result",
+      async () => {
+        const out = await pyClient<Outcome & Record<string, unknown>>(env, ['extended', 'proj.autoflaky', '[1]', '20'])
+        assert.equal(out.result, 1, withLog(JSON.stringify(out)))
+        assert.deepEqual(
+          { name: out.name, args: out.args, kwargs: out.kwargs, worker: out.worker, retries: out.retries, queue: out.queue },
+          { name: 'proj.autoflaky', args: [1], kwargs: {}, worker: worker!.nodename, retries: 1, queue: env.queue },
+        )
+      },
+    )
 
     // Celery's Redis backend counts a chord's header tasks (spec §2.3); rpc://
     // has no chords in Celery either (Python refuses them before sending), so
@@ -156,7 +169,12 @@ for (const c of cases) {
     })
 
     chordIt('spec §2.3: a failed header task fails the chord body with ChordError naming it', async () => {
-      const out = await pyClient<Outcome & { body: { state: string; exc_type: string | null; exc_message: string | null } }>(env, ['chord', '4', '30', '2'])
+      const out = await pyClient<Outcome & { body: { state: string; exc_type: string | null; exc_message: string | null } }>(env, [
+        'chord',
+        '4',
+        '30',
+        '2',
+      ])
       // get() re-raises the failed parent's own error first, as Celery does.
       assert.equal(out.exc_type, 'TypeError', withLog(JSON.stringify(out)))
       assert.equal(out.body.state, 'FAILURE', withLog(JSON.stringify(out)))
@@ -176,7 +194,7 @@ for (const c of cases) {
       assert.equal(explicit.result, 15, withLog(JSON.stringify(explicit)))
     })
 
-    it('add.map, add.starmap and add.chunks run as Celery\'s built-in celery.map / celery.starmap tasks', async () => {
+    it("add.map, add.starmap and add.chunks run as Celery's built-in celery.map / celery.starmap tasks", async () => {
       const out = await pyClient<Record<string, Outcome>>(env, ['builtins', '30'])
       assert.deepEqual(out.map?.result, [1, 2, 3], withLog(JSON.stringify(out)))
       assert.deepEqual(out.starmap?.result, [2, 5], withLog(JSON.stringify(out)))

@@ -16,7 +16,9 @@ const eslint = new ESLint({ cwd: ROOT })
 /** The rules that fired on `text` as the file `path` of the repository, with their lines. */
 async function lint(path: string, text: string): Promise<string[]> {
   const [result] = await eslint.lintText(text, { filePath: resolve(ROOT, path) })
-  return result!.messages.filter((m) => m.ruleId?.startsWith('import-x/') || m.ruleId === 'no-restricted-imports').map((m) => `${m.line} ${m.ruleId}`)
+  return result!.messages
+    .filter((m) => m.ruleId?.startsWith('import-x/') || m.ruleId === 'no-restricted-imports')
+    .map((m) => `${m.line} ${m.ruleId}`)
 }
 
 describe('layers (eslint.config.js): imports point down only, into a folder through its index', () => {
@@ -26,8 +28,13 @@ describe('layers (eslint.config.js): imports point down only, into a folder thro
   })
 
   it('an import of a higher layer is an error, as a static import, a re-export and a dynamic import', async () => {
-    const text = "import { Worker } from '../worker/worker.js'\nexport * from '../cli/errors.js'\nexport const w = await import('../beat/index.js')\nexport { Worker }\n"
-    assert.deepEqual(await lint('src/protocol/layer-probe.ts', text), ['1 import-x/no-restricted-paths', '2 import-x/no-restricted-paths', '3 import-x/no-restricted-paths'])
+    const text =
+      "import { Worker } from '../worker/worker.js'\nexport * from '../cli/errors.js'\nexport const w = await import('../beat/index.js')\nexport { Worker }\n"
+    assert.deepEqual(await lint('src/protocol/layer-probe.ts', text), [
+      '1 import-x/no-restricted-paths',
+      '2 import-x/no-restricted-paths',
+      '3 import-x/no-restricted-paths',
+    ])
   })
 
   it('an import of a peer (a folder on the same row) is an error', async () => {
@@ -36,15 +43,20 @@ describe('layers (eslint.config.js): imports point down only, into a folder thro
 
   it('a lower layer reached through its index is clean; past it, an error', async () => {
     assert.deepEqual(await lint('src/worker/layer-probe.ts', "export { taskLabel } from '../protocol/index.js'\n"), [])
-    assert.deepEqual(await lint('src/worker/layer-probe.ts', "export { taskLabel } from '../protocol/secrets.js'\n"), ['1 import-x/no-restricted-paths'])
+    assert.deepEqual(await lint('src/worker/layer-probe.ts', "export { taskLabel } from '../protocol/secrets.js'\n"), [
+      '1 import-x/no-restricted-paths',
+    ])
   })
 
   it('an import the resolver cannot find is an error, so none passes the zones unseen', async () => {
-    assert.deepEqual(await lint('src/protocol/layer-probe.ts', "export * from '../worker/no-such-module.js'\n"), ['1 import-x/no-unresolved'])
+    assert.deepEqual(await lint('src/protocol/layer-probe.ts', "export * from '../worker/no-such-module.js'\n"), [
+      '1 import-x/no-unresolved',
+    ])
   })
 
   it('protocol/ stays pure: a module that does I/O is an error there, fine elsewhere', async () => {
-    const text = "export { readFileSync } from 'node:fs'\nexport { randomUUID } from 'node:crypto'\nexport { default as Redis } from 'ioredis'\n"
+    const text =
+      "export { readFileSync } from 'node:fs'\nexport { randomUUID } from 'node:crypto'\nexport { default as Redis } from 'ioredis'\n"
     assert.deepEqual(await lint('src/protocol/layer-probe.ts', text), ['1 no-restricted-imports', '3 no-restricted-imports'])
     assert.deepEqual(await lint('src/transport/layer-probe.ts', text), [])
   })

@@ -59,12 +59,24 @@ describe('amqplib, as the AMQP tricks and patches were written for it', () => {
     assert.equal(amqplibAsMeasured('0.10.10'), false)
   })
 
-  it("direct publish: Args.publish builds the same fields, and ConfirmChannel.publish queues the callback before sendMessage", () => {
-    const ours = publishFields('ex', 'rk', { contentType: 'application/json', contentEncoding: 'utf-8', headers: { a: 1 }, deliveryMode: 2, priority: 0 })
+  it('direct publish: Args.publish builds the same fields, and ConfirmChannel.publish queues the callback before sendMessage', () => {
+    const ours = publishFields('ex', 'rk', {
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      headers: { a: 1 },
+      deliveryMode: 2,
+      priority: 0,
+    })
     assert.deepEqual(Object.keys(Args.publish('ex', 'rk', {})).sort(), Object.keys(ours).sort())
     const model = sourceOf('amqplib/lib/channel_model.js')
-    assert.match(model, /class ConfirmChannel extends Channel \{\s*publish\(exchange, routingKey, content, options, cb\) \{\s*this\.pushConfirmCallback\(cb\);\s*return super\.publish/)
-    assert.match(model, /const fieldsAndProps = Args\.publish\(exchange, routingKey, options\);\s*return this\.sendMessage\(fieldsAndProps, fieldsAndProps, content\);/)
+    assert.match(
+      model,
+      /class ConfirmChannel extends Channel \{\s*publish\(exchange, routingKey, content, options, cb\) \{\s*this\.pushConfirmCallback\(cb\);\s*return super\.publish/,
+    )
+    assert.match(
+      model,
+      /const fieldsAndProps = Args\.publish\(exchange, routingKey, options\);\s*return this\.sendMessage\(fieldsAndProps, fieldsAndProps, content\);/,
+    )
     // A closing channel gets a sendMessage of its own, which frameStream() takes as "not open".
     assert.match(sourceOf('amqplib/lib/channel.js'), /ch\.sendImmediately = ch\.sendOrEnqueue = ch\.sendMessage =/)
   })
@@ -83,7 +95,13 @@ describe('amqplib, as the AMQP tricks and patches were written for it', () => {
     Object.assign(channel, { ch, connection, pushConfirmCallback: () => sent.push('confirm') })
     // On the prototype, as amqplib's open channel has it (an own sendMessage means closing).
     Object.setPrototypeOf(channel, { sendMessage: () => sent.push('sendMessage') > 0 })
-    const fields = publishFields('', 'celery', { contentType: 'application/json', contentEncoding: 'utf-8', headers: { task: 'proj.add', n: 300 }, deliveryMode: 2, priority: 0 })
+    const fields = publishFields('', 'celery', {
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      headers: { task: 'proj.add', n: 300 },
+      deliveryMode: 2,
+      priority: 0,
+    })
     const body = Buffer.from('[[2, 2], {}, {}]')
     directPublisher({ frames: true }).confirmed(channel as unknown as ConfirmChannel, fields, body, () => undefined)
     assert.deepEqual(sent, ['confirm'], 'written on the frame stream, not through sendMessage')
@@ -143,7 +161,7 @@ describe('ioredis, as the Redis tricks and the bundle patches were written for i
     assert.equal(ioredisAsMeasured('5.12.0'), false)
   })
 
-  it('lpush wire: sendCommand writes what the command\'s toWritable returns, and settles it on the reply', () => {
+  it("lpush wire: sendCommand writes what the command's toWritable returns, and settles it on the reply", () => {
     assert.match(sourceOf('ioredis/built/Redis.js'), /this\.stream\.write\(command\.toWritable\(this\.stream\)\)/)
     const batch = new WireListBatch('q')
     batch.add('m1', { resolve: () => undefined, reject: () => undefined })
@@ -159,7 +177,7 @@ describe('ioredis, as the Redis tricks and the bundle patches were written for i
     assert.ok(sourceOf('ioredis/built/Redis.js').includes(ioredisLateSocketErrors.find), ioredisLateSocketErrors.name)
   })
 
-  it('liveness (redis/liveness.ts) reads the connection\'s stream and socketTimeoutTimer', () => {
+  it("liveness (redis/liveness.ts) reads the connection's stream and socketTimeoutTimer", () => {
     const source = sourceOf('ioredis/built/Redis.js')
     assert.match(source, /_this\.stream = stream;/)
     assert.match(source, /this\.socketTimeoutTimer = setTimeout/)
@@ -174,10 +192,14 @@ describe('@oclif/core, as the bundle patch and the fast path were written for it
 })
 
 describe('koffi, as malloc_trim calls it', () => {
-  it(`is ${KOFFI_MEASURED}, installed and locked, and loads libc's malloc_trim`, { skip: process.platform !== 'linux' && "malloc_trim is glibc's" }, () => {
-    assertPinned('koffi', KOFFI_MEASURED)
-    const koffi = require('koffi') as { load(path: string): { func(signature: string): (pad: number) => number } }
-    const trim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)')
-    assert.equal(typeof trim(0), 'number')
-  })
+  it(
+    `is ${KOFFI_MEASURED}, installed and locked, and loads libc's malloc_trim`,
+    { skip: process.platform !== 'linux' && "malloc_trim is glibc's" },
+    () => {
+      assertPinned('koffi', KOFFI_MEASURED)
+      const koffi = require('koffi') as { load(path: string): { func(signature: string): (pad: number) => number } }
+      const trim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)')
+      assert.equal(typeof trim(0), 'number')
+    },
+  )
 })

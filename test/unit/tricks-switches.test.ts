@@ -31,7 +31,8 @@ function files(dir: string): string[] {
 describe('trick switches', () => {
   it('each trick has its own switch, and a home that exists', () => {
     assert.equal(new Set(switches).size, switches.length, 'two tricks share a switch')
-    for (const name of names) assert.ok(existsSync(join(ROOT, TRICKS[name].home.split(' ')[0]!.replace(/,$/, ''))), `${name}: ${TRICKS[name].home}`)
+    for (const name of names)
+      assert.ok(existsSync(join(ROOT, TRICKS[name].home.split(' ')[0]!.replace(/,$/, ''))), `${name}: ${TRICKS[name].home}`)
   })
 
   it('docs/tricks.md and the README list exactly these switches', () => {
@@ -65,7 +66,8 @@ describe('trick switches', () => {
 
   it("bin/run.js reads the launcher's switches and the master switch, in JavaScript and in its sh lines", () => {
     const launcher = read('bin/run.js')
-    for (const env of [TRICKS.fastPath.env, TRICKS.codeCache.env, ALL_TRICKS_OFF]) assert.match(launcher, new RegExp(`'${env}'|process\\.env\\.${env}`), env)
+    for (const env of [TRICKS.fastPath.env, TRICKS.codeCache.env, ALL_TRICKS_OFF])
+      assert.match(launcher, new RegExp(`'${env}'|process\\.env\\.${env}`), env)
     const sh = launcher.split('\n')[1]!
     for (const env of [TRICKS.deferredCaCerts.env, ALL_TRICKS_OFF]) assert.ok(sh.includes(`[ -z "$${env}" ]`), `sh: ${env}`)
   })
@@ -75,6 +77,9 @@ describe('trick switches', () => {
     for (const file of [...files('src'), ...files('bin'), ...files('scripts')]) {
       for (const m of read(file).matchAll(/\bTSQ_NO_[A-Z_]+\b/g)) used.add(m[0])
     }
-    assert.deepEqual([...used].filter((env) => !switches.includes(env)), [])
+    assert.deepEqual(
+      [...used].filter((env) => !switches.includes(env)),
+      [],
+    )
   })
 })

@@ -5,7 +5,17 @@
 // task does (returns, throws, retries, overruns its soft limit) into an Outcome.
 import type { App } from '../app.js'
 import type { Task } from '../task.js'
-import { ReplaceRequest, RetryRequest, runWithContext, SoftTimeLimitExceeded, taskPredicate, type DeliveryInfo, type RetryOptions, type StateSink, type TaskContext } from '../task-context.js'
+import {
+  ReplaceRequest,
+  RetryRequest,
+  runWithContext,
+  SoftTimeLimitExceeded,
+  taskPredicate,
+  type DeliveryInfo,
+  type RetryOptions,
+  type StateSink,
+  type TaskContext,
+} from '../task-context.js'
 import { runReceiver, AppSignals } from '../app-signals.js'
 import { canvasKind, dumps, EncodeError, resultTaskKind, saferepr, tasksOf, type Signature } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
@@ -171,7 +181,13 @@ class RunContext implements TaskContext {
 
   addToChord(sig: Signature): Promise<void> {
     if (!this.#app) return Promise.reject(new Error('addToChord(): this run has no app to send with'))
-    return this.#app.addToChord(sig, { group: this.group, groupIndex: this.groupIndex, chord: this.chord, rootId: this.rootId ?? this.id, parentId: this.id })
+    return this.#app.addToChord(sig, {
+      group: this.group,
+      groupIndex: this.groupIndex,
+      chord: this.chord,
+      rootId: this.rootId ?? this.id,
+      parentId: this.id,
+    })
   }
 
   /** Celery's `request.group`, by the name its execution options give it (`group_id`). */
@@ -194,19 +210,23 @@ class RunContext implements TaskContext {
 
   /** Checked here, in the task, as Celery's replace() checks before it raises Ignore; needs no `this` either. */
   replace(sig: Signature): never {
-    if (typeof sig !== 'object' || sig === null || typeof sig.task !== 'string') throw new TypeError('replace(sig): sig must be a signature, such as add.s(2, 2)')
+    if (typeof sig !== 'object' || sig === null || typeof sig.task !== 'string')
+      throw new TypeError('replace(sig): sig must be a signature, such as add.s(2, 2)')
     // `'chord' in sig.options`, as Celery tests it: the replacement gets this task's chord instead.
     if (sig.options && 'chord' in sig.options) throw improperlyConfigured('A signature replacing a task must not be part of a chord')
     const kind = canvasKind(sig)
     if (kind === 'chain' && !tasksOf(sig).length) throw improperlyConfigured('Cannot replace with an empty chain')
     if (kind !== 'group' && resultTaskKind(sig) === 'group') {
-      throw improperlyConfigured(`tsq replaces a task with a signature whose result is one task's (a task, or a chain or chord ending in one), or with a group; ${sig.task} ends in a group`)
+      throw improperlyConfigured(
+        `tsq replaces a task with a signature whose result is one task's (a task, or a chain or chord ending in one), or with a group; ${sig.task} ends in a group`,
+      )
     }
     throw new ReplaceRequest(sig)
   }
 
   updateState(state: string, meta: unknown = null): Promise<void> {
-    if (typeof state !== 'string' || state === '') return Promise.reject(new TypeError('updateState(state, meta): state must be a non-empty string such as "PROGRESS"'))
+    if (typeof state !== 'string' || state === '')
+      return Promise.reject(new TypeError('updateState(state, meta): state must be a non-empty string such as "PROGRESS"'))
     if (!this.#sink) return Promise.resolve()
     try {
       return Promise.resolve(this.#sink(this.id, state, meta === undefined ? null : meta))
@@ -245,7 +265,8 @@ export class JobExecution implements RunningJob {
   ) {
     this.context = new RunContext(job, sink, task.app)
     if (lock) this.context.lock = { id: lock.id, token: lock.token }
-    if (job.softTimeLimit && job.softTimeLimit > 0) this.softTimer = setLongTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
+    if (job.softTimeLimit && job.softTimeLimit > 0)
+      this.softTimer = setLongTimeout(() => this.abort('soft-time-limit'), job.softTimeLimit * 1000)
     if (signals) {
       const { beforeStart } = task.options
       if (beforeStart) runReceiver(`${job.task} beforeStart`, beforeStart, { taskId: job.id, args: job.args, kwargs: job.kwargs })
@@ -253,7 +274,9 @@ export class JobExecution implements RunningJob {
     }
     let returned: unknown
     try {
-      returned = task.options.bind ? runWithContext(this.context, task.fn, [this.context, ...job.args]) : runWithContext(this.context, task.fn, job.args)
+      returned = task.options.bind
+        ? runWithContext(this.context, task.fn, [this.context, ...job.args])
+        : runWithContext(this.context, task.fn, job.args)
     } catch (error) {
       this.immediate = this.failed(error)
       return
@@ -280,7 +303,11 @@ export class JobExecution implements RunningJob {
   }
 
   abort(reason: 'revoked' | 'soft-time-limit'): void {
-    this.context.abortWith(reason === 'soft-time-limit' ? new SoftTimeLimitExceeded(this.job.softTimeLimit ?? 0) : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' }))
+    this.context.abortWith(
+      reason === 'soft-time-limit'
+        ? new SoftTimeLimitExceeded(this.job.softTimeLimit ?? 0)
+        : Object.assign(new Error('revoked'), { name: 'TaskRevokedError' }),
+    )
   }
 
   private runtime(): number {
@@ -387,7 +414,8 @@ export class JobExecution implements RunningJob {
         state = outcome.status === 'ignored' ? 'IGNORED' : 'REJECTED'
     }
     // Celery skips after_return for its IGNORE_STATES: RETRY, IGNORED, REJECTED.
-    if (afterReturn && (state === 'SUCCESS' || state === 'FAILURE')) handler('afterReturn', afterReturn, { status: state, retval, ...about, traceback: tb })
+    if (afterReturn && (state === 'SUCCESS' || state === 'FAILURE'))
+      handler('afterReturn', afterReturn, { status: state, retval, ...about, traceback: tb })
     signals.send('task_postrun', { ...base, args: job.args, kwargs: job.kwargs, retval, state })
   }
 
@@ -401,7 +429,15 @@ export class JobExecution implements RunningJob {
     const report = (error: unknown): void => {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
       console.error(`Signal handler ${fn.name || '<anonymous>'} for ${this.job.task} ${name} raised: ${message}`)
-      signals.send('task_internal_error', { sender: this.job.task, taskId: this.job.id, args: this.job.args, kwargs: this.job.kwargs, request: this.context, exception: error, traceback: traceback(error) })
+      signals.send('task_internal_error', {
+        sender: this.job.task,
+        taskId: this.job.id,
+        args: this.job.args,
+        kwargs: this.job.kwargs,
+        request: this.context,
+        exception: error,
+        traceback: traceback(error),
+      })
     }
     try {
       const returned = fn(info)
@@ -416,7 +452,8 @@ export class JobExecution implements RunningJob {
     const predicate = taskPredicate(error)
     if (predicate?.kind === 'ignore') return { status: 'ignored', runtime: this.runtime() }
     if (predicate?.kind === 'replace') return { status: 'ignored', runtime: this.runtime(), replacedBy: predicate.signature }
-    if (predicate?.kind === 'reject') return { status: 'rejected', requeue: predicate.requeue, reason: predicate.reason, runtime: this.runtime() }
+    if (predicate?.kind === 'reject')
+      return { status: 'rejected', requeue: predicate.requeue, reason: predicate.reason, runtime: this.runtime() }
     const autoretry = autoretryOptions(this.task, error, this.job.retries)
     if (autoretry) return this.retryOutcome(autoretry)
     return { status: 'failure', exc: encodeError(error), traceback: traceback(error), runtime: this.runtime() }
@@ -441,7 +478,12 @@ export class JobExecution implements RunningJob {
  * (600 s), and with `retryJitter` (on by default) a whole number drawn from
  * 0 up to that, as Celery's get_exponential_backoff_interval.
  */
-export function autoretryOptions(task: Task, error: unknown, retries: number, random: () => number = Math.random): RetryOptions | undefined {
+export function autoretryOptions(
+  task: Task,
+  error: unknown,
+  retries: number,
+  random: () => number = Math.random,
+): RetryOptions | undefined {
   const o = task.options
   if (!o.autoretryFor?.some((match) => matchesError(match, error))) return undefined
   const options: RetryOptions = { ...o.retryKwargs, exc: error instanceof Error ? error : new Error(String(error)) }
@@ -487,7 +529,12 @@ const NO_RECEIVERS = new AppSignals()
 export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks = false }: { holdEndHooks?: boolean } = {}): RunningJob {
   const task = app.tasks.get(job.task)
   if (!task) {
-    const unknown: Outcome = { status: 'failure', exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task }, traceback: null, runtime: 0 }
+    const unknown: Outcome = {
+      status: 'failure',
+      exc: { type: 'NotRegistered', args: [job.task], module: 'celery.exceptions', message: job.task },
+      traceback: null,
+      runtime: 0,
+    }
     return { immediate: unknown, outcome: Promise.resolve(unknown), abort: () => undefined, releaseEndHooks: () => undefined }
   }
   const o = task.options
@@ -499,5 +546,7 @@ export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks 
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  return (
+    (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  )
 }

@@ -21,7 +21,14 @@ export interface EncodedException {
 export type Outcome = (
   | { status: 'success'; value: unknown; runtime: number }
   | { status: 'failure'; exc: EncodedException; traceback: string | null; runtime: number }
-  | { status: 'retry'; countdown: number | null; eta: string | null; maxRetries: number | null; exc: EncodedException | null; runtime: number }
+  | {
+      status: 'retry'
+      countdown: number | null
+      eta: string | null
+      maxRetries: number | null
+      exc: EncodedException | null
+      runtime: number
+    }
   | { status: 'killed'; reason: 'time-limit' | 'terminated' | 'worker-lost'; signal: string | null; runtime: number }
   /**
    * The task threw Ignore: acked, nothing stored. `replacedBy`: it called
@@ -54,8 +61,27 @@ export type FromSlot =
 
 /** The parts of a delivery and its message the rest of Celery's task.request is made of. */
 export interface RequestSource {
-  message: { eta: string | null; expires: string | null; groupIndex: number | null; embed: { callbacks: Signature[] | null; errbacks: Signature[] | null; chain: Signature[] | null; chord: Signature | null } }
-  delivery: { exchange: string; routingKey: string; redelivered: boolean; properties: { priority: number; replyTo?: string; contentType?: string; contentEncoding?: string; deliveryMode?: number; correlationId?: string; appId?: string; expiration?: string } }
+  message: {
+    eta: string | null
+    expires: string | null
+    groupIndex: number | null
+    embed: { callbacks: Signature[] | null; errbacks: Signature[] | null; chain: Signature[] | null; chord: Signature | null }
+  }
+  delivery: {
+    exchange: string
+    routingKey: string
+    redelivered: boolean
+    properties: {
+      priority: number
+      replyTo?: string
+      contentType?: string
+      contentEncoding?: string
+      deliveryMode?: number
+      correlationId?: string
+      appId?: string
+      expiration?: string
+    }
+  }
 }
 
 /**
@@ -66,7 +92,12 @@ export interface RequestSource {
  * delivery that was not restored says nothing of redelivery: null, as kombu.
  */
 export function setRequestFields(job: Job, { message: m, delivery: d }: RequestSource, transportKind: string | undefined): Job {
-  job.deliveryInfo = { exchange: d.exchange, routingKey: d.routingKey, priority: d.properties.priority ?? null, redelivered: d.redelivered ? true : transportKind === 'redis' ? null : false }
+  job.deliveryInfo = {
+    exchange: d.exchange,
+    routingKey: d.routingKey,
+    priority: d.properties.priority ?? null,
+    redelivered: d.redelivered ? true : transportKind === 'redis' ? null : false,
+  }
   if (m.eta) job.eta = m.eta
   if (m.expires) job.expires = m.expires
   if (d.properties.replyTo) job.replyTo = d.properties.replyTo
@@ -82,7 +113,12 @@ export function setRequestFields(job: Job, { message: m, delivery: d }: RequestS
 
 /** Celery's request.properties: the message's properties by kombu's names (its headers are the request's own fields). */
 function messageProperties(p: RequestSource['delivery']['properties']): Record<string, unknown> {
-  const out: Record<string, unknown> = { content_type: p.contentType, content_encoding: p.contentEncoding, delivery_mode: p.deliveryMode, priority: p.priority }
+  const out: Record<string, unknown> = {
+    content_type: p.contentType,
+    content_encoding: p.contentEncoding,
+    delivery_mode: p.deliveryMode,
+    priority: p.priority,
+  }
   if (p.correlationId !== undefined) out.correlation_id = p.correlationId
   if (p.replyTo !== undefined) out.reply_to = p.replyTo
   if (p.appId !== undefined) out.app_id = p.appId

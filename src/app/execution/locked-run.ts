@@ -48,10 +48,25 @@ class LockedRun implements RunningJob {
   private async run(): Promise<Outcome> {
     const { job, task } = this
     const options = task.options.lock!
-    const answer = await acquireTaskLock({ task: job.task, fn: task.fn, options, args: job.args, kwargs: job.kwargs, taskId: job.id, node: job.hostname, settings: lockSettings(this.app), log: (m) => console.warn(m) })
+    const answer = await acquireTaskLock({
+      task: job.task,
+      fn: task.fn,
+      options,
+      args: job.args,
+      kwargs: job.kwargs,
+      taskId: job.id,
+      node: job.hostname,
+      settings: lockSettings(this.app),
+      log: (m) => console.warn(m),
+    })
     switch (answer.kind) {
       case 'key-error':
-        return { status: 'failure', exc: encodeError(answer.error), traceback: answer.error instanceof Error ? (answer.error.stack ?? null) : null, runtime: this.runtime() }
+        return {
+          status: 'failure',
+          exc: encodeError(answer.error),
+          traceback: answer.error instanceof Error ? (answer.error.stack ?? null) : null,
+          runtime: this.runtime(),
+        }
       case 'unavailable':
         console.error(`Task ${taskLabel(job.task, job.id)} not run: ${answer.error.message}; its message goes back to the queue`)
         await new Promise((r) => setTimeout(r, UNAVAILABLE_PAUSE_MS))
@@ -59,7 +74,15 @@ class LockedRun implements RunningJob {
       case 'locked': {
         const onLocked = options.onLocked ?? 'skip'
         const error = new LockedError(answer.lockId, answer.remainingMs)
-        if (onLocked === 'retry') return { status: 'retry', countdown: lockedRetryDelay(options), eta: null, maxRetries: null, exc: encodeError(error), runtime: this.runtime() }
+        if (onLocked === 'retry')
+          return {
+            status: 'retry',
+            countdown: lockedRetryDelay(options),
+            eta: null,
+            maxRetries: null,
+            exc: encodeError(error),
+            runtime: this.runtime(),
+          }
         if (onLocked === 'fail') return { status: 'failure', exc: encodeError(error), traceback: null, runtime: this.runtime() }
         // skip: Celery's Ignore (the cookbook's behaviour); the worker logs it at INFO and says why in a task-skipped event.
         return { status: 'ignored', runtime: this.runtime(), skipped: { lock: answer.lockId, leaseLeftMs: answer.remainingMs } }

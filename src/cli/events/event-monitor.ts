@@ -27,7 +27,20 @@ const CHROME_ROWS = 9
 const MAX_TASKS = 10_000
 
 /** The fields Celery's Task.info() shows for a selected task, in its order. */
-const INFO_FIELDS = ['args', 'kwargs', 'retries', 'result', 'eta', 'runtime', 'expires', 'exception', 'exchange', 'routing_key', 'root_id', 'parent_id']
+const INFO_FIELDS = [
+  'args',
+  'kwargs',
+  'retries',
+  'result',
+  'eta',
+  'runtime',
+  'expires',
+  'exception',
+  'exchange',
+  'routing_key',
+  'root_id',
+  'parent_id',
+]
 
 /** A task as the monitor shows it: one row, and its fields once selected. */
 export interface MonitoredTask {
@@ -64,7 +77,10 @@ export class ClusterView {
 
   /** Celery's Worker.alive: a heartbeat within two intervals. */
   aliveWorkers(now: number): string[] {
-    return [...this.state.workers.values()].filter((w) => workerAlive(w, now)).map((w) => w.hostname).sort()
+    return [...this.state.workers.values()]
+      .filter((w) => workerAlive(w, now))
+      .map((w) => w.hostname)
+      .sort()
   }
 
   get workerCount(): number {
@@ -81,7 +97,14 @@ function monitored(task: TaskRecord): MonitoredTask {
   const f = task.fields
   const fields: Record<string, unknown> = {}
   for (const field of INFO_FIELDS) if (f[field] !== undefined && f[field] !== null) fields[field] = f[field]
-  return { uuid: task.uuid, name: typeof f.name === 'string' ? f.name : null, hostname: task.worker, state: task.state, timestamp: typeof f.timestamp === 'number' ? f.timestamp : 0, fields }
+  return {
+    uuid: task.uuid,
+    name: typeof f.name === 'string' ? f.name : null,
+    hostname: task.worker,
+    state: task.state,
+    timestamp: typeof f.timestamp === 'number' ? f.timestamp : 0,
+    fields,
+  }
 }
 
 /** celery.utils.text.abbr */
@@ -103,7 +126,14 @@ function abbrtask(name: string | null, max: number): string {
 }
 
 /** Celery's CursesMonitor.format_row: the widths follow the screen; note that WORKER comes before TASK. */
-export function formatRow(displayWidth: number, uuid: string, task: string | null, worker: string | null, time: string, state: string): string {
+export function formatRow(
+  displayWidth: number,
+  uuid: string,
+  task: string | null,
+  worker: string | null,
+  time: string,
+  state: string,
+): string {
   let detailWidth = displayWidth - 1 - STATE_WIDTH - 1 - TIMESTAMP_WIDTH
   const uuidSpace = detailWidth - 1 - MIN_TASK_WIDTH - 1 - MIN_WORKER_WIDTH
   const uuidWidth = Math.max(0, Math.min(uuidSpace, UUID_WIDTH))
@@ -163,7 +193,13 @@ export function renderScreen(view: ClusterView, o: ScreenOptions): string[] {
   const workers = view.aliveWorkers(o.now)
   lines.push(
     fit('─'.repeat(Math.max(0, width - LEFT_OFFSET - 4))),
-    fit(o.notice ? abbr(o.notice, displayWidth) : selected ? abbr(`Selected: ${infoOf(selected) || 'Missing extended info'}`, displayWidth) : 'No task selected'),
+    fit(
+      o.notice
+        ? abbr(o.notice, displayWidth)
+        : selected
+          ? abbr(`Selected: ${infoOf(selected) || 'Missing extended info'}`, displayWidth)
+          : 'No task selected',
+    ),
     fit(workers.length ? `Workers online: ${escapeControl(workers.join(', '))}` : 'No workers discovered.'),
     fit(`Info: events: ${view.eventCount} tasks:${view.taskCount} workers:${workers.length}/${view.workerCount}`),
     fit('Keys: j:down k:up c:revoke q: quit'),
@@ -182,10 +218,12 @@ export interface EventMonitorOptions {
 
 /** How each node answered, as Celery's monitor lists the replies to a revoke. */
 export function describeReplies(what: string, replies: NodeReply[]): string {
-  const answers = replies.flatMap((reply) => Object.entries(reply)).map(([node, body]) => {
-    const b = (body ?? {}) as { ok?: unknown; error?: unknown }
-    return `${node}: ${String(b.ok ?? (b.error !== undefined ? `error: ${String(b.error)}` : JSON.stringify(body)))}`
-  })
+  const answers = replies
+    .flatMap((reply) => Object.entries(reply))
+    .map(([node, body]) => {
+      const b = (body ?? {}) as { ok?: unknown; error?: unknown }
+      return `${node}: ${String(b.ok ?? (b.error !== undefined ? `error: ${String(b.error)}` : JSON.stringify(body)))}`
+    })
   return `${what}: ${answers.length ? answers.join('; ') : 'no reply'}`
 }
 
@@ -199,84 +237,95 @@ const CLEAR = '\x1b[H\x1b[2J'
 /** Runs until q, Ctrl-C or SIGTERM; the terminal is restored whatever ends it. */
 export async function runEventMonitor(o: EventMonitorOptions): Promise<void> {
   o.warn('-> evtop: starting capture...')
-  await withTransport(o.brokerUrl, async (transport) => {
-    const view = new ClusterView()
-    let selected: string | null = null
-    let notice: { text: string; until: number } | null = null
-    let drawTimer: NodeJS.Timeout | undefined
-    // A reply that comes after q must not draw over the restored terminal.
-    let closed = false
-    const draw = (): void => {
-      drawTimer = undefined
-      if (closed) return
-      if (notice && Date.now() > notice.until) notice = null
-      const lines = renderScreen(view, { width: o.output.columns ?? 80, height: o.output.rows ?? 24, now: Date.now() / 1000, selected, greet: `tsq events v${o.version}`, notice: notice?.text })
-      o.output.write(CLEAR + lines.join('\r\n'))
-    }
-    // A burst of events is drawn once, not once per event.
-    const drawSoon = (): void => {
-      drawTimer ??= setTimeout(draw, 100)
-    }
-    let finish!: () => void
-    const finished = new Promise<void>((resolve) => (finish = resolve))
-    const move = (step: number): void => {
-      const shown = view.latestTasks(taskRows(o.output.rows ?? 24)).map((t) => t.uuid)
-      if (shown.length === 0) return
-      const at = selected ? shown.indexOf(selected) : -1
-      selected = shown[Math.min(shown.length - 1, Math.max(0, at === -1 ? 0 : at + step))] ?? null
-      notice = null
-      draw()
-    }
-    const say = (text: string): void => {
-      notice = { text, until: Date.now() + NOTICE_MS }
-      draw()
-    }
-    const revokeSelected = (): void => {
-      const id = selected
-      if (!id) return say('Select a task first (j/k)')
-      say(`Revoking ${id}...`)
-      new MailboxClient(transport).broadcast('revoke', { arguments: { task_id: id }, timeout: 1 }).then(
-        (replies) => say(describeReplies(`Revoke ${id}`, replies)),
-        (error: Error) => say(`Revoke ${id} failed: ${error.message}`),
-      )
-    }
-    const onKey = (data: Buffer): void => {
-      const key = data.toString('utf8')
-      if (key === 'q' || key === 'Q' || key === '\x03' || key === '\x04') finish()
-      else if (key === 'j' || key === 'J' || key === '\x1b[B') move(1)
-      else if (key === 'k' || key === 'K' || key === '\x1b[A') move(-1)
-      else if (key === 'c' || key === 'C') revokeSelected()
-    }
-    const receiver = new EventReceiver(transport, {
-      onEvent: (event) => {
-        view.apply(event)
-        drawSoon()
-      },
-      onUnreadable: () => undefined,
-      floats: 'number',
-    })
-    const ticker = setInterval(draw, 1000)
-    o.output.write(ENTER_SCREEN)
-    o.output.on('resize', draw)
-    o.input.setRawMode?.(true)
-    o.input.on('data', onKey)
-    o.input.resume()
-    process.once('SIGTERM', finish)
-    try {
-      draw()
-      await receiver.start()
-      await finished
-    } finally {
-      clearInterval(ticker)
-      if (drawTimer) clearTimeout(drawTimer)
-      process.off('SIGTERM', finish)
-      o.output.off('resize', draw)
-      o.input.off('data', onKey)
-      o.input.setRawMode?.(false)
-      o.input.pause()
-      closed = true
-      o.output.write(LEAVE_SCREEN)
-      await receiver.stop()
-    }
-  }, o.transportSettings)
+  await withTransport(
+    o.brokerUrl,
+    async (transport) => {
+      const view = new ClusterView()
+      let selected: string | null = null
+      let notice: { text: string; until: number } | null = null
+      let drawTimer: NodeJS.Timeout | undefined
+      // A reply that comes after q must not draw over the restored terminal.
+      let closed = false
+      const draw = (): void => {
+        drawTimer = undefined
+        if (closed) return
+        if (notice && Date.now() > notice.until) notice = null
+        const lines = renderScreen(view, {
+          width: o.output.columns ?? 80,
+          height: o.output.rows ?? 24,
+          now: Date.now() / 1000,
+          selected,
+          greet: `tsq events v${o.version}`,
+          notice: notice?.text,
+        })
+        o.output.write(CLEAR + lines.join('\r\n'))
+      }
+      // A burst of events is drawn once, not once per event.
+      const drawSoon = (): void => {
+        drawTimer ??= setTimeout(draw, 100)
+      }
+      let finish!: () => void
+      const finished = new Promise<void>((resolve) => (finish = resolve))
+      const move = (step: number): void => {
+        const shown = view.latestTasks(taskRows(o.output.rows ?? 24)).map((t) => t.uuid)
+        if (shown.length === 0) return
+        const at = selected ? shown.indexOf(selected) : -1
+        selected = shown[Math.min(shown.length - 1, Math.max(0, at === -1 ? 0 : at + step))] ?? null
+        notice = null
+        draw()
+      }
+      const say = (text: string): void => {
+        notice = { text, until: Date.now() + NOTICE_MS }
+        draw()
+      }
+      const revokeSelected = (): void => {
+        const id = selected
+        if (!id) return say('Select a task first (j/k)')
+        say(`Revoking ${id}...`)
+        new MailboxClient(transport).broadcast('revoke', { arguments: { task_id: id }, timeout: 1 }).then(
+          (replies) => say(describeReplies(`Revoke ${id}`, replies)),
+          (error: Error) => say(`Revoke ${id} failed: ${error.message}`),
+        )
+      }
+      const onKey = (data: Buffer): void => {
+        const key = data.toString('utf8')
+        if (key === 'q' || key === 'Q' || key === '\x03' || key === '\x04') finish()
+        else if (key === 'j' || key === 'J' || key === '\x1b[B') move(1)
+        else if (key === 'k' || key === 'K' || key === '\x1b[A') move(-1)
+        else if (key === 'c' || key === 'C') revokeSelected()
+      }
+      const receiver = new EventReceiver(transport, {
+        onEvent: (event) => {
+          view.apply(event)
+          drawSoon()
+        },
+        onUnreadable: () => undefined,
+        floats: 'number',
+      })
+      const ticker = setInterval(draw, 1000)
+      o.output.write(ENTER_SCREEN)
+      o.output.on('resize', draw)
+      o.input.setRawMode?.(true)
+      o.input.on('data', onKey)
+      o.input.resume()
+      process.once('SIGTERM', finish)
+      try {
+        draw()
+        await receiver.start()
+        await finished
+      } finally {
+        clearInterval(ticker)
+        if (drawTimer) clearTimeout(drawTimer)
+        process.off('SIGTERM', finish)
+        o.output.off('resize', draw)
+        o.input.off('data', onKey)
+        o.input.setRawMode?.(false)
+        o.input.pause()
+        closed = true
+        o.output.write(LEAVE_SCREEN)
+        await receiver.stop()
+      }
+    },
+    o.transportSettings,
+  )
 }

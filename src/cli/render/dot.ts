@@ -29,7 +29,9 @@ function value(v: string | number): string {
 function attrs(...layers: DotAttrs[]): string {
   // Object spread keeps the first position of a key and the last value, as Python's dict(a, **b) does.
   const merged = Object.assign({}, ...layers) as DotAttrs
-  return Object.entries(merged).map(([k, v]) => `${k}=${value(v)}`).join(', ')
+  return Object.entries(merged)
+    .map(([k, v]) => `${k}=${value(v)}`)
+    .join(', ')
 }
 
 const quote = (id: string) => `"${id.replace(/"/g, '\\"')}"`

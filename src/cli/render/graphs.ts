@@ -60,8 +60,15 @@ export function poolsFromStats(replies: readonly NodeReply[]): WorkerPool[] {
 export function workersDot(input: { broker: string; backend: string | null; workers: readonly WorkerPool[] }): string {
   const nodes: DotNode[] = [{ id: input.broker, attrs: BROKER, edges: [] }]
   if (input.backend) nodes.push({ id: input.backend, attrs: BACKEND, edges: [] })
-  const names = abbreviate(input.workers.map((w) => w.node), 'Worker', WMAX) as string[]
-  const sizes = input.workers.length > WMAX ? [...input.workers.slice(0, WMAX - 1), input.workers.at(-1)!].map((w) => w.size) : input.workers.map((w) => w.size)
+  const names = abbreviate(
+    input.workers.map((w) => w.node),
+    'Worker',
+    WMAX,
+  ) as string[]
+  const sizes =
+    input.workers.length > WMAX
+      ? [...input.workers.slice(0, WMAX - 1), input.workers.at(-1)!].map((w) => w.size)
+      : input.workers.map((w) => w.size)
   let tid = 0
   names.forEach((name, i) => {
     const edges = [{ to: input.broker }, ...(input.backend ? [{ to: input.backend }] : [])]

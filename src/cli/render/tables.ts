@@ -45,7 +45,16 @@ export async function statsTable(replies: Record<string, unknown>, c: ChalkInsta
     const total = (s.total ?? {}) as Record<string, number>
     const processed = Object.values(total).reduce((a, b) => a + (Number(b) || 0), 0)
     const procs = Array.isArray(pool.processes) ? pool.processes.length : ''
-    return [node, String(s.pid ?? ''), String(pool['max-concurrency'] ?? ''), procs, String(s.prefetch_count ?? ''), String(broker.transport ?? ''), `${s.uptime ?? ''}s`, processed]
+    return [
+      node,
+      String(s.pid ?? ''),
+      String(pool['max-concurrency'] ?? ''),
+      procs,
+      String(s.prefetch_count ?? ''),
+      String(broker.transport ?? ''),
+      `${s.uptime ?? ''}s`,
+      processed,
+    ]
   })
   return table(['Node', 'PID', 'Concurrency', 'Processes', 'Prefetch', 'Transport', 'Uptime', 'Tasks'], rows, c)
 }

@@ -18,7 +18,10 @@ export default class ArchivePurge extends TsqCommand<ArchivePurgeResult> {
     event: Flags.string({ char: 'e', description: 'Only this event.' }),
     force: Flags.boolean({ char: 'f', description: 'Do not ask (required when stdin is not a terminal).' }),
   }
-  static examples = ['<%= config.bin %> archive purge --service billing', '<%= config.bin %> archive purge -s billing --event shipping.parcel.sent -f']
+  static examples = [
+    '<%= config.bin %> archive purge --service billing',
+    '<%= config.bin %> archive purge -s billing --event shipping.parcel.sent -f',
+  ]
 
   async run(): Promise<ArchivePurgeResult> {
     const { flags } = await this.parse(ArchivePurge)
@@ -36,13 +39,22 @@ export default class ArchivePurge extends TsqCommand<ArchivePurgeResult> {
       config.brokerUrl,
       async (transport) => {
         const out: Record<string, number> = {}
-        for (const s of await findServices(transport, { names: flags.service, app })) out[s.record.service] = await purgeArchive(transport, s.record.service, { event: flags.event, ttlMs: s.record.settings.archiveTtlMs })
+        for (const s of await findServices(transport, { names: flags.service, app }))
+          out[s.record.service] = await purgeArchive(transport, s.record.service, {
+            event: flags.event,
+            ttlMs: s.record.settings.archiveTtlMs,
+          })
         return out
       },
       config.transportSettings,
     )
     const purged = Object.values(services).reduce((a, b) => a + b, 0)
-    if (!this.jsonEnabled() && !flags.quiet) this.log(`Purged ${purged} archived event${purged === 1 ? '' : 's'} (${Object.entries(services).map(([s, n]) => `${s}: ${n}`).join(', ')}).`)
+    if (!this.jsonEnabled() && !flags.quiet)
+      this.log(
+        `Purged ${purged} archived event${purged === 1 ? '' : 's'} (${Object.entries(services)
+          .map(([s, n]) => `${s}: ${n}`)
+          .join(', ')}).`,
+      )
     return { purged, services }
   }
 }

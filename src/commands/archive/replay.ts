@@ -1,6 +1,13 @@
 import { Args, Flags } from '@oclif/core'
 import { withTransport } from '../../client/index.js'
-import { listArchive, replayArchive, type ReplayResult, ArchivedEventNotFoundError, type ArchivedEvent, findServices } from '../../bus/index.js'
+import {
+  listArchive,
+  replayArchive,
+  type ReplayResult,
+  ArchivedEventNotFoundError,
+  type ArchivedEvent,
+  findServices,
+} from '../../bus/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { appOf, serviceFlag } from '../bus/ls.js'
@@ -23,7 +30,10 @@ export default class ArchiveReplay extends TsqCommand<ReplayOutput> {
     all: Flags.boolean({ description: "Every archived event of the service (with --event: that event's)." }),
     event: Flags.string({ char: 'e', description: 'Only this event.' }),
   }
-  static examples = ['<%= config.bin %> archive replay 6f1c… 9a2b…', '<%= config.bin %> archive replay --all --service billing --event shipping.parcel.sent']
+  static examples = [
+    '<%= config.bin %> archive replay 6f1c… 9a2b…',
+    '<%= config.bin %> archive replay --all --service billing --event shipping.parcel.sent',
+  ]
 
   async run(): Promise<ReplayOutput> {
     const { argv, flags } = await this.parse(ArchiveReplay)
@@ -44,7 +54,12 @@ export default class ArchiveReplay extends TsqCommand<ReplayOutput> {
         }
         if (flags.all) {
           for (const s of services) {
-            const r = await replayArchive(transport, s.record.service, { all: true, event: flags.event, ttlMs: s.record.settings.archiveTtlMs }, progress)
+            const r = await replayArchive(
+              transport,
+              s.record.service,
+              { all: true, event: flags.event, ttlMs: s.record.settings.archiveTtlMs },
+              progress,
+            )
             total.replayed.push(...r.replayed)
             total.duplicates += r.duplicates
           }
@@ -53,7 +68,11 @@ export default class ArchiveReplay extends TsqCommand<ReplayOutput> {
         // Which service holds each id, found before anything is sent.
         const where = new Map<string, string[]>()
         for (const s of services) {
-          const held = new Set((await listArchive(transport, s.record.service, { event: flags.event, ttlMs: s.record.settings.archiveTtlMs })).map((e) => e.id))
+          const held = new Set(
+            (await listArchive(transport, s.record.service, { event: flags.event, ttlMs: s.record.settings.archiveTtlMs })).map(
+              (e) => e.id,
+            ),
+          )
           const mine = ids.filter((id) => held.has(id))
           if (mine.length) where.set(s.record.service, mine)
         }
@@ -61,7 +80,12 @@ export default class ArchiveReplay extends TsqCommand<ReplayOutput> {
         if (missing.length) throw new ArchivedEventNotFoundError(missing, services.map((s) => s.record.service).join(', '))
         for (const [service, mine] of where) {
           const s = services.find((x) => x.record.service === service)!
-          const r = await replayArchive(transport, service, { ids: mine, event: flags.event, ttlMs: s.record.settings.archiveTtlMs }, progress)
+          const r = await replayArchive(
+            transport,
+            service,
+            { ids: mine, event: flags.event, ttlMs: s.record.settings.archiveTtlMs },
+            progress,
+          )
           total.replayed.push(...r.replayed)
           total.duplicates += r.duplicates
         }
@@ -69,7 +93,10 @@ export default class ArchiveReplay extends TsqCommand<ReplayOutput> {
       },
       config.transportSettings,
     )
-    if (!this.jsonEnabled() && !flags.quiet) this.log(`${result.replayed.length} event(s) replayed${result.duplicates ? `, ${result.duplicates} duplicate archived cop${result.duplicates === 1 ? 'y' : 'ies'} removed` : ''}.`)
+    if (!this.jsonEnabled() && !flags.quiet)
+      this.log(
+        `${result.replayed.length} event(s) replayed${result.duplicates ? `, ${result.duplicates} duplicate archived cop${result.duplicates === 1 ? 'y' : 'ies'} removed` : ''}.`,
+      )
     return result
   }
 }

@@ -7,7 +7,8 @@ import { appOf, serviceFlag } from '../bus/ls.js'
 
 export default class ArchiveShow extends TsqCommand<ArchivedEvent[]> {
   static summary = 'Show an archived event: its args and kwargs, and the error and traceback of its last failure.'
-  static description = 'Without --service, every service tsq workers recorded is searched. An id not in the archive is one line and exit 64.'
+  static description =
+    'Without --service, every service tsq workers recorded is searched. An id not in the archive is one line and exit 64.'
   static args = { id: Args.string({ required: true, description: "the event's id (tsq archive ls)" }) }
   static flags = { service: serviceFlag }
   static examples = ['<%= config.bin %> archive show 6f1c…', '<%= config.bin %> archive show 6f1c… --service billing --json']
@@ -22,7 +23,10 @@ export default class ArchiveShow extends TsqCommand<ArchivedEvent[]> {
         const services = await findServices(transport, { names: flags.service, app, all: !flags.service?.length })
         if (services.length === 0) throw new UsageError('no service to search: name one with --service')
         const out: ArchivedEvent[] = []
-        for (const s of services) out.push(...(await listArchive(transport, s.record.service, { ttlMs: s.record.settings.archiveTtlMs })).filter((e) => e.id === args.id))
+        for (const s of services)
+          out.push(
+            ...(await listArchive(transport, s.record.service, { ttlMs: s.record.settings.archiveTtlMs })).filter((e) => e.id === args.id),
+          )
         if (out.length === 0) throw new ArchivedEventNotFoundError([args.id], services.map((s) => s.record.service).join(', '))
         return out
       },

@@ -13,7 +13,7 @@ export interface DeclareResult {
 export default class BusDeclare extends TsqCommand<DeclareResult> {
   static summary = "Declare an events app's whole topology (exchanges, handler queues, retry steps, archive) without starting a worker."
   static description =
-    'Idempotent, as a worker declares it at start. Run it in a deploy step, so that events fired before the service\'s first worker starts wait in its handler queues instead of being dropped for want of a queue. ' +
+    "Idempotent, as a worker declares it at start. Run it in a deploy step, so that events fired before the service's first worker starts wait in its handler queues instead of being dropped for want of a queue. " +
     'A queue that exists with other arguments is one line naming both argument sets (exit 64).'
   static examples = ['<%= config.bin %> bus declare -A ./shipping.js']
 
@@ -34,7 +34,10 @@ export default class BusDeclare extends TsqCommand<DeclareResult> {
       },
       config.transportSettings,
     )
-    if (!this.jsonEnabled() && !flags.quiet) this.log(`${result.service}: declared ${result.exchanges.length} exchanges and ${result.queues.length} queues (${result.queues.join(', ')})`)
+    if (!this.jsonEnabled() && !flags.quiet)
+      this.log(
+        `${result.service}: declared ${result.exchanges.length} exchanges and ${result.queues.length} queues (${result.queues.join(', ')})`,
+      )
     return result
   }
 }

@@ -5,7 +5,11 @@ import { findServices, serviceStatus, type ServiceStatus } from '../../bus/index
 import { TsqCommand } from '../../cli/base-command.js'
 
 /** --service, shared by the bus and archive commands. */
-export const serviceFlag = Flags.string({ char: 's', description: 'A service by name (repeatable); a Python service, which tsq workers never recorded, must be named.', multiple: true })
+export const serviceFlag = Flags.string({
+  char: 's',
+  description: 'A service by name (repeatable); a Python service, which tsq workers never recorded, must be named.',
+  multiple: true,
+})
 
 /** The app module of -A, when it is given. */
 export async function appOf(spec: string | undefined): Promise<unknown> {
@@ -20,7 +24,7 @@ export default class BusLs extends TsqCommand<{ services: ServiceStatus[] }> {
   static summary = "Every service's handler queues (depth, consumers), the events waiting at each retry step, and the archive's size."
   static description =
     'Services come from what tsq workers recorded when they started, from -A (an events app module), and from --service. ' +
-    'On RabbitMQ the figures are the queues\' own; on Redis and the file broker the retry steps and the archive are parking lots of the same names.'
+    "On RabbitMQ the figures are the queues' own; on Redis and the file broker the retry steps and the archive are parking lots of the same names."
   static flags = { service: serviceFlag }
   static examples = ['<%= config.bin %> bus ls', '<%= config.bin %> bus ls --service billing --json']
 
@@ -44,7 +48,11 @@ export default class BusLs extends TsqCommand<{ services: ServiceStatus[] }> {
         return { services }
       }
       const { default: Table } = await import('cli-table3')
-      const table = new Table({ head: ['service', 'queue', 'waits', 'ready', 'consumers'].map((h) => this.color.bold(h)), style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } })
+      const table = new Table({
+        head: ['service', 'queue', 'waits', 'ready', 'consumers'].map((h) => this.color.bold(h)),
+        style: { head: [], border: [] },
+        chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+      })
       for (const s of services) {
         let first = true
         const row = (cells: string[]) => {

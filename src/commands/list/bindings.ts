@@ -7,9 +7,14 @@ export default class ListBindings extends TsqCommand<BindingRow[]> {
   static description =
     "Redis and file://: read from the broker (kombu's _kombu.binding.<exchange> sets on Redis). RabbitMQ: from its management HTTP API (`rabbitmq-plugins enable rabbitmq_management`), by default at the broker's host, port 15672, with the broker's user and password."
   static flags = {
-    'management-url': Flags.string({ description: "RabbitMQ's management API, e.g. http://user:pass@host:15672 (default: the broker's host, port 15672 and credentials)." }),
+    'management-url': Flags.string({
+      description: "RabbitMQ's management API, e.g. http://user:pass@host:15672 (default: the broker's host, port 15672 and credentials).",
+    }),
   }
-  static examples = ['<%= config.bin %> -b redis://127.0.0.1:6379/0 list bindings', '<%= config.bin %> list bindings --management-url http://admin:secret@rabbit:15672 --json']
+  static examples = [
+    '<%= config.bin %> -b redis://127.0.0.1:6379/0 list bindings',
+    '<%= config.bin %> list bindings --management-url http://admin:secret@rabbit:15672 --json',
+  ]
 
   async run(): Promise<BindingRow[]> {
     const { flags } = await this.parse(ListBindings)

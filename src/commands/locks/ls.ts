@@ -16,8 +16,12 @@ export default class LocksLs extends TsqCommand<LockRow[]> {
         return rows
       }
       const { default: Table } = await import('cli-table3')
-      const table = new Table({ head: ['lock id', 'task', 'holder', 'task id', 'age', 'lease left', 'token'], style: { head: [], border: [] } })
-      for (const r of rows) table.push([r.id, r.task ?? '-', `${r.node} (pid ${r.pid})`, r.taskId ?? '-', `${r.ageS}s`, `${r.leftS}s of ${r.leaseS}s`, r.token])
+      const table = new Table({
+        head: ['lock id', 'task', 'holder', 'task id', 'age', 'lease left', 'token'],
+        style: { head: [], border: [] },
+      })
+      for (const r of rows)
+        table.push([r.id, r.task ?? '-', `${r.node} (pid ${r.pid})`, r.taskId ?? '-', `${r.ageS}s`, `${r.leftS}s of ${r.leaseS}s`, r.token])
       this.log(table.toString())
     }
     return rows

@@ -15,9 +15,13 @@ export default class LocksRm extends TsqCommand<{ removed: string }> {
     const { args, flags } = await this.parse(LocksRm)
     const config = await this.clientConfig(flags)
     if (!flags.force) {
-      if (!process.stdin.isTTY) throw new UsageError('refusing to remove a lock without confirmation: stdin is not a terminal, pass -f/--force')
+      if (!process.stdin.isTTY)
+        throw new UsageError('refusing to remove a lock without confirmation: stdin is not a terminal, pass -f/--force')
       const { confirm } = await import('@inquirer/prompts')
-      const sure = await confirm({ message: `Free lock ${args.id}? Another run of its task may start while the holder still runs.`, default: false })
+      const sure = await confirm({
+        message: `Free lock ${args.id}? Another run of its task may start while the holder still runs.`,
+        default: false,
+      })
       if (!sure) throw new UsageError('not removed')
     }
     const removed = await withLockStore(config, flags['lock-url'], (store) => store.remove(args.id))

@@ -3,7 +3,7 @@ import { TsqCommand } from '../../cli/base-command.js'
 import { auditLines, readLogLines, recordText } from '../../logtool/index.js'
 
 export default class LogtoolDebug extends TsqCommand<string[]> {
-  static summary = "Print the records that are not about a task (start-up, connection, warnings)."
+  static summary = 'Print the records that are not about a task (start-up, connection, warnings).'
   static strict = false
   static args = { files: Args.string({ description: 'Log files (.gz read as they are; - or none: stdin).' }) }
 

@@ -3,7 +3,7 @@ import { TsqCommand } from '../../cli/base-command.js'
 import { auditLines, readLogLines, recordText } from '../../logtool/index.js'
 
 export default class LogtoolTraces extends TsqCommand<string[]> {
-  static summary = "Print every record that spans several lines (tracebacks), whole."
+  static summary = 'Print every record that spans several lines (tracebacks), whole.'
   static strict = false
   static args = { files: Args.string({ description: 'Log files (.gz read as they are; - or none: stdin).' }) }
 

@@ -9,8 +9,11 @@ export const entryFlags = {
   task: Flags.string({ char: 't', description: 'Task name, e.g. proj.add.' }),
   every: Flags.string({ description: 'Run every SECONDS.' }),
   cron: Flags.string({ description: "Crontab 'm h dom mon dow' (Celery semantics: dom AND dow, sun=0, fri-mon wraps)." }),
-  solar: Flags.string({ description: "Celery's solar schedule EVENT:LAT,LON, e.g. sunrise:51.5,-0.12 (dawn_astronomical|dawn_nautical|dawn_civil|sunrise|solar_noon|sunset|dusk_civil|dusk_nautical|dusk_astronomical)." }),
-  relative: Flags.boolean({ description: 'Celery\'s relative interval: round due times down to the interval\'s resolution.', allowNo: true }),
+  solar: Flags.string({
+    description:
+      "Celery's solar schedule EVENT:LAT,LON, e.g. sunrise:51.5,-0.12 (dawn_astronomical|dawn_nautical|dawn_civil|sunrise|solar_noon|sunset|dusk_civil|dusk_nautical|dusk_astronomical).",
+  }),
+  relative: Flags.boolean({ description: "Celery's relative interval: round due times down to the interval's resolution.", allowNo: true }),
   args: Flags.string({ description: 'Positional arguments, a JSON array.' }),
   kwargs: Flags.string({ description: 'Keyword arguments, a JSON object.' }),
   queue: Flags.string({ char: 'Q', description: 'Queue to send to (default celery).' }),
@@ -20,7 +23,18 @@ export const entryFlags = {
 
 export function entryFlagsOf(flags: Record<string, unknown>): EntryFlags {
   const pick = <K extends keyof EntryFlags>(k: K) => (flags[k] === undefined ? {} : { [k]: flags[k] })
-  return { ...pick('task'), ...pick('every'), ...pick('cron'), ...pick('solar'), ...pick('relative'), ...pick('args'), ...pick('kwargs'), ...pick('queue'), ...pick('priority'), ...pick('expires') } as EntryFlags
+  return {
+    ...pick('task'),
+    ...pick('every'),
+    ...pick('cron'),
+    ...pick('solar'),
+    ...pick('relative'),
+    ...pick('args'),
+    ...pick('kwargs'),
+    ...pick('queue'),
+    ...pick('priority'),
+    ...pick('expires'),
+  } as EntryFlags
 }
 
 async function ask(name: string | undefined): Promise<{ name: string; flags: EntryFlags }> {
@@ -54,7 +68,8 @@ export default class ScheduleAdd extends TsqCommand<EntryRow> {
     let name = args.name
     let fields = entryFlagsOf(flags)
     if (!fields.task && !fields.every && !fields.cron && !fields.solar) {
-      if (!process.stdin.isTTY) throw new UsageError('schedule add needs NAME --task TASK and --every, --cron or --solar (no terminal to ask on)')
+      if (!process.stdin.isTTY)
+        throw new UsageError('schedule add needs NAME --task TASK and --every, --cron or --solar (no terminal to ask on)')
       const answered = await ask(name)
       name = answered.name
       fields = answered.flags
@@ -63,7 +78,8 @@ export default class ScheduleAdd extends TsqCommand<EntryRow> {
     const definition = definitionFromFlags(name, fields)
     const store = await storeFromFlags(flags)
     try {
-      if (await store.get(name)) throw new UsageError(`entry ${JSON.stringify(name)} exists; change it with \`tsq schedule set ${name} ...\``)
+      if (await store.get(name))
+        throw new UsageError(`entry ${JSON.stringify(name)} exists; change it with \`tsq schedule set ${name} ...\``)
       await store.save(definition)
       const row = rowOf((await store.get(name))!, zoneOf(flags))
       if (!this.jsonEnabled() && !flags.quiet) this.log(`added ${name}: ${row.task} ${row.schedule}`)

@@ -22,8 +22,12 @@ export default class ScheduleLs extends TsqCommand<EntryRow[]> {
         return rows
       }
       const { default: Table } = await import('cli-table3')
-      const table = new Table({ head: ['name', 'task', 'schedule', 'enabled', 'runs', 'last run', 'next run'], style: { head: [], border: [] } })
-      for (const r of rows) table.push([r.name, r.task, r.schedule, r.enabled ? 'yes' : 'no', r.total_run_count, r.last_run_at ?? '-', r.next_run_at ?? '-'])
+      const table = new Table({
+        head: ['name', 'task', 'schedule', 'enabled', 'runs', 'last run', 'next run'],
+        style: { head: [], border: [] },
+      })
+      for (const r of rows)
+        table.push([r.name, r.task, r.schedule, r.enabled ? 'yes' : 'no', r.total_run_count, r.last_run_at ?? '-', r.next_run_at ?? '-'])
       this.log(table.toString())
     }
     return rows

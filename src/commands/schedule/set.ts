@@ -9,7 +9,10 @@ export default class ScheduleSet extends TsqCommand<EntryRow> {
   static summary = 'Change an entry (task, schedule, arguments, queue); its run history is kept.'
   static args = { name: Args.string({ description: 'Entry name.', required: true }) }
   static flags = { ...storeFlags, ...entryFlags }
-  static examples = ['<%= config.bin %> schedule set ping --every 30', "<%= config.bin %> schedule set report --cron '0 9 * * mon-fri' --queue reports"]
+  static examples = [
+    '<%= config.bin %> schedule set ping --every 30',
+    "<%= config.bin %> schedule set report --cron '0 9 * * mon-fri' --queue reports",
+  ]
 
   async run(): Promise<EntryRow> {
     const { args, flags } = await this.parse(ScheduleSet)

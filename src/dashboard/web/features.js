@@ -15,21 +15,113 @@ async function confirmed(question, out, label, fn, after) {
   await after()
 }
 
-const cells = (values) => values.map((v) => h('td', { class: typeof v === 'string' && v.length > 60 ? 'wrap' : undefined }, v instanceof Node ? v : text(v)))
+const cells = (values) =>
+  values.map((v) => h('td', { class: typeof v === 'string' && v.length > 60 ? 'wrap' : undefined }, v instanceof Node ? v : text(v)))
 
 export async function archivePage() {
   const services = h('tbody')
   const events = h('tbody')
   const out = h('div', { id: 'action-replies' })
-  main.append(h('h1', {}, 'Events archive'), h('p', { class: 'muted' }, 'Events whose handler failed past its retries (tsq archive). Replay sends them back to their handler queue with the retry count reset.'),
-    h('table', { id: 'archive-services' }, h('thead', {}, h('tr', {}, ['Service', 'Archived', ''].map((c) => h('th', {}, c)))), services), out,
+  main.append(
+    h('h1', {}, 'Events archive'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Events whose handler failed past its retries (tsq archive). Replay sends them back to their handler queue with the retry count reset.',
+    ),
+    h(
+      'table',
+      { id: 'archive-services' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Service', 'Archived', ''].map((c) => h('th', {}, c)),
+        ),
+      ),
+      services,
+    ),
+    out,
     h('h2', {}, 'Archived events'),
-    h('table', { id: 'archive' }, h('thead', {}, h('tr', {}, ['id', 'Service', 'Event', 'First failure', 'Retries', 'Last error', ''].map((c) => h('th', {}, c)))), events))
+    h(
+      'table',
+      { id: 'archive' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['id', 'Service', 'Event', 'First failure', 'Retries', 'Last error', ''].map((c) => h('th', {}, c)),
+        ),
+      ),
+      events,
+    ),
+  )
   const load = async () => {
     const data = await api('/api/ui/archive')
-    services.replaceChildren(...data.services.map((s) => h('tr', { 'data-service': s.service }, cells([s.service, s.archived]), h('td', {}, h('button', { class: 'primary', 'data-action': 'replay-all', disabled: s.archived === 0, onclick: () => confirmed(`Replay every archived event of ${s.service}?`, out, `Replay all (${s.service})`, () => post(`/api/ui/archive/replay/${encodeURIComponent(s.service)}`, { all: true }), load) }, 'Replay all')))))
-    events.replaceChildren(...(data.events.length ? data.events.map((e) => h('tr', { 'data-id': e.id }, cells([e.id, e.service, e.event, e.firstFailure ?? '—', e.retries ?? '—', (e.lastError ?? e.reason ?? '—').split('\n')[0]]),
-      h('td', {}, h('button', { 'data-action': 'replay', onclick: () => confirmed(`Replay ${e.event} ${e.id} to ${e.service}?`, out, `Replay ${e.id}`, () => post(`/api/ui/archive/replay/${encodeURIComponent(e.service)}`, { ids: [e.id] }), load) }, 'Replay')))) : [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No archived events.'))]))
+    services.replaceChildren(
+      ...data.services.map((s) =>
+        h(
+          'tr',
+          { 'data-service': s.service },
+          cells([s.service, s.archived]),
+          h(
+            'td',
+            {},
+            h(
+              'button',
+              {
+                class: 'primary',
+                'data-action': 'replay-all',
+                disabled: s.archived === 0,
+                onclick: () =>
+                  confirmed(
+                    `Replay every archived event of ${s.service}?`,
+                    out,
+                    `Replay all (${s.service})`,
+                    () => post(`/api/ui/archive/replay/${encodeURIComponent(s.service)}`, { all: true }),
+                    load,
+                  ),
+              },
+              'Replay all',
+            ),
+          ),
+        ),
+      ),
+    )
+    events.replaceChildren(
+      ...(data.events.length
+        ? data.events.map((e) =>
+            h(
+              'tr',
+              { 'data-id': e.id },
+              cells([e.id, e.service, e.event, e.firstFailure ?? '—', e.retries ?? '—', (e.lastError ?? e.reason ?? '—').split('\n')[0]]),
+              h(
+                'td',
+                {},
+                h(
+                  'button',
+                  {
+                    'data-action': 'replay',
+                    onclick: () =>
+                      confirmed(
+                        `Replay ${e.event} ${e.id} to ${e.service}?`,
+                        out,
+                        `Replay ${e.id}`,
+                        () => post(`/api/ui/archive/replay/${encodeURIComponent(e.service)}`, { ids: [e.id] }),
+                        load,
+                      ),
+                  },
+                  'Replay',
+                ),
+              ),
+            ),
+          )
+        : [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No archived events.'))]),
+    )
   }
   await load()
 }
@@ -39,17 +131,87 @@ export async function locksPage() {
   const where = h('p', { class: 'muted' })
   const detail = h('div', { id: 'lock-detail' })
   const out = h('div', { id: 'action-replies' })
-  main.append(h('h1', {}, 'Task locks'), where,
-    h('table', { id: 'locks' }, h('thead', {}, h('tr', {}, ['Lock id', 'Task', 'Holder', 'Task id', 'Age', 'Lease left', 'Token', ''].map((c) => h('th', {}, c)))), tbody), detail, out)
+  main.append(
+    h('h1', {}, 'Task locks'),
+    where,
+    h(
+      'table',
+      { id: 'locks' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Lock id', 'Task', 'Holder', 'Task id', 'Age', 'Lease left', 'Token', ''].map((c) => h('th', {}, c)),
+        ),
+      ),
+      tbody,
+    ),
+    detail,
+    out,
+  )
   const show = async (id) => {
     const row = await api(`/api/ui/lock/${encodeURIComponent(id)}`)
-    detail.replaceChildren(h('h2', {}, id), h('table', { class: 'kv', id: 'lock-fields' }, h('tbody', {}, Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { 'data-field': k }, text(v)))))))
+    detail.replaceChildren(
+      h('h2', {}, id),
+      h(
+        'table',
+        { class: 'kv', id: 'lock-fields' },
+        h(
+          'tbody',
+          {},
+          Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { 'data-field': k }, text(v)))),
+        ),
+      ),
+    )
   }
   const load = async () => {
     const data = await api('/api/ui/locks')
-    where.replaceChildren(`Held now in ${data.store} (tsq locks). Removing a lock frees it whoever holds it; the holder's task is told at its next renewal.`)
-    tbody.replaceChildren(...(data.locks.length ? data.locks.map((l) => h('tr', { 'data-id': l.id }, cells([l.id, l.task ?? '—', `${l.node} (pid ${l.pid})`, l.taskId ? link(`/task/${encodeURIComponent(l.taskId)}`, l.taskId) : '—', `${l.ageS} s`, `${l.leftS} s of ${l.leaseS} s`, l.token]),
-      h('td', {}, h('button', { 'data-action': 'show', onclick: () => void show(l.id).catch((error) => toast(error.message)) }, 'Show'), ' ', h('button', { class: 'danger', 'data-action': 'rm', onclick: () => confirmed(`Free lock ${l.id}? Another run of its task may start while the holder still runs.`, out, `Remove ${l.id}`, () => post(`/api/ui/lock/rm/${encodeURIComponent(l.id)}`), load) }, 'Remove')))) : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No locks held.'))]))
+    where.replaceChildren(
+      `Held now in ${data.store} (tsq locks). Removing a lock frees it whoever holds it; the holder's task is told at its next renewal.`,
+    )
+    tbody.replaceChildren(
+      ...(data.locks.length
+        ? data.locks.map((l) =>
+            h(
+              'tr',
+              { 'data-id': l.id },
+              cells([
+                l.id,
+                l.task ?? '—',
+                `${l.node} (pid ${l.pid})`,
+                l.taskId ? link(`/task/${encodeURIComponent(l.taskId)}`, l.taskId) : '—',
+                `${l.ageS} s`,
+                `${l.leftS} s of ${l.leaseS} s`,
+                l.token,
+              ]),
+              h(
+                'td',
+                {},
+                h('button', { 'data-action': 'show', onclick: () => void show(l.id).catch((error) => toast(error.message)) }, 'Show'),
+                ' ',
+                h(
+                  'button',
+                  {
+                    class: 'danger',
+                    'data-action': 'rm',
+                    onclick: () =>
+                      confirmed(
+                        `Free lock ${l.id}? Another run of its task may start while the holder still runs.`,
+                        out,
+                        `Remove ${l.id}`,
+                        () => post(`/api/ui/lock/rm/${encodeURIComponent(l.id)}`),
+                        load,
+                      ),
+                  },
+                  'Remove',
+                ),
+              ),
+            ),
+          )
+        : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No locks held.'))]),
+    )
   }
   await load()
   // Leases run down and locks come and go with the tasks: a small list, read again every few seconds.
@@ -63,24 +225,98 @@ export async function schedulePage() {
   const detail = h('div', { id: 'entry-detail' })
   const out = h('div', { id: 'action-replies' })
   const form = entryForm(out, () => load())
-  main.append(h('h1', {}, 'Beat schedule'), where,
-    h('table', { id: 'schedule' }, h('thead', {}, h('tr', {}, ['Name', 'Task', 'Schedule', 'Enabled', 'Runs', 'Last run', 'Next run', ''].map((c) => h('th', {}, c)))), tbody), form.el, detail, out)
+  main.append(
+    h('h1', {}, 'Beat schedule'),
+    where,
+    h(
+      'table',
+      { id: 'schedule' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Name', 'Task', 'Schedule', 'Enabled', 'Runs', 'Last run', 'Next run', ''].map((c) => h('th', {}, c)),
+        ),
+      ),
+      tbody,
+    ),
+    form.el,
+    detail,
+    out,
+  )
   const show = async (name) => {
     const row = await api(`/api/ui/schedule/${encodeURIComponent(name)}`)
-    detail.replaceChildren(h('h2', {}, name), h('table', { class: 'kv', id: 'entry-fields' }, h('tbody', {}, Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { class: 'wrap', 'data-field': k }, text(v)))))))
+    detail.replaceChildren(
+      h('h2', {}, name),
+      h(
+        'table',
+        { class: 'kv', id: 'entry-fields' },
+        h(
+          'tbody',
+          {},
+          Object.entries(row).map(([k, v]) => h('tr', {}, h('td', {}, k), h('td', { class: 'wrap', 'data-field': k }, text(v)))),
+        ),
+      ),
+    )
   }
   const load = async () => {
     const data = await api('/api/ui/schedule')
     where.replaceChildren(`Entries in ${data.store} (tsq schedule). Running beats follow a change within their loop interval.`)
     const at = (iso) => (iso ? new Date(iso).toLocaleString() : '—')
-    tbody.replaceChildren(...(data.entries.length ? data.entries.map((e) => {
-      const verb = e.enabled ? 'disable' : 'enable'
-      return h('tr', { 'data-name': e.name }, cells([e.name, e.task, e.schedule, e.enabled ? 'yes' : 'no', e.total_run_count, at(e.last_run_at), at(e.next_run_at)]),
-        h('td', {}, h('button', { 'data-action': 'show', onclick: () => void show(e.name).catch((error) => toast(error.message)) }, 'Show'), ' ',
-          h('button', { 'data-action': 'change', onclick: () => form.change(e) }, 'Change'), ' ',
-          h('button', { 'data-action': verb, onclick: () => confirmed(`${e.enabled ? 'Disable' : 'Enable'} ${e.name}?`, out, `${e.enabled ? 'Disable' : 'Enable'} ${e.name}`, () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(e.name)}`), load) }, e.enabled ? 'Disable' : 'Enable'), ' ',
-          h('button', { class: 'danger', 'data-action': 'rm', onclick: () => confirmed(`Remove ${e.name} from the schedule?`, out, `Remove ${e.name}`, () => post(`/api/ui/schedule/rm/${encodeURIComponent(e.name)}`), load) }, 'Remove')))
-    }) : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No entries.'))]))
+    tbody.replaceChildren(
+      ...(data.entries.length
+        ? data.entries.map((e) => {
+            const verb = e.enabled ? 'disable' : 'enable'
+            return h(
+              'tr',
+              { 'data-name': e.name },
+              cells([e.name, e.task, e.schedule, e.enabled ? 'yes' : 'no', e.total_run_count, at(e.last_run_at), at(e.next_run_at)]),
+              h(
+                'td',
+                {},
+                h('button', { 'data-action': 'show', onclick: () => void show(e.name).catch((error) => toast(error.message)) }, 'Show'),
+                ' ',
+                h('button', { 'data-action': 'change', onclick: () => form.change(e) }, 'Change'),
+                ' ',
+                h(
+                  'button',
+                  {
+                    'data-action': verb,
+                    onclick: () =>
+                      confirmed(
+                        `${e.enabled ? 'Disable' : 'Enable'} ${e.name}?`,
+                        out,
+                        `${e.enabled ? 'Disable' : 'Enable'} ${e.name}`,
+                        () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(e.name)}`),
+                        load,
+                      ),
+                  },
+                  e.enabled ? 'Disable' : 'Enable',
+                ),
+                ' ',
+                h(
+                  'button',
+                  {
+                    class: 'danger',
+                    'data-action': 'rm',
+                    onclick: () =>
+                      confirmed(
+                        `Remove ${e.name} from the schedule?`,
+                        out,
+                        `Remove ${e.name}`,
+                        () => post(`/api/ui/schedule/rm/${encodeURIComponent(e.name)}`),
+                        load,
+                      ),
+                  },
+                  'Remove',
+                ),
+              ),
+            )
+          })
+        : [h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No entries.'))]),
+    )
   }
   await load()
 }
@@ -95,7 +331,12 @@ function entryForm(out, after) {
   const f = {
     name: input('name', { required: true, size: 16 }),
     task: input('task', { placeholder: 'proj.add', size: 18 }),
-    kind: h('select', { name: 'kind', 'aria-label': 'schedule kind' }, h('option', { value: 'every' }, 'every (seconds)'), h('option', { value: 'cron' }, "crontab 'm h dom mon dow'")),
+    kind: h(
+      'select',
+      { name: 'kind', 'aria-label': 'schedule kind' },
+      h('option', { value: 'every' }, 'every (seconds)'),
+      h('option', { value: 'cron' }, "crontab 'm h dom mon dow'"),
+    ),
     when: input('when', { size: 16 }),
     relative: input('relative', { type: 'checkbox' }),
     args: input('args', { placeholder: '[]', size: 14 }),
@@ -108,8 +349,27 @@ function entryForm(out, after) {
   const submit = h('button', { class: 'primary', type: 'submit', 'data-action': 'save' })
   const cancel = h('button', { type: 'button', 'data-action': 'cancel', onclick: () => reset() }, 'Cancel')
   const label = (text, el) => h('label', {}, text, el)
-  const el = h('form', { id: 'entry-form' }, title,
-    h('div', { class: 'filters' }, label('Name', f.name), label('Task', f.task), label('Schedule', f.kind), label('Every / crontab', f.when), label('Relative', f.relative), label('Args (JSON array)', f.args), label('Kwargs (JSON object)', f.kwargs), label('Queue', f.queue), label('Priority', f.priority), label('Expires', f.expires), submit, cancel))
+  const el = h(
+    'form',
+    { id: 'entry-form' },
+    title,
+    h(
+      'div',
+      { class: 'filters' },
+      label('Name', f.name),
+      label('Task', f.task),
+      label('Schedule', f.kind),
+      label('Every / crontab', f.when),
+      label('Relative', f.relative),
+      label('Args (JSON array)', f.args),
+      label('Kwargs (JSON object)', f.kwargs),
+      label('Queue', f.queue),
+      label('Priority', f.priority),
+      label('Expires', f.expires),
+      submit,
+      cancel,
+    ),
+  )
   let editing = null
   const shown = {}
   const fill = (values) => {
@@ -136,7 +396,18 @@ function entryForm(out, after) {
     submit.textContent = 'Save'
     f.name.disabled = true
     f.when.placeholder = `unchanged: ${e.schedule}`
-    fill({ name: e.name, task: e.task, kind: 'every', when: '', relative: false, args: JSON.stringify(e.args), kwargs: JSON.stringify(e.kwargs), queue: e.options.queue ?? '', priority: e.options.priority ?? '', expires: e.options.expires ?? '' })
+    fill({
+      name: e.name,
+      task: e.task,
+      kind: 'every',
+      when: '',
+      relative: false,
+      args: JSON.stringify(e.args),
+      kwargs: JSON.stringify(e.kwargs),
+      queue: e.options.queue ?? '',
+      priority: e.options.priority ?? '',
+      expires: e.options.expires ?? '',
+    })
     cancel.hidden = false
     f.task.focus()
   }
@@ -157,11 +428,20 @@ function entryForm(out, after) {
     if (!name) return toast('An entry needs a name')
     const body = fields()
     const verb = editing === null ? 'add' : 'set'
-    const what = Object.entries(body).map(([k, v]) => `${k}=${v}`).join(', ') || 'nothing'
-    void confirmed(`${verb === 'add' ? 'Add' : 'Change'} ${name}: ${what}?`, out, `${verb === 'add' ? 'Add' : 'Change'} ${name}`, () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(name)}`, body), async () => {
-      if (!out.querySelector('.offline')) reset()
-      await after()
-    })
+    const what =
+      Object.entries(body)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ') || 'nothing'
+    void confirmed(
+      `${verb === 'add' ? 'Add' : 'Change'} ${name}: ${what}?`,
+      out,
+      `${verb === 'add' ? 'Add' : 'Change'} ${name}`,
+      () => post(`/api/ui/schedule/${verb}/${encodeURIComponent(name)}`, body),
+      async () => {
+        if (!out.querySelector('.offline')) reset()
+        await after()
+      },
+    )
   })
   reset()
   return { el, change }

@@ -51,7 +51,12 @@ export async function api(path, options = {}) {
   return res.headers.get('content-type')?.includes('json') ? JSON.parse(body) : body
 }
 
-export const post = (path, json) => api(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: json === undefined ? undefined : JSON.stringify(json) })
+export const post = (path, json) =>
+  api(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  })
 
 export const link = (path, label) => h('a', { href: url(path), 'data-link': true }, label)
 

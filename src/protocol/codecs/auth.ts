@@ -77,7 +77,10 @@ export function certificateId(cert: X509Certificate): string {
 
 export function storeCertificate(cert: X509Certificate): StoreCertificate {
   const bits = cert.publicKey.asymmetricKeyDetails?.modulusLength
-  if (cert.publicKey.asymmetricKeyType !== 'rsa' || !bits) throw new SecurityError(`Invalid certificate: ${certificateId(cert)} does not hold an RSA key (Celery's auth serializer signs with RSA-PSS)`)
+  if (cert.publicKey.asymmetricKeyType !== 'rsa' || !bits)
+    throw new SecurityError(
+      `Invalid certificate: ${certificateId(cert)} does not hold an RSA key (Celery's auth serializer signs with RSA-PSS)`,
+    )
   return { id: certificateId(cert), publicKey: cert.publicKey, signatureBytes: bits >> 3, notAfter: new Date(cert.validTo) }
 }
 
@@ -99,7 +102,8 @@ function pssOptions(key: KeyObject, saltLength: number) {
  * PSS.MAX_LENGTH): what Celery signs with, and the only one it verifies.
  */
 function maxSalt(keyBits: number, digest: string): number {
-  const hashBytes = { sha1: 20, sha224: 28, sha256: 32, sha384: 48, sha512: 64, 'sha3-256': 32, 'sha3-384': 48, 'sha3-512': 64 }[digest] ?? 32
+  const hashBytes =
+    { sha1: 20, sha224: 28, sha256: 32, sha384: 48, sha512: 64, 'sha3-256': 32, 'sha3-384': 48, 'sha3-512': 64 }[digest] ?? 32
   return Math.ceil((keyBits - 1) / 8) - hashBytes - 2
 }
 
@@ -115,10 +119,14 @@ export function signAndPack(signer: Signer, inner: InnerBody): string {
   const bits = signer.key.asymmetricKeyDetails?.modulusLength ?? 2048
   const signature = cryptoSign(digest, inner.body, pssOptions(signer.key, maxSalt(bits, digest)))
   const fields = Buffer.concat([
-    Buffer.from(signer.id, 'utf8'), SEP,
-    signature, SEP,
-    Buffer.from(inner.contentType, 'utf8'), SEP,
-    Buffer.from(inner.contentEncoding, 'utf8'), SEP,
+    Buffer.from(signer.id, 'utf8'),
+    SEP,
+    signature,
+    SEP,
+    Buffer.from(inner.contentType, 'utf8'),
+    SEP,
+    Buffer.from(inner.contentEncoding, 'utf8'),
+    SEP,
     inner.body,
   ])
   return fields.toString('base64')
@@ -136,7 +144,10 @@ export function unpackAndVerify(payload: Uint8Array | string, store: CertStore, 
     return unpackAndVerifyInner(payload, store, digestSetting, now)
   } catch (error) {
     // SecureSerializer.deserialize wraps whatever went wrong in its own words.
-    const inner = error instanceof SecurityError ? `SecurityError(${pyRepr(error.message)})` : `${(error as Error).name}(${pyRepr((error as Error).message)})`
+    const inner =
+      error instanceof SecurityError
+        ? `SecurityError(${pyRepr(error.message)})`
+        : `${(error as Error).name}(${pyRepr((error as Error).message)})`
     throw new SecurityError(`Unable to deserialize: ${inner}`, { cause: error })
   }
 }

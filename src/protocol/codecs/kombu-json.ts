@@ -15,7 +15,13 @@ export { PyFloat } from './py-types.js'
 // eslint-disable-next-line no-control-regex -- JSON escapes these control characters
 const NEEDS_ESCAPE = /["\\\x00-\x1f\x7f-\uffff]/g
 const SHORT_ESCAPES: Record<string, string> = {
-  '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f',
+  '"': '\\"',
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\b': '\\b',
+  '\f': '\\f',
 }
 
 // Most strings a message carries (ids, names, base64 bodies) need no escape:
@@ -90,12 +96,18 @@ function keyPrefix(k: string): string {
 function write(value: unknown, path: object[]): string {
   if (value === null || value === undefined) return 'null'
   switch (typeof value) {
-    case 'string': return quoteJsonString(value)
-    case 'boolean': return value ? 'true' : 'false'
-    case 'number': return numberToken(value)
-    case 'bigint': return value.toString()
-    case 'object': break
-    default: throw new TypeError(`Object of type ${typeof value} is not JSON serializable`)
+    case 'string':
+      return quoteJsonString(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'number':
+      return numberToken(value)
+    case 'bigint':
+      return value.toString()
+    case 'object':
+      break
+    default:
+      throw new TypeError(`Object of type ${typeof value} is not JSON serializable`)
   }
   if (Array.isArray(value)) return writeList(value, value, path)
   if (value instanceof PyFloat) return floatToken(value.value)
@@ -234,14 +246,22 @@ class Parser {
     this.ws()
     const c = this.s[this.i]
     switch (c) {
-      case '{': return this.object()
-      case '[': return this.array()
-      case '"': return this.string()
-      case 't': return this.literal('true', true)
-      case 'f': return this.literal('false', false)
-      case 'n': return this.literal('null', null)
-      case 'N': return this.literal('NaN', NaN)
-      case 'I': return this.literal('Infinity', Infinity)
+      case '{':
+        return this.object()
+      case '[':
+        return this.array()
+      case '"':
+        return this.string()
+      case 't':
+        return this.literal('true', true)
+      case 'f':
+        return this.literal('false', false)
+      case 'n':
+        return this.literal('null', null)
+      case 'N':
+        return this.literal('NaN', NaN)
+      case 'I':
+        return this.literal('Infinity', Infinity)
       case '-':
         if (this.s.startsWith('-Infinity', this.i)) return this.literal('-Infinity', -Infinity)
         return this.number()
@@ -270,30 +290,60 @@ class Parser {
     let out = ''
     let start = i
     for (;;) {
-      if (i >= s.length) { this.i = i; this.fail('Unterminated string') }
+      if (i >= s.length) {
+        this.i = i
+        this.fail('Unterminated string')
+      }
       const c = s.charCodeAt(i)
       if (c === 0x22) break
-      if (c < 0x20) { this.i = i; this.fail('Invalid control character') }
-      if (c !== 0x5c) { i++; continue }
+      if (c < 0x20) {
+        this.i = i
+        this.fail('Invalid control character')
+      }
+      if (c !== 0x5c) {
+        i++
+        continue
+      }
       out += s.slice(start, i)
       const e = s[i + 1]
       switch (e) {
-        case '"': out += '"'; break
-        case '\\': out += '\\'; break
-        case '/': out += '/'; break
-        case 'b': out += '\b'; break
-        case 'f': out += '\f'; break
-        case 'n': out += '\n'; break
-        case 'r': out += '\r'; break
-        case 't': out += '\t'; break
+        case '"':
+          out += '"'
+          break
+        case '\\':
+          out += '\\'
+          break
+        case '/':
+          out += '/'
+          break
+        case 'b':
+          out += '\b'
+          break
+        case 'f':
+          out += '\f'
+          break
+        case 'n':
+          out += '\n'
+          break
+        case 'r':
+          out += '\r'
+          break
+        case 't':
+          out += '\t'
+          break
         case 'u': {
           const hex = s.slice(i + 2, i + 6)
-          if (!/^[0-9a-fA-F]{4}$/.test(hex)) { this.i = i; this.fail('Invalid \\uXXXX escape') }
+          if (!/^[0-9a-fA-F]{4}$/.test(hex)) {
+            this.i = i
+            this.fail('Invalid \\uXXXX escape')
+          }
           out += String.fromCharCode(parseInt(hex, 16))
           i += 4
           break
         }
-        default: this.i = i; this.fail('Invalid \\escape')
+        default:
+          this.i = i
+          this.fail('Invalid \\escape')
       }
       i += 2
       start = i
@@ -312,13 +362,23 @@ class Parser {
     this.enter()
     const out: unknown[] = []
     this.ws()
-    if (this.s[this.i] === ']') { this.i++; this.depth--; return out }
+    if (this.s[this.i] === ']') {
+      this.i++
+      this.depth--
+      return out
+    }
     for (;;) {
       out.push(this.value())
       this.ws()
       const c = this.s[this.i++]
-      if (c === ']') { this.depth--; return out }
-      if (c !== ',') { this.i--; this.fail("Expecting ',' delimiter") }
+      if (c === ']') {
+        this.depth--
+        return out
+      }
+      if (c !== ',') {
+        this.i--
+        this.fail("Expecting ',' delimiter")
+      }
     }
   }
 
@@ -327,20 +387,33 @@ class Parser {
     this.enter()
     const out: Record<string, unknown> = {}
     this.ws()
-    if (this.s[this.i] === '}') { this.i++; this.depth--; return out }
+    if (this.s[this.i] === '}') {
+      this.i++
+      this.depth--
+      return out
+    }
     for (;;) {
       this.ws()
       if (this.s[this.i] !== '"') this.fail('Expecting property name enclosed in double quotes')
       const key = this.string()
       this.ws()
-      if (this.s[this.i++] !== ':') { this.i--; this.fail("Expecting ':' delimiter") }
+      if (this.s[this.i++] !== ':') {
+        this.i--
+        this.fail("Expecting ':' delimiter")
+      }
       const v = this.value()
       // A plain assignment to "__proto__" would change the prototype instead.
       Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true })
       this.ws()
       const c = this.s[this.i++]
-      if (c === '}') { this.depth--; return out }
-      if (c !== ',') { this.i--; this.fail("Expecting ',' delimiter") }
+      if (c === '}') {
+        this.depth--
+        return out
+      }
+      if (c !== ',') {
+        this.i--
+        this.fail("Expecting ',' delimiter")
+      }
     }
   }
 }

@@ -40,7 +40,10 @@ export class MessageLimitError extends MalformedMessageError {
 }
 
 export function depthError(what: string, maxDepth: number): MessageLimitError {
-  return new MessageLimitError(`maximum nesting depth ${maxDepth} exceeded while decoding the ${what} (worker_message_max_depth)`, 'RecursionError')
+  return new MessageLimitError(
+    `maximum nesting depth ${maxDepth} exceeded while decoding the ${what} (worker_message_max_depth)`,
+    'RecursionError',
+  )
 }
 
 export function sizeError(what: string, bytes: number, maxBytes: number): MessageLimitError {
@@ -138,7 +141,8 @@ export function valueLimitExceeded(value: unknown, maxDepth: number, maxNodes = 
 export function checkValueLimits(value: unknown, limits: MessageLimits, what: string): void {
   const broken = valueLimitExceeded(value, limits.maxDepth, limits.maxBytes)
   if (broken === 'depth') throw depthError(what, limits.maxDepth)
-  if (broken === 'size') throw new MessageLimitError(`${what} expands to more than ${limits.maxBytes} items (worker_message_max_bytes)`, 'ValueError')
+  if (broken === 'size')
+    throw new MessageLimitError(`${what} expands to more than ${limits.maxBytes} items (worker_message_max_bytes)`, 'ValueError')
 }
 
 /**
@@ -146,9 +150,16 @@ export function checkValueLimits(value: unknown, limits: MessageLimits, what: st
  * a result, a beat entry, a state file): refused in one line when longer than
  * `maxLength` characters or nested deeper than `maxDepth`, before it is parsed.
  */
-export function checkJsonText(text: string, what: string, maxLength: number = DEFAULT_MAX_BYTES, maxDepth: number = DEFAULT_MAX_DEPTH): void {
-  if (text.length > maxLength) throw new MessageLimitError(`${what} refused: ${text.length} characters, over the limit of ${maxLength}`, 'ValueError')
-  if (jsonDepthExceeds(text, maxDepth)) throw new MessageLimitError(`${what} refused: nests deeper than ${maxDepth} levels`, 'RecursionError')
+export function checkJsonText(
+  text: string,
+  what: string,
+  maxLength: number = DEFAULT_MAX_BYTES,
+  maxDepth: number = DEFAULT_MAX_DEPTH,
+): void {
+  if (text.length > maxLength)
+    throw new MessageLimitError(`${what} refused: ${text.length} characters, over the limit of ${maxLength}`, 'ValueError')
+  if (jsonDepthExceeds(text, maxDepth))
+    throw new MessageLimitError(`${what} refused: nests deeper than ${maxDepth} levels`, 'RecursionError')
 }
 
 /** Throws MessageLimitError when JSON text is too deep to be decoded. */
@@ -163,7 +174,8 @@ export function checkJsonDepth(text: string, maxDepth: number, what: string): vo
 export function limitSetting(raw: unknown, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (raw === undefined || raw === null || raw === '') return fallback
   const n = typeof raw === 'string' ? Number(raw) : raw
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max) throw new RangeError(`${name} = ${JSON.stringify(raw)}: expected a whole number from 1 to ${max}`)
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max)
+    throw new RangeError(`${name} = ${JSON.stringify(raw)}: expected a whole number from 1 to ${max}`)
   return n
 }
 

@@ -26,9 +26,17 @@ export interface BodyDecoder {
 export function encodeBody(value: unknown, enc: BodyEncoder): Serialized {
   const spec = serializerSpec(enc.serializer)
   if (spec.name !== 'auth') return serialize(spec.name, value)
-  if (!enc.signer) throw new ContentDisallowedError(spec.contentType, 'task_serializer is auth but no key is loaded: call app.setupSecurity() or set security_key, security_certificate and security_cert_store')
+  if (!enc.signer)
+    throw new ContentDisallowedError(
+      spec.contentType,
+      'task_serializer is auth but no key is loaded: call app.setupSecurity() or set security_key, security_certificate and security_cert_store',
+    )
   const inner = serialize(enc.inner ?? 'json', value)
-  return { contentType: SERIALIZERS.auth.contentType, contentEncoding: SERIALIZERS.auth.contentEncoding, body: Buffer.from(signAndPack(enc.signer, inner), 'latin1') }
+  return {
+    contentType: SERIALIZERS.auth.contentType,
+    contentEncoding: SERIALIZERS.auth.contentEncoding,
+    body: Buffer.from(signAndPack(enc.signer, inner), 'latin1'),
+  }
 }
 
 /**
@@ -37,10 +45,20 @@ export function encodeBody(value: unknown, enc: BodyEncoder): Serialized {
  * whatever its type once verified, as kombu's force=True does; pickle still
  * never).
  */
-export function decodeBody(body: Uint8Array | string, contentType: string, contentEncoding: string | undefined, dec: BodyDecoder, what = 'body'): unknown {
+export function decodeBody(
+  body: Uint8Array | string,
+  contentType: string,
+  contentEncoding: string | undefined,
+  dec: BodyDecoder,
+  what = 'body',
+): unknown {
   const type = (contentType || 'application/data').trim().toLowerCase()
   if (type !== SERIALIZERS.auth.contentType) return deserialize(body, type, contentEncoding, dec.accept, what, dec.limits)
-  if (!dec.verify) throw new ContentDisallowedError(type, 'Refusing to deserialize signed content (application/data): this worker has no security settings to verify it (security_cert_store)')
+  if (!dec.verify)
+    throw new ContentDisallowedError(
+      type,
+      'Refusing to deserialize signed content (application/data): this worker has no security settings to verify it (security_cert_store)',
+    )
   // The signed envelope is base64 of the inner body plus signer, signature and types: sized before it is decoded.
   const maxSigned = Math.ceil(((dec.limits ?? DEFAULT_MESSAGE_LIMITS).maxBytes * 4) / 3) + 64 * 1024
   if (body.length > maxSigned) throw sizeError(`signed ${what}`, body.length, maxSigned)

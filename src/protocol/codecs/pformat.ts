@@ -9,7 +9,14 @@ import { pyRepr, pyStrRepr } from './python-repr.js'
 const WIDTH = 80
 
 function isDict(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array) && !(value instanceof Date) && Object.getPrototypeOf(value) === Object.prototype
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof Uint8Array) &&
+    !(value instanceof Date) &&
+    Object.getPrototypeOf(value) === Object.prototype
+  )
 }
 
 function sortedEntries(dict: Record<string, unknown>): Array<[string, unknown]> {

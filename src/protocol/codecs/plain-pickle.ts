@@ -149,7 +149,10 @@ function writeValue(w: Writer, v: unknown, depth: number): void {
     writeItems(w, v, depth)
     return w.op(0x65)
   }
-  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype || (typeof v === 'object' && Object.getPrototypeOf(v) === null)) {
+  if (
+    (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) ||
+    (typeof v === 'object' && Object.getPrototypeOf(v) === null)
+  ) {
     const entries = Object.entries(v as Record<string, unknown>)
     w.op(0x7d)
     if (entries.length === 0) return
@@ -238,7 +241,8 @@ function dictKey(k: unknown): string {
 }
 
 function read(data: Uint8Array, options: ReadOptions): unknown {
-  if (data.byteLength > MAX_PICKLE_BYTES) throw new PickleValueRefusedError(`refusing a pickle of ${data.byteLength} bytes, over the limit of ${MAX_PICKLE_BYTES}`)
+  if (data.byteLength > MAX_PICKLE_BYTES)
+    throw new PickleValueRefusedError(`refusing a pickle of ${data.byteLength} bytes, over the limit of ${MAX_PICKLE_BYTES}`)
   const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
   let pos = 0
   let stack: unknown[] = []
@@ -274,7 +278,8 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
   }
   /** A decimal int line (protocol 0), as long as Python's int() reads one. */
   const decimal = (s: string): number | bigint => {
-    if (s.replace(/^[+-]/, '').length > MAX_PICKLE_INT_DIGITS) throw new PickleValueRefusedError(`refusing a pickled int of more than ${MAX_PICKLE_INT_DIGITS} digits`)
+    if (s.replace(/^[+-]/, '').length > MAX_PICKLE_INT_DIGITS)
+      throw new PickleValueRefusedError(`refusing a pickled int of more than ${MAX_PICKLE_INT_DIGITS} digits`)
     return int(BigInt(s))
   }
   const int = (x: bigint): number | bigint => (x >= BigInt(Number.MIN_SAFE_INTEGER) && x <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(x) : x)
@@ -283,7 +288,11 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
     if (n > MAX_PICKLE_INT_BYTES) throw new PickleValueRefusedError(`refusing a pickled int of more than ${MAX_PICKLE_INT_BYTES} bytes`)
     const at = need(n)
     // Through hex in one step: a byte at a time is quadratic in the length.
-    let x = BigInt(`0x${Buffer.from(buf.subarray(at, at + n)).reverse().toString('hex')}`)
+    let x = BigInt(
+      `0x${Buffer.from(buf.subarray(at, at + n))
+        .reverse()
+        .toString('hex')}`,
+    )
     if (buf[at + n - 1]! & 0x80) x -= 1n << BigInt(8 * n)
     return int(x)
   }
@@ -301,8 +310,10 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
   }
   const setItems = (target: unknown, items: unknown[]): void => {
     // Only a dict this reader made: not a tuple, bytes or float; keys defined, so `__proto__` is a key like any other.
-    if (typeof target !== 'object' || target === null || Object.getPrototypeOf(target) !== Object.prototype) throw new PickleValueRefusedError('malformed pickle (SETITEMS on a non-dict)')
-    for (let i = 0; i + 1 < items.length; i += 2) Object.defineProperty(target, dictKey(items[i]), { value: items[i + 1], enumerable: true, writable: true, configurable: true })
+    if (typeof target !== 'object' || target === null || Object.getPrototypeOf(target) !== Object.prototype)
+      throw new PickleValueRefusedError('malformed pickle (SETITEMS on a non-dict)')
+    for (let i = 0; i + 1 < items.length; i += 2)
+      Object.defineProperty(target, dictKey(items[i]), { value: items[i + 1], enumerable: true, writable: true, configurable: true })
   }
   const append = (target: unknown, items: unknown[]): void => {
     if (!Array.isArray(target)) throw new PickleValueRefusedError('malformed pickle (APPEND on a non-list)')
@@ -317,30 +328,55 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
       case 0x95: // FRAME: frames are only a read-ahead hint
         need(8)
         break
-      case 0x2e: { // STOP
+      case 0x2e: {
+        // STOP
         const v = pop()
         if (marks.length) throw new PickleValueRefusedError('malformed pickle (unclosed MARK)')
         checkExpansion(v)
         return v
       }
-      case 0x28: marks.push(stack); stack = []; break // MARK
-      case 0x30: pop(); break // POP
-      case 0x31: popMark(); break // POP_MARK
-      case 0x32: stack.push(top()); break // DUP
-      case 0x4e: stack.push(null); break
-      case 0x88: stack.push(true); break
-      case 0x89: stack.push(false); break
-      case 0x4b: stack.push(buf[need(1)]!); break
-      case 0x4d: stack.push(buf.readUInt16LE(need(2))); break
-      case 0x4a: stack.push(buf.readInt32LE(need(4))); break
-      case 0x8a: stack.push(long(buf[need(1)]!)); break
+      case 0x28:
+        marks.push(stack)
+        stack = []
+        break // MARK
+      case 0x30:
+        pop()
+        break // POP
+      case 0x31:
+        popMark()
+        break // POP_MARK
+      case 0x32:
+        stack.push(top())
+        break // DUP
+      case 0x4e:
+        stack.push(null)
+        break
+      case 0x88:
+        stack.push(true)
+        break
+      case 0x89:
+        stack.push(false)
+        break
+      case 0x4b:
+        stack.push(buf[need(1)]!)
+        break
+      case 0x4d:
+        stack.push(buf.readUInt16LE(need(2)))
+        break
+      case 0x4a:
+        stack.push(buf.readInt32LE(need(4)))
+        break
+      case 0x8a:
+        stack.push(long(buf[need(1)]!))
+        break
       case 0x8b: {
         const n = buf.readInt32LE(need(4))
         if (n < 0) throw new PickleValueRefusedError('malformed pickle (negative LONG4 size)')
         stack.push(long(n))
         break
       }
-      case 0x49: { // INT (protocol 0), also how protocol 0 spells True/False
+      case 0x49: {
+        // INT (protocol 0), also how protocol 0 spells True/False
         const s = line()
         if (s === '01') stack.push(true)
         else if (s === '00') stack.push(false)
@@ -348,13 +384,15 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
         else throw new PickleValueRefusedError('malformed pickle INT')
         break
       }
-      case 0x4c: { // LONG (protocol 0)
+      case 0x4c: {
+        // LONG (protocol 0)
         const s = line().replace(/L$/, '')
         if (!/^[+-]?\d+$/.test(s)) throw new PickleValueRefusedError('malformed pickle LONG')
         stack.push(decimal(s))
         break
       }
-      case 0x46: { // FLOAT (protocol 0): keeps float-ness
+      case 0x46: {
+        // FLOAT (protocol 0): keeps float-ness
         const x = Number(line())
         stack.push(Number.isInteger(x) ? new PyFloat(x) : x)
         break
@@ -364,36 +402,119 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
         stack.push(Number.isInteger(x) ? new PyFloat(x) : x)
         break
       }
-      case 0x8c: stack.push(str(buf[need(1)]!)); break
-      case 0x58: stack.push(str(buf.readUInt32LE(need(4)))); break
-      case 0x8d: stack.push(str(Number(buf.readBigUInt64LE(need(8))))); break
-      case 0x56: stack.push(line().replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_m, a: string, b: string) => codePoint(parseInt(a ?? b, 16)))); break // UNICODE
-      case 0x55: stack.push(bytes(buf[need(1)]!).toString('latin1')); break // SHORT_BINSTRING (Python 2 str)
-      case 0x54: stack.push(bytes(buf.readUInt32LE(need(4))).toString('latin1')); break // BINSTRING
-      case 0x43: stack.push(bytes(buf[need(1)]!)); break
-      case 0x42: stack.push(bytes(buf.readUInt32LE(need(4)))); break
-      case 0x8e: stack.push(bytes(Number(buf.readBigUInt64LE(need(8))))); break
-      case 0x96: stack.push(bytes(Number(buf.readBigUInt64LE(need(8))))); break // BYTEARRAY8: plain bytes here
-      case 0x5d: stack.push([]); break
-      case 0x6c: { const items = popMark(); stack.push(items); break } // LIST (popMark swaps `stack`, so it runs first)
-      case 0x61: { const v = pop(); append(top(), [v]); break } // APPEND
-      case 0x65: { const items = popMark(); append(top(), items); break } // APPENDS
-      case 0x29: stack.push(new PyTuple([])); break
-      case 0x85: stack.push(new PyTuple([pop()])); break
-      case 0x86: { const b = pop(); stack.push(new PyTuple([pop(), b])); break }
-      case 0x87: { const c = pop(); const b = pop(); stack.push(new PyTuple([pop(), b, c])); break }
-      case 0x74: { const items = popMark(); stack.push(new PyTuple(items)); break }
-      case 0x7d: stack.push({}); break
-      case 0x64: { const d = {}; setItems(d, popMark()); stack.push(d); break } // DICT
-      case 0x73: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break }
-      case 0x75: { const items = popMark(); setItems(top(), items); break }
-      case 0x70: memo.set(Number(line()), top()); break // PUT
-      case 0x71: memo.set(buf[need(1)]!, top()); break
-      case 0x72: memo.set(buf.readUInt32LE(need(4)), top()); break
-      case 0x94: memo.set(memo.size, top()); break // MEMOIZE
-      case 0x67: stack.push(fromMemo(memo, Number(line()))); break // GET
-      case 0x68: stack.push(fromMemo(memo, buf[need(1)]!)); break
-      case 0x6a: stack.push(fromMemo(memo, buf.readUInt32LE(need(4)))); break
+      case 0x8c:
+        stack.push(str(buf[need(1)]!))
+        break
+      case 0x58:
+        stack.push(str(buf.readUInt32LE(need(4))))
+        break
+      case 0x8d:
+        stack.push(str(Number(buf.readBigUInt64LE(need(8)))))
+        break
+      case 0x56:
+        stack.push(
+          line().replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_m, a: string, b: string) => codePoint(parseInt(a ?? b, 16))),
+        )
+        break // UNICODE
+      case 0x55:
+        stack.push(bytes(buf[need(1)]!).toString('latin1'))
+        break // SHORT_BINSTRING (Python 2 str)
+      case 0x54:
+        stack.push(bytes(buf.readUInt32LE(need(4))).toString('latin1'))
+        break // BINSTRING
+      case 0x43:
+        stack.push(bytes(buf[need(1)]!))
+        break
+      case 0x42:
+        stack.push(bytes(buf.readUInt32LE(need(4))))
+        break
+      case 0x8e:
+        stack.push(bytes(Number(buf.readBigUInt64LE(need(8)))))
+        break
+      case 0x96:
+        stack.push(bytes(Number(buf.readBigUInt64LE(need(8)))))
+        break // BYTEARRAY8: plain bytes here
+      case 0x5d:
+        stack.push([])
+        break
+      case 0x6c: {
+        const items = popMark()
+        stack.push(items)
+        break
+      } // LIST (popMark swaps `stack`, so it runs first)
+      case 0x61: {
+        const v = pop()
+        append(top(), [v])
+        break
+      } // APPEND
+      case 0x65: {
+        const items = popMark()
+        append(top(), items)
+        break
+      } // APPENDS
+      case 0x29:
+        stack.push(new PyTuple([]))
+        break
+      case 0x85:
+        stack.push(new PyTuple([pop()]))
+        break
+      case 0x86: {
+        const b = pop()
+        stack.push(new PyTuple([pop(), b]))
+        break
+      }
+      case 0x87: {
+        const c = pop()
+        const b = pop()
+        stack.push(new PyTuple([pop(), b, c]))
+        break
+      }
+      case 0x74: {
+        const items = popMark()
+        stack.push(new PyTuple(items))
+        break
+      }
+      case 0x7d:
+        stack.push({})
+        break
+      case 0x64: {
+        const d = {}
+        setItems(d, popMark())
+        stack.push(d)
+        break
+      } // DICT
+      case 0x73: {
+        const v = pop()
+        const k = pop()
+        setItems(top(), [k, v])
+        break
+      }
+      case 0x75: {
+        const items = popMark()
+        setItems(top(), items)
+        break
+      }
+      case 0x70:
+        memo.set(Number(line()), top())
+        break // PUT
+      case 0x71:
+        memo.set(buf[need(1)]!, top())
+        break
+      case 0x72:
+        memo.set(buf.readUInt32LE(need(4)), top())
+        break
+      case 0x94:
+        memo.set(memo.size, top())
+        break // MEMOIZE
+      case 0x67:
+        stack.push(fromMemo(memo, Number(line())))
+        break // GET
+      case 0x68:
+        stack.push(fromMemo(memo, buf[need(1)]!))
+        break
+      case 0x6a:
+        stack.push(fromMemo(memo, buf.readUInt32LE(need(4))))
+        break
       case 0x93: // STACK_GLOBAL
         if (!options.inert) throw refused(op)
         {
@@ -406,11 +527,13 @@ function read(data: Uint8Array, options: ReadOptions): unknown {
         if (!options.inert) throw refused(op)
         stack.push({ global: `${line()}.${line()}` } satisfies InertGlobal)
         break
-      case 0x52: { // REDUCE
+      case 0x52: {
+        // REDUCE
         if (!options.inert) throw refused(op)
         const args = pop()
         const fn = pop()
-        if (!isInertGlobal(fn) || !(args instanceof PyTuple)) throw new PickleValueRefusedError('refusing a pickle whose REDUCE is not a plain call')
+        if (!isInertGlobal(fn) || !(args instanceof PyTuple))
+          throw new PickleValueRefusedError('refusing a pickle whose REDUCE is not a plain call')
         stack.push({ call: fn, args: args.items } satisfies InertCall)
         break
       }
@@ -456,7 +579,10 @@ function checkExpansion(root: unknown): void {
   const measured = new Map<object, Expanded>()
   const open = new Set<object>()
   const frames: { node: object; items: unknown[]; next: number; values: number; chars: number }[] = []
-  const tooBig = (): PickleValueRefusedError => new PickleValueRefusedError(`refusing a pickle that expands to more than ${MAX_PICKLE_VALUES} values or ${MAX_PICKLE_CHARS} characters (shared references counted each time they are used)`)
+  const tooBig = (): PickleValueRefusedError =>
+    new PickleValueRefusedError(
+      `refusing a pickle that expands to more than ${MAX_PICKLE_VALUES} values or ${MAX_PICKLE_CHARS} characters (shared references counted each time they are used)`,
+    )
   const add = (into: { values: number; chars: number }, e: Expanded): void => {
     into.values += e.values
     into.chars += e.chars
@@ -468,7 +594,8 @@ function checkExpansion(root: unknown): void {
     const known = measured.get(v)
     if (known) return known
     if (open.has(v)) throw new PickleValueRefusedError('refusing a pickle whose value contains itself')
-    if (frames.length >= MAX_PICKLE_DEPTH) throw new PickleValueRefusedError(`refusing a pickle that nests deeper than ${MAX_PICKLE_DEPTH} levels`)
+    if (frames.length >= MAX_PICKLE_DEPTH)
+      throw new PickleValueRefusedError(`refusing a pickle that nests deeper than ${MAX_PICKLE_DEPTH} levels`)
     open.add(v)
     let items: unknown[]
     let chars = 0
@@ -510,7 +637,9 @@ function fromMemo(memo: Map<number, unknown>, key: number): unknown {
 
 function refused(op: number): PickleValueRefusedError {
   const what = REFUSED[op] ?? `opcode 0x${op.toString(16).padStart(2, '0')}`
-  return new PickleValueRefusedError(`refusing a pickle that holds ${what}: tsq reads plain values only (None, bools, ints, floats, str, bytes, lists, tuples, dicts) and never runs pickled code`)
+  return new PickleValueRefusedError(
+    `refusing a pickle that holds ${what}: tsq reads plain values only (None, bools, ints, floats, str, bytes, lists, tuples, dicts) and never runs pickled code`,
+  )
 }
 
 /**
@@ -544,5 +673,7 @@ export function loadsGroupPickle(data: Uint8Array): { groupId: string; taskIds: 
 
 /** A GroupResult pickle as Celery's database backend writes one, its members bound to the reader's app. */
 export function dumpsGroupPickle(groupId: string, taskIds: string[]): Buffer {
-  return dumpsPickle(new PickleCall('celery.result', 'GroupResult', [groupId, taskIds.map((id) => new PickleCall('celery.result', 'AsyncResult', [id]))]))
+  return dumpsPickle(
+    new PickleCall('celery.result', 'GroupResult', [groupId, taskIds.map((id) => new PickleCall('celery.result', 'AsyncResult', [id]))]),
+  )
 }

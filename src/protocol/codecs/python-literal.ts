@@ -6,7 +6,8 @@
 // in its length, whatever a sender put in it.
 
 /** One `key: value,` of the dict: a quoted key, then a quoted string, a number, None, True or False. */
-const ITEM = /\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*:\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?[\d.eE+-]+|None|True|False)\s*(?:,|$)/y
+const ITEM =
+  /\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*:\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?[\d.eE+-]+|None|True|False)\s*(?:,|$)/y
 
 /**
  * The items of a flat dict's repr, each as [key, value] text: strings without

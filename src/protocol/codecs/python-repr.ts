@@ -75,12 +75,18 @@ function entriesOf(v: object): Array<[unknown, unknown]> {
 function scalarRepr(value: unknown): string | undefined {
   if (value === null || value === undefined) return 'None'
   switch (typeof value) {
-    case 'string': return pyStrRepr(value)
-    case 'boolean': return value ? 'True' : 'False'
-    case 'number': return Number.isFinite(value) ? formatPyNumber(value) : formatPyFloat(value)
-    case 'bigint': return value.toString()
-    case 'object': break
-    default: return `<${typeof value}>`
+    case 'string':
+      return pyStrRepr(value)
+    case 'boolean':
+      return value ? 'True' : 'False'
+    case 'number':
+      return Number.isFinite(value) ? formatPyNumber(value) : formatPyFloat(value)
+    case 'bigint':
+      return value.toString()
+    case 'object':
+      break
+    default:
+      return `<${typeof value}>`
   }
   if (value instanceof PyFloat) return formatPyFloat(value.value)
   if (value instanceof Date) return dateRepr(value)
@@ -101,7 +107,9 @@ function reprInner(value: unknown, seen: Set<object>): string {
     }
     if (Array.isArray(obj)) return `[${obj.map((x) => reprInner(x, seen)).join(', ')}]`
     if (obj instanceof Set) return obj.size === 0 ? 'set()' : `{${[...obj].map((x) => reprInner(x, seen)).join(', ')}}`
-    return `{${entriesOf(obj).map(([k, v]) => `${reprInner(k, seen)}: ${reprInner(v, seen)}`).join(', ')}}`
+    return `{${entriesOf(obj)
+      .map(([k, v]) => `${reprInner(k, seen)}: ${reprInner(v, seen)}`)
+      .join(', ')}}`
   } finally {
     seen.delete(obj)
   }
@@ -120,7 +128,11 @@ export function pyStr(value: unknown): string {
 // ---- saferepr: a token-stream port, so truncation lands where Celery's does.
 
 class Literal {
-  constructor(readonly value: string, readonly truncate: boolean, readonly direction: number) {}
+  constructor(
+    readonly value: string,
+    readonly truncate: boolean,
+    readonly direction: number,
+  ) {}
 }
 class Key {
   constructor(readonly value: unknown) {}
@@ -200,18 +212,49 @@ function* reprstream(stack: Array<Iterator<unknown>>, seen: Set<object>, maxleve
     const it = stack.shift() as Iterator<unknown>
     for (let r = it.next(); !r.done; r = it.next()) {
       const val = r.value
-      if (val instanceof Dirty) { seen.delete(val.obj); continue }
-      if (val instanceof Literal) { level += val.direction; yield [val, it]; continue }
-      if (val instanceof Key) { yield [val, it]; continue }
-      if (typeof val === 'string' || val instanceof Uint8Array) { yield [new Quoted(val), it]; continue }
-      if (typeof val === 'number') { yield [new Text(Number.isFinite(val) ? formatPyNumber(val) : formatPyFloat(val)), it]; continue }
-      if (typeof val === 'boolean') { yield [new Text(val ? 'True' : 'False'), it]; continue }
-      if (typeof val === 'bigint') { yield [new Text(val.toString()), it]; continue }
-      if (val instanceof PyFloat) { yield [new Text(formatPyFloat(val.value)), it]; continue }
-      if (val === null || typeof val !== 'object' || val instanceof Date) { yield [new Text(pyRepr(val)), it]; continue }
+      if (val instanceof Dirty) {
+        seen.delete(val.obj)
+        continue
+      }
+      if (val instanceof Literal) {
+        level += val.direction
+        yield [val, it]
+        continue
+      }
+      if (val instanceof Key) {
+        yield [val, it]
+        continue
+      }
+      if (typeof val === 'string' || val instanceof Uint8Array) {
+        yield [new Quoted(val), it]
+        continue
+      }
+      if (typeof val === 'number') {
+        yield [new Text(Number.isFinite(val) ? formatPyNumber(val) : formatPyFloat(val)), it]
+        continue
+      }
+      if (typeof val === 'boolean') {
+        yield [new Text(val ? 'True' : 'False'), it]
+        continue
+      }
+      if (typeof val === 'bigint') {
+        yield [new Text(val.toString()), it]
+        continue
+      }
+      if (val instanceof PyFloat) {
+        yield [new Text(formatPyFloat(val.value)), it]
+        continue
+      }
+      if (val === null || typeof val !== 'object' || val instanceof Date) {
+        yield [new Text(pyRepr(val)), it]
+        continue
+      }
       let start: Literal, end: Literal, inner: Iterator<unknown>
       if (val instanceof Set) {
-        if (val.size === 0) { yield [new Text('set()'), it]; continue }
+        if (val.size === 0) {
+          yield [new Text('set()'), it]
+          continue
+        }
         ;[start, end, inner] = [SET_START, SET_END, chainList([...val])]
       } else if (val instanceof PyTuple) {
         ;[start, end, inner] = [TUPLE_START, val.items.length === 1 ? TUPLE_END_SV : TUPLE_END, chainList(val.items)]
@@ -220,8 +263,14 @@ function* reprstream(stack: Array<Iterator<unknown>>, seen: Set<object>, maxleve
       } else {
         ;[start, end, inner] = [DICT_START, DICT_END, chainDict(entriesOf(val))]
       }
-      if (maxlevels && level >= maxlevels) { yield [new Text(`${start.value}...${end.value}`), it]; continue }
-      if (seen.has(val)) { yield [new Text(`<Recursion on ${Array.isArray(val) ? 'list' : 'dict'}>`), it]; continue }
+      if (maxlevels && level >= maxlevels) {
+        yield [new Text(`${start.value}...${end.value}`), it]
+        continue
+      }
+      if (seen.has(val)) {
+        yield [new Text(`<Recursion on ${Array.isArray(val) ? 'list' : 'dict'}>`), it]
+        continue
+      }
       seen.add(val)
       // The rest of this level rides along as the tail, like Celery's linked chain.
       stack.push(chain(start, inner, new Dirty(val), end, it))
@@ -256,9 +305,7 @@ function* saferepr_(o: unknown, maxlen: number | null, maxlevels: number): Gener
     if (token instanceof Literal) val = token.value
     else if (token instanceof Key) val = saferepr(token.value, left, maxlevels)
     else if (token instanceof Quoted) {
-      val = typeof token.value === 'string'
-        ? `'${truncate(token.value, left).replaceAll("'", "\\'")}'`
-        : formatBytes(token.value, left)
+      val = typeof token.value === 'string' ? `'${truncate(token.value, left).replaceAll("'", "\\'")}'` : formatBytes(token.value, left)
     } else val = truncate(token.value, left)
     yield val
     if (left !== null) left -= cpLength(val)
@@ -292,12 +339,18 @@ const QUICK_LIMIT = 1000
 
 function quickScalar(v: unknown): string | undefined {
   switch (typeof v) {
-    case 'string': return v.includes("'") ? `'${v.replaceAll("'", "\\'")}'` : `'${v}'`
-    case 'number': return Number.isFinite(v) ? formatPyNumber(v) : formatPyFloat(v)
-    case 'boolean': return v ? 'True' : 'False'
-    case 'bigint': return v.toString()
-    case 'object': return v === null ? 'None' : undefined
-    default: return undefined
+    case 'string':
+      return v.includes("'") ? `'${v.replaceAll("'", "\\'")}'` : `'${v}'`
+    case 'number':
+      return Number.isFinite(v) ? formatPyNumber(v) : formatPyFloat(v)
+    case 'boolean':
+      return v ? 'True' : 'False'
+    case 'bigint':
+      return v.toString()
+    case 'object':
+      return v === null ? 'None' : undefined
+    default:
+      return undefined
   }
 }
 

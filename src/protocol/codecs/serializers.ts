@@ -9,7 +9,15 @@ import type * as Msgpack from '@msgpack/msgpack'
 import type * as Yaml from 'yaml'
 import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from '../errors.js'
 import { dumps, loads } from './kombu-json.js'
-import { DEFAULT_MESSAGE_LIMITS, checkJsonDepth, checkValueLimits, checkYamlDepth, depthError, sizeError, type MessageLimits } from './limits.js'
+import {
+  DEFAULT_MESSAGE_LIMITS,
+  checkJsonDepth,
+  checkValueLimits,
+  checkYamlDepth,
+  depthError,
+  sizeError,
+  type MessageLimits,
+} from './limits.js'
 
 // msgpack and YAML are loaded on first use: most apps never see either, and the two libraries
 // are ~1.7 MB of heap in every process, pool child and thread that loads the protocol. A
@@ -74,7 +82,10 @@ export class ContentDisallowedError extends UnsupportedContentTypeError {
 export class PickleRefusedError extends ContentDisallowedError {
   override readonly code: string = 'PICKLE_REFUSED'
   constructor() {
-    super(SERIALIZERS.pickle.contentType, 'Refusing to deserialize pickle content (application/x-python-serialize): tsq never unpickles, because unpickling runs whatever code the sender put in the message')
+    super(
+      SERIALIZERS.pickle.contentType,
+      'Refusing to deserialize pickle content (application/x-python-serialize): tsq never unpickles, because unpickling runs whatever code the sender put in the message',
+    )
   }
 }
 
@@ -144,7 +155,8 @@ const UINT64_MAX = 2n ** 64n - 1n
 function msgpackIntegers(v: unknown): unknown {
   if (typeof v === 'number') return Number.isInteger(v) && (v > 0xffffffff || v < -0x80000000) ? msgpackIntegers(BigInt(v)) : v
   if (typeof v === 'bigint') {
-    if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v) > 0xffffffff || Number(v) < -0x80000000 ? v : Number(v)
+    if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER))
+      return Number(v) > 0xffffffff || Number(v) < -0x80000000 ? v : Number(v)
     if (v < INT64_MIN || v > UINT64_MAX) throw new OverflowError('Integer value out of range')
     return v
   }
@@ -216,7 +228,14 @@ function utf8(body: Uint8Array | string, what: string): string {
  * envelope); application/data is not handled here (see auth.ts). `limits`
  * are checked before the decoder, or anything after it, recurses (limits.ts).
  */
-export function deserialize(body: Uint8Array | string, contentType: string, contentEncoding: string | undefined, accept: ReadonlySet<string> | null, what = 'body', limits: MessageLimits = DEFAULT_MESSAGE_LIMITS): unknown {
+export function deserialize(
+  body: Uint8Array | string,
+  contentType: string,
+  contentEncoding: string | undefined,
+  accept: ReadonlySet<string> | null,
+  what = 'body',
+  limits: MessageLimits = DEFAULT_MESSAGE_LIMITS,
+): unknown {
   const type = (contentType || 'application/data').trim().toLowerCase()
   if (type === SERIALIZERS.pickle.contentType) throw new PickleRefusedError()
   if (accept && !TRUSTED_CONTENT.has(type) && !accept.has(type)) throw new ContentDisallowedError(type)
@@ -224,7 +243,8 @@ export function deserialize(body: Uint8Array | string, contentType: string, cont
   switch (type) {
     case 'application/json': {
       const enc = (contentEncoding ?? 'utf-8').toLowerCase()
-      if (enc !== 'utf-8' && enc !== 'utf8' && enc !== '') throw new MalformedMessageError(`content encoding ${JSON.stringify(contentEncoding)} is not supported for JSON`)
+      if (enc !== 'utf-8' && enc !== 'utf8' && enc !== '')
+        throw new MalformedMessageError(`content encoding ${JSON.stringify(contentEncoding)} is not supported for JSON`)
       const text = utf8(body, what)
       checkJsonDepth(text, limits.maxDepth, what)
       try {
@@ -262,6 +282,9 @@ export function deserialize(body: Uint8Array | string, contentType: string, cont
       }
     }
     default:
-      throw new ContentDisallowedError(type, `content type ${JSON.stringify(type)} is not one tsq can decode (json, msgpack, yaml, and auth with security settings)`)
+      throw new ContentDisallowedError(
+        type,
+        `content type ${JSON.stringify(type)} is not one tsq can decode (json, msgpack, yaml, and auth with security settings)`,
+      )
   }
 }

@@ -24,7 +24,12 @@ export interface Signature {
 export type CanvasKind = 'plain' | 'group' | 'chain' | 'chord'
 
 /** `add.s(...)`: a task's signature; `immutable` (`.si()`) takes no parent result. */
-export function signature(task: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: { immutable?: boolean } & Record<string, unknown> = {}): Signature {
+export function signature(
+  task: string,
+  args: unknown[] = [],
+  kwargs: Record<string, unknown> = {},
+  options: { immutable?: boolean } & Record<string, unknown> = {},
+): Signature {
   const { immutable = false, ...rest } = options
   return { task, args, kwargs, options: rest, subtask_type: null, immutable }
 }
@@ -77,7 +82,10 @@ export function chordHeader(sig: Signature): Signature[] {
 /** The options the chord's header was given as a group (its `task_id` is the chord's group id); none for a list. */
 export function chordHeaderOptions(sig: Signature): Record<string, unknown> {
   const header = kwargsOf(sig).header
-  return (header && typeof header === 'object' && !Array.isArray(header) ? ((header as Signature).options ?? {}) : {}) as Record<string, unknown>
+  return (header && typeof header === 'object' && !Array.isArray(header) ? ((header as Signature).options ?? {}) : {}) as Record<
+    string,
+    unknown
+  >
 }
 
 /** A signature's arguments when it runs after a parent: the parent's result first (`prepend`), unless it is immutable. */
@@ -178,7 +186,11 @@ export function chainStepsWithOptions(sig: Signature): Signature[] {
   if (!links.length && !errbacks.length) return steps
   return steps.map((step, index) => {
     let out = errbacks.length ? withErrbacks(step, errbacks) : step
-    if (links.length && index === steps.length - 1) out = withResultTask(out, (o) => ({ ...o, link: [...signatureList(o.link), ...links] })) ?? { ...out, options: { ...out.options, link: [...signatureList(out.options?.link), ...links] } }
+    if (links.length && index === steps.length - 1)
+      out = withResultTask(out, (o) => ({ ...o, link: [...signatureList(o.link), ...links] })) ?? {
+        ...out,
+        options: { ...out.options, link: [...signatureList(out.options?.link), ...links] },
+      }
     return out
   })
 }
@@ -189,8 +201,22 @@ export function chainStepsWithOptions(sig: Signature): Signature[] {
  * gives the list of the group's results.
  */
 export function accumulatingChord(group: Signature): Signature {
-  const accumulate: Signature = { task: 'celery.accumulate', args: [], kwargs: { index: 0 }, options: {}, subtask_type: null, immutable: false }
-  return { task: 'celery.chord', args: [], kwargs: { header: group, body: accumulate, kwargs: {} }, options: {}, subtask_type: 'chord', immutable: false }
+  const accumulate: Signature = {
+    task: 'celery.accumulate',
+    args: [],
+    kwargs: { index: 0 },
+    options: {},
+    subtask_type: null,
+    immutable: false,
+  }
+  return {
+    task: 'celery.chord',
+    args: [],
+    kwargs: { header: group, body: accumulate, kwargs: {} },
+    options: {},
+    subtask_type: 'chord',
+    immutable: false,
+  }
 }
 
 /** Where a frozen step's result will be: one task's id, or a group's id and its members' ids. */
@@ -215,7 +241,10 @@ export function frozenStep(sig: Signature): { signature: Signature; result: Froz
         else if (frozen.result?.kind === 'group') members.push(...frozen.result.members)
         return frozen.signature
       })
-      return { signature: { ...sig, kwargs: { ...kwargs, tasks }, options: { ...options, task_id: groupId } }, result: { kind: 'group', id: groupId, members } }
+      return {
+        signature: { ...sig, kwargs: { ...kwargs, tasks }, options: { ...options, task_id: groupId } },
+        result: { kind: 'group', id: groupId, members },
+      }
     }
     case 'chain': {
       const tasks = tasksOf(sig)

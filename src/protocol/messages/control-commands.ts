@@ -30,7 +30,14 @@ export const CONTROL_COMMANDS: Readonly<Record<string, ControlCommandMeta>> = {
   hello: inspect({ visible: false }),
   memdump: inspect({ args: [['samples', 'int']], signature: '[n_samples=10]' }),
   memsample: inspect(),
-  objgraph: inspect({ args: [['type', 'str'], ['num', 'int'], ['max_depth', 'int']], signature: '[object_type=Request] [num=200 [max_depth=10]]' }),
+  objgraph: inspect({
+    args: [
+      ['type', 'str'],
+      ['num', 'int'],
+      ['max_depth', 'int'],
+    ],
+    signature: '[object_type=Request] [num=200 [max_depth=10]]',
+  }),
   ping: inspect(),
   query_task: inspect({ variadic: 'ids', signature: '[id1 [id2 [... [idN]]]]' }),
   registered: inspect({ variadic: 'taskinfoitems', signature: '[attr1 [attr2 [... [attrN]]]]', alias: 'dump_tasks' }),
@@ -40,8 +47,22 @@ export const CONTROL_COMMANDS: Readonly<Record<string, ControlCommandMeta>> = {
   scheduled: inspect({ alias: 'dump_schedule' }),
   stats: inspect(),
 
-  add_consumer: control({ args: [['queue', 'str'], ['exchange', 'str'], ['exchange_type', 'str'], ['routing_key', 'str']], signature: '<queue> [exchange [type [routing_key]]]' }),
-  autoscale: control({ args: [['max', 'int'], ['min', 'int']], signature: '[max [min]]' }),
+  add_consumer: control({
+    args: [
+      ['queue', 'str'],
+      ['exchange', 'str'],
+      ['exchange_type', 'str'],
+      ['routing_key', 'str'],
+    ],
+    signature: '<queue> [exchange [type [routing_key]]]',
+  }),
+  autoscale: control({
+    args: [
+      ['max', 'int'],
+      ['min', 'int'],
+    ],
+    signature: '[max [min]]',
+  }),
   cancel_consumer: control({ args: [['queue', 'str']], signature: '<queue>' }),
   disable_events: control(),
   election: control(),
@@ -50,11 +71,24 @@ export const CONTROL_COMMANDS: Readonly<Record<string, ControlCommandMeta>> = {
   pool_grow: control({ args: [['n', 'int']], signature: '[N=1]' }),
   pool_restart: control(),
   pool_shrink: control({ args: [['n', 'int']], signature: '[N=1]' }),
-  rate_limit: control({ args: [['task_name', 'str'], ['rate_limit', 'str']], signature: '<task_name> <rate_limit (e.g., 5/s | 5/m | 5/h)>' }),
+  rate_limit: control({
+    args: [
+      ['task_name', 'str'],
+      ['rate_limit', 'str'],
+    ],
+    signature: '<task_name> <rate_limit (e.g., 5/s | 5/m | 5/h)>',
+  }),
   revoke: control({ variadic: 'task_id', signature: '[id1 [id2 [... [idN]]]]' }),
   shutdown: control(),
   terminate: control({ args: [['signal', 'str']], variadic: 'task_id', signature: '<signal> [id1 [id2 [... [idN]]]]' }),
-  time_limit: control({ args: [['task_name', 'str'], ['soft', 'float'], ['hard', 'float']], signature: '<task_name> <soft_secs> [hard_secs]' }),
+  time_limit: control({
+    args: [
+      ['task_name', 'str'],
+      ['soft', 'float'],
+      ['hard', 'float'],
+    ],
+    signature: '<task_name> <soft_secs> [hard_secs]',
+  }),
 }
 
 export function visibleCommands(kind: ControlKind): string[] {
@@ -85,12 +119,14 @@ function convert(method: string, name: string, type: ControlArgType, raw: string
     case 'strtobool':
       return strtobool(raw)
     case 'int': {
-      if (!/^[+-]?\d+$/.test(raw.trim())) throw new ControlArgumentError(`${method}: argument ${name} must be an integer, got ${JSON.stringify(raw)}`)
+      if (!/^[+-]?\d+$/.test(raw.trim()))
+        throw new ControlArgumentError(`${method}: argument ${name} must be an integer, got ${JSON.stringify(raw)}`)
       return Number.parseInt(raw, 10)
     }
     case 'float': {
       const n = Number(raw)
-      if (raw.trim() === '' || Number.isNaN(n)) throw new ControlArgumentError(`${method}: argument ${name} must be a number, got ${JSON.stringify(raw)}`)
+      if (raw.trim() === '' || Number.isNaN(n))
+        throw new ControlArgumentError(`${method}: argument ${name} must be a number, got ${JSON.stringify(raw)}`)
       // Python's float('5') is 5.0 on the wire, and workers echo it back as such.
       return new PyFloat(n)
     }

@@ -54,12 +54,14 @@ export function decodeControlRequest(text: string): ControlRequest {
   const o = v as Record<string, unknown>
   if (typeof o.method !== 'string' || o.method === '') throw new MalformedMessageError('control request has no method')
   const args = o.arguments ?? {}
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new MalformedMessageError('control request arguments must be an object')
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    throw new MalformedMessageError('control request arguments must be an object')
   let destination: string[] | null = null
   if (o.destination !== undefined && o.destination !== null) {
     // kombu only sends lists, but a bare string still means "that node".
     const d = typeof o.destination === 'string' ? [o.destination] : o.destination
-    if (!Array.isArray(d) || !d.every((x) => typeof x === 'string')) throw new MalformedMessageError('control request destination must be a list of node names')
+    if (!Array.isArray(d) || !d.every((x) => typeof x === 'string'))
+      throw new MalformedMessageError('control request destination must be a list of node names')
     destination = d as string[]
   }
   const req: ControlRequest = {
@@ -160,6 +162,7 @@ export function decodeControlReply(text: string): Array<[node: string, reply: un
   } catch (cause) {
     throw new MalformedMessageError(`control reply is not valid JSON: ${(cause as Error).message}`, { cause })
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new MalformedMessageError('control reply must be a JSON object {node: reply}')
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new MalformedMessageError('control reply must be a JSON object {node: reply}')
   return Object.entries(v as Record<string, unknown>)
 }

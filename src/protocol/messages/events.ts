@@ -81,7 +81,13 @@ export function workerSoftware(ident: string, version: string, system: string): 
 }
 
 /** Fields of worker-online/-heartbeat/-offline, in Celery's order. */
-export function workerEventFields(f: { freq: number; active: number; processed: number; loadavg: readonly number[]; sw: WorkerSoftware }): Record<string, unknown> {
+export function workerEventFields(f: {
+  freq: number
+  active: number
+  processed: number
+  loadavg: readonly number[]
+  sw: WorkerSoftware
+}): Record<string, unknown> {
   return {
     freq: f.freq,
     active: f.active,
@@ -210,8 +216,13 @@ export function dumpEventLine(event: Record<string, unknown>, taskNames: Map<str
       task = taskNames.get(uuid) ?? ''
     }
   }
-  const fields = Object.keys(ev).sort(comparePyStr).map((key) => `${key}=${pyStr(ev[key])}`).join(', ')
+  const fields = Object.keys(ev)
+    .sort(comparePyStr)
+    .map((key) => `${key}=${pyStr(ev[key])}`)
+    .join(', ')
   const sep = fields ? ':' : ''
   // One event, one line: a newline or an ESC sent in a field is shown as Python's repr writes it (Celery prints it raw).
-  return escapeControl(task === null ? `${hostname} [${timestamp}] ${human}${sep} ${fields}` : `${hostname} [${timestamp}] ${human}${sep} ${task} ${fields}`)
+  return escapeControl(
+    task === null ? `${hostname} [${timestamp}] ${human}${sep} ${fields}` : `${hostname} [${timestamp}] ${human}${sep} ${task} ${fields}`,
+  )
 }

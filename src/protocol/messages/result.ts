@@ -30,7 +30,15 @@ export const PROPAGATE_STATES: ReadonlySet<string> = new Set([States.FAILURE, St
 
 // celery.states.PRECEDENCE, highest first; an unknown state sits between FAILURE and REVOKED.
 const PRECEDENCE: readonly (string | null)[] = [
-  'SUCCESS', 'FAILURE', null, 'REVOKED', 'STARTED', 'RECEIVED', 'REJECTED', 'RETRY', 'PENDING',
+  'SUCCESS',
+  'FAILURE',
+  null,
+  'REVOKED',
+  'STARTED',
+  'RECEIVED',
+  'REJECTED',
+  'RETRY',
+  'PENDING',
 ]
 
 /** celery.states.precedence: lower is more final. */
@@ -304,7 +312,11 @@ class JoinFailure {
  * own message. A result not there (`metaOf` gives nothing ready) is the join's
  * timeout.
  */
-export function joinResultTree(header: ResultNode, metaOf: (taskId: string) => JoinedMeta | null | undefined, timeoutSeconds = 3): ChordJoin {
+export function joinResultTree(
+  header: ResultNode,
+  metaOf: (taskId: string) => JoinedMeta | null | undefined,
+  timeoutSeconds = 3,
+): ChordJoin {
   const read: Reader = { metaOf, timeout: formatPyFloat(timeoutSeconds) }
   try {
     return { ok: true, values: joinMembers(header.children ?? [header], read) }

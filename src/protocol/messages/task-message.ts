@@ -93,7 +93,12 @@ const NO_EMBED_JSON = '{"callbacks": null, "errbacks": null, "chain": null, "cho
  * `origin`, when given, stands in for options.origin: a sender passes its
  * options through as they are instead of copying them to add it.
  */
-export function encodeTaskV2With(name: string, options: Omit<TaskSendOptions, 'origin'> & { origin?: string }, encoder: BodyEncoder, origin?: string): SerializedTaskMessage {
+export function encodeTaskV2With(
+  name: string,
+  options: Omit<TaskSendOptions, 'origin'> & { origin?: string },
+  encoder: BodyEncoder,
+  origin?: string,
+): SerializedTaskMessage {
   const { value, headers, properties } = taskV2Parts(name, options, origin ?? options.origin)
   const embed = options.embed
   if (encoder.serializer === 'json' && (!embed || (!embed.callbacks && !embed.errbacks && !embed.chain && !embed.chord))) {
@@ -105,7 +110,11 @@ export function encodeTaskV2With(name: string, options: Omit<TaskSendOptions, 'o
   return { body, contentType, contentEncoding, headers, properties, value }
 }
 
-function taskV2Parts(name: string, options: Omit<TaskSendOptions, 'origin'>, origin: string | undefined): { value: unknown[]; headers: Record<string, unknown>; properties: EncodedMessage['properties'] } {
+function taskV2Parts(
+  name: string,
+  options: Omit<TaskSendOptions, 'origin'>,
+  origin: string | undefined,
+): { value: unknown[]; headers: Record<string, unknown>; properties: EncodedMessage['properties'] } {
   const id = options.id ?? uuid4()
   const args = options.args ?? []
   const kwargs = options.kwargs ?? {}
@@ -225,7 +234,10 @@ function dateField(h: Record<string, unknown>, key: 'eta' | 'expires'): string |
   try {
     parseIsoDate(v)
   } catch (cause) {
-    throw new MalformedMessageError(`invalid ${key === 'eta' ? 'ETA' : 'expires'} value ${JSON.stringify(v)}: ${(cause as Error).message}`, { cause })
+    throw new MalformedMessageError(
+      `invalid ${key === 'eta' ? 'ETA' : 'expires'} value ${JSON.stringify(v)}: ${(cause as Error).message}`,
+      { cause },
+    )
   }
   return v
 }

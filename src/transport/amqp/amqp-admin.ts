@@ -128,7 +128,9 @@ export class AmqpAdmin implements BrokerAdmin {
 
   async queueDeclare(queue: string, flags: DeclareFlags): Promise<QueueDeclared> {
     return this.call('Queue.declare', async (ch) => {
-      const ok = flags.passive ? await ch.checkQueue(queue) : await ch.assertQueue(queue, { durable: flags.durable, autoDelete: flags.autoDelete, exclusive: false })
+      const ok = flags.passive
+        ? await ch.checkQueue(queue)
+        : await ch.assertQueue(queue, { durable: flags.durable, autoDelete: flags.autoDelete, exclusive: false })
       return { queue: ok.queue, messageCount: ok.messageCount, consumerCount: ok.consumerCount }
     })
   }
@@ -157,13 +159,20 @@ export class AmqpAdmin implements BrokerAdmin {
     })
   }
 
-  async basicPublish(body: string, exchange: string, routingKey: string, options: { mandatory: boolean; immediate: boolean }): Promise<void> {
+  async basicPublish(
+    body: string,
+    exchange: string,
+    routingKey: string,
+    options: { mandatory: boolean; immediate: boolean },
+  ): Promise<void> {
     // RabbitMQ 3 closes the whole connection on immediate=true; amqplib cannot send it, so say what the broker would.
     if (options.immediate) throw new BrokerRequestError('NOT_IMPLEMENTED', 'Basic.publish: (540) NOT_IMPLEMENTED - immediate=true')
     await this.call('Basic.publish', async (ch) => {
       this.returned = false
       await new Promise<void>((resolve, reject) => {
-        ch.publish(exchange, routingKey, Buffer.from(body, 'utf8'), { mandatory: options.mandatory, contentEncoding: 'utf-8' }, (err) => (err ? reject(err) : resolve()))
+        ch.publish(exchange, routingKey, Buffer.from(body, 'utf8'), { mandatory: options.mandatory, contentEncoding: 'utf-8' }, (err) =>
+          err ? reject(err) : resolve(),
+        )
       })
     })
     // The broker sends basic.return before the confirm of the same message.

@@ -33,7 +33,14 @@ import { reconnectDelayMs, sleep } from './backoff.js'
 import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError, isNack } from './classify-error.js'
 import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../url.js'
 import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
-import { declareDelayedDelivery, delayedDeliveryBindingKey, delayedPublishTarget, DELAYED_DELIVERY_EXCHANGE, MAX_DELAY_SECONDS, type DelayedQueueType } from './delayed-delivery.js'
+import {
+  declareDelayedDelivery,
+  delayedDeliveryBindingKey,
+  delayedPublishTarget,
+  DELAYED_DELIVERY_EXCHANGE,
+  MAX_DELAY_SECONDS,
+  type DelayedQueueType,
+} from './delayed-delivery.js'
 import { openAmqpConnection } from './open-connection.js'
 import { watchHeartbeats } from './heartbeat.js'
 import { choosePublisher, publishFields, type Publisher, type PublishFields } from './publish.js'
@@ -252,19 +259,24 @@ export class AmqpTransport extends EventEmitter implements Transport {
     const body = message.body
     if (publishOptions?.confirm === false) {
       const what = `publish to exchange '${exchange}' key '${routingKey}'`
-      if (this.separatePublisher) return this.retrying(what, async (conn) => this.sender.unconfirmed(await this.castChannelFor(conn), fields, body))
+      if (this.separatePublisher)
+        return this.retrying(what, async (conn) => this.sender.unconfirmed(await this.castChannelFor(conn), fields, body))
       return this.withControl(what, async (channel) => this.sender.unconfirmed(channel, fields, body))
     }
     const timeoutMs = publishOptions?.timeoutMs
-    if (timeoutMs !== undefined && timeoutMs > 0) return this.timedPublish(`publish to exchange '${exchange}' key '${routingKey}'`, fields, body, timeoutMs)
-    const again = (conn: ChannelModel): Promise<void> => this.publishChannelFor(conn).then((channel) => this.confirmedPublish(channel, fields, body))
+    if (timeoutMs !== undefined && timeoutMs > 0)
+      return this.timedPublish(`publish to exchange '${exchange}' key '${routingKey}'`, fields, body, timeoutMs)
+    const again = (conn: ChannelModel): Promise<void> =>
+      this.publishChannelFor(conn).then((channel) => this.confirmedPublish(channel, fields, body))
     const open = this.openPublishChannel
     if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
       // The channel is up: publish in this turn, so the sends made beside this
       // one share its socket write, with no await before. Only a failure takes
       // the retrying path, as its first attempt. One promise per send: the
       // confirm settles it, or hands it to the retrying path.
-      return this.confirmedPublish(open.channel, fields, body, (err) => this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err))
+      return this.confirmedPublish(open.channel, fields, body, (err) =>
+        this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err),
+      )
     }
     return this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again)
   }
@@ -337,8 +349,14 @@ export class AmqpTransport extends EventEmitter implements Transport {
     const seconds = `${+(send.timeoutMs / 1000).toFixed(3)} s`
     const blocked = this.announcedBlock !== null ? `: the broker blocks publishing (${this.announcedBlock})` : ''
     return send.written
-      ? new PublishTimeoutError(`${send.what} not confirmed within ${seconds}${blocked}; the message may still be delivered, so sending it again may run the task twice`, true)
-      : new PublishTimeoutError(`${send.what} not sent within ${seconds}${blocked || ' (no connection to the broker)'}; the message was not sent`, false)
+      ? new PublishTimeoutError(
+          `${send.what} not confirmed within ${seconds}${blocked}; the message may still be delivered, so sending it again may run the task twice`,
+          true,
+        )
+      : new PublishTimeoutError(
+          `${send.what} not sent within ${seconds}${blocked || ' (no connection to the broker)'}; the message was not sent`,
+          false,
+        )
   }
 
   /**
@@ -346,7 +364,12 @@ export class AmqpTransport extends EventEmitter implements Transport {
    * drop. A failure rejects, or, given `recover`, settles as recover's does:
    * still one promise per send.
    */
-  private confirmedPublish(channel: ConfirmChannel, fields: PublishFields, body: Buffer, recover?: (err: unknown) => Promise<void>): Promise<void> {
+  private confirmedPublish(
+    channel: ConfirmChannel,
+    fields: PublishFields,
+    body: Buffer,
+    recover?: (err: unknown) => Promise<void>,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const fail = (err: unknown): void => {
         if (recover) recover(err).then(resolve, reject)
@@ -414,7 +437,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
    * type is tried when RabbitMQ says the first is not equivalent.
    */
   private async declareDelayedLadder(): Promise<void> {
-    const attempt = (type: DelayedQueueType) => this.withControl('declare the delayed-delivery queues (celery_delayed_*)', (ch) => declareDelayedDelivery(ch, type))
+    const attempt = (type: DelayedQueueType) =>
+      this.withControl('declare the delayed-delivery queues (celery_delayed_*)', (ch) => declareDelayedDelivery(ch, type))
     // In a cluster the ladder must be quorum: a classic queue lives on one
     // node, and a message routed to it while that node is down is dropped.
     const first = this.delayedQueueType ?? 'classic'
@@ -461,7 +485,14 @@ export class AmqpTransport extends EventEmitter implements Transport {
       for (const send of this.timedSends.splice(0)) {
         if (send.done) continue
         send.done = true
-        send.fail(send.written ? new PublishTimeoutError(`${send.what}: the transport closed before the broker confirmed it; the message may still be delivered`, true) : this.closedError())
+        send.fail(
+          send.written
+            ? new PublishTimeoutError(
+                `${send.what}: the transport closed before the broker confirmed it; the message may still be delivered`,
+                true,
+              )
+            : this.closedError(),
+        )
       }
       const consumers = [...this.consumers]
       this.consumers.clear()
@@ -474,7 +505,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
       else await Promise.all(consumers.map((c) => c.closeChannel()))
       await Promise.all([
         conn ? this.closeConnection(conn) : undefined,
-        publisher?.then((p) => this.closeConnection(p), () => undefined),
+        publisher?.then(
+          (p) => this.closeConnection(p),
+          () => undefined,
+        ),
       ])
     })()
     return this.closing
@@ -565,9 +599,12 @@ export class AmqpTransport extends EventEmitter implements Transport {
     for (const consumer of this.consumers) consumer.detach()
     if (this.state !== 'open') return
     this.setState('reconnecting')
-    const lost = new BrokerConnectionError(`lost connection to ${this.connectedUrl}: ${describeConnectFailure(err ?? new Error('closed by broker'))}`, {
-      cause: err,
-    })
+    const lost = new BrokerConnectionError(
+      `lost connection to ${this.connectedUrl}: ${describeConnectFailure(err ?? new Error('closed by broker'))}`,
+      {
+        cause: err,
+      },
+    )
     this.emitSafely('connection:lost', lost)
     void this.reconnect()
   }
@@ -728,15 +765,17 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   private publishChannelFor(conn: ChannelModel): Promise<ConfirmChannel> {
     if (!this.publishChannel) {
-      const opening: Promise<ConfirmChannel> = this.publishingConnection(conn).then((pc) => pc.createConfirmChannel()).then((ch) => {
-        ch.on('error', (err: Error) => this.channelCloseErrors.set(ch, err))
-        ch.on('close', () => {
-          if (this.publishChannel === opening) this.publishChannel = null
-          if (this.openPublishChannel?.channel === ch) this.openPublishChannel = null
+      const opening: Promise<ConfirmChannel> = this.publishingConnection(conn)
+        .then((pc) => pc.createConfirmChannel())
+        .then((ch) => {
+          ch.on('error', (err: Error) => this.channelCloseErrors.set(ch, err))
+          ch.on('close', () => {
+            if (this.publishChannel === opening) this.publishChannel = null
+            if (this.openPublishChannel?.channel === ch) this.openPublishChannel = null
+          })
+          if (this.publishChannel === opening) this.openPublishChannel = { opening, channel: ch }
+          return ch
         })
-        if (this.publishChannel === opening) this.openPublishChannel = { opening, channel: ch }
-        return ch
-      })
       opening.catch(() => {
         if (this.publishChannel === opening) this.publishChannel = null
       })

@@ -38,7 +38,17 @@ declare module 'amqplib/lib/connection.js' {
   const connection: {
     Connection: {
       new (stream: unknown): unknown
-      prototype: { sendMessage(this: unknown, channel: number, method: number, fields: object, properties: number, props: object, content: Buffer): void }
+      prototype: {
+        sendMessage(
+          this: unknown,
+          channel: number,
+          method: number,
+          fields: object,
+          properties: number,
+          props: object,
+          content: Buffer,
+        ): void
+      }
     }
   }
   export default connection

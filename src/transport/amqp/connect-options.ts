@@ -62,7 +62,9 @@ export function amqpConnectSettings(url: string, settings: AmqpUrlSettings = {})
     throw new BadBrokerUrlError(`bad login_method in broker URL: ${maskUrl(url)} (expected AMQPLAIN, PLAIN or EXTERNAL)`)
   }
   if (loginMethod === 'EXTERNAL' && !tls?.certfile) {
-    throw new BadBrokerUrlError(`login_method=EXTERNAL needs a client certificate (ssl_certfile, or certfile in broker_use_ssl): ${maskUrl(url)}`)
+    throw new BadBrokerUrlError(
+      `login_method=EXTERNAL needs a client certificate (ssl_certfile, or certfile in broker_use_ssl): ${maskUrl(url)}`,
+    )
   }
   return {
     tls,
@@ -78,7 +80,8 @@ export function amqpConnectSettings(url: string, settings: AmqpUrlSettings = {})
       frameMax: FRAME_MAX,
     },
     displayUrl: maskUrl(url),
-    heartbeatCheckrate: settings.heartbeatCheckrate && settings.heartbeatCheckrate > 0 ? settings.heartbeatCheckrate : DEFAULT_HEARTBEAT_CHECKRATE,
+    heartbeatCheckrate:
+      settings.heartbeatCheckrate && settings.heartbeatCheckrate > 0 ? settings.heartbeatCheckrate : DEFAULT_HEARTBEAT_CHECKRATE,
   }
 }
 

@@ -102,7 +102,8 @@ function encodeValue(buffer: Buffer, value: unknown, offset: number): number {
       // write() stops short only when the buffer ends, within 3 bytes of its
       // end (a character that does not fit whole); with room left beyond that
       // the whole string was written, and measuring it again is not needed.
-      if (buffer.length - (offset + 5 + len) < 4 && len !== Buffer.byteLength(value, 'utf8')) throw new RangeError('field table does not fit the frame buffer')
+      if (buffer.length - (offset + 5 + len) < 4 && len !== Buffer.byteLength(value, 'utf8'))
+        throw new RangeError('field table does not fit the frame buffer')
       buffer.writeUInt32BE(len, offset + 1)
       return 5 + len
     }
@@ -265,7 +266,8 @@ class Reader {
     const len = this.slice.readUInt32BE(this.offset)
     const start = this.offset + 4
     this.offset = start + len
-    if (this.offset > this.slice.length) throw new FieldTableError(`field table ends inside a value (byte ${start} of ${this.slice.length})`)
+    if (this.offset > this.slice.length)
+      throw new FieldTableError(`field table ends inside a value (byte ${start} of ${this.slice.length})`)
     return [start, this.offset]
   }
 
@@ -360,7 +362,9 @@ class Reader {
         return s.subarray(start, end)
       }
       default:
-        throw new FieldTableError(`unknown field type tag ${JSON.stringify(String.fromCharCode(tagByte))} (0x${tagByte.toString(16).padStart(2, '0')}) at byte ${at}`)
+        throw new FieldTableError(
+          `unknown field type tag ${JSON.stringify(String.fromCharCode(tagByte))} (0x${tagByte.toString(16).padStart(2, '0')}) at byte ${at}`,
+        )
     }
   }
 }

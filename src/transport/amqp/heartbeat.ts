@@ -68,7 +68,9 @@ export function watchHeartbeats(conn: ChannelModel, rate: number, now: () => num
     }
     if (now() - lastReceived <= 2 * heartbeat * 1000) return
     stop()
-    const err = new Error(`Too many heartbeats missed (nothing received for ${Math.round((now() - lastReceived) / 1000)} s, heartbeat ${heartbeat} s)`)
+    const err = new Error(
+      `Too many heartbeats missed (nothing received for ${Math.round((now() - lastReceived) / 1000)} s, heartbeat ${heartbeat} s)`,
+    )
     // As amqplib's own socket errors go: 'error', then 'close' with the error; the dead socket is not waited on.
     c.onSocketError?.(err)
     stream.destroy?.()

@@ -72,7 +72,6 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   /** Parking lots (parking.ts): the events bus's retries and archives. */
   readonly parking: Parking
 
-
   constructor(readonly dir: string) {
     super()
     this.displayUrl = `file://${dir}`
@@ -80,15 +79,23 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
     this.exchanges = new ExchangeTable(this.layout)
     this.queues = new QueueStore(this.layout, this.exchanges)
     const exchanges = this.exchanges
-    this.routing = new VirtualExchanges({
-      typeOf: (exchange) => exchanges.typeOf(exchange),
-      table: (exchange) => exchanges.table(exchange),
-      storeBinding: (exchange, type, row) => exchanges.storeBinding(exchange, type, row),
-      // One file, renamed into each queue; a publish to the default exchange makes its queue if need be.
-      put: async (queues, exchange, routingKey, message) => {
-        await this.queues.put(queues, newMessageBase(message.properties.priority), encodeEnvelope(exchange, routingKey, message), exchange === '')
+    this.routing = new VirtualExchanges(
+      {
+        typeOf: (exchange) => exchanges.typeOf(exchange),
+        table: (exchange) => exchanges.table(exchange),
+        storeBinding: (exchange, type, row) => exchanges.storeBinding(exchange, type, row),
+        // One file, renamed into each queue; a publish to the default exchange makes its queue if need be.
+        put: async (queues, exchange, routingKey, message) => {
+          await this.queues.put(
+            queues,
+            newMessageBase(message.properties.priority),
+            encodeEnvelope(exchange, routingKey, message),
+            exchange === '',
+          )
+        },
       },
-    }, AMQP_TOPIC)
+      AMQP_TOPIC,
+    )
     this.lease = new OwnerLease(this.layout)
     this.claims = new ClaimBook(this.layout, this.lease.id)
     this.sweeper = new Sweeper(this.layout, this.queues, this.lease.id)

@@ -13,7 +13,8 @@ export function escapeName(name: string): string {
   try {
     return escapeSegment(name, 'broker')
   } catch (err) {
-    if (err instanceof PathNameError) throw new BrokerRequestError('NAME_TOO_LONG', `name too long for the file broker: ${name.slice(0, 60)}…`)
+    if (err instanceof PathNameError)
+      throw new BrokerRequestError('NAME_TOO_LONG', `name too long for the file broker: ${name.slice(0, 60)}…`)
     throw err
   }
 }

@@ -24,10 +24,7 @@ export class ExchangeTable implements Pick<ExchangeStore, 'typeOf' | 'table' | '
     const existing = await this.typeOf(spec.name)
     if (existing !== undefined) {
       if (existing !== spec.type) {
-        throw new BrokerRequestError(
-          'PRECONDITION_FAILED',
-          `exchange '${spec.name}' exists with type ${existing}, not ${spec.type}`,
-        )
+        throw new BrokerRequestError('PRECONDITION_FAILED', `exchange '${spec.name}' exists with type ${existing}, not ${spec.type}`)
       }
       return
     }

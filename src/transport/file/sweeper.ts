@@ -143,4 +143,3 @@ async function idleFor(usedPath: string, ms: number): Promise<boolean> {
     throw err
   }
 }
-

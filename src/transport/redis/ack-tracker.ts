@@ -74,7 +74,14 @@ export class AckTracker {
    * without a promise: on the drain's hot path each promise and await was a
    * visible share of a noop task's cost.
    */
-  track(consumer: ListConsumer, tag: string, raw: string, exchange: string, routingKey: string, alreadyRecorded = false): HeldDelivery | Promise<HeldDelivery> {
+  track(
+    consumer: ListConsumer,
+    tag: string,
+    raw: string,
+    exchange: string,
+    routingKey: string,
+    alreadyRecorded = false,
+  ): HeldDelivery | Promise<HeldDelivery> {
     // At or after the score the claim wrote, which is all findLost needs to know.
     const record = new Outstanding(this, tag, consumer, Date.now() / 1000, this.delivered++)
     this.hold(record)

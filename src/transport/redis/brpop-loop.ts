@@ -81,7 +81,10 @@ class Blocker {
   unblock(control: Redis): Promise<void> {
     if (!this.blocked || this.clientId === undefined) return Promise.resolve()
     // Unblocking makes BRPOP/BLMOVE return nil, as a timeout would: nothing can be lost.
-    return control.client('UNBLOCK', this.clientId).then(() => undefined, () => undefined)
+    return control.client('UNBLOCK', this.clientId).then(
+      () => undefined,
+      () => undefined,
+    )
   }
 
   detach(): void {
@@ -192,17 +195,20 @@ export class BrpopLoop {
   private async blockersFor(count: number): Promise<Blocker[]> {
     // A refused connection (maxclients, say) is not retried on every 0.2 s round.
     while (this.blockers.length < count && !this.stopping && Date.now() - this.openFailedAt >= OPEN_RETRY_MS) {
-      this.opening ??= this.target.openBlocker().then(
-        (conn) => {
-          this.blockers.push(new Blocker(conn))
-        },
-        (error: unknown) => {
-          this.openFailedAt = Date.now()
-          this.target.failed(error)
-        },
-      ).finally(() => {
-        this.opening = undefined
-      })
+      this.opening ??= this.target
+        .openBlocker()
+        .then(
+          (conn) => {
+            this.blockers.push(new Blocker(conn))
+          },
+          (error: unknown) => {
+            this.openFailedAt = Date.now()
+            this.target.failed(error)
+          },
+        )
+        .finally(() => {
+          this.opening = undefined
+        })
       const before = this.blockers.length
       await this.opening
       if (this.blockers.length === before) break
@@ -216,19 +222,21 @@ export class BrpopLoop {
    */
   private async waitOnEach(sources: readonly string[]): Promise<IdleWait[]> {
     const blockers = await this.blockersFor(sources.length)
-    return Promise.all(blockers.map(async (b, i): Promise<IdleWait> => {
-      const source = sources[i]!
-      b.blocked = true
-      try {
-        const moved = await b.conn.blmove(source, this.target.stagingFor(source), 'RIGHT', 'LEFT', CLAIM_BLOCK_SECONDS)
-        b.blocked = false
-        if (moved !== null) void this.unblockAll()
-        return { source, moved }
-      } catch (error) {
-        b.blocked = false
-        return { source, moved: null, error }
-      }
-    }))
+    return Promise.all(
+      blockers.map(async (b, i): Promise<IdleWait> => {
+        const source = sources[i]!
+        b.blocked = true
+        try {
+          const moved = await b.conn.blmove(source, this.target.stagingFor(source), 'RIGHT', 'LEFT', CLAIM_BLOCK_SECONDS)
+          b.blocked = false
+          if (moved !== null) void this.unblockAll()
+          return { source, moved }
+        } catch (error) {
+          b.blocked = false
+          return { source, moved: null, error }
+        }
+      }),
+    )
   }
 
   private sleep(ms: number): Promise<void> {

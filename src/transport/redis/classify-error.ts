@@ -41,7 +41,8 @@ export function isConnectionError(error: unknown): boolean {
  */
 function rootError(error: unknown): unknown {
   const previous = (error as { previousErrors?: unknown })?.previousErrors
-  if (error instanceof Error && error.message.startsWith('EXECABORT') && Array.isArray(previous) && previous[0] instanceof Error) return previous[0]
+  if (error instanceof Error && error.message.startsWith('EXECABORT') && Array.isArray(previous) && previous[0] instanceof Error)
+    return previous[0]
   return error
 }
 
@@ -54,7 +55,9 @@ export function isOutOfMemoryError(error: unknown): boolean {
 /** An OOM refusal in Redis's words with tsq's, else the error as it was: for stores that keep their own message prefix. */
 export function sayOutOfMemory(error: unknown, where: string): unknown {
   if (!isOutOfMemoryError(error)) return error
-  return new BrokerRequestError('OOM', `${where}: Redis is out of memory (maxmemory): ${(rootError(error) as Error).message}`, { cause: error })
+  return new BrokerRequestError('OOM', `${where}: Redis is out of memory (maxmemory): ${(rootError(error) as Error).message}`, {
+    cause: error,
+  })
 }
 
 /** One line saying what failed, with the driver error kept as `cause`. */
@@ -62,7 +65,9 @@ export function classifyRedisError(error: unknown, where: string, displayUrl: st
   if (error instanceof TsqTransportError) return error
   if (isOutOfMemoryError(error)) {
     const said = (rootError(error) as Error).message
-    return new BrokerRequestError('OOM', `redis broker ${displayUrl}: ${where}: Redis is out of memory (maxmemory): ${said}`, { cause: error })
+    return new BrokerRequestError('OOM', `redis broker ${displayUrl}: ${where}: Redis is out of memory (maxmemory): ${said}`, {
+      cause: error,
+    })
   }
   const message = error instanceof Error ? error.message : String(error)
   if (isConnectionError(error)) {

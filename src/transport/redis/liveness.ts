@@ -68,7 +68,8 @@ export function watchLiveness(conn: Redis, liveness: RedisLiveness | undefined, 
     const stream = (conn as unknown as { stream?: Stream }).stream
     deadline = setTimeout(() => {
       // Only the socket the PING went out on: a reconnect meanwhile has its own.
-      if ((conn as unknown as { stream?: Stream }).stream === stream) kill(`no answer to the health-check PING within ${timings.deadlineMs / 1000} s`)
+      if ((conn as unknown as { stream?: Stream }).stream === stream)
+        kill(`no answer to the health-check PING within ${timings.deadlineMs / 1000} s`)
     }, timings.deadlineMs)
     deadline.unref()
     conn
@@ -87,7 +88,8 @@ export function watchLiveness(conn: Redis, liveness: RedisLiveness | undefined, 
     clearTimeout(handshake)
     const stream = (conn as unknown as { stream?: Stream }).stream
     handshake = setTimeout(() => {
-      if (conn.status !== 'ready' && (conn as unknown as { stream?: Stream }).stream === stream) kill(`no answer to the handshake within ${connectTimeoutMs / 1000} s`)
+      if (conn.status !== 'ready' && (conn as unknown as { stream?: Stream }).stream === stream)
+        kill(`no answer to the handshake within ${connectTimeoutMs / 1000} s`)
     }, connectTimeoutMs)
     handshake.unref()
   }

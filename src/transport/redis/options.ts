@@ -14,7 +14,14 @@ export type QueueOrderStrategy = 'round_robin' | 'priority' | 'sorted'
 export interface RedisLayoutOptions extends RedisKeyOptions {
   queueOrderStrategy?: QueueOrderStrategy
 }
-import { explainSentinelFailure, isSentinelUrl, parseSentinelUrl, sentinelClientOptions, type SentinelSettings, type SentinelTarget } from './sentinel.js'
+import {
+  explainSentinelFailure,
+  isSentinelUrl,
+  parseSentinelUrl,
+  sentinelClientOptions,
+  type SentinelSettings,
+  type SentinelTarget,
+} from './sentinel.js'
 
 export interface RedisTransportOptions {
   /** Seconds an unacked message stays invisible before restore_visible returns it (kombu default 3600). */
@@ -101,12 +108,15 @@ export function resolveRedisOptions(url: string, options: RedisTransportOptions 
 function timings(url: string, query: URLSearchParams, options: RedisTransportOptions, db: number) {
   const vtText = query.get('visibility_timeout')
   const visibilityTimeout =
-    options.visibilityTimeout ?? (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : (options.defaultVisibilityTimeout ?? 3600))
+    options.visibilityTimeout ??
+    (vtText !== null ? positiveNumber(vtText, 'visibility_timeout', url) : (options.defaultVisibilityTimeout ?? 3600))
   return {
     displayUrl: maskUrl(url),
     visibilityTimeout,
     restoreIntervalMs: options.restoreIntervalMs ?? Math.min(10_000, Math.max(250, (visibilityTimeout * 1000) / 2)),
-    connectTimeoutMs: options.connectTimeoutMs ?? (options.liveness?.socketConnectTimeout ? Math.round(options.liveness.socketConnectTimeout * 1000) : 5000),
+    connectTimeoutMs:
+      options.connectTimeoutMs ??
+      (options.liveness?.socketConnectTimeout ? Math.round(options.liveness.socketConnectTimeout * 1000) : 5000),
     ...(options.liveness ? { liveness: options.liveness } : {}),
     connectionName: options.connectionName ?? `tsq-${process.pid}`,
     keys: new RedisKeys(db, options.layout),
@@ -117,7 +127,8 @@ function timings(url: string, query: URLSearchParams, options: RedisTransportOpt
 /** A sentinel:// list: the master is found through the Sentinels at each connect. */
 function resolveSentinelOptions(url: string, options: RedisTransportOptions): ResolvedRedisOptions {
   // TLS through Sentinels (kombu's SentinelManagedSSLConnection) is not built: say so rather than connect in the clear.
-  if (options.ssl) throw new BadBrokerUrlError(`${maskUrl(url)}: TLS (broker_use_ssl / redis_backend_use_ssl) is not supported with sentinel:// in tsq`)
+  if (options.ssl)
+    throw new BadBrokerUrlError(`${maskUrl(url)}: TLS (broker_use_ssl / redis_backend_use_ssl) is not supported with sentinel:// in tsq`)
   const target = parseSentinelUrl(url, options.sentinel, options.sentinelOptionsName)
   const first = url.split(';')[0]!.trim()
   return {
@@ -149,10 +160,19 @@ export interface RedisClientOptions {
   sentinels?: Array<{ host: string; port: number }>
 }
 
-export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' | 'port' | 'db' | 'username' | 'password' | 'tls' | 'displayUrl' | 'sentinel'>): RedisClientOptions {
+export function redisClientOptions(
+  resolved: Pick<ResolvedRedisOptions, 'host' | 'port' | 'db' | 'username' | 'password' | 'tls' | 'displayUrl' | 'sentinel'>,
+): RedisClientOptions {
   const { host, port, db, username, password } = resolved
   if (resolved.sentinel) return { host, port, ...sentinelClientOptions(resolved.sentinel) }
-  return { host, port, db, username, password, ...(resolved.tls ? { tls: tlsConnectOptions(resolved.tls, host, resolved.displayUrl) } : {}) }
+  return {
+    host,
+    port,
+    db,
+    username,
+    password,
+    ...(resolved.tls ? { tls: tlsConnectOptions(resolved.tls, host, resolved.displayUrl) } : {}),
+  }
 }
 
 /**
@@ -160,7 +180,11 @@ export function redisClientOptions(resolved: Pick<ResolvedRedisOptions, 'host' |
  * its setting (redis_backend_use_ssl, or broker_use_ssl for the broker's own
  * Redis), in one place so every Redis URL reads TLS alike.
  */
-export function redisUrlClientOptions(url: string, ssl?: SslSettings | boolean | null, sentinel?: { settings?: SentinelSettings; optionsName: string }): RedisClientOptions {
+export function redisUrlClientOptions(
+  url: string,
+  ssl?: SslSettings | boolean | null,
+  sentinel?: { settings?: SentinelSettings; optionsName: string },
+): RedisClientOptions {
   return redisClientOptions(resolveRedisOptions(url, { ssl, sentinel: sentinel?.settings, sentinelOptionsName: sentinel?.optionsName }))
 }
 

@@ -96,12 +96,23 @@ export class RedisParkingStore implements ParkingStore {
     // `i` first: members of one score sort by it (parkedId).
     const member: Member = { i: entry.id, q: entry.queue, l: this.keys.list(entry.queue, this.keys.step(priority)), e: entry.envelope }
     const scripts = await this.scripts()
-    await this.guard(`park in ${lot}`, () => scripts.tsqPark(1, this.lotKey(lot), String(Math.round(entry.at)), JSON.stringify(member), String(trim.maxLength ?? -1), trim.minAt !== undefined ? String(trim.minAt) : ''))
+    await this.guard(`park in ${lot}`, () =>
+      scripts.tsqPark(
+        1,
+        this.lotKey(lot),
+        String(Math.round(entry.at)),
+        JSON.stringify(member),
+        String(trim.maxLength ?? -1),
+        trim.minAt !== undefined ? String(trim.minAt) : '',
+      ),
+    )
   }
 
   async releaseDue(lots: readonly string[], now: number): Promise<{ moved: number; nextAt: number | null }> {
     const scripts = await this.scripts()
-    const [moved, next] = await this.guard('release due parked messages', () => scripts.tsqRelease(lots.length, ...lots.map((lot) => this.lotKey(lot)), String(now), String(RELEASE_BATCH)))
+    const [moved, next] = await this.guard('release due parked messages', () =>
+      scripts.tsqRelease(lots.length, ...lots.map((lot) => this.lotKey(lot)), String(now), String(RELEASE_BATCH)),
+    )
     return { moved: Number(moved), nextAt: next === '' ? null : Number(next) }
   }
 

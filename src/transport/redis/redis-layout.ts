@@ -14,7 +14,6 @@ import type { RedisKeys } from './keys.js'
 import { explainRedisConnectFailure, redisClientOptions, resolveRedisOptions } from './options.js'
 import { EXCHANGE_TYPES_KEY } from './routing.js'
 
-
 export class RedisLayout implements VirtualLayout {
   readonly vhost: string
 
@@ -45,7 +44,9 @@ export class RedisLayout implements VirtualLayout {
       await conn.connect()
     } catch (err) {
       conn.disconnect()
-      throw new BrokerConnectionError(`cannot connect to ${maskUrl(url)}: ${await explainRedisConnectFailure(err, options)}`, { cause: err })
+      throw new BrokerConnectionError(`cannot connect to ${maskUrl(url)}: ${await explainRedisConnectFailure(err, options)}`, {
+        cause: err,
+      })
     }
     return new RedisLayout(conn, maskUrl(url), options.db, resolved.keys)
   }
@@ -62,7 +63,13 @@ export class RedisLayout implements VirtualLayout {
     const keys = new Set<string>()
     let cursor = '0'
     do {
-      const [next, batch] = await this.conn.scan(cursor, 'MATCH', `${this.bindingPrefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}*`, 'COUNT', 500)
+      const [next, batch] = await this.conn.scan(
+        cursor,
+        'MATCH',
+        `${this.bindingPrefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}*`,
+        'COUNT',
+        500,
+      )
       for (const key of batch) keys.add(key)
       cursor = next
     } while (cursor !== '0')
@@ -84,7 +91,10 @@ export class RedisLayout implements VirtualLayout {
   }
 
   exchangeExists(exchange: string): Promise<boolean> {
-    return this.run(`check exchange ${exchange}`, async () => (await this.conn.exists(this.keys.binding(exchange))) > 0 || (await this.conn.hexists(this.typesKey, exchange)) === 1)
+    return this.run(
+      `check exchange ${exchange}`,
+      async () => (await this.conn.exists(this.keys.binding(exchange))) > 0 || (await this.conn.hexists(this.typesKey, exchange)) === 1,
+    )
   }
 
   deleteExchange(exchange: string): Promise<void> {

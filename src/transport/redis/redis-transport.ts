@@ -113,11 +113,13 @@ export class RedisTransport implements Transport {
     this.keys = this.options.keys
     this.overlapClaims = options.overlapClaims === true
     this.consumers = new ConsumerSet(this.options.queueOrderStrategy)
-    this.parking = new VirtualParking(new RedisParkingStore(
-      async () => (await this.ready()).cmd,
-      (where, run) => this.guard(where, run),
-      this.keys,
-    ))
+    this.parking = new VirtualParking(
+      new RedisParkingStore(
+        async () => (await this.ready()).cmd,
+        (where, run) => this.guard(where, run),
+        this.keys,
+      ),
+    )
   }
 
   get visibilityTimeout(): number {
@@ -196,16 +198,19 @@ export class RedisTransport implements Transport {
       }
       this.cmd = conn
       const table = (this.table = new RedisExchangeTable(conn, this.keys))
-      this.exchanges = new VirtualExchanges({
-        typeOf: (exchange) => table.typeOf(exchange),
-        table: (exchange) => table.table(exchange),
-        storeBinding: (exchange, type, row) => table.storeBinding(exchange, type, row),
-        put: (queues, exchange, routingKey, message) => this.putInLists(queues, exchange, routingKey, message),
-        // kombu `_put_fanout`: pub/sub, so only a queue consuming now hears it (spec §4.5).
-        putFanout: async (exchange, routingKey, message) => {
-          await conn.publish(this.keys.publishChannel(exchange, routingKey), encodeEnvelope(exchange, routingKey, message))
+      this.exchanges = new VirtualExchanges(
+        {
+          typeOf: (exchange) => table.typeOf(exchange),
+          table: (exchange) => table.table(exchange),
+          storeBinding: (exchange, type, row) => table.storeBinding(exchange, type, row),
+          put: (queues, exchange, routingKey, message) => this.putInLists(queues, exchange, routingKey, message),
+          // kombu `_put_fanout`: pub/sub, so only a queue consuming now hears it (spec §4.5).
+          putFanout: async (exchange, routingKey, message) => {
+            await conn.publish(this.keys.publishChannel(exchange, routingKey), encodeEnvelope(exchange, routingKey, message))
+          },
         },
-      }, KOMBU_TOPIC)
+        KOMBU_TOPIC,
+      )
       this.unacked = new UnackedStore(conn, (exchange, routingKey) => this.exchanges!.lookup(exchange, routingKey), this.keys)
       this.acks = new AckTracker(this.unacked, {
         assertOpen: () => {
@@ -298,7 +303,10 @@ export class RedisTransport implements Transport {
 
   /** kombu's declare without the queue: the priority lists' lengths. Redis keeps no consumer count. */
   async checkQueue(queue: string): Promise<QueueStatus> {
-    return { messageCount: (await this.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })).messageCount, consumerCount: null }
+    return {
+      messageCount: (await this.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })).messageCount,
+      consumerCount: null,
+    }
   }
 
   publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {
@@ -307,7 +315,10 @@ export class RedisTransport implements Transport {
     // await before the LPUSH is queued, no closures per send.
     if (!exchange && this.state === 'open' && !this.options.sentinel) {
       try {
-        return this.publishes.push(this.keys.list(routingKey, this.keys.step(message.properties.priority)), encodeEnvelope(exchange, routingKey, message))
+        return this.publishes.push(
+          this.keys.list(routingKey, this.keys.step(message.properties.priority)),
+          encodeEnvelope(exchange, routingKey, message),
+        )
       } catch (error) {
         return Promise.reject(error)
       }
@@ -388,30 +399,43 @@ export class RedisTransport implements Transport {
       const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
       this.brpopConn = conn
       await open()
-      const refreshOwner = () => this.cmd?.set(this.keys.stagingOwner(this.loopId), String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
+      const refreshOwner = () =>
+        this.cmd?.set(this.keys.stagingOwner(this.loopId), String(process.pid), 'PX', STAGING_OWNER_TTL_MS).catch(() => undefined)
       await refreshOwner()
       this.ownerTimer = setInterval(() => void refreshOwner(), STAGING_OWNER_TTL_MS / 3)
       this.ownerTimer.unref()
-      return (this.loopRunning = new BrpopLoop(conn, this.cmd!, {
-        readyQueues: () => this.consumers.ready(),
-        deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
-        idle: () => undefined,
-        failed: (error) => this.loopFailed(error),
-        wantsClaim: (queues) => {
-          for (const q of queues) if (this.consumers.hasAcking(q)) return true
-          return false
+      return (this.loopRunning = new BrpopLoop(
+        conn,
+        this.cmd!,
+        {
+          readyQueues: () => this.consumers.ready(),
+          deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
+          idle: () => undefined,
+          failed: (error) => this.loopFailed(error),
+          wantsClaim: (queues) => {
+            for (const q of queues) if (this.consumers.hasAcking(q)) return true
+            return false
+          },
+          claimRoom: (queues) => ({ room: this.consumers.room(queues), window: this.consumers.window(queues) }),
+          claim: (keys, _queues, max) =>
+            this.unacked!.claim(
+              keys,
+              keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))),
+              max,
+            ),
+          deliverClaimed: (queue, key, raw, recordedAs) => this.onPopped(queue, key, raw, recordedAs),
+          claimStaged: (source) =>
+            this.unacked!.claimStaged(this.keys.stagingKey(this.loopId, source), this.consumers.hasAcking(this.keys.queueOfList(source))),
+          stagingFor: (source) => this.keys.stagingKey(this.loopId, source),
+          openBlocker: async () => {
+            const extra = createConnection(this.options, 'brpop', this.watcher)
+            await extra.open()
+            return extra.conn
+          },
         },
-        claimRoom: (queues) => ({ room: this.consumers.room(queues), window: this.consumers.window(queues) }),
-        claim: (keys, _queues, max) => this.unacked!.claim(keys, keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))), max),
-        deliverClaimed: (queue, key, raw, recordedAs) => this.onPopped(queue, key, raw, recordedAs),
-        claimStaged: (source) => this.unacked!.claimStaged(this.keys.stagingKey(this.loopId, source), this.consumers.hasAcking(this.keys.queueOfList(source))),
-        stagingFor: (source) => this.keys.stagingKey(this.loopId, source),
-        openBlocker: async () => {
-          const extra = createConnection(this.options, 'brpop', this.watcher)
-          await extra.open()
-          return extra.conn
-        },
-      }, this.keys, ...this.claimTricks()))
+        this.keys,
+        ...this.claimTricks(),
+      ))
     })().catch((error: unknown) => {
       this.loop = undefined
       throw error
@@ -454,7 +478,11 @@ export class RedisTransport implements Transport {
     try {
       envelope = parseEnvelope(raw)
     } catch (error) {
-      if (recordedAs !== undefined) return this.unacked!.remove(recordedAs).then(() => this.emitError(error), () => this.emitError(error))
+      if (recordedAs !== undefined)
+        return this.unacked!.remove(recordedAs).then(
+          () => this.emitError(error),
+          () => this.emitError(error),
+        )
       this.emitError(error)
       return
     }
@@ -469,7 +497,14 @@ export class RedisTransport implements Transport {
     const misrecorded = recordedAs !== undefined && recordedAs !== tag ? recordedAs : undefined
     let tracking
     try {
-      tracking = this.acks!.track(consumer, tag, raw, String(info.exchange ?? ''), String(info.routing_key ?? ''), recordedAs !== undefined && misrecorded === undefined)
+      tracking = this.acks!.track(
+        consumer,
+        tag,
+        raw,
+        String(info.exchange ?? ''),
+        String(info.routing_key ?? ''),
+        recordedAs !== undefined && misrecorded === undefined,
+      )
     } catch (error) {
       return this.notTracked(key, raw, error)
     }
@@ -488,7 +523,8 @@ export class RedisTransport implements Transport {
 
   /** Cancelled or full while the pop was in flight: back to the head of its list. */
   private async putBack(key: string, raw: string, recordedAs: string | undefined): Promise<void> {
-    if (recordedAs !== undefined) await this.unacked!.restore(recordedAs, { leftmost: false }).catch((error: unknown) => this.emitError(error))
+    if (recordedAs !== undefined)
+      await this.unacked!.restore(recordedAs, { leftmost: false }).catch((error: unknown) => this.emitError(error))
     else await this.cmd!.rpush(key, raw).catch((error: unknown) => this.emitError(error))
   }
 

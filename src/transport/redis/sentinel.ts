@@ -36,7 +36,14 @@ export function isSentinelUrl(url: string): boolean {
 }
 
 /** sentinel_kwargs keys that only tune redis-py's sockets: nothing another process sees. */
-const CLIENT_ONLY_KWARGS = new Set(['socket_timeout', 'socket_connect_timeout', 'socket_keepalive', 'socket_keepalive_options', 'health_check_interval', 'retry_on_timeout'])
+const CLIENT_ONLY_KWARGS = new Set([
+  'socket_timeout',
+  'socket_connect_timeout',
+  'socket_keepalive',
+  'socket_keepalive_options',
+  'health_check_interval',
+  'retry_on_timeout',
+])
 
 /**
  * master_name, sentinel_kwargs and min_other_sentinels from a transport
@@ -68,7 +75,9 @@ export function sentinelSettingsFrom(options: unknown, where: string): { setting
   }
   // redis-py's check that the answering Sentinel sees this many peers; ioredis trusts any Sentinel's answer.
   if (o.min_other_sentinels !== undefined && o.min_other_sentinels !== 0) {
-    refusals.push(`${shownSetting(`${where}.min_other_sentinels`, o.min_other_sentinels)}: tsq takes the master from any Sentinel that answers (only 0 is honoured)`)
+    refusals.push(
+      `${shownSetting(`${where}.min_other_sentinels`, o.min_other_sentinels)}: tsq takes the master from any Sentinel that answers (only 0 is honoured)`,
+    )
   }
   return { settings, refusals }
 }
@@ -78,7 +87,11 @@ export function sentinelSettingsFrom(options: unknown, where: string): { setting
  * credentials and db from its first URL (kombu's connparams), and the master
  * name from `settings`: without one, one line naming the setting to give.
  */
-export function parseSentinelUrl(url: string, settings: SentinelSettings | undefined, optionsName = 'broker_transport_options'): SentinelTarget {
+export function parseSentinelUrl(
+  url: string,
+  settings: SentinelSettings | undefined,
+  optionsName = 'broker_transport_options',
+): SentinelTarget {
   const entries = url
     .split(';')
     .map((u) => u.trim())
@@ -86,7 +99,8 @@ export function parseSentinelUrl(url: string, settings: SentinelSettings | undef
   const sentinels: SentinelTarget['sentinels'] = []
   let first: URL | undefined
   for (const entry of entries) {
-    if (!isSentinelUrl(entry)) throw new BadBrokerUrlError(`every URL of a Sentinel list must be sentinel://, got ${maskUrl(entry)} in ${maskUrl(url)}`)
+    if (!isSentinelUrl(entry))
+      throw new BadBrokerUrlError(`every URL of a Sentinel list must be sentinel://, got ${maskUrl(entry)} in ${maskUrl(url)}`)
     let parsed: URL
     try {
       parsed = new URL(entry)
@@ -95,14 +109,20 @@ export function parseSentinelUrl(url: string, settings: SentinelSettings | undef
     }
     if (!parsed.hostname) throw new BadBrokerUrlError(`Sentinel URL without a host: ${maskUrl(entry)}`)
     first ??= parsed
-    sentinels.push({ host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: parsed.port === '' ? SENTINEL_DEFAULT_PORT : Number(parsed.port) })
+    sentinels.push({
+      host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: parsed.port === '' ? SENTINEL_DEFAULT_PORT : Number(parsed.port),
+    })
   }
   if (!first) throw new BadBrokerUrlError(`empty Sentinel URL list: '${maskUrl(url)}'`)
   const dbText = first.pathname.replace(/^\//, '').replace(/\/+$/, '')
-  if (dbText !== '' && !/^\d+$/.test(dbText)) throw new BadBrokerUrlError(`redis database must be a number, got '${dbText}' in ${maskUrl(url)}`)
+  if (dbText !== '' && !/^\d+$/.test(dbText))
+    throw new BadBrokerUrlError(`redis database must be a number, got '${dbText}' in ${maskUrl(url)}`)
   const masterName = settings?.masterName
   if (!masterName) {
-    throw new BadBrokerUrlError(`${maskUrl(url)}: sentinel:// needs ${optionsName}.master_name (the name the Sentinels monitor the master under); set it in the app's conf or the --config module`)
+    throw new BadBrokerUrlError(
+      `${maskUrl(url)}: sentinel:// needs ${optionsName}.master_name (the name the Sentinels monitor the master under); set it in the app's conf or the --config module`,
+    )
   }
   return {
     sentinels,
@@ -179,7 +199,11 @@ export function sentinelClientOptions(target: SentinelTarget) {
 }
 
 /** How a failed first connect through Sentinels reads: which master name no Sentinel knew, else the driver's line. */
-export function explainSentinelFailure(error: unknown, target: Pick<SentinelTarget, 'sentinels' | 'masterName'>, lastSentinelError: Error | undefined): string {
+export function explainSentinelFailure(
+  error: unknown,
+  target: Pick<SentinelTarget, 'sentinels' | 'masterName'>,
+  lastSentinelError: Error | undefined,
+): string {
   const message = error instanceof Error ? error.message : String(error)
   // Redis 7's Sentinel answers an unknown name with an error, older ones with nil.
   if ((lastSentinelError && /invalid reply: null/.test(lastSentinelError.message)) || /No such master with that name/.test(message)) {

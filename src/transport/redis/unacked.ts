@@ -83,7 +83,11 @@ export class UnackedStore {
   async add(tag: string, rawEnvelope: string, exchange: string, routingKey: string): Promise<void> {
     // The envelope text is embedded as-is so a Python restorer reads back exactly what was popped.
     const value = `[${rawEnvelope}, ${dumps(exchange)}, ${dumps(routingKey)}]`
-    await this.conn.multi().zadd(this.keys.unackedIndex, Date.now() / 1000, tag).hset(this.keys.unacked, tag, value).exec()
+    await this.conn
+      .multi()
+      .zadd(this.keys.unackedIndex, Date.now() / 1000, tag)
+      .hset(this.keys.unacked, tag, value)
+      .exec()
   }
 
   /**
@@ -113,7 +117,8 @@ export class UnackedStore {
     }
     acks?.settle()
     const claimed: ClaimedMessage[] = []
-    for (let i = 0; i + 2 < result.length; i += 3) claimed.push({ key: result[i]!, raw: result[i + 1]!, recordedAs: result[i + 2] === '' ? undefined : result[i + 2] })
+    for (let i = 0; i + 2 < result.length; i += 3)
+      claimed.push({ key: result[i]!, raw: result[i + 1]!, recordedAs: result[i + 2] === '' ? undefined : result[i + 2] })
     return claimed
   }
 
@@ -193,7 +198,12 @@ export class UnackedStore {
         // A claim sent during the turn has taken these acks with it.
         if (this.pendingRemoval !== pending) return
         this.pendingRemoval = undefined
-        execChecked(this.conn.pipeline().hdel(this.keys.unacked, ...pending.tags).zrem(this.keys.unackedIndex, ...pending.tags)).then(
+        execChecked(
+          this.conn
+            .pipeline()
+            .hdel(this.keys.unacked, ...pending.tags)
+            .zrem(this.keys.unackedIndex, ...pending.tags),
+        ).then(
           () => pending.settle(),
           (error: unknown) => pending.settle(error),
         )

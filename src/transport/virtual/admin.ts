@@ -115,7 +115,9 @@ export class VirtualAdmin implements BrokerAdmin {
       return
     }
     if (!EXCHANGE_TYPES.has(type)) throw refusal('Exchange.declare', 'COMMAND_INVALID', `unknown exchange type '${type}'`)
-    await this.call('Exchange.declare', () => this.transport.declareExchange({ name: exchange, type: type as ExchangeType, durable: flags.durable, autoDelete: flags.autoDelete }))
+    await this.call('Exchange.declare', () =>
+      this.transport.declareExchange({ name: exchange, type: type as ExchangeType, durable: flags.durable, autoDelete: flags.autoDelete }),
+    )
     this.declared.add(exchange)
   }
 
@@ -128,15 +130,19 @@ export class VirtualAdmin implements BrokerAdmin {
   }
 
   async queueBind(queue: string, exchange: string, routingKey: string): Promise<void> {
-    if (!(await this.exists(queue)) && this.kind === 'file') throw refusal('Queue.bind', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
+    if (!(await this.exists(queue)) && this.kind === 'file')
+      throw refusal('Queue.bind', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
     await this.call('Queue.bind', () => this.transport.bindQueue(queue, exchange, routingKey))
   }
 
   async queueDeclare(queue: string, flags: DeclareFlags): Promise<QueueDeclared> {
-    if (flags.passive && !(await this.exists(queue))) throw refusal('Queue.declare', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
+    if (flags.passive && !(await this.exists(queue)))
+      throw refusal('Queue.declare', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
     const { messageCount } = flags.passive
       ? { messageCount: (await this.transport.checkQueue?.(queue))?.messageCount ?? 0 }
-      : await this.call('Queue.declare', () => this.transport.declareQueue({ name: queue, durable: flags.durable, autoDelete: flags.autoDelete, exclusive: false }))
+      : await this.call('Queue.declare', () =>
+          this.transport.declareQueue({ name: queue, durable: flags.durable, autoDelete: flags.autoDelete, exclusive: false }),
+        )
     const consumerCount = (await this.transport.checkQueue?.(queue))?.consumerCount ?? 0
     return { queue, messageCount, consumerCount }
   }
@@ -148,8 +154,10 @@ export class VirtualAdmin implements BrokerAdmin {
       return 0
     }
     const status = (await this.transport.checkQueue?.(queue)) ?? { messageCount: 0, consumerCount: 0 }
-    if (options.ifEmpty && status.messageCount > 0) throw refusal('Queue.delete', 'PRECONDITION_FAILED', `queue '${queue}' in vhost '${this.layout.vhost}' not empty`)
-    if (options.ifUnused && (status.consumerCount ?? 0) > 0) throw refusal('Queue.delete', 'PRECONDITION_FAILED', `queue '${queue}' in vhost '${this.layout.vhost}' in use`)
+    if (options.ifEmpty && status.messageCount > 0)
+      throw refusal('Queue.delete', 'PRECONDITION_FAILED', `queue '${queue}' in vhost '${this.layout.vhost}' not empty`)
+    if (options.ifUnused && (status.consumerCount ?? 0) > 0)
+      throw refusal('Queue.delete', 'PRECONDITION_FAILED', `queue '${queue}' in vhost '${this.layout.vhost}' in use`)
     await this.layout.unbindQueue(queue)
     await this.call('Queue.delete', () => this.transport.deleteQueue(queue))
     return status.messageCount
@@ -157,12 +165,14 @@ export class VirtualAdmin implements BrokerAdmin {
 
   async queuePurge(queue: string): Promise<number> {
     // kombu's Redis has no empty queue to miss (an empty list is no key); the file broker's folder is the queue.
-    if (this.kind === 'file' && !(await this.exists(queue))) throw refusal('Queue.purge', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
+    if (this.kind === 'file' && !(await this.exists(queue)))
+      throw refusal('Queue.purge', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
     return this.call('Queue.purge', () => this.transport.purge(queue))
   }
 
   async basicGet(queue: string, noAck: boolean): Promise<GotMessage | null> {
-    if (this.kind === 'file' && !(await this.exists(queue))) throw refusal('Basic.get', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
+    if (this.kind === 'file' && !(await this.exists(queue)))
+      throw refusal('Basic.get', 'NOT_FOUND', `no queue '${queue}' in vhost '${this.layout.vhost}'`)
     const before = (await this.transport.checkQueue?.(queue))?.messageCount ?? 0
     if (before === 0) return null
     // The contract has no basic.get: a consumer with a window of one takes the next message, then stops.
@@ -203,10 +213,18 @@ export class VirtualAdmin implements BrokerAdmin {
     return taken
   }
 
-  async basicPublish(body: string, exchange: string, routingKey: string, options: { mandatory: boolean; immediate: boolean }): Promise<void> {
+  async basicPublish(
+    body: string,
+    exchange: string,
+    routingKey: string,
+    options: { mandatory: boolean; immediate: boolean },
+  ): Promise<void> {
     if (options.immediate) throw refusal('Basic.publish', 'NOT_IMPLEMENTED', 'immediate=true')
     // mandatory: kombu's virtual channel ignores it too (a message no binding takes is dropped).
-    const message = { body: Buffer.from(body, 'utf8'), properties: { contentType: '', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2 as const, priority: 0 } }
+    const message = {
+      body: Buffer.from(body, 'utf8'),
+      properties: { contentType: '', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2 as const, priority: 0 },
+    }
     await this.call('Basic.publish', () => this.transport.publish(exchange, routingKey, message))
   }
 

@@ -43,7 +43,8 @@ export function bindingRow(type: ExchangeType, queue: string, routingKey: string
 export function lookupIn(type: ExchangeType, table: readonly BindingRow[], routingKey: string, topic: TopicRule): string[] {
   const queues = new Set<string>()
   for (const row of table) {
-    if (type === 'fanout' || (type === 'topic' ? topic.matches(row.pattern, routingKey) : row.routingKey === routingKey)) queues.add(row.queue)
+    if (type === 'fanout' || (type === 'topic' ? topic.matches(row.pattern, routingKey) : row.routingKey === routingKey))
+      queues.add(row.queue)
   }
   // A row without a queue (a member another client wrote half) is no destination.
   queues.delete('')

@@ -58,12 +58,23 @@ export class VirtualParking implements Parking {
     private readonly assertOpen: () => void = () => undefined,
   ) {}
 
-  async park(lot: string, target: { queue: string; exchange: string; routingKey: string }, message: OutgoingMessage, at: number, options: ParkOptions = {}): Promise<void> {
+  async park(
+    lot: string,
+    target: { queue: string; exchange: string; routingKey: string },
+    message: OutgoingMessage,
+    at: number,
+    options: ParkOptions = {},
+  ): Promise<void> {
     this.assertOpen()
     const trim: ParkTrim = {}
     if (options.maxAgeMs !== undefined) trim.minAt = Date.now() - options.maxAgeMs
     if (options.maxLength !== undefined) trim.maxLength = options.maxLength
-    const entry: ParkedEntry = { id: parkedId(), queue: target.queue, at, envelope: encodeEnvelope(target.exchange, target.routingKey, message) }
+    const entry: ParkedEntry = {
+      id: parkedId(),
+      queue: target.queue,
+      at,
+      envelope: encodeEnvelope(target.exchange, target.routingKey, message),
+    }
     await this.store.add(lot, entry, message.properties.priority, trim)
   }
 
@@ -80,7 +91,14 @@ export class VirtualParking implements Parking {
     for (const entry of await this.store.entries(lot, options.limit)) {
       try {
         const m = decodeEnvelope(entry.envelope)
-        out.push({ id: entry.id, queue: entry.queue, at: entry.at, message: { body: m.body, properties: m.properties }, exchange: m.exchange, routingKey: m.routingKey })
+        out.push({
+          id: entry.id,
+          queue: entry.queue,
+          at: entry.at,
+          message: { body: m.body, properties: m.properties },
+          exchange: m.exchange,
+          routingKey: m.routingKey,
+        })
       } catch {
         // What is not an envelope is not a message of the lot.
       }

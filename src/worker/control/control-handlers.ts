@@ -47,7 +47,16 @@ function queueInfo(q: QueueDeclaration): Record<string, unknown> {
   const d = q.definition
   return {
     name: q.name,
-    exchange: { name: q.exchange, type: q.exchangeType, arguments: null, durable: d?.exchange.durable ?? true, passive: false, auto_delete: d?.exchange.autoDelete ?? false, delivery_mode: d?.deliveryMode ?? null, no_declare: false },
+    exchange: {
+      name: q.exchange,
+      type: q.exchangeType,
+      arguments: null,
+      durable: d?.exchange.durable ?? true,
+      passive: false,
+      auto_delete: d?.exchange.autoDelete ?? false,
+      delivery_mode: d?.deliveryMode ?? null,
+      no_declare: false,
+    },
     routing_key: q.routingKey,
     queue_arguments: d?.queue.arguments ?? null,
     binding_arguments: null,
@@ -137,7 +146,14 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
           'max-tasks-per-child': 'N/A',
           'put-guarded-by-semaphore': false,
           timeouts: [0, 0],
-          writes: { total: w.runner.processed, avg: '1.00', all: '1.00', raw: String(w.runner.processed), strategy: 'fair', inqueues: { total: slots.length, active: w.runner.active.size } },
+          writes: {
+            total: w.runner.processed,
+            avg: '1.00',
+            all: '1.00',
+            raw: String(w.runner.processed),
+            strategy: 'fair',
+            inqueues: { total: slots.length, active: w.runner.active.size },
+          },
         })
       } else if (w.pool.kind === 'threads') {
         pool.threads = slots.length
@@ -160,22 +176,32 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       const infos = [...w.runner.active.values()].map((r) => ({ r, info: r.info(args.safe === true) }))
       // A task with the `lock` option shows the lock its run holds (tsq's addition to Celery's entry).
       if (!infos.some(({ r }) => w.app.tasks.get(r.name)?.options.lock)) return infos.map(({ info }) => info)
-      return Promise.all(infos.map(async ({ r, info }) => {
-        const lock = await heldLockOf(w.app, { id: r.id, name: r.name, args: r.message.args, kwargs: r.message.kwargs })
-        return lock ? { ...info, lock } : info
-      }))
+      return Promise.all(
+        infos.map(async ({ r, info }) => {
+          const lock = await heldLockOf(w.app, { id: r.id, name: r.name, args: r.message.args, kwargs: r.message.kwargs })
+          return lock ? { ...info, lock } : info
+        }),
+      )
     },
     reserved: () => w.runner.reserved.map((r) => r.info()),
     scheduled: () =>
-      [...w.runner.scheduled.values()].map(({ request }) => ({ eta: awareIso(request.message.eta, w.app.conf), priority: 6, request: request.info() })),
+      [...w.runner.scheduled.values()].map(({ request }) => ({
+        eta: awareIso(request.message.eta, w.app.conf),
+        priority: 6,
+        request: request.info(),
+      })),
     revoked: () => w.revoked.ids(),
     registered: (args) => {
       // Celery's DEFAULT_TASK_INFO_ITEMS when none are asked for, so a rate-limited task shows it in plain `inspect registered`.
-      const items = Array.isArray(args.taskinfoitems) && args.taskinfoitems.length ? (args.taskinfoitems as string[]) : ['exchange', 'routing_key', 'rate_limit']
+      const items =
+        Array.isArray(args.taskinfoitems) && args.taskinfoitems.length
+          ? (args.taskinfoitems as string[])
+          : ['exchange', 'routing_key', 'rate_limit']
       // A `control rate_limit` change shows here, as it sets task.rate_limit in Celery.
       const attr = (t: { name: string; options: object }, item: string): unknown => {
         if (item === 'name') return t.name
-        if (item === 'rate_limit') return w.runner.rateLimits.has(t.name) ? w.runner.rateLimits.get(t.name)?.rate : (t.options as Record<string, unknown>).rateLimit
+        if (item === 'rate_limit')
+          return w.runner.rateLimits.has(t.name) ? w.runner.rateLimits.get(t.name)?.rate : (t.options as Record<string, unknown>).rateLimit
         const value = (t.options as Record<string, unknown>)[TASK_ATTRS[item] ?? item]
         // Celery prints each attribute with str(): Python's True/False.
         return typeof value === 'boolean' ? (value ? 'True' : 'False') : value
@@ -183,9 +209,7 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       return [...w.app.tasks.values()]
         .filter((t) => args.builtins === true || !t.name.startsWith('celery.'))
         .map((t) => {
-          const attrs = items
-            .map((item) => [item, attr(t, item)] as const)
-            .filter(([, v]) => v !== undefined && v !== null)
+          const attrs = items.map((item) => [item, attr(t, item)] as const).filter(([, v]) => v !== undefined && v !== null)
           return attrs.length ? `${t.name} [${attrs.map(([k, v]) => `${k}=${v}`).join(' ')}]` : t.name
         })
         .sort()
@@ -288,7 +312,14 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       throw new NoReply()
     },
   }
-  const aliases: Record<string, string> = { dump_conf: 'conf', dump_schedule: 'scheduled', dump_reserved: 'reserved', dump_active: 'active', dump_revoked: 'revoked', dump_tasks: 'registered' }
+  const aliases: Record<string, string> = {
+    dump_conf: 'conf',
+    dump_schedule: 'scheduled',
+    dump_reserved: 'reserved',
+    dump_active: 'active',
+    dump_revoked: 'revoked',
+    dump_tasks: 'registered',
+  }
 
   return (method) => {
     const builtin = builtins[aliases[method] ?? method]
@@ -321,6 +352,6 @@ export function awareIso(eta: string | null | undefined, conf: Record<string, un
   if (eta.endsWith('Z')) return `${eta.slice(0, -1)}+00:00`
   if (/[+-]\d\d:\d\d$/.test(eta)) return eta
   const tz = conf?.timezone
-  const utc = conf?.enable_utc !== false ? (tz === undefined || tz === null || tz === 'UTC' || tz === 'Etc/UTC') : tz === 'UTC'
+  const utc = conf?.enable_utc !== false ? tz === undefined || tz === null || tz === 'UTC' || tz === 'Etc/UTC' : tz === 'UTC'
   return utc ? `${eta}+00:00` : eta
 }

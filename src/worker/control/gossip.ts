@@ -83,7 +83,9 @@ export class Gossip {
     const drift = Math.abs(Math.trunc(received) - Math.trunc(sent))
     if (drift > HEARTBEAT_DRIFT_MAX_SECONDS && !this.driftWarned.has(hostname)) {
       this.driftWarned.add(hostname)
-      this.log.warning(`Substantial drift from ${hostname} may mean clocks are out of sync.  Current drift is ${drift} seconds.  [orig: ${localDatetime(received)} recv: ${localDatetime(sent)}]`)
+      this.log.warning(
+        `Substantial drift from ${hostname} may mean clocks are out of sync.  Current drift is ${drift} seconds.  [orig: ${localDatetime(received)} recv: ${localDatetime(sent)}]`,
+      )
     }
     const freq = Number(event.freq)
     const joined = !this.peers.has(hostname) || type === 'worker-online'

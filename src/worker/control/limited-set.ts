@@ -74,13 +74,22 @@ export class LimitedSet {
 }
 
 /** Wall-clock seconds of each entry, for a state file that outlives this process's monotonic clock. */
-export function limitedSetToWallClock(set: LimitedSet, monotonicNow = monotonicSeconds(), wallNow = Date.now() / 1000): Record<string, number> {
+export function limitedSetToWallClock(
+  set: LimitedSet,
+  monotonicNow = monotonicSeconds(),
+  wallNow = Date.now() / 1000,
+): Record<string, number> {
   const out: Record<string, number> = {}
   for (const [id, [at]] of Object.entries(set.toWire())) out[id] = wallNow - (monotonicNow - at)
   return out
 }
 
-export function limitedSetFromWallClock(set: LimitedSet, entries: Record<string, number>, monotonicNow = monotonicSeconds(), wallNow = Date.now() / 1000): void {
+export function limitedSetFromWallClock(
+  set: LimitedSet,
+  entries: Record<string, number>,
+  monotonicNow = monotonicSeconds(),
+  wallNow = Date.now() / 1000,
+): void {
   const wire: Record<string, [number, string]> = {}
   for (const [id, wallAt] of Object.entries(entries)) if (typeof wallAt === 'number') wire[id] = [monotonicNow - (wallNow - wallAt), id]
   set.merge(wire)

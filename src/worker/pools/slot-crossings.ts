@@ -76,7 +76,10 @@ export class SlotCrossings {
         try {
           slot.handle.send([message])
         } catch (error) {
-          this.log?.('error', `pool process ${slot.handle.pid} (index ${slot.index}): could not send ${message.type}: ${(error as Error).message}`)
+          this.log?.(
+            'error',
+            `pool process ${slot.handle.pid} (index ${slot.index}): could not send ${message.type}: ${(error as Error).message}`,
+          )
         }
         continue
       }

@@ -48,11 +48,33 @@ export interface SlotData {
 
 /** Slot `index`'s data, out of its pool's options (which carry the pool's own settings too). */
 export function slotData(o: Omit<SlotData, 'index'>, index: number): SlotData {
-  return { modulePath: o.modulePath, includePaths: o.includePaths, nodename: o.nodename, logfile: o.logfile, index, broker: o.broker, resultBackend: o.resultBackend, brokerReadUrl: o.brokerReadUrl, brokerWriteUrl: o.brokerWriteUrl, loglevel: o.loglevel, redirectStdouts: o.redirectStdouts, maxMemoryPerChild: o.maxMemoryPerChild }
+  return {
+    modulePath: o.modulePath,
+    includePaths: o.includePaths,
+    nodename: o.nodename,
+    logfile: o.logfile,
+    index,
+    broker: o.broker,
+    resultBackend: o.resultBackend,
+    brokerReadUrl: o.brokerReadUrl,
+    brokerWriteUrl: o.brokerWriteUrl,
+    loglevel: o.loglevel,
+    redirectStdouts: o.redirectStdouts,
+    maxMemoryPerChild: o.maxMemoryPerChild,
+  }
 }
 
 /** The environment variables through which tsq (and Celery, Flower) take secrets: never handed to a prefork child. */
-const SECRET_ENV = new Set(['TSQ_BROKER_URL', 'CELERY_BROKER_URL', 'TSQ_RESULT_BACKEND', 'CELERY_RESULT_BACKEND', 'CELERY_BROKER_READ_URL', 'CELERY_BROKER_WRITE_URL', 'FLOWER_BASIC_AUTH', 'TSQ_DASHBOARD_BASIC_AUTH'])
+const SECRET_ENV = new Set([
+  'TSQ_BROKER_URL',
+  'CELERY_BROKER_URL',
+  'TSQ_RESULT_BACKEND',
+  'CELERY_RESULT_BACKEND',
+  'CELERY_BROKER_READ_URL',
+  'CELERY_BROKER_WRITE_URL',
+  'FLOWER_BASIC_AUTH',
+  'TSQ_DASHBOARD_BASIC_AUTH',
+])
 
 /**
  * Whether an environment variable is one through which tsq takes a secret. Only

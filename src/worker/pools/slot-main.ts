@@ -76,7 +76,12 @@ function flush(): void {
     // One outcome that cannot be cloned (a result holding a function) must not take the others with it.
     for (const message of batch) {
       if (message.type === 'succeeded') {
-        for (let i = 0; i < message.items.length; i += 3) sendOutcome(message.items[i] as string, { status: 'success', value: message.items[i + 1], runtime: message.items[i + 2] as number }, error)
+        for (let i = 0; i < message.items.length; i += 3)
+          sendOutcome(
+            message.items[i] as string,
+            { status: 'success', value: message.items[i + 1], runtime: message.items[i + 2] as number },
+            error,
+          )
         continue
       }
       try {
@@ -128,7 +133,12 @@ function sendState(id: string, state: string, meta: unknown): void {
 
 try {
   const app = await loadApp(data.modulePath, data.includePaths)
-  app.configure({ broker: data.broker, resultBackend: data.resultBackend ?? undefined, brokerRead: data.brokerReadUrl, brokerWrite: data.brokerWriteUrl })
+  app.configure({
+    broker: data.broker,
+    resultBackend: data.resultBackend ?? undefined,
+    brokerRead: data.brokerReadUrl,
+    brokerWrite: data.brokerWriteUrl,
+  })
   const slot = { sender: data.nodename, pid: process.pid, index: data.index }
   const maxKiB = data.maxMemoryPerChild
 

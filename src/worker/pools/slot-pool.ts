@@ -111,10 +111,28 @@ export abstract class SlotPool implements Pool {
       resolveReady = resolve
       rejectReady = reject
     })
-    const slot: Slot = { index, handle, ready, isReady: false, queue: [], outbox: [], tasksRun: 0, retiring: false, draining: false, exiting: false, stopped: false, unstageWaiters: [], avgRuntime: 0, lastActive: Date.now() }
+    const slot: Slot = {
+      index,
+      handle,
+      ready,
+      isReady: false,
+      queue: [],
+      outbox: [],
+      tasksRun: 0,
+      retiring: false,
+      draining: false,
+      exiting: false,
+      stopped: false,
+      unstageWaiters: [],
+      avgRuntime: 0,
+      lastActive: Date.now(),
+    }
     // On demand, a slot that never became ready is not replaced on its exit: startOnDemand retries, with a backoff.
     let everReady = false
-    void ready.then(() => (everReady = true), () => undefined)
+    void ready.then(
+      () => (everReady = true),
+      () => undefined,
+    )
     this.slots_.set(index, slot)
     handle.onMessage((batch) => {
       for (const message of batch) this.onSlotMessage(slot, message, resolveReady, rejectReady)
@@ -129,7 +147,12 @@ export abstract class SlotPool implements Pool {
       // Settled even when a newer slot took the index (autoscale grew while this one retired).
       if (head) {
         head.timer?.clear()
-        const killed: Outcome = { status: 'killed', reason: head.killReason ?? 'worker-lost', signal: head.signal ?? signal ?? null, runtime: (Date.now() - head.since!) / 1000 }
+        const killed: Outcome = {
+          status: 'killed',
+          reason: head.killReason ?? 'worker-lost',
+          signal: head.signal ?? signal ?? null,
+          runtime: (Date.now() - head.since!) / 1000,
+        }
         // Its locks are freed first, so the run its message's retry (or the next of its key) finds them free.
         const freeing = this.options.onLost?.(handle.pid, handle.threadId)
         if (freeing) {
@@ -149,7 +172,8 @@ export abstract class SlotPool implements Pool {
         this.readyWaiters.clear()
       }
       if (!this.closing && !slot.retiring && index <= this.size && (everReady || !this.startsLazily)) {
-        if (!head && code !== 0) this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
+        if (!head && code !== 0)
+          this.options.log?.('error', `Process ${handle.pid} (index ${index}) exited unexpectedly (${signal ?? code}); replacing it`)
         void this.addSlot(index).catch((e: Error) => this.options.log?.('error', `could not replace pool process ${index}: ${e.message}`))
       }
     })
@@ -163,7 +187,8 @@ export abstract class SlotPool implements Pool {
         break
       case 'succeeded': {
         const items = message.items
-        for (let i = 0; i < items.length; i += 3) this.finish(slot, items[i] as string, { status: 'success', value: items[i + 1], runtime: items[i + 2] as number })
+        for (let i = 0; i < items.length; i += 3)
+          this.finish(slot, items[i] as string, { status: 'success', value: items[i + 1], runtime: items[i + 2] as number })
         break
       }
       case 'state': {
@@ -233,7 +258,10 @@ export abstract class SlotPool implements Pool {
     const maxKiB = this.options.maxMemoryPerChild
     const overMemory = maxKiB !== undefined && rss !== undefined && rss / 1024 > maxKiB
     if (overMemory) {
-      this.options.log?.('warning', `Pool process ${slot.handle.pid} (index ${slot.index}) uses ${Math.round(rss / 1024)} KiB, over --max-memory-per-child ${maxKiB} KiB; replacing it`)
+      this.options.log?.(
+        'warning',
+        `Pool process ${slot.handle.pid} (index ${slot.index}) uses ${Math.round(rss / 1024)} KiB, over --max-memory-per-child ${maxKiB} KiB; replacing it`,
+      )
       // The slot gave back what it held before this outcome, and gives back whatever reaches it now.
       slot.stopped = true
       slot.draining = true

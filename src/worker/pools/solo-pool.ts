@@ -1,6 +1,16 @@
 // The solo pool runs tasks on the worker's own event loop: -c async tasks at
 // once, no isolation, and no way to kill a task that does not cooperate.
-import { type App, announceProcessInit, type StateSink, executeJob, type RunningJob, type Job, type Outcome, setLongTimeout, type LongTimeout } from '../../app/index.js'
+import {
+  type App,
+  announceProcessInit,
+  type StateSink,
+  executeJob,
+  type RunningJob,
+  type Job,
+  type Outcome,
+  setLongTimeout,
+  type LongTimeout,
+} from '../../app/index.js'
 import type { Pool, SlotInfo } from './pool.js'
 
 export class SoloPool implements Pool {
@@ -18,7 +28,9 @@ export class SoloPool implements Pool {
 
   /** Celery's solo pool sends worker_process_init too: its one process is the worker's. */
   async start(): Promise<void> {
-    await announceProcessInit(this.app.signals, this.app.options.conf, { sender: this.hostname, pid: process.pid, index: 0 }, (message) => this.log?.(message))
+    await announceProcessInit(this.app.signals, this.app.options.conf, { sender: this.hostname, pid: process.pid, index: 0 }, (message) =>
+      this.log?.(message),
+    )
   }
 
   run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome> {

@@ -7,7 +7,16 @@
 // welcomed (signal, log line, task-received event) and goes to reservations.
 import { inflateSync } from 'node:zlib'
 import { BROKER_DELAY_LEAD_S } from '../../client/index.js'
-import { ContentDisallowedError, DEFAULT_MESSAGE_LIMITS, MessageLimitError, SecurityError, decodeTaskMessage, pyRepr, sizeError, type TaskRequest } from '../../protocol/index.js'
+import {
+  ContentDisallowedError,
+  DEFAULT_MESSAGE_LIMITS,
+  MessageLimitError,
+  SecurityError,
+  decodeTaskMessage,
+  pyRepr,
+  sizeError,
+  type TaskRequest,
+} from '../../protocol/index.js'
 import { taskLabel } from '../../protocol/index.js'
 import type { Delivery } from '../../transport/index.js'
 import type { Holdings } from './holdings.js'
@@ -52,7 +61,8 @@ export class Admission {
     try {
       message = this.decode(delivery)
     } catch (error) {
-      if (error instanceof SecurityError || error instanceof ContentDisallowedError || error instanceof MessageLimitError) return this.refuse(delivery, error)
+      if (error instanceof SecurityError || error instanceof ContentDisallowedError || error instanceof MessageLimitError)
+        return this.refuse(delivery, error)
       return this.refuseUnreadable(delivery, error as Error)
     }
     if (delivery.redelivered && this.takenOver(message, delivery)) return
@@ -78,13 +88,27 @@ export class Admission {
   private decode(delivery: Delivery): TaskRequest {
     const maxBytes = this.o.decoder?.limits?.maxBytes ?? DEFAULT_MESSAGE_LIMITS.maxBytes
     if (delivery.body.length > maxBytes) throw sizeError('task body', delivery.body.length, maxBytes)
-    if (delivery.properties.unreadableHeaders !== undefined) throw new Error(`unreadable header table: ${delivery.properties.unreadableHeaders}`)
-    return decodeTaskMessage({ headers: delivery.properties.headers, body: decompress(delivery, maxBytes), contentType: delivery.properties.contentType, contentEncoding: delivery.properties.contentEncoding, ...(this.o.decoder ? { decoder: this.o.decoder } : {}) })
+    if (delivery.properties.unreadableHeaders !== undefined)
+      throw new Error(`unreadable header table: ${delivery.properties.unreadableHeaders}`)
+    return decodeTaskMessage({
+      headers: delivery.properties.headers,
+      body: decompress(delivery, maxBytes),
+      contentType: delivery.properties.contentType,
+      contentEncoding: delivery.properties.contentEncoding,
+      ...(this.o.decoder ? { decoder: this.o.decoder } : {}),
+    })
   }
 
   private refuseUnreadable(delivery: Delivery, error: Error): Promise<void> {
-    this.o.log.error(`Received invalid task message (rejected, not requeued): ${error.message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`)
-    if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: delivery.properties.headers, body: delivery.body }, exc: error })
+    this.o.log.error(
+      `Received invalid task message (rejected, not requeued): ${error.message.split('\n')[0]} [queue=${delivery.queue} tag=${delivery.deliveryTag}]`,
+    )
+    if (this.o.app.signals.has('task_rejected'))
+      this.o.app.signals.send('task_rejected', {
+        sender: this.o.hostname,
+        message: { headers: delivery.properties.headers, body: delivery.body },
+        exc: error,
+      })
     return this.settler.settleDelivery(delivery, 'undecodable')
   }
 
@@ -99,14 +123,23 @@ export class Admission {
   private refuse(delivery: Delivery, error: SecurityError | ContentDisallowedError | MessageLimitError): Promise<void> {
     const p = delivery.properties
     const h = p.headers ?? {}
-    const where = `${typeof h.task === 'string' ? h.task : '?'}[${typeof h.id === 'string' ? h.id : p.correlationId ?? '?'}]`
-    if (this.o.app.signals.has('task_rejected')) this.o.app.signals.send('task_rejected', { sender: this.o.hostname, message: { headers: p.headers, body: delivery.body }, exc: error })
+    const where = `${typeof h.task === 'string' ? h.task : '?'}[${typeof h.id === 'string' ? h.id : (p.correlationId ?? '?')}]`
+    if (this.o.app.signals.has('task_rejected'))
+      this.o.app.signals.send('task_rejected', {
+        sender: this.o.hostname,
+        message: { headers: p.headers, body: delivery.body },
+        exc: error,
+      })
     if (error instanceof SecurityError) {
-      this.o.log.error(`Can't decode message body: DecodeError(SecurityError(${pyRepr(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`)
+      this.o.log.error(
+        `Can't decode message body: DecodeError(SecurityError(${pyRepr(error.message)})) [type:'${p.contentType}' encoding:'${p.contentEncoding ?? ''}'] ${where}`,
+      )
       return this.settler.settleDelivery(delivery, 'signature-invalid')
     }
     if (error instanceof MessageLimitError) {
-      this.o.log.critical(`Can't decode message body: DecodeError(${error.pythonRepr}) [type:${pyRepr(p.contentType ?? '')} encoding:${pyRepr(p.contentEncoding ?? '')}] ${where} (${delivery.body.length}b, rejected, not requeued)`)
+      this.o.log.critical(
+        `Can't decode message body: DecodeError(${error.pythonRepr}) [type:${pyRepr(p.contentType ?? '')} encoding:${pyRepr(p.contentEncoding ?? '')}] ${where} (${delivery.body.length}b, rejected, not requeued)`,
+      )
       return this.settler.settleDelivery(delivery, 'over-limit')
     }
     this.o.log.error(`Received invalid task message (rejected, not requeued): ${error.message} ${where}`)
@@ -122,7 +155,9 @@ export class Admission {
     const running = this.holdings.active.get(message.id)
     if (running && running.successor === null && running.message.retries === message.retries && running.takenBack) {
       running.successor = delivery
-      this.o.log.info(`Task ${taskLabel(message.task, message.id)} delivered again while it still runs from a closed channel: this copy takes that run's outcome`)
+      this.o.log.info(
+        `Task ${taskLabel(message.task, message.id)} delivered again while it still runs from a closed channel: this copy takes that run's outcome`,
+      )
       return true
     }
     return this.settler.settleAsBefore(message, delivery)
@@ -143,10 +178,14 @@ export class Admission {
       // Running: the second copy is settled as the run ends, as the first is, so
       // a requeue still leaves one copy (on Redis both carry the same tag).
       held.successor = delivery
-      this.o.log.warning(`Task ${taskLabel(message.task, message.id)} delivered twice while it runs here: the second copy takes this run's outcome`)
+      this.o.log.warning(
+        `Task ${taskLabel(message.task, message.id)} delivered twice while it runs here: the second copy takes this run's outcome`,
+      )
       return true
     }
-    this.o.log.warning(`Task ${taskLabel(message.task, message.id)} delivered twice (this worker holds it already): the second copy is acked, not run`)
+    this.o.log.warning(
+      `Task ${taskLabel(message.task, message.id)} delivered twice (this worker holds it already): the second copy is acked, not run`,
+    )
     void this.settler.settleDelivery(delivery, 'duplicate')
     return true
   }
@@ -164,17 +203,22 @@ export class Admission {
     try {
       await this.o.transport.publishDelayed!(d.queue, { body: d.body, properties: withoutDeathRecord(d.properties) }, delaySeconds)
     } catch (error) {
-      this.o.log.warning(`Task ${taskLabel(m.task, m.id)}: could not hand its ETA to the broker's delayed delivery (${(error as Error).message}); holding it here`)
+      this.o.log.warning(
+        `Task ${taskLabel(m.task, m.id)}: could not hand its ETA to the broker's delayed delivery (${(error as Error).message}); holding it here`,
+      )
       return this.welcome(request)
     }
     void this.settler.settle(request, 'delayed-on-broker')
-    this.o.log.info(`Task ${taskLabel(m.task, m.id)} has an ETA ${Math.round(waitMs / 1000)} s away: handed to the broker's delayed delivery, back in ${d.queue} at ${m.eta}`)
+    this.o.log.info(
+      `Task ${taskLabel(m.task, m.id)} has an ETA ${Math.round(waitMs / 1000)} s away: handed to the broker's delayed delivery, back in ${d.queue} at ${m.eta}`,
+    )
   }
 
   /** Received here: signalled, logged, then held until its ETA or reserved. */
   private welcome(request: Request): void | Promise<void> {
     const { message } = request
-    if (this.o.app.signals.has('task_received')) this.o.app.signals.send('task_received', { sender: this.o.hostname, request: request.info() })
+    if (this.o.app.signals.has('task_received'))
+      this.o.app.signals.send('task_received', { sender: this.o.hostname, request: request.info() })
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${taskLabel(message.task, message.id)} received`)
     if (this.o.events.taskEvents) {
       this.o.events.sendTask('task-received', {
@@ -205,7 +249,11 @@ function decompress(delivery: Delivery, maxBytes: number): Buffer {
     try {
       return inflateSync(delivery.body, { maxOutputLength: maxBytes })
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new MessageLimitError(`decompressed task body exceeds the limit of ${maxBytes} bytes (worker_message_max_bytes)`, 'ValueError')
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+        throw new MessageLimitError(
+          `decompressed task body exceeds the limit of ${maxBytes} bytes (worker_message_max_bytes)`,
+          'ValueError',
+        )
       throw new Error(`cannot decompress body (${String(codec)}): ${(error as Error).message}`, { cause: error })
     }
   }

@@ -8,9 +8,38 @@ import type { Logger } from '../../process/index.js'
 import { sendTask, type SendTaskOptions } from '../../client/index.js'
 import { routedSend, type Route } from '../../config/index.js'
 import type { AppSignals, EncodedException } from '../../app/index.js'
-import { encodeChordPart, encodeResultMeta, exceptionRepr, isExceptionInfo, joinChordParts, joinResultTree, pyRepr, resultFromTuple, resultTreeTaskIds, resultTuple, type ChordJoin, type ResultMeta, type ResultNode, type Signature, type TaskState } from '../../protocol/index.js'
+import {
+  encodeChordPart,
+  encodeResultMeta,
+  exceptionRepr,
+  isExceptionInfo,
+  joinChordParts,
+  joinResultTree,
+  pyRepr,
+  resultFromTuple,
+  resultTreeTaskIds,
+  resultTuple,
+  type ChordJoin,
+  type ResultMeta,
+  type ResultNode,
+  type Signature,
+  type TaskState,
+} from '../../protocol/index.js'
 // Canvas shapes (kinds, headers, bodies, where a result task sits) are the protocol's: protocol/messages/canvas.ts.
-import { accumulatingChord, argsWith, canvasKind, chainStepsWithOptions, chordBody, chordHeader, chordHeaderOptions, signatureList, tasksOf, unrollHeader, withErrbacks, withResultTask } from '../../protocol/index.js'
+import {
+  accumulatingChord,
+  argsWith,
+  canvasKind,
+  chainStepsWithOptions,
+  chordBody,
+  chordHeader,
+  chordHeaderOptions,
+  signatureList,
+  tasksOf,
+  unrollHeader,
+  withErrbacks,
+  withResultTask,
+} from '../../protocol/index.js'
 import type { Transport } from '../../transport/index.js'
 import type { Request } from './request.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
@@ -20,7 +49,13 @@ export interface Sender {
   /** The worker's node name, sent as each message's origin. */
   hostname: string
   /** Where a signature that names no queue goes: the app's task_routes, else its default queue, as Celery's worker routes it. */
-  app: { routeFor(taskName: string): Route; readonly signals?: AppSignals; readonly conf?: Record<string, unknown>; publishing?(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'>; readonly tasks?: ReadonlyMap<string, ErrbackTask> }
+  app: {
+    routeFor(taskName: string): Route
+    readonly signals?: AppSignals
+    readonly conf?: Record<string, unknown>
+    publishing?(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'>
+    readonly tasks?: ReadonlyMap<string, ErrbackTask>
+  }
   /** Chords count their header tasks here (spec §2.3). */
   backend: ResultBackend | null
   log: Logger
@@ -35,27 +70,32 @@ interface ErrbackTask {
 /** Same id, retries + 1, back to the queue it came from. */
 export async function republishForRetry(sender: Sender, request: Request, eta: string): Promise<void> {
   const m = request.message
-  await sendTask(sender.transport, m.task, {
-    id: m.id,
-    args: m.args,
-    kwargs: m.kwargs,
-    retries: m.retries + 1,
-    eta,
-    expires: m.expires ?? undefined,
-    rootId: m.rootId,
-    parentId: m.id,
-    group: m.group,
-    groupIndex: m.groupIndex,
-    priority: request.delivery.properties.priority,
-    ...sender.app.publishing?.(),
-    timeLimit: m.timelimit[0],
-    softTimeLimit: m.timelimit[1],
-    ignoreResult: m.ignoreResult,
-    replyTo: request.delivery.properties.replyTo,
-    embed: m.embed,
-    origin: sender.hostname,
-    queue: request.delivery.exchange === '' ? request.delivery.routingKey : request.delivery.queue,
-  }, sender.app.signals)
+  await sendTask(
+    sender.transport,
+    m.task,
+    {
+      id: m.id,
+      args: m.args,
+      kwargs: m.kwargs,
+      retries: m.retries + 1,
+      eta,
+      expires: m.expires ?? undefined,
+      rootId: m.rootId,
+      parentId: m.id,
+      group: m.group,
+      groupIndex: m.groupIndex,
+      priority: request.delivery.properties.priority,
+      ...sender.app.publishing?.(),
+      timeLimit: m.timelimit[0],
+      softTimeLimit: m.timelimit[1],
+      ignoreResult: m.ignoreResult,
+      replyTo: request.delivery.properties.replyTo,
+      embed: m.embed,
+      origin: sender.hostname,
+      queue: request.delivery.exchange === '' ? request.delivery.routingKey : request.delivery.queue,
+    },
+    sender.app.signals,
+  )
 }
 
 /** Callbacks and the next link of a chain get the result prepended (unless immutable). */
@@ -87,9 +127,25 @@ export async function sendCallbacks(sender: Sender, request: Request, value: unk
  * called here instead, with (request, exc, traceback), as Celery calls an
  * errback whose function takes more than one argument.
  */
-export async function sendErrbacks(sender: Sender, request: Request, onSendError: (task: string, error: Error) => void, failure?: { exc: EncodedException; traceback: string | null }): Promise<void> {
+export async function sendErrbacks(
+  sender: Sender,
+  request: Request,
+  onSendError: (task: string, error: Error) => void,
+  failure?: { exc: EncodedException; traceback: string | null },
+): Promise<void> {
   const m = request.message
-  const context = { ...request.info(), task: m.task, root_id: m.rootId, parent_id: m.parentId, group: m.group, group_index: m.groupIndex, retries: m.retries, errbacks: m.embed.errbacks ?? null, callbacks: m.embed.callbacks ?? null, chord: m.embed.chord ?? null }
+  const context = {
+    ...request.info(),
+    task: m.task,
+    root_id: m.rootId,
+    parent_id: m.parentId,
+    group: m.group,
+    group_index: m.groupIndex,
+    retries: m.retries,
+    errbacks: m.embed.errbacks ?? null,
+    callbacks: m.embed.callbacks ?? null,
+    chord: m.embed.chord ?? null,
+  }
   for (const errback of (m.embed.errbacks ?? []) as Signature[]) {
     const run = failure ? await callRequestErrback(sender, errback, context, failure.exc, failure.traceback) : false
     if (!run) await applySignature(sender, errback, [request.id], request).catch((e: Error) => onSendError(errback.task, e))
@@ -97,7 +153,13 @@ export async function sendErrbacks(sender: Sender, request: Request, onSendError
 }
 
 /** Runs a new-style errback in this worker; false when `errback` is not one (it is then sent as a task). */
-async function callRequestErrback(sender: Sender, errback: Signature, context: Record<string, unknown>, exc: EncodedException, traceback: string | null): Promise<boolean> {
+async function callRequestErrback(
+  sender: Sender,
+  errback: Signature,
+  context: Record<string, unknown>,
+  exc: EncodedException,
+  traceback: string | null,
+): Promise<boolean> {
   const task = canvasKind(errback) === 'plain' ? sender.app.tasks?.get(errback.task) : undefined
   if (!task?.options.requestErrback) return false
   // The exception as Python's errback sees it: its type and arguments.
@@ -105,7 +167,8 @@ async function callRequestErrback(sender: Sender, errback: Signature, context: R
   const args = [context, error, traceback, ...(errback.immutable ? [] : (errback.args ?? []))]
   try {
     const result = await task.apply(args, (errback.kwargs ?? {}) as Record<string, unknown>)
-    if (result.status === 'FAILURE') sender.log.error(`errback ${escapeControl(errback.task)} failed: ${String((result as { result?: unknown }).result)}`)
+    if (result.status === 'FAILURE')
+      sender.log.error(`errback ${escapeControl(errback.task)} failed: ${String((result as { result?: unknown }).result)}`)
   } catch (error) {
     sender.log.error(`errback ${escapeControl(errback.task)} failed: ${(error as Error).message}`)
   }
@@ -153,7 +216,13 @@ export async function sendReplacement(sender: Sender, request: Request, sig: Sig
  */
 export async function returnChordPart(sender: Sender, request: Request, state: TaskState, result: unknown): Promise<void> {
   const m = request.message
-  await returnPartOf(sender, request, { id: m.id, task: m.task, group: m.group, groupIndex: m.groupIndex, body: m.embed.chord as Signature | undefined }, state, result)
+  await returnPartOf(
+    sender,
+    request,
+    { id: m.id, task: m.task, group: m.group, groupIndex: m.groupIndex, body: m.embed.chord as Signature | undefined },
+    state,
+    result,
+  )
 }
 
 /** A chord header part: the task itself, or a later step of its chain that carries the chord. */
@@ -172,7 +241,9 @@ async function returnPartOf(sender: Sender, request: Request, part: ChordPart, s
   const backend = sender.backend
   if (backend?.chordUnlock) return
   if (!backend?.chordPartReturn) {
-    sender.log.error(`Chord ${escapeControl(String(m.group))}: ${taskLabel(m.task, m.id)} is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`)
+    sender.log.error(
+      `Chord ${escapeControl(String(m.group))}: ${taskLabel(m.task, m.id)} is a header task, but the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts; the body will not run`,
+    )
     return
   }
   const parts = await backend.chordPartReturn(m.group, m.groupIndex, encodeChordPart(m.id, state, result), m.id)
@@ -213,11 +284,13 @@ async function joinSavedHeader(sender: Sender, backend: ResultBackend, saved: un
   const timeout = typeof setting === 'number' && setting > 0 ? setting : 3
   const deadline = Date.now() + timeout * 1000
   const metas = new Map<string, ResultMeta>()
-  await Promise.all([...new Set(resultTreeTaskIds(header))].map(async (id) => {
-    let meta = await backend.get(id)
-    if (!meta || !READY.has(meta.status)) meta = await backend.waitReady(id, Math.max(0, deadline - Date.now())).catch(() => meta)
-    if (meta) metas.set(id, meta)
-  }))
+  await Promise.all(
+    [...new Set(resultTreeTaskIds(header))].map(async (id) => {
+      let meta = await backend.get(id)
+      if (!meta || !READY.has(meta.status)) meta = await backend.waitReady(id, Math.max(0, deadline - Date.now())).catch(() => meta)
+      if (meta) metas.set(id, meta)
+    }),
+  )
   return joinResultTree(header, (id) => metas.get(id), timeout)
 }
 
@@ -236,7 +309,13 @@ export async function failChainRest(sender: Sender, request: Request, result: un
     if (!id) continue
     if (backend) await backend.store(id, encodeResultMeta({ taskId: id, status: 'FAILURE', result, traceback }), 'FAILURE')
     if (options.chord) {
-      const part: ChordPart = { id, task: step.task, group: optionString(step, 'group_id') ?? null, groupIndex: optionNumber(step, 'group_index') ?? null, body: options.chord as Signature }
+      const part: ChordPart = {
+        id,
+        task: step.task,
+        group: optionString(step, 'group_id') ?? null,
+        groupIndex: optionNumber(step, 'group_index') ?? null,
+        body: options.chord as Signature,
+      }
       await returnPartOf(sender, request, part, 'FAILURE', result)
     }
   }
@@ -250,7 +329,10 @@ export async function failChainRest(sender: Sender, request: Request, result: un
  * the first failed dependency. Run in the worker's main process, which holds
  * the result backend and the broker.
  */
-export async function unlockChord(sender: Sender, request: Request): Promise<{ status: 'ignored' } | { status: 'retry'; countdown: number }> {
+export async function unlockChord(
+  sender: Sender,
+  request: Request,
+): Promise<{ status: 'ignored' } | { status: 'retry'; countdown: number }> {
   const m = request.message
   const [groupId, callback] = m.args as [string, Signature]
   const kwargs = m.kwargs as { interval?: number | null; result?: unknown[] }
@@ -260,7 +342,8 @@ export async function unlockChord(sender: Sender, request: Request): Promise<{ s
   const header: ResultNode = { id: groupId, parent: null, children: (kwargs.result ?? []).map((member) => resultFromTuple(member)) }
   const ids = resultTreeTaskIds(header)
   const metas = new Map(await Promise.all(ids.map(async (id) => [id, await backend.get(id)] as const)))
-  if ([...metas.values()].some((meta) => !meta || !READY.has(meta.status))) return { status: 'retry', countdown: typeof kwargs.interval === 'number' ? kwargs.interval : 1 }
+  if ([...metas.values()].some((meta) => !meta || !READY.has(meta.status)))
+    return { status: 'retry', countdown: typeof kwargs.interval === 'number' ? kwargs.interval : 1 }
   const failed = ids.find((id) => metas.get(id)!.status !== 'SUCCESS')
   if (failed !== undefined) {
     const meta = metas.get(failed)!
@@ -279,7 +362,12 @@ async function failChordBody(sender: Sender, backend: ResultBackend, body: Signa
   const options = (body.options ?? {}) as Record<string, unknown>
   const bodyId = typeof options.task_id === 'string' ? options.task_id : null
   if (bodyId) {
-    const meta = encodeResultMeta({ taskId: bodyId, status: 'FAILURE', result: { exc_type: 'ChordError', exc_message: [message], exc_module: 'celery.exceptions' }, traceback: null })
+    const meta = encodeResultMeta({
+      taskId: bodyId,
+      status: 'FAILURE',
+      result: { exc_type: 'ChordError', exc_message: [message], exc_module: 'celery.exceptions' },
+      traceback: null,
+    })
     await backend.store(bodyId, meta, 'FAILURE')
   }
   // Celery's chord_error_from_stack: a new-style errback gets a request made from the body's signature.
@@ -287,7 +375,9 @@ async function failChordBody(sender: Sender, backend: ResultBackend, body: Signa
   const exc: EncodedException = { type: 'ChordError', args: [message], module: 'celery.exceptions', message }
   for (const errback of signatureList(options.link_error)) {
     if (await callRequestErrback(sender, errback, context, exc, null)) continue
-    await applySignature(sender, errback, [bodyId], request).catch((e: Error) => sender.log.error(`errback ${escapeControl(errback.task)} not sent: ${e.message}`))
+    await applySignature(sender, errback, [bodyId], request).catch((e: Error) =>
+      sender.log.error(`errback ${escapeControl(errback.task)} not sent: ${e.message}`),
+    )
   }
 }
 
@@ -314,7 +404,16 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
     return
   }
   if (kind === 'group') {
-    await applyGroupMembers(sender, tasksOf(sig), args, parent, chain, optionString(sig, 'task_id') ?? randomUUID(), true, (sig.options ?? {}) as Record<string, unknown>)
+    await applyGroupMembers(
+      sender,
+      tasksOf(sig),
+      args,
+      parent,
+      chain,
+      optionString(sig, 'task_id') ?? randomUUID(),
+      true,
+      (sig.options ?? {}) as Record<string, unknown>,
+    )
     return
   }
   await applyChord(sender, sig, args, parent, chain)
@@ -330,7 +429,16 @@ async function applySignature(sender: Sender, sig: Signature, prepend: unknown[]
  * (Signature._IMMUTABLE_OPTIONS), so the members of a group at the end of a
  * chain in a chord's header count in that chord.
  */
-async function applyGroupMembers(sender: Sender, members: Signature[], args: unknown[], parent: Request, chain: Signature[] | undefined, groupId: string, indexed: boolean, groupOptions: Record<string, unknown> = {}): Promise<void> {
+async function applyGroupMembers(
+  sender: Sender,
+  members: Signature[],
+  args: unknown[],
+  parent: Request,
+  chain: Signature[] | undefined,
+  groupId: string,
+  indexed: boolean,
+  groupOptions: Record<string, unknown> = {},
+): Promise<void> {
   const chord = groupOptions.chord ? (groupOptions.chord as Signature) : undefined
   const groupIndex = typeof groupOptions.group_index === 'number' ? groupOptions.group_index : undefined
   for (const [index, member] of members.entries()) {
@@ -347,7 +455,11 @@ async function applyGroupMembers(sender: Sender, members: Signature[], args: unk
       await applySignature(sender, grouped ?? member, args, parent, chain)
     } else {
       const ownIndex = groupIndex ?? optionNumber(member, 'group_index') ?? (indexed ? index : null)
-      await sendSignature(sender, member, args, parent, chain, { group: optionString(member, 'group_id') ?? groupId, groupIndex: ownIndex, ...(chord ? { chord } : {}) })
+      await sendSignature(sender, member, args, parent, chain, {
+        group: optionString(member, 'group_id') ?? groupId,
+        groupIndex: ownIndex,
+        ...(chord ? { chord } : {}),
+      })
     }
   }
 }
@@ -381,16 +493,22 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
   const unsupported = members.find((_, index) => parts[index] === null)
   const refusal = unsupported
     ? `chord header member ${unsupported.task} (a ${canvasKind(unsupported)}) ends in no task`
-    : !backend?.setChordSize ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts`
-    : holdsGroup && !backend.saveGroupResult ? `the ${backend.displayUrl} result backend keeps no saved groups, which a header holding a group needs`
-    : null
+    : !backend?.setChordSize
+      ? `the ${backend?.displayUrl ?? 'disabled'} result backend keeps no chord counts`
+      : holdsGroup && !backend.saveGroupResult
+        ? `the ${backend.displayUrl} result backend keeps no saved groups, which a header holding a group needs`
+        : null
   if (refusal || !backend?.setChordSize) {
     sender.log.error(`Chord ${escapeControl(optionString(sig, 'task_id') ?? '')} not started: ${refusal}`)
     if (backend) await failChordBody(sender, backend, body, `NotImplementedError: ${refusal}`, parent)
     return
   }
-  if (holdsGroup) await backend.saveGroupResult!(groupId, resultTuple({ id: groupId, parent: null, children: parts.map((part) => part!.node) }))
-  await backend.setChordSize(groupId, members.reduce((size, member) => size + chordSize(member), 0))
+  if (holdsGroup)
+    await backend.saveGroupResult!(groupId, resultTuple({ id: groupId, parent: null, children: parts.map((part) => part!.node) }))
+  await backend.setChordSize(
+    groupId,
+    members.reduce((size, member) => size + chordSize(member), 0),
+  )
   for (const [index, part] of parts.entries()) {
     if (canvasKind(part!.sig) !== 'plain') await applySignature(sender, part!.sig, args, parent)
     else await sendSignature(sender, part!.sig, args, parent, undefined, { group: groupId, groupIndex: index, chord: body })
@@ -408,12 +526,21 @@ async function applyChord(sender: Sender, sig: Signature, args: unknown[], paren
  * size under the group's id, which would cut the chord short.
  * Null when the member ends in no task (an empty chain, a chord without body).
  */
-function freezeHeaderMember(sig: Signature, groupId: string, index: number, body: Signature, parent: ResultNode | null): { sig: Signature; node: ResultNode } | null {
+function freezeHeaderMember(
+  sig: Signature,
+  groupId: string,
+  index: number,
+  body: Signature,
+  parent: ResultNode | null,
+): { sig: Signature; node: ResultNode } | null {
   const options = (sig.options ?? {}) as Record<string, unknown>
   switch (canvasKind(sig)) {
     case 'plain': {
       const id = typeof options.task_id === 'string' ? options.task_id : randomUUID()
-      return { sig: { ...sig, options: { ...options, task_id: id, group_id: options.group_id ?? groupId, group_index: index, chord: body } }, node: { id, parent, children: null } }
+      return {
+        sig: { ...sig, options: { ...options, task_id: id, group_id: options.group_id ?? groupId, group_index: index, chord: body } },
+        node: { id, parent, children: null },
+      }
     }
     case 'chain': {
       const steps = tasksOf(sig)
@@ -435,7 +562,11 @@ function freezeHeaderMember(sig: Signature, groupId: string, index: number, body
       const members = unrollHeader(tasksOf(sig)).map((member, i) => freezeHeaderMember(member, groupId, i, body, null))
       if (members.some((member) => member === null)) return null
       return {
-        sig: { ...sig, kwargs: { ...(sig.kwargs ?? {}), tasks: members.map((member) => member!.sig) }, options: { ...options, task_id: id, group_id: groupId, chord: body, group_index: index } },
+        sig: {
+          ...sig,
+          kwargs: { ...(sig.kwargs ?? {}), tasks: members.map((member) => member!.sig) },
+          options: { ...options, task_id: id, group_id: groupId, chord: body, group_index: index },
+        },
         node: { id, parent, children: members.map((member) => member!.node) },
       }
     }
@@ -482,7 +613,14 @@ interface GroupMembership {
   chord?: Signature
 }
 
-async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[], parent: Request, chain?: Signature[], membership?: GroupMembership): Promise<void> {
+async function sendSignature(
+  sender: Sender,
+  sig: Signature,
+  prepend: unknown[],
+  parent: Request,
+  chain?: Signature[],
+  membership?: GroupMembership,
+): Promise<void> {
   const options = (sig.options ?? {}) as Record<string, unknown>
   const args = argsWith(sig, prepend)
   const embed: Record<string, unknown> = {}
@@ -494,22 +632,27 @@ async function sendSignature(sender: Sender, sig: Signature, prepend: unknown[],
   if (callbacks.length) embed.callbacks = callbacks
   const errbacks = signatureList(options.link_error)
   if (errbacks.length) embed.errbacks = errbacks
-  await sendTask(sender.transport, sig.task, {
-    id: typeof options.task_id === 'string' ? options.task_id : undefined,
-    args,
-    kwargs: sig.kwargs ?? {},
-    ...routedSend({ queue: typeof options.queue === 'string' ? options.queue : undefined }, () => sender.app.routeFor(sig.task)),
-    rootId: parent.message.rootId ?? parent.id,
-    parentId: parent.id,
-    replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
-    group: membership?.group ?? optionString(sig, 'group_id') ?? null,
-    groupIndex: membership?.groupIndex ?? optionNumber(sig, 'group_index') ?? null,
-    embed,
-    origin: sender.hostname,
-    ...deliveryOptions(options),
-    ...inheritedPriority(sender, parent),
-    ...sender.app.publishing?.(),
-  }, sender.app.signals)
+  await sendTask(
+    sender.transport,
+    sig.task,
+    {
+      id: typeof options.task_id === 'string' ? options.task_id : undefined,
+      args,
+      kwargs: sig.kwargs ?? {},
+      ...routedSend({ queue: typeof options.queue === 'string' ? options.queue : undefined }, () => sender.app.routeFor(sig.task)),
+      rootId: parent.message.rootId ?? parent.id,
+      parentId: parent.id,
+      replyTo: typeof options.reply_to === 'string' ? options.reply_to : parent.delivery.properties.replyTo,
+      group: membership?.group ?? optionString(sig, 'group_id') ?? null,
+      groupIndex: membership?.groupIndex ?? optionNumber(sig, 'group_index') ?? null,
+      embed,
+      origin: sender.hostname,
+      ...deliveryOptions(options),
+      ...inheritedPriority(sender, parent),
+      ...sender.app.publishing?.(),
+    },
+    sender.app.signals,
+  )
 }
 
 /** The `.set(...)` / `apply_async` options a signature carries that shape its message, as Celery applies them. */

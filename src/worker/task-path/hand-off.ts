@@ -53,7 +53,9 @@ export class HandOff {
     const task = this.begin(request)
     if (task.options.trackStarted) {
       request.workerPid = this.o.pool.slots()[0]?.pid ?? process.pid
-      return this.outcomes.store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null).then(() => this.run(request))
+      return this.outcomes
+        .store(request, 'STARTED', { pid: request.workerPid, hostname: this.o.hostname }, null)
+        .then(() => this.run(request))
     }
     return this.run(request)
   }
@@ -114,7 +116,9 @@ export class HandOff {
     setRequestFields(job, request, this.o.transport?.kind)
     let running: RunEnd | Promise<Outcome>
     try {
-      running = placement ? this.o.pool.place!(job, limits.hard, this.outcomes.storeState, placement) : this.o.pool.run(job, limits.hard, this.outcomes.storeState)
+      running = placement
+        ? this.o.pool.place!(job, limits.hard, this.outcomes.storeState, placement)
+        : this.o.pool.run(job, limits.hard, this.outcomes.storeState)
       request.pidProbe = this.pidOfTask
     } catch (error) {
       // The pool could not take it at all: rejected, not requeued, or it would come back and fail again.
@@ -149,12 +153,18 @@ export class HandOff {
     let outcome: Outcome
     try {
       const next = await unlockChord(this.o, request)
-      outcome = next.status === 'retry'
-        ? { status: 'retry', countdown: next.countdown, eta: null, maxRetries: null, exc: null, runtime: (Date.now() - started) / 1000 }
-        : { status: 'ignored', runtime: (Date.now() - started) / 1000 }
+      outcome =
+        next.status === 'retry'
+          ? { status: 'retry', countdown: next.countdown, eta: null, maxRetries: null, exc: null, runtime: (Date.now() - started) / 1000 }
+          : { status: 'ignored', runtime: (Date.now() - started) / 1000 }
     } catch (error) {
       const e = error as Error
-      outcome = { status: 'failure', exc: { type: e.name || 'Error', args: [e.message], module: 'builtins', message: e.message }, traceback: e.stack ?? null, runtime: (Date.now() - started) / 1000 }
+      outcome = {
+        status: 'failure',
+        exc: { type: e.name || 'Error', args: [e.message], module: 'builtins', message: e.message },
+        traceback: e.stack ?? null,
+        runtime: (Date.now() - started) / 1000,
+      }
     }
     return this.outcomes.ended(request, outcome)
   }
@@ -166,7 +176,28 @@ export class HandOff {
 }
 
 /** The task-message headers protocol v2 defines (and kombu's compression); the rest are a sender's own. */
-const CELERY_HEADERS = new Set(['lang', 'task', 'id', 'shadow', 'eta', 'expires', 'group', 'group_index', 'retries', 'timelimit', 'root_id', 'parent_id', 'argsrepr', 'kwargsrepr', 'origin', 'ignore_result', 'replaced_task_nesting', 'stamped_headers', 'stamps', 'compression'])
+const CELERY_HEADERS = new Set([
+  'lang',
+  'task',
+  'id',
+  'shadow',
+  'eta',
+  'expires',
+  'group',
+  'group_index',
+  'retries',
+  'timelimit',
+  'root_id',
+  'parent_id',
+  'argsrepr',
+  'kwargsrepr',
+  'origin',
+  'ignore_result',
+  'replaced_task_nesting',
+  'stamped_headers',
+  'stamps',
+  'compression',
+])
 
 /** A sender's own headers, or undefined when there are none (the usual case, kept free of an object per task). */
 function customHeaders(headers: Record<string, unknown> | undefined): Record<string, unknown> | undefined {

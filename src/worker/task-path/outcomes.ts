@@ -69,7 +69,11 @@ export class Outcomes {
   ended(request: Request, end: RunEnd): void | Promise<void> {
     if (end.endHooks) request.endHooksHeld = true
     // The end state must land after every updateState() store, or a late PROGRESS would hide it.
-    if (request.stateWrites) return this.settleWhenRecorded(request, request.stateWrites.then(() => this.recordEnd(request, end)))
+    if (request.stateWrites)
+      return this.settleWhenRecorded(
+        request,
+        request.stateWrites.then(() => this.recordEnd(request, end)),
+      )
     let recorded: Recorded
     try {
       recorded = this.recordEnd(request, end)
@@ -86,7 +90,9 @@ export class Outcomes {
     try {
       fate = await recording
     } catch (error) {
-      this.o.log.error(`Could not record the outcome of ${taskLabel(request.message.task, request.message.id)}: ${(error as Error).message}`)
+      this.o.log.error(
+        `Could not record the outcome of ${taskLabel(request.message.task, request.message.id)}: ${(error as Error).message}`,
+      )
       fate = 'not-recorded'
     }
     this.settleAndRelease(request, fate)
@@ -163,8 +169,10 @@ export class Outcomes {
     }
     const ignoreResult = m.ignoreResult || this.o.app.tasks.get(m.task)?.options.ignoreResult === true
     // Celery's handle_error_state: a task that ignores its result stores its errors only under task_store_errors_even_if_ignored.
-    if (end.status !== 'success') return this.recordUnsuccessful(request, end, ignoreResult && this.o.app.conf.task_store_errors_even_if_ignored !== true)
-    if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${taskLabel(m.task, m.id)} succeeded in ${end.runtime.toFixed(6)}s: ${saferepr(end.value)}`)
+    if (end.status !== 'success')
+      return this.recordUnsuccessful(request, end, ignoreResult && this.o.app.conf.task_store_errors_even_if_ignored !== true)
+    if (this.o.log.enabled('INFO'))
+      this.o.log.info(`Task ${taskLabel(m.task, m.id)} succeeded in ${end.runtime.toFixed(6)}s: ${saferepr(end.value)}`)
     const storing = (!ignoreResult && !!this.o.backend) || isChordPart(m)
     const following = !!(m.embed.callbacks?.length || m.embed.chain?.length)
     if (storing || following) return this.recordSuccess(request, end, !ignoreResult, following)
@@ -178,7 +186,12 @@ export class Outcomes {
    * kombu's EncodeError, as Celery's trace does; requeued, it would fail the
    * same way for ever.
    */
-  private async recordSuccess(request: Request, end: Extract<Outcome, { status: 'success' }>, keepResult: boolean, following: boolean): Promise<Fate> {
+  private async recordSuccess(
+    request: Request,
+    end: Extract<Outcome, { status: 'success' }>,
+    keepResult: boolean,
+    following: boolean,
+  ): Promise<Fate> {
     try {
       await this.results.storeEnd(request, 'SUCCESS', end.value, null, keepResult)
       this.sendSucceededEvent(request, end)
@@ -195,7 +208,8 @@ export class Outcomes {
 
   private sendSucceededEvent(request: Request, end: Extract<Outcome, { status: 'success' }>): void {
     // saferepr of a large result is not free: only when someone listens.
-    if (this.o.events.taskEvents) this.o.events.sendTask('task-succeeded', { uuid: request.message.id, result: saferepr(end.value), runtime: end.runtime })
+    if (this.o.events.taskEvents)
+      this.o.events.sendTask('task-succeeded', { uuid: request.message.id, result: saferepr(end.value), runtime: end.runtime })
   }
 
   private async recordUnsuccessful(request: Request, end: Unsuccessful, ignoreResult: boolean): Promise<Fate> {
@@ -203,7 +217,9 @@ export class Outcomes {
     switch (end.status) {
       case 'failure':
         // The traceback on the lines after, as Celery logs exc_info (`tsq logtool errors` prints them whole).
-        this.o.log.error(`Task ${taskLabel(m.task, m.id)} raised unexpected: ${excRepr(end.exc)}${end.traceback ? `\n${end.traceback}` : ''}`)
+        this.o.log.error(
+          `Task ${taskLabel(m.task, m.id)} raised unexpected: ${excRepr(end.exc)}${end.traceback ? `\n${end.traceback}` : ''}`,
+        )
         await this.fail(request, end.exc, end.traceback, ignoreResult)
         return 'failed'
       case 'retry':
@@ -247,7 +263,12 @@ export class Outcomes {
       // Celery sends no event for an Ignore, so a skipped run would look like one still running. A custom
       // task event ends it: Celery's events.State (and so Flower and `celery events`) takes an unknown
       // task-* event's type as the task's state (SKIPPED).
-      this.o.events.sendTask('task-skipped', { uuid: m.id, reason: 'locked', lock: end.skipped.lock, lease_left: end.skipped.leaseLeftMs / 1000 })
+      this.o.events.sendTask('task-skipped', {
+        uuid: m.id,
+        reason: 'locked',
+        lock: end.skipped.lock,
+        lease_left: end.skipped.leaseLeftMs / 1000,
+      })
     }
     if (this.o.log.enabled('INFO')) this.o.log.info(`Task ${taskLabel(m.task, m.id)} ignored`)
     return 'ignored'
@@ -263,7 +284,13 @@ export class Outcomes {
     }
     if (end.reason === 'terminated') {
       this.o.log.info(`Terminating ${escapeControl(m.id)} (${end.signal ?? 'SIGTERM'})`)
-      await this.results.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' }, null, true)
+      await this.results.storeEnd(
+        request,
+        'REVOKED',
+        { exc_type: 'TaskRevokedError', exc_message: ['terminated'], exc_module: 'celery.exceptions' },
+        null,
+        true,
+      )
       this.o.events.sendTask('task-revoked', { uuid: m.id, terminated: true, signum: signum(end.signal), expired: false })
       this.signalRevoked(request, true, signum(end.signal), false)
       return 'revoked'
@@ -287,15 +314,26 @@ export class Outcomes {
     await this.results.storeEnd(request, 'FAILURE', result, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
     // The chain after it fails too (and a chord it ends a header part of), as Celery's mark_as_failure.
-    if (m.embed.chain?.length) await failChainRest(this.o, request, result, traceback).catch((e: Error) => this.o.log.error(`Task ${taskLabel(m.task, m.id)}: its chain's failure was not recorded: ${e.message}`))
-    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${escapeControl(task)} not sent: ${e.message}`), { exc, traceback })
+    if (m.embed.chain?.length)
+      await failChainRest(this.o, request, result, traceback).catch((e: Error) =>
+        this.o.log.error(`Task ${taskLabel(m.task, m.id)}: its chain's failure was not recorded: ${e.message}`),
+      )
+    await sendErrbacks(this.o, request, (task, e) => this.o.log.error(`errback ${escapeControl(task)} not sent: ${e.message}`), {
+      exc,
+      traceback,
+    })
   }
 
   private async retry(request: Request, end: Extract<Outcome, { status: 'retry' }>, ignoreResult: boolean): Promise<Fate> {
     const m = request.message
     const task = this.o.app.tasks.get(m.task)
     if (this.retriesExhausted(request, end)) {
-      const exc = end.exc ?? { type: 'MaxRetriesExceededError', args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`], module: 'celery.exceptions', message: '' }
+      const exc = end.exc ?? {
+        type: 'MaxRetriesExceededError',
+        args: [`Can't retry ${m.task}[${m.id}] args:${m.argsrepr} kwargs:${m.kwargsrepr}`],
+        module: 'celery.exceptions',
+        message: '',
+      }
       // As Celery's trace logs the error retry() raises past the limit; silent, the run just vanished from the log.
       this.o.log.error(`Task ${taskLabel(m.task, m.id)} raised unexpected: ${excRepr(exc)}`)
       await this.fail(request, exc, null, ignoreResult)
@@ -304,9 +342,20 @@ export class Outcomes {
     const countdown = end.countdown ?? task?.options.defaultRetryDelay ?? DEFAULT_RETRY_DELAY
     const eta = end.eta ?? new Date(Date.now() + countdown * 1000).toISOString()
     await republishForRetry(this.o, request, eta)
-    const exc = end.exc ?? { type: 'Retry', args: [`Retry in ${countdown}s`], module: 'celery.exceptions', message: `Retry in ${countdown}s` }
+    const exc = end.exc ?? {
+      type: 'Retry',
+      args: [`Retry in ${countdown}s`],
+      module: 'celery.exceptions',
+      message: `Retry in ${countdown}s`,
+    }
     this.o.log.info(`Task ${taskLabel(m.task, m.id)} retry: Retry in ${countdown}s`)
-    if (!ignoreResult) await this.results.store(request, 'RETRY', { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }, null)
+    if (!ignoreResult)
+      await this.results.store(
+        request,
+        'RETRY',
+        { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module },
+        null,
+      )
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
     return 'retried'
   }
@@ -337,7 +386,13 @@ export class Outcomes {
     this.o.log.error(`Received unregistered task of type '${escapeControl(name)}'.\nThe message has been ignored and discarded.`)
     if (this.o.app.signals.has('task_unknown')) {
       const exc = Object.assign(new Error(`'${name}'`), { name: 'NotRegistered' })
-      this.o.app.signals.send('task_unknown', { sender: this.o.hostname, name, id: request.id, message: { headers: request.delivery.properties.headers, body: request.delivery.body }, exc })
+      this.o.app.signals.send('task_unknown', {
+        sender: this.o.hostname,
+        name,
+        id: request.id,
+        message: { headers: request.delivery.properties.headers, body: request.delivery.body },
+        exc,
+      })
     }
     await this.settler.settle(request, 'unregistered')
     await this.results.store(request, 'FAILURE', { exc_type: 'NotRegistered', exc_message: [name], exc_module: 'celery.exceptions' }, null)
@@ -348,13 +403,20 @@ export class Outcomes {
     this.o.log.info(`Discarding revoked task: ${taskLabel(request.name, request.id)}${reason === 'expired' ? ' (expired)' : ''}`)
     await this.clearOnce(request)
     await this.settler.settle(request, 'revoked')
-    await this.results.storeEnd(request, 'REVOKED', { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' }, null, true)
+    await this.results.storeEnd(
+      request,
+      'REVOKED',
+      { exc_type: 'TaskRevokedError', exc_message: [reason], exc_module: 'celery.exceptions' },
+      null,
+      true,
+    )
     this.o.events.sendTask('task-revoked', { uuid: request.id, terminated: false, signum: null, expired: reason === 'expired' })
     this.signalRevoked(request, false, null, reason === 'expired')
   }
 
   private signalRevoked(request: Request, terminated: boolean, signum: number | null, expired: boolean): void {
-    if (this.o.app.signals.has('task_revoked')) this.o.app.signals.send('task_revoked', { sender: request.name, request: request.info(), terminated, signum, expired })
+    if (this.o.app.signals.has('task_revoked'))
+      this.o.app.signals.send('task_revoked', { sender: request.name, request: request.info(), terminated, signum, expired })
   }
 }
 
@@ -373,7 +435,8 @@ function serializableArgs(args: unknown[]): unknown[] {
 /** `ValueError('boom')`, as Celery's events and logs show an exception. */
 function excRepr(exc: EncodedException): string {
   // kombu's EncodeError holds its cause, stored as the cause's repr: `EncodeError(TypeError('...'))`.
-  if (exc.type === 'EncodeError' && exc.module === 'kombu.exceptions' && typeof exc.args[0] === 'string') return `EncodeError(${exc.args[0]})`
+  if (exc.type === 'EncodeError' && exc.module === 'kombu.exceptions' && typeof exc.args[0] === 'string')
+    return `EncodeError(${exc.args[0]})`
   return exceptionRepr({ exc_type: exc.type, exc_message: exc.args, exc_module: exc.module })
 }
 

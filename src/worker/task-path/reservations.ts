@@ -40,7 +40,9 @@ export class Reservations {
     scheduled.set(request.id, { request, timer })
     this.o.onScheduledChange(scheduled.size)
     // On Redis the visibility timeout then runs from the ETA, not from now.
-    return request.delivery.deferVisibility?.(eta.getTime() / 1000).catch((e: Error) => this.o.log.warning(`could not defer visibility of ${escapeControl(request.id)}: ${e.message}`))
+    return request.delivery
+      .deferVisibility?.(eta.getTime() / 1000)
+      .catch((e: Error) => this.o.log.warning(`could not defer visibility of ${escapeControl(request.id)}: ${e.message}`))
   }
 
   private reserve(request: Request): void {

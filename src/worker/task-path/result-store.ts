@@ -2,7 +2,16 @@
 // store_result and mark_as_done/failure/revoked write it: key-value meta (with
 // result_extended's fields) or the rpc backend's short form, encoded here so
 // that a value the serializer cannot carry is the task's own EncodeError.
-import { dumps, resultMetaValue, rpcResultValue, serialize, type ExtendedResultFields, type StateName, type TaskRequest, type TaskState } from '../../protocol/index.js'
+import {
+  dumps,
+  resultMetaValue,
+  rpcResultValue,
+  serialize,
+  type ExtendedResultFields,
+  type StateName,
+  type TaskRequest,
+  type TaskState,
+} from '../../protocol/index.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
 import { returnChordPart } from './follow-ups.js'
 import type { Request } from './request.js'
@@ -28,7 +37,9 @@ export class ResultStore {
       await returnChordPart(this.o, request, status, result)
     } catch (error) {
       const m = request.message
-      this.o.log.error(`Chord ${escapeControl(String(m.group))}: the part of ${taskLabel(m.task, m.id)} was not recorded: ${(error as Error).message}`)
+      this.o.log.error(
+        `Chord ${escapeControl(String(m.group))}: the part of ${taskLabel(m.task, m.id)} was not recorded: ${(error as Error).message}`,
+      )
     }
   }
 
@@ -38,16 +49,36 @@ export class ResultStore {
     const m = request.message
     const value = backend.shortForm
       ? rpcResultValue({ taskId: m.id, status, result, traceback })
-      : resultMetaValue({ taskId: m.id, status, result, traceback, groupId: m.group, parentId: m.parentId, extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined })
+      : resultMetaValue({
+          taskId: m.id,
+          status,
+          result,
+          traceback,
+          groupId: m.group,
+          parentId: m.parentId,
+          extended: this.resultExtended ? extendedFields(request, this.o.hostname) : undefined,
+        })
     // Encoded here, so a value the serializer cannot carry is the task's EncodeError, as in Celery's trace.
     const json = backend.codec && backend.codec.serializer !== 'json' ? serialize(backend.codec.serializer, value).body : dumps(value)
     try {
-      await backend.store(m.id, json, status, { replyTo: request.delivery.properties.replyTo, correlationId: request.delivery.properties.correlationId ?? m.id })
+      await backend.store(m.id, json, status, {
+        replyTo: request.delivery.properties.replyTo,
+        correlationId: request.delivery.properties.correlationId ?? m.id,
+      })
     } catch (error) {
       this.o.log.error(`Could not store the ${status} result of ${taskLabel(m.task, m.id)}: ${(error as Error).message}`)
       // Raised outside the task's body, as Celery's trace sends it when mark_as_done/failure raise.
       const signals = this.o.app.signals
-      if (signals.has('task_internal_error')) signals.send('task_internal_error', { sender: m.task, taskId: m.id, args: m.args, kwargs: m.kwargs, request: request.info(), exception: error, traceback: (error as Error).stack ?? null })
+      if (signals.has('task_internal_error'))
+        signals.send('task_internal_error', {
+          sender: m.task,
+          taskId: m.id,
+          args: m.args,
+          kwargs: m.kwargs,
+          request: request.info(),
+          exception: error,
+          traceback: (error as Error).stack ?? null,
+        })
     }
   }
 }

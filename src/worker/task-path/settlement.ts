@@ -76,10 +76,26 @@ export interface WorkerSettlementSettings {
 
 /** Every fate, in the order above (the decision table's rows are checked against it). */
 export const FATES: readonly Fate[] = [
-  'undecodable', 'over-limit', 'content-disallowed', 'signature-invalid', 'unregistered', 'duplicate', 'delayed-on-broker',
-  'revoked', 'started', 'pool-hand-off-failed',
-  'succeeded', 'ignored', 'retried', 'failed', 'timed-out', 'worker-lost', 'rejected', 'rejected-requeue',
-  'not-recorded', 'shutdown',
+  'undecodable',
+  'over-limit',
+  'content-disallowed',
+  'signature-invalid',
+  'unregistered',
+  'duplicate',
+  'delayed-on-broker',
+  'revoked',
+  'started',
+  'pool-hand-off-failed',
+  'succeeded',
+  'ignored',
+  'retried',
+  'failed',
+  'timed-out',
+  'worker-lost',
+  'rejected',
+  'rejected-requeue',
+  'not-recorded',
+  'shutdown',
 ]
 
 /**

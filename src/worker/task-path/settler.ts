@@ -36,7 +36,9 @@ export class Settler {
    * redelivered copy is settled the same way instead of running twice.
    */
   private readonly settledOnLost = new Map<string, { retries: number; how: Final; at: number }>()
-  private readonly recentlySettled: Array<{ id: string; retries: number; how: Final; at: number } | undefined> = new Array(RECENTLY_SETTLED_RING)
+  private readonly recentlySettled: Array<{ id: string; retries: number; how: Final; at: number } | undefined> = new Array(
+    RECENTLY_SETTLED_RING,
+  )
   private recentlySettledNext = 0
   private readonly worker: WorkerSettlementSettings
   /** One function for every settlement, not a closure per task. */
@@ -105,7 +107,9 @@ export class Settler {
     const settled = this.settledOnLost.get(message.id)
     if (!settled || settled.retries !== message.retries) return false
     this.settledOnLost.delete(message.id)
-    this.log.info(`Task ${taskLabel(message.task, message.id)} delivered again after it ended on a closed channel: settled (${settled.how}), not run again`)
+    this.log.info(
+      `Task ${taskLabel(message.task, message.id)} delivered again after it ended on a closed channel: settled (${settled.how}), not run again`,
+    )
     this.track(sendTo(delivery, settled.how))
     return true
   }
@@ -119,7 +123,8 @@ export class Settler {
   rememberRecentlySettled(): void {
     const since = Date.now() - RECENTLY_SETTLED_MS
     for (const entry of this.recentlySettled) {
-      if (entry && entry.at >= since && !this.settledOnLost.has(entry.id)) this.settledOnLost.set(entry.id, { retries: entry.retries, how: entry.how, at: entry.at })
+      if (entry && entry.at >= since && !this.settledOnLost.has(entry.id))
+        this.settledOnLost.set(entry.id, { retries: entry.retries, how: entry.how, at: entry.at })
     }
   }
 

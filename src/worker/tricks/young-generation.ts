@@ -15,7 +15,8 @@ import { trickOn } from '../../tricks/index.js'
 /** Node options that already decide the young generation's size; tsq then leaves it alone. */
 const YOUNG_GENERATION_OPTIONS = /--(max-semi-space-size|min-semi-space-size|semi-space-growth-factor)\b/
 
-const operatorChose = (execArgv: readonly string[], nodeOptions: string): boolean => YOUNG_GENERATION_OPTIONS.test(`${execArgv.join(' ')} ${nodeOptions}`)
+const operatorChose = (execArgv: readonly string[], nodeOptions: string): boolean =>
+  YOUNG_GENERATION_OPTIONS.test(`${execArgv.join(' ')} ${nodeOptions}`)
 
 /**
  * Stops the young generation growing from here on, in this isolate and in
@@ -24,7 +25,11 @@ const operatorChose = (execArgv: readonly string[], nodeOptions: string): boolea
  * gets heap limits of its own, which the 1 MB maximum (read by each isolate
  * made later) holds too. False when the operator chose or the switch is set.
  */
-export function keepYoungGenerationSmall(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? '', env: NodeJS.ProcessEnv = process.env): boolean {
+export function keepYoungGenerationSmall(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string = process.env.NODE_OPTIONS ?? '',
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
   if (!trickOn('youngGeneration', env) || operatorChose(execArgv, nodeOptions)) return false
   setFlagsFromString('--semi-space-growth-factor=1')
   setFlagsFromString('--max-semi-space-size=1')
@@ -36,7 +41,11 @@ export function keepYoungGenerationSmall(execArgv: readonly string[] = process.e
  * is made, so that loading the app and tsq's modules before its first line
  * runs cannot grow it (test/e2e/worker-young-generation.test.ts).
  */
-export function youngGenerationExecArgv(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? '', env: NodeJS.ProcessEnv = process.env): string[] {
+export function youngGenerationExecArgv(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string = process.env.NODE_OPTIONS ?? '',
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
   if (!trickOn('youngGeneration', env) || operatorChose(execArgv, nodeOptions)) return []
   return ['--max-semi-space-size=1']
 }

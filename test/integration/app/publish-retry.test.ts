@@ -36,14 +36,21 @@ describe('[task_publish_retry, task_publish_retry_policy] a send across a broker
   it('off: fails with one line; on: tried again until the broker is back, then sent', async () => {
     const url = `redis://127.0.0.1:${port}/0`
     const off = createApp({ name: 'noretry', broker: url, conf: { task_publish_retry: false } })
-    const on = createApp({ name: 'retry', broker: url, conf: { task_publish_retry_policy: { max_retries: 30, interval_start: 0.5, interval_step: 0.5, interval_max: 1 } } })
+    const on = createApp({
+      name: 'retry',
+      broker: url,
+      conf: { task_publish_retry_policy: { max_retries: 30, interval_start: 0.5, interval_step: 0.5, interval_max: 1 } },
+    })
     apps.push(off, on)
     // Both connected before the drop.
     await off.sendTask('t.x', [], {}, { queue: 'before' })
     await on.sendTask('t.x', [], {}, { queue: 'before' })
     await server!.stopWith(() => process.kill(server!.pid, 'SIGTERM'), 10_000)
     server = undefined
-    const failed = off.sendTask('t.x', [], {}, { queue: 'during' }).then(() => null, (e: Error) => e)
+    const failed = off.sendTask('t.x', [], {}, { queue: 'during' }).then(
+      () => null,
+      (e: Error) => e,
+    )
     let sentId: string | undefined
     const sent = on.sendTask('t.x', [], {}, { queue: 'during' }).then((r) => (sentId = r.id))
     const error = await failed

@@ -24,7 +24,13 @@ import type { GroupProcess } from '../../helpers/process-group.js'
 import { hasRedisServer, startRedisServer } from '../../helpers/redis-server.js'
 import { freePort } from '../../interop/helpers/tls-brokers.js'
 
-const skip = hasRedisServer ? false : process.env.CI ? (() => { throw new Error('CI requires redis-server on PATH') })() : 'redis-server is not installed'
+const skip = hasRedisServer
+  ? false
+  : process.env.CI
+    ? (() => {
+        throw new Error('CI requires redis-server on PATH')
+      })()
+    : 'redis-server is not installed'
 
 describe('Redis out of memory: honest batch outcomes and a worker that says OOM', { skip }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'tsq-redis-oom-'))
@@ -55,11 +61,17 @@ describe('Redis out of memory: honest batch outcomes and a worker that says OOM'
     await raw!.config('SET', 'maxmemory', String(used + 256 * 1024))
     const n = 3000
     const pad = 'x'.repeat(1024)
-    const error = await app.sendMany(Array.from({ length: n }, (_, i) => signature('t.oom', [i, pad], {}, { queue: 'oomq' }))).then(() => null, (e: unknown) => e)
+    const error = await app.sendMany(Array.from({ length: n }, (_, i) => signature('t.oom', [i, pad], {}, { queue: 'oomq' }))).then(
+      () => null,
+      (e: unknown) => e,
+    )
     assert.ok(error instanceof SendManyError, `sendMany was expected to fail under maxmemory: ${String(error)}`)
     const { outcomes } = error
     assert.equal(outcomes.length, n)
-    assert.deepEqual(outcomes.map((o) => o.index), Array.from({ length: n }, (_, i) => i))
+    assert.deepEqual(
+      outcomes.map((o) => o.index),
+      Array.from({ length: n }, (_, i) => i),
+    )
     const queued = (await raw!.lrange('oomq', 0, -1)).map((m) => (JSON.parse(m) as { headers: { id: string } }).headers.id)
     const sent = outcomes.filter((o) => o.status === 'sent')
     const refused = outcomes.filter((o) => o.status === 'refused')
@@ -67,14 +79,45 @@ describe('Redis out of memory: honest batch outcomes and a worker that says OOM'
     assert.equal(sent.length + refused.length, n, 'none unknown: Redis answered every LPUSH')
     assert.deepEqual(new Set(queued), new Set(sent.map((o) => o.taskId)))
     assert.equal(queued.length, sent.length)
-    assert.deepEqual(error.sent.map((r) => r.id), sent.map((o) => o.taskId))
-    for (const o of refused) assert.match((o.error as Error).message, /^redis broker redis:\/\/127\.0\.0\.1:\d+\/0: publish to oomq: Redis is out of memory \(maxmemory\): OOM command not allowed when used memory > 'maxmemory'\.$/)
-    assert.match(error.message, new RegExp(`^${refused.length} of ${n} messages were not confirmed: ${sent.length} sent, ${refused.length} refused; first error: .*Redis is out of memory \\(maxmemory\\)`))
+    assert.deepEqual(
+      error.sent.map((r) => r.id),
+      sent.map((o) => o.taskId),
+    )
+    for (const o of refused)
+      assert.match(
+        (o.error as Error).message,
+        /^redis broker redis:\/\/127\.0\.0\.1:\d+\/0: publish to oomq: Redis is out of memory \(maxmemory\): OOM command not allowed when used memory > 'maxmemory'\.$/,
+      )
+    assert.match(
+      error.message,
+      new RegExp(
+        `^${refused.length} of ${n} messages were not confirmed: ${sent.length} sent, ${refused.length} refused; first error: .*Redis is out of memory \\(maxmemory\\)`,
+      ),
+    )
   })
 
   it('a worker started under OOM says Redis is out of memory and exits', async () => {
     await raw!.config('SET', 'maxmemory', '1')
-    const res = await runTsq(['worker', '-A', 'test/fixtures/tasks/interop-tasks.js', '-b', url, '-P', 'threads', '-c', '1', '-n', 'oom@h', '-Q', 'oomw', '-l', 'INFO'], { timeoutMs: 90_000 })
+    const res = await runTsq(
+      [
+        'worker',
+        '-A',
+        'test/fixtures/tasks/interop-tasks.js',
+        '-b',
+        url,
+        '-P',
+        'threads',
+        '-c',
+        '1',
+        '-n',
+        'oom@h',
+        '-Q',
+        'oomw',
+        '-l',
+        'INFO',
+      ],
+      { timeoutMs: 90_000 },
+    )
     const out = `${res.stdout}${res.stderr}`
     assert.notEqual(res.code, 0, out)
     assert.match(out, /Redis is out of memory \(maxmemory\): OOM command not allowed when used memory > 'maxmemory'\./, out)
@@ -84,10 +127,16 @@ describe('Redis out of memory: honest batch outcomes and a worker that says OOM'
     await raw!.config('SET', 'maxmemory', '1')
     const backend = new RedisResultBackend(url)
     try {
-      await assert.rejects(backend.store('oom-task', encodeResultMeta({ taskId: 'oom-task', status: 'SUCCESS', result: 1 }), 'SUCCESS'), (e: Error) => {
-        assert.match(e.message, /^result backend redis:\/\/127\.0\.0\.1:\d+\/0: Redis is out of memory \(maxmemory\): OOM command not allowed/)
-        return true
-      })
+      await assert.rejects(
+        backend.store('oom-task', encodeResultMeta({ taskId: 'oom-task', status: 'SUCCESS', result: 1 }), 'SUCCESS'),
+        (e: Error) => {
+          assert.match(
+            e.message,
+            /^result backend redis:\/\/127\.0\.0\.1:\d+\/0: Redis is out of memory \(maxmemory\): OOM command not allowed/,
+          )
+          return true
+        },
+      )
     } finally {
       await backend.close()
     }
@@ -110,9 +159,16 @@ describe('RabbitMQ nacks: honest batch outcomes from publisher confirms', { skip
   })
 
   it('a queue that holds 5 and refuses the rest: 5 sent, the rest refused (basic.nack), and the queue holds exactly the 5', async () => {
-    app = createApp({ name: 'nack', broker: AMQP_URL, conf: { task_queues: [{ name: queue, queue_arguments: { 'x-max-length': 5, 'x-overflow': 'reject-publish' } }] } })
+    app = createApp({
+      name: 'nack',
+      broker: AMQP_URL,
+      conf: { task_queues: [{ name: queue, queue_arguments: { 'x-max-length': 5, 'x-overflow': 'reject-publish' } }] },
+    })
     const n = 20
-    const error = await app.sendMany(Array.from({ length: n }, (_, i) => signature('t.nack', [i], {}, { queue }))).then(() => null, (e: unknown) => e)
+    const error = await app.sendMany(Array.from({ length: n }, (_, i) => signature('t.nack', [i], {}, { queue }))).then(
+      () => null,
+      (e: unknown) => e,
+    )
     assert.ok(error instanceof SendManyError, `sendMany was expected to fail past x-max-length: ${String(error)}`)
     const sent = error.outcomes.filter((o) => o.status === 'sent')
     const refused = error.outcomes.filter((o) => o.status === 'refused')
@@ -123,7 +179,8 @@ describe('RabbitMQ nacks: honest batch outcomes from publisher confirms', { skip
     const queued: string[] = []
     try {
       const ch = await conn.createChannel()
-      for (let m = await ch.get(queue, { noAck: true }); m; m = await ch.get(queue, { noAck: true })) queued.push(String(m.properties.headers?.id))
+      for (let m = await ch.get(queue, { noAck: true }); m; m = await ch.get(queue, { noAck: true }))
+        queued.push(String(m.properties.headers?.id))
     } finally {
       await conn.close()
     }

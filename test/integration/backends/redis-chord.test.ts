@@ -24,7 +24,8 @@ describe('spec §2.3: chord counters in the Redis result backend', { skip }, () 
   })
 
   after(async () => {
-    for (const gid of groups) await redis.del(`celery-taskset-meta-${gid}`, ...['.j', '.t', '.s'].map((s) => `celery-taskset-meta-${gid}${s}`))
+    for (const gid of groups)
+      await redis.del(`celery-taskset-meta-${gid}`, ...['.j', '.t', '.s'].map((s) => `celery-taskset-meta-${gid}${s}`))
     await backend.close()
     redis.disconnect()
   })
@@ -44,17 +45,15 @@ describe('spec §2.3: chord counters in the Redis result backend', { skip }, () 
     assert.ok((await redis.ttl(`celery-taskset-meta-${gid}.j`)) > 86_000, 'the parts expire with the results')
     assert.equal(await backend.chordPartReturn(gid, 0, encodeChordPart(ids[0]!, 'SUCCESS', 0)), null)
     const parts = await backend.chordPartReturn(gid, 1, encodeChordPart(ids[1]!, 'SUCCESS', 2))
-    assert.deepEqual(parts, [
-      `[1, "${ids[0]}", "SUCCESS", 0]`,
-      `[1, "${ids[1]}", "SUCCESS", 2]`,
-      `[1, "${ids[2]}", "SUCCESS", 4]`,
-    ])
+    assert.deepEqual(parts, [`[1, "${ids[0]}", "SUCCESS", 0]`, `[1, "${ids[1]}", "SUCCESS", 2]`, `[1, "${ids[2]}", "SUCCESS", 4]`])
     assert.equal(await redis.exists(`celery-taskset-meta-${gid}.j`, `celery-taskset-meta-${gid}.s`), 0)
   })
 
   it('parts finishing at once: exactly one of them completes the chord', async () => {
     const gid = await chordOfSize(20)
-    const all = await Promise.all(Array.from({ length: 20 }, (_, i) => backend.chordPartReturn(gid, i, encodeChordPart(randomUUID(), 'SUCCESS', i))))
+    const all = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => backend.chordPartReturn(gid, i, encodeChordPart(randomUUID(), 'SUCCESS', i))),
+    )
     const completing = all.filter((parts) => parts !== null)
     assert.equal(completing.length, 1)
     assert.equal(completing[0]!.length, 20)
@@ -77,10 +76,25 @@ describe('spec §2.3: chord counters in the Redis result backend', { skip }, () 
 
   it('a header saved whole (it holds a group) is Celery\'s GroupResult.save: SETEX of {"result": as_tuple()}, read back by restore; completion still returns the parts', async () => {
     const gid = await chordOfSize(1)
-    const tuple = [[gid, null], [[['a', null], null], [[gid, [['b', null], null]], [[['c', null], null], [['d', null], null]]]]]
+    const tuple = [
+      [gid, null],
+      [
+        [['a', null], null],
+        [
+          [gid, [['b', null], null]],
+          [
+            [['c', null], null],
+            [['d', null], null],
+          ],
+        ],
+      ],
+    ]
     await backend.saveGroupResult(gid, tuple)
     // Byte for byte what Celery 5.2.6's worker wrote (captured with MONITOR), TTL as result_expires.
-    assert.equal(await redis.get(`celery-taskset-meta-${gid}`), `{"result": [["${gid}", null], [[["a", null], null], [["${gid}", [["b", null], null]], [[["c", null], null], [["d", null], null]]]]]}`)
+    assert.equal(
+      await redis.get(`celery-taskset-meta-${gid}`),
+      `{"result": [["${gid}", null], [[["a", null], null], [["${gid}", [["b", null], null]], [[["c", null], null], [["d", null], null]]]]]}`,
+    )
     assert.ok((await redis.ttl(`celery-taskset-meta-${gid}`)) > 86_000)
     assert.deepEqual(await backend.restoreGroupResult(gid), tuple)
     assert.equal(await backend.restoreGroupResult(randomUUID()), null)

@@ -37,7 +37,19 @@ async function fixture(count: number): Promise<Fixture> {
   const pipe = redis.pipeline()
   for (let i = 0; i < count; i++) {
     const key = `${prefix}e${i}`
-    pipe.hset(key, 'definition', encodeDefinition({ name: `e${i}`, task: 'proj.add', args: [i, 1], kwargs: {}, options: { queue }, schedule: intervalJson(3600), enabled: true }))
+    pipe.hset(
+      key,
+      'definition',
+      encodeDefinition({
+        name: `e${i}`,
+        task: 'proj.add',
+        args: [i, 1],
+        kwargs: {},
+        options: { queue },
+        schedule: intervalJson(3600),
+        enabled: true,
+      }),
+    )
     pipe.hset(key, 'meta', encodeMeta({ lastRunAt: dueAt - HOUR, totalRunCount: 0 }))
     pipe.zadd(`${prefix}:schedule`, score(dueAt), key)
   }
@@ -141,7 +153,10 @@ test('[beat batch] a burst larger than one reservation chunk is sent exactly onc
     assert.equal(new Set(sent).size, N, 'no run sent twice')
     assert.ok(sent.every((s) => s.endsWith('#0')))
     assert.equal(await f.redis.llen(f.queue), N, 'every reserved run reached the queue')
-    assert.ok((await counts(f, N)).every((n) => n === 1), 'each entry recorded one run')
+    assert.ok(
+      (await counts(f, N)).every((n) => n === 1),
+      'each entry recorded one run',
+    )
     // Nothing is due any more: another pass sends nothing.
     clock += 1000
     await a.tick()
@@ -180,9 +195,15 @@ test('[beat batch] a beat deposed between its lease check and its reservation se
     assert.equal(await a.tick(), 0)
     assert.equal(a.sent, 0)
     assert.equal(await f.redis.llen(f.queue), 0)
-    assert.ok((await counts(f, N)).every((n) => n === 0), 'the deposed beat reserved nothing')
+    assert.ok(
+      (await counts(f, N)).every((n) => n === 0),
+      'the deposed beat reserved nothing',
+    )
     assert.equal(leaseA.held, null, 'it let the lease go')
-    assert.ok(warnings.some((w) => w.includes('the lease moved to another beat')), warnings.join('\n'))
+    assert.ok(
+      warnings.some((w) => w.includes('the lease moved to another beat')),
+      warnings.join('\n'),
+    )
   } finally {
     await leaseA.release()
     await leaseB.release()

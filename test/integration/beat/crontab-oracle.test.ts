@@ -27,7 +27,13 @@ interface Case extends CrontabSpec {
 }
 
 const t = (iso: string) => Date.parse(iso) / 1000
-const spec = (minute: string, hour = '*', day_of_week = '*', day_of_month = '*', month_of_year = '*') => ({ minute, hour, day_of_week, day_of_month, month_of_year })
+const spec = (minute: string, hour = '*', day_of_week = '*', day_of_month = '*', month_of_year = '*') => ({
+  minute,
+  hour,
+  day_of_week,
+  day_of_month,
+  month_of_year,
+})
 
 // Ordinary days: every expression, several zones.
 const EXPRESSIONS: Array<[string, CrontabSpec]> = [
@@ -73,7 +79,10 @@ const DST_DIFFS: Record<string, [string[], string[]]> = {
   // Same instants: the gap's 02:00/02:20/02:40 collapse to one run at 03:00.
   'berlin-spring-range': [[], []],
   // Celery runs 02:00 and 02:30 twice; tsq once each, so its table reaches further.
-  'berlin-fall-half-hours': [['2024-10-27T02:00+01:00', '2024-10-27T02:30+01:00'], ['2024-10-27T04:30+01:00', '2024-10-27T05:00+01:00']],
+  'berlin-fall-half-hours': [
+    ['2024-10-27T02:00+01:00', '2024-10-27T02:30+01:00'],
+    ['2024-10-27T04:30+01:00', '2024-10-27T05:00+01:00'],
+  ],
   // Celery lands at 01:30 the day after (fixed-offset arithmetic); tsq at 02:30.
   'berlin-fall-daily-0230': [['2024-10-28T01:30+01:00'], ['2024-10-29T02:30+01:00']],
   'ny-spring-daily-0215': [['2024-03-10T03:15-04:00'], ['2024-03-10T03:00-04:00']],
@@ -97,7 +106,15 @@ function tsqTable(c: Case): number[] {
 }
 
 function local(epochS: number, tz: string): string {
-  const f = new Intl.DateTimeFormat('sv-SE', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', timeZoneName: 'longOffset' })
+  const f = new Intl.DateTimeFormat('sv-SE', {
+    timeZone: tz,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'longOffset',
+  })
   const s = f.format(new Date(epochS * 1000)) // 2024-03-31 03:00 GMT+02:00
   const m = /^(\S+) (\S+) GMT(.*)$/.exec(s)!
   return `${m[1]}T${m[2]}${(m[3] || '+00:00').replace('\u2212', '-')}`
@@ -107,7 +124,12 @@ const skip = existsSync(PY) ? false : `${PY} (Debian's python3-celery) is not in
 
 test('spec §8.4: crontab next runs match Celery 5.2.6 on ordinary days', { skip }, () => {
   const celery = celeryTables(ORDINARY)
-  for (const c of ORDINARY) assert.deepEqual(tsqTable(c).map((x) => local(x, c.tz)), celery[c.id]!.map((x) => local(x, c.tz)), c.id)
+  for (const c of ORDINARY)
+    assert.deepEqual(
+      tsqTable(c).map((x) => local(x, c.tz)),
+      celery[c.id]!.map((x) => local(x, c.tz)),
+      c.id,
+    )
 })
 
 test('spec §8.4: across DST, tsq differs from Celery 5.2.6 exactly where Celery is not DST-correct', { skip }, () => {

@@ -21,7 +21,12 @@ describe("beat's Redis lease over a blackholed path", { skip }, () => {
     const proxy = await BlackholeProxy.start({ host: u.hostname, port: Number(u.port) })
     cleanup.push(() => proxy.close())
     const prefix = uniqueName('tsq-deadpath-beat')
-    const store = await RedisStore.open({ url: proxy.urlFor(REDIS_URL), liveness: { healthCheckInterval: 1, socketTimeout: 1 }, keyPrefix: prefix, tz: 'UTC' })
+    const store = await RedisStore.open({
+      url: proxy.urlFor(REDIS_URL),
+      liveness: { healthCheckInterval: 1, socketTimeout: 1 },
+      keyPrefix: prefix,
+      tz: 'UTC',
+    })
     cleanup.push(async () => {
       await store.redis.del(`${prefix}:lock`, `${prefix}:lock:fence`)
       await store.close()
@@ -31,7 +36,11 @@ describe("beat's Redis lease over a blackholed path", { skip }, () => {
     const acceptedBefore = proxy.accepted
     proxy.blackhole()
     // Nothing is sent by beat meanwhile: only the health check can notice, and a new connection is then tried.
-    await waitFor(() => proxy.accepted > acceptedBefore, { timeoutMs: 30_000, intervalMs: 100, what: 'a reconnect attempt while blackholed' })
+    await waitFor(() => proxy.accepted > acceptedBefore, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      what: 'a reconnect attempt while blackholed',
+    })
     assert.notEqual(store.redis.status, 'ready')
     proxy.heal()
     await waitFor(() => store.redis.status === 'ready', { timeoutMs: 30_000, intervalMs: 100, what: 'the store connected again' })

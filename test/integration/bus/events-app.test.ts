@@ -30,7 +30,9 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
       try {
         await assert.rejects(invoicePaid({ total: 9.5 }), /no id/)
         // Nothing went out: not even the topology (the validation ran first).
-        await withBrokerTransport(broker, async (t) => assert.equal((await t.checkQueue!(handlerQueueName(service, event)))?.messageCount ?? 0, 0))
+        await withBrokerTransport(broker, async (t) =>
+          assert.equal((await t.checkQueue!(handlerQueueName(service, event)))?.messageCount ?? 0, 0),
+        )
         const id = await invoicePaid({ id: 42, total: 9.5 })
         const ready = await withBrokerTransport(broker, (t) => t.checkQueue!(handlerQueueName(service, event)))
         assert.equal(ready?.messageCount, 1, 'in its handler queue, declared by the firing side')
@@ -66,7 +68,10 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
         await withBrokerTransport(broker, async (t) => {
           await t.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })
           const parking = t.parking!
-          const msg = (n: number) => ({ body: Buffer.from(String(n)), properties: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: { n }, deliveryMode: 2 as const, priority: 0 } })
+          const msg = (n: number) => ({
+            body: Buffer.from(String(n)),
+            properties: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: { n }, deliveryMode: 2 as const, priority: 0 },
+          })
           const now = Date.now()
           await parking.park(lot, { queue, exchange: 'x', routingKey: 'k' }, msg(1), now - 10)
           await parking.park(lot, { queue, exchange: 'x', routingKey: 'k' }, msg(2), now + 60_000)
@@ -76,20 +81,38 @@ for (const kind of ['amqp', 'redis', 'file'] as BrokerKind[]) {
           assert.equal(nextAt, Math.round(now + 60_000))
           assert.equal((await t.checkQueue!(queue))?.messageCount, 1)
           const left = await parking.list(lot)
-          assert.deepEqual(left.map((p) => p.message.body.toString()), ['2'])
+          assert.deepEqual(
+            left.map((p) => p.message.body.toString()),
+            ['2'],
+          )
           assert.equal(left[0]!.exchange, 'x')
           assert.equal(await parking.drop(lot, [left[0]!.id, randomUUID()]), 1)
           for (let i = 0; i < 5; i += 1) await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(i), now + i, { maxLength: 3 })
-          assert.deepEqual((await parking.list(lot)).map((p) => p.message.body.toString()), ['2', '3', '4'])
+          assert.deepEqual(
+            (await parking.list(lot)).map((p) => p.message.body.toString()),
+            ['2', '3', '4'],
+          )
           // Parked in one millisecond (a burst of failures into the archive): still the oldest go first.
-          await parking.drop(lot, (await parking.list(lot)).map((p) => p.id))
+          await parking.drop(
+            lot,
+            (await parking.list(lot)).map((p) => p.id),
+          )
           for (let i = 0; i < 8; i += 1) await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(i), now, { maxLength: 3 })
-          assert.deepEqual((await parking.list(lot)).map((p) => p.message.body.toString()), ['5', '6', '7'])
+          assert.deepEqual(
+            (await parking.list(lot)).map((p) => p.message.body.toString()),
+            ['5', '6', '7'],
+          )
           await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(9), Date.now(), { maxAgeMs: 200 })
           await new Promise((r) => setTimeout(r, 300))
           await parking.park(lot, { queue, exchange: '', routingKey: '' }, msg(10), Date.now(), { maxAgeMs: 200 })
-          assert.deepEqual((await parking.list(lot)).map((p) => p.message.body.toString()), ['10'])
-          await parking.drop(lot, (await parking.list(lot)).map((p) => p.id))
+          assert.deepEqual(
+            (await parking.list(lot)).map((p) => p.message.body.toString()),
+            ['10'],
+          )
+          await parking.drop(
+            lot,
+            (await parking.list(lot)).map((p) => p.id),
+          )
           await t.deleteQueue(queue)
         })
       })

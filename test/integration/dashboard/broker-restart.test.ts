@@ -33,7 +33,11 @@ describe('tsq dashboard survives a broker restart (its own redis-server)', { ski
     await t.connect()
     try {
       await declareEventExchange(t)
-      for (const body of bodies) await t.publish(EVENT_EXCHANGE, 'task.multi', { body: Buffer.from(body), properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: {}, deliveryMode: 1, priority: 0 } })
+      for (const body of bodies)
+        await t.publish(EVENT_EXCHANGE, 'task.multi', {
+          body: Buffer.from(body),
+          properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: {}, deliveryMode: 1, priority: 0 },
+        })
     } finally {
       await t.close()
     }
@@ -50,7 +54,8 @@ describe('tsq dashboard survives a broker restart (its own redis-server)', { ski
     const res = await fetch(`${dashboard!.url}/api/task/info/${uuid}`)
     return res.status === 200 ? ((await res.json()) as { state: string; worker: string }) : null
   }
-  const summary = async () => (await (await fetch(`${dashboard!.url}/api/ui/summary`)).json()) as { connected: boolean; unreadableEvents: number }
+  const summary = async () =>
+    (await (await fetch(`${dashboard!.url}/api/ui/summary`)).json()) as { connected: boolean; unreadableEvents: number }
 
   before(async () => {
     port = await freePort()
@@ -70,15 +75,26 @@ describe('tsq dashboard survives a broker restart (its own redis-server)', { ski
 
   it('bad bodies and unknown workers over the wire are survived', async () => {
     // The dashboard binds its queue a moment after it says where it listens: publish until heard.
-    await waitFor(async () => {
-      await publish(taskEvents(first, 'celery@never-announced'))
-      return (await info(first))?.state === 'SUCCESS'
-    }, { timeoutMs: 30_000, what: 'the first task' })
+    await waitFor(
+      async () => {
+        await publish(taskEvents(first, 'celery@never-announced'))
+        return (await info(first))?.state === 'SUCCESS'
+      },
+      { timeoutMs: 30_000, what: 'the first task' },
+    )
     const unreadable = (await summary()).unreadableEvents
-    await publish('{not json', '"a string"', JSON.stringify([{ type: 'task-started' }, { no: 'type' }]), taskEvents(randomUUID(), 'celery@stranger'))
+    await publish(
+      '{not json',
+      '"a string"',
+      JSON.stringify([{ type: 'task-started' }, { no: 'type' }]),
+      taskEvents(randomUUID(), 'celery@stranger'),
+    )
     await waitFor(async () => (await summary()).unreadableEvents > unreadable, { timeoutMs: 20_000, what: 'the bad bodies counted' })
     const workers = (await (await fetch(`${dashboard!.url}/api/workers?refresh=0`)).json()) as Record<string, unknown>
-    assert.ok('celery@stranger' in workers || (await (await fetch(`${dashboard!.url}/api/ui/workers`)).text()).includes('celery@stranger'), 'the unknown worker is listed')
+    assert.ok(
+      'celery@stranger' in workers || (await (await fetch(`${dashboard!.url}/api/ui/workers`)).text()).includes('celery@stranger'),
+      'the unknown worker is listed',
+    )
     assert.equal((await fetch(`${dashboard!.url}/healthcheck`)).status, 200)
   })
 
@@ -91,10 +107,13 @@ describe('tsq dashboard survives a broker restart (its own redis-server)', { ski
     redis = await startRedisServer(port, dir)
     await waitFor(async () => (await summary()).connected, { timeoutMs: 60_000, what: 'reconnected' })
     // The restarted server is empty: the dashboard must have bound its queue again to hear this.
-    await waitFor(async () => {
-      await publish(taskEvents(second, 'celery@after-restart'))
-      return (await info(second))?.state === 'SUCCESS'
-    }, { timeoutMs: 60_000, what: 'an event after the restart' })
+    await waitFor(
+      async () => {
+        await publish(taskEvents(second, 'celery@after-restart'))
+        return (await info(second))?.state === 'SUCCESS'
+      },
+      { timeoutMs: 60_000, what: 'an event after the restart' },
+    )
     assert.equal((await info(first))?.state, 'SUCCESS', 'the state from before the restart is kept')
     assert.match(dashboard!.output(), /broker connection lost/)
     assert.equal(dashboard!.child.exitCode, null, 'still running')

@@ -16,7 +16,11 @@ import { createTransport } from '../../../src/transport/index.js'
 import { AMQP_URL, brokerSkipReason, REDIS_URL, waitFor, type BrokerKind } from '../../helpers/brokers.js'
 import { startDashboard, type SpawnedDashboard } from '../../helpers/dashboard.js'
 
-function call(base: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
+function call(
+  base: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}${path}`, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
       let body = ''
@@ -46,12 +50,30 @@ for (const kind of ['redis', 'amqp'] as BrokerKind[]) {
       await t.connect()
       try {
         await declareEventExchange(t)
-        for (const body of bodies) await t.publish(EVENT_EXCHANGE, 'task.received', { body: Buffer.from(body), properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: {}, deliveryMode: 1, priority: 0 } })
+        for (const body of bodies)
+          await t.publish(EVENT_EXCHANGE, 'task.received', {
+            body: Buffer.from(body),
+            properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: {}, deliveryMode: 1, priority: 0 },
+          })
       } finally {
         await t.close()
       }
     }
-    const received = (uuid: string, args = '(1, 2)'): Record<string, unknown> => ({ type: 'task-received', uuid, name: 'proj.add', args, kwargs: '{}', retries: 0, root_id: uuid, parent_id: null, hostname: 'celery@hostile', utcoffset: 0, pid: 7, clock: 1, timestamp: Date.now() / 1000 })
+    const received = (uuid: string, args = '(1, 2)'): Record<string, unknown> => ({
+      type: 'task-received',
+      uuid,
+      name: 'proj.add',
+      args,
+      kwargs: '{}',
+      retries: 0,
+      root_id: uuid,
+      parent_id: null,
+      hostname: 'celery@hostile',
+      utcoffset: 0,
+      pid: 7,
+      clock: 1,
+      timestamp: Date.now() / 1000,
+    })
     const info = async (uuid: string): Promise<number> => (await call(dashboard!.url, `/api/task/info/${uuid}`)).status
     const summary = async () => JSON.parse((await call(dashboard!.url, '/api/ui/summary')).body) as { refusedEvents: number }
 
@@ -80,10 +102,13 @@ for (const kind of ['redis', 'amqp'] as BrokerKind[]) {
     const last = randomUUID()
 
     it('an event nesting 10,000 levels is dropped and counted; the stream, the APIs and the process go on', async () => {
-      await waitFor(async () => {
-        await publish(JSON.stringify(received(first)))
-        return (await info(first)) === 200
-      }, { timeoutMs: 30_000, what: 'the first event heard' })
+      await waitFor(
+        async () => {
+          await publish(JSON.stringify(received(first)))
+          return (await info(first)) === 200
+        },
+        { timeoutMs: 30_000, what: 'the first event heard' },
+      )
       const deep = randomUUID()
       const deepEvent = JSON.stringify(received(deep)).replace('"(1, 2)"', nested(10_000))
       await publish(deepEvent, `[${JSON.stringify(received(randomUUID()))},${deepEvent}]`)
@@ -91,7 +116,10 @@ for (const kind of ['redis', 'amqp'] as BrokerKind[]) {
       const updates = stream.text.split('event: update').length
       await publish(JSON.stringify(received(last)))
       await waitFor(async () => (await info(last)) === 200, { timeoutMs: 20_000, what: 'an event after the nested ones' })
-      await waitFor(() => stream.text.split('event: update').length > updates && stream.text.includes(last), { timeoutMs: 20_000, what: 'a live update after the nested events' })
+      await waitFor(() => stream.text.split('event: update').length > updates && stream.text.includes(last), {
+        timeoutMs: 20_000,
+        what: 'a live update after the nested events',
+      })
       assert.equal(stream.closed, false)
       assert.equal(dashboard!.child.exitCode, null)
       assert.equal(await info(deep), 404)
@@ -102,20 +130,49 @@ for (const kind of ['redis', 'amqp'] as BrokerKind[]) {
       assert.match(dashboard!.output(), /event body refused: nests deeper than 32 levels/)
     })
 
-    it('a foreign Host is refused with 421 (the probe\'s rebinding POST included); the bound address and localhost are answered', async () => {
-      const evil = await call(dashboard!.url, '/api/task/rate-limit/proj.add', { method: 'POST', headers: { Host: `rebind.evil.example:${port}`, Origin: `http://rebind.evil.example:${port}`, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'workername=w1@probe&ratelimit=7/m' })
+    it("a foreign Host is refused with 421 (the probe's rebinding POST included); the bound address and localhost are answered", async () => {
+      const evil = await call(dashboard!.url, '/api/task/rate-limit/proj.add', {
+        method: 'POST',
+        headers: {
+          Host: `rebind.evil.example:${port}`,
+          Origin: `http://rebind.evil.example:${port}`,
+          'Content-Type': 'application/x-www-form-urlencoded',
+        },
+        body: 'workername=w1@probe&ratelimit=7/m',
+      })
       assert.equal(evil.status, 421)
       assert.match(evil.body, /does not answer to host 'rebind\.evil\.example:\d+'/)
       assert.equal((await call(dashboard!.url, '/api/tasks', { headers: { Host: `rebind.evil.example:${port}` } })).status, 421)
       assert.equal((await call(dashboard!.url, '/', { headers: { Host: 'rebind.evil.example' } })).status, 421)
-      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST.']) assert.equal((await call(dashboard!.url, '/api/tasks', { headers: { Host: host } })).status, 200, host)
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST.'])
+        assert.equal((await call(dashboard!.url, '/api/tasks', { headers: { Host: host } })).status, 200, host)
       // An Origin that is not the page's own Host is still refused.
-      assert.equal((await call(dashboard!.url, '/api/task/revoke/x', { method: 'POST', headers: { Host: `localhost:${port}`, Origin: `http://127.0.0.1:${port}` } })).status, 403)
-      assert.equal((await call(dashboard!.url, '/api/task/revoke/x', { method: 'POST', headers: { Host: `localhost:${port}`, Origin: `http://localhost:${port}` } })).status, 200)
+      assert.equal(
+        (
+          await call(dashboard!.url, '/api/task/revoke/x', {
+            method: 'POST',
+            headers: { Host: `localhost:${port}`, Origin: `http://127.0.0.1:${port}` },
+          })
+        ).status,
+        403,
+      )
+      assert.equal(
+        (
+          await call(dashboard!.url, '/api/task/revoke/x', {
+            method: 'POST',
+            headers: { Host: `localhost:${port}`, Origin: `http://localhost:${port}` },
+          })
+        ).status,
+        200,
+      )
     })
 
     it('a hidden page takes no action: adding a schedule entry without a schedule store creates no file', async () => {
-      const res = await call(dashboard!.url, '/api/ui/schedule/add/x', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ task: 'proj.add', every: '5' }) })
+      const res = await call(dashboard!.url, '/api/ui/schedule/add/x', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ task: 'proj.add', every: '5' }),
+      })
       assert.equal(res.status, 404)
       assert.match(JSON.parse(res.body).error, /schedule page is not shown/)
       assert.equal(existsSync(scheduleFile), false)
@@ -137,9 +194,19 @@ describe('--allowed-hosts and conf.dashboard_allowed_hosts reach the Host check'
     const dir = mkdtempSync(join(tmpdir(), 'tsq-dash-hosts-'))
     const config = join(dir, 'celeryconfig.json')
     writeFileSync(config, JSON.stringify({ dashboard_allowed_hosts: ['conf.example'] }))
-    const dashboard = await startDashboard(['-b', `file://${join(dir, 'broker')}`, '--config', config, '--allowed-hosts', 'a.example,b.example', '--allowed-hosts', 'c.example'])
+    const dashboard = await startDashboard([
+      '-b',
+      `file://${join(dir, 'broker')}`,
+      '--config',
+      config,
+      '--allowed-hosts',
+      'a.example,b.example',
+      '--allowed-hosts',
+      'c.example',
+    ])
     try {
-      for (const host of ['a.example', 'b.example:5555', 'c.example', 'conf.example', 'localhost']) assert.equal((await call(dashboard.url, '/api/tasks', { headers: { Host: host } })).status, 200, host)
+      for (const host of ['a.example', 'b.example:5555', 'c.example', 'conf.example', 'localhost'])
+        assert.equal((await call(dashboard.url, '/api/tasks', { headers: { Host: host } })).status, 200, host)
       assert.equal((await call(dashboard.url, '/api/tasks', { headers: { Host: 'd.example' } })).status, 421)
     } finally {
       await dashboard.stop()

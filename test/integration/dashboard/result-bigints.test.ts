@@ -19,7 +19,13 @@ describe('dashboard: a result with ints past 2**53', () => {
   let base = ''
 
   before(async () => {
-    cluster = new Cluster({ brokerUrl: `file://${broker}`, resultBackend: `file://${broker}`, maxTasks: 100, queues: ['celery'], queueInterval: 60 })
+    cluster = new Cluster({
+      brokerUrl: `file://${broker}`,
+      resultBackend: `file://${broker}`,
+      maxTasks: 100,
+      queues: ['celery'],
+      queueInterval: 60,
+    })
     await cluster.start()
     server = new DashboardServer({ cluster, port: 0, address: '127.0.0.1' })
     base = (await server.listen()).url.replace(/\/$/, '')
@@ -32,7 +38,11 @@ describe('dashboard: a result with ints past 2**53', () => {
 
   it('GET /api/task/result answers 200 with every digit', async () => {
     const backend = new FileResultBackend(broker)
-    await backend.store('big-1', encodeResultMeta({ taskId: 'big-1', status: 'SUCCESS', result: [18446744073709551617n, -(10n ** 40n), 7] }), 'SUCCESS')
+    await backend.store(
+      'big-1',
+      encodeResultMeta({ taskId: 'big-1', status: 'SUCCESS', result: [18446744073709551617n, -(10n ** 40n), 7] }),
+      'SUCCESS',
+    )
     const res = await fetch(`${base}/api/task/result/big-1`)
     const text = await res.text()
     assert.equal(res.status, 200, text)

@@ -29,7 +29,10 @@ for (const [kind, url, skip] of [
         seen.push(lease.token)
         assert.equal(lease.id, name)
         // Held: a second taker is refused with the lease left.
-        await assert.rejects(app.lock(name, { timeout: 5 }, () => 'no'), (e: unknown) => e instanceof LockedError && e.remainingMs > 0)
+        await assert.rejects(
+          app.lock(name, { timeout: 5 }, () => 'no'),
+          (e: unknown) => e instanceof LockedError && e.remainingMs > 0,
+        )
         return 'done'
       })
       assert.equal(result, 'done')
@@ -40,7 +43,12 @@ for (const [kind, url, skip] of [
 
     it('frees the lock when fn throws, and passes the error on', async () => {
       const name = uniqueName('locks-app')
-      await assert.rejects(app.lock(name, { timeout: 5 }, () => { throw new Error('migration failed') }), /migration failed/)
+      await assert.rejects(
+        app.lock(name, { timeout: 5 }, () => {
+          throw new Error('migration failed')
+        }),
+        /migration failed/,
+      )
       assert.equal(await app.lock(name, { timeout: 5 }, () => 'free'), 'free')
     })
 
@@ -48,12 +56,13 @@ for (const [kind, url, skip] of [
       const name = uniqueName('locks-app')
       let inside = 0
       let most = 0
-      const run = () => app.lock(name, { timeout: 5, wait: 20 }, async () => {
-        inside++
-        most = Math.max(most, inside)
-        await new Promise((r) => setTimeout(r, 150))
-        inside--
-      })
+      const run = () =>
+        app.lock(name, { timeout: 5, wait: 20 }, async () => {
+          inside++
+          most = Math.max(most, inside)
+          await new Promise((r) => setTimeout(r, 150))
+          inside--
+        })
       await Promise.all([run(), run(), run()])
       assert.equal(most, 1)
     })
@@ -64,7 +73,10 @@ for (const [kind, url, skip] of [
       await app.lock(name, { timeout: 1.5 }, async (lease) => {
         await new Promise((r) => setTimeout(r, 4500))
         assert.equal(lease.signal.aborted, false)
-        await assert.rejects(app.lock(name, { timeout: 1.5 }, () => 'no'), LockedError)
+        await assert.rejects(
+          app.lock(name, { timeout: 1.5 }, () => 'no'),
+          LockedError,
+        )
       })
     })
   })
@@ -74,7 +86,13 @@ describe('app.lock() bad input', () => {
   it('refuses an empty name and a timeout that is not above 0, with one clear message', async () => {
     const app = createApp({ name: 'locks-app', broker: `file://${mkdtempSync(join(tmpdir(), 'tsq-app-lock-'))}` })
     apps.push(app)
-    await assert.rejects(app.lock('', {}, () => 1), /name must be a non-empty string/)
-    await assert.rejects(app.lock('x', { timeout: 0 }, () => 1), /timeout must be a number of seconds above 0/)
+    await assert.rejects(
+      app.lock('', {}, () => 1),
+      /name must be a non-empty string/,
+    )
+    await assert.rejects(
+      app.lock('x', { timeout: 0 }, () => 1),
+      /timeout must be a number of seconds above 0/,
+    )
   })
 })

@@ -121,7 +121,12 @@ describe('a Python holder with redis-py (the README recipe)', { skip: redisSkip 
     const url = REDIS_URL.replace(/\/\d*$/, '/9')
     const store = new RedisLockStore(url)
     stores.push(store)
-    const py = (step: string) => execFileSync('/usr/bin/python3', ['-c', `
+    const py = (step: string) =>
+      execFileSync(
+        '/usr/bin/python3',
+        [
+          '-c',
+          `
 import hashlib, json, os, socket, sys, time, redis
 r = redis.Redis.from_url('${url}')
 lock_id = 'locks.py-lock-' + hashlib.md5(b'${process.pid}').hexdigest()
@@ -138,7 +143,10 @@ else:
     value = r.get(key + ':py-value')
     print(r.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, key, value))
     r.delete(key + ':py-value')
-`], { encoding: 'utf8' }).trim()
+`,
+        ],
+        { encoding: 'utf8' },
+      ).trim()
     const id = py('take')
     const refused = await store.acquire(id, 5000, who(1))
     assert.equal(refused.acquired, false)

@@ -4,7 +4,15 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { inspectPid, runMulti, takeReservedOptions, takeSignal, workerNodeOf, type MultiOutput, type MultiToolDeps } from '../../../src/multi/index.js'
+import {
+  inspectPid,
+  runMulti,
+  takeReservedOptions,
+  takeSignal,
+  workerNodeOf,
+  type MultiOutput,
+  type MultiToolDeps,
+} from '../../../src/multi/index.js'
 
 function capture(): { out: MultiOutput; lines: string[]; errors: string[] } {
   const lines: string[] = []
@@ -13,7 +21,13 @@ function capture(): { out: MultiOutput; lines: string[]; errors: string[] } {
   return {
     lines,
     errors,
-    out: { note: (t) => lines.push(`note:${t}`), say: (t) => lines.push(t), info: () => undefined, warn: (t) => errors.push(t), paint: { ok: id, failed: id, down: id, blue: id } },
+    out: {
+      note: (t) => lines.push(`note:${t}`),
+      say: (t) => lines.push(t),
+      info: () => undefined,
+      warn: (t) => errors.push(t),
+      paint: { ok: id, failed: id, down: id, blue: id },
+    },
   }
 }
 
@@ -47,10 +61,19 @@ describe('tsq multi show/names/get/expand (spec §9)', () => {
 
   it('[show] the full command per node, executable first', async () => {
     const c = capture()
-    const r = await runMulti(['show', '3', '-c', '3', '-c:1', '10', '-A', 'tasks', '--pidfile=/r/%n.pid', '--logfile=/l/%n%I.log', '--nosplash'], deps(c))
+    const r = await runMulti(
+      ['show', '3', '-c', '3', '-c:1', '10', '-A', 'tasks', '--pidfile=/r/%n.pid', '--logfile=/l/%n%I.log', '--nosplash'],
+      deps(c),
+    )
     const shown = c.lines[0]!.split('\n')
-    assert.equal(shown[0], '/usr/bin/node /opt/tsq/bin/run.js worker --detach -A tasks -c 10 --pidfile=/r/celery1.pid --logfile=/l/celery1%I.log -n celery1@vm')
-    assert.equal(shown[2], '/usr/bin/node /opt/tsq/bin/run.js worker --detach -A tasks -c 3 --pidfile=/r/celery3.pid --logfile=/l/celery3%I.log -n celery3@vm')
+    assert.equal(
+      shown[0],
+      '/usr/bin/node /opt/tsq/bin/run.js worker --detach -A tasks -c 10 --pidfile=/r/celery1.pid --logfile=/l/celery1%I.log -n celery1@vm',
+    )
+    assert.equal(
+      shown[2],
+      '/usr/bin/node /opt/tsq/bin/run.js worker --detach -A tasks -c 3 --pidfile=/r/celery3.pid --logfile=/l/celery3%I.log -n celery3@vm',
+    )
     const json = r.json as Array<{ node: string; argv: string[]; pidfile: string }>
     assert.equal(json[1]!.node, 'celery2@vm')
     assert.equal(json[1]!.argv[0], '/usr/bin/node')

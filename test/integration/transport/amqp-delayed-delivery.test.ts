@@ -168,7 +168,20 @@ describe('amqp native delayed delivery (kombu 5.5 ladder)', { skip }, () => {
       const start = Date.now()
       // The first delayed publish to this queue binds it to the ladder first: a few ms, which must not
       // turn a 3 s delay into 2 s (the whole seconds the ladder counts).
-      await transport.publishDelayed!(queue, { body: sent.body, properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: sent.options.headers as Headers, deliveryMode: 2, priority: 0 } }, 3)
+      await transport.publishDelayed!(
+        queue,
+        {
+          body: sent.body,
+          properties: {
+            contentType: 'application/json',
+            contentEncoding: 'utf-8',
+            headers: sent.options.headers as Headers,
+            deliveryMode: 2,
+            priority: 0,
+          },
+        },
+        3,
+      )
       await sleep(Math.max(0, start + 2400 - Date.now()))
       assert.equal(await channel.get(queue, { noAck: true }), false, 'back before 2.4 s of a 3 s delay')
       const got = await getWithin(queue, start + 10_000 - Date.now())
@@ -192,7 +205,7 @@ describe('amqp native delayed delivery (kombu 5.5 ladder)', { skip }, () => {
     assert.equal(got.fields.exchange, 'celery_delayed_27')
   })
 
-  it('an undelayed publish to the queue\'s exchange still arrives exactly once', async () => {
+  it("an undelayed publish to the queue's exchange still arrives exactly once", async () => {
     const { exchange, queue, routingKey } = await delayedQueue()
     const sent = taskMessage(0)
     confirm.publish(exchange, routingKey, sent.body, sent.options)

@@ -45,7 +45,10 @@ describe('amqp publish timeout', () => {
       assert.ok(error instanceof PublishTimeoutError, String(error))
       assert.equal(error.code, 'PUBLISH_NOT_SENT')
       assert.equal(error.mayBeDelivered, false)
-      assert.match(error.message, /^publish to exchange '' key 'q' not sent within 0\.2 s \(no connection to the broker\); the message was not sent$/)
+      assert.match(
+        error.message,
+        /^publish to exchange '' key 'q' not sent within 0\.2 s \(no connection to the broker\); the message was not sent$/,
+      )
       return true
     })
     assert.deepEqual(order, ['short'])

@@ -43,10 +43,14 @@ describe('amqp separate publisher', { skip }, () => {
     const queue = uniqueName('tsq-sep-pub')
     await t.declareQueue({ name: queue, durable: false, exclusive: false, autoDelete: true })
     const got: string[] = []
-    await t.consume(queue, (d: Delivery) => {
-      got.push(d.body.toString())
-      return d.ack()
-    }, { prefetch: 5 })
+    await t.consume(
+      queue,
+      (d: Delivery) => {
+        got.push(d.body.toString())
+        return d.ack()
+      },
+      { prefetch: 5 },
+    )
     const sends: Promise<void>[] = []
     for (let i = 0; i < 20; i++) {
       sends.push(t.publish('', queue, message(`c${i}`)))
@@ -75,11 +79,17 @@ describe('amqp separate publisher', { skip }, () => {
     })
     await t.publish('', queue, message('before'))
     await killAmqpConnections(`${t.connectionName}-publish`)
-    await waitFor(async () => (await connectionNames(`${t.connectionName}-publish`)).length === 0, { timeoutMs: 10_000, what: 'the publishing connection gone' })
+    await waitFor(async () => (await connectionNames(`${t.connectionName}-publish`)).length === 0, {
+      timeoutMs: 10_000,
+      what: 'the publishing connection gone',
+    })
     await t.publish('', queue, message('after publisher drop'), { timeoutMs: 10_000 })
     await killAmqpConnections(t.connectionName)
     await t.publish('', queue, message('after both'))
-    await waitFor(() => got.includes('after both') && got.includes('after publisher drop') && got.includes('before'), { timeoutMs: 20_000, what: 'all three' })
+    await waitFor(() => got.includes('after both') && got.includes('after publisher drop') && got.includes('before'), {
+      timeoutMs: 20_000,
+      what: 'all three',
+    })
     await t.deleteQueue(queue)
   })
 })

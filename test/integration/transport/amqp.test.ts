@@ -111,25 +111,38 @@ describe('amqp specifics', { skip }, () => {
     assert.equal(await t.purge(q), 1)
   })
 
-  it("a publish the broker nacks (a full queue with x-overflow reject-publish) rejects; it never resolves", { timeout: 60_000 }, async () => {
-    const t = await transport()
-    const q = qname()
-    await t.declareQueue({ name: q, durable: false, exclusive: false, autoDelete: false, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } })
-    await t.publish('', q, message('fills it'))
-    // Each attempt is nacked (the publish is tried again as for any failed confirm), so the promise rejects.
-    await assert.rejects(t.publish('', q, message('nacked')), /nack/i)
-    assert.equal(await t.purge(q), 1)
-    await t.publish('', q, message('room again'))
-    assert.equal(await t.purge(q), 1)
-  })
+  it(
+    'a publish the broker nacks (a full queue with x-overflow reject-publish) rejects; it never resolves',
+    { timeout: 60_000 },
+    async () => {
+      const t = await transport()
+      const q = qname()
+      await t.declareQueue({
+        name: q,
+        durable: false,
+        exclusive: false,
+        autoDelete: false,
+        arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' },
+      })
+      await t.publish('', q, message('fills it'))
+      // Each attempt is nacked (the publish is tried again as for any failed confirm), so the promise rejects.
+      await assert.rejects(t.publish('', q, message('nacked')), /nack/i)
+      assert.equal(await t.purge(q), 1)
+      await t.publish('', q, message('room again'))
+      assert.equal(await t.purge(q), 1)
+    },
+  )
 
   it('consuming from a missing queue is a 404 BrokerRequestError', { timeout: 20_000 }, async () => {
     const t = await transport()
-    await assert.rejects(t.consume(uniqueName('tsq-no-such-queue'), () => undefined), (err: unknown) => {
-      assert.ok(err instanceof BrokerRequestError)
-      assert.equal(err.code, 'NOT_FOUND')
-      return true
-    })
+    await assert.rejects(
+      t.consume(uniqueName('tsq-no-such-queue'), () => undefined),
+      (err: unknown) => {
+        assert.ok(err instanceof BrokerRequestError)
+        assert.equal(err.code, 'NOT_FOUND')
+        return true
+      },
+    )
   })
 
   it("an exclusive queue held by another connection is RESOURCE_LOCKED (beat's mutex)", { timeout: 20_000 }, async () => {
@@ -162,7 +175,7 @@ describe('amqp specifics', { skip }, () => {
     const py = [
       'import sys, kombu',
       'c = kombu.Connection(sys.argv[1]); ch = c.channel()',
-      "kombu.Queue(sys.argv[2], durable=False, auto_delete=True, expires=10.0, message_ttl=300.0, channel=ch).declare()",
+      'kombu.Queue(sys.argv[2], durable=False, auto_delete=True, expires=10.0, message_ttl=300.0, channel=ch).declare()',
       'c.release()',
     ].join('\n')
     try {

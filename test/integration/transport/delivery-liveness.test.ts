@@ -19,7 +19,10 @@ after(async () => {
   for (const t of open.splice(0)) await t.close().catch(() => undefined)
 })
 
-const message = (body: string) => ({ body: Buffer.from(body), properties: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2 as const, priority: 0 } })
+const message = (body: string) => ({
+  body: Buffer.from(body),
+  properties: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2 as const, priority: 0 },
+})
 
 async function heldAndLost(url: string, loseIt: (t: Transport) => Promise<void>): Promise<void> {
   const t = await createTransport(url)
@@ -59,7 +62,9 @@ describe('delivery liveness (issue 32)', () => {
   })
 
   it("reads RabbitMQ's consumer-timeout close, and only that, as an ack timeout", () => {
-    const close = new Error('Channel closed by server: 406 (PRECONDITION-FAILED) with message "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: 10000 ms. This timeout value can be configured, see consumers doc guide to learn more"')
+    const close = new Error(
+      'Channel closed by server: 406 (PRECONDITION-FAILED) with message "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: 10000 ms. This timeout value can be configured, see consumers doc guide to learn more"',
+    )
     assert.deepEqual(ackTimeoutOf(close), { ackTimeoutMs: 10_000 })
     assert.deepEqual(ackTimeoutOf(new Error('Channel closed by server: 404 (NOT-FOUND) with message "NOT_FOUND - no queue \'x\'"')), {})
     assert.deepEqual(ackTimeoutOf(null), {})

@@ -83,7 +83,10 @@ describe('[file://] ids and names that are paths stay inside their folder', () =
     for (const id of ids) assert.ok((await store.acquire(id, 60_000, who)).acquired, JSON.stringify(id))
     assert.deepEqual((await store.list()).map((l) => l.id).sort(), [...ids].sort())
     for (const id of PATH_IDS) assert.equal(await store.remove(id), true)
-    assert.deepEqual((await store.list()).map((l) => l.id), ['victim'])
+    assert.deepEqual(
+      (await store.list()).map((l) => l.id),
+      ['victim'],
+    )
     assert.deepEqual(readdirSync(outer), ['store'])
     assert.deepEqual(readdirSync(root), ['locks'])
   })
@@ -144,14 +147,29 @@ describe('[file://] private folders and files', () => {
     await schedule.save({ name: 'every-5', task: 't', args: [], kwargs: {}, options: {}, schedule: intervalJson(5), enabled: true })
     const statedb = new StateDb(join(home, 'state', 'worker', 'w1.db'), new LimitedSet(), new LamportClock(), (m) => assert.fail(m))
     statedb.save()
-    const dashboard = new Cluster({ brokerUrl: `file://${broker}`, maxTasks: 10, persistent: { path: join(home, 'state', 'dash', 'tsq-dashboard.db') } })
+    const dashboard = new Cluster({
+      brokerUrl: `file://${broker}`,
+      maxTasks: 10,
+      persistent: { path: join(home, 'state', 'dash', 'tsq-dashboard.db') },
+    })
     dashboard.save()
     const entries = walk(home)
     await transport.close()
     const wrong = entries.filter((e) => e.mode !== (e.dir ? 0o700 : 0o600)).map((e) => `${e.path} ${e.mode.toString(8)}`)
     assert.deepEqual(wrong, [])
-    for (const expected of ['broker/results/t1.json', 'broker/results/chords/g1/size', 'broker/locks/proj.add-lock.lock', 'broker/queues/celery/meta.json', 'state/beat/schedule.json', 'state/worker/w1.db', 'state/dash/tsq-dashboard.db']) {
-      assert.ok(entries.some((e) => e.path === expected), `${expected} was written`)
+    for (const expected of [
+      'broker/results/t1.json',
+      'broker/results/chords/g1/size',
+      'broker/locks/proj.add-lock.lock',
+      'broker/queues/celery/meta.json',
+      'state/beat/schedule.json',
+      'state/worker/w1.db',
+      'state/dash/tsq-dashboard.db',
+    ]) {
+      assert.ok(
+        entries.some((e) => e.path === expected),
+        `${expected} was written`,
+      )
     }
   })
 
@@ -165,7 +183,10 @@ describe('[file://] private folders and files', () => {
       const dir = join(scratch('tsq-unsafe-'), 'store')
       mkdirSync(dir)
       chmodSync(dir, 0o777)
-      const error = (await use(dir).then(() => assert.fail(`${what}: used a world-writable folder`), (e: Error) => e)) as Error
+      const error = (await use(dir).then(
+        () => assert.fail(`${what}: used a world-writable folder`),
+        (e: Error) => e,
+      )) as Error
       assert.match(error.message, /is writable by others \(mode 0777\): refusing to use it/, what)
       assert.doesNotMatch(error.message, /\n/, `${what}: one line`)
       assert.equal(statSync(dir).mode & 0o777, 0o777, `${what}: left as it was`)
@@ -182,36 +203,53 @@ describe('[file://] private folders and files', () => {
     const warned: string[] = []
     new StateDb(join(open, 'w1.db'), new LimitedSet(), new LamportClock(), (m) => warned.push(m)).save()
     assert.match(warned.join('\n'), /statedb .* not saved: statedb .* is writable by others/)
-    assert.throws(() => new Cluster({ brokerUrl: 'file:///nowhere', maxTasks: 10, persistent: { path: join(open, 'dash.db') } }), /is writable by others/)
+    assert.throws(
+      () => new Cluster({ brokerUrl: 'file:///nowhere', maxTasks: 10, persistent: { path: join(open, 'dash.db') } }),
+      /is writable by others/,
+    )
     assert.deepEqual(readdirSync(open), [])
     chmodSync(open, 0o1777)
     await new FileStore(join(open, 'schedule.json')).save(entry)
     assert.equal(statSync(join(open, 'schedule.json')).mode & 0o777, 0o600)
   })
 
-  it('a folder another user owns is refused; our own 755 and 775 folders of older versions are tightened to 0700', { skip: isRoot ? false : 'chown needs root' }, async () => {
-    for (const use of [(dir: string) => new FileTransport(dir).connect(), (dir: string) => new FileResultBackend(dir).get('x'), (dir: string) => new FileLockStore(`file://${dir}`).list()]) {
-      const dir = join(scratch('tsq-foreign-'), 'store')
-      mkdirSync(dir, { mode: 0o755 })
-      chownSync(dir, NOBODY, NOBODY)
-      const error = (await use(dir).then(() => assert.fail('used a folder owned by nobody'), (e: Error) => e)) as Error
-      assert.match(error.message, /is owned by uid 65534, not by this user \(uid 0\): refusing to use it/)
-      assert.doesNotMatch(error.message, /\n/)
-    }
-    const state = join(scratch('tsq-foreign-file-'), 'dash.db')
-    writeFileSync(state, JSON.stringify({ version: 1, tasks: [], workers: [] }))
-    chownSync(state, NOBODY, NOBODY)
-    assert.throws(() => new Cluster({ brokerUrl: 'file:///nowhere', maxTasks: 10, persistent: { path: state } }), /dashboard --persistent state .* is owned by uid 65534/)
-    for (const mode of [0o755, 0o775]) {
-      const old = join(scratch('tsq-old-'), 'broker')
-      mkdirSync(old)
-      chmodSync(old, mode)
-      const transport = new FileTransport(old)
-      await transport.connect()
-      await transport.close()
-      assert.equal(statSync(old).mode & 0o777, 0o700, mode.toString(8))
-    }
-  })
+  it(
+    'a folder another user owns is refused; our own 755 and 775 folders of older versions are tightened to 0700',
+    { skip: isRoot ? false : 'chown needs root' },
+    async () => {
+      for (const use of [
+        (dir: string) => new FileTransport(dir).connect(),
+        (dir: string) => new FileResultBackend(dir).get('x'),
+        (dir: string) => new FileLockStore(`file://${dir}`).list(),
+      ]) {
+        const dir = join(scratch('tsq-foreign-'), 'store')
+        mkdirSync(dir, { mode: 0o755 })
+        chownSync(dir, NOBODY, NOBODY)
+        const error = (await use(dir).then(
+          () => assert.fail('used a folder owned by nobody'),
+          (e: Error) => e,
+        )) as Error
+        assert.match(error.message, /is owned by uid 65534, not by this user \(uid 0\): refusing to use it/)
+        assert.doesNotMatch(error.message, /\n/)
+      }
+      const state = join(scratch('tsq-foreign-file-'), 'dash.db')
+      writeFileSync(state, JSON.stringify({ version: 1, tasks: [], workers: [] }))
+      chownSync(state, NOBODY, NOBODY)
+      assert.throws(
+        () => new Cluster({ brokerUrl: 'file:///nowhere', maxTasks: 10, persistent: { path: state } }),
+        /dashboard --persistent state .* is owned by uid 65534/,
+      )
+      for (const mode of [0o755, 0o775]) {
+        const old = join(scratch('tsq-old-'), 'broker')
+        mkdirSync(old)
+        chmodSync(old, mode)
+        const transport = new FileTransport(old)
+        await transport.connect()
+        await transport.close()
+        assert.equal(statSync(old).mode & 0o777, 0o700, mode.toString(8))
+      }
+    },
+  )
 })
 
 // A tmpfs of our own: root and a kernel that lets this container mount one.
@@ -255,35 +293,42 @@ describe('[file://] a full disk', () => {
     }
   })
 
-  it('a result write is tried again, stored once the disk has room, and given up (no partial file) when it never has', { skip }, async () => {
-    const root = join(disk!, 'results-store')
-    const retries: number[] = []
-    let filler = ''
-    let freeOnSecondTry = true
-    const backend = new FileResultBackend(root, {
-      retryDelaysMs: [1, 1, 1],
-      onRetry: (_id, attempt, error) => {
-        retries.push(attempt)
-        assert.equal((error as NodeJS.ErrnoException).code, 'ENOSPC')
-        if (attempt === 2 && freeOnSecondTry) unlinkSync(filler) // room again before the third try
-      },
-    })
-    await backend.get('warm-up') // creates the folders while there is room
-    filler = fill(disk!)
-    const big = result('t1', 'y'.repeat(64 << 10))
-    await backend.store('t1', big, 'SUCCESS')
-    assert.deepEqual(retries, [1, 2])
-    assert.equal((await backend.get('t1'))?.status, 'SUCCESS')
+  it(
+    'a result write is tried again, stored once the disk has room, and given up (no partial file) when it never has',
+    { skip },
+    async () => {
+      const root = join(disk!, 'results-store')
+      const retries: number[] = []
+      let filler = ''
+      let freeOnSecondTry = true
+      const backend = new FileResultBackend(root, {
+        retryDelaysMs: [1, 1, 1],
+        onRetry: (_id, attempt, error) => {
+          retries.push(attempt)
+          assert.equal((error as NodeJS.ErrnoException).code, 'ENOSPC')
+          if (attempt === 2 && freeOnSecondTry) unlinkSync(filler) // room again before the third try
+        },
+      })
+      await backend.get('warm-up') // creates the folders while there is room
+      filler = fill(disk!)
+      const big = result('t1', 'y'.repeat(64 << 10))
+      await backend.store('t1', big, 'SUCCESS')
+      assert.deepEqual(retries, [1, 2])
+      assert.equal((await backend.get('t1'))?.status, 'SUCCESS')
 
-    retries.length = 0
-    freeOnSecondTry = false
-    filler = fill(disk!)
-    const lost = await backend.store('t2', big, 'SUCCESS').then(() => assert.fail('stored on a full disk'), (e: Error & { code?: string }) => e)
-    assert.match(lost.message, /ENOSPC.*\(gave up after 4 tries\)/)
-    assert.equal(lost.code, 'ENOSPC')
-    assert.deepEqual(retries, [1, 2, 3])
-    assert.deepEqual(readdirSync(join(root, 'results')).sort(), ['t1.json'], 'no partial or temporary file')
-    assert.equal(existsSync(join(root, 'results', 't2.json')), false)
-    unlinkSync(filler)
-  })
+      retries.length = 0
+      freeOnSecondTry = false
+      filler = fill(disk!)
+      const lost = await backend.store('t2', big, 'SUCCESS').then(
+        () => assert.fail('stored on a full disk'),
+        (e: Error & { code?: string }) => e,
+      )
+      assert.match(lost.message, /ENOSPC.*\(gave up after 4 tries\)/)
+      assert.equal(lost.code, 'ENOSPC')
+      assert.deepEqual(retries, [1, 2, 3])
+      assert.deepEqual(readdirSync(join(root, 'results')).sort(), ['t1.json'], 'no partial or temporary file')
+      assert.equal(existsSync(join(root, 'results', 't2.json')), false)
+      unlinkSync(filler)
+    },
+  )
 })

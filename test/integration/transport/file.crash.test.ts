@@ -38,7 +38,11 @@ function runChild(t: TestContext, script: string, args: string[]): Child {
   return { proc, lines, exited }
 }
 
-const exists = (p: string) => stat(p).then(() => true, () => false)
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  )
 
 /** A child process that declared `queue` auto-delete and consumed it, killed with SIGKILL. */
 async function killedAutoDeleteConsumer(t: TestContext, dir: string, queue: string): Promise<void> {
@@ -55,7 +59,7 @@ function sweeperOf(dir: string): Sweeper {
 }
 
 describe('file transport crash safety', () => {
-  it('a SIGKILLed consumer\'s unacked message comes back to another consumer, redelivered', async (t) => {
+  it("a SIGKILLed consumer's unacked message comes back to another consumer, redelivered", async (t) => {
     const dir = await brokerDir(t)
     const tr = await openTransport(t, dir)
     await tr.declareQueue(queueSpec('crashy'))
@@ -73,7 +77,7 @@ describe('file transport crash safety', () => {
     )
   })
 
-  it('a consumer that is already running picks up a crashed owner\'s claims on its sweep', async (t) => {
+  it("a consumer that is already running picks up a crashed owner's claims on its sweep", async (t) => {
     const dir = await brokerDir(t)
     const tr = await openTransport(t, dir)
     await tr.declareQueue(queueSpec('sweep'))
@@ -89,7 +93,7 @@ describe('file transport crash safety', () => {
     assert.equal(watcher.received[0]!.redelivered, true)
   })
 
-  it('[autoDelete] a crashed process\'s auto-delete queue is removed by a sweeper', async (t) => {
+  it("[autoDelete] a crashed process's auto-delete queue is removed by a sweeper", async (t) => {
     const dir = await brokerDir(t)
     const tr = await openTransport(t, dir)
     await killedAutoDeleteConsumer(t, dir, 'w9@host.celery.pidbox')
@@ -114,7 +118,7 @@ describe('file transport crash safety', () => {
     assert.deepEqual(report.deletedQueues, [])
     const c = await collect(restarted, pidbox)
     await restarted.publish('', pidbox, message('after restart'))
-    await waitFor(() => c.received.length === 1, { timeoutMs: 15_000, what: 'the restarted consumer\'s message' })
+    await waitFor(() => c.received.length === 1, { timeoutMs: 15_000, what: "the restarted consumer's message" })
   })
 
   it('[autoDelete] a sweep in the gap between a SIGKILL and a declare again does not delete the queue being declared', async (t) => {
@@ -147,7 +151,10 @@ describe('file transport crash safety', () => {
     // Each publisher's own messages arrive in the order it sent them.
     for (const tag of ['p1', 'p2']) {
       const mine = bodies.filter((b) => b.startsWith(`${tag}-`)).map((b) => Number(b.split('-')[1]))
-      assert.deepEqual(mine, [...mine].sort((x, y) => x - y))
+      assert.deepEqual(
+        mine,
+        [...mine].sort((x, y) => x - y),
+      )
     }
   })
 })

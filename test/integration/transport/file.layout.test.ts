@@ -10,7 +10,11 @@ import { waitFor } from '../../helpers/brokers.js'
 import { escapeName, unescapeName } from '../../../src/transport/file/names.js'
 import { brokerDir, collect, message, openTransport, queueSpec, sleep } from './fixtures/file-kit.js'
 
-const exists = (p: string) => stat(p).then(() => true, () => false)
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  )
 
 describe('file transport layout', () => {
   it('escapes entity names readably and reversibly', () => {
@@ -27,7 +31,11 @@ describe('file transport layout', () => {
     const dir = await brokerDir(t)
     const tr = await openTransport(t, dir)
     await tr.declareQueue(queueSpec('w1@vm.celery.pidbox'))
-    await tr.publish('', 'w1@vm.celery.pidbox', message('{"x":1}', { contentType: 'application/json', correlationId: 'c1', replyTo: 'r1', headers: { task: 't' } }))
+    await tr.publish(
+      '',
+      'w1@vm.celery.pidbox',
+      message('{"x":1}', { contentType: 'application/json', correlationId: 'c1', replyTo: 'r1', headers: { task: 't' } }),
+    )
     const ready = join(dir, 'queues', 'w1@vm.celery.pidbox', 'ready')
     const files = await readdir(ready)
     assert.equal(files.length, 1)
@@ -87,13 +95,21 @@ describe('file transport layout', () => {
   it('refuses to redeclare an exchange with another type', async (t) => {
     const tr = await openTransport(t, await brokerDir(t))
     await tr.declareExchange({ name: 'x', type: 'direct', durable: false, autoDelete: false })
-    await assert.rejects(tr.declareExchange({ name: 'x', type: 'fanout', durable: false, autoDelete: false }), { code: 'PRECONDITION_FAILED' })
+    await assert.rejects(tr.declareExchange({ name: 'x', type: 'fanout', durable: false, autoDelete: false }), {
+      code: 'PRECONDITION_FAILED',
+    })
   })
 
   it('delivers higher priority first, FIFO within a priority', async (t) => {
     const tr = await openTransport(t, await brokerDir(t))
     await tr.declareQueue(queueSpec('prio', { 'x-max-priority': 10 }))
-    for (const [body, priority] of [['low-1', 0], ['high-1', 9], ['low-2', 0], ['mid', 5], ['high-2', 9]] as const) {
+    for (const [body, priority] of [
+      ['low-1', 0],
+      ['high-1', 9],
+      ['low-2', 0],
+      ['mid', 5],
+      ['high-2', 9],
+    ] as const) {
       await tr.publish('', 'prio', message(body, { priority }))
     }
     const c = await collect(tr, 'prio', { prefetch: 1 })
@@ -160,7 +176,10 @@ describe('file transport layout', () => {
     const c = await collect(b, 'work')
     await waitFor(() => c.received.length === 5, { what: 'all five after close' })
     assert.deepEqual(c.bodies(), ['m0', 'm1', 'm2', 'm3', 'm4'])
-    assert.deepEqual(c.received.map((d) => d.redelivered), [true, true, false, false, false])
+    assert.deepEqual(
+      c.received.map((d) => d.redelivered),
+      [true, true, false, false, false],
+    )
   })
 
   it('[requeueUnacked: false] leaves claims for the next sweeper to restore', async (t) => {

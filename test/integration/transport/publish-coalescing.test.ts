@@ -16,7 +16,10 @@ import { deleteCeleryQueues } from '../../interop/helpers/cleanup.js'
 const N = 3000
 
 function msg(i: number, priority = 0): OutgoingMessage {
-  return { body: Buffer.from(JSON.stringify([[i], {}, {}])), properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { i }, deliveryMode: 2, priority } }
+  return {
+    body: Buffer.from(JSON.stringify([[i], {}, {}])),
+    properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { i }, deliveryMode: 2, priority },
+  }
 }
 
 const redisSkip = await brokerSkipReason('redis')
@@ -38,7 +41,10 @@ describe('redis: concurrent publishes go out as pipelines', { skip: redisSkip },
     await t.close()
     const listed = (await raw.lrange(queue, 0, -1)).map((r) => (JSON.parse(r) as { headers: { i: number } }).headers.i)
     // LPUSH puts the newest at the head.
-    assert.deepEqual(listed.reverse(), Array.from({ length: N }, (_, i) => i))
+    assert.deepEqual(
+      listed.reverse(),
+      Array.from({ length: N }, (_, i) => i),
+    )
   })
 
   it('priorities still land in their own sub-lists when batched together', async () => {

@@ -20,7 +20,14 @@ const pySkip = pyKombu ? false : 'system Python with kombu not found (/usr/bin/p
 const DB = new URL(REDIS_URL).pathname.replace(/^\//, '') || '0'
 
 const PREFIX = `tsqkp-${process.pid}:`
-const LAYOUT: RedisLayoutOptions = { globalKeyprefix: PREFIX, sep: '::', prioritySteps: [0, 5], fanoutPrefix: '/fx{db}.', fanoutPatterns: false, queueOrderStrategy: 'priority' }
+const LAYOUT: RedisLayoutOptions = {
+  globalKeyprefix: PREFIX,
+  sep: '::',
+  prioritySteps: [0, 5],
+  fanoutPrefix: '/fx{db}.',
+  fanoutPatterns: false,
+  queueOrderStrategy: 'priority',
+}
 /** The same options as kombu takes them. */
 const PY_OPTIONS = `{'global_keyprefix': '${PREFIX}', 'sep': '::', 'priority_steps': [0, 5], 'fanout_prefix': '/fx{db}.', 'fanout_patterns': False, 'queue_order_strategy': 'priority'}`
 
@@ -75,7 +82,10 @@ describe('[broker_transport_options] redis layout options', { skip }, () => {
     const c = await t.consume(q, (d) => void got.push(d), { prefetch: 10 })
     await waitFor(() => got.length === 4, { what: '4 deliveries' })
     // Step 0 (p1, p0) before step 5 (p7, p5), FIFO within a step.
-    assert.deepEqual(got.map((d) => d.body.toString()), ['p1', 'p0', 'p7', 'p5'])
+    assert.deepEqual(
+      got.map((d) => d.body.toString()),
+      ['p1', 'p0', 'p7', 'p5'],
+    )
     assert.equal(await raw.hlen(`${PREFIX}unacked`), 4)
     assert.equal(await raw.zcard(`${PREFIX}unacked_index`), 4)
     for (const d of got) await d.ack()
@@ -125,12 +135,15 @@ print(json.dumps(got))`)
       assert.equal(await raw.llen(`${PREFIX}${q}`), 1)
       const got: Delivery[] = []
       const c = await t.consume(q, (d) => void got.push(d), { noAck: true })
-      await waitFor(() => got.length === 2, { what: 'kombu\'s two messages' })
+      await waitFor(() => got.length === 2, { what: "kombu's two messages" })
       await c.cancel()
-      assert.deepEqual(got.map((d) => JSON.parse(d.body.toString()) as unknown), [{ from: 'py0' }, { from: 'py' }])
+      assert.deepEqual(
+        got.map((d) => JSON.parse(d.body.toString()) as unknown),
+        [{ from: 'py0' }, { from: 'py' }],
+      )
     })
 
-    it('kombu\'s fanout publish reaches a tsq fanout consumer on the same options', async () => {
+    it("kombu's fanout publish reaches a tsq fanout consumer on the same options", async () => {
       const exchange = uniqueName('tsq-lo-pyfan')
       const t = await open()
       await t.declareExchange({ name: exchange, type: 'fanout', durable: false, autoDelete: false })
@@ -143,7 +156,7 @@ print(json.dumps(got))`)
 c = Connection('${REDIS_URL}', transport_options=${PY_OPTIONS})
 ex = Exchange('${exchange}', type='fanout')
 c.Producer().publish({'n': 1}, exchange=ex, routing_key='some.key', declare=[ex]); c.close()`)
-      await waitFor(() => got.length === 1, { what: 'kombu\'s fanout message' })
+      await waitFor(() => got.length === 1, { what: "kombu's fanout message" })
       assert.deepEqual(JSON.parse(got[0]!.body.toString()), { n: 1 })
     })
   })

@@ -39,7 +39,13 @@ function python(code: string): string {
 
 /** JSON text with json.dumps's separators (kombu's, and tsq's own). */
 const py = (v: unknown): string =>
-  Array.isArray(v) ? `[${v.map(py).join(', ')}]` : v !== null && typeof v === 'object' ? `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`).join(', ')}}` : JSON.stringify(v)
+  Array.isArray(v)
+    ? `[${v.map(py).join(', ')}]`
+    : v !== null && typeof v === 'object'
+      ? `{${Object.entries(v)
+          .map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`)
+          .join(', ')}}`
+      : JSON.stringify(v)
 
 const allLists = (q: string): string[] => [q, `${q}${SEP}3`, `${q}${SEP}6`, `${q}${SEP}9`]
 
@@ -70,12 +76,25 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     await deleteRedisBindingsOfThisProcess(REDIS_URL, 'tsq-layout')
   })
 
-  it('spec §1.9: a v2 task envelope is byte-identical to kombu\'s, but for the delivery tag', async () => {
+  it("spec §1.9: a v2 task envelope is byte-identical to kombu's, but for the delivery tag", async () => {
     const q = queue()
     const headers = {
-      lang: 'py', task: 'tasks.add', id: '890ef490-86e7-4d33-a5a9-b85b58e8c844', shadow: null, eta: null, expires: null,
-      group: null, group_index: null, retries: 0, timelimit: [null, null], root_id: '890ef490-86e7-4d33-a5a9-b85b58e8c844',
-      parent_id: null, argsrepr: '(2, 3)', kwargsrepr: '{}', origin: 'gen8434@vm', ignore_result: false,
+      lang: 'py',
+      task: 'tasks.add',
+      id: '890ef490-86e7-4d33-a5a9-b85b58e8c844',
+      shadow: null,
+      eta: null,
+      expires: null,
+      group: null,
+      group_index: null,
+      retries: 0,
+      timelimit: [null, null],
+      root_id: '890ef490-86e7-4d33-a5a9-b85b58e8c844',
+      parent_id: null,
+      argsrepr: '(2, 3)',
+      kwargsrepr: '{}',
+      origin: 'gen8434@vm',
+      ignore_result: false,
     }
     const body = '[[2, 3], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'
     const t = await open()
@@ -84,7 +103,9 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     const tag = /"delivery_tag": "([0-9a-f-]{36})"/.exec(stored!)?.[1]
     assert.match(tag ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
     const captured = `{"body": "W1syLCAzXSwge30sIHsiY2FsbGJhY2tzIjogbnVsbCwgImVycmJhY2tzIjogbnVsbCwgImNoYWluIjogbnVsbCwgImNob3JkIjogbnVsbH1d", "content-encoding": "utf-8", "content-type": "application/json", "headers": {"lang": "py", "task": "tasks.add", "id": "890ef490-86e7-4d33-a5a9-b85b58e8c844", "shadow": null, "eta": null, "expires": null, "group": null, "group_index": null, "retries": 0, "timelimit": [null, null], "root_id": "890ef490-86e7-4d33-a5a9-b85b58e8c844", "parent_id": null, "argsrepr": "(2, 3)", "kwargsrepr": "{}", "origin": "gen8434@vm", "ignore_result": false}, "properties": {"correlation_id": "890ef490-86e7-4d33-a5a9-b85b58e8c844", "reply_to": "340c16d5-5550-3f23-92eb-f3c160381552", "delivery_mode": 2, "delivery_info": {"exchange": "", "routing_key": "celery"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "f74c00ff-73e3-4af4-a68c-38b7fdf1969b"}}`
-    const expected = captured.replace('"routing_key": "celery"', `"routing_key": "${q}"`).replace('f74c00ff-73e3-4af4-a68c-38b7fdf1969b', tag!)
+    const expected = captured
+      .replace('"routing_key": "celery"', `"routing_key": "${q}"`)
+      .replace('f74c00ff-73e3-4af4-a68c-38b7fdf1969b', tag!)
     assert.equal(stored, expected)
   })
 
@@ -154,14 +175,17 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     await raw.script('FLUSH')
     for (const body of ['after-1', 'after-2', 'after-3']) await t.publish('', q, msg(body))
     await waitFor(() => got.length === 4, { what: 'the deliveries after the flush' })
-    assert.deepEqual(got.map((d) => d.body.toString()), ['before', 'after-1', 'after-2', 'after-3'])
+    assert.deepEqual(
+      got.map((d) => d.body.toString()),
+      ['before', 'after-1', 'after-2', 'after-3'],
+    )
     for (const d of got.slice(1)) assert.notEqual(await raw.hget('unacked', d.deliveryTag), null, 'recorded as unacked')
     for (const d of got.slice(1)) await d.ack()
     for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0)
     assert.equal(await raw.llen(q), 0)
   })
 
-  it('a wait or claim that Redis refuses (a queue\'s list holding a string) is reported once as a broker error while it lasts, and retried until it goes through', async () => {
+  it("a wait or claim that Redis refuses (a queue's list holding a string) is reported once as a broker error while it lasts, and retried until it goes through", async () => {
     const q = queue()
     await raw.set(q, 'not a list')
     const t = await open()
@@ -187,7 +211,14 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     const layout = new RedisKeys(0, { globalKeyprefix: prefix })
     const store = new UnackedStore(raw, async () => [], layout)
     const lists = layout.lists('q')
-    const envelope = (tag: string) => py({ body: Buffer.from('{}').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: {}, properties: { delivery_info: { exchange: '', routing_key: 'q' }, delivery_tag: tag, body_encoding: 'base64', priority: 0 } })
+    const envelope = (tag: string) =>
+      py({
+        body: Buffer.from('{}').toString('base64'),
+        'content-encoding': 'utf-8',
+        'content-type': 'application/json',
+        headers: {},
+        properties: { delivery_info: { exchange: '', routing_key: 'q' }, delivery_tag: tag, body_encoding: 'base64', priority: 0 },
+      })
     const record = lists.map(() => true)
     try {
       // Oldest first at the tail, as LPUSH leaves them.
@@ -196,7 +227,11 @@ describe('redis transport layout (spec §4)', { skip }, () => {
       const nothingRecorded = async () => {
         assert.deepEqual(await raw.lrange(lists[0]!, 0, -1), queued, 'the popped messages are back, in order')
         assert.equal(await raw.exists(layout.unacked), 0, 'nothing recorded in unacked')
-        assert.equal(await raw.type(layout.unackedIndex) === 'zset' ? await raw.zcard(layout.unackedIndex) : 0, 0, 'nothing left in the index')
+        assert.equal(
+          (await raw.type(layout.unackedIndex)) === 'zset' ? await raw.zcard(layout.unackedIndex) : 0,
+          0,
+          'nothing left in the index',
+        )
       }
       // The next list in BRPOP order holds a string: met after the main list was popped.
       await raw.set(lists[1]!, 'not a list')
@@ -214,8 +249,14 @@ describe('redis transport layout (spec §4)', { skip }, () => {
       await nothingRecorded()
       // Fixed, the same claim takes each message once, oldest first, each recorded under its tag.
       const claimed = await store.claim(lists, record, 10)
-      assert.deepEqual(claimed.map((c) => c.recordedAs), ['m1', 'm2', 'm3'])
-      assert.deepEqual(claimed.map((c) => c.raw), ['m1', 'm2', 'm3'].map(envelope))
+      assert.deepEqual(
+        claimed.map((c) => c.recordedAs),
+        ['m1', 'm2', 'm3'],
+      )
+      assert.deepEqual(
+        claimed.map((c) => c.raw),
+        ['m1', 'm2', 'm3'].map(envelope),
+      )
       assert.deepEqual(await raw.zrange(layout.unackedIndex, 0, -1), ['m1', 'm2', 'm3'])
       assert.equal(await raw.llen(lists[0]!), 0)
     } finally {
@@ -229,7 +270,14 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     const [good, bad] = [layout.lists('good')[0]!, layout.lists('bad')[0]!]
     // What kombu's binding table would answer: the routing key's own queue.
     const store = new UnackedStore(raw, async (_exchange, routingKey) => [routingKey === 'bad' ? bad : good], layout)
-    const envelope = (tag: string, rk: string) => py({ body: Buffer.from('{}').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers: {}, properties: { delivery_info: { exchange: '', routing_key: rk }, delivery_tag: tag, body_encoding: 'base64', priority: 0 } })
+    const envelope = (tag: string, rk: string) =>
+      py({
+        body: Buffer.from('{}').toString('base64'),
+        'content-encoding': 'utf-8',
+        'content-type': 'application/json',
+        headers: {},
+        properties: { delivery_info: { exchange: '', routing_key: rk }, delivery_tag: tag, body_encoding: 'base64', priority: 0 },
+      })
     try {
       await raw.lpush(good, envelope('g1', 'good'))
       await raw.lpush(bad, envelope('b1', 'bad'))
@@ -254,22 +302,39 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     }
   })
 
-  it('spec §4.6: a claim records each message under its own properties\' tag and delivery_info, however the text is written', async () => {
+  it("spec §4.6: a claim records each message under its own properties' tag and delivery_info, however the text is written", async () => {
     const q = queue()
     const envelope = (tag: string, headers: Record<string, unknown> = {}) => ({
-      body: Buffer.from('[[], {}, {}]').toString('base64'), 'content-encoding': 'utf-8', 'content-type': 'application/json', headers,
-      properties: { delivery_mode: 2, delivery_info: { exchange: '', routing_key: q }, priority: 0, body_encoding: 'base64', delivery_tag: tag },
+      body: Buffer.from('[[], {}, {}]').toString('base64'),
+      'content-encoding': 'utf-8',
+      'content-type': 'application/json',
+      headers,
+      properties: {
+        delivery_mode: 2,
+        delivery_info: { exchange: '', routing_key: q },
+        priority: 0,
+        body_encoding: 'base64',
+        delivery_tag: tag,
+      },
     })
     const texts = {
       'python-written': py(envelope('tag-py')),
       compact: JSON.stringify(envelope('tag-compact')),
       // A header holding keys of the same names must not be taken for the properties.
       'header-decoy-twice': py(envelope('tag-twice', { extra: { delivery_tag: 'decoy-1' } })),
-      'header-decoy-once': py(envelope('tag-once', { extra: { delivery_tag: 'decoy-2' } })).replace('"delivery_tag": "tag-once"', '"delivery_tag":"tag-once"'),
+      'header-decoy-once': py(envelope('tag-once', { extra: { delivery_tag: 'decoy-2' } })).replace(
+        '"delivery_tag": "tag-once"',
+        '"delivery_tag":"tag-once"',
+      ),
     }
     const got = await consumeAll(q, Object.values(texts))
     assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['tag-compact', 'tag-once', 'tag-py', 'tag-twice'])
-    for (const [tag, text] of [['tag-py', texts['python-written']], ['tag-compact', texts.compact], ['tag-twice', texts['header-decoy-twice']], ['tag-once', texts['header-decoy-once']]] as const) {
+    for (const [tag, text] of [
+      ['tag-py', texts['python-written']],
+      ['tag-compact', texts.compact],
+      ['tag-twice', texts['header-decoy-twice']],
+      ['tag-once', texts['header-decoy-once']],
+    ] as const) {
       assert.equal(await raw.hget('unacked', tag), `[${text}, "", "${q}"]`, tag)
       assert.notEqual(await raw.zscore('unacked_index', tag), null, tag)
     }
@@ -281,14 +346,30 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     for (const d of got) assert.equal(await raw.hexists('unacked', d.deliveryTag), 0)
   })
 
-  it('spec §4.6: redelivered, escaped or reordered envelopes are recorded under their own tag, exchange and routing key, and the consumer\'s ack removes them', async () => {
+  it("spec §4.6: redelivered, escaped or reordered envelopes are recorded under their own tag, exchange and routing key, and the consumer's ack removes them", async () => {
     const q = queue()
     const body = Buffer.from('[[], {}, {}]').toString('base64')
-    const envelope = (tag: unknown, info: Record<string, unknown> = { exchange: '', routing_key: q }, headers: Record<string, unknown> = {}) => ({
-      body, 'content-encoding': 'utf-8', 'content-type': 'application/json', headers,
-      properties: { correlation_id: 'c', reply_to: 'r', delivery_mode: 2, delivery_info: info, priority: 0, body_encoding: 'base64', delivery_tag: tag },
+    const envelope = (
+      tag: unknown,
+      info: Record<string, unknown> = { exchange: '', routing_key: q },
+      headers: Record<string, unknown> = {},
+    ) => ({
+      body,
+      'content-encoding': 'utf-8',
+      'content-type': 'application/json',
+      headers,
+      properties: {
+        correlation_id: 'c',
+        reply_to: 'r',
+        delivery_mode: 2,
+        delivery_info: info,
+        priority: 0,
+        body_encoding: 'base64',
+        delivery_tag: tag,
+      },
     })
-    const tail = (tag: string) => `, "properties": {"delivery_info": {"exchange": "", "routing_key": "evil"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "${tag}"}}`
+    const tail = (tag: string) =>
+      `, "properties": {"delivery_info": {"exchange": "", "routing_key": "evil"}, "priority": 0, "body_encoding": "base64", "delivery_tag": "${tag}"}}`
     const texts: Record<string, string> = {
       // A header whose text looks like the properties' end is a string, not the properties.
       'tail-in-a-header': py(envelope('tag-a', undefined, { note: tail('decoy-3') })),
@@ -312,20 +393,36 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     assert.equal(await raw.hexists('unacked', 'decoy-3'), 0)
   })
 
-  it('spec §4.6: braces, slashes and non-ASCII in the properties\' strings, a number or null where a string goes: recorded under the envelope\'s own tag, exchange and routing key', async () => {
+  it("spec §4.6: braces, slashes and non-ASCII in the properties' strings, a number or null where a string goes: recorded under the envelope's own tag, exchange and routing key", async () => {
     const q = queue()
     const body = Buffer.from('[[], {}, {}]').toString('base64')
     // The claim reads plain properties off the text and decodes the rest; a brace inside a string cuts a balanced match short.
-    const env = (props: string) => `{"body": "${body}", "content-encoding": "utf-8", "content-type": "application/json", "headers": {}, "properties": ${props}}`
+    const env = (props: string) =>
+      `{"body": "${body}", "content-encoding": "utf-8", "content-type": "application/json", "headers": {}, "properties": ${props}}`
     const texts: Record<string, [text: string, exchange: string, routingKey: string]> = {
       'brace-tag': [env(`{"delivery_tag": "brace}tag", "delivery_info": {"exchange": "", "routing_key": "${q}"}}`), '', q],
-      'close-brace-reply-to': [env(`{"reply_to": "a}b", "delivery_info": {"exchange": "ex1", "routing_key": "${q}"}, "delivery_tag": "tag-reply"}`), 'ex1', q],
+      'close-brace-reply-to': [
+        env(`{"reply_to": "a}b", "delivery_info": {"exchange": "ex1", "routing_key": "${q}"}, "delivery_tag": "tag-reply"}`),
+        'ex1',
+        q,
+      ],
       'open-brace-exchange': [env(`{"delivery_info": {"exchange": "e{x", "routing_key": "${q}"}, "delivery_tag": "tag-open"}`), 'e{x', q],
-      'slash-exchange': [env(`{"delivery_info": {"exchange": "e/x/\u00e9", "routing_key": "${q}"}, "delivery_tag": "tag-slash"}`), 'e/x/\u00e9', q],
+      'slash-exchange': [
+        env(`{"delivery_info": {"exchange": "e/x/\u00e9", "routing_key": "${q}"}, "delivery_tag": "tag-slash"}`),
+        'e/x/\u00e9',
+        q,
+      ],
       'null-exchange': [env(`{"delivery_info": {"exchange": null, "routing_key": "${q}"}, "delivery_tag": "tag-null"}`), '', q],
-      'spaced-out': [env(`{ "delivery_info" : { "routing_key" : "${q}" , "exchange" : "ex2" } , "delivery_tag" : "tag-spaced" }`), 'ex2', q],
+      'spaced-out': [
+        env(`{ "delivery_info" : { "routing_key" : "${q}" , "exchange" : "ex2" } , "delivery_tag" : "tag-spaced" }`),
+        'ex2',
+        q,
+      ],
     }
-    const got = await consumeAll(q, Object.values(texts).map(([text]) => text))
+    const got = await consumeAll(
+      q,
+      Object.values(texts).map(([text]) => text),
+    )
     assert.deepEqual(got.map((d) => d.deliveryTag).sort(), ['brace}tag', 'tag-null', 'tag-open', 'tag-reply', 'tag-slash', 'tag-spaced'])
     for (const d of got) {
       const [text, exchange, routingKey] = Object.values(texts).find(([t]) => t.includes(`"${d.deliveryTag}"`))!
@@ -378,29 +475,54 @@ describe('redis transport layout (spec §4)', { skip }, () => {
     const t = await open(REDIS_URL, { connectionName: tsqName })
     const got: Delivery[] = []
     for (const q of [first, second]) await t.consume(q, (d) => void got.push(d), { prefetch: 20 })
-    const waitingOnBoth = async () => ((await raw.client('LIST') as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))).length === 2
+    const waitingOnBoth = async () =>
+      ((await raw.client('LIST')) as string).split('\n').filter((l) => l.includes(`name=${tsqName}-brpop `) && / cmd=blmove /.test(l))
+        .length === 2
     await waitFor(waitingOnBoth, { what: 'tsq waiting on both queues' })
     return { first, second, tsqName, got, waitingOnBoth }
   }
 
-  it('an idle consumer of several queues waits in line on each, as kombu\'s BRPOP over all of them does', async () => {
+  it("an idle consumer of several queues waits in line on each, as kombu's BRPOP over all of them does", async () => {
     // Redis hands a pushed message to the client that has waited longest on
     // that list. A rival BRPOP that starts waiting after tsq must lose to tsq
     // on the queue tsq consumes second, not only on the first.
     const { second, got } = await idleOnTwoQueues('lines')
     const rivalName = `tsq-${process.pid}-layout-rival`
     const rival = new Redis(REDIS_URL, { connectionName: rivalName })
-    const blocked = async (name: string) => (await raw.client('LIST') as string).split('\n').some((l) => l.includes(`name=${name} `) && / cmd=brpop /.test(l))
+    const blocked = async (name: string) =>
+      ((await raw.client('LIST')) as string).split('\n').some((l) => l.includes(`name=${name} `) && / cmd=brpop /.test(l))
     let tsqWon = 0
     try {
       for (let round = 0; round < 10; round += 1) {
         const taken = rival.brpop(second, 5)
         await waitFor(() => blocked(rivalName), { what: 'the rival waiting' })
-        await raw.lpush(second, JSON.stringify({ body: '', 'content-encoding': 'utf-8', 'content-type': 'text/plain', headers: {}, properties: { delivery_tag: `rival-${round}-${process.pid}`, delivery_info: { exchange: '', routing_key: second }, body_encoding: 'base64', priority: 0, delivery_mode: 2 } }))
-        await waitFor(async () => got.length + (await raw.llen(second)) > tsqWon || !(await blocked(rivalName)), { what: 'someone taking the message' })
+        await raw.lpush(
+          second,
+          JSON.stringify({
+            body: '',
+            'content-encoding': 'utf-8',
+            'content-type': 'text/plain',
+            headers: {},
+            properties: {
+              delivery_tag: `rival-${round}-${process.pid}`,
+              delivery_info: { exchange: '', routing_key: second },
+              body_encoding: 'base64',
+              priority: 0,
+              delivery_mode: 2,
+            },
+          }),
+        )
+        await waitFor(async () => got.length + (await raw.llen(second)) > tsqWon || !(await blocked(rivalName)), {
+          what: 'someone taking the message',
+        })
         if (got.length > tsqWon) {
           tsqWon += 1
-          const id = Number((await raw.client('LIST') as string).split('\n').find((l) => l.includes(`name=${rivalName} `))?.match(/id=(\d+)/)?.[1])
+          const id = Number(
+            ((await raw.client('LIST')) as string)
+              .split('\n')
+              .find((l) => l.includes(`name=${rivalName} `))
+              ?.match(/id=(\d+)/)?.[1],
+          )
           await raw.client('UNBLOCK', id)
         }
         await taken
@@ -532,8 +654,13 @@ app.send_task('tasks.add', (2, 3), queue='${q}', task_id='11111111-2222-3333-444
       await t.publish('', q, {
         body: Buffer.from(py.body, 'base64'),
         properties: {
-          contentType: 'application/json', contentEncoding: 'utf-8', headers: py.headers, deliveryMode: 2, priority: 0,
-          correlationId: py.properties.correlation_id, replyTo: py.properties.reply_to,
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          headers: py.headers,
+          deliveryMode: 2,
+          priority: 0,
+          correlationId: py.properties.correlation_id,
+          replyTo: py.properties.reply_to,
         },
       })
       const [ours] = await raw.lrange(q, 0, -1)

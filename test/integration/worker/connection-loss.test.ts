@@ -29,7 +29,9 @@ function envFor(broker: string): NodeJS.ProcessEnv {
 
 /** Closes every RabbitMQ connection named `tsq-<pid>-…` (only the worker's own). */
 export function closeAmqpConnectionsOf(pid: number): number {
-  const out = execFileSync('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'pid', 'client_properties'], { encoding: 'utf8' })
+  const out = execFileSync('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'pid', 'client_properties'], {
+    encoding: 'utf8',
+  })
   let closed = 0
   // The consumer's connection first, then the worker's publishing one (`-publish`): the loss is noticed after one close, as before there were two.
   const lines = out.split('\n').sort((a, b) => Number(a.includes('-publish"')) - Number(b.includes('-publish"')))
@@ -78,10 +80,17 @@ async function waitActive(env: NodeJS.ProcessEnv, node: string, id: string): Pro
   )
 }
 
-async function start(broker: string, queue: string, extra: string[] = []): Promise<{ worker: SpawnedWorker; env: NodeJS.ProcessEnv; node: string }> {
+async function start(
+  broker: string,
+  queue: string,
+  extra: string[] = [],
+): Promise<{ worker: SpawnedWorker; env: NodeJS.ProcessEnv; node: string }> {
   const env = envFor(broker)
   const node = `${uniqueName('loss')}@testhost`
-  const worker = await startWorker(['-A', APP, '-Q', queue, '-l', 'INFO', '--without-heartbeat', '--without-mingle', ...extra], { env, nodename: node })
+  const worker = await startWorker(['-A', APP, '-Q', queue, '-l', 'INFO', '--without-heartbeat', '--without-mingle', ...extra], {
+    env,
+    nodename: node,
+  })
   return { worker, env, node }
 }
 
@@ -105,7 +114,11 @@ describe('broker connection loss on RabbitMQ', { skip: amqpSkip }, () => {
       await dropAndWait(worker, 'amqp')
       const id1 = await callTask(env, 'extra.pid', [], ['-Q', q1])
       const id2 = await callTask(env, 'extra.pid', [], ['-Q', q2])
-      for (const id of [id1, id2]) await waitFor(() => worker.output().includes(`Task extra.pid[${id}] succeeded`), { timeoutMs: 20_000, what: `task ${id} run after reconnect` })
+      for (const id of [id1, id2])
+        await waitFor(() => worker.output().includes(`Task extra.pid[${id}] succeeded`), {
+          timeoutMs: 20_000,
+          what: `task ${id} run after reconnect`,
+        })
     } finally {
       await worker.stop()
     }
@@ -119,8 +132,19 @@ describe('broker connection loss on RabbitMQ', { skip: amqpSkip }, () => {
       const id = await callTask(env, 'extra.sleep', [8], ['-Q', q])
       await waitActive(env, node, id)
       await dropAndWait(worker, 'amqp')
-      await waitFor(() => worker.output().includes(`Task extra.sleep[${id}] cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.`), { what: 'cancel warning' })
-      await waitFor(() => worker.output().includes(`Task extra.sleep[${id}] succeeded`), { timeoutMs: 30_000, what: 'redelivered task finished' })
+      await waitFor(
+        () =>
+          worker
+            .output()
+            .includes(
+              `Task extra.sleep[${id}] cannot be acknowledged after a connection loss since late acknowledgement is enabled for it.`,
+            ),
+        { what: 'cancel warning' },
+      )
+      await waitFor(() => worker.output().includes(`Task extra.sleep[${id}] succeeded`), {
+        timeoutMs: 30_000,
+        what: 'redelivered task finished',
+      })
       assert.equal(count(worker.output(), new RegExp(`Task extra\\.sleep\\[${id}\\] received`)), 2, worker.output())
       assert.equal(count(worker.output(), new RegExp(`Task extra\\.sleep\\[${id}\\] succeeded`)), 1)
     } finally {
@@ -136,8 +160,17 @@ describe('broker connection loss on RabbitMQ', { skip: amqpSkip }, () => {
       const id = await callTask(env, 'extra.sleep', [8], ['-Q', q])
       await waitActive(env, node, id)
       await dropAndWait(worker, 'amqp')
-      await waitFor(() => /Temporarily reducing the prefetch count to [1-3] to avoid over-fetching since [12] tasks are currently being processed/.test(worker.output()), { what: 'prefetch reduction' })
-      await waitFor(() => worker.output().includes('The prefetch count has been restored to the maximum of 4'), { timeoutMs: 30_000, what: 'prefetch restored' })
+      await waitFor(
+        () =>
+          /Temporarily reducing the prefetch count to [1-3] to avoid over-fetching since [12] tasks are currently being processed/.test(
+            worker.output(),
+          ),
+        { what: 'prefetch reduction' },
+      )
+      await waitFor(() => worker.output().includes('The prefetch count has been restored to the maximum of 4'), {
+        timeoutMs: 30_000,
+        what: 'prefetch restored',
+      })
     } finally {
       await worker.stop()
     }
@@ -152,7 +185,10 @@ describe('broker connection loss on Redis', { skip: redisSkip }, () => {
     try {
       await dropAndWait(worker, 'redis')
       const id = await callTask(env, 'extra.pid', [], ['-Q', q])
-      await waitFor(() => worker.output().includes(`Task extra.pid[${id}] succeeded`), { timeoutMs: 20_000, what: 'task run after reconnect' })
+      await waitFor(() => worker.output().includes(`Task extra.pid[${id}] succeeded`), {
+        timeoutMs: 20_000,
+        what: 'task run after reconnect',
+      })
     } finally {
       await worker.stop()
     }

@@ -33,7 +33,13 @@ async function proxyTo(url: string): Promise<BlackholeProxy> {
 }
 
 function envFor(broker: string, conf: Record<string, unknown>, backend = ''): NodeJS.ProcessEnv {
-  return { TSQ_BROKER_URL: broker, CELERY_BROKER_URL: '', TSQ_RESULT_BACKEND: backend, CELERY_RESULT_BACKEND: '', CFG_CONF: JSON.stringify(conf) }
+  return {
+    TSQ_BROKER_URL: broker,
+    CELERY_BROKER_URL: '',
+    TSQ_RESULT_BACKEND: backend,
+    CELERY_RESULT_BACKEND: '',
+    CFG_CONF: JSON.stringify(conf),
+  }
 }
 
 function count(text: string, pattern: RegExp): number {
@@ -42,7 +48,9 @@ function count(text: string, pattern: RegExp): number {
 
 /** The "(n)" of each reconnect line, in order. */
 function attemptNumbers(output: string): number[] {
-  return [...output.matchAll(/consumer: Cannot connect to [^\n]+\nTrying again in \d+\.\d\d seconds\.\.\. \((\d+)\)/g)].map((m) => Number(m[1]))
+  return [...output.matchAll(/consumer: Cannot connect to [^\n]+\nTrying again in \d+\.\d\d seconds\.\.\. \((\d+)\)/g)].map((m) =>
+    Number(m[1]),
+  )
 }
 
 /**
@@ -50,32 +58,62 @@ function attemptNumbers(output: string): number[] {
  * healed. The worker must notice (its lost line), try again in numbered
  * lines, say it is connected again, and run each task once.
  */
-async function blackholeAndHeal(o: { worker: SpawnedWorker; proxy: BlackholeProxy; direct: NodeJS.ProcessEnv; queue: string; lostReason: RegExp; noticeWithinMs: number }): Promise<void> {
+async function blackholeAndHeal(o: {
+  worker: SpawnedWorker
+  proxy: BlackholeProxy
+  direct: NodeJS.ProcessEnv
+  queue: string
+  lostReason: RegExp
+  noticeWithinMs: number
+}): Promise<void> {
   const { worker, proxy, direct, queue } = o
   const before = await callTask(direct, 'cfgenv.noop', [], ['-Q', queue])
-  await waitFor(() => worker.output().includes(`Task cfgenv.noop[${before}] succeeded`), { timeoutMs: 20_000, what: 'the task sent before' })
+  await waitFor(() => worker.output().includes(`Task cfgenv.noop[${before}] succeeded`), {
+    timeoutMs: 20_000,
+    what: 'the task sent before',
+  })
   const acceptedBefore = proxy.accepted
   proxy.blackhole()
   const during = await callTask(direct, 'cfgenv.noop', [], ['-Q', queue])
-  await waitFor(() => worker.output().includes('Connection to broker lost'), { timeoutMs: o.noticeWithinMs, intervalMs: 200, what: 'the dead path noticed' })
+  await waitFor(() => worker.output().includes('Connection to broker lost'), {
+    timeoutMs: o.noticeWithinMs,
+    intervalMs: 200,
+    what: 'the dead path noticed',
+  })
   assert.match(worker.output(), o.lostReason)
   // At least two attempts fail while the path is dead, each said once.
   await waitFor(() => attemptNumbers(worker.output()).length >= 2, { timeoutMs: 60_000, intervalMs: 200, what: 'two reconnect lines' })
   const connectedBefore = count(worker.output(), /Connected to /)
   proxy.heal()
-  await waitFor(() => count(worker.output(), /Connected to /) > connectedBefore, { timeoutMs: 60_000, intervalMs: 200, what: 'connected again after heal' })
+  await waitFor(() => count(worker.output(), /Connected to /) > connectedBefore, {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    what: 'connected again after heal',
+  })
   const numbers = attemptNumbers(worker.output())
-  assert.deepEqual(numbers, numbers.map((_, i) => i + 1), `attempts numbered 1..n:\n${worker.output()}`)
+  assert.deepEqual(
+    numbers,
+    numbers.map((_, i) => i + 1),
+    `attempts numbered 1..n:\n${worker.output()}`,
+  )
   // One line per failed attempt: never more lines than connections tried.
   assert.ok(numbers.length <= proxy.accepted - acceptedBefore, `${numbers.length} lines for ${proxy.accepted - acceptedBefore} attempts`)
   const afterHeal = await callTask(direct, 'cfgenv.noop', [], ['-Q', queue])
   for (const id of [before, during, afterHeal]) {
-    await waitFor(() => worker.output().includes(`Task cfgenv.noop[${id}] succeeded`), { timeoutMs: 60_000, intervalMs: 200, what: `task ${id} run` })
+    await waitFor(() => worker.output().includes(`Task cfgenv.noop[${id}] succeeded`), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: `task ${id} run`,
+    })
   }
   // Settle a moment for a duplicate to show, then count.
   await new Promise((r) => setTimeout(r, 1500))
   for (const id of [before, during, afterHeal]) {
-    assert.equal(count(worker.output(), new RegExp(`Task cfgenv\\.noop\\[${id}\\] succeeded`)), 1, `task ${id} ran once:\n${worker.output()}`)
+    assert.equal(
+      count(worker.output(), new RegExp(`Task cfgenv\\.noop\\[${id}\\] succeeded`)),
+      1,
+      `task ${id} ran once:\n${worker.output()}`,
+    )
   }
 }
 
@@ -85,13 +123,23 @@ describe('a blackholed path to RabbitMQ', { skip: amqpSkip }, () => {
     amqpQueues.push(queue)
     const proxy = await proxyTo(AMQP_URL)
     const conf = { broker_heartbeat: 4 }
-    const worker = await startWorker(['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'], {
-      env: envFor(proxy.urlFor(AMQP_URL), conf),
-      nodename: `${uniqueName('deadpath')}@testhost`,
-    })
+    const worker = await startWorker(
+      ['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'],
+      {
+        env: envFor(proxy.urlFor(AMQP_URL), conf),
+        nodename: `${uniqueName('deadpath')}@testhost`,
+      },
+    )
     try {
       // Two heartbeats and a check period (4 / 3 s) after the last byte, with room for a loaded machine.
-      await blackholeAndHeal({ worker, proxy, direct: envFor(AMQP_URL, conf), queue, lostReason: /Too many heartbeats missed/, noticeWithinMs: 30_000 })
+      await blackholeAndHeal({
+        worker,
+        proxy,
+        direct: envFor(AMQP_URL, conf),
+        queue,
+        lostReason: /Too many heartbeats missed/,
+        noticeWithinMs: 30_000,
+      })
     } finally {
       await worker.stop()
     }
@@ -102,7 +150,10 @@ describe('a blackholed path to RabbitMQ', { skip: amqpSkip }, () => {
     amqpQueues.push(queue)
     const env = envFor(AMQP_URL, { broker_heartbeat: 0 })
     const node = `${uniqueName('hb0')}@testhost`
-    const worker = await startWorker(['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'], { env, nodename: node })
+    const worker = await startWorker(
+      ['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'],
+      { env, nodename: node },
+    )
     try {
       const r = await runTsq(['inspect', 'conf', '-d', node, '--json'], { env })
       assert.equal(r.code, 0, r.stderr)
@@ -110,10 +161,12 @@ describe('a blackholed path to RabbitMQ', { skip: amqpSkip }, () => {
       const id = await callTask(env, 'cfgenv.noop', [], ['-Q', queue])
       await waitFor(() => worker.output().includes(`Task cfgenv.noop[${id}] succeeded`), { timeoutMs: 20_000, what: 'a task run' })
       // The heartbeat RabbitMQ settled on for the worker's connection (rabbitmqctl's `timeout`): none.
-      const lines = execFileSync('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'timeout', 'client_properties'], { encoding: 'utf8' })
+      const lines = execFileSync('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'timeout', 'client_properties'], {
+        encoding: 'utf8',
+      })
         .split('\n')
         .filter((l) => l.includes(`"tsq-${worker.child.pid}-`))
-      assert.ok(lines.length > 0, 'found the worker\'s connection')
+      assert.ok(lines.length > 0, "found the worker's connection")
       for (const line of lines) assert.equal(line.split('\t')[0], '0', line)
     } finally {
       await worker.stop()
@@ -128,12 +181,22 @@ describe('a blackholed path to Redis', { skip: redisSkip }, () => {
     redisQueues.push(queue)
     const proxy = await proxyTo(REDIS_URL)
     const conf = { broker_transport_options: { health_check_interval: 2, socket_timeout: 3 } }
-    const worker = await startWorker(['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'], {
-      env: envFor(proxy.urlFor(REDIS_URL), conf),
-      nodename: `${uniqueName('deadpath')}@testhost`,
-    })
+    const worker = await startWorker(
+      ['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'],
+      {
+        env: envFor(proxy.urlFor(REDIS_URL), conf),
+        nodename: `${uniqueName('deadpath')}@testhost`,
+      },
+    )
     try {
-      await blackholeAndHeal({ worker, proxy, direct: envFor(REDIS_URL, conf), queue, lostReason: /Socket timeout|health-check PING/, noticeWithinMs: 30_000 })
+      await blackholeAndHeal({
+        worker,
+        proxy,
+        direct: envFor(REDIS_URL, conf),
+        queue,
+        lostReason: /Socket timeout|health-check PING/,
+        noticeWithinMs: 30_000,
+      })
     } finally {
       await worker.stop()
     }
@@ -152,26 +215,44 @@ describe('a blackholed path to the Redis result backend', { skip: amqpSkip || re
     amqpQueues.push(queue)
     const conf = { redis_backend_health_check_interval: 2, redis_socket_timeout: 3 }
     const viaProxy = proxy.urlFor(REDIS_URL)
-    const worker = await startWorker(['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'], {
-      env: envFor(AMQP_URL, conf, viaProxy),
-      nodename: `${uniqueName('deadpath-be')}@testhost`,
-    })
+    const worker = await startWorker(
+      ['-A', APP, '-Q', queue, '-P', 'solo', '-l', 'INFO', '--without-heartbeat', '--without-mingle', '--without-gossip'],
+      {
+        env: envFor(AMQP_URL, conf, viaProxy),
+        nodename: `${uniqueName('deadpath-be')}@testhost`,
+      },
+    )
     const direct = envFor(AMQP_URL, conf, REDIS_URL)
     try {
       const first = await callTask(direct, 'cfgenv.noop', [], ['-Q', queue])
       assert.equal((await taskResult(direct, first)).status, 'SUCCESS')
       proxy.blackhole()
       const during = await callTask(direct, 'cfgenv.noop', [], ['-Q', queue])
-      await waitFor(() => worker.output().includes(`Task cfgenv.noop[${during}] succeeded`), { timeoutMs: 60_000, intervalMs: 200, what: 'the task run while the backend is dead' })
+      await waitFor(() => worker.output().includes(`Task cfgenv.noop[${during}] succeeded`), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        what: 'the task run while the backend is dead',
+      })
       // The dead connection is noticed and given up: the backend tries new ones (three, past ioredis's retries of one command).
       const acceptedBefore = proxy.accepted
-      await waitFor(() => proxy.accepted >= acceptedBefore + 3, { timeoutMs: 60_000, intervalMs: 200, what: 'three reconnect attempts of the backend' })
-      assert.equal(count(worker.output(), /Result backend: connection to redis:\/\/[^\n]+ lost: [^\n]+\. Trying to re-establish the connection\.\.\./), 1, worker.output())
+      await waitFor(() => proxy.accepted >= acceptedBefore + 3, {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        what: 'three reconnect attempts of the backend',
+      })
+      assert.equal(
+        count(worker.output(), /Result backend: connection to redis:\/\/[^\n]+ lost: [^\n]+\. Trying to re-establish the connection\.\.\./),
+        1,
+        worker.output(),
+      )
       proxy.heal()
       // The store waiting on the dead connection is sent again once the path is back: the result is not lost.
       const stored = await taskResult(direct, during)
       assert.equal(stored.status, 'SUCCESS', worker.output())
-      await waitFor(() => worker.output().includes('Result backend: connected to redis://'), { timeoutMs: 30_000, what: 'the backend said connected again' })
+      await waitFor(() => worker.output().includes('Result backend: connected to redis://'), {
+        timeoutMs: 30_000,
+        what: 'the backend said connected again',
+      })
     } finally {
       await worker.stop()
     }

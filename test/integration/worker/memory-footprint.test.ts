@@ -12,7 +12,14 @@ import { fileURLToPath } from 'node:url'
 import { runInNewContext } from 'node:vm'
 import { Worker } from 'node:worker_threads'
 import { readFileSync } from 'node:fs'
-import { compactingGc, fullGc, keepYoungGenerationSmall, releaseNativeMemory, trimMemoryWhenIdle, youngGenerationExecArgv } from '../../../src/worker/memory-footprint.js'
+import {
+  compactingGc,
+  fullGc,
+  keepYoungGenerationSmall,
+  releaseNativeMemory,
+  trimMemoryWhenIdle,
+  youngGenerationExecArgv,
+} from '../../../src/worker/memory-footprint.js'
 
 const MB = 1024 * 1024
 const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
@@ -151,7 +158,9 @@ it('[memory] threads starting together each get gc(), and the flag ends up off',
     for (let i = 0; i < 200; i += 1) if (typeof fullGc() !== 'function') missed += 1
     parentPort.postMessage(missed)`
   const threads = Array.from({ length: 4 }, () => new Worker(code, { eval: true }))
-  const missed = await Promise.all(threads.map((t) => new Promise<number>((resolve, reject) => (t.once('message', resolve), t.once('error', reject)))))
+  const missed = await Promise.all(
+    threads.map((t) => new Promise<number>((resolve, reject) => (t.once('message', resolve), t.once('error', reject)))),
+  )
   await Promise.all(threads.map((t) => t.terminate()))
   assert.deepEqual(missed, [0, 0, 0, 0])
   assert.equal(runInNewContext('typeof gc'), 'undefined')
@@ -203,21 +212,25 @@ it("[memory] the threads pool's isolates, started after keepYoungGenerationSmall
   assert.ok(kept <= 2, `new space ${kept} MB`)
 })
 
-it("[memory] releaseNativeMemory hands back the pages of freed native buffers that malloc kept (Linux, glibc)", { skip: process.platform !== 'linux' && 'malloc_trim is glibc\'s' }, () => {
-  const anonMb = () => Number(/Pss_Anon:\s+(\d+)/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))![1]) / 1024
-  const gc = fullGc()!
-  // 64 MB of 16 KB buffers (under malloc's mmap threshold, so inside an arena), one in 64 kept:
-  // the survivors pin the arena's top, so free() alone returns almost none of it.
-  const kept: Buffer[] = []
-  let buffers: Buffer[] | null = Array.from({ length: 4096 }, (_, i) => Buffer.alloc(16 * 1024, i & 0xff))
-  for (let i = 0; i < buffers.length; i += 64) kept.push(buffers[i]!)
-  // eslint-disable-next-line no-useless-assignment -- drops the last reference, so the gc() below can free them
-  buffers = null
-  gc()
-  gc()
-  const freed = anonMb()
-  releaseNativeMemory({})
-  const released = anonMb()
-  assert.equal(kept.length, 64)
-  assert.ok(freed - released > 16, `anonymous memory went from ${freed.toFixed(1)} to ${released.toFixed(1)} MB`)
-})
+it(
+  '[memory] releaseNativeMemory hands back the pages of freed native buffers that malloc kept (Linux, glibc)',
+  { skip: process.platform !== 'linux' && "malloc_trim is glibc's" },
+  () => {
+    const anonMb = () => Number(/Pss_Anon:\s+(\d+)/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))![1]) / 1024
+    const gc = fullGc()!
+    // 64 MB of 16 KB buffers (under malloc's mmap threshold, so inside an arena), one in 64 kept:
+    // the survivors pin the arena's top, so free() alone returns almost none of it.
+    const kept: Buffer[] = []
+    let buffers: Buffer[] | null = Array.from({ length: 4096 }, (_, i) => Buffer.alloc(16 * 1024, i & 0xff))
+    for (let i = 0; i < buffers.length; i += 64) kept.push(buffers[i]!)
+    // eslint-disable-next-line no-useless-assignment -- drops the last reference, so the gc() below can free them
+    buffers = null
+    gc()
+    gc()
+    const freed = anonMb()
+    releaseNativeMemory({})
+    const released = anonMb()
+    assert.equal(kept.length, 64)
+    assert.ok(freed - released > 16, `anonymous memory went from ${freed.toFixed(1)} to ${released.toFixed(1)} MB`)
+  },
+)

@@ -21,7 +21,13 @@ import type { GroupProcess } from '../../helpers/process-group.js'
 import { hasRedisServer, startRedisServer } from '../../helpers/redis-server.js'
 import { freePort } from '../../interop/helpers/tls-brokers.js'
 
-const skip = hasRedisServer ? false : process.env.CI ? (() => { throw new Error('CI requires redis-server on PATH') })() : 'redis-server is not installed'
+const skip = hasRedisServer
+  ? false
+  : process.env.CI
+    ? (() => {
+        throw new Error('CI requires redis-server on PATH')
+      })()
+    : 'redis-server is not installed'
 const COUNTS_URL = process.env.TSQ_LOSS_REDIS_URL ?? REDIS_URL
 
 async function waitFor(what: string, check: () => Promise<boolean>, output: () => string = () => '', timeoutMs = 60_000): Promise<void> {
@@ -64,10 +70,30 @@ describe('Redis broker out of memory under a running worker', { skip }, () => {
     const queue = uniqueName('tsq-oomq')
     const n = 4
     // A short visibility timeout: an unacked message would be delivered again soon after memory is freed.
-    worker = await startWorker(['-A', 'test/fixtures/tasks/oom-tasks.js', '-b', url, '--result-backend', url, '-P', 'solo', '-c', String(n), '-Q', queue, '-l', 'INFO', '--without-mingle', '--without-gossip'], {
-      nodename: 'oomrun@h',
-      env: { TSQ_LOSS_REDIS_URL: COUNTS_URL, TSQ_OOM_VISIBILITY: '2' },
-    })
+    worker = await startWorker(
+      [
+        '-A',
+        'test/fixtures/tasks/oom-tasks.js',
+        '-b',
+        url,
+        '--result-backend',
+        url,
+        '-P',
+        'solo',
+        '-c',
+        String(n),
+        '-Q',
+        queue,
+        '-l',
+        'INFO',
+        '--without-mingle',
+        '--without-gossip',
+      ],
+      {
+        nodename: 'oomrun@h',
+        env: { TSQ_LOSS_REDIS_URL: COUNTS_URL, TSQ_OOM_VISIBILITY: '2' },
+      },
+    )
     app = createApp({ name: 'oomsend', broker: url, resultBackend: url, conf: { task_publish_retry: false } })
     const ids: string[] = []
     for (let i = 0; i < n; i += 1) ids.push((await app.sendTask('oom.gated', [key], {}, { queue })).id)
@@ -82,9 +108,18 @@ describe('Redis broker out of memory under a running worker', { skip }, () => {
     await waitFor(`${n} tasks done`, async () => (await counts!.scard(`${key}:done`)) === n, worker.output)
     // Every ack lands while Redis is still out of memory: nothing is left to deliver again.
     await waitFor('the acks', async () => (await raw!.hlen('unacked')) === 0 && (await raw!.zcard('unacked_index')) === 0, worker.output)
-    await waitFor('the refused results said', async () => ids.every((id) => worker!.output().includes(`Could not store the SUCCESS result of oom.gated[${id}]`)), worker.output)
+    await waitFor(
+      'the refused results said',
+      async () => ids.every((id) => worker!.output().includes(`Could not store the SUCCESS result of oom.gated[${id}]`)),
+      worker.output,
+    )
     for (const id of ids) {
-      assert.match(worker.output(), new RegExp(`Could not store the SUCCESS result of oom\\.gated\\[${id}\\]: result backend redis://127\\.0\\.0\\.1:\\d+/0: Redis is out of memory \\(maxmemory\\): OOM command not allowed`))
+      assert.match(
+        worker.output(),
+        new RegExp(
+          `Could not store the SUCCESS result of oom\\.gated\\[${id}\\]: result backend redis://127\\.0\\.0\\.1:\\d+/0: Redis is out of memory \\(maxmemory\\): OOM command not allowed`,
+        ),
+      )
     }
     assert.equal(await raw!.exists(...ids.map((id) => `celery-task-meta-${id}`)), 0)
 
@@ -112,7 +147,8 @@ describe('Redis broker out of memory under a running worker', { skip }, () => {
     const conn = new Redis(url)
     try {
       const store = new UnackedStore(conn, async () => ['q'], keys)
-      const envelope = (tag: string) => JSON.stringify({ body: '', headers: {}, properties: { delivery_tag: tag, delivery_info: { exchange: '', routing_key: 'q' } } })
+      const envelope = (tag: string) =>
+        JSON.stringify({ body: '', headers: {}, properties: { delivery_tag: tag, delivery_info: { exchange: '', routing_key: 'q' } } })
       for (const tag of ['a', 'b', 'c']) await store.add(tag, envelope(tag), '', 'q')
       await conn.rpush('q', envelope('d'))
       await raw!.config('SET', 'maxmemory', '1')
@@ -125,13 +161,19 @@ describe('Redis broker out of memory under a running worker', { skip }, () => {
       const ack = store.remove('b')
       const claimed = await store.claim(['q'], [true])
       await ack
-      assert.deepEqual(claimed.map((c) => c.recordedAs), ['d'])
+      assert.deepEqual(
+        claimed.map((c) => c.recordedAs),
+        ['d'],
+      )
       assert.deepEqual((await raw!.hkeys(keys.unacked)).sort(), ['c', 'd'])
       assert.deepEqual((await raw!.zrange(keys.unackedIndex, 0, -1)).sort(), ['c', 'd'])
       // A reject with requeue (kombu's restore_by_tag) goes back to its queue all the same.
       assert.equal(await store.restore('c', { leftmost: true }), true)
       assert.deepEqual(await raw!.hkeys(keys.unacked), ['d'])
-      assert.equal((JSON.parse((await raw!.lrange('q', 0, -1))[0]!) as { properties: { delivery_tag: string } }).properties.delivery_tag, 'c')
+      assert.equal(
+        (JSON.parse((await raw!.lrange('q', 0, -1))[0]!) as { properties: { delivery_tag: string } }).properties.delivery_tag,
+        'c',
+      )
     } finally {
       await raw!.config('SET', 'maxmemory', '0')
       conn.disconnect()

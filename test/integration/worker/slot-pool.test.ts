@@ -16,11 +16,34 @@ const MODULE = resolve(import.meta.dirname, '../../fixtures/tasks/slot-pool-task
 let seq = 0
 
 function job(task: string, args: unknown[] = [], softTimeLimit: number | null = null): Job {
-  return { id: `job-${++seq}`, task, args, kwargs: {}, retries: 0, rootId: null, parentId: null, group: null, hostname: 'w@h', softTimeLimit }
+  return {
+    id: `job-${++seq}`,
+    task,
+    args,
+    kwargs: {},
+    retries: 0,
+    rootId: null,
+    parentId: null,
+    group: null,
+    hostname: 'w@h',
+    softTimeLimit,
+  }
 }
 
 function pool(size: number, extra: { maxTasksPerChild?: number } = {}): PreforkPool {
-  return new PreforkPool({ size, ...extra, modulePath: MODULE, includePaths: [], logfile: null, nodename: 'w@h', broker: 'memory://', resultBackend: null, loglevel: 'ERROR', redirectStdouts: null, log: () => undefined })
+  return new PreforkPool({
+    size,
+    ...extra,
+    modulePath: MODULE,
+    includePaths: [],
+    logfile: null,
+    nodename: 'w@h',
+    broker: 'memory://',
+    resultBackend: null,
+    loglevel: 'ERROR',
+    redirectStdouts: null,
+    log: () => undefined,
+  })
 }
 
 /** A placement that records what the pool said, in order, into `log`. */
@@ -91,7 +114,7 @@ describe('[slot-pool] keeping slots fed', () => {
   before(() => p.start())
   after(() => p.close({ cold: true }))
 
-  it('runs many short jobs staged beyond its size, each started (in its slot\'s order) before its outcome', async () => {
+  it("runs many short jobs staged beyond its size, each started (in its slot's order) before its outcome", async () => {
     // Fed as the worker feeds it: while it takes more, and a job given back goes out again first.
     const waiting = Array.from({ length: 400 }, (_, i) => i)
     const outcomes: { slot: string; n: number }[] = []
@@ -118,13 +141,15 @@ describe('[slot-pool] keeping slots fed', () => {
             queueMicrotask(feed)
           }
           if (p.slots().every((s) => s.taskId !== null)) beyondSize += 1
-          p.place(j, null, undefined, placement).then((outcome) => {
-            assert.equal(placement.state, 'started', `${j.id}: outcome before start`)
-            assert.equal(outcome.status, 'success')
-            outcomes.push((outcome as { value: { slot: string; n: number } }).value)
-            if (outcomes.length === 400) resolve()
-            else feed()
-          }).catch(reject)
+          p.place(j, null, undefined, placement)
+            .then((outcome) => {
+              assert.equal(placement.state, 'started', `${j.id}: outcome before start`)
+              assert.equal(outcome.status, 'success')
+              outcomes.push((outcome as { value: { slot: string; n: number } }).value)
+              if (outcomes.length === 400) resolve()
+              else feed()
+            })
+            .catch(reject)
         }
       }
       feed()
@@ -135,7 +160,11 @@ describe('[slot-pool] keeping slots fed', () => {
     const bySlot = new Map<string, number[]>()
     for (const v of outcomes) if (!requeued.has(v.n)) bySlot.set(v.slot, [...(bySlot.get(v.slot) ?? []), v.n])
     assert.equal(bySlot.size, 2, 'both slots ran jobs')
-    for (const ns of bySlot.values()) assert.deepEqual(ns, [...ns].sort((a, b) => a - b))
+    for (const ns of bySlot.values())
+      assert.deepEqual(
+        ns,
+        [...ns].sort((a, b) => a - b),
+      )
   })
 
   it('outcomes cross in batches as they were: a result that cannot be cloned fails alone (EncodeError); Maps, Sets, BigInts arrive whole', async () => {
@@ -160,7 +189,10 @@ describe('[slot-pool] keeping slots fed', () => {
     const staged = [job('sp.where', ['a']), job('sp.where', ['b']), job('sp.where', ['c']), job('sp.where', ['d'])]
     const placements = staged.map((j) => placed(log, j.id))
     staged.forEach((j, i) => void p.place(j, null, undefined, placements[i]!))
-    assert.deepEqual(placements.map((x) => x.state), ['staged', 'staged', 'staged', 'staged'])
+    assert.deepEqual(
+      placements.map((x) => x.state),
+      ['staged', 'staged', 'staged', 'staged'],
+    )
     await until('staged jobs given back', () => placements.every((x) => x.state === 'returned'), SLOW_MS * 100)
     assert.equal(p.canPlace(), false, 'both slots are busy with slow jobs')
     // From each slot last first, so a worker that puts each back at the head of its queue keeps their order.
@@ -201,8 +233,14 @@ describe('[slot-pool] keeping slots fed', () => {
       const placements = jobs.map((j) => placed(log, j.id))
       const runs = jobs.map((j, i) => fresh.place(j, null, undefined, placements[i]!))
       await fresh.unstage()
-      assert.deepEqual(placements.slice(0, 2).map((x) => x.state), ['started', 'started'])
-      assert.deepEqual(placements.slice(2).map((x) => x.state), ['returned', 'returned', 'returned'])
+      assert.deepEqual(
+        placements.slice(0, 2).map((x) => x.state),
+        ['started', 'started'],
+      )
+      assert.deepEqual(
+        placements.slice(2).map((x) => x.state),
+        ['returned', 'returned', 'returned'],
+      )
       for (const r of runs.slice(0, 2)) assert.equal((await r).status, 'success')
     } finally {
       await fresh.close({ cold: true })
@@ -237,13 +275,20 @@ describe('[slot-pool] keeping slots fed', () => {
     const limited = pool(1, { maxTasksPerChild: 3 })
     await limited.start()
     try {
-      const outcomes = await feed(limited, Array.from({ length: 9 }, (_, i) => job('sp.where', [i])), 30_000)
+      const outcomes = await feed(
+        limited,
+        Array.from({ length: 9 }, (_, i) => job('sp.where', [i])),
+        30_000,
+      )
       const perSlot = new Map<string, number>()
       for (const o of outcomes) {
         const slot = (o as { value: { slot: string } }).value.slot
         perSlot.set(slot, (perSlot.get(slot) ?? 0) + 1)
       }
-      assert.ok([...perSlot.values()].every((n) => n <= 3), JSON.stringify([...perSlot]))
+      assert.ok(
+        [...perSlot.values()].every((n) => n <= 3),
+        JSON.stringify([...perSlot]),
+      )
       assert.ok(perSlot.size >= 3, 'a new slot every three tasks')
     } finally {
       await limited.close({ cold: true })
@@ -254,10 +299,13 @@ describe('[slot-pool] keeping slots fed', () => {
     const days30 = 30 * 24 * 60 * 60
     const j = job('sp.sleep', [30], days30)
     const outcome = await p.place(j, days30, undefined, placed([], j.id))
-    assert.deepEqual({ status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined }, { status: 'success', value: 30 })
+    assert.deepEqual(
+      { status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined },
+      { status: 'success', value: 30 },
+    )
   })
 
-  it('a hard time limit counts from a staged job\'s own start, not from when it was sent', async () => {
+  it("a hard time limit counts from a staged job's own start, not from when it was sent", async () => {
     const single = pool(1)
     await single.start()
     try {
@@ -278,13 +326,24 @@ describe('[slot-pool] keeping slots fed', () => {
     }
   })
 
-  it('a lazily started pool\'s slot idle for idleExitMs exits, never while it runs a job, and the next job starts one again', async () => {
+  it("a lazily started pool's slot idle for idleExitMs exits, never while it runs a job, and the next job starts one again", async () => {
     // The threads pool's policy (THREAD_IDLE_EXIT_MS) on the prefork pool's processes, which the tests can load.
     class IdleExitPool extends PreforkPool {
       protected override readonly startsLazily = true
       protected override readonly idleExitMs = 300
     }
-    const lazy = new IdleExitPool({ size: 2, modulePath: MODULE, includePaths: [], logfile: null, nodename: 'w@h', broker: 'memory://', resultBackend: null, loglevel: 'ERROR', redirectStdouts: null, log: () => undefined })
+    const lazy = new IdleExitPool({
+      size: 2,
+      modulePath: MODULE,
+      includePaths: [],
+      logfile: null,
+      nodename: 'w@h',
+      broker: 'memory://',
+      resultBackend: null,
+      loglevel: 'ERROR',
+      redirectStdouts: null,
+      log: () => undefined,
+    })
     await lazy.start()
     try {
       assert.equal(lazy.processes().length, 0, 'none before the first job')
@@ -294,7 +353,10 @@ describe('[slot-pool] keeping slots fed', () => {
       assert.equal(lazy.processes().length, 1)
       // Busy for longer than idleExitMs: the slot stays for its job.
       const long = await lazy.run(job('sp.sleep', [700]), null)
-      assert.deepEqual({ status: long.status, value: long.status === 'success' ? long.value : undefined }, { status: 'success', value: 700 })
+      assert.deepEqual(
+        { status: long.status, value: long.status === 'success' ? long.value : undefined },
+        { status: 'success', value: 700 },
+      )
       assert.deepEqual(lazy.processes(), [firstPid], 'the slot that ran the long job is still there')
       await until('the idle slot to exit', () => lazy.processes().length === 0, 5000)
       const again = await lazy.run(job('sp.where', [2]), null)

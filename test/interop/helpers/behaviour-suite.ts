@@ -134,10 +134,18 @@ export function registerBehaviourCases(ctx: () => InteropContext): void {
     const added = await x.remote('tsq', 'control', 'add_consumer', [q])
     assert.deepStrictEqual(added, [{ [x.node]: { ok: `add consumer ${q}` } }])
     // The worker adds the consumer after replying (spec §3.5), so poll.
-    await waitFor(async () => (await activeQueueNames(x)).includes(q), { timeoutMs: 10_000, intervalMs: 200, what: `${q} in active_queues` })
+    await waitFor(async () => (await activeQueueNames(x)).includes(q), {
+      timeoutMs: 10_000,
+      intervalMs: 200,
+      what: `${q} in active_queues`,
+    })
     const cancelled = await x.remote('tsq', 'control', 'cancel_consumer', [q])
     assert.deepStrictEqual(cancelled, [{ [x.node]: { ok: `no longer consuming from ${q}` } }])
-    await waitFor(async () => !(await activeQueueNames(x)).includes(q), { timeoutMs: 10_000, intervalMs: 200, what: `${q} gone from active_queues` })
+    await waitFor(async () => !(await activeQueueNames(x)).includes(q), {
+      timeoutMs: 10_000,
+      intervalMs: 200,
+      what: `${q} gone from active_queues`,
+    })
     assert.ok((await activeQueueNames(x)).includes(x.peer.queue))
   })
 
@@ -150,7 +158,10 @@ export function registerBehaviourCases(ctx: () => InteropContext): void {
     const res = await x.tsq(['inspect', 'ping', '-d', target, '-t', '30', '--json'], 10_000)
     must(res, 'tsq inspect ping')
     assert.deepStrictEqual(parseJsonOut(res, 'tsq inspect ping'), { [target]: { ok: 'pong' } })
-    const all = (await x.remote('tsq', 'inspect', 'ping', [], [x.node, ...extra.map((w) => w.nodename)].join(','))) as Record<string, unknown>
+    const all = (await x.remote('tsq', 'inspect', 'ping', [], [x.node, ...extra.map((w) => w.nodename)].join(','))) as Record<
+      string,
+      unknown
+    >
     assert.equal(Object.keys(all).length, 3, JSON.stringify(all))
     await Promise.all(extra.map((w) => w.stop()))
   })

@@ -46,7 +46,25 @@ function issue(dir: string, name: string, subject: string, ca: { key: string; ce
   ossl(['genrsa', '-out', key, String(bits)], dir)
   ossl(['req', '-new', '-key', key, '-subj', subject, '-out', join(dir, `${name}.csr`)], dir)
   const cert = join(dir, 'store', `${name}.pem`)
-  ossl(['x509', '-req', '-in', join(dir, `${name}.csr`), '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-days', String(days), '-sha256', '-out', cert], dir)
+  ossl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      join(dir, `${name}.csr`),
+      '-CA',
+      ca.cert,
+      '-CAkey',
+      ca.key,
+      '-CAcreateserial',
+      '-days',
+      String(days),
+      '-sha256',
+      '-out',
+      cert,
+    ],
+    dir,
+  )
   return { key, cert }
 }
 

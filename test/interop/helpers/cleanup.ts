@@ -15,11 +15,7 @@ function redisQueueKeys(queue: string): string[] {
  * Deletes each queue and its same-named direct exchange (what Celery creates
  * for `-Q name` and `add_consumer name`), and the given result keys.
  */
-export async function deleteCeleryQueues(
-  kind: InteropBroker,
-  brokerUrl: string,
-  queues: readonly string[],
-): Promise<void> {
+export async function deleteCeleryQueues(kind: InteropBroker, brokerUrl: string, queues: readonly string[]): Promise<void> {
   if (queues.length === 0) return
   if (kind === 'amqp') {
     const conn = await amqplib.connect(brokerUrl)

@@ -98,8 +98,7 @@ export function registerCompareCases(ctx: () => InteropContext): void {
     // celery prints the raw ping list, then "N node online." on stdout; tsq
     // prints one document ({node: reply}, spec §3.5) and the count on stderr.
     const peerDoc = JSON.parse(peer.stdout.trim().split('\n')[0] ?? '') as unknown
-    const merge = (doc: unknown): unknown =>
-      Array.isArray(doc) ? Object.assign({}, ...(doc as object[])) : doc
+    const merge = (doc: unknown): unknown => (Array.isArray(doc) ? Object.assign({}, ...(doc as object[])) : doc)
     assert.deepStrictEqual(merge(parseJsonOut(tsq, 'tsq status')), merge(peerDoc))
   })
 }

@@ -75,7 +75,13 @@ export class InteropContext {
   }
 
   /** `<tool> inspect|control <method> [args] -d node -t T --json`, parsed; throws with both streams on failure. */
-  async remote(tool: 'tsq' | 'celery', kind: 'inspect' | 'control', method: string, args: readonly string[] = [], node = this.node): Promise<unknown> {
+  async remote(
+    tool: 'tsq' | 'celery',
+    kind: 'inspect' | 'control',
+    method: string,
+    args: readonly string[] = [],
+    node = this.node,
+  ): Promise<unknown> {
     const argv = [kind, method, ...args, '-d', node, '-t', RC_TIMEOUT, '--json']
     const res = tool === 'tsq' ? await this.tsq(argv) : await this.celery(argv)
     if (res.code !== 0) {

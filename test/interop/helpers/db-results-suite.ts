@@ -49,14 +49,14 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
 
     const withLog = (msg: string) => `${msg}\n--- tsq worker log ---\n${tsqWorker?.logTail() ?? ''}`
 
-    it('a tsq worker\'s value and dict results: Python AsyncResult.get() reads them', async () => {
+    it("a tsq worker's value and dict results: Python AsyncResult.get() reads them", async () => {
       const sum = await pyClient<{ result: unknown; state: string }>(tsqEnv, ['delay', 'proj.add', '[2, 2]', '20'])
       assert.deepEqual(sum, { result: 4, state: 'SUCCESS' }, withLog(JSON.stringify(sum)))
       const dict = await pyClient<{ result: unknown }>(tsqEnv, ['delay', 'proj.collect', '[{"sum": 5, "parts": [2, 3], "t": "é€"}]', '20'])
       assert.deepEqual(dict.result, { sum: 5, parts: [2, 3], t: 'é€' }, withLog(JSON.stringify(dict)))
     })
 
-    it('a tsq worker\'s failure: Python get() raises it; result_extended fills name/args/kwargs/worker/queue', async () => {
+    it("a tsq worker's failure: Python get() raises it; result_extended fills name/args/kwargs/worker/queue", async () => {
       const sent = await pyClient<{ id: string }>(tsqEnv, ['send', 'proj.fail', '["boom from js"]'])
       const out = await pyClient<{ state: string; exc_type: string; exc_message: string }>(tsqEnv, ['get', sent.id, '20'])
       assert.equal(out.state, 'FAILURE', withLog(JSON.stringify(out)))
@@ -64,7 +64,9 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       assert.equal(out.exc_message, 'boom from js')
       const client = await openSqlClient(db.url)
       try {
-        const [row] = await client.query('SELECT name, args, kwargs, worker, queue, traceback FROM celery_taskmeta WHERE task_id = ?', [sent.id])
+        const [row] = await client.query('SELECT name, args, kwargs, worker, queue, traceback FROM celery_taskmeta WHERE task_id = ?', [
+          sent.id,
+        ])
         assert.ok(row, 'row written')
         assert.equal(row.name, 'proj.fail')
         assert.equal(Buffer.from(row.args as Uint8Array).toString('utf8'), '["boom from js"]')
@@ -77,7 +79,7 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       }
     })
 
-    it('a Python worker\'s results: `tsq result` and tsq\'s AsyncResult read value and failure', async () => {
+    it("a Python worker's results: `tsq result` and tsq's AsyncResult read value and failure", async () => {
       const ok = await pyClient<{ id: string }>(pyEnv, ['send', 'proj.add', '[20, 22]'])
       const res = await runTsq(['result', ok.id, '--result-backend', backendUrl, '-t', '30'], { timeoutMs: 45_000 })
       assert.equal(res.code, 0, res.stderr)
@@ -89,7 +91,10 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       const app = createApp({ broker: REDIS_URL, resultBackend: backendUrl })
       try {
         assert.equal(await app.asyncResult(ok.id).get({ timeout: 30 }), 42)
-        await assert.rejects(app.asyncResult(bad.id).get({ timeout: 30 }), (e: Error) => e.name === 'ValueError' && /boom from python/.test(e.message))
+        await assert.rejects(
+          app.asyncResult(bad.id).get({ timeout: 30 }),
+          (e: Error) => e.name === 'ValueError' && /boom from python/.test(e.message),
+        )
       } finally {
         await app.close()
       }
@@ -105,7 +110,11 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       const app = createApp({ broker: REDIS_URL, resultBackend: backendUrl })
       try {
         const r = await app.sendTask('proj.collect', [asJsInts()], {}, { queue: pyEnv.queue })
-        assert.deepEqual(jsDigits(await r.get({ timeout: 30 })), asPythonInts().map(([, d]) => d), pyWorker?.logTail())
+        assert.deepEqual(
+          jsDigits(await r.get({ timeout: 30 })),
+          asPythonInts().map(([, d]) => d),
+          pyWorker?.logTail(),
+        )
         const py = await pyClient<{ result?: unknown }>(pyEnv, ['read_ints', r.id, '20'])
         assert.deepEqual(py.result, asPythonInts())
       } finally {
@@ -126,8 +135,12 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       assert.equal(out.state, 'PENDING')
     })
 
-    it('groups in celery_tasksetmeta: each side restores the other\'s GroupResult', async () => {
-      const py = (args: string[]) => run(PYTHON, [resolve(PY_DIR, 'db_groups.py'), ...args], { cwd: PY_DIR, env: { ...process.env, PYTHONPATH: PY_DIR, TSQ_WI_BROKER: REDIS_URL, TSQ_WI_BACKEND: backendUrl, TSQ_WI_QUEUE: pyEnv.queue } })
+    it("groups in celery_tasksetmeta: each side restores the other's GroupResult", async () => {
+      const py = (args: string[]) =>
+        run(PYTHON, [resolve(PY_DIR, 'db_groups.py'), ...args], {
+          cwd: PY_DIR,
+          env: { ...process.env, PYTHONPATH: PY_DIR, TSQ_WI_BROKER: REDIS_URL, TSQ_WI_BACKEND: backendUrl, TSQ_WI_QUEUE: pyEnv.queue },
+        })
       const backend = new DatabaseResultBackend(db.url)
       try {
         const saved = await py(['save', 'g-py', 'a1,a2,a3'])
@@ -148,7 +161,11 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
     })
 
     it('a chord whose header task fails: the body fails with ChordError naming the dependency', async () => {
-      const out = await pyClient<{ exc_type: string; body: { state: string; exc_type: string; exc_message: string } }>(tsqEnv, ['chord', '3', '60', '1'], 90_000)
+      const out = await pyClient<{ exc_type: string; body: { state: string; exc_type: string; exc_message: string } }>(
+        tsqEnv,
+        ['chord', '3', '60', '1'],
+        90_000,
+      )
       assert.equal(out.body.state, 'FAILURE', withLog(JSON.stringify(out)))
       assert.equal(out.body.exc_type, 'ChordError')
       assert.match(out.body.exc_message, /Dependency .* raised TypeError\('chord part failed'\)/)
@@ -167,14 +184,21 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
 
     it('a __reduce__ pickle in the result column is refused in one line and nothing runs', async () => {
       const marker = join(scratch, 'pwned')
-      const evil = await run(PYTHON, ['-c', `import os, pickle, sys\nclass E:\n    def __reduce__(self):\n        return (os.system, ('touch ' + sys.argv[1],))\nsys.stdout.write(pickle.dumps(E(), protocol=5).hex())`, marker])
+      const evil = await run(PYTHON, [
+        '-c',
+        `import os, pickle, sys\nclass E:\n    def __reduce__(self):\n        return (os.system, ('touch ' + sys.argv[1],))\nsys.stdout.write(pickle.dumps(E(), protocol=5).hex())`,
+        marker,
+      ])
       assert.equal(evil.code, 0, evil.stderr)
       const client = await openSqlClient(db.url)
       const taskId = uniqueName('evil')
       try {
         // PostgreSQL and MariaDB number rows from Celery's sequence; SQLite auto-increments.
         const id = kind === 'postgresql' ? "nextval('task_id_sequence'), " : kind === 'mysql' ? 'NEXTVAL(task_id_sequence), ' : ''
-        await client.query(`INSERT INTO celery_taskmeta (${id ? 'id, ' : ''}task_id, status, result) VALUES (${id}?, 'SUCCESS', ?)`, [taskId, Buffer.from(evil.stdout, 'hex')])
+        await client.query(`INSERT INTO celery_taskmeta (${id ? 'id, ' : ''}task_id, status, result) VALUES (${id}?, 'SUCCESS', ?)`, [
+          taskId,
+          Buffer.from(evil.stdout, 'hex'),
+        ])
       } finally {
         await client.close()
       }
@@ -186,10 +210,11 @@ export async function dbResultsSuite(kind: DbKind): Promise<void> {
       assert.equal(existsSync(marker), false, 'the payload ran')
     })
 
-    it('the connection string\'s password is masked in errors', async () => {
+    it("the connection string's password is masked in errors", async () => {
       if (kind === 'sqlite') return
       const secret = 's3cr3t-pw'
-      const url = kind === 'postgresql' ? `db+postgresql://nobody_here:${secret}@127.0.0.1/nope` : `db+mysql://nobody_here:${secret}@127.0.0.1/nope`
+      const url =
+        kind === 'postgresql' ? `db+postgresql://nobody_here:${secret}@127.0.0.1/nope` : `db+mysql://nobody_here:${secret}@127.0.0.1/nope`
       const res = await runTsq(['result', 'x', '--result-backend', url, '-t', '1'], { timeoutMs: 30_000 })
       assert.notEqual(res.code, 0)
       assert.ok(!`${res.stdout}${res.stderr}`.includes(secret), res.stderr)

@@ -172,9 +172,23 @@ export class PythonWorker extends GroupProcess {
 export async function startPythonWorker(opts: WorkerOptions): Promise<PythonWorker> {
   const nodename = opts.nodename ?? uniqueNodeName()
   const args = [
-    '-m', 'celery', '-A', 'tasks', 'worker',
-    '-n', nodename, '-c', String(opts.concurrency ?? 2), '-P', 'prefork',
-    '-Q', opts.peer.queue, '--without-gossip', '--without-mingle', '-l', 'INFO',
+    '-m',
+    'celery',
+    '-A',
+    'tasks',
+    'worker',
+    '-n',
+    nodename,
+    '-c',
+    String(opts.concurrency ?? 2),
+    '-P',
+    'prefork',
+    '-Q',
+    opts.peer.queue,
+    '--without-gossip',
+    '--without-mingle',
+    '-l',
+    'INFO',
     ...(opts.extraArgs ?? []),
   ]
   const child = spawn(PYTHON, args, {

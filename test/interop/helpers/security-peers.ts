@@ -47,7 +47,24 @@ export class PySecWorker extends GroupProcess {
 
 /** `celery -A security_app worker` on s.queue, solo pool; waits for "ready.". */
 export async function startPySecWorker(s: SecSide): Promise<PySecWorker> {
-  const args = ['-m', 'celery', '-A', 'security_app', 'worker', '-n', uniqueNodeName('pysec'), '-P', 'solo', '-Q', s.queue, '--without-gossip', '--without-mingle', '--without-heartbeat', '-l', 'INFO']
+  const args = [
+    '-m',
+    'celery',
+    '-A',
+    'security_app',
+    'worker',
+    '-n',
+    uniqueNodeName('pysec'),
+    '-P',
+    'solo',
+    '-Q',
+    s.queue,
+    '--without-gossip',
+    '--without-mingle',
+    '--without-heartbeat',
+    '-l',
+    'INFO',
+  ]
   const child = spawn(PYTHON, args, { cwd: PY_DIR, env: pyEnv(s), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   const worker = new PySecWorker(child, 2_000_000)
   const deadline = Date.now() + 60_000
@@ -70,9 +87,19 @@ export async function startTsqSecWorker(s: SecSide, setup = false): Promise<TsqW
   if (setup) process.env.TSQ_SEC_SETUP = '1'
   else delete process.env.TSQ_SEC_SETUP
   try {
-    return await startTsqWorker({ env: { broker: s.broker, backend: s.backend, queue: s.queue }, module: SEC_TASKS, pool: 'solo', concurrency: 4, readyTimeoutMs: 60_000 })
+    return await startTsqWorker({
+      env: { broker: s.broker, backend: s.backend, queue: s.queue },
+      module: SEC_TASKS,
+      pool: 'solo',
+      concurrency: 4,
+      readyTimeoutMs: 60_000,
+    })
   } finally {
-    for (const [k, v] of [['TSQ_SEC_CONF', saved.conf], ['TSQ_SEC_SETUP', saved.setup], ['TSQ_SEC_INNER', saved.inner]] as const) {
+    for (const [k, v] of [
+      ['TSQ_SEC_CONF', saved.conf],
+      ['TSQ_SEC_SETUP', saved.setup],
+      ['TSQ_SEC_INNER', saved.inner],
+    ] as const) {
       if (v === undefined) delete process.env[k]
       else process.env[k] = v
     }
@@ -89,7 +116,8 @@ export interface PyOutcome {
 /** security_client.py: `call` waits for the result, `send` only sends. */
 export async function pySecClient(s: SecSide, args: readonly string[], timeoutMs = 60_000): Promise<PyOutcome> {
   const res = await run(PYTHON, [resolve(PY_DIR, 'security_client.py'), ...args], { cwd: PY_DIR, env: pyEnv(s), timeoutMs })
-  if (res.code !== 0) throw new Error(`security_client.py ${args.join(' ')} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
+  if (res.code !== 0)
+    throw new Error(`security_client.py ${args.join(' ')} exited ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`)
   return parseJsonOut(res, `security_client.py ${args[0]}`) as PyOutcome
 }
 

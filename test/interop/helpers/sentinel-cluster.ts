@@ -43,7 +43,10 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (await check().catch(() => false)) return
-    if (Date.now() > deadline) throw new Error(`Sentinel set-up: ${what} did not happen within ${timeoutMs} ms\n${procs.map((p) => p.logTail(1500)).join('\n---\n')}`)
+    if (Date.now() > deadline)
+      throw new Error(
+        `Sentinel set-up: ${what} did not happen within ${timeoutMs} ms\n${procs.map((p) => p.logTail(1500)).join('\n---\n')}`,
+      )
     await sleep(200)
   }
 }
@@ -67,40 +70,65 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
       const nodeDir = join(dir, `redis-${port}`)
       mkdirSync(nodeDir, { recursive: true })
       spawnNode([
-        '--port', String(port), '--bind', '127.0.0.1', '--dir', nodeDir, '--save', '', '--appendonly', 'no',
-        '--replica-announce-ip', '127.0.0.1',
-        ...(i === 0 ? ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'] : ['--replicaof', '127.0.0.1', String(dataPorts[0])]),
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        nodeDir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--replica-announce-ip',
+        '127.0.0.1',
+        ...(i === 0
+          ? ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10']
+          : ['--replicaof', '127.0.0.1', String(dataPorts[0])]),
       ])
     })
     mkdirSync(join(dir, 'side'), { recursive: true })
     spawnNode(['--port', String(sidePort), '--bind', '127.0.0.1', '--dir', join(dir, 'side'), '--save', '', '--appendonly', 'no'])
-    await waitUntil('the replicas in sync', async () => /min_slaves_good_slaves:1/.test(await redisCli(dataPorts[0]!, 'info', 'replication')), 30_000, procs)
+    await waitUntil(
+      'the replicas in sync',
+      async () => /min_slaves_good_slaves:1/.test(await redisCli(dataPorts[0]!, 'info', 'replication')),
+      30_000,
+      procs,
+    )
     for (const port of sentinelPorts) {
       const conf = join(dir, `sentinel-${port}.conf`)
-      writeFileSync(conf, [
-        `port ${port}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        'sentinel announce-ip 127.0.0.1',
-        'sentinel resolve-hostnames no',
-        `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${dataPorts[0]} 2`,
-        // Failovers here are asked for; a loaded machine must not start its own.
-        `sentinel down-after-milliseconds ${MASTER_NAME} 10000`,
-        `sentinel failover-timeout ${MASTER_NAME} 15000`,
-        `sentinel parallel-syncs ${MASTER_NAME} 1`,
-        '',
-      ].join('\n'))
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          'sentinel announce-ip 127.0.0.1',
+          'sentinel resolve-hostnames no',
+          `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${dataPorts[0]} 2`,
+          // Failovers here are asked for; a loaded machine must not start its own.
+          `sentinel down-after-milliseconds ${MASTER_NAME} 10000`,
+          `sentinel failover-timeout ${MASTER_NAME} 15000`,
+          `sentinel parallel-syncs ${MASTER_NAME} 1`,
+          '',
+        ].join('\n'),
+      )
       spawnNode([conf, '--sentinel'])
     }
     // A failover needs each Sentinel to know the replica and its two peers.
-    await waitUntil('the Sentinels to see the replicas and each other', async () => {
-      for (const port of sentinelPorts) {
-        const master = await redisCli(port, 'sentinel', 'master', MASTER_NAME)
-        const field = (name: string) => Number(new RegExp(`^${name}\\n(\\d+)`, 'm').exec(master)?.[1] ?? -1)
-        if (field('num-slaves') !== 1 || field('num-other-sentinels') !== 2) return false
-      }
-      return true
-    }, 60_000, procs)
+    await waitUntil(
+      'the Sentinels to see the replicas and each other',
+      async () => {
+        for (const port of sentinelPorts) {
+          const master = await redisCli(port, 'sentinel', 'master', MASTER_NAME)
+          const field = (name: string) => Number(new RegExp(`^${name}\\n(\\d+)`, 'm').exec(master)?.[1] ?? -1)
+          if (field('num-slaves') !== 1 || field('num-other-sentinels') !== 2) return false
+        }
+        return true
+      },
+      60_000,
+      procs,
+    )
   } catch (error) {
     await stop()
     throw error
@@ -122,15 +150,30 @@ export async function startSentinelCluster(dir: string): Promise<SentinelCluster
     async failover() {
       const from = await masterPort()
       // The replicas must be in sync and known to be (else NOGOODSLAVE): ask until a Sentinel takes it.
-      await waitUntil('a Sentinel to accept the failover', async () => (await redisCli(sentinelPorts[0]!, 'sentinel', 'failover', MASTER_NAME)) === 'OK', 30_000, procs)
+      await waitUntil(
+        'a Sentinel to accept the failover',
+        async () => (await redisCli(sentinelPorts[0]!, 'sentinel', 'failover', MASTER_NAME)) === 'OK',
+        30_000,
+        procs,
+      )
       let to = from
-      await waitUntil('every Sentinel to name the new master', async () => {
-        const named = await Promise.all(sentinelPorts.map((p) => redisCli(p, 'sentinel', 'get-master-addr-by-name', MASTER_NAME)))
-        const ports = named.map((n) => Number(n.split('\n')[1]))
-        to = ports[0]!
-        return to !== from && ports.every((p) => p === to)
-      }, 60_000, procs)
-      await waitUntil('the new master to take writes', async () => (await redisCli(to, 'set', 'tsq-sentinel-probe', '1')) === 'OK', 30_000, procs)
+      await waitUntil(
+        'every Sentinel to name the new master',
+        async () => {
+          const named = await Promise.all(sentinelPorts.map((p) => redisCli(p, 'sentinel', 'get-master-addr-by-name', MASTER_NAME)))
+          const ports = named.map((n) => Number(n.split('\n')[1]))
+          to = ports[0]!
+          return to !== from && ports.every((p) => p === to)
+        },
+        60_000,
+        procs,
+      )
+      await waitUntil(
+        'the new master to take writes',
+        async () => (await redisCli(to, 'set', 'tsq-sentinel-probe', '1')) === 'OK',
+        30_000,
+        procs,
+      )
       return { from, to }
     },
     stop,

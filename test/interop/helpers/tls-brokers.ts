@@ -40,18 +40,68 @@ export const TLS_USER = 'tsq-tls'
 export async function makeCerts(dir: string): Promise<Certs> {
   mkdirSync(dir, { recursive: true })
   const subj = (cn: string) => ['-subj', `/CN=${cn}`]
-  await openssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', ...subj('tsq test CA')])
-  await openssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.pem', '-days', '2', ...subj('another CA')])
+  await openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    ...subj('tsq test CA'),
+  ])
+  await openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'other-ca.key',
+    '-out',
+    'other-ca.pem',
+    '-days',
+    '2',
+    ...subj('another CA'),
+  ])
   writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
   const leaf = async (name: string, cn: string, ca: string, ext?: string) => {
     await openssl(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, ...subj(cn)])
-    await openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', ...(ext ? ['-extfile', ext] : [])])
+    await openssl(dir, [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${ca}.pem`,
+      '-CAkey',
+      `${ca}.key`,
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      ...(ext ? ['-extfile', ext] : []),
+    ])
   }
   await leaf('server', 'localhost', 'ca', 'server.ext')
   await leaf('client', TLS_USER, 'ca')
   await leaf('other', TLS_USER, 'other-ca')
   const p = (f: string) => join(dir, f)
-  return { dir, ca: p('ca.pem'), serverCert: p('server.pem'), serverKey: p('server.key'), clientCert: p('client.pem'), clientKey: p('client.key'), otherCert: p('other.pem'), otherKey: p('other.key') }
+  return {
+    dir,
+    ca: p('ca.pem'),
+    serverCert: p('server.pem'),
+    serverKey: p('server.key'),
+    clientCert: p('client.pem'),
+    clientKey: p('client.key'),
+    otherCert: p('other.pem'),
+    otherKey: p('other.key'),
+  }
 }
 
 /** A port free right now on 127.0.0.1. */
@@ -81,10 +131,28 @@ export interface TlsRedis {
 export async function startTlsRedis(certs: Certs, password: string): Promise<TlsRedis> {
   const port = await freePort()
   const proc = spawnGroup('redis-server', [
-    '--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1',
-    '--tls-cert-file', certs.serverCert, '--tls-key-file', certs.serverKey, '--tls-ca-cert-file', certs.ca,
-    '--tls-auth-clients', 'yes', '--requirepass', password,
-    '--save', '', '--appendonly', 'no', '--dir', certs.dir,
+    '--port',
+    '0',
+    '--tls-port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--tls-cert-file',
+    certs.serverCert,
+    '--tls-key-file',
+    certs.serverKey,
+    '--tls-ca-cert-file',
+    certs.ca,
+    '--tls-auth-clients',
+    'yes',
+    '--requirepass',
+    password,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    certs.dir,
   ])
   const deadline = Date.now() + 30_000
   while (!proc.log.includes('Ready to accept connections')) {
@@ -141,24 +209,27 @@ export async function startTlsRabbit(certs: Certs, password: string): Promise<Tl
   mkdirSync(join(base, 'home'), { recursive: true })
   const [tcpPort, tlsPort, distPort] = [await freePort(), await freePort(), await freePort()]
   const nodename = `tsq-tls-${process.pid}@localhost`
-  writeFileSync(join(base, 'rabbitmq.conf'), [
-    `listeners.tcp.default = 127.0.0.1:${tcpPort}`,
-    `listeners.ssl.default = 127.0.0.1:${tlsPort}`,
-    `ssl_options.cacertfile = ${certs.ca}`,
-    `ssl_options.certfile = ${certs.serverCert}`,
-    `ssl_options.keyfile = ${certs.serverKey}`,
-    'ssl_options.verify = verify_peer',
-    'ssl_options.fail_if_no_peer_cert = true',
-    'auth_mechanisms.1 = PLAIN',
-    'auth_mechanisms.2 = AMQPLAIN',
-    'auth_mechanisms.3 = EXTERNAL',
-    'ssl_cert_login_from = common_name',
-    'loopback_users = none',
-    // The user is made at first boot: no rabbitmqctl round trips (seconds each on a busy machine).
-    `default_user = ${TLS_USER}`,
-    `default_pass = ${password}`,
-    '',
-  ].join('\n'))
+  writeFileSync(
+    join(base, 'rabbitmq.conf'),
+    [
+      `listeners.tcp.default = 127.0.0.1:${tcpPort}`,
+      `listeners.ssl.default = 127.0.0.1:${tlsPort}`,
+      `ssl_options.cacertfile = ${certs.ca}`,
+      `ssl_options.certfile = ${certs.serverCert}`,
+      `ssl_options.keyfile = ${certs.serverKey}`,
+      'ssl_options.verify = verify_peer',
+      'ssl_options.fail_if_no_peer_cert = true',
+      'auth_mechanisms.1 = PLAIN',
+      'auth_mechanisms.2 = AMQPLAIN',
+      'auth_mechanisms.3 = EXTERNAL',
+      'ssl_cert_login_from = common_name',
+      'loopback_users = none',
+      // The user is made at first boot: no rabbitmqctl round trips (seconds each on a busy machine).
+      `default_user = ${TLS_USER}`,
+      `default_pass = ${password}`,
+      '',
+    ].join('\n'),
+  )
   writeFileSync(join(base, 'enabled_plugins'), '[rabbitmq_auth_mechanism_ssl].\n')
   const env = rabbitNodeEnv(base, join(base, 'home'), nodename, tcpPort, distPort)
   const proc = spawnGroup(RABBITMQ_SERVER, [], env)
@@ -186,14 +257,20 @@ export async function startTlsRabbit(certs: Certs, password: string): Promise<Tl
 }
 
 /** Starts `cmd` in its own group with a log kept; resolves once `readyText` appears. */
-export async function startLogged(cmd: string, args: string[], options: { env: NodeJS.ProcessEnv; cwd: string; readyText?: string; timeoutMs?: number }): Promise<GroupProcess> {
+export async function startLogged(
+  cmd: string,
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string; readyText?: string; timeoutMs?: number },
+): Promise<GroupProcess> {
   const proc = new GroupProcess(spawn(cmd, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }))
   if (options.readyText === undefined) return proc
   const deadline = Date.now() + (options.timeoutMs ?? 90_000)
   while (!proc.log.includes(options.readyText)) {
     if (proc.hasExited || Date.now() > deadline) {
       await proc.stopWith(() => undefined, 0)
-      throw new Error(`${cmd} ${args.join(' ')}: no "${options.readyText}" ${proc.hasExited ? '(it exited)' : 'in time'}:\n${proc.logTail()}`)
+      throw new Error(
+        `${cmd} ${args.join(' ')}: no "${options.readyText}" ${proc.hasExited ? '(it exited)' : 'in time'}:\n${proc.logTail()}`,
+      )
     }
     await sleep(100)
   }

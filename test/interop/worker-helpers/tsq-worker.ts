@@ -117,16 +117,37 @@ export class TsqWorker extends GroupProcess {
 export async function startTsqWorker(o: TsqWorkerOptions): Promise<TsqWorker> {
   const nodename = o.nodename ?? uniqueNodeName('tsq')
   const args = [
-    TSQ_BIN, 'worker', '-A', o.module ?? TASKS_MODULE,
-    '-b', o.env.broker, '--result-backend', o.env.backend,
-    '-n', nodename, '-c', String(o.concurrency ?? 2), '-P', o.pool ?? 'prefork',
-    ...(o.queueFromApp ? [] : ['-Q', o.env.queue]), '-l', o.loglevel ?? 'INFO', '--without-mingle', ...(o.gossip ? [] : ['--without-gossip']),
+    TSQ_BIN,
+    'worker',
+    '-A',
+    o.module ?? TASKS_MODULE,
+    '-b',
+    o.env.broker,
+    '--result-backend',
+    o.env.backend,
+    '-n',
+    nodename,
+    '-c',
+    String(o.concurrency ?? 2),
+    '-P',
+    o.pool ?? 'prefork',
+    ...(o.queueFromApp ? [] : ['-Q', o.env.queue]),
+    '-l',
+    o.loglevel ?? 'INFO',
+    '--without-mingle',
+    ...(o.gossip ? [] : ['--without-gossip']),
     ...(o.events ? ['-E'] : []),
     ...(o.extraArgs ?? []),
   ]
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: '1', ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}), ...(o.workerDirect ? { TSQ_WI_WORKER_DIRECT: '1' } : {}), ...(o.resultExtended ? { TSQ_WI_RESULT_EXTENDED: '1' } : {}) },
+    env: {
+      ...process.env,
+      NO_COLOR: '1',
+      ...(o.queueFromApp ? { TSQ_WI_DEFAULT_QUEUE: o.env.queue } : {}),
+      ...(o.workerDirect ? { TSQ_WI_WORKER_DIRECT: '1' } : {}),
+      ...(o.resultExtended ? { TSQ_WI_RESULT_EXTENDED: '1' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })

@@ -20,34 +20,56 @@ function appWithTasks() {
 }
 
 function run(app: ReturnType<typeof createApp>, task: string, args: unknown[], kwargs: Record<string, unknown>): Promise<Outcome> {
-  const job: Job = { id: 'id-1', task, args, kwargs, retries: 0, rootId: null, parentId: null, group: null, hostname: 'w@h', softTimeLimit: null }
+  const job: Job = {
+    id: 'id-1',
+    task,
+    args,
+    kwargs,
+    retries: 0,
+    rootId: null,
+    parentId: null,
+    group: null,
+    hostname: 'w@h',
+    softTimeLimit: null,
+  }
   return executeJob(app, job).outcome
 }
 
 const sig = (task: string) => ({ task, args: [], kwargs: {}, options: {}, subtask_type: null, immutable: false })
 
 describe('[builtins] celery.map, celery.starmap, celery.accumulate', () => {
-  it('celery.map calls the task with each item; the signature\'s own args are not used, as in Celery', async () => {
+  it("celery.map calls the task with each item; the signature's own args are not used, as in Celery", async () => {
     const app = appWithTasks()
     const out = await run(app, 'celery.map', [], { task: { ...sig('proj.double'), args: [100] }, it: [1, 2, 3] })
     assert.deepEqual(out, { status: 'success', value: [2, 4, 6], runtime: (out as { runtime: number }).runtime })
   })
 
   it('celery.starmap spreads each item as the args', async () => {
-    const out = await run(appWithTasks(), 'celery.starmap', [], { task: sig('proj.add'), it: [[1, 1], [2, 3], [10, 20]] })
+    const out = await run(appWithTasks(), 'celery.starmap', [], {
+      task: sig('proj.add'),
+      it: [
+        [1, 1],
+        [2, 3],
+        [10, 20],
+      ],
+    })
     assert.equal(out.status, 'success')
     assert.deepEqual(out.status === 'success' && out.value, [2, 5, 30])
   })
 
-  it('an async task is awaited item by item, so the results keep the items\' order', async () => {
+  it("an async task is awaited item by item, so the results keep the items' order", async () => {
     const out = await run(appWithTasks(), 'celery.map', [], { task: sig('proj.slow_double'), it: [1, 2, 3, 4] })
     assert.deepEqual(out.status === 'success' && out.value, [2, 4, 6, 8])
   })
 
-  it('an unknown task fails the map with NotRegistered, as Celery\'s signature(...).type raises it', async () => {
+  it("an unknown task fails the map with NotRegistered, as Celery's signature(...).type raises it", async () => {
     const out = await run(appWithTasks(), 'celery.starmap', [], { task: sig('proj.nope'), it: [[1, 2]] })
     assert.equal(out.status, 'failure')
-    assert.deepEqual(out.status === 'failure' && { type: out.exc.type, args: out.exc.args, module: out.exc.module }, { type: 'NotRegistered', args: ['proj.nope'], module: 'celery.exceptions' })
+    assert.deepEqual(out.status === 'failure' && { type: out.exc.type, args: out.exc.args, module: out.exc.module }, {
+      type: 'NotRegistered',
+      args: ['proj.nope'],
+      module: 'celery.exceptions',
+    })
   })
 
   it('celery.accumulate returns its args, or the one at kwargs.index', async () => {

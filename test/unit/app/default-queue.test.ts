@@ -10,7 +10,7 @@ import { createApp, signature } from '../../../src/app/index.js'
 import { definitionFromConfig } from '../../../src/beat/entry.js'
 import { taskOptionsOf } from '../../../src/beat/scheduler.js'
 
-describe('[default queue] Celery\'s task_default_queue', () => {
+describe("[default queue] Celery's task_default_queue", () => {
   it('is celery unless the app names one', () => {
     assert.equal(createApp({ name: 'proj' }).defaultQueue, 'celery')
     assert.equal(createApp({ name: 'proj', defaultQueue: 'jobs' }).defaultQueue, 'jobs')
@@ -38,7 +38,10 @@ describe('[default queue] Celery\'s task_default_queue', () => {
 
   it('beat sends an entry that names no queue there, and one that names a queue to it', () => {
     const plain = { definition: definitionFromConfig('e', { task: 'proj.add', schedule: 30 }), meta: { lastRunAt: null, totalRunCount: 0 } }
-    const named = { definition: definitionFromConfig('n', { task: 'proj.add', schedule: 30, options: { queue: 'other' } }), meta: { lastRunAt: null, totalRunCount: 0 } }
+    const named = {
+      definition: definitionFromConfig('n', { task: 'proj.add', schedule: 30, options: { queue: 'other' } }),
+      meta: { lastRunAt: null, totalRunCount: 0 },
+    }
     const jobs = () => ({ queue: 'jobs' })
     assert.equal(taskOptionsOf(plain, jobs).queue, 'jobs')
     assert.equal(taskOptionsOf(named, jobs).queue, 'other')

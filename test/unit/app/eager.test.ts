@@ -23,7 +23,7 @@ function eagerApp(conf: Record<string, unknown> = {}): App {
 }
 
 describe('[eager] task.apply()', () => {
-  it('runs the task here and gives an EagerResult, as Celery\'s apply()', async () => {
+  it("runs the task here and gives an EagerResult, as Celery's apply()", async () => {
     const app = brokerless()
     const add = app.task('proj.add', (x: number, y: number) => x + y)
     const r = await add.apply([2, 2])
@@ -66,10 +66,14 @@ describe('[eager] task.apply()', () => {
 
   it('passes the context first with bind, and waits for an async task', async () => {
     const app = brokerless()
-    const t = app.task('proj.bound', async (self: TaskContext, x: number) => {
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      return `${self.name}:${x}`
-    }, { bind: true })
+    const t = app.task(
+      'proj.bound',
+      async (self: TaskContext, x: number) => {
+        await new Promise((resolve) => setTimeout(resolve, 5))
+        return `${self.name}:${x}`
+      },
+      { bind: true },
+    )
     assert.equal((await t.apply([7])).result, 'proj.bound:7')
   })
 
@@ -95,7 +99,7 @@ describe('[eager] task.apply()', () => {
     assert.equal(await r.get({ propagate: false }), r.result)
   })
 
-  it('throws from apply() itself with { throw: true } or task_eager_propagates, as Celery\'s throw', async () => {
+  it("throws from apply() itself with { throw: true } or task_eager_propagates, as Celery's throw", async () => {
     const app = brokerless()
     const boom = app.task('proj.boom', (m: string) => {
       throw new TypeError(m)
@@ -109,19 +113,23 @@ describe('[eager] task.apply()', () => {
 
   it('Ignore and Reject end as IGNORED and REJECTED, whose get() is null, never thrown', async () => {
     const app = brokerless({ task_eager_propagates: true })
-    const ignored = await app.task('proj.ign', () => {
-      throw new Ignore()
-    }).apply()
+    const ignored = await app
+      .task('proj.ign', () => {
+        throw new Ignore()
+      })
+      .apply()
     assert.equal(ignored.status, 'IGNORED')
     assert.equal(await ignored.get(), null)
-    const rejected = await app.task('proj.rej', () => {
-      throw new Reject('no')
-    }).apply()
+    const rejected = await app
+      .task('proj.rej', () => {
+        throw new Reject('no')
+      })
+      .apply()
     assert.equal(rejected.status, 'REJECTED')
     assert.equal(await rejected.get(), null)
   })
 
-  it('revoke() marks it REVOKED, whose get() throws, as Celery\'s EagerResult', async () => {
+  it("revoke() marks it REVOKED, whose get() throws, as Celery's EagerResult", async () => {
     const app = brokerless()
     const r = await app.task('proj.v', () => 1).apply()
     await r.revoke()
@@ -145,16 +153,24 @@ describe('[eager] retries', () => {
     assert.ok(Date.now() - started < 1000)
     assert.equal(r.status, 'SUCCESS')
     assert.equal(r.result, 'done')
-    assert.deepEqual(seen, [['r-1', 0], ['r-1', 1], ['r-1', 2]])
+    assert.deepEqual(seen, [
+      ['r-1', 0],
+      ['r-1', 1],
+      ['r-1', 2],
+    ])
   })
 
-  it('past maxRetries the task fails with the retry\'s exc, after maxRetries + 1 runs, as Celery', async () => {
+  it("past maxRetries the task fails with the retry's exc, after maxRetries + 1 runs, as Celery", async () => {
     const app = brokerless()
     let runs = 0
-    const never = app.task('proj.never', () => {
-      runs += 1
-      currentTask().retry({ exc: new RangeError('still down') })
-    }, { maxRetries: 2 })
+    const never = app.task(
+      'proj.never',
+      () => {
+        runs += 1
+        currentTask().retry({ exc: new RangeError('still down') })
+      },
+      { maxRetries: 2 },
+    )
     const r = await never.apply()
     assert.equal(runs, 3)
     assert.equal(r.status, 'FAILURE')
@@ -173,36 +189,55 @@ describe('[eager] retries', () => {
   it('autoretryFor retries at once too, and a propagating apply() throws only the last failure', async () => {
     const app = brokerless({ task_eager_propagates: true })
     let runs = 0
-    const fetchy = app.task('proj.fetchy', () => {
-      runs += 1
-      throw Object.assign(new Error('reset'), { code: 'ECONNRESET' })
-    }, { autoretryFor: ['ECONNRESET'], retryKwargs: { maxRetries: 3 }, retryBackoff: true })
+    const fetchy = app.task(
+      'proj.fetchy',
+      () => {
+        runs += 1
+        throw Object.assign(new Error('reset'), { code: 'ECONNRESET' })
+      },
+      { autoretryFor: ['ECONNRESET'], retryKwargs: { maxRetries: 3 }, retryBackoff: true },
+    )
     await assert.rejects(fetchy.apply(), { message: 'reset' })
     assert.equal(runs, 4)
   })
 })
 
 describe('[eager] signals and handlers, as in a worker', () => {
-  it('sends task_prerun, task_retry, task_success, task_postrun and calls the handlers in Celery\'s trace order', async () => {
+  it("sends task_prerun, task_retry, task_success, task_postrun and calls the handlers in Celery's trace order", async () => {
     const app = brokerless()
     const log: string[] = []
     for (const name of ['task_prerun', 'task_postrun', 'task_success', 'task_failure', 'task_retry'] as const) {
       app.on(name, (p) => log.push(`${name}${'state' in p ? `:${p.state}` : ''}`))
     }
-    const t = app.task('proj.t', () => {
-      log.push('run')
-      if (currentTask().retries === 0) currentTask().retry()
-      return 1
-    }, {
-      beforeStart: () => log.push('beforeStart'),
-      onRetry: () => log.push('onRetry'),
-      onSuccess: () => log.push('onSuccess'),
-      afterReturn: ({ status }) => log.push(`afterReturn:${status}`),
-    })
+    const t = app.task(
+      'proj.t',
+      () => {
+        log.push('run')
+        if (currentTask().retries === 0) currentTask().retry()
+        return 1
+      },
+      {
+        beforeStart: () => log.push('beforeStart'),
+        onRetry: () => log.push('onRetry'),
+        onSuccess: () => log.push('onSuccess'),
+        afterReturn: ({ status }) => log.push(`afterReturn:${status}`),
+      },
+    )
     await t.apply()
     assert.deepEqual(log, [
-      'beforeStart', 'task_prerun', 'run', 'onRetry', 'task_retry', 'task_postrun:RETRY',
-      'beforeStart', 'task_prerun', 'run', 'onSuccess', 'task_success', 'afterReturn:SUCCESS', 'task_postrun:SUCCESS',
+      'beforeStart',
+      'task_prerun',
+      'run',
+      'onRetry',
+      'task_retry',
+      'task_postrun:RETRY',
+      'beforeStart',
+      'task_prerun',
+      'run',
+      'onSuccess',
+      'task_success',
+      'afterReturn:SUCCESS',
+      'task_postrun:SUCCESS',
     ])
   })
 
@@ -211,9 +246,13 @@ describe('[eager] signals and handlers, as in a worker', () => {
     const log: string[] = []
     app.on('task_failure', ({ exception }) => log.push(`task_failure:${(exception as Error).message}`))
     app.task('proj.errback', (id: string) => log.push(`errback:${id}`))
-    const t = app.task('proj.f', () => {
-      throw new Error('bad')
-    }, { onFailure: ({ exc }) => log.push(`onFailure:${(exc as Error).message}`) })
+    const t = app.task(
+      'proj.f',
+      () => {
+        throw new Error('bad')
+      },
+      { onFailure: ({ exc }) => log.push(`onFailure:${(exc as Error).message}`) },
+    )
     await t.apply([], {}, { id: 'f-1', linkError: app.tasks.get('proj.errback')!.s() })
     assert.deepEqual(log, ['errback:f-1', 'onFailure:bad', 'task_failure:bad'])
   })
@@ -231,7 +270,7 @@ describe('[eager] task_always_eager', () => {
     assert.equal(b.id, 'given')
   })
 
-  it('can be switched on in a test\'s set-up through app.conf', async () => {
+  it("can be switched on in a test's set-up through app.conf", async () => {
     const app = brokerless()
     const add = app.task('proj.add', (x: number, y: number) => x + y)
     await assert.rejects(add.delay(1, 1), /no broker/)
@@ -248,7 +287,10 @@ describe('[eager] task_always_eager', () => {
     const app = eagerApp()
     const echo = app.task('proj.echo', (value: unknown) => value)
     assert.equal(await (await echo.delay(new Date('2024-01-02T03:04:05Z'))).get(), '2024-01-02T03:04:05Z')
-    await assert.rejects(echo.delay(() => 1), EncodeError)
+    await assert.rejects(
+      echo.delay(() => 1),
+      EncodeError,
+    )
     // apply() passes them as they are, as Celery's does.
     const fn = () => 1
     assert.equal((await echo.apply([fn])).result, fn)
@@ -309,7 +351,7 @@ describe('[eager] chains, groups and chords', () => {
     return { app, add, mul, tsum, boom, ctx }
   }
 
-  it('a chain passes each result on; its result is the last step\'s, with parents', async () => {
+  it("a chain passes each result on; its result is the last step's, with parents", async () => {
     const { app, add, mul } = canvasApp()
     const r = await app.chain(add.s(1, 2), mul.s(10), add.s(4))
     assert.ok(r instanceof EagerResult)
@@ -318,7 +360,7 @@ describe('[eager] chains, groups and chords', () => {
     assert.equal(await ((r.parent as EagerResult).parent as EagerResult).get(), 3)
   })
 
-  it('an immutable step ignores the result; the steps are each other\'s parent under one root', async () => {
+  it("an immutable step ignores the result; the steps are each other's parent under one root", async () => {
     const { app, add, ctx } = canvasApp()
     const r = (await app.chain(add.s(1, 2), ctx.si())) as EagerResult
     const info = (await r.get()) as { parentId: string; rootId: string }
@@ -326,7 +368,7 @@ describe('[eager] chains, groups and chords', () => {
     assert.equal(info.rootId, (r.parent as EagerResult).id)
   })
 
-  it('a failed step rejects the chain with its error, as Celery\'s eager chain raises; a failed last step is its result', async () => {
+  it("a failed step rejects the chain with its error, as Celery's eager chain raises; a failed last step is its result", async () => {
     const { app, add, boom } = canvasApp()
     await assert.rejects(app.chain(boom.s(), add.s(1)), { name: 'TypeError', message: 'boom' })
     const r = await app.chain(add.s(1, 1), boom.si())
@@ -345,7 +387,7 @@ describe('[eager] chains, groups and chords', () => {
     assert.equal(await g.ready(), true)
   })
 
-  it('a failed member rejects the group\'s get(), or with propagate: false stands in its place', async () => {
+  it("a failed member rejects the group's get(), or with propagate: false stands in its place", async () => {
     const { app, add, boom } = canvasApp()
     const g = await app.group(add.s(1, 1), boom.s())
     await assert.rejects(g.get(), { message: 'boom' })
@@ -356,13 +398,20 @@ describe('[eager] chains, groups and chords', () => {
 
   it('a chain ending in a group gives that GroupResult, each member with the previous result', async () => {
     const { app, add } = canvasApp()
-    const group = { task: 'celery.group', args: [], kwargs: { tasks: [add.s(10), add.s(20)] }, options: {}, subtask_type: 'group', immutable: false }
+    const group = {
+      task: 'celery.group',
+      args: [],
+      kwargs: { tasks: [add.s(10), add.s(20)] },
+      options: {},
+      subtask_type: 'group',
+      immutable: false,
+    }
     const r = await app.chain(add.s(1, 2), group as never)
     assert.ok(r instanceof GroupResult)
     assert.deepEqual(await r.get(), [13, 23])
   })
 
-  it('a chord runs the body with the header\'s results', async () => {
+  it("a chord runs the body with the header's results", async () => {
     const { app, add, tsum } = canvasApp()
     const r = await app.chord([add.s(1, 1), add.s(2, 2)], tsum.s())
     assert.ok(r instanceof EagerResult)
@@ -380,12 +429,25 @@ describe('[eager] chains, groups and chords', () => {
 
   it('map and starmap run here too', async () => {
     const { app, mul, tsum } = canvasApp()
-    assert.deepEqual(await (await app.chain(mul.starmap([[1, 2], [3, 4]]))).get(), [2, 12])
+    assert.deepEqual(
+      await (
+        await app.chain(
+          mul.starmap([
+            [1, 2],
+            [3, 4],
+          ]),
+        )
+      ).get(),
+      [2, 12],
+    )
     assert.deepEqual(await (await app.chain(tsum.map([[1, 2], [3]]))).get(), [3, 3])
   })
 
   it('an unknown task in a canvas fails with NotRegistered', async () => {
     const { app, add } = canvasApp()
-    await assert.rejects(app.chain(add.s(1, 1), { task: 'proj.nope', args: [], kwargs: {}, options: {}, subtask_type: null, immutable: false }), { name: 'NotRegistered', message: 'proj.nope' })
+    await assert.rejects(
+      app.chain(add.s(1, 1), { task: 'proj.nope', args: [], kwargs: {}, options: {}, subtask_type: null, immutable: false }),
+      { name: 'NotRegistered', message: 'proj.nope' },
+    )
   })
 })

@@ -74,7 +74,10 @@ describe('[send plan] a conf change after sends takes effect at the next send', 
       app.options.defaultQueue = 'fourth'
       delete app.conf.task_routes
       await add.delay(4, 4)
-      assert.deepEqual([await depth(app, 'first'), await depth(app, 'second'), await depth(app, 'third'), await depth(app, 'fourth')], [1, 1, 1, 1])
+      assert.deepEqual(
+        [await depth(app, 'first'), await depth(app, 'second'), await depth(app, 'third'), await depth(app, 'fourth')],
+        [1, 1, 1, 1],
+      )
     } finally {
       await app.close()
     }

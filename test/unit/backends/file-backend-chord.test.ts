@@ -34,7 +34,10 @@ describe('[file backend] chord counts', () => {
     const all = await Promise.all(Array.from({ length: 25 }, (_, i) => backend.chordPartReturn(gid, i, part(`t${i}`, i), `t${i}`)))
     const completing = all.filter((p) => p !== null)
     assert.equal(completing.length, 1)
-    assert.deepEqual(completing[0]!.map((p) => JSON.parse(p)[3]), Array.from({ length: 25 }, (_, i) => i))
+    assert.deepEqual(
+      completing[0]!.map((p) => JSON.parse(p)[3]),
+      Array.from({ length: 25 }, (_, i) => i),
+    )
   })
 
   it('a task that ends twice counts once; without a size nothing completes', async () => {
@@ -45,7 +48,11 @@ describe('[file backend] chord counts', () => {
     assert.equal((await backend.chordPartReturn(gid, 1, part('b', 2), 'b'))?.length, 2)
     const sizeless = randomUUID()
     assert.equal(await backend.chordPartReturn(sizeless, 0, part('x', 1), 'x'), null)
-    assert.deepEqual(readdirSync(join(dir, 'results', 'chords')).filter((n) => n === sizeless), [], 'a part with no chord to count towards leaves nothing')
+    assert.deepEqual(
+      readdirSync(join(dir, 'results', 'chords')).filter((n) => n === sizeless),
+      [],
+      'a part with no chord to count towards leaves nothing',
+    )
   })
 
   it('a part redelivered after its chord completed changes nothing and leaves no directory behind', async () => {
@@ -53,12 +60,21 @@ describe('[file backend] chord counts', () => {
     await backend.setChordSize(gid, 1)
     assert.equal((await backend.chordPartReturn(gid, 0, part('a', 1), 'a'))?.length, 1)
     assert.equal(await backend.chordPartReturn(gid, 0, part('a', 1), 'a'), null, 'the body is not sent twice')
-    assert.deepEqual(readdirSync(join(dir, 'results', 'chords')).filter((n) => n === gid), [])
+    assert.deepEqual(
+      readdirSync(join(dir, 'results', 'chords')).filter((n) => n === gid),
+      [],
+    )
   })
 
   it('a header saved whole (GroupResult.save) reads back as saved, kept after the chord completes; none saved reads null', async () => {
     const gid = randomUUID()
-    const tuple = [[gid, null], [[['a', null], null], [[gid, [['b', null], null]], [[['c', null], null]]]]]
+    const tuple = [
+      [gid, null],
+      [
+        [['a', null], null],
+        [[gid, [['b', null], null]], [[['c', null], null]]],
+      ],
+    ]
     await backend.saveGroupResult(gid, tuple)
     await backend.setChordSize(gid, 1)
     assert.deepEqual(await backend.chordPartReturn(gid, 0, part('a', 1), 'a'), [part('a', 1)])

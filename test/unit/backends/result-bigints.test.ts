@@ -11,10 +11,38 @@ import { FileResultBackend } from '../../../src/backends/file-backend.js'
 import { decodeStoredResult, encodeStoredResult } from '../../../src/backends/result-codec.js'
 import { acceptContent, encodeResultMeta } from '../../../src/protocol/index.js'
 
-const INTS = [0n, 1n, -1n, 127n, 256n, 2n ** 15n, 2n ** 16n, 2n ** 31n - 1n, 2n ** 31n, 2n ** 32n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, -(2n ** 63n), -(2n ** 63n) - 1n, 2n ** 70n, 18446744073709551617n, 10n ** 40n, -(2n ** 70n), -(10n ** 40n)]
+const INTS = [
+  0n,
+  1n,
+  -1n,
+  127n,
+  256n,
+  2n ** 15n,
+  2n ** 16n,
+  2n ** 31n - 1n,
+  2n ** 31n,
+  2n ** 32n,
+  2n ** 53n - 1n,
+  2n ** 53n,
+  2n ** 53n + 1n,
+  2n ** 63n - 1n,
+  2n ** 63n,
+  2n ** 64n - 1n,
+  2n ** 64n,
+  -(2n ** 63n),
+  -(2n ** 63n) - 1n,
+  2n ** 70n,
+  18446744073709551617n,
+  10n ** 40n,
+  -(2n ** 70n),
+  -(10n ** 40n),
+]
 const js = (v: bigint): number | bigint => (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v)
 /** Digits of what was read; a non-integer (a float) shows as one. */
-const digits = (value: unknown): string[] => (value as unknown[]).map((v) => (typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v)) ? BigInt(v as number).toString() : `float ${String(v)}`))
+const digits = (value: unknown): string[] =>
+  (value as unknown[]).map((v) =>
+    typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v)) ? BigInt(v as number).toString() : `float ${String(v)}`,
+  )
 const meta = (values: unknown[]) => encodeResultMeta({ taskId: 't1', status: 'SUCCESS', result: values })
 
 describe('big integers in the result stores', () => {
@@ -38,7 +66,7 @@ describe('big integers in the result stores', () => {
     })
   }
 
-  it('msgpack refuses an int past 64 bits, as Python\'s packb does, rather than wrapping it', () => {
+  it("msgpack refuses an int past 64 bits, as Python's packb does, rather than wrapping it", () => {
     const codec = { serializer: 'msgpack', accept: acceptContent(['msgpack']) }
     assert.throws(() => encodeStoredResult(meta([2n ** 70n]), codec), /Integer value out of range/)
   })

@@ -26,7 +26,7 @@ const T0 = Date.UTC(2026, 10, 28, 1, 0, 0)
 /** Django's text for a naive UTC DateTimeField on SQLite. */
 const text = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '000')
 
-describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLite)', () => {
+describe("[--scheduler django] DjangoStore on django-celery-beat's tables (SQLite)", () => {
   let dir: string
   let db: Database.Database
   let store: DjangoStore
@@ -34,14 +34,31 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
   const infos: string[] = []
 
   const task = (name: string, fields: Record<string, unknown>) => {
-    const row = { name, task: 'proj.add', args: '[]', kwargs: '{}', enabled: 1, total_run_count: 0, date_changed: text(T0), description: '', one_off: 0, headers: '{}', ...fields }
+    const row = {
+      name,
+      task: 'proj.add',
+      args: '[]',
+      kwargs: '{}',
+      enabled: 1,
+      total_run_count: 0,
+      date_changed: text(T0),
+      description: '',
+      one_off: 0,
+      headers: '{}',
+      ...fields,
+    }
     const keys = Object.keys(row)
-    db.prepare(`INSERT INTO django_celery_beat_periodictask (${keys.join(', ')}) VALUES (${keys.map(() => '?').join(', ')})`).run(...Object.values(row))
+    db.prepare(`INSERT INTO django_celery_beat_periodictask (${keys.join(', ')}) VALUES (${keys.map(() => '?').join(', ')})`).run(
+      ...Object.values(row),
+    )
   }
-  const interval = (every: number, period: string) => Number(db.prepare('INSERT INTO django_celery_beat_intervalschedule (every, period) VALUES (?, ?)').run(every, period).lastInsertRowid)
-  const row = (name: string) => db.prepare('SELECT * FROM django_celery_beat_periodictask WHERE name = ?').get(name) as Record<string, unknown>
+  const interval = (every: number, period: string) =>
+    Number(db.prepare('INSERT INTO django_celery_beat_intervalschedule (every, period) VALUES (?, ?)').run(every, period).lastInsertRowid)
+  const row = (name: string) =>
+    db.prepare('SELECT * FROM django_celery_beat_periodictask WHERE name = ?').get(name) as Record<string, unknown>
   /** What every save through the ORM does (PeriodicTasks.update_changed). */
-  const bump = (at: number) => db.prepare('INSERT OR REPLACE INTO django_celery_beat_periodictasks (ident, last_update) VALUES (1, ?)').run(text(at))
+  const bump = (at: number) =>
+    db.prepare('INSERT OR REPLACE INTO django_celery_beat_periodictasks (ident, last_update) VALUES (1, ?)').run(text(at))
   const names = async (now: number) => (await store.due(now)).entries.map((e) => e.definition.name).sort()
 
   before(async () => {
@@ -59,7 +76,15 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
   })
 
   test('an interval row never run is first due one period after the beat first sees it (ModelEntry takes now)', async () => {
-    task('every10', { interval_id: interval(10, 'seconds'), args: '[2, 3]', kwargs: '{"z": 1}', queue: 'q1', priority: 7, headers: '{"h": "v"}', expire_seconds: 30 })
+    task('every10', {
+      interval_id: interval(10, 'seconds'),
+      args: '[2, 3]',
+      kwargs: '{"z": 1}',
+      queue: 'q1',
+      priority: 7,
+      headers: '{"h": "v"}',
+      expire_seconds: 30,
+    })
     bump(T0)
     const first = await store.due(T0)
     assert.deepEqual(first.entries, [])
@@ -112,12 +137,17 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
 
   test('start_time holds a row back until then; clocked runs once at its instant', async () => {
     task('later', { interval_id: interval(1, 'seconds'), start_time: text(T0 + 120_000), last_run_at: text(T0) })
-    const clockedId = Number(db.prepare('INSERT INTO django_celery_beat_clockedschedule (clocked_time) VALUES (?)').run(text(T0 + 90_000)).lastInsertRowid)
+    const clockedId = Number(
+      db.prepare('INSERT INTO django_celery_beat_clockedschedule (clocked_time) VALUES (?)').run(text(T0 + 90_000)).lastInsertRowid,
+    )
     task('clock', { clocked_id: clockedId, one_off: 1 })
     bump(T0 + 60_000)
     db.prepare('UPDATE django_celery_beat_periodictask SET enabled = 0 WHERE name = ?').run('hourly')
     const batch = await store.due(T0 + 60_000)
-    assert.deepEqual(batch.entries.map((e) => e.definition.name), [])
+    assert.deepEqual(
+      batch.entries.map((e) => e.definition.name),
+      [],
+    )
     assert.equal(batch.nextDueAt, T0 + 90_000)
     assert.deepEqual(await names(T0 + 90_000), ['clock'])
     assert.deepEqual(await names(T0 + 120_000), ['clock', 'later'])
@@ -126,7 +156,13 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
   })
 
   test('a crontab row is read in its own timezone column', async () => {
-    const id = Number(db.prepare('INSERT INTO django_celery_beat_crontabschedule (minute, hour, day_of_week, day_of_month, month_of_year, timezone) VALUES (?, ?, ?, ?, ?, ?)').run('30', '9', '*', '*', '*', 'Asia/Kolkata').lastInsertRowid)
+    const id = Number(
+      db
+        .prepare(
+          'INSERT INTO django_celery_beat_crontabschedule (minute, hour, day_of_week, day_of_month, month_of_year, timezone) VALUES (?, ?, ?, ?, ?, ?)',
+        )
+        .run('30', '9', '*', '*', '*', 'Asia/Kolkata').lastInsertRowid,
+    )
     task('kolkata', { crontab_id: id, last_run_at: text(T0) })
     const e = (await store.get('kolkata'))!
     // 09:30 in Kolkata (+05:30) is 04:00 UTC, whatever beat's own zone.
@@ -134,7 +170,10 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
   })
 
   test('a solar row runs at its sun event, the one Celery computes', async () => {
-    const id = Number(db.prepare('INSERT INTO django_celery_beat_solarschedule (latitude, longitude, event) VALUES (?, ?, ?)').run(52.5, 13.4, 'sunrise').lastInsertRowid)
+    const id = Number(
+      db.prepare('INSERT INTO django_celery_beat_solarschedule (latitude, longitude, event) VALUES (?, ?, ?)').run(52.5, 13.4, 'sunrise')
+        .lastInsertRowid,
+    )
     task('sunny', { solar_id: id, last_run_at: text(T0) })
     bump(T0 + 100_000)
     const e = (await store.get('sunny'))!
@@ -155,22 +194,36 @@ describe('[--scheduler django] DjangoStore on django-celery-beat\'s tables (SQLi
   })
 
   test('a solar row in polar night waits for the next sunrise with one line; a bad event or bad JSON is skipped with one line naming it, once', async () => {
-    const solar = (lat: number, lon: number, event: string) => Number(db.prepare('INSERT INTO django_celery_beat_solarschedule (latitude, longitude, event) VALUES (?, ?, ?)').run(lat, lon, event).lastInsertRowid)
+    const solar = (lat: number, lon: number, event: string) =>
+      Number(
+        db.prepare('INSERT INTO django_celery_beat_solarschedule (latitude, longitude, event) VALUES (?, ?, ?)').run(lat, lon, event)
+          .lastInsertRowid,
+      )
     task('tromso', { solar_id: solar(69.6, 18.9, 'sunrise'), last_run_at: text(T0) })
     task('moony', { solar_id: solar(52.5, 13.4, 'moonrise'), last_run_at: text(T0) })
     task('badargs', { interval_id: interval(2, 'seconds'), args: '[1,', last_run_at: text(T0) })
     bump(T0 + 200_000)
     await names(T0 + 200_000)
     await names(T0 + 201_000)
-    for (const name of ['tromso', 'moony', 'badargs']) assert.equal(warnings.filter((w) => w.includes(`"${name}"`)).length, 1, warnings.join('\n'))
+    for (const name of ['tromso', 'moony', 'badargs'])
+      assert.equal(warnings.filter((w) => w.includes(`"${name}"`)).length, 1, warnings.join('\n'))
     // Polar night in Tromso from late November to mid January.
     const polar = warnings.find((w) => w.includes('"tromso"'))!
-    assert.match(polar, /sunrise does not occur at 69\.6, 18\.9 for \d+ day\(s\) after 2026-11-28T01:00:00\.000Z \(polar day or night\); next run at 2027-01-1\d/)
-    assert.match(warnings.find((w) => w.includes('"moony"'))!, /Argument event "moonrise" is invalid/)
-    assert.match(warnings.find((w) => w.includes('"badargs"'))!, /args is not JSON/)
+    assert.match(
+      polar,
+      /sunrise does not occur at 69\.6, 18\.9 for \d+ day\(s\) after 2026-11-28T01:00:00\.000Z \(polar day or night\); next run at 2027-01-1\d/,
+    )
+    assert.match(
+      warnings.find((w) => w.includes('"moony"'))!,
+      /Argument event "moonrise" is invalid/,
+    )
+    assert.match(
+      warnings.find((w) => w.includes('"badargs"'))!,
+      /args is not JSON/,
+    )
   })
 
-  test('tsq schedule cannot edit it: the rows are the Django project\'s', async () => {
+  test("tsq schedule cannot edit it: the rows are the Django project's", async () => {
     await assert.rejects(store.remove(), /change them in the Django admin or through the ORM/)
   })
 })

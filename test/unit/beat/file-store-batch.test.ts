@@ -43,7 +43,11 @@ test('[--scheduler file] release gives back only a reservation nothing was recor
     assert.equal(await store.release(runs.map((r) => ({ ...r, previous }))), 1)
     assert.deepEqual((await store.get('a'))?.meta, previous)
     assert.deepEqual((await store.get('b'))?.meta, { lastRunAt: 12_000, totalRunCount: 2 })
-    assert.equal((await store.due(7000)).entries.some((e) => e.definition.name === 'a'), true, 'a is due again')
+    assert.equal(
+      (await store.due(7000)).entries.some((e) => e.definition.name === 'a'),
+      true,
+      'a is due again',
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -5,7 +5,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Crontab } from '../../../src/beat/crontab.js'
 import { Interval } from '../../../src/beat/interval.js'
-import { decodeDefinition, decodeMeta, definitionFromConfig, encodeDefinition, encodeMeta, intervalJson, scheduleOf } from '../../../src/beat/entry.js'
+import {
+  decodeDefinition,
+  decodeMeta,
+  definitionFromConfig,
+  encodeDefinition,
+  encodeMeta,
+  intervalJson,
+  scheduleOf,
+} from '../../../src/beat/entry.js'
 import { definitionFromFlags } from '../../../src/beat/admin.js'
 import { FileStore } from '../../../src/beat/file-store.js'
 
@@ -16,10 +24,20 @@ test('spec §8.4: crontab_parser ranges, steps, names, wrap-around', () => {
   assert.deepEqual(c.minutes, [0, 15, 30, 45])
   assert.deepEqual(c.hours, [9, 13, 17])
   assert.deepEqual([...c.daysOfWeek].sort(), [0, 1, 5, 6])
-  assert.deepEqual([...c.daysOfMonth].sort((a, b) => a - b), [1, 15, 16])
-  assert.deepEqual([...new Crontab({ minute: '0', hour: '0', day_of_week: 'Sunday', day_of_month: '*', month_of_year: '*' }).daysOfWeek], [0])
+  assert.deepEqual(
+    [...c.daysOfMonth].sort((a, b) => a - b),
+    [1, 15, 16],
+  )
+  assert.deepEqual(
+    [...new Crontab({ minute: '0', hour: '0', day_of_week: 'Sunday', day_of_month: '*', month_of_year: '*' }).daysOfWeek],
+    [0],
+  )
   for (const bad of ['-1', '60', '1,,2', '*/0', 'x-y', '5-']) {
-    assert.throws(() => new Crontab({ minute: bad, hour: '*', day_of_week: '*', day_of_month: '*', month_of_year: '*' }), /invalid crontab minute/, bad)
+    assert.throws(
+      () => new Crontab({ minute: bad, hour: '*', day_of_week: '*', day_of_month: '*', month_of_year: '*' }),
+      /invalid crontab minute/,
+      bad,
+    )
   }
   assert.throws(() => Crontab.fromExpression('* * *'), /5 fields/)
 })
@@ -50,14 +68,18 @@ test('spec §8.3: interval is_due and relative rounding', () => {
 
 test('spec §8.6: RedBeat JSON round trip, key order', () => {
   const d = definitionFromConfig('e', { task: 'proj.add', schedule: 30, args: [1, 2] })
-  assert.equal(encodeDefinition(d), '{"name":"e","task":"proj.add","args":[1,2],"kwargs":{},"options":{},"schedule":{"__type__":"interval","every":30,"relative":false},"enabled":true}')
+  assert.equal(
+    encodeDefinition(d),
+    '{"name":"e","task":"proj.add","args":[1,2],"kwargs":{},"options":{},"schedule":{"__type__":"interval","every":30,"relative":false},"enabled":true}',
+  )
   assert.deepEqual(decodeDefinition(encodeDefinition(d)), d)
   const cron = definitionFromConfig('c', { task: 't', schedule: { cron: '*/15 9-17 * * *' } })
   assert.deepEqual(Object.keys(cron.schedule), ['__type__', 'minute', 'hour', 'day_of_week', 'day_of_month', 'month_of_year'])
   const meta = { lastRunAt: at('2025-02-03T04:05:06.789Z'), totalRunCount: 7 }
   assert.deepEqual(decodeMeta(encodeMeta(meta)), meta)
   // As RedBeat writes it from Python: a zone name, and microseconds.
-  const py = '{"last_run_at": {"__type__": "datetime", "year": 2025, "month": 7, "day": 1, "hour": 14, "minute": 0, "second": 0, "microsecond": 250000, "timezone": "Europe/Berlin"}, "total_run_count": 3}'
+  const py =
+    '{"last_run_at": {"__type__": "datetime", "year": 2025, "month": 7, "day": 1, "hour": 14, "minute": 0, "second": 0, "microsecond": 250000, "timezone": "Europe/Berlin"}, "total_run_count": 3}'
   assert.deepEqual(decodeMeta(py), { lastRunAt: at('2025-07-01T12:00:00.250Z'), totalRunCount: 3 })
 })
 
@@ -79,7 +101,7 @@ test('[--scheduler file] run history survives a restart; reservation is compare-
   }
 })
 
-test('solar in tsq\'s own entries: --solar EVENT:LAT,LON and beatSchedule {solar}, stored as RedBeat\'s solar JSON', () => {
+test("solar in tsq's own entries: --solar EVENT:LAT,LON and beatSchedule {solar}, stored as RedBeat's solar JSON", () => {
   const json = { __type__: 'solar', event: 'sunrise', lat: 51.5, lon: -0.12 }
   const flagged = definitionFromFlags('lights', { task: 'home.lights', solar: 'sunrise:51.5,-0.12' })
   assert.deepEqual(flagged.schedule, json)

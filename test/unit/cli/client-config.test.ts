@@ -11,15 +11,27 @@ import { applyGlobalOptions, clientConfig } from '../../../src/cli/client-config
 import { ROOT } from '../../helpers/cli.js'
 
 const APP = join(ROOT, 'test/fixtures/tasks/global-options-tasks.js')
-const KEYS = ['TSQ_BROKER_URL', 'CELERY_BROKER_URL', 'TSQ_RESULT_BACKEND', 'CELERY_RESULT_BACKEND', 'TSQ_CONFIG_MODULE', 'TSQ_HOME', 'TSQ_GO_BROKER', 'TSQ_GO_BACKEND', 'TSQ_GO_QUEUE', 'TSQ_GO_ROUTED_QUEUE']
+const KEYS = [
+  'TSQ_BROKER_URL',
+  'CELERY_BROKER_URL',
+  'TSQ_RESULT_BACKEND',
+  'CELERY_RESULT_BACKEND',
+  'TSQ_CONFIG_MODULE',
+  'TSQ_HOME',
+  'TSQ_GO_BROKER',
+  'TSQ_GO_BACKEND',
+  'TSQ_GO_QUEUE',
+  'TSQ_GO_ROUTED_QUEUE',
+]
 const saved = Object.fromEntries(KEYS.map((k) => [k, process.env[k]]))
 const dir = mkdtempSync(join(tmpdir(), 'tsq-client-config-'))
 
 describe('client commands: -A and --config', () => {
   // Inside the suite, so the environment it sets reaches only its own tests.
   after(() => {
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
-    else process.env[k] = v
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
     rmSync(dir, { recursive: true, force: true })
   })
   beforeEach(() => {
@@ -38,7 +50,7 @@ describe('client commands: -A and --config', () => {
     assert.deepEqual(c.routeFor('proj.add'), { queue: 'celery' })
   })
 
-  it('-A: the app\'s broker, default queue and task_routes', async () => {
+  it("-A: the app's broker, default queue and task_routes", async () => {
     const c = await clientConfig({ app: APP })
     assert.equal(c.brokerUrl, 'redis://app-broker:6379/0')
     assert.equal(c.brokerSource, 'app')
@@ -57,15 +69,18 @@ describe('client commands: -A and --config', () => {
     assert.equal(c.resultBackend, 'redis://flag-backend/1')
   })
 
-  it('--config without -A: the module\'s broker_url, result_backend, task_default_queue, task_routes and transport options', async () => {
+  it("--config without -A: the module's broker_url, result_backend, task_default_queue, task_routes and transport options", async () => {
     const file = join(dir, 'celeryconfig.json')
-    writeFileSync(file, JSON.stringify({
-      broker_url: 'redis://config-broker:6379/0',
-      result_backend: 'redis://config-backend:6379/1',
-      task_default_queue: 'config-queue',
-      task_routes: { 'proj.*': 'config-routed' },
-      broker_transport_options: { visibility_timeout: 60 },
-    }))
+    writeFileSync(
+      file,
+      JSON.stringify({
+        broker_url: 'redis://config-broker:6379/0',
+        result_backend: 'redis://config-backend:6379/1',
+        task_default_queue: 'config-queue',
+        task_routes: { 'proj.*': 'config-routed' },
+        broker_transport_options: { visibility_timeout: 60 },
+      }),
+    )
     applyGlobalOptions({ config: file })
     assert.equal(process.env.TSQ_CONFIG_MODULE, file)
     const c = await clientConfig({})
@@ -79,9 +94,12 @@ describe('client commands: -A and --config', () => {
     assert.equal((await clientConfig({})).brokerUrl, 'redis://celery-env:6379/0')
   })
 
-  it('--config with -A: the app\'s own settings win, the module fills in the rest (a JS module\'s named exports)', async () => {
+  it("--config with -A: the app's own settings win, the module fills in the rest (a JS module's named exports)", async () => {
     const file = join(dir, 'settings.mjs')
-    writeFileSync(file, "export const broker_url = 'redis://config-broker:6379/0'\nexport const result_backend = 'redis://config-backend:6379/1'\nexport const task_default_queue = 'config-queue'\n")
+    writeFileSync(
+      file,
+      "export const broker_url = 'redis://config-broker:6379/0'\nexport const result_backend = 'redis://config-backend:6379/1'\nexport const task_default_queue = 'config-queue'\n",
+    )
     process.env.TSQ_CONFIG_MODULE = file
     const c = await clientConfig({ app: APP })
     assert.equal(c.brokerUrl, 'redis://app-broker:6379/0')

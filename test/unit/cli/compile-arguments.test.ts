@@ -6,7 +6,11 @@ import { compileArguments, CONTROL_COMMANDS, PyFloat, visibleCommands } from '..
 describe('spec §3.5: CLI positional arguments are typed as Celery types them', () => {
   it('typed arguments', () => {
     assert.deepEqual(compileArguments('rate_limit', ['proj.add', '10/m']), { task_name: 'proj.add', rate_limit: '10/m' })
-    assert.deepEqual(compileArguments('time_limit', ['proj.add', '5', '10.5']), { task_name: 'proj.add', soft: new PyFloat(5), hard: new PyFloat(10.5) })
+    assert.deepEqual(compileArguments('time_limit', ['proj.add', '5', '10.5']), {
+      task_name: 'proj.add',
+      soft: new PyFloat(5),
+      hard: new PyFloat(10.5),
+    })
     assert.deepEqual(compileArguments('pool_grow', ['3']), { n: 3 })
     assert.deepEqual(compileArguments('autoscale', ['10', '2']), { max: 10, min: 2 })
     assert.deepEqual(compileArguments('conf', ['yes']), { with_defaults: true })
@@ -29,8 +33,40 @@ describe('spec §3.5: CLI positional arguments are typed as Celery types them', 
     assert.throws(() => compileArguments('proj.hello', ['bob']), /key=value/)
   })
   it('the visible command lists match celery inspect/control choices', () => {
-    assert.deepEqual(visibleCommands('inspect'), ['active', 'active_queues', 'clock', 'conf', 'memdump', 'memsample', 'objgraph', 'ping', 'query_task', 'registered', 'report', 'reserved', 'revoked', 'scheduled', 'stats'])
-    assert.deepEqual(visibleCommands('control'), ['add_consumer', 'autoscale', 'cancel_consumer', 'disable_events', 'election', 'enable_events', 'heartbeat', 'pool_grow', 'pool_restart', 'pool_shrink', 'rate_limit', 'revoke', 'shutdown', 'terminate', 'time_limit'])
+    assert.deepEqual(visibleCommands('inspect'), [
+      'active',
+      'active_queues',
+      'clock',
+      'conf',
+      'memdump',
+      'memsample',
+      'objgraph',
+      'ping',
+      'query_task',
+      'registered',
+      'report',
+      'reserved',
+      'revoked',
+      'scheduled',
+      'stats',
+    ])
+    assert.deepEqual(visibleCommands('control'), [
+      'add_consumer',
+      'autoscale',
+      'cancel_consumer',
+      'disable_events',
+      'election',
+      'enable_events',
+      'heartbeat',
+      'pool_grow',
+      'pool_restart',
+      'pool_shrink',
+      'rate_limit',
+      'revoke',
+      'shutdown',
+      'terminate',
+      'time_limit',
+    ])
     assert.equal(CONTROL_COMMANDS.hello?.visible, false)
   })
 })

@@ -5,7 +5,13 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ExitCode, exitCodeFor, isOclifUsageError } from '../../../src/cli/exit-codes.js'
 import { CliError, NoRepliesError, UsageError } from '../../../src/cli/errors.js'
-import { BadBrokerUrlError, BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TsqTransportError } from '../../../src/transport/errors.js'
+import {
+  BadBrokerUrlError,
+  BrokerConnectionError,
+  BrokerRequestError,
+  PublishTimeoutError,
+  TsqTransportError,
+} from '../../../src/transport/errors.js'
 import { PrivilegeError } from '../../../src/process/privileges.js'
 import { isTsqError, MalformedMessageError, ProtocolError, TsqError } from '../../../src/protocol/index.js'
 import { MultiError, MultiUsageError } from '../../../src/multi/errors.js'
@@ -29,14 +35,22 @@ describe('exitCodeFor maps by code, never by message or class name', () => {
     ['message text is ignored', new Error('No nodes replied within time constraint'), ExitCode.SOFTWARE],
     ['the root with a code of the table', new TsqError('CONFIG', 'x'), ExitCode.USAGE],
     ['the root with a code of none', new TsqError('NODE_TEMPLATE', 'x'), ExitCode.SOFTWARE],
-    ['a plain error with one of the codes (a layer that throws its own)', Object.assign(new Error('x'), { code: 'CANT_CREATE' }), ExitCode.CANTCREAT],
+    [
+      'a plain error with one of the codes (a layer that throws its own)',
+      Object.assign(new Error('x'), { code: 'CANT_CREATE' }),
+      ExitCode.CANTCREAT,
+    ],
     ['a code that is only an Object.prototype name', Object.assign(new Error('x'), { code: 'toString' }), ExitCode.SOFTWARE],
     ['a broker refusal whose code the table names', new BrokerRequestError('USAGE', 'x'), ExitCode.USAGE],
     ['a malformed message', new MalformedMessageError('x'), ExitCode.USAGE],
     ['a multi usage error', new MultiUsageError('x'), ExitCode.USAGE],
     ['a bus configuration error', new TopologyMismatchError('q', null, {}, 'x'), ExitCode.USAGE],
     ['a setting error of config/', new QueueSettingError('x'), ExitCode.USAGE],
-    ["oclif's parse error (its CLIParseError shape)", Object.assign(new Error('Missing 1 required arg'), { parse: { input: {}, output: {} }, oclif: { exit: 2 } }), ExitCode.USAGE],
+    [
+      "oclif's parse error (its CLIParseError shape)",
+      Object.assign(new Error('Missing 1 required arg'), { parse: { input: {}, output: {} }, oclif: { exit: 2 } }),
+      ExitCode.USAGE,
+    ],
   ]
   for (const [name, error, code] of table) {
     it(`${name} → ${code}`, () => assert.equal(exitCodeFor(error), code))
@@ -63,7 +77,14 @@ describe('one error root', () => {
   it("oclif's own parse errors have that shape: an unknown flag, a missing or extra argument (exit 64, with the --help hint)", async () => {
     const { Args, Flags, Parser } = await import('@oclif/core')
     for (const argv of [['x', '--nope'], [], ['a', 'b']]) {
-      const error = await Parser.parse(argv, { flags: { n: Flags.integer() }, args: { id: Args.string({ required: true }) }, strict: true }).then(() => undefined, (e: unknown) => e)
+      const error = await Parser.parse(argv, {
+        flags: { n: Flags.integer() },
+        args: { id: Args.string({ required: true }) },
+        strict: true,
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       assert.ok(error, `oclif parsed ${argv.join(' ')}`)
       assert.equal(isOclifUsageError(error), true, String(error))
       assert.equal(exitCodeFor(error), ExitCode.USAGE)

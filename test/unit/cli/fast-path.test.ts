@@ -20,7 +20,7 @@ const { specs: SPECS, unreadable } = fastSpecsOf(CLASSES)
 const planFastRun = (argv: readonly string[]) => planWith(argv, SPECS)
 
 describe('fast path: planFastRun', () => {
-  it('parses short, long and --flag=value forms, with the specs\' defaults', () => {
+  it("parses short, long and --flag=value forms, with the specs' defaults", () => {
     const plan = planFastRun(['inspect', 'ping', '-d', 'a@h', '--timeout=2', '-j', '--limit', '3'])
     assert.ok(plan)
     assert.equal(plan.command, 'inspect')
@@ -37,12 +37,17 @@ describe('fast path: planFastRun', () => {
     assert.deepEqual(plan?.positionals, ['query_task', 'id1', 'id2'])
   })
 
-  it('takes Celery\'s global options, also when bin/run.js moved them from before the command', () => {
-    const plan = planFastRun(hoistGlobalOptions(['-A', './tasks.js', '-b', 'amqp://h//', '--workdir', '/srv', '-C', '-q', 'inspect', 'ping', '-t', '2']))
+  it("takes Celery's global options, also when bin/run.js moved them from before the command", () => {
+    const plan = planFastRun(
+      hoistGlobalOptions(['-A', './tasks.js', '-b', 'amqp://h//', '--workdir', '/srv', '-C', '-q', 'inspect', 'ping', '-t', '2']),
+    )
     assert.ok(plan)
     assert.equal(plan.command, 'inspect')
     assert.deepEqual(plan.positionals, ['ping'])
-    assert.deepEqual([plan.flags.app, plan.flags.broker, plan.flags.workdir, plan.flags['no-color'], plan.flags.quiet, plan.flags.timeout], ['./tasks.js', 'amqp://h//', '/srv', true, true, '2'])
+    assert.deepEqual(
+      [plan.flags.app, plan.flags.broker, plan.flags.workdir, plan.flags['no-color'], plan.flags.quiet, plan.flags.timeout],
+      ['./tasks.js', 'amqp://h//', '/srv', true, true, '2'],
+    )
     assert.equal(planFastRun(hoistGlobalOptions(['--config', 'celeryconfig.json', 'status']))?.flags.config, 'celeryconfig.json')
   })
 
@@ -84,18 +89,33 @@ describe('fast path: specs from the command classes', () => {
   })
 
   const manifest = JSON.parse(readFileSync(new URL('../../../oclif.manifest.json', import.meta.url), 'utf8')) as {
-    commands: Record<string, { flags: Record<string, { char?: string; type: string; default?: unknown; dependsOn?: string[] }>; args: Record<string, { required?: boolean }>; strict?: boolean }>
+    commands: Record<
+      string,
+      {
+        flags: Record<string, { char?: string; type: string; default?: unknown; dependsOn?: string[] }>
+        args: Record<string, { required?: boolean }>
+        strict?: boolean
+      }
+    >
   }
   for (const id of FAST_COMMANDS) {
     it(`${id}: the same flags, letters, defaults and arguments as oclif's manifest`, () => {
       const ours = SPECS[id]!
       const theirs = manifest.commands[id]!
-      assert.deepEqual(Object.keys(ours.flags).sort(), Object.keys(theirs.flags).sort(), 'run `npm run build` if a flag was added: it writes the manifest')
+      assert.deepEqual(
+        Object.keys(ours.flags).sort(),
+        Object.keys(theirs.flags).sort(),
+        'run `npm run build` if a flag was added: it writes the manifest',
+      )
       for (const [name, flag] of Object.entries(theirs.flags)) {
         const mine = ours.flags[name]!
         assert.equal(mine.char, flag.char, `--${name} char`)
         assert.equal(mine.kind === 'boolean', flag.type === 'boolean', `--${name} type`)
-        assert.equal(mine.default === undefined ? undefined : String(mine.default), flag.default === undefined ? undefined : String(flag.default), `--${name} default`)
+        assert.equal(
+          mine.default === undefined ? undefined : String(mine.default),
+          flag.default === undefined ? undefined : String(flag.default),
+          `--${name} default`,
+        )
         assert.deepEqual(mine.dependsOn, flag.dependsOn, `--${name} dependsOn`)
       }
       const required = Object.values(theirs.args).filter((a) => a.required).length
@@ -104,7 +124,10 @@ describe('fast path: specs from the command classes', () => {
   }
 
   it('a flag added to a command class is read with no other change', () => {
-    const spec = fastCommandSpec({ ...(Inspect as unknown as CommandShape), flags: { ...Inspect.flags, extra: stringFlag({ char: 'x' }), count: integerFlag({ min: 2 }) } as unknown as CommandShape['flags'] })
+    const spec = fastCommandSpec({
+      ...(Inspect as unknown as CommandShape),
+      flags: { ...Inspect.flags, extra: stringFlag({ char: 'x' }), count: integerFlag({ min: 2 }) } as unknown as CommandShape['flags'],
+    })
     assert.ok(typeof spec !== 'string', String(spec))
     const plan = planWith(['inspect', 'ping', '-x', 'v', '--count', '3'], { inspect: spec })
     assert.deepEqual([plan?.flags.extra, plan?.flags.count], ['v', 3])
@@ -130,7 +153,10 @@ describe('fast path: specs from the command classes', () => {
   ]
   for (const [what, flag] of unreadableFlags) {
     it(`leaves a command with ${what} to oclif, saying which flag`, () => {
-      const spec = fastCommandSpec({ ...(Status as unknown as CommandShape), flags: { ...Status.flags, odd: flag } as unknown as CommandShape['flags'] })
+      const spec = fastCommandSpec({
+        ...(Status as unknown as CommandShape),
+        flags: { ...Status.flags, odd: flag } as unknown as CommandShape['flags'],
+      })
       assert.equal(typeof spec, 'string')
       assert.match(spec as string, /--odd/)
     })
@@ -140,7 +166,11 @@ describe('fast path: specs from the command classes', () => {
 describe('fast path: migrate', () => {
   /** What oclif's own parser makes of a migrate line, in the fast plan's shape. */
   async function oclifReading(argv: string[]): Promise<{ positionals: string[]; flags: Record<string, unknown> }> {
-    const { args, flags } = await Parser.parse(argv, { flags: { ...TsqCommand.baseFlags, ...Migrate.flags }, args: Migrate.args, strict: true })
+    const { args, flags } = await Parser.parse(argv, {
+      flags: { ...TsqCommand.baseFlags, ...Migrate.flags },
+      args: Migrate.args,
+      strict: true,
+    })
     return { positionals: [args.source as string, args.destination as string], flags }
   }
 

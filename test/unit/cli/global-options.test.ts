@@ -8,17 +8,44 @@ import { COMMANDS } from '../../../src/bundle/tsq.js'
 
 describe('hoistGlobalOptions', () => {
   const moved: Array<[string[], string[]]> = [
-    [['-A', './tasks.js', 'worker', '-l', 'INFO'], ['worker', '-A', './tasks.js', '-l', 'INFO']],
-    [['-b', 'amqp://h//', 'inspect', 'ping'], ['inspect', '-b', 'amqp://h//', 'ping']],
-    [['--app=./t.js', '--broker', 'redis://h/0', '--result-backend', 'redis://h/1', 'call', 'proj.add'], ['call', '--app=./t.js', '--broker', 'redis://h/0', '--result-backend', 'redis://h/1', 'proj.add']],
-    [['-A./t.js', '-q', '-C', '--no-color', '--quiet', 'status'], ['status', '-A./t.js', '-q', '-C', '--no-color', '--quiet']],
-    [['--workdir', '/srv', '--config', 'celeryconfig.js', 'purge', '-f'], ['purge', '--workdir', '/srv', '--config', 'celeryconfig.js', '-f']],
-    [['-j', '--debug', 'result', 'abc'], ['result', '-j', '--debug', 'abc']],
+    [
+      ['-A', './tasks.js', 'worker', '-l', 'INFO'],
+      ['worker', '-A', './tasks.js', '-l', 'INFO'],
+    ],
+    [
+      ['-b', 'amqp://h//', 'inspect', 'ping'],
+      ['inspect', '-b', 'amqp://h//', 'ping'],
+    ],
+    [
+      ['--app=./t.js', '--broker', 'redis://h/0', '--result-backend', 'redis://h/1', 'call', 'proj.add'],
+      ['call', '--app=./t.js', '--broker', 'redis://h/0', '--result-backend', 'redis://h/1', 'proj.add'],
+    ],
+    [
+      ['-A./t.js', '-q', '-C', '--no-color', '--quiet', 'status'],
+      ['status', '-A./t.js', '-q', '-C', '--no-color', '--quiet'],
+    ],
+    [
+      ['--workdir', '/srv', '--config', 'celeryconfig.js', 'purge', '-f'],
+      ['purge', '--workdir', '/srv', '--config', 'celeryconfig.js', '-f'],
+    ],
+    [
+      ['-j', '--debug', 'result', 'abc'],
+      ['result', '-j', '--debug', 'abc'],
+    ],
     // A topic's command is two words.
-    [['-b', 'redis://h/0', 'schedule', 'ls', '--json'], ['schedule', 'ls', '-b', 'redis://h/0', '--json']],
+    [
+      ['-b', 'redis://h/0', 'schedule', 'ls', '--json'],
+      ['schedule', 'ls', '-b', 'redis://h/0', '--json'],
+    ],
     // multi passes them on to every node: at the end, before `--`, as Celery's multi rearranges its line.
-    [['-A', './t.js', 'multi', 'start', '2', '-c', '1'], ['multi', 'start', '2', '-c', '1', '-A', './t.js']],
-    [['-A', './t.js', 'multi', 'start', '2', '--', '--foo'], ['multi', 'start', '2', '-A', './t.js', '--', '--foo']],
+    [
+      ['-A', './t.js', 'multi', 'start', '2', '-c', '1'],
+      ['multi', 'start', '2', '-c', '1', '-A', './t.js'],
+    ],
+    [
+      ['-A', './t.js', 'multi', 'start', '2', '--', '--foo'],
+      ['multi', 'start', '2', '-A', './t.js', '--', '--foo'],
+    ],
     // tsq's own help, as `celery -A proj --help` prints celery's.
     [['-A', './t.js', '--help'], ['--help']],
   ]
@@ -50,7 +77,11 @@ describe('hoistGlobalOptions', () => {
   }
 
   it('knows every topic the CLI has', () => {
-    const topics = new Set(Object.keys(COMMANDS).filter((id) => id.includes(':')).map((id) => id.split(':')[0]!))
+    const topics = new Set(
+      Object.keys(COMMANDS)
+        .filter((id) => id.includes(':'))
+        .map((id) => id.split(':')[0]!),
+    )
     assert.deepEqual([...topics].sort(), [...TOPICS].sort())
   })
 })

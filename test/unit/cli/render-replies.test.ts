@@ -5,7 +5,7 @@ import { renderNodeCount, renderReply } from '../../../src/cli/render/replies.js
 
 const plain = new Chalk({ level: 0 })
 
-describe('Celery\'s human layout (celery/bin/base.py pretty)', () => {
+describe("Celery's human layout (celery/bin/base.py pretty)", () => {
   it('ok replies are indented twice', () => {
     assert.equal(renderReply({ 'w1@h': { ok: 'pong' } }, plain, true), '->  w1@h: OK\n        pong')
   })
@@ -14,7 +14,10 @@ describe('Celery\'s human layout (celery/bin/base.py pretty)', () => {
     assert.equal(renderReply({ 'w1@h': [] }, plain, true), '->  w1@h: OK\n    - empty -')
   })
   it('dicts print as sorted 4-space JSON; errors as ERROR', () => {
-    assert.equal(renderReply({ 'w1@h': { clock: 3, a: 1 } }, plain, true), '->  w1@h: OK\n    {\n        "a": 1,\n        "clock": 3\n    }')
+    assert.equal(
+      renderReply({ 'w1@h': { clock: 3, a: 1 } }, plain, true),
+      '->  w1@h: OK\n    {\n        "a": 1,\n        "clock": 3\n    }',
+    )
     assert.equal(renderReply({ 'w1@h': { error: 'unknown task' } }, plain, true), '->  w1@h: ERROR\n        unknown task')
   })
   it('list items that are not strings print as Python repr', () => {

@@ -10,7 +10,9 @@ import { decodeResultMeta, PyFloat } from '../../../src/protocol/index.js'
 const backendWith = (meta: Record<string, unknown> | null): ResultBackend => ({ get: async () => meta }) as unknown as ResultBackend
 
 test('result_extended meta read from JSON gives the exact call', async () => {
-  const meta = decodeResultMeta('{"status": "SUCCESS", "result": 1, "traceback": null, "children": [], "date_done": null, "task_id": "t", "name": "proj.add", "args": ["a\\u0000b", "\\u200b", 18446744073709551617, 2.0], "kwargs": {"n": -18446744073709551617}, "worker": "w", "retries": 0, "queue": "q1"}')
+  const meta = decodeResultMeta(
+    '{"status": "SUCCESS", "result": 1, "traceback": null, "children": [], "date_done": null, "task_id": "t", "name": "proj.add", "args": ["a\\u0000b", "\\u200b", 18446744073709551617, 2.0], "kwargs": {"n": -18446744073709551617}, "worker": "w", "retries": 0, "queue": "q1"}',
+  )
   const call = await originalCall('t', backendWith(meta as unknown as Record<string, unknown>))
   assert.equal(call.task, 'proj.add')
   assert.equal(call.queue, 'q1')
@@ -20,7 +22,11 @@ test('result_extended meta read from JSON gives the exact call', async () => {
 })
 
 test('refusals say why', async () => {
-  const refused = async (backend: ResultBackend | null, pattern: RegExp) => assert.rejects(originalCall('t', backend), (e: unknown) => e instanceof ResendRefusedError && pattern.test(e.message) && /send it again from its client$/.test(e.message))
+  const refused = async (backend: ResultBackend | null, pattern: RegExp) =>
+    assert.rejects(
+      originalCall('t', backend),
+      (e: unknown) => e instanceof ResendRefusedError && pattern.test(e.message) && /send it again from its client$/.test(e.message),
+    )
   await refused(null, /no result backend/)
   await refused(backendWith(null), /holds nothing for it/)
   await refused(backendWith({ status: 'SUCCESS', result: 1 }), /set result_extended = True/)

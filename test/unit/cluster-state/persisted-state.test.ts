@@ -29,7 +29,14 @@ describe('--persistent: a saved state file of version 1', () => {
     assert.deepEqual(ids({ workername: 'celery@w2' }), ['f1'])
     assert.deepEqual(ids({ search: 'kwargs:x=1' }), ['root'])
     assert.deepEqual([...state.taskTypes].sort(), ['proj.add', 'proj.fail', 'proj.late', 'proj.mul', 'proj.retry', 'proj.slow'])
-    assert.deepEqual([...state.workers.values()].map((w) => [w.hostname, state.alive(w)]), [['celery@w1', true], ['celery@w2', false], ['client@h', false]])
+    assert.deepEqual(
+      [...state.workers.values()].map((w) => [w.hostname, state.alive(w)]),
+      [
+        ['celery@w1', true],
+        ['celery@w2', false],
+        ['client@h', false],
+      ],
+    )
     assert.equal(
       JSON.stringify(state.taskAsDict(state.tasks.get('root')!)),
       '{"uuid":"root","name":"proj.add","state":"SUCCESS","received":1700000005,"sent":1700000003,"started":1700000006,"rejected":null,"succeeded":1700000007,"failed":null,"retried":null,"revoked":null,"args":"(1, 2)","kwargs":"{\'x\': 1}","eta":null,"expires":null,"retries":0,"worker":"celery@w1","result":"3","exception":null,"timestamp":1700000007,"runtime":0.25,"traceback":null,"exchange":null,"routing_key":null,"clock":1700000007,"client":"client@h","root":"root","root_id":"root","parent":null,"parent_id":null,"children":["child"]}',
@@ -46,7 +53,8 @@ describe('--persistent: a saved state file of version 1', () => {
     assert.deepEqual([...small.tasks.keys()], ['running', 'r1', 'p1'])
     const state = new ClusterState({ maxTasks: 8, now: () => NOW })
     state.restore(saved())
-    for (const uuid of ['new', 'new2']) state.apply({ type: 'task-received', uuid, name: 'proj.new', hostname: 'celery@w1', timestamp: NOW + 9, local_received: NOW + 9 })
+    for (const uuid of ['new', 'new2'])
+      state.apply({ type: 'task-received', uuid, name: 'proj.new', hostname: 'celery@w1', timestamp: NOW + 9, local_received: NOW + 9 })
     assert.deepEqual([...state.tasks.keys()], ['child', 'running', 'r1', 'v1', 'p1', 'late', 'new', 'new2'])
     assert.equal(JSON.stringify(state.sizes()), '{"tasks":8,"finishedQueue":5,"orphans":0,"byName":6,"byState":8,"byWorker":8}')
   })

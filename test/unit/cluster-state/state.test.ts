@@ -30,7 +30,10 @@ test('[events.State] a task goes RECEIVED → STARTED → SUCCESS with Celery as
   assert.equal(dict.worker, 'celery@a')
   assert.equal(dict.result, '3')
   assert.equal(typeof dict.received, 'number')
-  assert.deepEqual(task.timeline.map((t) => t.type), ['task-received', 'task-started', 'task-succeeded'])
+  assert.deepEqual(
+    task.timeline.map((t) => t.type),
+    ['task-received', 'task-started', 'task-succeeded'],
+  )
 })
 
 test('[merge_rules] a late task-received keeps the final state but brings its args', () => {
@@ -67,7 +70,16 @@ test('[--max-tasks] held for a long run: 100 times --max-tasks tasks, children o
   for (let i = 0; i < max * 100; i++) {
     const uuid = `t${i}`
     // Every third task names a parent the dashboard never sees.
-    state.apply(ev('task-received', { uuid, name: `proj.t${i % 5}`, args: `(${i},)`, kwargs: '{}', parent_id: i % 3 === 0 ? `unseen-${i}` : null, hostname: `celery@w${i % 4}` }))
+    state.apply(
+      ev('task-received', {
+        uuid,
+        name: `proj.t${i % 5}`,
+        args: `(${i},)`,
+        kwargs: '{}',
+        parent_id: i % 3 === 0 ? `unseen-${i}` : null,
+        hostname: `celery@w${i % 4}`,
+      }),
+    )
     state.apply(ev('task-started', { uuid, hostname: `celery@w${i % 4}` }))
     if (i % 7 === 0) state.apply(ev('task-failed', { uuid, exception: 'ValueError()', hostname: `celery@w${i % 4}` }))
     else state.apply(ev('task-succeeded', { uuid, result: String(i), runtime: 0.01, hostname: `celery@w${i % 4}` }))
@@ -93,23 +105,47 @@ test('[/api/tasks] filters, search, sort and paging as Flower', () => {
   state.apply(ev('task-received', { uuid: 'kw', name: 'proj.kw', args: '()', kwargs: "{'user': 'alice', 'n': 5}" }))
   assert.equal(state.queryTasks({ taskname: 'proj.odd' }).filtered, 10)
   assert.equal(state.queryTasks({ state: 'RECEIVED' }).tasks[0]!.uuid, 'kw')
-  assert.deepEqual(state.queryTasks({ search: 'r13' }).tasks.map((t) => t.uuid), ['id-13'])
-  assert.deepEqual(state.queryTasks({ search: 'kwargs:user=alice' }).tasks.map((t) => t.uuid), ['kw'])
-  assert.deepEqual(state.queryTasks({ search: 'result:r11 OR result:r12' }).tasks.map((t) => t.uuid).sort(), ['id-11', 'id-12'])
+  assert.deepEqual(
+    state.queryTasks({ search: 'r13' }).tasks.map((t) => t.uuid),
+    ['id-13'],
+  )
+  assert.deepEqual(
+    state.queryTasks({ search: 'kwargs:user=alice' }).tasks.map((t) => t.uuid),
+    ['kw'],
+  )
+  assert.deepEqual(
+    state
+      .queryTasks({ search: 'result:r11 OR result:r12' })
+      .tasks.map((t) => t.uuid)
+      .sort(),
+    ['id-11', 'id-12'],
+  )
   assert.equal(state.queryTasks({ search: 'state:success name:odd' }).filtered, 10)
   // Default order: the latest event first; limit and offset page it.
   const page = state.queryTasks({ limit: 5, offset: 5 })
   assert.equal(page.filtered, 21)
   assert.equal(page.tasks.length, 5)
   const all = state.queryTasks({}).tasks.map((t) => t.uuid)
-  assert.deepEqual(page.tasks.map((t) => t.uuid), all.slice(5, 10))
-  assert.deepEqual(state.queryTasks({ sortBy: 'name', limit: 1 }).tasks.map((t) => t.fields.name), ['proj.even'])
-  assert.deepEqual(state.queryTasks({ sortBy: '-name', limit: 1 }).tasks.map((t) => t.fields.name), ['proj.odd'])
+  assert.deepEqual(
+    page.tasks.map((t) => t.uuid),
+    all.slice(5, 10),
+  )
+  assert.deepEqual(
+    state.queryTasks({ sortBy: 'name', limit: 1 }).tasks.map((t) => t.fields.name),
+    ['proj.even'],
+  )
+  assert.deepEqual(
+    state.queryTasks({ sortBy: '-name', limit: 1 }).tasks.map((t) => t.fields.name),
+    ['proj.odd'],
+  )
   const started = state.queryTasks({ sortBy: '-started', limit: 3 }).tasks.map((t) => t.fields.started as number)
-  assert.deepEqual(started, [...started].sort((a, b) => b - a))
+  assert.deepEqual(
+    started,
+    [...started].sort((a, b) => b - a),
+  )
 })
 
-test('[search syntax] Flower\'s errors for bad queries', () => {
+test("[search syntax] Flower's errors for bad queries", () => {
   assert.throws(() => parseQuery('ab'), QuerySyntaxError)
   assert.throws(() => parseQuery('"open'), /Unterminated/)
   assert.throws(() => parseQuery('NOT foo'), /NOT is not supported/)

@@ -3,7 +3,15 @@
 // sorted, one slice) over random clusters and random queries.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ClusterState, fold, matches, parseQuery, type SearchDocument, type TaskQuery, type TaskRecord } from '../../../src/cluster-state/index.js'
+import {
+  ClusterState,
+  fold,
+  matches,
+  parseQuery,
+  type SearchDocument,
+  type TaskQuery,
+  type TaskRecord,
+} from '../../../src/cluster-state/index.js'
 
 /** A small seeded generator, so a failure prints a seed that reproduces it. */
 function rng(seed: number): () => number {
@@ -27,11 +35,20 @@ function feed(state: ClusterState, random: () => number, count: number, clock: {
   for (let i = 0; i < count; i++) {
     // Few distinct times and runtimes: ties are where orders go wrong.
     if (random() < 0.3) clock.t += 1
-    const uuid = `${Math.floor(random() * 0xffffff).toString(16).padStart(6, '0')}-${i}`
+    const uuid = `${Math.floor(random() * 0xffffff)
+      .toString(16)
+      .padStart(6, '0')}-${i}`
     ids.push(uuid)
     const hostname = pick(WORKERS)
     const base = { uuid, hostname, timestamp: clock.t, local_received: clock.t }
-    if (random() < 0.9) state.apply({ type: 'task-received', name: pick(NAMES), args: `('${pick(WORDS)}', ${i % 13})`, kwargs: `{'user': '${pick(WORDS)}', 'n': ${i % 5}}`, ...base })
+    if (random() < 0.9)
+      state.apply({
+        type: 'task-received',
+        name: pick(NAMES),
+        args: `('${pick(WORDS)}', ${i % 13})`,
+        kwargs: `{'user': '${pick(WORDS)}', 'n': ${i % 5}}`,
+        ...base,
+      })
     const end = random()
     if (end < 0.1) continue
     state.apply({ type: 'task-started', ...base })
@@ -60,8 +77,20 @@ function docOf(t: TaskRecord): SearchDocument {
 
 function makeDoc(t: TaskRecord): SearchDocument {
   const f = t.fields
-  const d = { name: fold(f.name), state: fold(t.state), worker: fold(t.worker), args: fold(f.args), kwargs: fold(f.kwargs), result: fold(f.result) }
-  return { ...d, all: [fold(t.uuid), d.name, d.state, d.worker, d.args, d.kwargs, d.result].join('\0'), kwargsRaw: f.kwargs, kwargsPairs: null }
+  const d = {
+    name: fold(f.name),
+    state: fold(t.state),
+    worker: fold(t.worker),
+    args: fold(f.args),
+    kwargs: fold(f.kwargs),
+    result: fold(f.result),
+  }
+  return {
+    ...d,
+    all: [fold(t.uuid), d.name, d.state, d.worker, d.args, d.kwargs, d.result].join('\0'),
+    kwargsRaw: f.kwargs,
+    kwargsPairs: null,
+  }
 }
 
 /** Flower's search_tasks done the plain way. */
@@ -139,7 +168,11 @@ function check(state: ClusterState, q: TaskQuery, seed: number): void {
   const want = reference(state, q)
   const got = state.queryTasks(q)
   const label = `seed ${seed}: ${JSON.stringify(q)}`
-  assert.deepEqual(got.tasks.map((t) => t.uuid), want.uuids, label)
+  assert.deepEqual(
+    got.tasks.map((t) => t.uuid),
+    want.uuids,
+    label,
+  )
   assert.equal(got.filtered, q.count === false ? null : want.filtered, label)
   assert.equal(got.total, state.tasks.size, label)
 }

@@ -13,7 +13,7 @@ describe('broker and backend precedence: flag > TSQ_* > CELERY_* > app > embedde
     assert.equal(loadConfig({}, { TSQ_BROKER_URL: 'redis://b', CELERY_BROKER_URL: 'redis://c' }).brokerUrl, 'redis://b')
     assert.equal(loadConfig({}, { CELERY_BROKER_URL: 'redis://c' }).brokerUrl, 'redis://c')
   })
-  it('the app module\'s own option comes below env', () => {
+  it("the app module's own option comes below env", () => {
     assert.equal(loadConfig({ appBroker: 'redis://app' }, {}).brokerUrl, 'redis://app')
     assert.equal(loadConfig({ appBroker: 'redis://app' }, { CELERY_BROKER_URL: 'redis://c' }).brokerUrl, 'redis://c')
   })
@@ -28,16 +28,22 @@ describe('broker and backend precedence: flag > TSQ_* > CELERY_* > app > embedde
     assert.equal(loadConfig({}, {}).timezone, 'UTC')
   })
   it('result backend precedence', () => {
-    assert.equal(loadConfig({ broker: 'redis://a' }, { TSQ_RESULT_BACKEND: 'redis://r1', CELERY_RESULT_BACKEND: 'redis://r2' }).resultBackend, 'redis://r1')
+    assert.equal(
+      loadConfig({ broker: 'redis://a' }, { TSQ_RESULT_BACKEND: 'redis://r1', CELERY_RESULT_BACKEND: 'redis://r2' }).resultBackend,
+      'redis://r1',
+    )
     assert.equal(loadConfig({ broker: 'redis://a' }, { CELERY_RESULT_BACKEND: 'redis://r2' }).resultBackend, 'redis://r2')
     assert.equal(loadConfig({ broker: 'redis://a' }, {}).resultBackend, undefined)
   })
-  it('[broker_read_url, broker_write_url] CELERY_BROKER_READ_URL / _WRITE_URL > conf > the broker, even a flag\'s (Celery\'s Settings properties)', () => {
+  it("[broker_read_url, broker_write_url] CELERY_BROKER_READ_URL / _WRITE_URL > conf > the broker, even a flag's (Celery's Settings properties)", () => {
     const plain = loadConfig({ broker: 'redis://a' }, {})
     assert.deepEqual([plain.brokerReadUrl, plain.brokerWriteUrl], ['redis://a', 'redis://a'])
     const conf = loadConfig({ broker: 'redis://a', appBrokerRead: 'redis://r', appBrokerWrite: 'redis://w' }, {})
     assert.deepEqual([conf.brokerUrl, conf.brokerReadUrl, conf.brokerWriteUrl], ['redis://a', 'redis://r', 'redis://w'])
-    const env = loadConfig({ broker: 'redis://a', appBrokerRead: 'redis://r', appBrokerWrite: 'redis://w' }, { CELERY_BROKER_READ_URL: 'redis://er', CELERY_BROKER_WRITE_URL: 'redis://ew' })
+    const env = loadConfig(
+      { broker: 'redis://a', appBrokerRead: 'redis://r', appBrokerWrite: 'redis://w' },
+      { CELERY_BROKER_READ_URL: 'redis://er', CELERY_BROKER_WRITE_URL: 'redis://ew' },
+    )
     assert.deepEqual([env.brokerReadUrl, env.brokerWriteUrl], ['redis://er', 'redis://ew'])
     assert.equal(loadConfig({ appBroker: 'redis://app', appBrokerWrite: 'redis://w' }, {}).brokerReadUrl, 'redis://app')
   })

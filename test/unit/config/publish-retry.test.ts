@@ -10,17 +10,33 @@ import { refusals } from '../../../src/config/settings.js'
 import { BrokerConnectionError, BrokerRequestError } from '../../../src/transport/index.js'
 
 describe('[task_publish_retry, task_publish_retry_policy]', () => {
-  it('Celery\'s default policy; off with task_publish_retry = False; a conf policy with kombu ensure()\'s defaults for what it leaves out', () => {
+  it("Celery's default policy; off with task_publish_retry = False; a conf policy with kombu ensure()'s defaults for what it leaves out", () => {
     assert.deepEqual(publishRetryPolicy({}), DEFAULT_PUBLISH_RETRY_POLICY)
     assert.deepEqual(DEFAULT_PUBLISH_RETRY_POLICY, { maxRetries: 3, intervalStart: 0, intervalStep: 0.2, intervalMax: 1 })
     assert.equal(publishRetryPolicy({ task_publish_retry: false }), null)
-    assert.deepEqual(publishRetryPolicy({ task_publish_retry_policy: { max_retries: 5 } }), { maxRetries: 5, intervalStart: 1, intervalStep: 1, intervalMax: 1 })
-    assert.deepEqual(publishRetryPolicy({ task_publish_retry_policy: { max_retries: null, interval_start: 2 } }), { maxRetries: null, intervalStart: 2, intervalStep: 1, intervalMax: 1 })
+    assert.deepEqual(publishRetryPolicy({ task_publish_retry_policy: { max_retries: 5 } }), {
+      maxRetries: 5,
+      intervalStart: 1,
+      intervalStep: 1,
+      intervalMax: 1,
+    })
+    assert.deepEqual(publishRetryPolicy({ task_publish_retry_policy: { max_retries: null, interval_start: 2 } }), {
+      maxRetries: null,
+      intervalStart: 2,
+      intervalStep: 1,
+      intervalMax: 1,
+    })
   })
 
-  it('kombu\'s fxrange(start, start + max, step, repeatlast=True)', () => {
-    assert.deepEqual([0, 1, 2, 3, 4, 5, 6].map((n) => retryInterval(DEFAULT_PUBLISH_RETRY_POLICY, n)), [0, 0.2, 0.4, 0.6000000000000001, 0.8, 1, 1])
-    assert.deepEqual([0, 1, 2].map((n) => retryInterval({ maxRetries: 3, intervalStart: 2, intervalStep: 2, intervalMax: 3 }, n)), [2, 4, 4])
+  it("kombu's fxrange(start, start + max, step, repeatlast=True)", () => {
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5, 6].map((n) => retryInterval(DEFAULT_PUBLISH_RETRY_POLICY, n)),
+      [0, 0.2, 0.4, 0.6000000000000001, 0.8, 1, 1],
+    )
+    assert.deepEqual(
+      [0, 1, 2].map((n) => retryInterval({ maxRetries: 3, intervalStart: 2, intervalStep: 2, intervalMax: 3 }, n)),
+      [2, 4, 4],
+    )
   })
 
   it('a lost connection is tried again max_retries times, then its error stands; a refused request never', async () => {
@@ -53,8 +69,22 @@ describe('[task_publish_retry, task_publish_retry_policy]', () => {
   })
 
   it('a policy tsq cannot read is refused with one line', () => {
-    assert.deepEqual(refusals({ task_publish_retry_policy: { max_retries: 3, interval_begin: 1 } }), ['task_publish_retry_policy = {"max_retries":3,"interval_begin":1}: interval_begin is not one of max_retries, interval_start, interval_step, interval_max'])
-    assert.deepEqual(refusals({ task_publish_retry_policy: { max_retries: -1 } }), ['task_publish_retry_policy = {"max_retries":-1}: max_retries must be a number >= 0 or None'])
-    assert.deepEqual(refusals({ task_publish_retry: false, task_publish_retry_policy: { max_retries: null, interval_max: 5 }, task_send_sent_event: true, task_inherit_parent_priority: true, broker_read_url: 'redis://a', broker_write_url: 'redis://b' }), [])
+    assert.deepEqual(refusals({ task_publish_retry_policy: { max_retries: 3, interval_begin: 1 } }), [
+      'task_publish_retry_policy = {"max_retries":3,"interval_begin":1}: interval_begin is not one of max_retries, interval_start, interval_step, interval_max',
+    ])
+    assert.deepEqual(refusals({ task_publish_retry_policy: { max_retries: -1 } }), [
+      'task_publish_retry_policy = {"max_retries":-1}: max_retries must be a number >= 0 or None',
+    ])
+    assert.deepEqual(
+      refusals({
+        task_publish_retry: false,
+        task_publish_retry_policy: { max_retries: null, interval_max: 5 },
+        task_send_sent_event: true,
+        task_inherit_parent_priority: true,
+        broker_read_url: 'redis://a',
+        broker_write_url: 'redis://b',
+      }),
+      [],
+    )
   })
 })

@@ -22,7 +22,9 @@ describe('docs/settings.md', () => {
   })
 
   it('has one row per setting', () => {
-    const rows = readFileSync(TABLE_PATH, 'utf8').split('\n').filter((l) => l.startsWith('| `'))
+    const rows = readFileSync(TABLE_PATH, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
     assert.equal(rows.length, Object.keys(SETTINGS).length)
   })
 })

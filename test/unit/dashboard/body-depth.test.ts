@@ -8,7 +8,10 @@ import { entryFieldsOf } from '../../../src/dashboard/features-api.js'
 describe('dashboard request bodies', () => {
   it('an entry body nested past 1000 levels is refused; a plain one reads', () => {
     const deep = `{"args": ${'['.repeat(200_000)}${']'.repeat(200_000)}}`
-    assert.throws(() => entryFieldsOf(deep), (e: unknown) => (e as { status?: number }).status === 400 && /nests deeper than 1000 levels/.test((e as Error).message))
+    assert.throws(
+      () => entryFieldsOf(deep),
+      (e: unknown) => (e as { status?: number }).status === 400 && /nests deeper than 1000 levels/.test((e as Error).message),
+    )
     assert.deepEqual(entryFieldsOf('{"relative": true}'), { relative: true })
   })
 })

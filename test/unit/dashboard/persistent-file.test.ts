@@ -29,10 +29,18 @@ describe('--persistent: the dashboard loads a saved state file', () => {
   })
 
   it('a file of another version or shape is refused as not a state file', () => {
-    for (const [name, text] of [['v2.json', '{"version":2,"tasks":[],"workers":[]}'], ['list.json', '[]'], ['junk.json', 'not json']] as const) {
+    for (const [name, text] of [
+      ['v2.json', '{"version":2,"tasks":[],"workers":[]}'],
+      ['list.json', '[]'],
+      ['junk.json', 'not json'],
+    ] as const) {
       const path = join(dir, name)
       writeFileSync(path, text, { mode: 0o600 })
-      assert.throws(() => new Cluster({ brokerUrl: `file://${join(dir, 'broker')}`, maxTasks: 10, persistent: { path } }), /not a tsq dashboard state file/, name)
+      assert.throws(
+        () => new Cluster({ brokerUrl: `file://${join(dir, 'broker')}`, maxTasks: 10, persistent: { path } }),
+        /not a tsq dashboard state file/,
+        name,
+      )
     }
   })
 })

@@ -6,7 +6,10 @@ import assert from 'node:assert/strict'
 import { scrubSecrets } from '../../../src/dashboard/cluster.js'
 
 test('[secrets] passwords leave replies: keys and URLs', () => {
-  const out = scrubSecrets({ broker: { userid: 'guest', password: 'guest' }, conf: { broker_url: 'amqp://guest:hunter2@127.0.0.1:5672//', result_backend: ['redis://:pw@127.0.0.1:6379/1'] } })
+  const out = scrubSecrets({
+    broker: { userid: 'guest', password: 'guest' },
+    conf: { broker_url: 'amqp://guest:hunter2@127.0.0.1:5672//', result_backend: ['redis://:pw@127.0.0.1:6379/1'] },
+  })
   assert.equal(JSON.stringify(out).includes('hunter2'), false)
   assert.equal(JSON.stringify(out).includes(':pw@'), false)
   assert.equal(JSON.stringify(out).includes('"password"'), false)

@@ -24,11 +24,30 @@ describe('lock ids', () => {
     assert.equal(lockIdFor('t', { key: () => ({ a: 1, b: 2 }) }, [], {}), lockIdFor('t', { key: () => ({ b: 2, a: 1 }) }, [], {}))
   })
   it('lets a throwing key function throw', () => {
-    assert.throws(() => lockIdFor('t', { key: () => { throw new TypeError('nope') } }, [], {}), /nope/)
+    assert.throws(
+      () =>
+        lockIdFor(
+          't',
+          {
+            key: () => {
+              throw new TypeError('nope')
+            },
+          },
+          [],
+          {},
+        ),
+      /nope/,
+    )
   })
   it('retries after retryDelay plus up to 1 s of jitter', () => {
-    assert.equal(lockedRetryDelay({}, () => 0), 1)
-    assert.equal(lockedRetryDelay({ retryDelay: 3 }, () => 0.5), 3.5)
+    assert.equal(
+      lockedRetryDelay({}, () => 0),
+      1,
+    )
+    assert.equal(
+      lockedRetryDelay({ retryDelay: 3 }, () => 0.5),
+      3.5,
+    )
   })
 })
 

@@ -41,7 +41,9 @@ describe('logtool audit', () => {
 
   it('keeps a traceback with the record it follows, and a retried task pending until it ends', async () => {
     const records: string[] = []
-    await auditLines(lines(LOG.split('\n').slice(0, 12).join('\n')), { onRecord: (r, e) => e?.kind === 'failed' && records.push([r.header, ...r.continuation].join('\n')) })
+    await auditLines(lines(LOG.split('\n').slice(0, 12).join('\n')), {
+      onRecord: (r, e) => e?.kind === 'failed' && records.push([r.header, ...r.continuation].join('\n')),
+    })
     assert.deepEqual(records, [LOG.split('\n').slice(8, 12).join('\n')])
     const retrying = await auditLines(lines(LOG.split('\n').slice(0, 5).join('\n')))
     assert.deepEqual(retrying.incomplete(), [{ id: 'f1', name: 'proj.flaky' }])

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { expandNodes, parseMultiArgs, planNode, type NodeSpec } from '../../../src/multi/index.js'
 
 const HOST = 'vm'
-const nodes = (args: string[], isBoolean?: (o: string) => boolean): NodeSpec[] => expandNodes(parseMultiArgs(args, { isBoolean }), { hostname: HOST })
+const nodes = (args: string[], isBoolean?: (o: string) => boolean): NodeSpec[] =>
+  expandNodes(parseMultiArgs(args, { isBoolean }), { hostname: HOST })
 const names = (args: string[]) => nodes(args).map((n) => n.name)
 const opts = (n: NodeSpec) => Object.fromEntries(n.options)
 
@@ -11,7 +12,15 @@ describe('spec §9 option parsing', () => {
   it('--opt=value and -x value; a short option takes the next word unless it starts with -', () => {
     const p = parseMultiArgs(['3', '-c', '3', '--loglevel=INFO', '-E', '-Q', 'a,b'])
     assert.deepEqual(p.values, ['3'])
-    assert.deepEqual([...p.options], [['-c', '3'], ['--loglevel', 'INFO'], ['-E', null], ['-Q', 'a,b']])
+    assert.deepEqual(
+      [...p.options],
+      [
+        ['-c', '3'],
+        ['--loglevel', 'INFO'],
+        ['-E', null],
+        ['-Q', 'a,b'],
+      ],
+    )
   })
 
   it('[--opt value] is read as --opt=value (Celery would take value as a node name)', () => {
@@ -23,7 +32,13 @@ describe('spec §9 option parsing', () => {
   it('a known boolean flag leaves the next word a node name', () => {
     const p = parseMultiArgs(['--purge', 'w1', '-E', 'w2'], { isBoolean: (o) => o === '--purge' || o === '-E' })
     assert.deepEqual(p.values, ['w1', 'w2'])
-    assert.deepEqual([...p.options], [['--purge', null], ['-E', null]])
+    assert.deepEqual(
+      [...p.options],
+      [
+        ['--purge', null],
+        ['-E', null],
+      ],
+    )
   })
 
   it('everything after -- is passed through verbatim', () => {
@@ -71,11 +86,23 @@ describe('spec §9 node names', () => {
 describe('spec §9 per-node options', () => {
   it('-c 3 -c:1 10: the per-node value replaces the global one in place', () => {
     const ns = nodes(['3', '-c', '3', '-c:1', '10', '-A', 'tasks'])
-    assert.deepEqual(ns.map((n) => [...n.options]), [
-      [['-c', '10'], ['-A', 'tasks']],
-      [['-c', '3'], ['-A', 'tasks']],
-      [['-c', '3'], ['-A', 'tasks']],
-    ])
+    assert.deepEqual(
+      ns.map((n) => [...n.options]),
+      [
+        [
+          ['-c', '10'],
+          ['-A', 'tasks'],
+        ],
+        [
+          ['-c', '3'],
+          ['-A', 'tasks'],
+        ],
+        [
+          ['-c', '3'],
+          ['-A', 'tasks'],
+        ],
+      ],
+    )
   })
 
   it('ranges, lists, indexes and names', () => {
@@ -97,24 +124,67 @@ describe('spec §9 per-node options', () => {
 })
 
 describe('spec §9 per-node argv', () => {
-  const ctx = { executable: '/usr/bin/node', script: '/opt/tsq/bin/run.js', cwd: '/work', runDir: '/home/u/.tsq/run', logDir: '/home/u/.tsq/log' }
+  const ctx = {
+    executable: '/usr/bin/node',
+    script: '/opt/tsq/bin/run.js',
+    cwd: '/work',
+    runDir: '/home/u/.tsq/run',
+    logDir: '/home/u/.tsq/log',
+  }
 
-  it('matches Celery\'s captured show, with tsq\'s worker command', () => {
+  it("matches Celery's captured show, with tsq's worker command", () => {
     const ns = nodes(['3', '-c', '3', '-c:1', '10', '-A', 'tasks', '--pidfile=/r/%n.pid', '--logfile=/l/%n%I.log'])
     const plan = planNode(ns[0]!, ctx)
-    assert.deepEqual(plan.argv, ['/opt/tsq/bin/run.js', 'worker', '--detach', '-A', 'tasks', '-c', '10', '--pidfile=/r/celery1.pid', '--logfile=/l/celery1%I.log', '-n', 'celery1@vm'])
+    assert.deepEqual(plan.argv, [
+      '/opt/tsq/bin/run.js',
+      'worker',
+      '--detach',
+      '-A',
+      'tasks',
+      '-c',
+      '10',
+      '--pidfile=/r/celery1.pid',
+      '--logfile=/l/celery1%I.log',
+      '-n',
+      'celery1@vm',
+    ])
     assert.equal(plan.pidfile, '/r/celery1.pid')
     assert.equal(plan.logfile, '/l/celery1%I.log')
   })
 
   it('defaults pidfile and logfile to the per-user dirs, after -n; passthrough last', () => {
     const plan = planNode(nodes(['w1', '-b', 'amqp://h//', '-l', 'INFO', '--', '-E'])[0]!, ctx)
-    assert.deepEqual(plan.argv, ['/opt/tsq/bin/run.js', 'worker', '--detach', '-b', 'amqp://h//', '-l', 'INFO', '-n', 'w1@vm', '--pidfile=/home/u/.tsq/run/w1.pid', '--logfile=/home/u/.tsq/log/w1%I.log', '-E'])
+    assert.deepEqual(plan.argv, [
+      '/opt/tsq/bin/run.js',
+      'worker',
+      '--detach',
+      '-b',
+      'amqp://h//',
+      '-l',
+      'INFO',
+      '-n',
+      'w1@vm',
+      '--pidfile=/home/u/.tsq/run/w1.pid',
+      '--logfile=/home/u/.tsq/log/w1%I.log',
+      '-E',
+    ])
   })
 
-  it('--cmd replaces tsq\'s own worker command (expanded per node); the global options follow it', () => {
+  it("--cmd replaces tsq's own worker command (expanded per node); the global options follow it", () => {
     const plan = planNode(nodes(['w1', '--cmd', '/opt/tsq-next/bin/run.js worker --detach', '-A', 'tasks', '-c', '2'])[0]!, ctx)
-    assert.deepEqual(plan.argv, ['/opt/tsq-next/bin/run.js', 'worker', '--detach', '-A', 'tasks', '-c', '2', '-n', 'w1@vm', '--pidfile=/home/u/.tsq/run/w1.pid', '--logfile=/home/u/.tsq/log/w1%I.log'])
+    assert.deepEqual(plan.argv, [
+      '/opt/tsq-next/bin/run.js',
+      'worker',
+      '--detach',
+      '-A',
+      'tasks',
+      '-c',
+      '2',
+      '-n',
+      'w1@vm',
+      '--pidfile=/home/u/.tsq/run/w1.pid',
+      '--logfile=/home/u/.tsq/log/w1%I.log',
+    ])
     assert.deepEqual([...plan.options.keys()], ['--cmd', '-A', '-c'], 'kept among the options, so restart remembers it')
   })
 

@@ -18,7 +18,7 @@ describe('--umask as Celery reads it', () => {
 })
 
 describe('--uid/--gid resolution', () => {
-  it('takes names and ids; --uid alone brings the user\'s primary group', () => {
+  it("takes names and ids; --uid alone brings the user's primary group", () => {
     assert.deepEqual(resolveCredentials('root', undefined), { uid: 0, gid: 0 })
     assert.deepEqual(resolveCredentials('0', undefined), { uid: 0, gid: 0 })
     assert.deepEqual(resolveCredentials(undefined, 'root'), { uid: undefined, gid: 0 })
@@ -27,8 +27,17 @@ describe('--uid/--gid resolution', () => {
   })
 
   it('names a user or group that does not exist', () => {
-    assert.throws(() => resolveCredentials('no-such-user-tsq', undefined), { code: 'BAD_ARGUMENT', message: '--uid: user does not exist: no-such-user-tsq' })
-    assert.throws(() => resolveCredentials(undefined, 'no-such-group-tsq'), { code: 'BAD_ARGUMENT', message: '--gid: group does not exist: no-such-group-tsq' })
-    assert.throws(() => resolveCredentials('4000000000', undefined), { code: 'BAD_ARGUMENT', message: /--uid: user does not exist: 4000000000/ })
+    assert.throws(() => resolveCredentials('no-such-user-tsq', undefined), {
+      code: 'BAD_ARGUMENT',
+      message: '--uid: user does not exist: no-such-user-tsq',
+    })
+    assert.throws(() => resolveCredentials(undefined, 'no-such-group-tsq'), {
+      code: 'BAD_ARGUMENT',
+      message: '--gid: group does not exist: no-such-group-tsq',
+    })
+    assert.throws(() => resolveCredentials('4000000000', undefined), {
+      code: 'BAD_ARGUMENT',
+      message: /--uid: user does not exist: 4000000000/,
+    })
   })
 })

@@ -8,13 +8,19 @@ import { describe, it } from 'node:test'
 import { EncodeError, deserialize, dumps, loads, serialize } from '../../../src/protocol/index.js'
 import { dumpsPickle, loadsPickle } from '../../../src/protocol/codecs/plain-pickle.js'
 
-const fixture = JSON.parse(readFileSync(new URL('../../fixtures/python-bigints.json', import.meta.url), 'utf8')) as { values: string[]; pickle: Record<string, string>; msgpack: Record<string, string>; yaml: string; long4: Record<string, string> }
+const fixture = JSON.parse(readFileSync(new URL('../../fixtures/python-bigints.json', import.meta.url), 'utf8')) as {
+  values: string[]
+  pickle: Record<string, string>
+  msgpack: Record<string, string>
+  yaml: string
+  long4: Record<string, string>
+}
 /** The JS shape tsq reads an int as: a number while it is safe, else a BigInt. */
 const jsInt = (s: string): number | bigint => (Number.isSafeInteger(Number(s)) ? Number(s) : BigInt(s))
 const exact = (v: unknown): string => (typeof v === 'number' && !Number.isInteger(v) ? `float ${v}` : BigInt(v as number).toString())
 
 describe('big integers, byte for byte with Python', () => {
-  it('pickle: Python\'s bytes read exact; tsq writes the bytes Python writes, for a BigInt and for an integral number alike', () => {
+  it("pickle: Python's bytes read exact; tsq writes the bytes Python writes, for a BigInt and for an integral number alike", () => {
     for (const s of fixture.values) {
       const hex = fixture.pickle[s]!
       assert.equal(exact(loadsPickle(Buffer.from(hex, 'hex'))), s, s)
@@ -25,18 +31,25 @@ describe('big integers, byte for byte with Python', () => {
     }
   })
 
-  it('pickle LONG4 (an int past 255 bytes): Python\'s bytes read exact, and tsq writes them', () => {
+  it("pickle LONG4 (an int past 255 bytes): Python's bytes read exact, and tsq writes them", () => {
     for (const [s, hex] of Object.entries(fixture.long4)) {
       assert.equal(exact(loadsPickle(Buffer.from(hex, 'hex'))), s)
       assert.equal(dumpsPickle(BigInt(s)).toString('hex'), hex)
     }
   })
 
-  it('msgpack: Python\'s bytes read exact, tsq writes Python\'s bytes, and past 64 bits both refuse', () => {
+  it("msgpack: Python's bytes read exact, tsq writes Python's bytes, and past 64 bits both refuse", () => {
     for (const s of fixture.values) {
       const hex = fixture.msgpack[s]
       if (hex === undefined) {
-        assert.throws(() => serialize('msgpack', BigInt(s)), (e: Error) => e instanceof EncodeError && e.message === 'Integer value out of range' && (e as EncodeError).reason === "OverflowError('Integer value out of range')", s)
+        assert.throws(
+          () => serialize('msgpack', BigInt(s)),
+          (e: Error) =>
+            e instanceof EncodeError &&
+            e.message === 'Integer value out of range' &&
+            (e as EncodeError).reason === "OverflowError('Integer value out of range')",
+          s,
+        )
         continue
       }
       assert.equal(exact(deserialize(Buffer.from(hex, 'hex'), 'application/x-msgpack', 'binary', null)), s, s)
@@ -47,7 +60,7 @@ describe('big integers, byte for byte with Python', () => {
     assert.throws(() => serialize('msgpack', [2 ** 64]), EncodeError)
   })
 
-  it('YAML: PyYAML\'s safe_dump reads exact, and tsq\'s text is PyYAML\'s', () => {
+  it("YAML: PyYAML's safe_dump reads exact, and tsq's text is PyYAML's", () => {
     const read = deserialize(fixture.yaml, 'application/x-yaml', 'utf-8', null) as unknown[]
     assert.deepEqual(read.map(exact), fixture.values)
     assert.equal(serialize('yaml', fixture.values.map(jsInt)).body.toString('utf8'), fixture.yaml)

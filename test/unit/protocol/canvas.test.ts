@@ -5,8 +5,23 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
-  accumulatingChord, argsWith, canvasKind, chainEmbed, chainStepsWithOptions, chordBody, chordHeader, chordHeaderOptions,
-  frozenStep, resultTaskKind, signature, signatureList, tasksOf, unrollHeader, withErrbacks, withResultTask, type Signature,
+  accumulatingChord,
+  argsWith,
+  canvasKind,
+  chainEmbed,
+  chainStepsWithOptions,
+  chordBody,
+  chordHeader,
+  chordHeaderOptions,
+  frozenStep,
+  resultTaskKind,
+  signature,
+  signatureList,
+  tasksOf,
+  unrollHeader,
+  withErrbacks,
+  withResultTask,
+  type Signature,
 } from '../../../src/protocol/index.js'
 import { loadFixture } from './fixtures.js'
 
@@ -66,7 +81,10 @@ describe("a chord's header, in every shape Celery sends", () => {
 
   it("nested groups unroll as Celery 5.2.6's _freeze_unroll does: each one reversed", () => {
     const members = unrollHeader(chordHeader(shape('chord, header with nested groups')))
-    assert.deepEqual(members.map((m) => m.task), ['t.a', 't.c', 't.b', 't.d', 't.f', 't.e'])
+    assert.deepEqual(
+      members.map((m) => m.task),
+      ['t.a', 't.c', 't.b', 't.d', 't.f', 't.e'],
+    )
   })
 })
 
@@ -79,8 +97,14 @@ describe('chains and groups', () => {
 
   it("a chain's own link goes on its last step, its link_error on every step", () => {
     const steps = chainStepsWithOptions(shape('chain with link and link_error'))
-    assert.deepEqual(steps.map((s) => signatureList(s.options.link).map((l) => l.task)), [[], ['t.done']])
-    assert.deepEqual(steps.map((s) => signatureList(s.options.link_error).map((l) => l.task)), [['t.err'], ['t.err']])
+    assert.deepEqual(
+      steps.map((s) => signatureList(s.options.link).map((l) => l.task)),
+      [[], ['t.done']],
+    )
+    assert.deepEqual(
+      steps.map((s) => signatureList(s.options.link_error).map((l) => l.task)),
+      [['t.err'], ['t.err']],
+    )
   })
 
   it("errbacks go on a chord's body and on every member of a group", () => {
@@ -98,7 +122,7 @@ describe('chains and groups', () => {
   })
 })
 
-describe('the task whose result is the canvas\'s', () => {
+describe("the task whose result is the canvas's", () => {
   it("a chain's last step, a chord's body, looked through; none for a group", () => {
     assert.equal(resultTaskKind(shape('chain of three')), 'plain')
     assert.equal(resultTaskKind(shape('chain ending in a chord')), 'plain')
@@ -106,7 +130,10 @@ describe('the task whose result is the canvas\'s', () => {
     assert.equal(resultTaskKind({ ...shape('chain of three'), kwargs: { tasks: [] } }), 'none')
     const patched = withResultTask(shape('chain ending in a chord'), (o) => ({ ...o, group_id: 'g' }))!
     assert.equal(chordBody(tasksOf(patched).at(-1)!)!.options.group_id, 'g')
-    assert.equal(withResultTask(shape('chain ending in a group'), (o) => o), null)
+    assert.equal(
+      withResultTask(shape('chain ending in a group'), (o) => o),
+      null,
+    )
   })
 
   it("a group sent in a task's place becomes a chord whose body gathers its results", () => {
@@ -117,8 +144,8 @@ describe('the task whose result is the canvas\'s', () => {
   })
 })
 
-describe('freezing (Celery\'s freeze): ids fixed before sending', () => {
-  it("a task keeps the id it has, or gets one", () => {
+describe("freezing (Celery's freeze): ids fixed before sending", () => {
+  it('a task keeps the id it has, or gets one', () => {
     assert.deepEqual(frozenStep(signature('t.add', [], {}, { task_id: 'x' })).result, { kind: 'task', id: 'x' })
     const drawn = frozenStep(signature('t.add'))
     assert.equal(drawn.result?.kind, 'task')

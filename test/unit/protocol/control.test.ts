@@ -1,8 +1,13 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  MalformedMessageError, controlRequestHeaders, decodeControlReply, decodeControlRequest, encodeControlReply,
-  encodeControlRequest, matchesDestination,
+  MalformedMessageError,
+  controlRequestHeaders,
+  decodeControlReply,
+  decodeControlRequest,
+  encodeControlReply,
+  encodeControlRequest,
+  matchesDestination,
 } from '../../../src/protocol/index.js'
 import { loadFixture } from './fixtures.js'
 
@@ -10,11 +15,18 @@ const f = loadFixture<{ request: string; reply: string; error_reply: string }>('
 
 describe('spec §3.2 control request', () => {
   it('encodes the captured ping request byte for byte', () => {
-    assert.equal(encodeControlRequest({
-      method: 'ping', arguments: {}, destination: null, pattern: null, matcher: null,
-      ticket: '7ad0ce0b-aa6b-493b-999c-0d8295a90d11',
-      reply_to: { exchange: 'reply.celery.pidbox', routing_key: '35061a8c-ab18-306f-9fe4-280297bf4bd4' },
-    }), f.request)
+    assert.equal(
+      encodeControlRequest({
+        method: 'ping',
+        arguments: {},
+        destination: null,
+        pattern: null,
+        matcher: null,
+        ticket: '7ad0ce0b-aa6b-493b-999c-0d8295a90d11',
+        reply_to: { exchange: 'reply.celery.pidbox', routing_key: '35061a8c-ab18-306f-9fe4-280297bf4bd4' },
+      }),
+      f.request,
+    )
   })
   it('a cast omits ticket and reply_to', () => {
     assert.equal(
@@ -29,7 +41,14 @@ describe('spec §3.2 control request', () => {
     assert.equal(encodeControlRequest(req), f.request)
   })
   it('rejects malformed requests', () => {
-    for (const bad of ['[]', '{"arguments": {}}', '{"method": "x", "arguments": []}', '{"method": "x", "destination": [1]}', '{"method": "x", "reply_to": "q"}', 'nope']) {
+    for (const bad of [
+      '[]',
+      '{"arguments": {}}',
+      '{"method": "x", "arguments": []}',
+      '{"method": "x", "destination": [1]}',
+      '{"method": "x", "reply_to": "q"}',
+      'nope',
+    ]) {
       assert.throws(() => decodeControlRequest(bad), MalformedMessageError, bad)
     }
   })
@@ -39,7 +58,11 @@ describe('spec §3.2 control request', () => {
 })
 
 describe('spec §3.3 destination rule', () => {
-  const req = (destination: string[] | null, pattern: string | null = null, matcher: string | null = null) => ({ destination, pattern, matcher })
+  const req = (destination: string[] | null, pattern: string | null = null, matcher: string | null = null) => ({
+    destination,
+    pattern,
+    matcher,
+  })
   const table: Array<[ReturnType<typeof req>, string, boolean]> = [
     [req(null), 'w1@vm', true],
     [req([]), 'w1@vm', true],

@@ -3,9 +3,24 @@
 // events and batches, and brackets inside strings, pass.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkEventText, checkEventValue, decodeEvents, EventLimitError, MalformedMessageError, MAX_EVENT_DEPTH } from '../../../src/protocol/index.js'
+import {
+  checkEventText,
+  checkEventValue,
+  decodeEvents,
+  EventLimitError,
+  MalformedMessageError,
+  MAX_EVENT_DEPTH,
+} from '../../../src/protocol/index.js'
 
-const event = { type: 'task-received', uuid: 'u1', name: 'proj.add', args: '([[[1]]],)', kwargs: '{}', hostname: 'celery@a', loadavg: [0.1, 0.2, 0.3] }
+const event = {
+  type: 'task-received',
+  uuid: 'u1',
+  name: 'proj.add',
+  args: '([[[1]]],)',
+  kwargs: '{}',
+  hostname: 'celery@a',
+  loadavg: [0.1, 0.2, 0.3],
+}
 
 test('ordinary events, batches and brackets inside strings pass', () => {
   assert.deepEqual(decodeEvents(JSON.stringify(event)), [event])
@@ -16,7 +31,10 @@ test('ordinary events, batches and brackets inside strings pass', () => {
 
 test('a body nesting 10,000 levels is refused before parsing, as a malformed message', () => {
   const deep = JSON.stringify(event).replace('"([[[1]]],)"', `${'['.repeat(10_000)}${']'.repeat(10_000)}`)
-  assert.throws(() => decodeEvents(deep), (e: unknown) => e instanceof EventLimitError && e instanceof MalformedMessageError && /nests deeper than 32 levels/.test(e.message))
+  assert.throws(
+    () => decodeEvents(deep),
+    (e: unknown) => e instanceof EventLimitError && e instanceof MalformedMessageError && /nests deeper than 32 levels/.test(e.message),
+  )
   assert.throws(() => checkEventText(`${'{"a":'.repeat(MAX_EVENT_DEPTH + 1)}1${'}'.repeat(MAX_EVENT_DEPTH + 1)}`), EventLimitError)
   checkEventText(`${'{"a":'.repeat(MAX_EVENT_DEPTH)}1${'}'.repeat(MAX_EVENT_DEPTH)}`)
 })

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { encode as msgpackEncode } from '@msgpack/msgpack'
 import {
-  DEFAULT_MAX_DEPTH, MessageLimitError, YAML_MAX_DEPTH, decodeTaskMessage, deserialize, jsonDepthExceeds, loads, valueLimitExceeded, yamlDepthBound,
+  DEFAULT_MAX_DEPTH,
+  MessageLimitError,
+  YAML_MAX_DEPTH,
+  decodeTaskMessage,
+  deserialize,
+  jsonDepthExceeds,
+  loads,
+  valueLimitExceeded,
+  yamlDepthBound,
 } from '../../../src/protocol/index.js'
 
 const ALL = new Set(['application/json', 'application/x-msgpack', 'application/x-yaml'])
@@ -16,7 +24,16 @@ function nestedValue(d: number): unknown {
   for (let i = 1; i < d; i++) v = [v]
   return v
 }
-const HEADERS = { lang: 'py', task: 'proj.add', id: 'a-1', root_id: 'a-1', retries: 0, timelimit: [null, null], argsrepr: '()', kwargsrepr: '{}' }
+const HEADERS = {
+  lang: 'py',
+  task: 'proj.add',
+  id: 'a-1',
+  root_id: 'a-1',
+  retries: 0,
+  timelimit: [null, null],
+  argsrepr: '()',
+  kwargsrepr: '{}',
+}
 const EMBED = '{"callbacks": null, "errbacks": null, "chain": null, "chord": null}'
 
 describe('JSON text depth', () => {
@@ -29,13 +46,22 @@ describe('JSON text depth', () => {
 
   it('refuses a body past the limit and decodes one at it', () => {
     assert.throws(() => deserialize(nestedJson(DEFAULT_MAX_DEPTH + 1), 'application/json', 'utf-8', ALL), MessageLimitError)
-    assert.throws(() => deserialize(nestedJson(100_000), 'application/json', 'utf-8', ALL), (e: unknown) => e instanceof MessageLimitError && /RecursionError\('maximum nesting depth 1000 exceeded/.test(e.pythonRepr))
+    assert.throws(
+      () => deserialize(nestedJson(100_000), 'application/json', 'utf-8', ALL),
+      (e: unknown) => e instanceof MessageLimitError && /RecursionError\('maximum nesting depth 1000 exceeded/.test(e.pythonRepr),
+    )
     assert.ok(Array.isArray(deserialize(nestedJson(DEFAULT_MAX_DEPTH), 'application/json', 'utf-8', ALL)))
   })
 
   it('takes the limits given', () => {
-    assert.throws(() => deserialize(nestedJson(6), 'application/json', 'utf-8', ALL, 'body', { maxDepth: 5, maxBytes: 1000 }), MessageLimitError)
-    assert.throws(() => deserialize('[1, 2, 3]', 'application/json', 'utf-8', ALL, 'body', { maxDepth: 5, maxBytes: 4 }), /9 bytes exceeds the limit of 4 bytes/)
+    assert.throws(
+      () => deserialize(nestedJson(6), 'application/json', 'utf-8', ALL, 'body', { maxDepth: 5, maxBytes: 1000 }),
+      MessageLimitError,
+    )
+    assert.throws(
+      () => deserialize('[1, 2, 3]', 'application/json', 'utf-8', ALL, 'body', { maxDepth: 5, maxBytes: 4 }),
+      /9 bytes exceeds the limit of 4 bytes/,
+    )
   })
 
   it("the slow parser (Python's NaN, long integers) refuses deep text instead of overflowing", () => {
@@ -46,11 +72,20 @@ describe('JSON text depth', () => {
 
 describe('YAML and msgpack depth', () => {
   it('refuses deep YAML before the library recurses (flow, block, compact)', () => {
-    for (const text of [nestedJson(3000), nestedJson(100_000), Array.from({ length: 800 }, (_, i) => `${' '.repeat(i)}-`).join('\n'), `${'- '.repeat(5000)}x`]) {
+    for (const text of [
+      nestedJson(3000),
+      nestedJson(100_000),
+      Array.from({ length: 800 }, (_, i) => `${' '.repeat(i)}-`).join('\n'),
+      `${'- '.repeat(5000)}x`,
+    ]) {
       assert.throws(() => deserialize(text, 'application/x-yaml', 'utf-8', ALL), MessageLimitError)
     }
     assert.ok(Array.isArray(deserialize(nestedJson(YAML_MAX_DEPTH - 1), 'application/x-yaml', 'utf-8', ALL)))
-    assert.deepEqual(deserialize("a: '[[[['\nb: \"{{{\"\nc: [1, {d: 2}]  # [[[\n", 'application/x-yaml', 'utf-8', ALL), { a: '[[[[', b: '{{{', c: [1, { d: 2 }] })
+    assert.deepEqual(deserialize('a: \'[[[[\'\nb: "{{{"\nc: [1, {d: 2}]  # [[[\n', 'application/x-yaml', 'utf-8', ALL), {
+      a: '[[[[',
+      b: '{{{',
+      c: [1, { d: 2 }],
+    })
   })
 
   it('bounds ordinary YAML from above, not far off', () => {
@@ -62,7 +97,16 @@ describe('YAML and msgpack depth', () => {
     const deep = new Uint8Array(100_001).fill(0x91)
     deep[100_000] = 0xc0
     assert.throws(() => deserialize(deep, 'application/x-msgpack', 'binary', ALL), MessageLimitError)
-    assert.ok(Array.isArray(deserialize(msgpackEncode(nestedValue(DEFAULT_MAX_DEPTH), { maxDepth: 2 * DEFAULT_MAX_DEPTH }), 'application/x-msgpack', 'binary', ALL)))
+    assert.ok(
+      Array.isArray(
+        deserialize(
+          msgpackEncode(nestedValue(DEFAULT_MAX_DEPTH), { maxDepth: 2 * DEFAULT_MAX_DEPTH }),
+          'application/x-msgpack',
+          'binary',
+          ALL,
+        ),
+      ),
+    )
   })
 })
 
@@ -80,15 +124,37 @@ describe('decoded values and task messages', () => {
 
   it('refuses a task whose headers nest too deep', () => {
     const headers = { ...HEADERS, custom: nestedValue(5000) }
-    assert.throws(() => decodeTaskMessage({ headers, body: `[[], {}, ${EMBED}]`, contentType: 'application/json', contentEncoding: 'utf-8' }), MessageLimitError)
+    assert.throws(
+      () => decodeTaskMessage({ headers, body: `[[], {}, ${EMBED}]`, contentType: 'application/json', contentEncoding: 'utf-8' }),
+      MessageLimitError,
+    )
   })
 
   it('refuses a task whose args, kwargs or embedded signatures nest too deep, and reads one at the limit', () => {
     const d = DEFAULT_MAX_DEPTH
-    for (const body of [`[${nestedJson(d)}, {}, ${EMBED}]`, `[[], {"k": ${nestedJson(d)}}, ${EMBED}]`, `[[], {}, {"callbacks": [{"task": "x", "args": ${nestedJson(d)}}]}]`, `{"task": "proj.add", "id": "v1", "args": ${nestedJson(d)}}`]) {
-      assert.throws(() => decodeTaskMessage({ headers: body.startsWith('{') ? {} : HEADERS, body, contentType: 'application/json', contentEncoding: 'utf-8' }), MessageLimitError)
+    for (const body of [
+      `[${nestedJson(d)}, {}, ${EMBED}]`,
+      `[[], {"k": ${nestedJson(d)}}, ${EMBED}]`,
+      `[[], {}, {"callbacks": [{"task": "x", "args": ${nestedJson(d)}}]}]`,
+      `{"task": "proj.add", "id": "v1", "args": ${nestedJson(d)}}`,
+    ]) {
+      assert.throws(
+        () =>
+          decodeTaskMessage({
+            headers: body.startsWith('{') ? {} : HEADERS,
+            body,
+            contentType: 'application/json',
+            contentEncoding: 'utf-8',
+          }),
+        MessageLimitError,
+      )
     }
-    const ok = decodeTaskMessage({ headers: HEADERS, body: `[${nestedJson(d - 1)}, {}, ${EMBED}]`, contentType: 'application/json', contentEncoding: 'utf-8' })
+    const ok = decodeTaskMessage({
+      headers: HEADERS,
+      body: `[${nestedJson(d - 1)}, {}, ${EMBED}]`,
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+    })
     assert.equal(ok.id, 'a-1')
   })
 })
@@ -98,10 +164,24 @@ describe('the limits settings', () => {
     const { messageLimits, ImproperlyConfiguredError, taskDecoder } = await import('../../../src/config/security.js')
     assert.deepEqual(messageLimits({}), { maxDepth: DEFAULT_MAX_DEPTH, maxBytes: 64 * 1024 * 1024 })
     assert.deepEqual(messageLimits({ worker_message_max_depth: 50, worker_message_max_bytes: '4096' }), { maxDepth: 50, maxBytes: 4096 })
-    for (const conf of [{ worker_message_max_depth: DEFAULT_MAX_DEPTH + 1 }, { worker_message_max_depth: 0 }, { worker_message_max_bytes: 'lots' }]) {
+    for (const conf of [
+      { worker_message_max_depth: DEFAULT_MAX_DEPTH + 1 },
+      { worker_message_max_depth: 0 },
+      { worker_message_max_bytes: 'lots' },
+    ]) {
       assert.throws(() => messageLimits(conf), ImproperlyConfiguredError)
     }
     const decoder = taskDecoder({ worker_message_max_depth: 5 }, undefined)
-    assert.throws(() => decodeTaskMessage({ headers: HEADERS, body: `[${nestedJson(5)}, {}, ${EMBED}]`, contentType: 'application/json', contentEncoding: 'utf-8', decoder }), /maximum nesting depth 5 exceeded/)
+    assert.throws(
+      () =>
+        decodeTaskMessage({
+          headers: HEADERS,
+          body: `[${nestedJson(5)}, {}, ${EMBED}]`,
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          decoder,
+        }),
+      /maximum nesting depth 5 exceeded/,
+    )
   })
 })

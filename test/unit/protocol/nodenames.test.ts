@@ -1,6 +1,14 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { NodeTemplateError, defaultNodename, hostFormat, multiExpand, nodeFormat, nodeSplit, workerNodename } from '../../../src/protocol/index.js'
+import {
+  NodeTemplateError,
+  defaultNodename,
+  hostFormat,
+  multiExpand,
+  nodeFormat,
+  nodeSplit,
+  workerNodename,
+} from '../../../src/protocol/index.js'
 import { loadFixture } from './fixtures.js'
 
 type Out = { ok: string } | { error: string }

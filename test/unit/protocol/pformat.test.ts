@@ -9,7 +9,11 @@ describe('pformat (Python pprint, width 80)', () => {
   })
 
   it("a basic.get message as Celery's amqp prints it", () => {
-    const message = { body: 'hello', delivery_info: { delivery_tag: 1, exchange: 'ex1', message_count: 0, redelivered: false, routing_key: 'rk' }, properties: { content_encoding: 'utf-8' } }
+    const message = {
+      body: 'hello',
+      delivery_info: { delivery_tag: 1, exchange: 'ex1', message_count: 0, redelivered: false, routing_key: 'rk' },
+      properties: { content_encoding: 'utf-8' },
+    }
     assert.equal(
       pformat(message),
       [

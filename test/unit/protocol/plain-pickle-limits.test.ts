@@ -24,15 +24,20 @@ function sharedBomb(levels: number): Buffer {
 }
 
 // The probe's bytes, as Python 3.11 wrote them (see sharedBomb).
-const PROBE_25 = '80059599000000000000005d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94681965681865681765681665681565681465681365681265681165681065680f65680e65680d65680c65680b65680a656809656808656807656806656805656804656803656802656801652e'
+const PROBE_25 =
+  '80059599000000000000005d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94285d94681965681865681765681665681565681465681365681265681165681065680f65680e65680d65680c65680b65680a656809656808656807656806656805656804656803656802656801652e'
 
 describe('plain pickle limits', () => {
-  it('the builder writes the probe\'s 164 bytes', () => {
+  it("the builder writes the probe's 164 bytes", () => {
     assert.equal(sharedBomb(25).toString('hex'), PROBE_25)
   })
 
   it('refuses the 25-level reference bomb with one line, without expanding it', () => {
-    assert.throws(() => loadsPickle(Buffer.from(PROBE_25, 'hex')), (e: unknown) => e instanceof PickleValueRefusedError && /expands to more than 1000000 values/.test(e.message) && !e.message.includes('\n'))
+    assert.throws(
+      () => loadsPickle(Buffer.from(PROBE_25, 'hex')),
+      (e: unknown) =>
+        e instanceof PickleValueRefusedError && /expands to more than 1000000 values/.test(e.message) && !e.message.includes('\n'),
+    )
   })
 
   it('counts shared references in full: 19 levels (2^20 - 1 values) refused, 18 levels (2^19 - 1) read', () => {
@@ -49,7 +54,13 @@ describe('plain pickle limits', () => {
   })
 
   it('refuses nesting past the limit and reads it up to the limit', () => {
-    const nested = (levels: number): Buffer => Buffer.concat([Buffer.from([0x80, 2]), Buffer.alloc(levels, 0x5d), Buffer.from(Array.from({ length: levels - 1 }, () => 0x61)), Buffer.from([0x2e])])
+    const nested = (levels: number): Buffer =>
+      Buffer.concat([
+        Buffer.from([0x80, 2]),
+        Buffer.alloc(levels, 0x5d),
+        Buffer.from(Array.from({ length: levels - 1 }, () => 0x61)),
+        Buffer.from([0x2e]),
+      ])
     assert.throws(() => loadsPickle(nested(MAX_PICKLE_DEPTH + 1)), /nests deeper than 200 levels/)
     assert.throws(() => loadsPickle(nested(20_000)), /nests deeper/)
     let v = loadsPickle(nested(MAX_PICKLE_DEPTH)) as unknown[]
@@ -61,7 +72,7 @@ describe('plain pickle limits', () => {
     assert.equal(depth, MAX_PICKLE_DEPTH)
   })
 
-  it('reads a LONG4 of 100 kB (two\'s complement) exactly', () => {
+  it("reads a LONG4 of 100 kB (two's complement) exactly", () => {
     const n = 100_000
     const bytes = Buffer.alloc(n, 0xff)
     const data = Buffer.concat([Buffer.from([0x80, 2, 0x8b]), Buffer.alloc(4), bytes, Buffer.from([0x2e])])

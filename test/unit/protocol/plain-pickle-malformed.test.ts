@@ -3,10 +3,20 @@
 // value that is not plain, and a long APPENDS run still reads.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { MAX_PICKLE_BYTES, MAX_PICKLE_INT_BYTES, MAX_PICKLE_INT_DIGITS, PickleValueRefusedError, PyTuple, loadsPickle } from '../../../src/protocol/index.js'
+import {
+  MAX_PICKLE_BYTES,
+  MAX_PICKLE_INT_BYTES,
+  MAX_PICKLE_INT_DIGITS,
+  PickleValueRefusedError,
+  PyTuple,
+  loadsPickle,
+} from '../../../src/protocol/index.js'
 
 const refused = (bytes: Buffer, message: RegExp): void => {
-  assert.throws(() => loadsPickle(bytes), (e: unknown) => e instanceof PickleValueRefusedError && message.test(e.message) && !e.message.includes('\n'))
+  assert.throws(
+    () => loadsPickle(bytes),
+    (e: unknown) => e instanceof PickleValueRefusedError && message.test(e.message) && !e.message.includes('\n'),
+  )
 }
 
 describe('malformed pickles', () => {
@@ -24,11 +34,11 @@ describe('malformed pickles', () => {
     refused(Buffer.from([0x71, 0, 0x68, 0, 0x2e]), /stack underflow/)
   })
 
-  it('SETITEM on a tuple is refused (it would overwrite the tuple\'s items)', () => {
+  it("SETITEM on a tuple is refused (it would overwrite the tuple's items)", () => {
     refused(Buffer.from([0x29, 0x8c, 5, ...Buffer.from('items'), 0x4b, 1, 0x73, 0x2e]), /SETITEMS on a non-dict/)
   })
 
-  it('a dict key __proto__ is a key, not the dict\'s prototype', () => {
+  it("a dict key __proto__ is a key, not the dict's prototype", () => {
     const v = loadsPickle(Buffer.from([0x7d, 0x8c, 9, ...Buffer.from('__proto__'), 0x5d, 0x73, 0x2e])) as Record<string, unknown>
     assert.equal(Object.getPrototypeOf(v), Object.prototype)
     assert.deepEqual(Object.getOwnPropertyDescriptor(v, '__proto__')?.value, [])
@@ -40,7 +50,7 @@ describe('malformed pickles', () => {
     assert.equal(v.length, 150_000)
   })
 
-  it('ints: protocol-0 past Python\'s 4300 digits refused, LONG4 past its byte limit refused before it is read', () => {
+  it("ints: protocol-0 past Python's 4300 digits refused, LONG4 past its byte limit refused before it is read", () => {
     refused(Buffer.from(`L${'7'.repeat(MAX_PICKLE_INT_DIGITS + 1)}L\n.`, 'latin1'), /more than 4300 digits/)
     refused(Buffer.from(`I${'7'.repeat(MAX_PICKLE_INT_DIGITS + 1)}\n.`, 'latin1'), /more than 4300 digits/)
     assert.equal(loadsPickle(Buffer.from(`L${'7'.repeat(MAX_PICKLE_INT_DIGITS)}L\n.`, 'latin1')), BigInt('7'.repeat(MAX_PICKLE_INT_DIGITS)))

@@ -7,16 +7,30 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { kwargsRepr, readFlatDictRepr } from '../../../src/protocol/index.js'
 
-describe('readFlatDictRepr: a flat dict as Python\'s repr writes it', () => {
+describe("readFlatDictRepr: a flat dict as Python's repr writes it", () => {
   it('strings, numbers, None, True and False, single or double quoted', () => {
-    assert.deepEqual(readFlatDictRepr("{'a': 1, 'b': 'x y', 'c': None, \"d\": True, 'e': -1.5e3}"), [['a', '1'], ['b', 'x y'], ['c', 'None'], ['d', 'True'], ['e', '-1.5e3']])
-    assert.deepEqual(readFlatDictRepr(`{'q': "it's", 'r': 'a\\'b'}`), [['q', "it's"], ['r', "a\\'b"]], 'escapes are left as written')
+    assert.deepEqual(readFlatDictRepr("{'a': 1, 'b': 'x y', 'c': None, \"d\": True, 'e': -1.5e3}"), [
+      ['a', '1'],
+      ['b', 'x y'],
+      ['c', 'None'],
+      ['d', 'True'],
+      ['e', '-1.5e3'],
+    ])
+    assert.deepEqual(
+      readFlatDictRepr(`{'q': "it's", 'r': 'a\\'b'}`),
+      [
+        ['q', "it's"],
+        ['r', "a\\'b"],
+      ],
+      'escapes are left as written',
+    )
     assert.deepEqual(readFlatDictRepr('{}'), [])
     assert.deepEqual(readFlatDictRepr("  {'a': 1,}  "), [['a', '1']])
   })
 
   it('anything else is null: nested values, lists, a bare word, not a string', () => {
-    for (const text of ["{'a': [1, 2]}", "{'a': {'b': 1}}", '[1, 2]', "{'a' 1}", "{'a': 1 'b': 2}", '{ }', 'None', "{'a': x}"]) assert.equal(readFlatDictRepr(text), null, text)
+    for (const text of ["{'a': [1, 2]}", "{'a': {'b': 1}}", '[1, 2]', "{'a' 1}", "{'a': 1 'b': 2}", '{ }', 'None', "{'a': x}"])
+      assert.equal(readFlatDictRepr(text), null, text)
     for (const value of [null, undefined, 42, { a: 1 }]) assert.equal(readFlatDictRepr(value), null)
   })
 
@@ -25,7 +39,10 @@ describe('readFlatDictRepr: a flat dict as Python\'s repr writes it', () => {
     fc.assert(
       fc.property(fc.dictionary(word, fc.oneof(word, fc.integer(), fc.boolean(), fc.constant(null)), { maxKeys: 6 }), (kwargs) => {
         const items = readFlatDictRepr(kwargsRepr(kwargs))
-        const written = Object.entries(kwargs).map(([k, v]) => [k, v === null ? 'None' : v === true ? 'True' : v === false ? 'False' : String(v)])
+        const written = Object.entries(kwargs).map(([k, v]) => [
+          k,
+          v === null ? 'None' : v === true ? 'True' : v === false ? 'False' : String(v),
+        ])
         assert.deepEqual(items, written)
       }),
       { seed: 51, numRuns: 200 },
@@ -33,7 +50,10 @@ describe('readFlatDictRepr: a flat dict as Python\'s repr writes it', () => {
   })
 
   it('never throws, whatever the text; a long unclosed item is refused in one pass', () => {
-    fc.assert(fc.property(fc.string({ maxLength: 200 }), (text) => void readFlatDictRepr(`{${text}}`)), { seed: 51, numRuns: 500 })
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (text) => void readFlatDictRepr(`{${text}}`)),
+      { seed: 51, numRuns: 500 },
+    )
     assert.equal(readFlatDictRepr(`{'a': ${'1'.repeat(500_000)}x}`), null)
     assert.equal(readFlatDictRepr(`{'${'\\x'.repeat(250_000)}`), null)
     assert.equal(readFlatDictRepr(`{${Array(50_000).fill("'k': 1").join(', ')}}`)?.length, 50_000)

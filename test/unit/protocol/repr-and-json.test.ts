@@ -1,9 +1,27 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { EncodeError, PyFloat, PyTuple, comparePyStr, dumps, loads, pyRepr, saferepr, argsRepr, kwargsRepr } from '../../../src/protocol/index.js'
+import {
+  EncodeError,
+  PyFloat,
+  PyTuple,
+  comparePyStr,
+  dumps,
+  loads,
+  pyRepr,
+  saferepr,
+  argsRepr,
+  kwargsRepr,
+} from '../../../src/protocol/index.js'
 import { loadFixture, revive } from './fixtures.js'
 
-interface Case { input: unknown; repr: string; saferepr: string; saferepr30: string; saferepr_nolimit: string; kombu_json?: string }
+interface Case {
+  input: unknown
+  repr: string
+  saferepr: string
+  saferepr30: string
+  saferepr_nolimit: string
+  kombu_json?: string
+}
 const { cases } = loadFixture<{ cases: Case[] }>('repr-and-json.json')
 
 describe('spec §1.3/§1.5: repr, saferepr and kombu JSON against Celery 5.2.6 outputs', () => {
@@ -31,12 +49,21 @@ describe('kombu JSON', () => {
     assert.equal(dumps(new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 123))), '"2024-01-02T03:04:05.123000Z"')
     assert.equal(dumps(new Date(Date.UTC(2024, 0, 2, 3, 4, 5))), '"2024-01-02T03:04:05Z"')
   })
-  it('dumps refuses bytes, functions and cycles with kombu\'s EncodeError, its cause as Python names it', () => {
-    assert.throws(() => dumps(new Uint8Array([1])), (e: EncodeError) => e instanceof EncodeError && e.reason === "TypeError('Object of type bytes is not JSON serializable')")
-    assert.throws(() => dumps({ f: () => 1 }), (e: EncodeError) => e.reason === "TypeError('Object of type function is not JSON serializable')")
+  it("dumps refuses bytes, functions and cycles with kombu's EncodeError, its cause as Python names it", () => {
+    assert.throws(
+      () => dumps(new Uint8Array([1])),
+      (e: EncodeError) => e instanceof EncodeError && e.reason === "TypeError('Object of type bytes is not JSON serializable')",
+    )
+    assert.throws(
+      () => dumps({ f: () => 1 }),
+      (e: EncodeError) => e.reason === "TypeError('Object of type function is not JSON serializable')",
+    )
     const a: unknown[] = []
     a.push(a)
-    assert.throws(() => dumps(a), (e: EncodeError) => e.name === 'EncodeError' && e.reason === "ValueError('Circular reference detected')")
+    assert.throws(
+      () => dumps(a),
+      (e: EncodeError) => e.name === 'EncodeError' && e.reason === "ValueError('Circular reference detected')",
+    )
   })
   it('loads accepts the bare NaN/Infinity tokens but not inside strings', () => {
     const v = loads('[NaN, Infinity, -Infinity, "NaN", {"x": -1.5e3}]') as unknown[]
@@ -44,15 +71,24 @@ describe('kombu JSON', () => {
     assert.deepEqual(v.slice(1), [Infinity, -Infinity, 'NaN', { x: -1500 }])
   })
   it('loads with integers: exact keeps an int a double would change as a BigInt, and dumps writes it back digit for digit', () => {
-    const text = '[18446744073709551617, -10000000000000000000007, 9007199254740993, 9007199254740991, 18446744073709551616, 1.5, "12345678901234567890"]'
+    const text =
+      '[18446744073709551617, -10000000000000000000007, 9007199254740993, 9007199254740991, 18446744073709551616, 1.5, "12345678901234567890"]'
     const v = loads(text, { integers: 'exact' }) as unknown[]
     // 2**64 itself is a double exactly, as any integer a JS sender wrote from a number is: it stays a number.
-    assert.deepEqual(v, [18446744073709551617n, -10000000000000000000007n, 9007199254740993n, 9007199254740991, 18446744073709551616, 1.5, '12345678901234567890'])
+    assert.deepEqual(v, [
+      18446744073709551617n,
+      -10000000000000000000007n,
+      9007199254740993n,
+      9007199254740991,
+      18446744073709551616,
+      1.5,
+      '12345678901234567890',
+    ])
     assert.equal(dumps(v), text)
     assert.equal((loads(text) as unknown[])[0], 18446744073709552000, 'by default a number, rounded, as JSON.parse gives')
   })
   it('loads rejects invalid JSON with a SyntaxError', () => {
-    for (const bad of ['', '[1,', '{"a" 1}', 'nan', '[1] x', '"\\x"', '{\'a\': 1}']) {
+    for (const bad of ['', '[1,', '{"a" 1}', 'nan', '[1] x', '"\\x"', "{'a': 1}"]) {
       assert.throws(() => loads(bad), SyntaxError, bad)
     }
   })
@@ -66,7 +102,7 @@ describe('kombu JSON', () => {
   })
   it('dumps writes the same keys the same way on every call, escaped as Python does, and integers past 2**53 digit for digit', () => {
     // Python: json.dumps({'a"b': 1, '\u00e9': -0.0 + 0, 'n': 2**53, 'big': 10**21, 'neg': -(2**53) - 2})
-    const value = () => ({ 'a"b': 1, 'é': -0, n: 2 ** 53, big: 1e21, neg: -(2 ** 53) - 2 })
+    const value = () => ({ 'a"b': 1, é: -0, n: 2 ** 53, big: 1e21, neg: -(2 ** 53) - 2 })
     const expected = '{"a\\"b": 1, "\\u00e9": 0, "n": 9007199254740992, "big": 1000000000000000000000, "neg": -9007199254740994}'
     assert.equal(dumps(value()), expected)
     assert.equal(dumps(value()), expected)
@@ -98,8 +134,36 @@ describe('argsrepr / kwargsrepr', () => {
 describe('comparePyStr', () => {
   it("sorts as Python's sorted() does: by code point, astral characters after U+FFFF", () => {
     // The expected list is what python3 printed for sorted() of the same strings.
-    const expected = ['', 'W1@host', 'a', 'ab', 'a\uffff', 'a\u{1F600}', 'b', 'w10@host', 'w2@host', '\u00e9', '\ue000', '\uffff', '\u{1F600}']
-    const shuffled = ['w2@host', 'w10@host', 'W1@host', 'b', '\u00e9', '\uffff', '\u{1F600}', 'ab', 'a', '', 'a\uffff', 'a\u{1F600}', '\ue000']
+    const expected = [
+      '',
+      'W1@host',
+      'a',
+      'ab',
+      'a\uffff',
+      'a\u{1F600}',
+      'b',
+      'w10@host',
+      'w2@host',
+      '\u00e9',
+      '\ue000',
+      '\uffff',
+      '\u{1F600}',
+    ]
+    const shuffled = [
+      'w2@host',
+      'w10@host',
+      'W1@host',
+      'b',
+      '\u00e9',
+      '\uffff',
+      '\u{1F600}',
+      'ab',
+      'a',
+      '',
+      'a\uffff',
+      'a\u{1F600}',
+      '\ue000',
+    ]
     assert.deepEqual([...shuffled].sort(comparePyStr), expected)
     // Plain code-unit order gets the astral ones wrong: the case the shift is for.
     assert.notDeepEqual([...shuffled].sort(), expected)

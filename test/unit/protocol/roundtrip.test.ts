@@ -1,7 +1,16 @@
 // Seeded random round-trips (fast-check is not a dependency; a fixed seed keeps failures reproducible).
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { PyFloat, decodeTaskMessage, dumps, encodeTaskV2, loads, controlRequestHeaders, decodeControlRequest, encodeControlRequest } from '../../../src/protocol/index.js'
+import {
+  PyFloat,
+  decodeTaskMessage,
+  dumps,
+  encodeTaskV2,
+  loads,
+  controlRequestHeaders,
+  decodeControlRequest,
+  encodeControlRequest,
+} from '../../../src/protocol/index.js'
 
 function rng(seed: number): () => number {
   return () => {
@@ -17,13 +26,22 @@ const CHARS = ['a', 'Z', ' ', '"', "'", '\\', '\n', '\t', '\x00', '\x7f', 'é', 
 function value(r: () => number, depth: number): unknown {
   const k = Math.floor(r() * (depth > 3 ? 5 : 7))
   switch (k) {
-    case 0: return null
-    case 1: return r() < 0.5
-    case 2: return Math.floor((r() - 0.5) * 2 ** 40)
-    case 3: return (r() - 0.5) * 10 ** Math.floor(r() * 40 - 20) || 0.5
-    case 4: return Array.from({ length: Math.floor(r() * 8) }, () => CHARS[Math.floor(r() * CHARS.length)]).join('')
-    case 5: return Array.from({ length: Math.floor(r() * 4) }, () => value(r, depth + 1))
-    default: return Object.fromEntries(Array.from({ length: Math.floor(r() * 4) }, (_, i) => [`k${i}${CHARS[Math.floor(r() * 6)]}`, value(r, depth + 1)]))
+    case 0:
+      return null
+    case 1:
+      return r() < 0.5
+    case 2:
+      return Math.floor((r() - 0.5) * 2 ** 40)
+    case 3:
+      return (r() - 0.5) * 10 ** Math.floor(r() * 40 - 20) || 0.5
+    case 4:
+      return Array.from({ length: Math.floor(r() * 8) }, () => CHARS[Math.floor(r() * CHARS.length)]).join('')
+    case 5:
+      return Array.from({ length: Math.floor(r() * 4) }, () => value(r, depth + 1))
+    default:
+      return Object.fromEntries(
+        Array.from({ length: Math.floor(r() * 4) }, (_, i) => [`k${i}${CHARS[Math.floor(r() * 6)]}`, value(r, depth + 1)]),
+      )
   }
 }
 
@@ -62,7 +80,13 @@ describe('round-trips over 500 seeded random values', () => {
   it('control request encode → decode → encode is stable', () => {
     for (let i = 0; i < 50; i++) {
       const v = values[i]
-      const text = encodeControlRequest({ method: 'm', arguments: { v }, destination: i % 2 ? ['a@b'] : null, pattern: null, matcher: null })
+      const text = encodeControlRequest({
+        method: 'm',
+        arguments: { v },
+        destination: i % 2 ? ['a@b'] : null,
+        pattern: null,
+        matcher: null,
+      })
       assert.equal(encodeControlRequest(decodeControlRequest(text)), text)
     }
     assert.deepEqual(controlRequestHeaders(1, 0), { clock: 1, expires: 0 })

@@ -9,7 +9,18 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { dumpEventLine, escapeControl, escapeControlKeepLines, filterHiddenSettings, maskSetting, maskUrl, maskUrlsInText, shownSetting, taskLabel, urlHasSecret } from '../../../src/protocol/index.js'
+import {
+  dumpEventLine,
+  escapeControl,
+  escapeControlKeepLines,
+  filterHiddenSettings,
+  maskSetting,
+  maskUrl,
+  maskUrlsInText,
+  shownSetting,
+  taskLabel,
+  urlHasSecret,
+} from '../../../src/protocol/index.js'
 import { redactDebugLine } from '../../../src/transport/redis/debug-filter.js'
 import { slotEnv } from '../../../src/worker/pools/slot-entry.js'
 import { resolveBasicAuth } from '../../../src/dashboard/basic-auth.js'
@@ -29,7 +40,10 @@ describe('maskUrl', () => {
 
   it('masks secret query parameters, keeps the others', () => {
     assert.equal(maskUrl('redis://127.0.0.1/0?password=qpw&socket_timeout=5'), 'redis://127.0.0.1/0?password=**&socket_timeout=5')
-    assert.equal(maskUrl('amqp://u:p@h/v?heartbeat=10&sasl_password=x', '********'), 'amqp://u:********@h/v?heartbeat=10&sasl_password=********')
+    assert.equal(
+      maskUrl('amqp://u:p@h/v?heartbeat=10&sasl_password=x', '********'),
+      'amqp://u:********@h/v?heartbeat=10&sasl_password=********',
+    )
     assert.equal(maskUrl('sqs://h/?token=t&access_key=a&region=eu'), 'sqs://h/?token=**&access_key=**&region=eu')
   })
 
@@ -40,7 +54,10 @@ describe('maskUrl', () => {
   })
 
   it('finds URLs in free text', () => {
-    assert.equal(maskUrlsInText("cannot connect to redis://:s3@h:1/0: ECONNREFUSED ('amqp://u:p@x//')"), "cannot connect to redis://:**@h:1/0: ECONNREFUSED ('amqp://u:**@x//')")
+    assert.equal(
+      maskUrlsInText("cannot connect to redis://:s3@h:1/0: ECONNREFUSED ('amqp://u:p@x//')"),
+      "cannot connect to redis://:**@h:1/0: ECONNREFUSED ('amqp://u:**@x//')",
+    )
     assert.equal(urlHasSecret('redis://h/0?password=x'), true)
     assert.equal(urlHasSecret('redis://h/0'), false)
   })
@@ -48,10 +65,13 @@ describe('maskUrl', () => {
 
 describe('maskSetting / filterHiddenSettings', () => {
   it("masks broker_url and result_backend as Celery's inspect conf shows them (user:********@)", () => {
-    assert.deepEqual(filterHiddenSettings({ broker_url: 'amqp://guest:guest@127.0.0.1:5672/v', result_backend: 'redis://:pw@127.0.0.1:6379/1' }), {
-      broker_url: 'amqp://guest:********@127.0.0.1:5672/v',
-      result_backend: 'redis://:********@127.0.0.1:6379/1',
-    })
+    assert.deepEqual(
+      filterHiddenSettings({ broker_url: 'amqp://guest:guest@127.0.0.1:5672/v', result_backend: 'redis://:pw@127.0.0.1:6379/1' }),
+      {
+        broker_url: 'amqp://guest:********@127.0.0.1:5672/v',
+        result_backend: 'redis://:********@127.0.0.1:6379/1',
+      },
+    )
   })
 
   it('masks what Celery 5.2.6 prints whole: any URL-valued setting, lists of URLs, ?password=', () => {
@@ -72,12 +92,21 @@ describe('maskSetting / filterHiddenSettings', () => {
   })
 
   it('masks secret-named keys at any depth, in mappings and in lists of mappings', () => {
-    assert.deepEqual(maskSetting('result_backend_transport_options', { password: 'p', retry_policy: { max_retries: 1 }, sentinel_kwargs: { password: 's' } }), {
-      password: '********',
-      retry_policy: { max_retries: 1 },
-      sentinel_kwargs: { password: '********' },
-    })
-    assert.deepEqual(maskSetting('things', [{ api_key: 'k', url: 'redis://:x@h/0' }]), [{ api_key: '********', url: 'redis://:********@h/0' }])
+    assert.deepEqual(
+      maskSetting('result_backend_transport_options', {
+        password: 'p',
+        retry_policy: { max_retries: 1 },
+        sentinel_kwargs: { password: 's' },
+      }),
+      {
+        password: '********',
+        retry_policy: { max_retries: 1 },
+        sentinel_kwargs: { password: '********' },
+      },
+    )
+    assert.deepEqual(maskSetting('things', [{ api_key: 'k', url: 'redis://:x@h/0' }]), [
+      { api_key: '********', url: 'redis://:********@h/0' },
+    ])
     assert.equal(maskSetting('security_key', '/path/key.pem'), '********')
   })
 
@@ -91,8 +120,19 @@ describe('maskSetting / filterHiddenSettings', () => {
   })
 
   it('tsq report masks every URL-valued setting and ?password= in the broker URL', () => {
-    const app = createApp({ name: 'proj', conf: { lock_url: 'redis://:lockpw@h/2', my_dsn: 'postgresql://bob:dsnpw@h/db', my_urls: ['redis://:l1pw@h/0'] } })
-    const text = formatReport(buildReport({ version: '0.1.0', app, modulePath: '/x/app.js', broker: 'amqp://guest:gpw@h/v?password=qpw', resultBackend: 'redis://:rpw@h/1' }))
+    const app = createApp({
+      name: 'proj',
+      conf: { lock_url: 'redis://:lockpw@h/2', my_dsn: 'postgresql://bob:dsnpw@h/db', my_urls: ['redis://:l1pw@h/0'] },
+    })
+    const text = formatReport(
+      buildReport({
+        version: '0.1.0',
+        app,
+        modulePath: '/x/app.js',
+        broker: 'amqp://guest:gpw@h/v?password=qpw',
+        resultBackend: 'redis://:rpw@h/1',
+      }),
+    )
     for (const secret of ['lockpw', 'dsnpw', 'l1pw', 'gpw', 'qpw', 'rpw']) assert.ok(!text.includes(secret), `${secret} in:\n${text}`)
     assert.match(text, /broker_url: "amqp:\/\/guest:\*{8}@h\/v\?password=\*{8}"/)
   })
@@ -107,7 +147,10 @@ describe('escapeControl', () => {
   })
 
   it('a task label is one line whatever its id and name hold', () => {
-    assert.equal(taskLabel('proj.red\x1b[31m', 'abc\n[2026-01-01 00:00:00,000: INFO/MainProcess] forged'), 'proj.red\\x1b[31m[abc\\n[2026-01-01 00:00:00,000: INFO/MainProcess] forged]')
+    assert.equal(
+      taskLabel('proj.red\x1b[31m', 'abc\n[2026-01-01 00:00:00,000: INFO/MainProcess] forged'),
+      'proj.red\\x1b[31m[abc\\n[2026-01-01 00:00:00,000: INFO/MainProcess] forged]',
+    )
   })
 
   it('a log line keeps its own newlines (tracebacks) but not ESC or CR, and masks URLs', () => {
@@ -116,7 +159,18 @@ describe('escapeControl', () => {
   })
 
   it('events --dump writes one line per event, escaped', () => {
-    const line = dumpEventLine({ type: 'task-received', hostname: 'w1@h', timestamp: 1700000000, uuid: 'abc\nforged line', name: 'proj.red\x1b[31m', args: '()', kwargs: '{}' }, new Map())
+    const line = dumpEventLine(
+      {
+        type: 'task-received',
+        hostname: 'w1@h',
+        timestamp: 1700000000,
+        uuid: 'abc\nforged line',
+        name: 'proj.red\x1b[31m',
+        args: '()',
+        kwargs: '{}',
+      },
+      new Map(),
+    )
     assert.ok(!line.includes('\n') && !line.includes('\x1b'), JSON.stringify(line))
     assert.match(line, /proj\.red\\x1b\[31m\(abc\\nforged line\)/)
   })
@@ -124,9 +178,15 @@ describe('escapeControl', () => {
 
 describe('redactDebugLine (DEBUG=ioredis:*)', () => {
   it("masks AUTH's arguments, HELLO ... AUTH, passwords in inspected objects and URLs", () => {
-    assert.equal(redactDebugLine("ioredis:redis write command[127.0.0.1:6379 (x)]: 0 -> auth([ 'sekr1t' ])"), 'ioredis:redis write command[127.0.0.1:6379 (x)]: 0 -> auth([**])')
+    assert.equal(
+      redactDebugLine("ioredis:redis write command[127.0.0.1:6379 (x)]: 0 -> auth([ 'sekr1t' ])"),
+      'ioredis:redis write command[127.0.0.1:6379 (x)]: 0 -> auth([**])',
+    )
     assert.equal(redactDebugLine("0 -> hello([ '3', 'AUTH', 'default', 'sekr1t' ])"), '0 -> hello([**])')
-    assert.equal(redactDebugLine("options { host: 'h', password: 'sekr1t', sentinelPassword: \"s2\" }"), "options { host: 'h', password: '**', sentinelPassword: \"**\" }")
+    assert.equal(
+      redactDebugLine("options { host: 'h', password: 'sekr1t', sentinelPassword: \"s2\" }"),
+      "options { host: 'h', password: '**', sentinelPassword: \"**\" }",
+    )
     assert.equal(redactDebugLine('connect redis://:sekr1t@h/0'), 'connect redis://:**@h/0')
     assert.equal(redactDebugLine("0 -> get([ 'k' ])"), "0 -> get([ 'k' ])")
     assert.equal(redactDebugLine("0 -> get([ 'proj.red\x1b[31m' ])"), "0 -> get([ 'proj.red\\x1b[31m' ])")
@@ -134,7 +194,7 @@ describe('redactDebugLine (DEBUG=ioredis:*)', () => {
 })
 
 describe("a prefork child's environment", () => {
-  it("holds none of the variables through which tsq takes secrets", () => {
+  it('holds none of the variables through which tsq takes secrets', () => {
     const env = slotEnv(
       {
         PATH: '/bin',
@@ -155,7 +215,15 @@ describe("a prefork child's environment", () => {
       3,
     )
     // Variables tsq does not read itself stay: the user's config module may read them in the slot too.
-    assert.deepEqual(env, { PATH: '/bin', MY_OWN: 'kept', TSQ_LOCK_URL: 'redis://:g@h/2', CELERY_SECURITY_KEY_PASSWORD: 'h', TSQ_HOME: '/home/tsq', CELERY_WORKER_CONCURRENCY: '4', TSQ_POOL_INDEX: '3' })
+    assert.deepEqual(env, {
+      PATH: '/bin',
+      MY_OWN: 'kept',
+      TSQ_LOCK_URL: 'redis://:g@h/2',
+      CELERY_SECURITY_KEY_PASSWORD: 'h',
+      TSQ_HOME: '/home/tsq',
+      CELERY_WORKER_CONCURRENCY: '4',
+      TSQ_POOL_INDEX: '3',
+    })
   })
 })
 
@@ -169,10 +237,18 @@ describe("the dashboard's basic auth", () => {
     chmodSync(file, 0o600)
     assert.deepEqual(resolveBasicAuth({ flag: 'x:y', env: { FLOWER_BASIC_AUTH: 'f:g' } })?.users, [{ user: 'x', pass: 'y' }])
     const fromFile = resolveBasicAuth({ file, env: { FLOWER_BASIC_AUTH: 'f:g' } })
-    assert.deepEqual(fromFile?.users, [{ user: 'ann', pass: 'pw1' }, { user: 'bob', pass: 'pw:2' }])
+    assert.deepEqual(fromFile?.users, [
+      { user: 'ann', pass: 'pw1' },
+      { user: 'bob', pass: 'pw:2' },
+    ])
     assert.equal(fromFile?.warning, undefined)
-    assert.deepEqual(resolveBasicAuth({ env: { TSQ_DASHBOARD_BASIC_AUTH: 't:u', FLOWER_BASIC_AUTH: 'f:g' } })?.users, [{ user: 't', pass: 'u' }])
-    assert.deepEqual(resolveBasicAuth({ env: { FLOWER_BASIC_AUTH: 'f:g,h:i' } })?.users, [{ user: 'f', pass: 'g' }, { user: 'h', pass: 'i' }])
+    assert.deepEqual(resolveBasicAuth({ env: { TSQ_DASHBOARD_BASIC_AUTH: 't:u', FLOWER_BASIC_AUTH: 'f:g' } })?.users, [
+      { user: 't', pass: 'u' },
+    ])
+    assert.deepEqual(resolveBasicAuth({ env: { FLOWER_BASIC_AUTH: 'f:g,h:i' } })?.users, [
+      { user: 'f', pass: 'g' },
+      { user: 'h', pass: 'i' },
+    ])
     assert.equal(resolveBasicAuth({ env: {} }), undefined)
   })
 
@@ -182,7 +258,10 @@ describe("the dashboard's basic auth", () => {
     chmodSync(file, 0o644)
     assert.match(resolveBasicAuth({ file, env: {} })?.warning ?? '', /can be read by other users \(mode 0644\): chmod 600/)
     assert.throws(() => resolveBasicAuth({ flag: 'a:b', file, env: {} }), /give one of them/)
-    assert.throws(() => resolveBasicAuth({ env: { FLOWER_BASIC_AUTH: 'justapassword' } }), (e: Error) => /FLOWER_BASIC_AUTH: expected user:password/.test(e.message) && !e.message.includes('justapassword'))
+    assert.throws(
+      () => resolveBasicAuth({ env: { FLOWER_BASIC_AUTH: 'justapassword' } }),
+      (e: Error) => /FLOWER_BASIC_AUTH: expected user:password/.test(e.message) && !e.message.includes('justapassword'),
+    )
     assert.throws(() => resolveBasicAuth({ file: join(dir, 'missing'), env: {} }), /ENOENT/)
   })
 })

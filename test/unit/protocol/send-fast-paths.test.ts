@@ -27,12 +27,18 @@ const PIECES = ['a', 'Z', ' ', "'", '"', '\\', '\n', 'é', '€', '😀', '\u000
 
 function scalar(r: () => number): unknown {
   switch (Math.floor(r() * 9)) {
-    case 0: return Math.floor(r() * 2000) - 1000
-    case 1: return (r() - 0.5) * 1e6
-    case 2: return [NaN, Infinity, -Infinity, 0, -0, 1e21, 1e-7, 2 ** 53 + 2][Math.floor(r() * 8)]
-    case 3: return r() < 0.5
-    case 4: return null
-    case 5: return BigInt(Math.floor(r() * 1e9)) * 10n ** 12n
+    case 0:
+      return Math.floor(r() * 2000) - 1000
+    case 1:
+      return (r() - 0.5) * 1e6
+    case 2:
+      return [NaN, Infinity, -Infinity, 0, -0, 1e21, 1e-7, 2 ** 53 + 2][Math.floor(r() * 8)]
+    case 3:
+      return r() < 0.5
+    case 4:
+      return null
+    case 5:
+      return BigInt(Math.floor(r() * 1e9)) * 10n ** 12n
     default: {
       let s = ''
       const n = Math.floor(r() * 12)
@@ -61,9 +67,14 @@ describe('[send fast paths] argsrepr and kwargsrepr of plain values are written 
     }
   })
 
-  it('lengths around saferepr\'s limit come out cut exactly as saferepr cuts them', () => {
+  it("lengths around saferepr's limit come out cut exactly as saferepr cuts them", () => {
     for (let len = 990; len <= 1030; len++) {
-      for (const args of [['y'.repeat(len)], ['a b '.repeat(len / 4), 1], [1, "it's ".repeat(len / 5)], Array.from({ length: len / 3 }, (_, i) => i)]) {
+      for (const args of [
+        ['y'.repeat(len)],
+        ['a b '.repeat(len / 4), 1],
+        [1, "it's ".repeat(len / 5)],
+        Array.from({ length: len / 3 }, (_, i) => i),
+      ]) {
         assert.equal(argsRepr(args), saferepr(new PyTuple([...args]), REPR_MAXSIZE), `length ${len}`)
         const kwargs = Object.fromEntries(args.map((v, i) => [`k${i}`, v]))
         assert.equal(kwargsRepr(kwargs), saferepr(kwargs, REPR_MAXSIZE), `kwargs length ${len}`)
@@ -115,24 +126,42 @@ describe('[send fast paths] the task body is written as dumps writes it', () => 
 describe('[send fast paths] the Redis envelope is written as text, the same bytes as serializeEnvelope(buildEnvelope(...))', () => {
   const base = (): OutgoingMessage => ({
     body: Buffer.from('[[1, 2], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'),
-    properties: { contentType: 'application/json', contentEncoding: 'utf-8', headers: { lang: 'py', task: 'proj.add', id: 'abc', argsrepr: "('é', '😀')", timelimit: [null, 30], retries: 0 }, deliveryMode: 2, priority: 0, correlationId: 'abc', replyTo: 'r-1' },
+    properties: {
+      contentType: 'application/json',
+      contentEncoding: 'utf-8',
+      headers: { lang: 'py', task: 'proj.add', id: 'abc', argsrepr: "('é', '😀')", timelimit: [null, 30], retries: 0 },
+      deliveryMode: 2,
+      priority: 0,
+      correlationId: 'abc',
+      replyTo: 'r-1',
+    },
   })
   const variants: Array<[string, (m: OutgoingMessage) => void]> = [
     ['a task message', () => undefined],
     ['with an expiration', (m) => (m.properties.expiration = '30000')],
     ['transient, priority 7', (m) => Object.assign(m.properties, { deliveryMode: 1, priority: 7 })],
-    ['no correlation id or reply_to', (m) => {
-      delete m.properties.correlationId
-      delete m.properties.replyTo
-    }],
+    [
+      'no correlation id or reply_to',
+      (m) => {
+        delete m.properties.correlationId
+        delete m.properties.replyTo
+      },
+    ],
     ['an empty body and headers', (m) => Object.assign(m, { body: Buffer.alloc(0) }, { properties: { ...m.properties, headers: {} } })],
-    ['binary body, non-ASCII content type', (m) => Object.assign(m, { body: Buffer.from([0, 255, 128, 10]) }, { properties: { ...m.properties, contentType: 'application/x-é' } })],
+    [
+      'binary body, non-ASCII content type',
+      (m) =>
+        Object.assign(m, { body: Buffer.from([0, 255, 128, 10]) }, { properties: { ...m.properties, contentType: 'application/x-é' } }),
+    ],
   ]
   for (const [what, change] of variants) {
     it(what, () => {
       const m = base()
       change(m)
-      for (const [exchange, key] of [['', 'celery'], ['ex"change', 'rk\u00e9']]) {
+      for (const [exchange, key] of [
+        ['', 'celery'],
+        ['ex"change', 'rk\u00e9'],
+      ]) {
         const fast = encodeEnvelope(exchange!, key!, m)
         const tag = /"delivery_tag": "([^"]+)"/.exec(fast)![1]!
         const reference = buildEnvelope(exchange!, key!, m)

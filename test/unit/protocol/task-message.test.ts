@@ -1,12 +1,26 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import {
-  MalformedMessageError, UnsupportedContentTypeError, decodeTaskMessage, dumps, encodeTaskV2, loads, parseIsoDate,
+  MalformedMessageError,
+  UnsupportedContentTypeError,
+  decodeTaskMessage,
+  dumps,
+  encodeTaskV2,
+  loads,
+  parseIsoDate,
   type TaskSendOptions,
 } from '../../../src/protocol/index.js'
 import { loadFixture } from './fixtures.js'
 
-interface Case { name: string; task: string; now: string; ts_options: Record<string, unknown>; headers_json: string; properties: { correlation_id: string; reply_to: string }; body: string }
+interface Case {
+  name: string
+  task: string
+  now: string
+  ts_options: Record<string, unknown>
+  headers_json: string
+  properties: { correlation_id: string; reply_to: string }
+  body: string
+}
 const { cases } = loadFixture<{ cases: Case[] }>('task-messages.json')
 
 describe('spec §1 encodeTaskV2 against Celery 5.2.6 as_task_v2 output', () => {
@@ -45,7 +59,12 @@ describe('spec §1.6 decodeTaskMessage', () => {
   it('decodes the captured Redis envelope (§1.9), body as bytes', () => {
     const { envelope } = loadFixture<{ envelope: string }>('spec-1.9-redis-task-envelope.json')
     const env = loads(envelope) as { body: string; headers: Record<string, unknown>; 'content-type': string; 'content-encoding': string }
-    const req = decodeTaskMessage({ headers: env.headers, body: Buffer.from(env.body, 'base64'), contentType: env['content-type'], contentEncoding: env['content-encoding'] })
+    const req = decodeTaskMessage({
+      headers: env.headers,
+      body: Buffer.from(env.body, 'base64'),
+      contentType: env['content-type'],
+      contentEncoding: env['content-encoding'],
+    })
     assert.equal(req.protocol, 2)
     assert.equal(req.id, '890ef490-86e7-4d33-a5a9-b85b58e8c844')
     assert.equal(req.task, 'tasks.add')
@@ -82,7 +101,12 @@ describe('spec §1.6 decodeTaskMessage', () => {
   it('round-trips every encoded fixture', () => {
     for (const c of cases) {
       const m = encodeTaskV2(c.task, { ...c.ts_options, now: new Date(c.now) } as unknown as TaskSendOptions)
-      const req = decodeTaskMessage({ headers: m.headers, body: new TextEncoder().encode(m.body), contentType: m.contentType, contentEncoding: m.contentEncoding })
+      const req = decodeTaskMessage({
+        headers: m.headers,
+        body: new TextEncoder().encode(m.body),
+        contentType: m.contentType,
+        contentEncoding: m.contentEncoding,
+      })
       assert.equal(req.id, m.headers.id)
       assert.deepEqual(req.args, loads(m.body) instanceof Array ? (loads(m.body) as unknown[])[0] : undefined)
       assert.equal(req.eta, m.headers.eta)
@@ -110,8 +134,19 @@ describe('spec §1.6 decodeTaskMessage', () => {
   it('rejects pickle with UnsupportedContentTypeError, even when accept_content lists it', () => {
     for (const accept of [undefined, new Set(['application/x-python-serialize'])]) {
       assert.throws(
-        () => decodeTaskMessage({ ...base, body: 'x', contentType: 'application/x-python-serialize', contentEncoding: 'binary', ...(accept ? { decoder: { accept } } : {}) }),
-        (e: unknown) => e instanceof UnsupportedContentTypeError && e.code === 'PICKLE_REFUSED' && e instanceof MalformedMessageError && /never unpickles/.test(e.message),
+        () =>
+          decodeTaskMessage({
+            ...base,
+            body: 'x',
+            contentType: 'application/x-python-serialize',
+            contentEncoding: 'binary',
+            ...(accept ? { decoder: { accept } } : {}),
+          }),
+        (e: unknown) =>
+          e instanceof UnsupportedContentTypeError &&
+          e.code === 'PICKLE_REFUSED' &&
+          e instanceof MalformedMessageError &&
+          /never unpickles/.test(e.message),
       )
     }
   })
@@ -126,6 +161,7 @@ describe('parseIsoDate (celery.utils.iso8601)', () => {
     assert.equal(parseIsoDate('2024-01-02').toISOString(), '2024-01-02T00:00:00.000Z')
   })
   it('throws on what Python refuses', () => {
-    for (const bad of ['', 'x', '2024', '2024-02-30T00:00:00', '2024-01-01T25:00:00']) assert.throws(() => parseIsoDate(bad), RangeError, bad)
+    for (const bad of ['', 'x', '2024', '2024-02-30T00:00:00', '2024-01-01T25:00:00'])
+      assert.throws(() => parseIsoDate(bad), RangeError, bad)
   })
 })

@@ -12,7 +12,14 @@ import { directPublisher } from '../../../src/transport/amqp/tricks/direct-publi
 import type { MessageProperties } from '../../../src/transport/transport.js'
 import { encodeTaskV2 } from '../../../src/protocol/index.js'
 
-const task = encodeTaskV2('proj.add', { args: [2, 300], kwargs: { big: 2 ** 40 }, origin: 'gen1@host', replyTo: 'reply-q', expires: 60, timeLimit: 300 })
+const task = encodeTaskV2('proj.add', {
+  args: [2, 300],
+  kwargs: { big: 2 ** 40 },
+  origin: 'gen1@host',
+  replyTo: 'reply-q',
+  expires: 60,
+  timeLimit: 300,
+})
 const withExpiry: MessageProperties = {
   contentType: task.contentType,
   contentEncoding: task.contentEncoding,
@@ -31,7 +38,10 @@ function frames(fields: Record<string, unknown>): Buffer {
   return Buffer.concat([defs.encodeMethod(defs.BasicPublish, 1, fields), defs.encodeProperties(defs.BasicProperties, 1, 42, fields)])
 }
 
-for (const [name, props] of [['a task with every property', withExpiry], ['a message without the optional ones', bare]] as const) {
+for (const [name, props] of [
+  ['a task with every property', withExpiry],
+  ['a message without the optional ones', bare],
+] as const) {
   it(`[amqp direct publish] ${name}: the same frames as amqplib's publish`, () => {
     const ours = publishFields('celery', 'celery.key', props)
     const theirs = Args.publish('celery', 'celery.key', { ...props })
@@ -77,7 +87,10 @@ it("[amqp direct publish] without amqplib's internals, the public publish, with 
   assert.equal(seen.length, 2)
   for (const [exchange, routingKey, content, options] of seen) {
     assert.deepEqual([exchange, routingKey, content], ['ex', 'rk', body])
-    assert.deepEqual(frames(Args.publish('ex', 'rk', options as Record<string, unknown>)), frames(fields as unknown as Record<string, unknown>))
+    assert.deepEqual(
+      frames(Args.publish('ex', 'rk', options as Record<string, unknown>)),
+      frames(fields as unknown as Record<string, unknown>),
+    )
   }
   assert.equal(seen[0]![4], cb)
 })
@@ -117,7 +130,7 @@ it("[amqp direct publish] an open channel's frames go on its own frame stream; a
   assert.deepEqual(calls.splice(0), ['confirm', 'sendMessage', 'sendMessage'])
 })
 
-it('[amqp direct publish] TSQ_NO_DIRECT_PUBLISH or TSQ_NO_TRICKS: amqplib\'s own publish, even where its internals are there', () => {
+it("[amqp direct publish] TSQ_NO_DIRECT_PUBLISH or TSQ_NO_TRICKS: amqplib's own publish, even where its internals are there", () => {
   assert.notEqual(choosePublisher({}), plainPublisher)
   assert.equal(choosePublisher({ TSQ_NO_DIRECT_PUBLISH: '1' }), plainPublisher)
   assert.equal(choosePublisher({ TSQ_NO_TRICKS: '1' }), plainPublisher)
@@ -134,10 +147,15 @@ it('[amqp direct publish] TSQ_NO_DIRECT_PUBLISH or TSQ_NO_TRICKS: amqplib\'s own
   assert.deepEqual(calls, ['publish+cb', 'publish'])
 })
 
-it('[amqp direct publish] TSQ_NO_PUBLISH_FRAMES: an open channel\'s message goes through sendMessage, not tsq\'s frames', () => {
+it("[amqp direct publish] TSQ_NO_PUBLISH_FRAMES: an open channel's message goes through sendMessage, not tsq's frames", () => {
   const calls: string[] = []
   const stream = { write: () => calls.push('stream') > 0 }
-  const channel = { ch: 3, connection: { channels: [] as unknown[], sentSinceLastCheck: false }, pushConfirmCallback: () => calls.push('confirm'), sendMessage: () => calls.push('sendMessage') > 0 }
+  const channel = {
+    ch: 3,
+    connection: { channels: [] as unknown[], sentSinceLastCheck: false },
+    pushConfirmCallback: () => calls.push('confirm'),
+    sendMessage: () => calls.push('sendMessage') > 0,
+  }
   channel.connection.channels[3] = { channel, buffer: stream }
   const noFrames = directPublisher({ frames: false })
   noFrames.confirmed(channel as unknown as ConfirmChannel, publishFields('', 'q', withExpiry), Buffer.from('[]'), () => undefined)

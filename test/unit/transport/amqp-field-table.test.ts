@@ -12,7 +12,9 @@ interface Case {
   written: string
   read: unknown
 }
-const fixture = JSON.parse(readFileSync(new URL('../../fixtures/wire/amqp-field-tables.json', import.meta.url), 'utf8')) as { cases: Case[] }
+const fixture = JSON.parse(readFileSync(new URL('../../fixtures/wire/amqp-field-tables.json', import.meta.url), 'utf8')) as {
+  cases: Case[]
+}
 const byName = new Map(fixture.cases.map((c) => [c.name, c]))
 
 /** The fixture's tagged JSON as tsq's decoder gives it: integers exact (number where safe, else bigint). */
@@ -66,14 +68,24 @@ describe('[amqp field table] writing as py-amqp writes', () => {
 
   it('writes each boundary integer as I within ±(2**31-1) and L beyond, never b or s', () => {
     const tags = (n: number | bigint) => String.fromCharCode(encode({ k: n })[2]!)
-    for (const n of [0, 127, 128, 255, 256, 32767, 32768, -1, -128, -129, -32769, 2 ** 31 - 1, -(2 ** 31) + 1]) assert.equal(tags(n), 'I', String(n))
-    for (const n of [2 ** 31, -(2 ** 31), 2 ** 40, 2 ** 53 - 1, -(2 ** 53) + 1, 2n ** 63n - 1n, -(2n ** 63n)]) assert.equal(tags(n), 'L', String(n))
+    for (const n of [0, 127, 128, 255, 256, 32767, 32768, -1, -128, -129, -32769, 2 ** 31 - 1, -(2 ** 31) + 1])
+      assert.equal(tags(n), 'I', String(n))
+    for (const n of [2 ** 31, -(2 ** 31), 2 ** 40, 2 ** 53 - 1, -(2 ** 53) + 1, 2n ** 63n - 1n, -(2n ** 63n)])
+      assert.equal(tags(n), 'L', String(n))
     assert.equal(tags(1.5), 'd')
     assert.equal(tags(2 ** 64), 'd')
   })
 
   it('round-trips 64-bit integers exactly, and amqplib typed values as py-amqp types them', () => {
-    const table = { big: 2n ** 63n - 1n, neg: -(2n ** 62n) - 3n, i: { '!': 'int', value: 300 }, s: { '!': 'short', value: 300 }, ts: { '!': 'timestamp', value: 1700000000 }, d: { '!': 'decimal', value: { places: 2, digits: -314 } }, when: new Date(1_700_000_000_500) }
+    const table = {
+      big: 2n ** 63n - 1n,
+      neg: -(2n ** 62n) - 3n,
+      i: { '!': 'int', value: 300 },
+      s: { '!': 'short', value: 300 },
+      ts: { '!': 'timestamp', value: 1700000000 },
+      d: { '!': 'decimal', value: { places: 2, digits: -314 } },
+      when: new Date(1_700_000_000_500),
+    }
     const decoded = decodeFields(encode(table))
     assert.deepEqual(decoded, { big: 2n ** 63n - 1n, neg: -(2n ** 62n) - 3n, i: 300, s: 300, ts: 1700000000, d: -3.14, when: 1700000000 })
     assert.equal(encode({ s: { '!': 'short', value: 300 } })[2], 0x49)

@@ -8,7 +8,13 @@ import type { ChannelModel } from 'amqplib'
 import { watchHeartbeats } from '../../../src/transport/amqp/heartbeat.js'
 
 function fakeConnection(heartbeat: number) {
-  const stream = { bytesRead: 0, destroyed: false, destroy() { this.destroyed = true } }
+  const stream = {
+    bytesRead: 0,
+    destroyed: false,
+    destroy() {
+      this.destroyed = true
+    },
+  }
   const errors: Error[] = []
   const model = Object.assign(new EventEmitter(), { connection: { heartbeat, stream, onSocketError: (e: Error) => errors.push(e) } })
   return { conn: model as unknown as ChannelModel, stream, errors, model }

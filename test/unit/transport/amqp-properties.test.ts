@@ -53,5 +53,11 @@ it('[amqp properties] tagged values, buffers, bigints and nested tables come out
 })
 
 it('[amqp properties] no headers and missing fields give the contract defaults', () => {
-  assert.deepEqual(fromAmqplibProperties({} as AmqplibProperties), { contentType: '', contentEncoding: '', headers: {}, deliveryMode: 1, priority: 0 })
+  assert.deepEqual(fromAmqplibProperties({} as AmqplibProperties), {
+    contentType: '',
+    contentEncoding: '',
+    headers: {},
+    deliveryMode: 1,
+    priority: 0,
+  })
 })

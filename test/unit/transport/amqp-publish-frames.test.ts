@@ -20,7 +20,16 @@ function amqplibFrames(channel: number, fields: PublishFields, body: Buffer): Bu
   return Buffer.concat(written)
 }
 
-const task = encodeTaskV2('proj.add', { args: [2, 300], kwargs: { who: 'zoë' }, origin: 'gen1@host', replyTo: 'c0ffee-reply', expires: 60, timeLimit: 300, group: 'g-1', groupIndex: 2 })
+const task = encodeTaskV2('proj.add', {
+  args: [2, 300],
+  kwargs: { who: 'zoë' },
+  origin: 'gen1@host',
+  replyTo: 'c0ffee-reply',
+  expires: 60,
+  timeLimit: 300,
+  group: 'g-1',
+  groupIndex: 2,
+})
 const taskProps: MessageProperties = {
   contentType: task.contentType,
   contentEncoding: task.contentEncoding,
@@ -37,7 +46,12 @@ const cases: Array<[string, number, PublishFields, Buffer]> = [
   ['a task with every property', 1, publishFields('', 'celery', taskProps), Buffer.from(task.body)],
   ['a message with none of the optional properties', 7, publishFields('celeryev', 'task.sent', bare), Buffer.from('{"a": 1}')],
   ['an empty body (no body frame)', 2, publishFields('', 'q', bare), Buffer.alloc(0)],
-  ['non-ASCII names, short and long', 65535, publishFields('échange', `clé-${'é'.repeat(40)}`, { ...taskProps, correlationId: 'ïd', replyTo: `rép-${'ö'.repeat(60)}` }), Buffer.from('[]')],
+  [
+    'non-ASCII names, short and long',
+    65535,
+    publishFields('échange', `clé-${'é'.repeat(40)}`, { ...taskProps, correlationId: 'ïd', replyTo: `rép-${'ö'.repeat(60)}` }),
+    Buffer.from('[]'),
+  ],
   ['strings of 255 bytes', 3, publishFields('x'.repeat(255), 'y'.repeat(255), { ...bare, replyTo: 'z'.repeat(255) }), Buffer.from('[]')],
   ['no headers at all', 4, { ...publishFields('', 'q', bare), headers: undefined }, Buffer.from('[]')],
 ]
@@ -73,7 +87,11 @@ it('[amqp publish frames] what amqplib would refuse or read otherwise is left to
     { contentType: 42 },
     { headers: { big: 'x'.repeat(70_000) } },
   ]) {
-    assert.equal(encodePublishFrames(1, { ...fields, ...odd } as unknown as PublishFields, body), undefined, JSON.stringify(odd).slice(0, 60))
+    assert.equal(
+      encodePublishFrames(1, { ...fields, ...odd } as unknown as PublishFields, body),
+      undefined,
+      JSON.stringify(odd).slice(0, 60),
+    )
   }
   assert.equal(encodePublishFrames(1, fields, '[]' as unknown as Buffer), undefined)
 })

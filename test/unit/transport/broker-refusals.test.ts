@@ -27,7 +27,10 @@ describe('broker refusals', () => {
   it('an EXECABORT caused by an OOM says OOM too; one caused by something else keeps its words', () => {
     const e = classifyRedisError(execAbort(new Error(OOM)), 'declare queue w@h.celery.pidbox', 'redis://h/0')
     assert.equal(e.code, 'OOM')
-    assert.match(e.message, /^redis broker redis:\/\/h\/0: declare queue w@h\.celery\.pidbox: Redis is out of memory \(maxmemory\): OOM command not allowed/)
+    assert.match(
+      e.message,
+      /^redis broker redis:\/\/h\/0: declare queue w@h\.celery\.pidbox: Redis is out of memory \(maxmemory\): OOM command not allowed/,
+    )
     assert.equal(isOutOfMemoryError(execAbort(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'))), false)
     assert.equal(classifyRedisError(execAbort(), 'x', 'redis://h/0').code, 'EXECABORT')
   })

@@ -24,7 +24,9 @@ describe('[broker_heartbeat] the AMQP heartbeat asked for', () => {
   })
   it('from conf: broker_heartbeat and broker_heartbeat_checkrate reach the transport settings', () => {
     assert.deepEqual(
-      (({ heartbeat, heartbeatCheckrate }) => ({ heartbeat, heartbeatCheckrate }))(transportSettingsFromConf({ broker_heartbeat: 0, broker_heartbeat_checkrate: 2 })),
+      (({ heartbeat, heartbeatCheckrate }) => ({ heartbeat, heartbeatCheckrate }))(
+        transportSettingsFromConf({ broker_heartbeat: 0, broker_heartbeat_checkrate: 2 }),
+      ),
       { heartbeat: 0, heartbeatCheckrate: 2 },
     )
     assert.equal(transportSettingsFromConf({ broker_heartbeat: null }).heartbeat, 0)
@@ -33,8 +35,12 @@ describe('[broker_heartbeat] the AMQP heartbeat asked for', () => {
   it('0 and None start a worker; a bad value is refused with one line', () => {
     assert.deepEqual(settingsRefusals({ broker_heartbeat: 0 }, 'celery'), [])
     assert.deepEqual(settingsRefusals({ broker_heartbeat: null, broker_heartbeat_checkrate: 2 }, 'celery'), [])
-    assert.deepEqual(settingsRefusals({ broker_heartbeat: '60' }, 'celery'), ['broker_heartbeat = "60": expected seconds >= 0 (0 or None: off)'])
-    assert.deepEqual(settingsRefusals({ broker_heartbeat_checkrate: 0 }, 'celery'), ['broker_heartbeat_checkrate = 0: expected a number > 0'])
+    assert.deepEqual(settingsRefusals({ broker_heartbeat: '60' }, 'celery'), [
+      'broker_heartbeat = "60": expected seconds >= 0 (0 or None: off)',
+    ])
+    assert.deepEqual(settingsRefusals({ broker_heartbeat_checkrate: 0 }, 'celery'), [
+      'broker_heartbeat_checkrate = 0: expected a number > 0',
+    ])
   })
 })
 
@@ -49,9 +55,16 @@ describe('[health_check_interval, socket_timeout] Redis liveness', () => {
     ])
   })
   it('the result backend reads redis_socket_* and redis_backend_health_check_interval', () => {
-    assert.deepEqual(backendLivenessFromConf({ redis_socket_timeout: 3, redis_backend_health_check_interval: 0, redis_socket_keepalive: true }), { socketTimeout: 3, healthCheckInterval: 0, socketKeepalive: true })
-    assert.deepEqual(settingsRefusals({ redis_backend_health_check_interval: -2 }, 'celery'), ['redis_backend_health_check_interval = -2: expected seconds >= 0, or None'])
-    assert.deepEqual(settingsRefusals({ redis_socket_timeout: 'soon' }, 'celery'), ['redis_socket_timeout = "soon": expected seconds > 0, or None'])
+    assert.deepEqual(
+      backendLivenessFromConf({ redis_socket_timeout: 3, redis_backend_health_check_interval: 0, redis_socket_keepalive: true }),
+      { socketTimeout: 3, healthCheckInterval: 0, socketKeepalive: true },
+    )
+    assert.deepEqual(settingsRefusals({ redis_backend_health_check_interval: -2 }, 'celery'), [
+      'redis_backend_health_check_interval = -2: expected seconds >= 0, or None',
+    ])
+    assert.deepEqual(settingsRefusals({ redis_socket_timeout: 'soon' }, 'celery'), [
+      'redis_socket_timeout = "soon": expected seconds > 0, or None',
+    ])
   })
   it('ioredis options: socket timeout (plus a blocking wait), keep-alive unless turned off', () => {
     assert.deepEqual(livenessClientOptions(undefined), { keepAlive: 0 })
@@ -62,11 +75,17 @@ describe('[health_check_interval, socket_timeout] Redis liveness', () => {
     assert.deepEqual(healthCheckTimings(undefined), { everyMs: 25_000, deadlineMs: 25_000 })
     assert.equal(healthCheckTimings({ healthCheckInterval: 0 }), null)
     assert.deepEqual(healthCheckTimings({ healthCheckInterval: 10, socketTimeout: 3 }), { everyMs: 10_000, deadlineMs: 3_000 })
-    assert.deepEqual(readLiveness({ health_check_interval: null }, { socket_timeout: 'a', socket_connect_timeout: 'b', socket_keepalive: 'c', health_check_interval: 'd' }).liveness, { healthCheckInterval: 0 })
+    assert.deepEqual(
+      readLiveness(
+        { health_check_interval: null },
+        { socket_timeout: 'a', socket_connect_timeout: 'b', socket_keepalive: 'c', health_check_interval: 'd' },
+      ).liveness,
+      { healthCheckInterval: 0 },
+    )
   })
 })
 
-describe('[reconnect line] Celery\'s CONNECTION_RETRY_STEP', () => {
+describe("[reconnect line] Celery's CONNECTION_RETRY_STEP", () => {
   it('the wait and the attempt number; the failover line when the next URL is tried at once', () => {
     assert.equal(retryStep({ attempt: 3, delayMs: 2000, failover: false }), 'Trying again in 2.00 seconds... (3)')
     assert.equal(retryStep({ attempt: 1, delayMs: 0, failover: true }), 'Will retry using next failover.')
@@ -87,6 +106,10 @@ describe('[redis liveness] the stale socket_timeout timer of a closed ioredis so
     stop()
     conn.disconnect()
     const source = (await import('node:fs')).readFileSync(new URL('../../../node_modules/ioredis/built/Redis.js', import.meta.url), 'utf8')
-    assert.match(source, /this\.socketTimeoutTimer = setTimeout\(/, 'ioredis no longer keeps its socket timeout in socketTimeoutTimer: check liveness.ts onClose')
+    assert.match(
+      source,
+      /this\.socketTimeoutTimer = setTimeout\(/,
+      'ioredis no longer keeps its socket timeout in socketTimeoutTimer: check liveness.ts onClose',
+    )
   })
 })

@@ -27,9 +27,7 @@ interface Fixture {
   bind: Record<string, Rec[]>
   routing_keys: { countdown: number; routing_key: string; result: string | { error: string } }[]
 }
-const fixture = JSON.parse(
-  readFileSync(new URL('../../fixtures/wire/native-delayed-delivery.json', import.meta.url), 'utf8'),
-) as Fixture
+const fixture = JSON.parse(readFileSync(new URL('../../fixtures/wire/native-delayed-delivery.json', import.meta.url), 'utf8')) as Fixture
 
 /** py-amqp's tag as this codebase's typed integer: I is a 32-bit int, L a 64-bit long. */
 function untagArgs(args: Rec): Rec {
@@ -88,7 +86,7 @@ describe('native delayed delivery: constants and names (kombu 5.5)', () => {
   })
 })
 
-describe('native delayed delivery: the declared layout is kombu 5.5\'s, method for method', () => {
+describe("native delayed delivery: the declared layout is kombu 5.5's, method for method", () => {
   for (const queueType of ['classic', 'quorum'] as const) {
     it(`${queueType}: same methods, order, names, flags, arguments and integer tags`, () => {
       const expected = fixture.declare[queueType].map(fromKombu)
@@ -135,7 +133,7 @@ describe('native delayed delivery: routing keys (calculate_routing_key)', () => 
     assert.ok(fixture.routing_keys.some((c) => c.countdown === 0 && typeof c.result === 'object'))
     assert.equal(delayRoutingKey(0, 'celery'), `${Array(28).fill('0').join('.')}.celery`)
   })
-  it('a fraction is truncated, as Celery\'s int(countdown)', () => {
+  it("a fraction is truncated, as Celery's int(countdown)", () => {
     assert.equal(delayRoutingKey(3.9, 'celery'), delayRoutingKey(3, 'celery'))
     assert.equal(delayRoutingKey(0.5, 'celery'), delayRoutingKey(0, 'celery'))
   })

@@ -18,7 +18,7 @@ describe('failover URL lists (kombu: hostname.split(";"), or a list)', () => {
     assert.throws(() => splitUrlList(' ; '), BadBrokerUrlError)
   })
 
-  it("conf.broker_url as a list becomes the one-string form config carries", () => {
+  it('conf.broker_url as a list becomes the one-string form config carries', () => {
     assert.equal(urlListSetting(['amqp://a//', 'amqp://b//']), 'amqp://a//;amqp://b//')
     assert.equal(urlListSetting('amqp://a//'), 'amqp://a//')
     assert.equal(urlListSetting(''), undefined)
@@ -31,7 +31,11 @@ describe('failover URL lists (kombu: hostname.split(";"), or a list)', () => {
   })
 
   it("inspect conf's filter masks broker_url given as a list", () => {
-    const shown = filterHiddenSettings({ broker_url: ['amqp://u:pw@a//', 'amqp://u:pw@b//'], other: 'amqp://u:pw@c//;amqp://u:pw@d//', result_backend: 'redis://:pw@a/0' })
+    const shown = filterHiddenSettings({
+      broker_url: ['amqp://u:pw@a//', 'amqp://u:pw@b//'],
+      other: 'amqp://u:pw@c//;amqp://u:pw@d//',
+      result_backend: 'redis://:pw@a/0',
+    })
     assert.deepEqual(shown.broker_url, ['amqp://u:********@a//', 'amqp://u:********@b//'])
     assert.doesNotMatch(JSON.stringify(shown.broker_url), /pw/)
   })
@@ -46,7 +50,10 @@ describe('failover URL lists (kombu: hostname.split(";"), or a list)', () => {
     assert.equal(parseFailoverStrategy('shuffle'), 'shuffle')
     assert.throws(() => parseFailoverStrategy('random'), /broker_failover_strategy must be round-robin or shuffle, got "random"/)
     assert.equal(transportSettingsFromConf({ broker_failover_strategy: 'shuffle' }).failoverStrategy, 'shuffle')
-    assert.throws(() => transportSettingsFromConf({ broker_failover_strategy: 'nope' }), (e: Error & { code?: string }) => e.code === 'CONFIG')
+    assert.throws(
+      () => transportSettingsFromConf({ broker_failover_strategy: 'nope' }),
+      (e: Error & { code?: string }) => e.code === 'CONFIG',
+    )
   })
 
   it('round-robin: next URL at once, back off only when a whole round failed (kombu completes_cycle)', () => {
@@ -79,8 +86,14 @@ describe('failover URL lists (kombu: hostname.split(";"), or a list)', () => {
   })
 
   it('createTransport: a list is for RabbitMQ; mixed kinds and redis:// lists get one clear line', async () => {
-    await assert.rejects(createTransport('amqp://a//;redis://b/0'), /a failover list must name one kind of broker: amqp:\/\/a\/\/;redis:\/\/b\/0/)
-    await assert.rejects(createTransport('redis://:pw@a/0;redis://:pw@b/0'), (e: Error) => /failover lists are for RabbitMQ/.test(e.message) && !e.message.includes('pw'))
+    await assert.rejects(
+      createTransport('amqp://a//;redis://b/0'),
+      /a failover list must name one kind of broker: amqp:\/\/a\/\/;redis:\/\/b\/0/,
+    )
+    await assert.rejects(
+      createTransport('redis://:pw@a/0;redis://:pw@b/0'),
+      (e: Error) => /failover lists are for RabbitMQ/.test(e.message) && !e.message.includes('pw'),
+    )
     const t = await createTransport('amqp://u:pw@127.0.0.1:1//;amqps://u:pw@127.0.0.1:2//')
     assert.equal(t.displayUrl, 'amqp://u:**@127.0.0.1:1//;amqps://u:**@127.0.0.1:2//')
     assert.deepEqual(t.alternates, ['amqp://u:**@127.0.0.1:1//', 'amqps://u:**@127.0.0.1:2//'])
@@ -115,19 +128,39 @@ describe('quorum queues (Celery 5.5: task_default_queue_type, x-queue-type in ta
   })
 
   it('a bad task_default_queue_type is one line', () => {
-    assert.throws(() => queueSettings({ task_default_queue_type: 'stream' }, 'celery'), /task_default_queue_type = "stream": expected 'classic' or 'quorum'/)
+    assert.throws(
+      () => queueSettings({ task_default_queue_type: 'stream' }, 'celery'),
+      /task_default_queue_type = "stream": expected 'classic' or 'quorum'/,
+    )
   })
 
   it('priorities on a quorum queue are refused with one clear line', () => {
-    assert.throws(() => queueSettings({ task_default_queue_type: 'quorum', task_queue_max_priority: 10 }, 'celery'), (e: Error) => e instanceof QueueSettingError && /a quorum queue cannot have priorities \(task_queue_max_priority = 10\)/.test(e.message))
-    assert.throws(() => queueSettings({ task_queues: [{ name: 'q', max_priority: 5, queue_arguments: { 'x-queue-type': 'quorum' } }] }, 'celery'), /task_queues\["q"\]: a quorum queue cannot have priorities \(x-max-priority = 5\)/)
-    assert.throws(() => queueSettings({ task_queues: [{ name: 'q', auto_delete: true, queue_arguments: { 'x-queue-type': 'quorum' } }] }, 'celery'), /must be durable and neither exclusive nor auto_delete/)
+    assert.throws(
+      () => queueSettings({ task_default_queue_type: 'quorum', task_queue_max_priority: 10 }, 'celery'),
+      (e: Error) =>
+        e instanceof QueueSettingError && /a quorum queue cannot have priorities \(task_queue_max_priority = 10\)/.test(e.message),
+    )
+    assert.throws(
+      () => queueSettings({ task_queues: [{ name: 'q', max_priority: 5, queue_arguments: { 'x-queue-type': 'quorum' } }] }, 'celery'),
+      /task_queues\["q"\]: a quorum queue cannot have priorities \(x-max-priority = 5\)/,
+    )
+    assert.throws(
+      () => queueSettings({ task_queues: [{ name: 'q', auto_delete: true, queue_arguments: { 'x-queue-type': 'quorum' } }] }, 'celery'),
+      /must be durable and neither exclusive nor auto_delete/,
+    )
   })
 
   it('the delayed-delivery ladder is quorum for an app with quorum queues, or as broker_native_delayed_delivery_queue_type says', () => {
     assert.equal(transportSettingsFromConf({ task_default_queue_type: 'quorum' }).delayedQueueType, 'quorum')
-    assert.equal(transportSettingsFromConf({ task_queues: { q: { queue_arguments: { 'x-queue-type': 'quorum' } } } }).delayedQueueType, 'quorum')
+    assert.equal(
+      transportSettingsFromConf({ task_queues: { q: { queue_arguments: { 'x-queue-type': 'quorum' } } } }).delayedQueueType,
+      'quorum',
+    )
     assert.equal(transportSettingsFromConf({}).delayedQueueType, undefined)
-    assert.equal(transportSettingsFromConf({ task_default_queue_type: 'quorum', broker_native_delayed_delivery_queue_type: 'classic' }).delayedQueueType, 'classic')
+    assert.equal(
+      transportSettingsFromConf({ task_default_queue_type: 'quorum', broker_native_delayed_delivery_queue_type: 'classic' })
+        .delayedQueueType,
+      'classic',
+    )
   })
 })

@@ -148,10 +148,12 @@ describe('AckTracker', () => {
     assert.equal(consumer.inFlight, 0)
   })
 
-  it("the Delivery made from a tracked delivery defers its visibility, and turns not live once a visibility pass restored it; its ack then writes nothing", async () => {
+  it('the Delivery made from a tracked delivery defers its visibility, and turns not live once a visibility pass restored it; its ack then writes nothing', async () => {
     const { store, tracker, consumer, deliver } = setUp()
     const tracked = deliver('a')
-    const envelope = parseEnvelope('{"body": "", "headers": {}, "properties": {"delivery_tag": "a", "delivery_info": {"exchange": "", "routing_key": "q"}, "body_encoding": "base64"}}')
+    const envelope = parseEnvelope(
+      '{"body": "", "headers": {}, "properties": {"delivery_tag": "a", "delivery_info": {"exchange": "", "routing_key": "q"}, "body_encoding": "base64"}}',
+    )
     const delivery = makeDelivery(envelope, 'q', tracked)
     assert.equal(delivery.isLive?.(), true)
     await delivery.deferVisibility!(1000)

@@ -9,7 +9,10 @@ import { BusyPoll } from '../../../src/transport/redis/tricks/busy-poll.js'
 function harness() {
   let clock = 0
   let queued: Array<() => void> = []
-  const poll = new BusyPoll(() => clock, (fn) => void queued.push(fn))
+  const poll = new BusyPoll(
+    () => clock,
+    (fn) => void queued.push(fn),
+  )
   return {
     poll,
     advance(ms: number) {
@@ -31,7 +34,14 @@ function harness() {
 function reply() {
   let answer!: () => void
   const promise = new Promise<void>((resolve) => (answer = resolve))
-  return { promise, answer: async () => { answer(); await promise; await Promise.resolve() } }
+  return {
+    promise,
+    answer: async () => {
+      answer()
+      await promise
+      await Promise.resolve()
+    },
+  }
 }
 
 describe('Redis claim busy polling', () => {

@@ -35,10 +35,17 @@ describe('Redis claim script', () => {
     const store = new UnackedStore(conn, async () => [], new RedisKeys(0))
     const claimed = await store.claim(['q'], [true], 8)
     assert.deepEqual(claimed, [{ key: 'q', raw: '{"m":1}', recordedAs: 'tag-1' }])
-    assert.deepEqual(sent.map((s) => s.name), ['evalsha', 'eval'])
+    assert.deepEqual(
+      sent.map((s) => s.name),
+      ['evalsha', 'eval'],
+    )
     const [evalsha, evalScript] = sent as [Sent, Sent]
     // What ioredis writes as is: strings (a number here would fail in its toWritable).
-    for (const s of sent) assert.ok(s.args.every((a) => typeof a === 'string'), `${s.name}: strings only`)
+    for (const s of sent)
+      assert.ok(
+        s.args.every((a) => typeof a === 'string'),
+        `${s.name}: strings only`,
+      )
     const script = evalScript.args[0] as string
     assert.match(script, /redis\.pcall\('RPOP'/)
     assert.equal(evalsha.args[0], createHash('sha1').update(script).digest('hex'))

@@ -23,7 +23,10 @@ function fakeCpu() {
 
 describe('ClaimOverlap', () => {
   it('never splits where the kernel gives no run-delay counter', () => {
-    const overlap = new ClaimOverlap(() => undefined, () => 0)
+    const overlap = new ClaimOverlap(
+      () => undefined,
+      () => 0,
+    )
     assert.equal(overlap.split(), false)
   })
 
@@ -66,7 +69,7 @@ describe('ClaimOverlap', () => {
     assert.equal(overlap.split(), true)
   })
 
-  it('reads this process\'s counter where the kernel has one', () => {
+  it("reads this process's counter where the kernel has one", () => {
     const delay = readRunDelayNs()
     if (!existsSync('/proc/self/schedstat')) {
       assert.equal(delay, undefined)

@@ -45,9 +45,17 @@ async function firstClaims(window: number, overlap: ClaimOverlap | undefined, po
 }
 
 /** A ClaimOverlap whose run-delay counter never moves: a free CPU. */
-const freeCpu = () => new ClaimOverlap(() => 0, () => 0)
+const freeCpu = () =>
+  new ClaimOverlap(
+    () => 0,
+    () => 0,
+  )
 /** One that cannot read the counter (not Linux). */
-const unknownCpu = () => new ClaimOverlap(() => undefined, () => 0)
+const unknownCpu = () =>
+  new ClaimOverlap(
+    () => undefined,
+    () => 0,
+  )
 
 describe('Redis claim sizes', () => {
   it('window 8, whole: one claim of 8', async () => {

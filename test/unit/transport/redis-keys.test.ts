@@ -10,11 +10,20 @@ import { checkTransportOptions } from '../../../src/config/transport-options.js'
 import { createApp } from '../../../src/app/app.js'
 
 describe('RedisKeys', () => {
-  it('kombu\'s defaults: bare names, 0x06 0x16, steps 0 3 6 9, /{db}. fanout with patterns', () => {
+  it("kombu's defaults: bare names, 0x06 0x16, steps 0 3 6 9, /{db}. fanout with patterns", () => {
     const k = new RedisKeys(4)
     assert.equal(k.list('celery', k.step(0)), 'celery')
     assert.equal(k.list('celery', k.step(5)), 'celery\x06\x163')
-    assert.deepEqual(k.brpopKeys(['a', 'b']), ['a', 'b', 'a\x06\x163', 'b\x06\x163', 'a\x06\x166', 'b\x06\x166', 'a\x06\x169', 'b\x06\x169'])
+    assert.deepEqual(k.brpopKeys(['a', 'b']), [
+      'a',
+      'b',
+      'a\x06\x163',
+      'b\x06\x163',
+      'a\x06\x166',
+      'b\x06\x166',
+      'a\x06\x169',
+      'b\x06\x169',
+    ])
     assert.equal(k.binding('celery'), '_kombu.binding.celery')
     assert.deepEqual([k.unacked, k.unackedIndex, k.unackedMutex], ['unacked', 'unacked_index', 'unacked_mutex'])
     assert.equal(k.publishChannel('celery.pidbox', ''), '/4.celery.pidbox')
@@ -41,15 +50,21 @@ describe('RedisKeys', () => {
     assert.deepEqual(new RedisKeys(0, { globalKeyprefix: 'a*[b]:' }).subscribePatterns('e', 'k'), ['a\\*\\[b\\]:/0.e/k'])
   })
 
-  it('[sep, priority_steps] kombu\'s priority(): steps[bisect(steps, p) - 1] of the clamped priority, Python\'s index -1 included', () => {
+  it("[sep, priority_steps] kombu's priority(): steps[bisect(steps, p) - 1] of the clamped priority, Python's index -1 included", () => {
     const k = new RedisKeys(0, { sep: '|', prioritySteps: [0, 5] })
-    assert.deepEqual([0, 4, 5, 9, 12, -3, 7.9, '6', 'x', null].map((p) => k.step(p)), [0, 0, 5, 5, 5, 0, 5, 5, 0, 0])
+    assert.deepEqual(
+      [0, 4, 5, 9, 12, -3, 7.9, '6', 'x', null].map((p) => k.step(p)),
+      [0, 0, 5, 5, 5, 0, 5, 5, 0, 0],
+    )
     assert.deepEqual(k.brpopKeys(['q']), ['q', 'q|5'])
     assert.equal(k.bindingMember({ routingKey: 'a.*', pattern: '^a$', queue: 'q' }), 'a.*|^a$|q')
     assert.deepEqual(k.parseBindingMember('a.*|^a$|q'), { routingKey: 'a.*', pattern: '^a$', queue: 'q' })
     // Steps that do not start at 0: a priority below the first goes to the last step (bisect gives 0, index -1).
     const odd = new RedisKeys(0, { prioritySteps: [1, 5, 9] })
-    assert.deepEqual([0, 1, 6, 9].map((p) => odd.step(p)), [9, 1, 5, 9])
+    assert.deepEqual(
+      [0, 1, 6, 9].map((p) => odd.step(p)),
+      [9, 1, 5, 9],
+    )
     assert.deepEqual(odd.lists('q'), ['q\x06\x161', 'q\x06\x165', 'q\x06\x169'])
   })
 
@@ -67,7 +82,7 @@ describe('RedisKeys', () => {
   })
 })
 
-describe('[queue_order_strategy] kombu\'s cycles', () => {
+describe("[queue_order_strategy] kombu's cycles", () => {
   const hooks = { cancel: async () => undefined, changed: () => undefined }
   function set(strategy: 'round_robin' | 'priority' | 'sorted'): ConsumerSet {
     const s = new ConsumerSet(strategy)
@@ -91,24 +106,50 @@ describe('[queue_order_strategy] kombu\'s cycles', () => {
   })
 })
 
-describe('[broker_transport_options] the Redis layout from an app\'s conf', () => {
+describe("[broker_transport_options] the Redis layout from an app's conf", () => {
   it('each option read into the layout; bad values refused with one line each', () => {
-    const opts = { global_keyprefix: 'svc:', sep: '|', priority_steps: [0, 5], queue_order_strategy: 'priority', fanout_prefix: '/x{db}.', fanout_patterns: false, unacked_key: 'u' }
+    const opts = {
+      global_keyprefix: 'svc:',
+      sep: '|',
+      priority_steps: [0, 5],
+      queue_order_strategy: 'priority',
+      fanout_prefix: '/x{db}.',
+      fanout_patterns: false,
+      unacked_key: 'u',
+    }
     assert.deepEqual(checkTransportOptions(opts), {
-      redisLayout: { globalKeyprefix: 'svc:', sep: '|', prioritySteps: [0, 5], queueOrderStrategy: 'priority', fanoutPrefix: '/x{db}.', fanoutPatterns: false, unackedKey: 'u' },
+      redisLayout: {
+        globalKeyprefix: 'svc:',
+        sep: '|',
+        prioritySteps: [0, 5],
+        queueOrderStrategy: 'priority',
+        fanoutPrefix: '/x{db}.',
+        fanoutPatterns: false,
+        unackedKey: 'u',
+      },
       redisLiveness: {},
       refusals: [],
     })
-    assert.deepEqual(checkTransportOptions({ global_keyprefix: 3, sep: '', priority_steps: [], queue_order_strategy: 'myproj.Cycle', fanout_patterns: 'yes', ack_emulation: false }).refusals, [
-      'broker_transport_options.global_keyprefix = ********: expected a string',
-      'broker_transport_options.sep = "": expected a non-empty string',
-      'broker_transport_options.priority_steps = []: expected a list of whole numbers >= 0',
-      'broker_transport_options.queue_order_strategy = "myproj.Cycle": expected one of round_robin, priority, sorted (a Python cycle class cannot be used here)',
-      'broker_transport_options.fanout_patterns = "yes": expected true or false',
-      'broker_transport_options.ack_emulation = false: tsq keeps kombu\'s default (true), so another value would split its Redis layout from the Python workers\'',
-    ])
+    assert.deepEqual(
+      checkTransportOptions({
+        global_keyprefix: 3,
+        sep: '',
+        priority_steps: [],
+        queue_order_strategy: 'myproj.Cycle',
+        fanout_patterns: 'yes',
+        ack_emulation: false,
+      }).refusals,
+      [
+        'broker_transport_options.global_keyprefix = ********: expected a string',
+        'broker_transport_options.sep = "": expected a non-empty string',
+        'broker_transport_options.priority_steps = []: expected a list of whole numbers >= 0',
+        'broker_transport_options.queue_order_strategy = "myproj.Cycle": expected one of round_robin, priority, sorted (a Python cycle class cannot be used here)',
+        'broker_transport_options.fanout_patterns = "yes": expected true or false',
+        "broker_transport_options.ack_emulation = false: tsq keeps kombu's default (true), so another value would split its Redis layout from the Python workers'",
+      ],
+    )
   })
-  it('an app\'s conf reaches the transport settings every command uses', () => {
+  it("an app's conf reaches the transport settings every command uses", () => {
     const app = createApp({ name: 'proj', conf: { broker_transport_options: { global_keyprefix: 'svc:', visibility_timeout: 60 } } })
     assert.deepEqual(app.transportSettings, { visibilityTimeout: 60, redisLayout: { globalKeyprefix: 'svc:' } })
   })

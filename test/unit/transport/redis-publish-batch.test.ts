@@ -82,7 +82,10 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
     assert.equal(calls.length, 2)
     assert.deepEqual(calls[0]!.values, ['m0'])
     // LPUSH q m1 m2 ... pushes m1 first, as separate LPUSHes in that order would.
-    assert.deepEqual(calls[1]!.values, Array.from({ length: 999 }, (_, i) => `m${i + 1}`))
+    assert.deepEqual(
+      calls[1]!.values,
+      Array.from({ length: 999 }, (_, i) => `m${i + 1}`),
+    )
     assert.equal(calls[1]!.wire, true)
   })
 
@@ -90,14 +93,26 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
     const { calls, conn } = recorder()
     const batcher = new PublishBatcher(() => conn)
     await Promise.all(Array.from({ length: 2501 }, (_, i) => batcher.push('q', `m${i}`)))
-    assert.deepEqual(calls.map((c) => c.values.length), [1, 1000, 1000, 500])
-    assert.deepEqual(calls.flatMap((c) => c.values), Array.from({ length: 2501 }, (_, i) => `m${i}`))
+    assert.deepEqual(
+      calls.map((c) => c.values.length),
+      [1, 1000, 1000, 500],
+    )
+    assert.deepEqual(
+      calls.flatMap((c) => c.values),
+      Array.from({ length: 2501 }, (_, i) => `m${i}`),
+    )
   })
 
   it('sends to several lists in one turn go as one LPUSH per list, written back to back', async () => {
     const { calls, conn } = recorder()
     const batcher = new PublishBatcher(() => conn)
-    await Promise.all([batcher.push('a', 'a0'), batcher.push('a', 'a1'), batcher.push('b', 'b1'), batcher.push('a', 'a2'), batcher.push('b', 'b2')])
+    await Promise.all([
+      batcher.push('a', 'a0'),
+      batcher.push('a', 'a1'),
+      batcher.push('b', 'b1'),
+      batcher.push('a', 'a2'),
+      batcher.push('b', 'b2'),
+    ])
     assert.deepEqual(calls, [
       { key: 'a', values: ['a0'], wire: false },
       { key: 'a', values: ['a1', 'a2'], wire: true },
@@ -106,17 +121,34 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
   })
 
   it('a failed LPUSH rejects every send it carried, with the classified error, and only those', async () => {
-    const { conn } = recorder((key) => (key === 'bad' ? new Error('WRONGTYPE Operation against a key holding the wrong kind of value') : undefined))
-    const batcher = new PublishBatcher(() => conn, (error, key) => new Error(`classified ${key}: ${(error as Error).message}`))
+    const { conn } = recorder((key) =>
+      key === 'bad' ? new Error('WRONGTYPE Operation against a key holding the wrong kind of value') : undefined,
+    )
+    const batcher = new PublishBatcher(
+      () => conn,
+      (error, key) => new Error(`classified ${key}: ${(error as Error).message}`),
+    )
     const first = batcher.push('ok', 'lone')
     const outcomes = await Promise.allSettled([first, batcher.push('bad', 'x1'), batcher.push('ok', 'y1'), batcher.push('bad', 'x2')])
-    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'rejected'])
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'rejected'],
+    )
     assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /^Error: classified bad: WRONGTYPE/)
   })
 
   it("LpushWire's bytes are what ioredis writes for the same LPUSH, a UTF-8 key and lengths across digit counts included", () => {
     const key = 'queue-ünï-🚀{tsq}'
-    const payloads = ['', 'x', 'y'.repeat(9), 'z'.repeat(10), 'a'.repeat(99), 'b'.repeat(100), `{"body": "${'Q'.repeat(1234)}"}`, '\\u00e9 \\ud83d\\ude80']
+    const payloads = [
+      '',
+      'x',
+      'y'.repeat(9),
+      'z'.repeat(10),
+      'a'.repeat(99),
+      'b'.repeat(100),
+      `{"body": "${'Q'.repeat(1234)}"}`,
+      '\\u00e9 \\ud83d\\ude80',
+    ]
     const batch = new WireListBatch(key)
     for (const p of payloads) batch.add(p, { resolve: () => undefined, reject: () => undefined })
     const ours = batch.command().toWritable()
@@ -127,7 +159,7 @@ describe('[redis PublishBatcher] concurrent sends share one LPUSH per list', () 
     assert.deepEqual(parseResp(ours), ['LPUSH', key, ...payloads])
   })
 
-  it('TSQ_NO_LPUSH_WIRE (wire false): the same batches go through ioredis\'s own lpush', async () => {
+  it("TSQ_NO_LPUSH_WIRE (wire false): the same batches go through ioredis's own lpush", async () => {
     const { calls, conn } = recorder()
     const batcher = new PublishBatcher(() => conn, undefined, false)
     await Promise.all([batcher.push('a', 'a0'), batcher.push('a', 'a1'), batcher.push('b', 'b1'), batcher.push('a', 'a2')])

@@ -28,22 +28,43 @@ describe('[tls] plan: URL parameters and Celery settings', () => {
   it('plain schemes have no TLS unless the setting asks; rediss:// and amqps:// always do, verifying by default', () => {
     assert.equal(tlsPlan('redis://127.0.0.1:6379/0'), null)
     assert.equal(tlsPlan('amqp://h//', null), null)
-    assert.deepEqual(tlsPlan('rediss://h:6390/0'), { certReqs: 'required', caCerts: undefined, certfile: undefined, keyfile: undefined, serverHostname: undefined })
+    assert.deepEqual(tlsPlan('rediss://h:6390/0'), {
+      certReqs: 'required',
+      caCerts: undefined,
+      certfile: undefined,
+      keyfile: undefined,
+      serverHostname: undefined,
+    })
     assert.equal(tlsPlan('amqps://h//')?.certReqs, 'required')
     assert.equal(tlsPlan('amqp://h//', true)?.certReqs, 'required')
   })
 
-  it('redis-py\'s ssl_* query parameters, on rediss:// and amqps://, win over the setting', () => {
-    const plan = tlsPlan(`rediss://h/0?ssl_cert_reqs=CERT_OPTIONAL&ssl_ca_certs=${ca}&ssl_certfile=${cert}&ssl_keyfile=${key}`, { ca_certs: '/elsewhere.pem', cert_reqs: 'none' })
+  it("redis-py's ssl_* query parameters, on rediss:// and amqps://, win over the setting", () => {
+    const plan = tlsPlan(`rediss://h/0?ssl_cert_reqs=CERT_OPTIONAL&ssl_ca_certs=${ca}&ssl_certfile=${cert}&ssl_keyfile=${key}`, {
+      ca_certs: '/elsewhere.pem',
+      cert_reqs: 'none',
+    })
     assert.deepEqual(plan, { certReqs: 'optional', caCerts: ca, certfile: cert, keyfile: key, serverHostname: undefined })
     assert.equal(tlsPlan(`amqps://h//?ssl_certfile=${cert}`, { ca_certs: ca })?.caCerts, ca)
   })
 
-  it('cert_reqs takes Celery\'s spellings and Python\'s ssl constants; anything else is a bad URL (exit 64)', () => {
-    for (const [value, expected] of [['required', 'required'], ['CERT_REQUIRED', 'required'], ['ssl.CERT_NONE', 'none'], ['Optional', 'optional'], [0, 'none'], [1, 'optional'], [2, 'required']] as const) {
+  it("cert_reqs takes Celery's spellings and Python's ssl constants; anything else is a bad URL (exit 64)", () => {
+    for (const [value, expected] of [
+      ['required', 'required'],
+      ['CERT_REQUIRED', 'required'],
+      ['ssl.CERT_NONE', 'none'],
+      ['Optional', 'optional'],
+      [0, 'none'],
+      [1, 'optional'],
+      [2, 'required'],
+    ] as const) {
       assert.equal(parseCertReqs(value, 'x'), expected)
     }
-    assert.throws(() => tlsPlan('rediss://:pw@h/0?ssl_cert_reqs=maybe'), (e: Error & { code?: string }) => e.code === 'BAD_URL' && /cert_reqs must be required, optional or none/.test(e.message) && !e.message.includes('pw@'))
+    assert.throws(
+      () => tlsPlan('rediss://:pw@h/0?ssl_cert_reqs=maybe'),
+      (e: Error & { code?: string }) =>
+        e.code === 'BAD_URL' && /cert_reqs must be required, optional or none/.test(e.message) && !e.message.includes('pw@'),
+    )
   })
 })
 
@@ -55,7 +76,10 @@ describe('[tls] Node options', () => {
     assert.match(String(options.key), /PRIVATE KEY/)
     assert.equal(options.rejectUnauthorized, true)
     assert.equal(options.servername, 'broker.example')
-    const mismatch = options.checkServerIdentity!('broker.example', { subject: { CN: 'other.example' }, subjectaltname: 'DNS:other.example' } as never)
+    const mismatch = options.checkServerIdentity!('broker.example', {
+      subject: { CN: 'other.example' },
+      subjectaltname: 'DNS:other.example',
+    } as never)
     assert.ok(mismatch instanceof Error, 'a certificate for another name is refused')
     assert.equal(tlsConnectOptions({ certReqs: 'required' }, '127.0.0.1', 'rediss://h/0').servername, undefined)
   })
@@ -69,21 +93,30 @@ describe('[tls] Node options', () => {
   })
 
   it('an unreadable file is one line with its path and the masked URL, never its contents', () => {
-    assert.throws(() => tlsConnectOptions({ certReqs: 'required', caCerts: join(dir, 'missing.pem') }, 'h', 'amqps://u:s3cret@h//'), (e: Error & { code?: string }) => {
-      assert.equal(e.code, 'BAD_URL')
-      assert.equal(e.message, `amqps://u:**@h//: cannot read ca_certs ${join(dir, 'missing.pem')}: no such file`)
-      return true
-    })
+    assert.throws(
+      () => tlsConnectOptions({ certReqs: 'required', caCerts: join(dir, 'missing.pem') }, 'h', 'amqps://u:s3cret@h//'),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'BAD_URL')
+        assert.equal(e.message, `amqps://u:**@h//: cannot read ca_certs ${join(dir, 'missing.pem')}: no such file`)
+        return true
+      },
+    )
     assert.throws(() => tlsConnectOptions({ certReqs: 'required', keyfile: key }, 'h', 'rediss://h/0'), /a keyfile needs its certfile/)
   })
 })
 
 describe('[tls] settings reach every connection', () => {
-  it('the app\'s broker_use_ssl, broker_login_method and redis_backend_use_ssl', () => {
-    const app = createApp({ name: 'p', conf: { broker_use_ssl: { ca_certs: ca, cert_reqs: 'required' }, broker_login_method: 'EXTERNAL', redis_backend_use_ssl: true } })
+  it("the app's broker_use_ssl, broker_login_method and redis_backend_use_ssl", () => {
+    const app = createApp({
+      name: 'p',
+      conf: { broker_use_ssl: { ca_certs: ca, cert_reqs: 'required' }, broker_login_method: 'EXTERNAL', redis_backend_use_ssl: true },
+    })
     assert.deepEqual(app.transportSettings, { ssl: { ca_certs: ca, cert_reqs: 'required' }, loginMethod: 'EXTERNAL' })
     assert.equal(app.backendSsl, true)
-    assert.throws(() => createApp({ name: 'p', conf: { broker_use_ssl: 'yes' } }).transportSettings, /broker_use_ssl must be true or an object/)
+    assert.throws(
+      () => createApp({ name: 'p', conf: { broker_use_ssl: 'yes' } }).transportSettings,
+      /broker_use_ssl must be true or an object/,
+    )
   })
 
   it('Redis: redis:// with the setting connects over TLS; rediss:// reads its parameters', () => {
@@ -99,19 +132,36 @@ describe('[tls] settings reach every connection', () => {
     assert.equal(s.external, false)
     assert.equal(amqpConnectSettings(`amqps://h//?ssl_certfile=${cert}&ssl_keyfile=${key}&login_method=EXTERNAL`).external, true)
     assert.equal(amqpConnectSettings(`amqps://h//?ssl_certfile=${cert}`, { loginMethod: 'external' }).external, true)
-    assert.throws(() => amqpConnectSettings('amqps://u:pw@h//?login_method=EXTERNAL'), (e: Error) => /EXTERNAL needs a client certificate/.test(e.message) && !e.message.includes(':pw@'))
+    assert.throws(
+      () => amqpConnectSettings('amqps://u:pw@h//?login_method=EXTERNAL'),
+      (e: Error) => /EXTERNAL needs a client certificate/.test(e.message) && !e.message.includes(':pw@'),
+    )
     assert.throws(() => amqpConnectSettings('amqps://h//?login_method=KERBEROS'), /bad login_method/)
   })
 })
 
 describe('[tls] failure reasons', () => {
   const err = (code: string, message = code) => Object.assign(new Error(message), { code })
-  it('names unknown CA, expiry, name mismatch and the server\'s refusals; other errors are not TLS', () => {
-    assert.match(describeTlsFailure(err('SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain'))!, /not signed by a trusted CA \(unknown CA/)
+  it("names unknown CA, expiry, name mismatch and the server's refusals; other errors are not TLS", () => {
+    assert.match(
+      describeTlsFailure(err('SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain'))!,
+      /not signed by a trusted CA \(unknown CA/,
+    )
     assert.match(describeTlsFailure(err('UNABLE_TO_VERIFY_LEAF_SIGNATURE'))!, /unknown CA/)
     assert.match(describeTlsFailure(err('CERT_HAS_EXPIRED'))!, /expired/)
-    assert.match(describeTlsFailure(err('ERR_TLS_CERT_ALTNAME_INVALID', "Hostname/IP does not match certificate's altnames: IP: 10.0.0.1 is not in the cert's list: 127.0.0.1"))!, /name mismatch: IP: 10\.0\.0\.1/)
-    assert.match(describeTlsFailure(err('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED'))!, /requires a client certificate \(no client certificate sent\)/)
+    assert.match(
+      describeTlsFailure(
+        err(
+          'ERR_TLS_CERT_ALTNAME_INVALID',
+          "Hostname/IP does not match certificate's altnames: IP: 10.0.0.1 is not in the cert's list: 127.0.0.1",
+        ),
+      )!,
+      /name mismatch: IP: 10\.0\.0\.1/,
+    )
+    assert.match(
+      describeTlsFailure(err('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED'))!,
+      /requires a client certificate \(no client certificate sent\)/,
+    )
     assert.match(describeTlsFailure(err('ERR_SSL_TLSV1_ALERT_UNKNOWN_CA'))!, /refused our client certificate \(unknown CA\)/)
     assert.match(describeTlsFailure(err('ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED'))!, /client certificate \(expired\)/)
     assert.equal(describeTlsFailure(err('ECONNREFUSED')), undefined)
@@ -120,7 +170,7 @@ describe('[tls] failure reasons', () => {
 })
 
 describe('[secrets] masking as Celery masks them', () => {
-  it('maskUrl keeps the user and hides the password; Celery\'s inspect conf mask is eight asterisks', () => {
+  it("maskUrl keeps the user and hides the password; Celery's inspect conf mask is eight asterisks", () => {
     assert.equal(maskUrl('amqp://guest:guest@h//'), 'amqp://guest:**@h//')
     assert.equal(maskUrl('rediss://:pw@h:6390/0?ssl_cert_reqs=required'), 'rediss://:**@h:6390/0?ssl_cert_reqs=required')
     assert.equal(maskUrl('redis://h/0'), 'redis://h/0')

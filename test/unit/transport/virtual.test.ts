@@ -9,12 +9,22 @@ import { VirtualParking, type ParkedEntry, type ParkingStore, type ParkTrim } fr
 import { AMQP_TOPIC, KOMBU_TOPIC } from '../../../src/transport/virtual/topic.js'
 import type { ExchangeType, OutgoingMessage } from '../../../src/transport/transport.js'
 
-const message = (body: string, priority = 0): OutgoingMessage => ({ body: Buffer.from(body), properties: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2, priority } })
+const message = (body: string, priority = 0): OutgoingMessage => ({
+  body: Buffer.from(body),
+  properties: { contentType: 'text/plain', contentEncoding: 'utf-8', headers: {}, deliveryMode: 2, priority },
+})
 
 describe("kombu's topic rule (what a Redis binding member stores)", () => {
   it("turns binding keys into kombu 5.2.4's key_to_pattern regexes", () => {
     // Printed by kombu.transport.virtual.exchange.TopicExchange(None).key_to_pattern.
-    const kombu: Record<string, string> = { 'task.#': '^task\\..*?$', '*.online': '^.*?[^\\.]\\.online$', 'a.*.c': '^a\\..*?[^\\.]\\.c$', 'worker-heartbeat': '^worker\\-heartbeat$', 'rk.é+x': '^rk\\.é\\+x$', '#': '^.*?$' }
+    const kombu: Record<string, string> = {
+      'task.#': '^task\\..*?$',
+      '*.online': '^.*?[^\\.]\\.online$',
+      'a.*.c': '^a\\..*?[^\\.]\\.c$',
+      'worker-heartbeat': '^worker\\-heartbeat$',
+      'rk.é+x': '^rk\\.é\\+x$',
+      '#': '^.*?$',
+    }
     for (const [key, pattern] of Object.entries(kombu)) assert.equal(KOMBU_TOPIC.pattern(key), pattern, key)
   })
 
@@ -98,7 +108,14 @@ describe('VirtualExchanges over a store', () => {
     await x.publish('d', 'other', message('3'))
     await x.publish('nope', 'k', message('4'))
     await x.publish('f', 'any', message('5'))
-    assert.deepEqual(puts.map((p) => [p.exchange, p.routingKey, [...p.queues].sort()]), [['', 'celery', ['celery']], ['d', 'k', ['q1']], ['f', 'any', ['q1', 'q2']]])
+    assert.deepEqual(
+      puts.map((p) => [p.exchange, p.routingKey, [...p.queues].sort()]),
+      [
+        ['', 'celery', ['celery']],
+        ['d', 'k', ['q1']],
+        ['f', 'any', ['q1', 'q2']],
+      ],
+    )
     assert.deepEqual(await x.lookup('', 'celery'), ['celery'])
     assert.deepEqual(await x.lookup('nope', 'k'), [])
   })
@@ -145,7 +162,13 @@ describe('VirtualParking over a store', () => {
     assert.ok(added[0]!.entry.id < added[1]!.entry.id)
     entries.push({ id: 'zz', queue: 'q', at: 3000, envelope: 'not an envelope' })
     const listed = await parking.list('lot')
-    assert.deepEqual(listed.map((p) => [p.message.body.toString(), p.exchange, p.routingKey, p.queue, p.at, p.message.properties.priority]), [['a', 'x', 'k', 'q', 1000, 7], ['b', 'x', 'k', 'q', 2000, 0]])
+    assert.deepEqual(
+      listed.map((p) => [p.message.body.toString(), p.exchange, p.routingKey, p.queue, p.at, p.message.properties.priority]),
+      [
+        ['a', 'x', 'k', 'q', 1000, 7],
+        ['b', 'x', 'k', 'q', 2000, 0],
+      ],
+    )
     assert.deepEqual(await parking.list('lot', { limit: 0 }), [])
     assert.equal((await parking.list('lot', { limit: 1 })).length, 1)
   })

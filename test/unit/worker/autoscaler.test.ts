@@ -44,7 +44,14 @@ it('[autoscale] grows to min(qty, max) at once and shrinks to max(qty, min) only
 
 it('[control autoscale] a new range applies; an inverted one is refused', () => {
   let changes = 0
-  const a = new Autoscaler({ max: 4, min: 1, pool: countingPool(1), qty: () => 0, log: () => undefined, onRangeChange: () => void changes++ })
+  const a = new Autoscaler({
+    max: 4,
+    min: 1,
+    pool: countingPool(1),
+    qty: () => 0,
+    log: () => undefined,
+    onRangeChange: () => void changes++,
+  })
   a.set(8, 2)
   assert.deepEqual([a.max, a.min, changes], [8, 2, 1])
   assert.throws(() => a.set(2, 3), RangeError)

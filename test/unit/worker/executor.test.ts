@@ -72,12 +72,19 @@ it('[executor] plain values, synchronous throws and retries, and foreign thenabl
   assert.equal(retried.status === 'retry' && retried.countdown, 7)
   const thenable = { then: (resolve: (v: unknown) => void) => setTimeout(() => resolve('later'), 5) }
   assert.equal(await outcomeOf(() => thenable).then((o) => o.status === 'success' && o.value), 'later')
-  const unknown = await executeJob(appWith(() => 1), { ...job(), task: 'nope' }).outcome
+  const unknown = await executeJob(
+    appWith(() => 1),
+    { ...job(), task: 'nope' },
+  ).outcome
   assert.equal(unknown.status === 'failure' && unknown.exc.type, 'NotRegistered')
 })
 
 it('[executor] with bind the context comes first, then the args; its members work destructured', async () => {
-  const app = { tasks: new Map([['t.run', { fn: (ctx: { id: string; name: string }, x: number, y: number) => [ctx.id, ctx.name, x + y], options: { bind: true } }]]) } as unknown as App
+  const app = {
+    tasks: new Map([
+      ['t.run', { fn: (ctx: { id: string; name: string }, x: number, y: number) => [ctx.id, ctx.name, x + y], options: { bind: true } }],
+    ]),
+  } as unknown as App
   const bound = await executeJob(app, { ...job(), args: [2, 3] }).outcome
   assert.deepEqual(bound.status === 'success' && bound.value, ['id-1', 't.run', 5])
 
@@ -94,14 +101,26 @@ it('[executor] with bind the context comes first, then the args; its members wor
 })
 
 it('[executor] a task that returns a plain value or throws has ended within the call (immediate); an async one has not', async () => {
-  const plain = executeJob(appWith(() => 42), job())
-  assert.deepEqual(plain.immediate && { status: plain.immediate.status, value: (plain.immediate as { value: unknown }).value }, { status: 'success', value: 42 })
+  const plain = executeJob(
+    appWith(() => 42),
+    job(),
+  )
+  assert.deepEqual(plain.immediate && { status: plain.immediate.status, value: (plain.immediate as { value: unknown }).value }, {
+    status: 'success',
+    value: 42,
+  })
   assert.equal((await plain.outcome).status, 'success', 'the promise form still works (pool slots use it)')
-  const thrown = executeJob(appWith(() => {
-    throw new Error('boom')
-  }), job())
+  const thrown = executeJob(
+    appWith(() => {
+      throw new Error('boom')
+    }),
+    job(),
+  )
   assert.equal(thrown.immediate?.status, 'failure')
-  const later = executeJob(appWith(async () => 1), job())
+  const later = executeJob(
+    appWith(async () => 1),
+    job(),
+  )
   assert.equal(later.immediate, undefined)
   assert.equal((await later.outcome).status, 'success')
 })

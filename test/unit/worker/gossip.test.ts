@@ -22,7 +22,14 @@ function gossip(now: { t: number }) {
   return { g, log, clock }
 }
 
-const heartbeat = (hostname: string, fields: Record<string, unknown> = {}) => ({ type: 'worker-heartbeat', hostname, clock: 1, freq: 2, timestamp: 1000, ...fields })
+const heartbeat = (hostname: string, fields: Record<string, unknown> = {}) => ({
+  type: 'worker-heartbeat',
+  hostname,
+  clock: 1,
+  freq: 2,
+  timestamp: 1000,
+  ...fields,
+})
 
 it('[gossip] a peer that stops sending heartbeats is reported once after freq x 2, then forgotten', () => {
   const now = { t: 1000 }
@@ -76,5 +83,8 @@ it('[gossip] a peer more than 16 s off is warned about once, as Celery does', ()
   g.receive(heartbeat('w4@host', { timestamp: 1010 }))
   const warnings = log.lines.filter((l) => l.startsWith('WARNING'))
   assert.equal(warnings.length, 1)
-  assert.match(warnings[0]!, /^WARNING Substantial drift from w3@host may mean clocks are out of sync\. {2}Current drift is 20 seconds\. {2}\[orig: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.000000 recv: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.000000\]$/)
+  assert.match(
+    warnings[0]!,
+    /^WARNING Substantial drift from w3@host may mean clocks are out of sync\. {2}Current drift is 20 seconds\. {2}\[orig: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.000000 recv: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.000000\]$/,
+  )
 })

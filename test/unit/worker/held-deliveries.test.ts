@@ -24,10 +24,21 @@ class RecordingLogger extends Logger {
 type TestDelivery = Delivery & { acks: number; rejects: number; live: boolean }
 
 function delivery(id: string, options: { eta?: string; redelivered?: boolean; args?: unknown[] } = {}): TestDelivery {
-  const m = encodeTaskV2('proj.record', { id, args: options.args ?? [id], origin: 'gen@test', ...(options.eta ? { eta: options.eta } : {}) })
+  const m = encodeTaskV2('proj.record', {
+    id,
+    args: options.args ?? [id],
+    origin: 'gen@test',
+    ...(options.eta ? { eta: options.eta } : {}),
+  })
   const d: TestDelivery = {
     body: Buffer.from(m.body),
-    properties: { contentType: m.contentType, contentEncoding: m.contentEncoding, headers: m.headers as Delivery['properties']['headers'], deliveryMode: 2, priority: 0 },
+    properties: {
+      contentType: m.contentType,
+      contentEncoding: m.contentEncoding,
+      headers: m.headers as Delivery['properties']['headers'],
+      deliveryMode: 2,
+      priority: 0,
+    },
     exchange: '',
     routingKey: 'q',
     queue: 'q',
@@ -210,8 +221,11 @@ describe('[task-runner] held deliveries and the broker taking them back', () => 
     const far = delivery('t1', { eta: inSeconds(100) })
     await runner.onDelivery(far)
     assert.equal(runner.scheduled.size, 1)
-    assert.equal(log.lines.filter((l) => l.startsWith('WARNING') && l.includes("consumer_timeout")).length, 1)
-    const failing = setUp({ etaDelay: { enabled: true, afterSeconds: 10 }, publishDelayed: async () => Promise.reject(new Error('406 boom')) })
+    assert.equal(log.lines.filter((l) => l.startsWith('WARNING') && l.includes('consumer_timeout')).length, 1)
+    const failing = setUp({
+      etaDelay: { enabled: true, afterSeconds: 10 },
+      publishDelayed: async () => Promise.reject(new Error('406 boom')),
+    })
     const far2 = delivery('t2', { eta: inSeconds(100) })
     await failing.runner.onDelivery(far2)
     await turn()

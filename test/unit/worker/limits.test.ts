@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { parseRate, TokenBucket } from '../../../src/worker/task-path/limits.js'
 
-describe('revoked LimitedSet keeps Celery\'s limits', () => {
+describe("revoked LimitedSet keeps Celery's limits", () => {
   it('forgets entries after the expiry', () => {
     let now = 1000
     const set = new LimitedSet(50_000, 10_800, () => now)

@@ -62,16 +62,33 @@ describe('[time limits] past 2**31-1 ms', () => {
       })
     return { tasks: new Map([['t.sleep', { fn, options: {} }]]) } as unknown as App
   }
-  const job = (softTimeLimit: number | null): Job => ({ id: 'lt-1', task: 't.sleep', args: [], kwargs: {}, retries: 0, rootId: null, parentId: null, group: null, hostname: 'w@h', softTimeLimit })
+  const job = (softTimeLimit: number | null): Job => ({
+    id: 'lt-1',
+    task: 't.sleep',
+    args: [],
+    kwargs: {},
+    retries: 0,
+    rootId: null,
+    parentId: null,
+    group: null,
+    hostname: 'w@h',
+    softTimeLimit,
+  })
 
   it('a 30-day soft time limit does not abort the task (executor)', async () => {
     const outcome = await executeJob(sleepy(30), job(THIRTY_DAYS_S)).outcome
-    assert.deepEqual({ status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined }, { status: 'success', value: 30 })
+    assert.deepEqual(
+      { status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined },
+      { status: 'success', value: 30 },
+    )
   })
 
   it('a 30-day hard time limit does not end the task (solo pool)', async () => {
     const solo = new SoloPool(sleepy(30), 1)
     const outcome = await solo.run(job(null), THIRTY_DAYS_S)
-    assert.deepEqual({ status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined }, { status: 'success', value: 30 })
+    assert.deepEqual(
+      { status: outcome.status, value: outcome.status === 'success' ? outcome.value : undefined },
+      { status: 'success', value: 30 },
+    )
   })
 })

@@ -12,7 +12,18 @@ import { unpackJobs, type FromSlot, type ToSlot } from '../../../src/worker/pool
 
 let seq = 0
 function job(args: unknown[]): Job {
-  return { id: `job-${++seq}`, task: 'proj.add', args, kwargs: {}, retries: 0, rootId: null, parentId: null, group: null, hostname: 'w@h', softTimeLimit: null }
+  return {
+    id: `job-${++seq}`,
+    task: 'proj.add',
+    args,
+    kwargs: {},
+    retries: 0,
+    rootId: null,
+    parentId: null,
+    group: null,
+    hostname: 'w@h',
+    softTimeLimit: null,
+  }
 }
 
 function nested(depth: number): unknown {
@@ -45,7 +56,9 @@ class InProcessPool extends SlotPool {
         const crossed = structuredClone(batch)
         setImmediate(() => {
           for (const message of crossed) {
-            if (message.type === 'packed-jobs') for (const j of unpackJobs(message)) listener([{ type: 'done', id: j.id, outcome: { status: 'success', value: j.args.length, runtime: 0 } }])
+            if (message.type === 'packed-jobs')
+              for (const j of unpackJobs(message))
+                listener([{ type: 'done', id: j.id, outcome: { status: 'success', value: j.args.length, runtime: 0 } }])
             if (message.type === 'exit') exit()
           }
         })
@@ -74,14 +87,23 @@ describe('a job that cannot cross to its slot', () => {
     const jobs = [job([1, 2]), job([nested(100_000)]), job([3])]
     // Placed in one turn: one batch crosses, and the deep job breaks it.
     const outcomes = await Promise.all(jobs.map((j) => pool.place(j, null, undefined, placement(log, j.id))))
-    assert.deepEqual(outcomes.map((o) => o.status), ['success', 'rejected', 'success'])
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['success', 'rejected', 'success'],
+    )
     const rejected = outcomes[1] as Extract<Outcome, { status: 'rejected' }>
     assert.equal(rejected.requeue, false)
     assert.match(rejected.reason ?? '', /could not be handed to pool process 4242/)
-    assert.deepEqual(log.filter((l) => l.startsWith('back')), [])
+    assert.deepEqual(
+      log.filter((l) => l.startsWith('back')),
+      [],
+    )
     // Each job was seen to start, so none stays counted as reserved.
     assert.equal(log.filter((l) => l.startsWith('start')).length, 3)
-    assert.ok(pool.logged.some((l) => l.startsWith(`error: Task proj.add[${jobs[1]!.id}] could not be handed to pool process`)), pool.logged.join('\n'))
+    assert.ok(
+      pool.logged.some((l) => l.startsWith(`error: Task proj.add[${jobs[1]!.id}] could not be handed to pool process`)),
+      pool.logged.join('\n'),
+    )
     // The slot is free: the next job runs, and the pool closes.
     assert.equal(pool.slots()[0]?.taskId, null)
     assert.equal((await pool.run(job([4, 5, 6]), null)).status, 'success')

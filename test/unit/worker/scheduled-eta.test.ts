@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { awareIso } from '../../../src/worker/control/control-handlers.js'
 
-describe('awareIso: a message eta as Celery\'s Request.eta.isoformat()', () => {
+describe("awareIso: a message eta as Celery's Request.eta.isoformat()", () => {
   it('a naive time (Python client, utcnow()) is UTC by default: +00:00 is added', () => {
     assert.equal(awareIso('2026-12-07T05:30:08.351696', {}), '2026-12-07T05:30:08.351696+00:00')
     assert.equal(awareIso('2026-12-07T05:30:08.351696', { enable_utc: true, timezone: 'UTC' }), '2026-12-07T05:30:08.351696+00:00')

@@ -21,11 +21,18 @@ interface Row {
 const ON: readonly Tri[] = [true, undefined]
 const OFF: readonly Tri[] = [false]
 
-const row = (fate: Fate, acks: Row['acks'], aofot: Row['aofot'], rowl: Row['rowl'], then: Settlement, why: string): Row => ({ fate, acks, aofot, rowl, then, why })
+const row = (fate: Fate, acks: Row['acks'], aofot: Row['aofot'], rowl: Row['rowl'], then: Settlement, why: string): Row => ({
+  fate,
+  acks,
+  aofot,
+  rowl,
+  then,
+  why,
+})
 
 const TABLE: readonly Row[] = [
   row('undecodable', '*', '*', '*', 'reject', 'consumer.py on_invalid_task: reject_log_error (requeue=False)'),
-  row('over-limit', '*', '*', '*', 'reject', "tsq: a body past the limits never runs; a dead-letter exchange keeps it"),
+  row('over-limit', '*', '*', '*', 'reject', 'tsq: a body past the limits never runs; a dead-letter exchange keeps it'),
   row('content-disallowed', '*', '*', '*', 'reject', 'consumer.py on_invalid_task (ContentDisallowed)'),
   row('signature-invalid', '*', '*', '*', 'ack', 'consumer.py on_decode_error: message.ack()'),
   row('unregistered', '*', '*', '*', 'reject', 'consumer.py on_unknown_task: reject_log_error'),

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { intentFor } from '../../../src/worker/signals.js'
 import type { WorkerState } from '../../../src/worker/worker.js'
 
-describe('signals → shutdown intents (Celery\'s worker guide)', () => {
+describe("signals → shutdown intents (Celery's worker guide)", () => {
   const plain = { remapSigterm: false, softEnabled: false }
   const soft = { remapSigterm: false, softEnabled: true }
   const remap = { remapSigterm: true, softEnabled: false }

@@ -71,7 +71,10 @@ function runnerFor(app: App, backend: ResultBackend | null, pool: Pool = new Sol
     transport: undefined as never,
     pool,
     backend,
-    events: { taskEvents: true, sendTask: (type: string, fields: Record<string, unknown>) => events.push([type, fields]) } as unknown as EventDispatcher,
+    events: {
+      taskEvents: true,
+      sendTask: (type: string, fields: Record<string, unknown>) => events.push([type, fields]),
+    } as unknown as EventDispatcher,
     revoked: new LimitedSet(),
     log,
     hostname: 'w@h',
@@ -120,7 +123,10 @@ it('[outcomes] a task that does not await updateState still has its end state st
   await runner.onDelivery(delivery('proj.fire'))
   setTimeout(release, 20)
   await runner.idle()
-  assert.deepEqual(stored.map((s) => s.status), ['PROGRESS', 'SUCCESS'])
+  assert.deepEqual(
+    stored.map((s) => s.status),
+    ['PROGRESS', 'SUCCESS'],
+  )
 })
 
 it('[outcomes] updateState refuses an empty state, and a meta that cannot be encoded fails only that call', async () => {
@@ -139,7 +145,10 @@ it('[outcomes] updateState refuses an empty state, and a meta that cannot be enc
   await runner.idle()
   assert.match(seen[0]!, /state must be a non-empty string/)
   assert.match(seen[1]!, /not JSON serializable/)
-  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['SUCCESS', 'still fine']])
+  assert.deepEqual(
+    stored.map((s) => [s.status, s.meta.result]),
+    [['SUCCESS', 'still fine']],
+  )
   assert.ok(log.lines.some((l) => l.startsWith('ERROR Could not store the PROGRESS state of proj.bad[')))
 })
 
@@ -154,10 +163,29 @@ it('[outcomes] result_extended: each stored state also carries name, args, kwarg
   const { runner } = runnerFor(app, backend)
   await runner.onDelivery(delivery('proj.add', [2, 3]))
   await runner.idle()
-  assert.deepEqual(stored.map((s) => s.status), ['PROGRESS', 'SUCCESS'])
+  assert.deepEqual(
+    stored.map((s) => s.status),
+    ['PROGRESS', 'SUCCESS'],
+  )
   for (const { meta } of stored) {
-    assert.deepEqual(Object.keys(meta), ['status', 'result', 'traceback', 'children', 'date_done', 'name', 'args', 'kwargs', 'worker', 'retries', 'queue', 'task_id'])
-    assert.deepEqual([meta.name, meta.args, meta.kwargs, meta.worker, meta.retries, meta.queue], ['proj.add', [2, 3], {}, 'w@h', 0, 'celery'])
+    assert.deepEqual(Object.keys(meta), [
+      'status',
+      'result',
+      'traceback',
+      'children',
+      'date_done',
+      'name',
+      'args',
+      'kwargs',
+      'worker',
+      'retries',
+      'queue',
+      'task_id',
+    ])
+    assert.deepEqual(
+      [meta.name, meta.args, meta.kwargs, meta.worker, meta.retries, meta.queue],
+      ['proj.add', [2, 3], {}, 'w@h', 0, 'celery'],
+    )
   }
   // Off by default, as in Celery.
   const plain = createApp({ name: 'proj' })
@@ -170,7 +198,7 @@ it('[outcomes] result_extended: each stored state also carries name, args, kwarg
   assert.equal(second.stored[0]!.meta.name, undefined)
 })
 
-it('[outcomes] a result JSON cannot carry fails the task with kombu\'s EncodeError, acked once, as Celery\'s trace does; an error\'s unencodable argument is stored as its repr', async () => {
+it("[outcomes] a result JSON cannot carry fails the task with kombu's EncodeError, acked once, as Celery's trace does; an error's unencodable argument is stored as its repr", async () => {
   const app = createApp({ name: 'proj' })
   app.task('proj.fn', () => ({ f: () => 1 }))
   app.task('proj.cycle', () => {
@@ -185,22 +213,71 @@ it('[outcomes] a result JSON cannot carry fails the task with kombu\'s EncodeErr
   release()
   const { runner, log } = runnerFor(app, backend)
   const deliveries = await deliverAll(runner, 'proj.fn', 'proj.cycle', 'proj.badexc')
-  assert.deepEqual(deliveries.map((d) => d.settled), [['ack'], ['ack'], ['ack']], 'acked, not requeued into the same failure')
-  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [
-    ['FAILURE', { exc_type: 'EncodeError', exc_message: ["TypeError('Object of type function is not JSON serializable')"], exc_module: 'kombu.exceptions' }],
-    ['FAILURE', { exc_type: 'EncodeError', exc_message: ["ValueError('Circular reference detected')"], exc_module: 'kombu.exceptions' }],
-    ['FAILURE', { exc_type: 'Exception', exc_message: ['bad', '<function>'], exc_module: 'builtins' }],
-  ])
-  assert.ok(log.lines.some((l) => /ERROR Task proj\.fn\[.*\] raised unexpected: EncodeError\(TypeError\('Object of type function is not JSON serializable'\)\)/.test(l)), log.lines.join('\n'))
+  assert.deepEqual(
+    deliveries.map((d) => d.settled),
+    [['ack'], ['ack'], ['ack']],
+    'acked, not requeued into the same failure',
+  )
+  assert.deepEqual(
+    stored.map((s) => [s.status, s.meta.result]),
+    [
+      [
+        'FAILURE',
+        {
+          exc_type: 'EncodeError',
+          exc_message: ["TypeError('Object of type function is not JSON serializable')"],
+          exc_module: 'kombu.exceptions',
+        },
+      ],
+      ['FAILURE', { exc_type: 'EncodeError', exc_message: ["ValueError('Circular reference detected')"], exc_module: 'kombu.exceptions' }],
+      ['FAILURE', { exc_type: 'Exception', exc_message: ['bad', '<function>'], exc_module: 'builtins' }],
+    ],
+  )
+  assert.ok(
+    log.lines.some((l) =>
+      /ERROR Task proj\.fn\[.*\] raised unexpected: EncodeError\(TypeError\('Object of type function is not JSON serializable'\)\)/.test(l),
+    ),
+    log.lines.join('\n'),
+  )
 })
 
 it('[outcomes] a slot that cannot hand over its outcome sends the failure the worker would record', () => {
-  const unsendable = unsendableOutcome({ status: 'success', value: { f: () => 1 }, runtime: 0.5 }, new Error('() => 1 could not be cloned.'))
-  assert.deepEqual(unsendable, { status: 'failure', exc: { type: 'EncodeError', args: ["TypeError('Object of type function is not JSON serializable')"], module: 'kombu.exceptions', message: "TypeError('Object of type function is not JSON serializable')" }, traceback: null, runtime: 0.5 })
+  const unsendable = unsendableOutcome(
+    { status: 'success', value: { f: () => 1 }, runtime: 0.5 },
+    new Error('() => 1 could not be cloned.'),
+  )
+  assert.deepEqual(unsendable, {
+    status: 'failure',
+    exc: {
+      type: 'EncodeError',
+      args: ["TypeError('Object of type function is not JSON serializable')"],
+      module: 'kombu.exceptions',
+      message: "TypeError('Object of type function is not JSON serializable')",
+    },
+    traceback: null,
+    runtime: 0.5,
+  })
   // Hooks the slot holds stay marked, so the worker still releases them.
-  assert.equal(unsendableOutcome({ status: 'success', value: { f: () => 1 }, runtime: 0.5, endHooks: true }, new Error('could not be cloned')).endHooks, true)
-  const failure = unsendableOutcome({ status: 'failure', exc: { type: 'Exception', args: ['bad', () => 2], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 }, new Error('could not be cloned'))
-  assert.deepEqual(failure, { status: 'failure', exc: { type: 'Exception', args: ['bad', '<function>'], module: 'builtins', message: 'bad' }, traceback: 'tb', runtime: 0.1 })
+  assert.equal(
+    unsendableOutcome({ status: 'success', value: { f: () => 1 }, runtime: 0.5, endHooks: true }, new Error('could not be cloned'))
+      .endHooks,
+    true,
+  )
+  const failure = unsendableOutcome(
+    {
+      status: 'failure',
+      exc: { type: 'Exception', args: ['bad', () => 2], module: 'builtins', message: 'bad' },
+      traceback: 'tb',
+      runtime: 0.1,
+    },
+    new Error('could not be cloned'),
+  )
+  assert.deepEqual(failure, {
+    status: 'failure',
+    exc: { type: 'Exception', args: ['bad', '<function>'], module: 'builtins', message: 'bad' },
+    traceback: 'tb',
+    runtime: 0.1,
+  })
 })
 
 it('[outcomes] a task that expires while it waits behind a busy pool is revoked as expired when it would start, not run', async (t) => {
@@ -225,8 +302,17 @@ it('[outcomes] a task that expires while it waits behind a busy pool is revoked 
   await runner.idle()
   assert.equal(ran, false)
   assert.deepEqual(late.settled, ['ack'])
-  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['SUCCESS', null], ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['expired'], exc_module: 'celery.exceptions' }]])
-  assert.ok(events.some(([type, fields]) => type === 'task-revoked' && fields.expired === true), JSON.stringify(events))
+  assert.deepEqual(
+    stored.map((s) => [s.status, s.meta.result]),
+    [
+      ['SUCCESS', null],
+      ['REVOKED', { exc_type: 'TaskRevokedError', exc_message: ['expired'], exc_module: 'celery.exceptions' }],
+    ],
+  )
+  assert.ok(
+    events.some(([type, fields]) => type === 'task-revoked' && fields.expired === true),
+    JSON.stringify(events),
+  )
 })
 
 it('[outcomes] Ignore acks the message and stores nothing', async () => {
@@ -243,7 +329,10 @@ it('[outcomes] Ignore acks the message and stores nothing', async () => {
   assert.deepEqual(d.settled, ['ack'])
   assert.deepEqual(stored, [])
   assert.ok(log.lines.some((l) => /^INFO Task proj\.skip\[[0-9a-f-]+\] ignored$/.test(l)))
-  assert.deepEqual(events.map(([type]) => type), ['task-received', 'task-started'])
+  assert.deepEqual(
+    events.map(([type]) => type),
+    ['task-received', 'task-started'],
+  )
 })
 
 it('[outcomes] Reject drops or requeues the message, logs it as Celery does and sends task-rejected', async () => {
@@ -263,12 +352,26 @@ it('[outcomes] Reject drops or requeues the message, logs it as Celery does and 
   assert.deepEqual(stored, [])
   assert.ok(log.lines.some((l) => /^WARNING Task proj\.drop\[[0-9a-f-]+\] reject requeue=False: bad input$/.test(l)))
   assert.ok(log.lines.some((l) => /^WARNING Task proj\.again\[[0-9a-f-]+\] reject requeue=True: later$/.test(l)))
-  assert.deepEqual(events.filter(([type]) => type === 'task-rejected').map(([, f]) => f.requeue), [false, true])
+  assert.deepEqual(
+    events.filter(([type]) => type === 'task-rejected').map(([, f]) => f.requeue),
+    [false, true],
+  )
 })
 
 // ---- autoretry -------------------------------------------------------------
 
-const job = (retries = 0): Job => ({ id: 'id-1', task: 't.run', args: [], kwargs: {}, retries, rootId: null, parentId: null, group: null, hostname: 'w@h', softTimeLimit: null })
+const job = (retries = 0): Job => ({
+  id: 'id-1',
+  task: 't.run',
+  args: [],
+  kwargs: {},
+  retries,
+  rootId: null,
+  parentId: null,
+  group: null,
+  hostname: 'w@h',
+  softTimeLimit: null,
+})
 
 function appWith(fn: () => unknown, options: Record<string, unknown>): App {
   const app = createApp({ name: 'proj' })
@@ -283,21 +386,52 @@ class TimeoutFetchError extends FetchError {}
 
 it('[outcomes] an error listed in autoretryFor becomes a retry carrying it and retryKwargs; others fail', async () => {
   const options = { autoretryFor: [TypeError, 'FetchError'], retryKwargs: { countdown: 7, maxRetries: 5 } }
-  const typeError = await executeJob(appWith(() => { throw new TypeError('bad') }, options), job()).outcome
+  const typeError = await executeJob(
+    appWith(() => {
+      throw new TypeError('bad')
+    }, options),
+    job(),
+  ).outcome
   assert.equal(typeError.status, 'retry')
   assert.ok(typeError.status === 'retry')
   assert.equal(typeError.countdown, 7)
   assert.equal(typeError.maxRetries, 5)
   assert.deepEqual(typeError.exc, { type: 'TypeError', args: ['bad'], module: 'builtins', message: 'bad' })
   // By name: the error's own class or any class it inherits from.
-  const subclass = await executeJob(appWith(async () => { throw new TimeoutFetchError('slow') }, options), job()).outcome
+  const subclass = await executeJob(
+    appWith(async () => {
+      throw new TimeoutFetchError('slow')
+    }, options),
+    job(),
+  ).outcome
   assert.equal(subclass.status, 'retry')
-  const reset = await executeJob(appWith(() => { throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }, { autoretryFor: ['ECONNRESET'] }), job()).outcome
+  const reset = await executeJob(
+    appWith(
+      () => {
+        throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
+      },
+      { autoretryFor: ['ECONNRESET'] },
+    ),
+    job(),
+  ).outcome
   assert.equal(reset.status, 'retry')
-  const other = await executeJob(appWith(() => { throw new RangeError('no') }, options), job()).outcome
+  const other = await executeJob(
+    appWith(() => {
+      throw new RangeError('no')
+    }, options),
+    job(),
+  ).outcome
   assert.equal(other.status, 'failure')
   // Ignore is never retried, even when autoretryFor would match it (Celery re-raises Ignore and Retry first).
-  const ignored = await executeJob(appWith(() => { throw new Ignore() }, { autoretryFor: [Error] }), job()).outcome
+  const ignored = await executeJob(
+    appWith(
+      () => {
+        throw new Ignore()
+      },
+      { autoretryFor: [Error] },
+    ),
+    job(),
+  ).outcome
   assert.equal(ignored.status, 'ignored')
 })
 
@@ -305,9 +439,15 @@ it('[outcomes] retryBackoff doubles per retry up to retryBackoffMax; retryJitter
   const task = (options: Record<string, unknown>) => appWith(() => undefined, { autoretryFor: [Error], ...options }).tasks.get('t.run')!
   const error = new Error('x')
   const noJitter = task({ retryBackoff: true, retryJitter: false })
-  assert.deepEqual([0, 1, 2, 3, 12].map((r) => autoretryOptions(noJitter, error, r)!.countdown), [1, 2, 4, 8, 600])
+  assert.deepEqual(
+    [0, 1, 2, 3, 12].map((r) => autoretryOptions(noJitter, error, r)!.countdown),
+    [1, 2, 4, 8, 600],
+  )
   const factor = task({ retryBackoff: 3, retryBackoffMax: 20, retryJitter: false })
-  assert.deepEqual([0, 1, 2, 3].map((r) => autoretryOptions(factor, error, r)!.countdown), [3, 6, 12, 20])
+  assert.deepEqual(
+    [0, 1, 2, 3].map((r) => autoretryOptions(factor, error, r)!.countdown),
+    [3, 6, 12, 20],
+  )
   // Jitter is on by default: random.randrange(countdown + 1).
   const jitter = task({ retryBackoff: true })
   assert.equal(autoretryOptions(jitter, error, 3, () => 0)!.countdown, 0)
@@ -336,7 +476,10 @@ it('[signals] a success sends task_prerun, task_success, then task_postrun with 
   const { app, seen } = signalled((x: number) => x * 2)
   const outcome = await executeJob(app, { ...job(), args: [21] }).outcome
   assert.equal(outcome.status, 'success')
-  assert.deepEqual(seen.map(([name]) => name), ['task_prerun', 'task_success', 'task_postrun'])
+  assert.deepEqual(
+    seen.map(([name]) => name),
+    ['task_prerun', 'task_success', 'task_postrun'],
+  )
   assert.deepEqual(seen[0]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {}, headers: {} })
   assert.deepEqual(seen[1]![1], { sender: 't.run', taskId: 'id-1', result: 42 })
   assert.deepEqual(seen[2]![1], { sender: 't.run', taskId: 'id-1', args: [21], kwargs: {}, retval: 42, state: 'SUCCESS' })
@@ -348,29 +491,41 @@ it('[signals] a failure sends task_failure with the error itself; a retry sends 
     throw boom
   })
   await executeJob(failing.app, job()).outcome
-  assert.deepEqual(failing.seen.map(([name]) => name), ['task_prerun', 'task_failure', 'task_postrun'])
+  assert.deepEqual(
+    failing.seen.map(([name]) => name),
+    ['task_prerun', 'task_failure', 'task_postrun'],
+  )
   assert.equal(failing.seen[1]![1].exception, boom)
   assert.match(String(failing.seen[1]![1].traceback), /TypeError: boom/)
   assert.equal(failing.seen[2]![1].state, 'FAILURE')
 
   const retrying = signalled(() => currentTask().retry({ exc: boom, maxRetries: 2 }))
   await executeJob(retrying.app, job(1)).outcome
-  assert.deepEqual(retrying.seen.map(([name]) => name), ['task_prerun', 'task_retry', 'task_postrun'])
+  assert.deepEqual(
+    retrying.seen.map(([name]) => name),
+    ['task_prerun', 'task_retry', 'task_postrun'],
+  )
   assert.deepEqual(retrying.seen[1]![1], { sender: 't.run', taskId: 'id-1', retries: 1, reason: boom })
   assert.equal(retrying.seen[2]![1].state, 'RETRY')
   retrying.seen.length = 0
   await executeJob(retrying.app, job(2)).outcome
-  assert.deepEqual(retrying.seen.map(([name]) => name), ['task_prerun', 'task_failure', 'task_postrun'])
+  assert.deepEqual(
+    retrying.seen.map(([name]) => name),
+    ['task_prerun', 'task_failure', 'task_postrun'],
+  )
   assert.equal(retrying.seen[2]![1].state, 'FAILURE')
 
   const ignoring = signalled(() => {
     throw new Ignore()
   })
   await executeJob(ignoring.app, job()).outcome
-  assert.deepEqual(ignoring.seen.map(([name, p]) => `${name}${p.state ? ` ${String(p.state)}` : ''}`), ['task_prerun', 'task_postrun IGNORED'])
+  assert.deepEqual(
+    ignoring.seen.map(([name, p]) => `${name}${p.state ? ` ${String(p.state)}` : ''}`),
+    ['task_prerun', 'task_postrun IGNORED'],
+  )
 })
 
-it('[signals] in the worker the end handlers and signals run after the result is stored, as Celery\'s trace stores it first', async () => {
+it("[signals] in the worker the end handlers and signals run after the result is stored, as Celery's trace stores it first", async () => {
   const app = createApp({ name: 'proj' })
   const { backend, stored, release } = recordingBackend()
   release()
@@ -379,19 +534,38 @@ it('[signals] in the worker the end handlers and signals run after the result is
   const handlers = { onSuccess: sawStored('onSuccess'), onFailure: sawStored('onFailure'), afterReturn: sawStored('afterReturn') }
   app.task('proj.ok', () => 1, handlers)
   app.task('proj.later', async () => 2, handlers)
-  app.task('proj.bad', () => {
-    throw new Error('no')
-  }, handlers)
+  app.task(
+    'proj.bad',
+    () => {
+      throw new Error('no')
+    },
+    handlers,
+  )
   app.on('task_success', sawStored('task_success'))
   app.on('task_failure', sawStored('task_failure'))
   app.on('task_postrun', sawStored('task_postrun'))
   const { runner } = runnerFor(app, backend)
   await deliverAll(runner, 'proj.ok')
-  assert.deepEqual(seen.splice(0), ['onSuccess saw SUCCESS', 'task_success saw SUCCESS', 'afterReturn saw SUCCESS', 'task_postrun saw SUCCESS'])
+  assert.deepEqual(seen.splice(0), [
+    'onSuccess saw SUCCESS',
+    'task_success saw SUCCESS',
+    'afterReturn saw SUCCESS',
+    'task_postrun saw SUCCESS',
+  ])
   await deliverAll(runner, 'proj.later')
-  assert.deepEqual(seen.splice(0), ['onSuccess saw SUCCESS,SUCCESS', 'task_success saw SUCCESS,SUCCESS', 'afterReturn saw SUCCESS,SUCCESS', 'task_postrun saw SUCCESS,SUCCESS'])
+  assert.deepEqual(seen.splice(0), [
+    'onSuccess saw SUCCESS,SUCCESS',
+    'task_success saw SUCCESS,SUCCESS',
+    'afterReturn saw SUCCESS,SUCCESS',
+    'task_postrun saw SUCCESS,SUCCESS',
+  ])
   await deliverAll(runner, 'proj.bad')
-  assert.deepEqual(seen.splice(0), ['onFailure saw SUCCESS,SUCCESS,FAILURE', 'task_failure saw SUCCESS,SUCCESS,FAILURE', 'afterReturn saw SUCCESS,SUCCESS,FAILURE', 'task_postrun saw SUCCESS,SUCCESS,FAILURE'])
+  assert.deepEqual(seen.splice(0), [
+    'onFailure saw SUCCESS,SUCCESS,FAILURE',
+    'task_failure saw SUCCESS,SUCCESS,FAILURE',
+    'afterReturn saw SUCCESS,SUCCESS,FAILURE',
+    'task_postrun saw SUCCESS,SUCCESS,FAILURE',
+  ])
 })
 
 it('[signals] a receiver that throws is reported and the task still succeeds; on() returns a disconnect; unknown names are refused', async () => {
@@ -415,12 +589,15 @@ it('[signals] a receiver that throws is reported and the task still succeeds; on
   } finally {
     console.error = original
   }
-  assert.deepEqual(reported, ['Signal handler brokenReceiver for task_prerun raised: Error: receiver bug', 'Signal handler brokenReceiver for task_prerun raised: Error: receiver bug'])
+  assert.deepEqual(reported, [
+    'Signal handler brokenReceiver for task_prerun raised: Error: receiver bug',
+    'Signal handler brokenReceiver for task_prerun raised: Error: receiver bug',
+  ])
   assert.deepEqual(calls, ['success'])
   assert.throws(() => app.on('task_nope' as 'task_prerun', () => undefined), /unknown signal "task_nope"/)
 })
 
-it('[handlers] beforeStart, onSuccess / onFailure / onRetry and afterReturn run around the task in Celery\'s trace order, between the signals', async () => {
+it("[handlers] beforeStart, onSuccess / onFailure / onRetry and afterReturn run around the task in Celery's trace order, between the signals", async () => {
   const order: string[] = []
   const handlers = {
     beforeStart: ({ taskId }: { taskId: string }) => order.push(`beforeStart ${taskId}`),
@@ -433,15 +610,41 @@ it('[handlers] beforeStart, onSuccess / onFailure / onRetry and afterReturn run 
     order.length = 0
     const app = createApp({ name: 'proj' })
     app.task('t.run', fn, handlers)
-    for (const name of ['task_prerun', 'task_success', 'task_failure', 'task_retry', 'task_postrun'] as const) app.on(name, () => void order.push(name))
+    for (const name of ['task_prerun', 'task_success', 'task_failure', 'task_retry', 'task_postrun'] as const)
+      app.on(name, () => void order.push(name))
     await executeJob(app, job(retries)).outcome
     return [...order]
   }
-  assert.deepEqual(await run(() => 5), ['beforeStart id-1', 'task_prerun', 'onSuccess 5', 'task_success', 'afterReturn SUCCESS', 'task_postrun'])
-  assert.deepEqual(await run(() => { throw new Error('bad') }), ['beforeStart id-1', 'task_prerun', 'onFailure bad', 'task_failure', 'afterReturn FAILURE', 'task_postrun'])
+  assert.deepEqual(await run(() => 5), [
+    'beforeStart id-1',
+    'task_prerun',
+    'onSuccess 5',
+    'task_success',
+    'afterReturn SUCCESS',
+    'task_postrun',
+  ])
+  assert.deepEqual(
+    await run(() => {
+      throw new Error('bad')
+    }),
+    ['beforeStart id-1', 'task_prerun', 'onFailure bad', 'task_failure', 'afterReturn FAILURE', 'task_postrun'],
+  )
   // A retry has no afterReturn, as Celery's IGNORE_STATES.
-  assert.deepEqual(await run(() => currentTask().retry({ exc: new Error('again') })), ['beforeStart id-1', 'task_prerun', 'onRetry again', 'task_retry', 'task_postrun'])
-  assert.deepEqual(await run(() => currentTask().retry({ exc: new Error('again') }), 3), ['beforeStart id-1', 'task_prerun', 'onFailure again', 'task_failure', 'afterReturn FAILURE', 'task_postrun'])
+  assert.deepEqual(await run(() => currentTask().retry({ exc: new Error('again') })), [
+    'beforeStart id-1',
+    'task_prerun',
+    'onRetry again',
+    'task_retry',
+    'task_postrun',
+  ])
+  assert.deepEqual(await run(() => currentTask().retry({ exc: new Error('again') }), 3), [
+    'beforeStart id-1',
+    'task_prerun',
+    'onFailure again',
+    'task_failure',
+    'afterReturn FAILURE',
+    'task_postrun',
+  ])
 })
 
 it('[handlers] a task with handlers and no signal receivers still gets them; a throwing handler changes nothing', async () => {
@@ -472,15 +675,31 @@ it('[signals] the runner sends task_received for an accepted message, task_revok
   const app = createApp({ name: 'proj' })
   app.task('proj.add', (x: number, y: number) => x + y)
   const seen: string[] = []
-  app.on('task_received', ({ sender, request }) => void seen.push(`received ${sender} ${String(request.name)} ${JSON.stringify(request.args)}`))
-  app.on('task_revoked', ({ sender, terminated, expired }) => void seen.push(`revoked ${sender} terminated=${terminated} expired=${expired}`))
+  app.on(
+    'task_received',
+    ({ sender, request }) => void seen.push(`received ${sender} ${String(request.name)} ${JSON.stringify(request.args)}`),
+  )
+  app.on(
+    'task_revoked',
+    ({ sender, terminated, expired }) => void seen.push(`revoked ${sender} terminated=${terminated} expired=${expired}`),
+  )
   app.on('task_rejected', ({ exc, message }) => void seen.push(`rejected ${message.body.length > 0} ${exc.message.split(':')[0]}`))
   const { runner } = runnerFor(app, null)
   await runner.onDelivery(delivery('proj.add', [1, 2]))
   const expiredFields = taskDeliveryFields('proj.add', [3, 4])
   const headers = { ...(expiredFields.properties.headers as Record<string, unknown>), expires: new Date(Date.now() - 1000).toISOString() }
-  await runner.onDelivery({ ...expiredFields, properties: { ...expiredFields.properties, headers }, ack: async () => undefined, reject: async () => undefined })
-  await runner.onDelivery({ ...taskDeliveryFields('proj.add'), body: Buffer.from('{not json'), ack: async () => undefined, reject: async () => undefined })
+  await runner.onDelivery({
+    ...expiredFields,
+    properties: { ...expiredFields.properties, headers },
+    ack: async () => undefined,
+    reject: async () => undefined,
+  })
+  await runner.onDelivery({
+    ...taskDeliveryFields('proj.add'),
+    body: Buffer.from('{not json'),
+    ack: async () => undefined,
+    reject: async () => undefined,
+  })
   await runner.idle()
   assert.equal(seen.length, 3, JSON.stringify(seen))
   assert.equal(seen[0], 'received w@h proj.add [1,2]')
@@ -490,11 +709,28 @@ it('[signals] the runner sends task_received for an accepted message, task_revok
 
 // ---- Celery's task_* settings ------------------------------------------------
 
-it('[conf] task_* settings are every task\'s defaults; an option given to app.task() wins', () => {
-  const app = createApp({ name: 'proj', conf: { task_default_rate_limit: '5/s', task_ignore_result: true, task_track_started: true, task_default_retry_delay: 30, task_acks_on_failure_or_timeout: false, task_reject_on_worker_lost: false } })
+it("[conf] task_* settings are every task's defaults; an option given to app.task() wins", () => {
+  const app = createApp({
+    name: 'proj',
+    conf: {
+      task_default_rate_limit: '5/s',
+      task_ignore_result: true,
+      task_track_started: true,
+      task_default_retry_delay: 30,
+      task_acks_on_failure_or_timeout: false,
+      task_reject_on_worker_lost: false,
+    },
+  })
   const plain = app.task('proj.plain', () => 1)
   const own = app.task('proj.own', () => 1, { rateLimit: '1/m', ignoreResult: false })
-  assert.deepEqual(plain.options, { rateLimit: '5/s', ignoreResult: true, trackStarted: true, defaultRetryDelay: 30, acksOnFailureOrTimeout: false, rejectOnWorkerLost: false })
+  assert.deepEqual(plain.options, {
+    rateLimit: '5/s',
+    ignoreResult: true,
+    trackStarted: true,
+    defaultRetryDelay: 30,
+    acksOnFailureOrTimeout: false,
+    rejectOnWorkerLost: false,
+  })
   assert.equal(own.options.rateLimit, '1/m')
   assert.equal(own.options.ignoreResult, false)
   assert.equal(own.options.trackStarted, true)
@@ -502,9 +738,13 @@ it('[conf] task_* settings are every task\'s defaults; an option given to app.ta
 
 it('[conf] acksOnFailureOrTimeout false rejects a failed late-ack message without requeue; by default it is acked', async () => {
   const app = createApp({ name: 'proj' })
-  app.task('proj.bad', () => {
-    throw new Error('no')
-  }, { acksOnFailureOrTimeout: false })
+  app.task(
+    'proj.bad',
+    () => {
+      throw new Error('no')
+    },
+    { acksOnFailureOrTimeout: false },
+  )
   app.task('proj.badacked', () => {
     throw new Error('no')
   })
@@ -537,7 +777,15 @@ it('[conf] rejectOnWorkerLost false: a lost pool process fails the task with Wor
   const [lost, requeued] = await deliverAll(runner, 'proj.lost', 'proj.requeued')
   assert.deepEqual(lost.settled, ['ack'])
   assert.deepEqual(requeued.settled, ['requeue'])
-  assert.deepEqual(stored.map((s) => [s.status, s.meta.result]), [['FAILURE', { exc_type: 'WorkerLostError', exc_message: ['Worker exited prematurely: signal 9 (SIGKILL).'], exc_module: 'billiard.exceptions' }]])
+  assert.deepEqual(
+    stored.map((s) => [s.status, s.meta.result]),
+    [
+      [
+        'FAILURE',
+        { exc_type: 'WorkerLostError', exc_message: ['Worker exited prematurely: signal 9 (SIGKILL).'], exc_module: 'billiard.exceptions' },
+      ],
+    ],
+  )
   assert.ok(log.lines.includes("ERROR Task handler raised error: WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL).')"))
 })
 
@@ -567,11 +815,21 @@ it('[settlement] out of retries under acksOnFailureOrTimeout false: the task fai
   const retryPastLimit: Outcome = { status: 'retry', countdown: null, eta: null, maxRetries: 0, exc: null, runtime: 0 }
   const { backend, stored, release } = recordingBackend()
   release()
-  const { runner } = runnerFor(app, backend, poolEnding(() => retryPastLimit))
+  const { runner } = runnerFor(
+    app,
+    backend,
+    poolEnding(() => retryPastLimit),
+  )
   const [rejected, acked] = await deliverAll(runner, 'proj.spent', 'proj.spentacked')
   assert.deepEqual(rejected.settled, ['reject'])
   assert.deepEqual(acked.settled, ['ack'])
-  assert.deepEqual(stored.map((s) => [s.status, (s.meta.result as { exc_type: string }).exc_type]), [['FAILURE', 'MaxRetriesExceededError'], ['FAILURE', 'MaxRetriesExceededError']])
+  assert.deepEqual(
+    stored.map((s) => [s.status, (s.meta.result as { exc_type: string }).exc_type]),
+    [
+      ['FAILURE', 'MaxRetriesExceededError'],
+      ['FAILURE', 'MaxRetriesExceededError'],
+    ],
+  )
 })
 
 it('[settlement] a hard time limit under acksOnFailureOrTimeout false rejects the late-ack message; by default it is acked', async () => {
@@ -580,11 +838,18 @@ it('[settlement] a hard time limit under acksOnFailureOrTimeout false rejects th
   app.task('proj.slowacked', () => 1, { timeLimit: 2 })
   const { backend, stored, release } = recordingBackend()
   release()
-  const { runner } = runnerFor(app, backend, poolEnding(() => ({ status: 'killed', reason: 'time-limit', signal: 'SIGKILL', runtime: 2 })))
+  const { runner } = runnerFor(
+    app,
+    backend,
+    poolEnding(() => ({ status: 'killed', reason: 'time-limit', signal: 'SIGKILL', runtime: 2 })),
+  )
   const [rejected, acked] = await deliverAll(runner, 'proj.slow', 'proj.slowacked')
   assert.deepEqual(rejected.settled, ['reject'])
   assert.deepEqual(acked.settled, ['ack'])
-  assert.deepEqual(stored.map((s) => s.meta.result), [1, 1].map(() => ({ exc_type: 'TimeLimitExceeded', exc_message: [2], exc_module: 'celery.exceptions' })))
+  assert.deepEqual(
+    stored.map((s) => s.meta.result),
+    [1, 1].map(() => ({ exc_type: 'TimeLimitExceeded', exc_message: [2], exc_module: 'celery.exceptions' })),
+  )
 })
 
 it('[settlement] under early ack a lost pool process fails the task with WorkerLostError: its message went when it started, nothing is requeued', async () => {
@@ -592,23 +857,37 @@ it('[settlement] under early ack a lost pool process fails the task with WorkerL
   app.task('proj.early', () => 1, { acksLate: false })
   const { backend, stored, release } = recordingBackend()
   release()
-  const { runner, log } = runnerFor(app, backend, poolEnding(() => ({ status: 'killed', reason: 'worker-lost', signal: 'SIGKILL', runtime: 0.1 })))
+  const { runner, log } = runnerFor(
+    app,
+    backend,
+    poolEnding(() => ({ status: 'killed', reason: 'worker-lost', signal: 'SIGKILL', runtime: 0.1 })),
+  )
   const [d] = await deliverAll(runner, 'proj.early')
   assert.deepEqual(d!.settled, ['ack'], 'acked once, when it started')
-  assert.deepEqual(stored.map((s) => s.status), ['FAILURE'])
-  assert.ok(log.lines.includes("ERROR Task handler raised error: WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL).')"), log.lines.join('\n'))
+  assert.deepEqual(
+    stored.map((s) => s.status),
+    ['FAILURE'],
+  )
+  assert.ok(
+    log.lines.includes("ERROR Task handler raised error: WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL).')"),
+    log.lines.join('\n'),
+  )
   assert.ok(!log.lines.some((l) => /requeued/.test(l)), 'not said to be requeued')
 })
 
-it('[settlement] a terminated (revoked) task is acked under a late ack whatever acksOnFailureOrTimeout says, as Celery\'s _announce_revoked', async () => {
+it("[settlement] a terminated (revoked) task is acked under a late ack whatever acksOnFailureOrTimeout says, as Celery's _announce_revoked", async () => {
   const app = createApp({ name: 'proj' })
   app.task('proj.killed', () => 1, { acksOnFailureOrTimeout: false })
-  const { runner } = runnerFor(app, null, poolEnding(() => ({ status: 'killed', reason: 'terminated', signal: 'SIGTERM', runtime: 0.1 })))
+  const { runner } = runnerFor(
+    app,
+    null,
+    poolEnding(() => ({ status: 'killed', reason: 'terminated', signal: 'SIGTERM', runtime: 0.1 })),
+  )
   const [d] = await deliverAll(runner, 'proj.killed')
   assert.deepEqual(d!.settled, ['ack'])
 })
 
-it('[settlement] a cold shutdown hands the running tasks\' messages back (requeued) and ignores their outcomes', async () => {
+it("[settlement] a cold shutdown hands the running tasks' messages back (requeued) and ignores their outcomes", async () => {
   const app = createApp({ name: 'proj' })
   let finish!: () => void
   app.task('proj.long', () => new Promise<void>((resolve) => (finish = resolve)))
@@ -619,7 +898,10 @@ it('[settlement] a cold shutdown hands the running tasks\' messages back (requeu
   void runner.onDelivery(d)
   assert.equal(runner.active.size, 1)
   const { requests, handedBack } = runner.handBackRunning()
-  assert.deepEqual(requests.map((r) => r.name), ['proj.long'])
+  assert.deepEqual(
+    requests.map((r) => r.name),
+    ['proj.long'],
+  )
   await handedBack
   assert.deepEqual(d.settled, ['requeue'])
   finish()

@@ -222,7 +222,11 @@ it('[task-runner] inspect reserved lists the jobs staged in a pool slot, then th
   const id = (i: number) => String((d[i]!.properties.headers as Record<string, unknown>).id)
   for (const x of d.slice(0, 3)) await runner.onDelivery(x)
   await turn()
-  assert.deepEqual(pool.placed.map((p) => p.id), [id(0), id(1), id(2)], 'all three handed to the pool')
+  assert.deepEqual(
+    pool.placed.map((p) => p.id),
+    [id(0), id(1), id(2)],
+    'all three handed to the pool',
+  )
   assert.deepEqual(ids(runner.reserved), [id(0), id(1), id(2)], 'staged, not started: reserved')
   pool.placed[0]!.placement.started()
   assert.deepEqual(ids(runner.reserved), [id(1), id(2)])

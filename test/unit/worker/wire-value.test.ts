@@ -13,7 +13,13 @@ class Money {
 }
 
 it('[wire] toJSON() is applied at any depth, in arrays, Sets and Maps; the clone then encodes as the value itself does', () => {
-  const value = { total: new Money(1234), lines: [new Money(5), 7], tags: new Set([new Money(1)]), byId: new Map([['a', new Money(2)]]), when: new Date(0) }
+  const value = {
+    total: new Money(1234),
+    lines: [new Money(5), 7],
+    tags: new Set([new Money(1)]),
+    byId: new Map([['a', new Money(2)]]),
+    when: new Date(0),
+  }
   const applied = withToJSONApplied(value)
   assert.equal(dumps(structuredClone(applied)), dumps(value))
   assert.notEqual(dumps(structuredClone(value)), dumps(value), 'without it the clone loses toJSON')
@@ -26,8 +32,11 @@ it('[wire] a value without toJSON comes back as the same object; a cycle is left
   const cycle: Record<string, unknown> = {}
   cycle.self = cycle
   assert.equal(withToJSONApplied(cycle), cycle)
-  const selfish = { x: 1, toJSON() {
-    return this
-  } }
+  const selfish = {
+    x: 1,
+    toJSON() {
+      return this
+    },
+  }
   assert.equal(withToJSONApplied(selfish), selfish)
 })

@@ -17,7 +17,8 @@ export function amqplibShapeGap(): string | undefined {
     if (typeof channel?.[method] !== 'function') return `Channel#${method} (lib/channel.js)`
   }
   if (typeof connectionModule.Connection?.prototype.sendMessage !== 'function') return 'Connection#sendMessage (lib/connection.js)'
-  if (typeof (muxModule.Mux?.prototype as unknown as Record<string, unknown> | undefined)?._readIncoming !== 'function') return 'Mux#_readIncoming (lib/mux.js)'
+  if (typeof (muxModule.Mux?.prototype as unknown as Record<string, unknown> | undefined)?._readIncoming !== 'function')
+    return 'Mux#_readIncoming (lib/mux.js)'
   return undefined
 }
 

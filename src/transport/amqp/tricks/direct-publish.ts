@@ -12,7 +12,10 @@ import { encodePublishFrames } from './publish-frames.js'
 /** The amqplib internals this touches (lib/channel.js, lib/connection.js); amqplib-pin.ts checks they are there. */
 interface ChannelInternals {
   ch?: number
-  connection?: { channels?: Array<{ channel: unknown; buffer?: { write?: (frames: Buffer) => boolean } } | null>; sentSinceLastCheck?: boolean }
+  connection?: {
+    channels?: Array<{ channel: unknown; buffer?: { write?: (frames: Buffer) => boolean } } | null>
+    sentSinceLastCheck?: boolean
+  }
   pushConfirmCallback?: (cb: (err: unknown) => void) => void
   sendMessage?: (fields: PublishFields, properties: PublishFields, content: Buffer) => boolean
 }
@@ -32,7 +35,13 @@ function frameStream(ch: ChannelInternals): FrameStream | undefined {
 }
 
 /** Writes the message on the channel, by its own frames where it can. */
-function send(ch: ChannelInternals, fields: PublishFields, body: Buffer, stream: FrameStream | undefined, frames: Buffer | undefined): void {
+function send(
+  ch: ChannelInternals,
+  fields: PublishFields,
+  body: Buffer,
+  stream: FrameStream | undefined,
+  frames: Buffer | undefined,
+): void {
   if (stream && frames) {
     ch.connection!.sentSinceLastCheck = true
     stream.write(frames)

@@ -15,11 +15,16 @@ import { queueOptions } from '../topology.js'
 
 /** Declares `t` as declareTopology does, in one round trip. */
 export async function declareTopologyNowait(channel: Channel, t: TopologySpec): Promise<void> {
-  const send = (channel as unknown as { sendImmediately(method: number, fields: Record<string, unknown>): void }).sendImmediately.bind(channel)
+  const send = (channel as unknown as { sendImmediately(method: number, fields: Record<string, unknown>): void }).sendImmediately.bind(
+    channel,
+  )
   for (const ex of t.exchanges) {
     // The default exchange and amq.* exist already and may not be declared by clients.
     if (ex.name === '' || ex.name.startsWith('amq.')) continue
-    send(defs.ExchangeDeclare, { ...Args.assertExchange(ex.name, ex.type, { durable: ex.durable, autoDelete: ex.autoDelete }), nowait: true })
+    send(defs.ExchangeDeclare, {
+      ...Args.assertExchange(ex.name, ex.type, { durable: ex.durable, autoDelete: ex.autoDelete }),
+      nowait: true,
+    })
   }
   // Every queue is bound to the default exchange by name; RabbitMQ refuses explicit binds to it.
   const bindings = t.bindings.filter((b) => b.exchange !== '')

@@ -7,7 +7,15 @@ export function basicCases(ctx: ConformanceContext): void {
   it('publishes to the default exchange and consumes with properties intact', { timeout: 60_000 }, async () => {
     const t = await ctx.open()
     const q = await ctx.queue(t)
-    const headers = { lang: 'py', task: 'tasks.add', retries: 0, timelimit: [30, 20], shadow: null, ignore_result: false, nested: { a: 'b' } }
+    const headers = {
+      lang: 'py',
+      task: 'tasks.add',
+      retries: 0,
+      timelimit: [30, 20],
+      shadow: null,
+      ignore_result: false,
+      nested: { a: 'b' },
+    }
     await t.publish('', q, message('[[2, 2], {}, {}]', { headers, correlationId: 'id-1', replyTo: 'reply-oid' }))
     const got = new Collector()
     await t.consume(q, got.handler, { prefetch: 10 })
@@ -46,35 +54,39 @@ export function basicCases(ctx: ConformanceContext): void {
     assert.equal(got.deliveries[0]!.routingKey, 'right')
   })
 
-  it('declareTopology declares exchanges, queue and bindings at once, so a publish right after is routed', { timeout: 60_000 }, async (t0) => {
-    const t = await ctx.open()
-    if (!t.declareTopology) return t0.skip(`${ctx.opts.kind} declares one by one`)
-    const fanout = uniqueName(`tsq-conf-${ctx.opts.kind}-fx`)
-    const direct = uniqueName(`tsq-conf-${ctx.opts.kind}-dx`)
-    const q = uniqueName(`tsq-conf-${ctx.opts.kind}`)
-    ctx.track(q)
-    await t.declareTopology({
-      exchanges: [
-        { name: fanout, type: 'fanout', durable: false, autoDelete: true },
-        { name: direct, type: 'direct', durable: false, autoDelete: true },
-      ],
-      queue: { name: q, durable: false, exclusive: false, autoDelete: false },
-      bindings: [
-        { exchange: direct, routingKey: 'one' },
-        { exchange: direct, routingKey: 'two' },
-      ],
-    })
-    // Published before anyone consumes: routed by every binding, held by the queue.
-    await t.publish(direct, 'one', message('one'))
-    await t.publish(direct, 'two', message('two'))
-    await t.publish(direct, 'three', message('three'))
-    const got = new Collector()
-    await t.consume(q, got.handler, { noAck: true })
-    await got.waitForCount(2)
-    await pause(QUIET_MS)
-    assert.deepEqual(got.bodies().sort(), ['one', 'two'])
-    await t.deleteQueue(q)
-  })
+  it(
+    'declareTopology declares exchanges, queue and bindings at once, so a publish right after is routed',
+    { timeout: 60_000 },
+    async (t0) => {
+      const t = await ctx.open()
+      if (!t.declareTopology) return t0.skip(`${ctx.opts.kind} declares one by one`)
+      const fanout = uniqueName(`tsq-conf-${ctx.opts.kind}-fx`)
+      const direct = uniqueName(`tsq-conf-${ctx.opts.kind}-dx`)
+      const q = uniqueName(`tsq-conf-${ctx.opts.kind}`)
+      ctx.track(q)
+      await t.declareTopology({
+        exchanges: [
+          { name: fanout, type: 'fanout', durable: false, autoDelete: true },
+          { name: direct, type: 'direct', durable: false, autoDelete: true },
+        ],
+        queue: { name: q, durable: false, exclusive: false, autoDelete: false },
+        bindings: [
+          { exchange: direct, routingKey: 'one' },
+          { exchange: direct, routingKey: 'two' },
+        ],
+      })
+      // Published before anyone consumes: routed by every binding, held by the queue.
+      await t.publish(direct, 'one', message('one'))
+      await t.publish(direct, 'two', message('two'))
+      await t.publish(direct, 'three', message('three'))
+      const got = new Collector()
+      await t.consume(q, got.handler, { noAck: true })
+      await got.waitForCount(2)
+      await pause(QUIET_MS)
+      assert.deepEqual(got.bodies().sort(), ['one', 'two'])
+      await t.deleteQueue(q)
+    },
+  )
 
   it('declareTopology rejects with the broker refusal when an exchange exists with another type', { timeout: 60_000 }, async (t0) => {
     const t = await ctx.open()

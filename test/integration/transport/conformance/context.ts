@@ -32,7 +32,13 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
     timer = setTimeout(() => resolve(false), ms)
   })
   try {
-    return await Promise.race([promise.then(() => true, () => true), deadline])
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      deadline,
+    ])
   } finally {
     clearTimeout(timer)
   }

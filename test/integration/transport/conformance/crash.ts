@@ -45,7 +45,7 @@ export function crashCases(ctx: ConformanceContext): void {
       got.handler(d)
       void d.ack()
     })
-    await waitFor(() => new Set(got.bodies()).size >= bodies.length, { timeoutMs: RECOVERY_MS, what: 'the dead consumer\'s messages' })
+    await waitFor(() => new Set(got.bodies()).size >= bodies.length, { timeoutMs: RECOVERY_MS, what: "the dead consumer's messages" })
     assert.deepEqual([...new Set(got.bodies())].sort(), bodies)
   })
 }
