@@ -155,16 +155,26 @@ for (const w of workers) {
     const si = (task: string, args: unknown[]) => signature(task, args, {}, { immutable: true })
     const collect = (...args: unknown[]) => signature('proj.collect', args)
 
-    it("a chord header holding a chain that ends in a group (Celery's test_nested_group_chain): the group's members count, the body gets their results nested", async () => {
-      // add.si(1, 0) | chord([add.si(1, 100), add.si(1, 200) | group(add.si(1, 1000), add.si(1, 2000))], collect)
-      // (the suite's body is add.si(1, 10), which hides what it gets).
-      const header = [
-        si('proj.add', [1, 100]),
-        chainSig(si('proj.add', [1, 200]), groupSig(si('proj.add', [1, 1000]), si('proj.add', [1, 2000]))),
-      ]
-      const r = await app.chain(si('proj.add', [1, 0]), chordSig(header, collect()))
-      assert.deepEqual(await r.get({ timeout: 30 }).catch((e: Error) => withLog(e.message)), [101, [1001, 2001]])
-    })
+    // A Python worker starting this chord races with itself: applying the header's group, Celery 5.2.6
+    // sets the chord's size again to the group's (`set_chord_size`), then may join before the other
+    // member has ended and wait there for ever (README, "canvas"); it passes or hangs by timing.
+    const celeryRace =
+      w.name === 'a Python Celery worker' &&
+      "Celery 5.2.6's own worker cuts this chord's size when it applies the header's group, and then hangs or not by timing"
+    it(
+      "a chord header holding a chain that ends in a group (Celery's test_nested_group_chain): the group's members count, the body gets their results nested",
+      { skip: celeryRace },
+      async () => {
+        // add.si(1, 0) | chord([add.si(1, 100), add.si(1, 200) | group(add.si(1, 1000), add.si(1, 2000))], collect)
+        // (the suite's body is add.si(1, 10), which hides what it gets).
+        const header = [
+          si('proj.add', [1, 100]),
+          chainSig(si('proj.add', [1, 200]), groupSig(si('proj.add', [1, 1000]), si('proj.add', [1, 2000]))),
+        ]
+        const r = await app.chain(si('proj.add', [1, 0]), chordSig(header, collect()))
+        assert.deepEqual(await r.get({ timeout: 30 }).catch((e: Error) => withLog(e.message)), [101, [1001, 2001]])
+      },
+    )
 
     it("a chord whose one header member is a chain ending in a group (Celery's test_nested_chord_group_chain_group_tail): [[42, 42]]", async () => {
       // add.si(40, 2) | chord([collect() | group(collect(), collect())], collect())
