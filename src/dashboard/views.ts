@@ -27,22 +27,45 @@ export function summary(cluster: Cluster): Record<string, unknown> {
   }
 }
 
-export function workerSummary(cluster: Cluster, w: WorkerRecord): Record<string, unknown> {
-  const stats = (w.inspect.stats ?? {}) as {
-    pool?: { 'max-concurrency'?: number; implementation?: string; processes?: unknown[] }
-    total?: Record<string, number>
+/** `inspect stats`'s pool, as a worker reports it. */
+interface PoolStats {
+  'max-concurrency'?: number
+  implementation?: unknown
+  processes?: unknown
+  timeouts?: unknown
+  'put-guarded-by-semaphore'?: unknown
+}
+
+/**
+ * The pool's kind (`prefork`, `threads`, `solo`, `eventlet`), or null where the stats do not tell.
+ * Celery 5.3 names it (`implementation`: `celery.concurrency.prefork:TaskPool`); 5.2.6, and tsq
+ * that answers as 5.2.6, only by the keys each pool's `_get_info` gives (celery/concurrency/*.py).
+ */
+export function poolKind(pool: PoolStats): string | null {
+  if (typeof pool.implementation === 'string') {
+    const kind = pool.implementation.replace(/^celery\.concurrency\.|:TaskPool$/g, '')
+    return kind === 'thread' ? 'threads' : kind
   }
+  if ('writes' in pool) return 'prefork'
+  if ('threads' in pool) return 'threads'
+  if ('free-threads' in pool || 'running-threads' in pool) return 'eventlet'
+  if (Array.isArray(pool.processes) && pool['put-guarded-by-semaphore'] === true && Array.isArray(pool.timeouts) && !pool.timeouts.length)
+    return 'solo'
+  return null
+}
+
+export function workerSummary(cluster: Cluster, w: WorkerRecord): Record<string, unknown> {
+  const stats = (w.inspect.stats ?? {}) as { pool?: PoolStats; total?: Record<string, number> }
   const queues = Array.isArray(w.inspect.active_queues)
     ? (w.inspect.active_queues as { name?: string }[]).map((q) => q.name).filter(Boolean)
     : []
-  const pool = stats.pool ?? {}
-  const impl = typeof pool.implementation === 'string' ? pool.implementation.replace(/^celery\.concurrency\.|:TaskPool$/g, '') : null
+  const pool = stats.pool && typeof stats.pool === 'object' ? stats.pool : {}
   return {
     hostname: w.hostname,
     online: cluster.state.alive(w),
     software: [w.sw_ident, w.sw_ver].filter(Boolean).join(' ') || null,
     pid: w.pid,
-    pool: impl,
+    pool: poolKind(pool),
     concurrency: pool['max-concurrency'] ?? (Array.isArray(pool.processes) ? pool.processes.length : null),
     active: w.active,
     processed: w.processed,

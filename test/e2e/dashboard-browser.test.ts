@@ -1,11 +1,12 @@
 // tsq-test: slow
 // `tsq dashboard` in real headless Chromium (Debian's, driven by
 // playwright-core), on RabbitMQ with a Python Celery worker and a tsq worker:
-// both are listed; a task sent from Python turns SUCCESS without a reload; a
-// running task is terminated from its page and turns REVOKED; pool grow from
-// the worker page changes `inspect stats`; `<script>` in args is text; with
-// --basic-auth the page is refused without credentials. Screenshots of each
-// page go to TSQ_DASHBOARD_SCREENSHOTS (default: a temporary directory).
+// both are listed, each with its pool; a task sent from Python turns SUCCESS
+// without a reload; a running task is terminated from its page and turns
+// REVOKED; pool grow from the worker page changes `inspect stats`; `<script>`
+// in args is text; with --basic-auth the page is refused without credentials.
+// Screenshots of each page go to TSQ_DASHBOARD_SCREENSHOTS (default: a
+// temporary directory).
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
@@ -112,6 +113,12 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
       async () => (await page.locator(`tr[data-worker="${pyWorker!.nodename}"] td`).nth(2).textContent())?.includes('py-celery'),
       { timeoutMs: 20_000, what: 'software column' },
     )
+    // Both run -P prefork: the Pool column reads it from each one's `inspect stats` alike.
+    for (const node of [tsqNode, pyWorker!.nodename])
+      await waitFor(async () => (await page.locator(`tr[data-worker="${node}"] td`).nth(3).textContent()) === 'prefork', {
+        timeoutMs: 20_000,
+        what: `${node}'s pool column`,
+      })
     await shot('workers')
   })
 

@@ -158,7 +158,8 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
       } else if (w.pool.kind === 'threads') {
         pool.threads = slots.length
       } else {
-        pool.implementation = 'tsq:solo'
+        // Celery's solo pool's keys, so a monitor tells the pool by them as it does Python's (its one process is the worker).
+        Object.assign(pool, { processes: [process.pid], 'max-tasks-per-child': null, 'put-guarded-by-semaphore': true, timeouts: [] })
       }
       return {
         total: { ...w.runner.total },
