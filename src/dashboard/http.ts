@@ -35,16 +35,19 @@ export function send(res: ServerResponse, status: number, body: string | Buffer,
   res.end(body)
 }
 
-export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  let text: string
+/** A value as JSON text. */
+export function jsonText(value: unknown): string {
   try {
-    text = JSON.stringify(value)
+    return JSON.stringify(value)
   } catch (error) {
     // A stored result's int past 2**53 is a BigInt: written digit for digit by kombu's JSON, as Flower's json writes it.
     if (!(error instanceof TypeError && /BigInt/.test(error.message))) throw error
-    text = dumps(value)
+    return dumps(value)
   }
-  send(res, status, text, 'application/json; charset=UTF-8')
+}
+
+export function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  send(res, status, jsonText(value), 'application/json; charset=UTF-8')
 }
 
 /** What an error page echoes, safe in HTML. */

@@ -1,12 +1,14 @@
 // The front-end's files: the one page every path of the UI loads (with the
-// --url-prefix written into it and a strict CSP), and web/'s scripts and
-// styles, with the charting library served from its own package.
+// --url-prefix written into it, the state its tables start with, and a strict
+// CSP), and web/'s scripts and styles, with the charting library served from
+// its own package.
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { extname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { DashboardContext } from './context.js'
 import { HttpError, send, type Call } from './http.js'
+import { initialState, scriptJson } from './initial-state.js'
 
 /**
  * The front-end's files. The same relative step works from src/dashboard
@@ -41,14 +43,23 @@ export const PAGES = [
   '/task/*',
 ]
 
-let indexHtml: string | undefined
+/** index.html around its `%INITIAL%` mark, where the page's state goes. */
+let indexParts: [string, string] | undefined
 
 export async function serveIndex(d: DashboardContext, c: Call): Promise<void> {
-  indexHtml ??= await readFile(join(WEB_ROOT, 'index.html'), 'utf8')
+  if (!indexParts) {
+    const html = await readFile(join(WEB_ROOT, 'index.html'), 'utf8')
+    const mark = html.indexOf('%INITIAL%')
+    if (mark === -1) throw new Error(`${join(WEB_ROOT, 'index.html')} has no %INITIAL% mark`)
+    indexParts = [html.slice(0, mark), html.slice(mark + '%INITIAL%'.length)]
+  }
   // The prefix is the operator's own flag value, still escaped for an attribute.
   const prefix = d.prefix.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`)
+  const [head, tail] = indexParts
+  // The state is not a script (its block's type is JSON): the CSP's script-src stays 'self'.
+  const initial = scriptJson(initialState(d.cluster, c.path, c.query))
   c.res.setHeader('Content-Security-Policy', CSP)
-  send(c.res, 200, indexHtml.replaceAll('%PREFIX%', prefix), MIME['.html']!)
+  send(c.res, 200, `${head.replaceAll('%PREFIX%', prefix)}${initial}${tail.replaceAll('%PREFIX%', prefix)}`, MIME['.html']!)
 }
 
 /** A file of web/ by the rest of its path under /static/ (as written: decoded here once). */

@@ -5,9 +5,9 @@ import { ResendRefusedError } from '../client/index.js'
 import { DEFAULT_MAX_DEPTH, jsonDepthExceeds, ProtocolError } from '../protocol/index.js'
 import { scrubSecrets } from './cluster.js'
 import type { DashboardContext } from './context.js'
-import { knownWorker, runQuery } from './flower-api.js'
+import { knownWorker } from './flower-api.js'
 import { boolArg, HttpError, readBody, sendJson, type Call } from './http.js'
-import { summary, taskDetail, taskRow, workerSummary } from './views.js'
+import { overviewView, summary, taskDetail, tasksView, workerSummary, workersView } from './views.js'
 
 /** Control commands the pages may send (the worker page's actions and the task page's revoke). */
 const UI_COMMANDS = new Set([
@@ -30,7 +30,7 @@ export function uiSummary(d: DashboardContext, c: Call): void {
 }
 
 export function uiWorkers(d: DashboardContext, c: Call): void {
-  sendJson(c.res, 200, { workers: [...d.cluster.state.workers.values()].map((w) => workerSummary(d.cluster, w)) })
+  sendJson(c.res, 200, workersView(d.cluster))
 }
 
 export async function uiWorker(d: DashboardContext, c: Call): Promise<void> {
@@ -40,15 +40,7 @@ export async function uiWorker(d: DashboardContext, c: Call): Promise<void> {
 }
 
 export function uiTasks(d: DashboardContext, c: Call): void {
-  const page = runQuery(d.cluster, c.query)
-  const state = d.cluster.state
-  sendJson(c.res, 200, {
-    rows: page.tasks.map((t) => taskRow(t)),
-    filtered: page.filtered,
-    total: page.total,
-    taskTypes: [...state.taskTypes].sort(),
-    workers: [...state.workers.keys()].sort(),
-  })
+  sendJson(c.res, 200, tasksView(d.cluster, c.query))
 }
 
 export function uiTask(d: DashboardContext, c: Call): void {
@@ -58,9 +50,7 @@ export function uiTask(d: DashboardContext, c: Call): void {
 }
 
 export function uiOverview(d: DashboardContext, c: Call): void {
-  const queues: Record<string, unknown> = {}
-  for (const [name, samples] of d.cluster.queueHistory) queues[name] = samples
-  sendJson(c.res, 200, { throughput: d.cluster.throughput, queues, summary: summary(d.cluster) })
+  sendJson(c.res, 200, overviewView(d.cluster))
 }
 
 export function uiStream(d: DashboardContext, c: Call): void {

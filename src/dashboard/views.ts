@@ -3,6 +3,7 @@
 // API and the live stream send these; Flower's API keeps Flower's own shapes.
 import type { TaskRecord, WorkerRecord } from '../cluster-state/index.js'
 import type { Cluster } from './cluster.js'
+import { runQuery } from './flower-api.js'
 
 /** A workflow shown on a task's page stops at this many tasks, or this deep. */
 const MAX_FAMILY = 200
@@ -78,6 +79,31 @@ export function workerSummary(cluster: Cluster, w: WorkerRecord): Record<string,
     offlineAt: w.offlineAt,
     queues,
   }
+}
+
+/** The workers page: every worker's row. */
+export function workersView(cluster: Cluster): Record<string, unknown> {
+  return { workers: [...cluster.state.workers.values()].map((w) => workerSummary(cluster, w)) }
+}
+
+/** The tasks page: one page of rows by Flower's search arguments, the filters' choices, and the counts. */
+export function tasksView(cluster: Cluster, query: URLSearchParams): Record<string, unknown> {
+  const page = runQuery(cluster, query)
+  const state = cluster.state
+  return {
+    rows: page.tasks.map((t) => taskRow(t)),
+    filtered: page.filtered,
+    total: page.total,
+    taskTypes: [...state.taskTypes].sort(),
+    workers: [...state.workers.keys()].sort(),
+  }
+}
+
+/** The queues and overview pages: each queue's samples, the throughput, and the summary. */
+export function overviewView(cluster: Cluster): Record<string, unknown> {
+  const queues: Record<string, unknown> = {}
+  for (const [name, samples] of cluster.queueHistory) queues[name] = samples
+  return { throughput: cluster.throughput, queues, summary: summary(cluster) }
 }
 
 export function taskRow(t: TaskRecord): Record<string, unknown> {

@@ -72,3 +72,35 @@ export function leavePage() {
   cleanup()
   cleanup = () => {}
 }
+
+/** Every node's reply to a control command, as a table. */
+export function repliesView(replies) {
+  if (!replies.length) return h('p', { class: 'muted' }, 'No node replied.')
+  return h(
+    'table',
+    { class: 'replies' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Node'), h('th', {}, 'Reply'))),
+    h(
+      'tbody',
+      {},
+      replies
+        .flatMap((r) => Object.entries(r))
+        .map(([node, body]) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, node),
+            h(
+              'td',
+              { class: 'wrap' },
+              body && body.ok !== undefined
+                ? `ok: ${text(body.ok)}`
+                : body && body.error !== undefined
+                  ? `error: ${text(body.error)}`
+                  : text(body),
+            ),
+          ),
+        ),
+    ),
+  )
+}
