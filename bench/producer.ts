@@ -84,7 +84,7 @@ async function inLists(n: number, size: number, sendList: (from: number, to: num
 
 async function tsqFigures(broker: Broker, url: string, queue: string): Promise<void> {
   const app: App = createApp({ broker: url, defaultQueue: queue })
-  const noop = app.task('proj.noop', () => undefined)
+  const noop = app.task('proj.noop', (_i: number) => undefined)
   try {
     await noop.delay(-1) // the connection and the queue's declaration, untimed
     record(broker, 'one-by-one', 'tsq delay()', ONE_BY_ONE, await timed(() => oneByOne(ONE_BY_ONE, (i) => noop.delay(i))))

@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 npm run build || exit 1
 status=0
-# The typecheck, the lint and the format check are one process each: side by side
+# The typecheck, the lint and the format check run side by side
 # on the cores, each one's output printed whole when all three are done.
 checks=$(mktemp -d)
 in_background() {
@@ -20,11 +20,18 @@ report() {
   cat "$checks/$1.out"
   [ "$(cat "$checks/$1.rc")" = 0 ] || status=1
 }
-in_background typecheck npx tsc -p tsconfig.test.json
+# The type tests are in both: test/types/*.ts with the tests, test/types/*.js (checkJs) against the built .d.ts.
+typecheck() {
+  local rc=0
+  npx tsc -p tsconfig.test.json || rc=1
+  npx tsc -p tsconfig.types.json || rc=1
+  return $rc
+}
+in_background typecheck typecheck
 in_background lint npx eslint .
 in_background format npx prettier --check --log-level warn .
 wait
-report typecheck "typecheck (sources, tests, benches)"
+report typecheck "typecheck (sources, tests, benches, type tests)"
 report lint "lint (eslint: layers, typescript-eslint)"
 report format "format (prettier --check; npm run format writes it)"
 rm -rf "$checks"

@@ -4,6 +4,8 @@
 export {
   App,
   Task,
+  RemoteTask,
+  TaskHandle,
   createApp,
   signature,
   AsyncResult,
@@ -19,7 +21,13 @@ export {
 } from './app/index.js'
 export type {
   AppOptions,
+  ApplyCall,
   ApplyOptions,
+  ChainResult,
+  GetOptions,
+  ResultOf,
+  ResultsOf,
+  TrailingArgs,
   ControlCommandHandler,
   ControlCommandKind,
   Signature,

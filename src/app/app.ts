@@ -1,24 +1,15 @@
-// What a user's task module imports: `createApp`, `app.task`, sending, results
-// and custom remote-control commands. Nothing here runs tasks, the worker does,
-// but for the eager runs of tests (`task.apply()`, task_always_eager: eager.ts).
-// A task itself is task.ts; signatures, their kinds and freezing are the
-// protocol's (protocol/messages/canvas.ts); what each send derives from the
-// conf, send-plan.ts.
+// What a user's task module imports: `createApp`, `app.task`, `app.remote`,
+// sending, results and custom remote-control commands. Nothing here runs
+// tasks, the worker does, but for the eager runs of tests (`task.apply()`,
+// task_always_eager: eager.ts). A task itself is task.ts, a task defined
+// elsewhere remote-task.ts; how a chain, group or chord is sent,
+// canvas-sends.ts; signatures, their kinds and freezing are the protocol's
+// (protocol/messages/canvas.ts); what each send derives from the conf
+// (routes included), send-plan.ts.
 import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
 import { withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
-import {
-  type BodyDecoder,
-  type BodyEncoder,
-  type Signature,
-  type TaskEmbed,
-  canvasKind,
-  chainEmbed,
-  chordBody,
-  chordHeader,
-  frozenStep,
-  uuid4,
-} from '../protocol/index.js'
+import { type BodyDecoder, type BodyEncoder, type ResultOf, type Signature, type TaskEmbed } from '../protocol/index.js'
 import {
   checkSecurityConf,
   loadSecurity,
@@ -32,10 +23,7 @@ import {
   loadConfig,
   transportSettingsFromConf,
   type ResolvedConfig,
-  routedSend,
-  routeTask,
   type Route,
-  type SendDestination,
   type QueueSettings,
   annotationsFor,
 } from '../config/index.js'
@@ -48,25 +36,32 @@ import {
   type Transport,
   type TransportSettings,
 } from '../transport/index.js'
-import { AsyncResult, GroupResult } from './async-result.js'
-import { SendManyError } from './send-many-error.js'
+import { AsyncResult, type GroupResult } from './async-result.js'
 import { registerBuiltinTasks } from './builtins.js'
 import {
   backendOptionsFromConf,
   createResultBackend,
   RpcResultBackend,
-  UnsupportedBackendError,
   type BackendOptions,
   type ResultBackend,
   type ResultCodec,
 } from '../backends/index.js'
-import { DEFAULT_QUEUE, sendTask, sendTaskAs, type SendTaskOptions, AppControl } from '../client/index.js'
+import { DEFAULT_QUEUE, sendTaskAs, type SendTaskOptions, AppControl } from '../client/index.js'
 import { ConfWatch } from './conf-watch.js'
-import { runningTask } from './task-context.js'
+import { runningTask, type TaskContext } from './task-context.js'
 import { AppSignals, type SignalName, type SignalReceiver } from './app-signals.js'
-import { applyAsyncEagerly, applyChainEagerly, applyChordEagerly, applyGroupEagerly, isAlwaysEager, EagerResult } from './eager.js'
-import { Task, taskDefaultsFromConf, type ApplyOptions, type TaskFunction, type TaskOptions } from './task.js'
+import { applyAsyncEagerly, isAlwaysEager } from './eager.js'
+import { Task, taskDefaultsFromConf, type AfterFirst, type TaskFunction, type TaskOptions } from './task.js'
+import type { ApplyOptions } from './task-handle.js'
+import { RemoteTask } from './remote-task.js'
 import { SendPlan } from './send-plan.js'
+import { addToChord, sendChain, sendChord, sendGroup, sendMany, type CanvasSender } from './canvas-sends.js'
+
+/** A chain's result: typed by its last signature's result when that is known, else a task's or a group's. */
+export type ChainResult<R> = unknown extends R ? AsyncResult | GroupResult : AsyncResult<R>
+
+/** What each signature of a list returns: a group's get() gives that list. */
+export type ResultsOf<S extends unknown[]> = { [K in keyof S]: ResultOf<S[K]> }
 
 export type ControlCommandKind = 'inspect' | 'control'
 export type ControlCommandHandler = (args: Record<string, unknown>, worker: { hostname: string }) => unknown | Promise<unknown>
@@ -119,6 +114,8 @@ export class App {
   private openTransport: Transport | undefined
   private backendOpen = false
   private readonly resultOf = (id: string): AsyncResult => new AsyncResult(id, this)
+  /** What canvas-sends.ts needs of this app that is not public. */
+  private readonly canvas: CanvasSender = { app: this, plan: () => this.sendPlan(), resultOf: this.resultOf }
 
   constructor(options: AppOptions = {}) {
     this.options = this.watch.watchOptions(options)
@@ -213,57 +210,12 @@ export class App {
    * beat's and a worker's links and chain steps all ask this.
    */
   routeFor(taskName: string): Route {
-    const routes = this.sendPlan().routes
-    let route = routes.get(taskName)
-    if (!route) routes.set(taskName, (route = routeTask(taskName, this.options.conf?.task_routes) ?? { queue: this.defaultQueue }))
-    return route
-  }
-
-  /**
-   * A send's queue, exchange and routing key: the ones given, else the task's
-   * route; with the app's queue definitions, so the queue is declared as
-   * task_queues says; and how every send of this app publishes
-   * (task_publish_retry_policy, task_send_sent_event).
-   */
-  private routed(
-    taskName: string,
-    queue: unknown,
-    given: { exchange?: string; routingKey?: string } = {},
-  ): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent' | 'timeout'> {
-    const plan = this.sendPlan()
-    return {
-      ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () =>
-        this.routeFor(taskName),
-      ),
-      resolveQueue: plan.resolveQueue,
-      deliveryMode: plan.settings.defaultDeliveryMode,
-      ...this.publishing(),
-      ...(plan.publishTimeout !== null ? { timeout: plan.publishTimeout } : {}),
-    }
-  }
-
-  /**
-   * routed() written into a send's own options object, which the caller owns:
-   * the same keys with the same values, without the objects in between.
-   */
-  private routeInto(o: SendTaskOptions, taskName: string, plan: SendPlan): void {
-    if (typeof o.queue !== 'string') {
-      const route = this.routeFor(taskName)
-      o.queue = route.queue
-      o.exchange = o.exchange ?? route.exchange
-      o.routingKey = o.routingKey ?? route.routingKey
-    }
-    o.resolveQueue = plan.resolveQueue
-    o.deliveryMode = plan.settings.defaultDeliveryMode
-    o.retryPolicy = plan.retryPolicy
-    if (plan.sentEvent) o.sentEvent = plan.sentEvent
-    if (o.timeout === undefined && plan.publishTimeout !== null) o.timeout = plan.publishTimeout
+    return this.sendPlan().routeFor(taskName)
   }
 
   /** How this app's sends publish, the worker's follow-ups too: task_publish_retry_policy and task_send_sent_event. */
   publishing(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'> {
-    const plan = this.sendPlan()
-    return plan.sentEvent ? { retryPolicy: plan.retryPolicy, sentEvent: plan.sentEvent } : { retryPolicy: plan.retryPolicy }
+    return this.sendPlan().publishing()
   }
 
   /** task_queues and the task_default_* settings that shape queues (config/queues.ts), as the conf says now. */
@@ -290,6 +242,20 @@ export class App {
     })
   }
 
+  /**
+   * Registers a task of this app, typed by its function: `app.task('proj.add',
+   * (x: number, y: number) => x + y)` is a `Task<[number, number], number>`
+   * (an async function's result is its promise's value). With `bind: true`
+   * the function's first parameter is the running task's context, not an
+   * argument of the task.
+   */
+  task<F extends (ctx: TaskContext, ...args: any[]) => unknown>(
+    name: string,
+    fn: F,
+    options: TaskOptions & { bind: true },
+  ): Task<AfterFirst<Parameters<F>>, Awaited<ReturnType<F>>>
+  task<F extends TaskFunction>(name: string, fn: F, options?: TaskOptions & { bind?: false }): Task<Parameters<F>, Awaited<ReturnType<F>>>
+  task(name: string, fn: TaskFunction, options?: TaskOptions): Task
   task(name: string, fn: TaskFunction, options: TaskOptions = {}): Task {
     if (typeof fn !== 'function') throw new TypeError(`task ${name}: expected a function`)
     const conf = this.options.conf ?? {}
@@ -297,6 +263,15 @@ export class App {
     const task = new Task(this, name, fn, { ...taskDefaultsFromConf(conf), ...options, ...annotationsFor(conf.task_annotations, name) })
     this.tasks.set(name, task)
     return task
+  }
+
+  /**
+   * A task defined elsewhere (a Python worker's), declared once with its
+   * arguments and result: `app.remote<[number, number], number>('proj.add')`
+   * sends by name as sendTask does, typed; `options` are each send's defaults.
+   */
+  remote<A extends unknown[] = unknown[], R = unknown>(name: string, options: ApplyOptions = {}): RemoteTask<A, R> {
+    return new RemoteTask<A, R>(this, name, options)
   }
 
   /**
@@ -352,8 +327,17 @@ export class App {
     return this.rpcReplyTo
   }
 
-  sendTask(name: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
-    return this.sendOwned(name, args, kwargs, { ...options })
+  /**
+   * Sends a task by name (Celery's send_task), for a task this process may not
+   * have; `R` types what it returns: `app.sendTask<number>('proj.add', [2, 2])`.
+   */
+  sendTask<R = unknown>(
+    name: string,
+    args: unknown[] = [],
+    kwargs: Record<string, unknown> = {},
+    options: ApplyOptions = {},
+  ): Promise<AsyncResult<R>> {
+    return this.sendOwned(name, args, kwargs, { ...options }) as Promise<AsyncResult<R>>
   }
 
   /**
@@ -396,7 +380,7 @@ export class App {
       o.embed = embed
     } else o.embed = undefined
     try {
-      this.routeInto(o, name, plan)
+      plan.routeInto(o, name)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -415,50 +399,23 @@ export class App {
   }
 
   /**
-   * `chain(a.s(1), b.s(), c.s())`: the first task carries the rest, reversed
-   * (spec §1.4). As Celery's chain freezes its steps, each later step gets its
-   * task id now, so the result handed back is the last step's (a chord's
-   * body's), and for a chain ending in a group, that group's GroupResult.
+   * `chain(a.s(1), b.s(), c.s())`: the first task carries the rest (canvas-sends.ts).
+   * The result is the last step's: an AsyncResult typed by its task's result
+   * when the last signature's type says it (`mul.s(10)`), else an AsyncResult
+   * or, for a chain ending in a group, that group's GroupResult.
    */
-  async chain(...signatures: Signature[]): Promise<AsyncResult | GroupResult> {
-    const [first, ...rest] = signatures
-    if (!first) throw new Error('chain() needs at least one signature')
-    if (isAlwaysEager(this)) return applyChainEagerly(this, signatures)
-    const transport = await this.transport()
-    if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const steps = rest.map(frozenStep)
-    const id = await sendTask(
-      transport,
-      first.task,
-      {
-        id: typeof first.options?.task_id === 'string' ? first.options.task_id : undefined,
-        args: first.args,
-        kwargs: first.kwargs,
-        embed: { chain: chainEmbed(steps.map((s) => s.signature)) },
-        ...this.routed(first.task, first.options?.queue),
-        replyTo: this.replyTo(),
-      },
-      this.signals,
-      this.taskEncoder(),
-    )
-    const last = steps.length ? steps.at(-1)!.result : { kind: 'task' as const, id }
-    if (last?.kind === 'group')
-      return new GroupResult(
-        last.id,
-        last.members.map((member) => new AsyncResult(member, this)),
-      )
-    return new AsyncResult(last?.id ?? id, this)
+  chain<R>(...signatures: [...Signature[], Signature<R>]): Promise<ChainResult<R>>
+  chain(...signatures: Signature[]): Promise<AsyncResult | GroupResult>
+  chain(...signatures: Signature[]): Promise<AsyncResult | GroupResult> {
+    return sendChain(this.canvas, signatures)
   }
 
   /**
-   * `group(a.s(1), b.s(2))`: every task sent at once under one group id
-   * (headers `group`, `group_index`), each to its own queue or the default.
+   * `group(a.s(1), b.s(2))`: every task sent at once under one group id, each
+   * to its own queue or the default; its get() lists their results, typed.
    */
-  async group(...signatures: Signature[]): Promise<GroupResult> {
-    if (isAlwaysEager(this)) return applyGroupEagerly(this, signatures)
-    const groupId = randomUUID()
-    const results = await this.sendSignatures(signatures, (index) => ({ group: groupId, groupIndex: index }))
-    return new GroupResult(groupId, results)
+  group<S extends Signature[]>(...signatures: S): Promise<GroupResult<ResultsOf<S>>> {
+    return sendGroup(this.canvas, signatures) as Promise<GroupResult<ResultsOf<S>>>
   }
 
   /**
@@ -469,170 +426,28 @@ export class App {
    * SendManyError whose `outcomes` say, message by message, which the broker
    * has (`sent`), which it refused and which went with the connection.
    */
-  async sendMany(signatures: Signature[]): Promise<AsyncResult[]> {
-    if (isAlwaysEager(this))
-      return Promise.all(
-        signatures.map((sig) =>
-          this.sendTask(sig.task, sig.args, sig.kwargs, {
-            ...(typeof sig.options.queue === 'string' ? { queue: sig.options.queue } : {}),
-            ...(typeof sig.options.task_id === 'string' ? { id: sig.options.task_id } : {}),
-          }),
-        ),
-      )
-    return this.sendSignatures(signatures, () => ({}))
-  }
-
-  private async sendSignatures(signatures: Signature[], extra: (index: number) => Partial<SendTaskOptions>): Promise<AsyncResult[]> {
-    const transport = await this.transport()
-    if (this.config.resultBackend?.startsWith('rpc://')) await this.backend()
-    const plan = this.sendPlan()
-    // Started together, in one turn, so the transport writes them as one batch
-    // (one LPUSH per list on Redis, one socket write on RabbitMQ); each still
-    // resolves on its own confirm.
-    const sends = new Array<Promise<AsyncResult>>(signatures.length)
-    const ids = new Array<string>(signatures.length)
-    for (let index = 0; index < signatures.length; index++) {
-      const sig = signatures[index]!
-      const o = this.signatureSendOptions(sig, plan)
-      Object.assign(o, extra(index))
-      // The id the encoder would draw, drawn here: a failed send's outcome names its task.
-      ids[index] = o.id ??= uuid4()
-      sends[index] = sendTaskAs(transport, sig.task, o, this.signals, plan.encoder, this.resultOf)
-    }
-    try {
-      return await Promise.all(sends)
-    } catch {
-      // Each send settles on the broker's answer for it: wait for all, then say which the broker has.
-      throw SendManyError.from(signatures, ids, await Promise.allSettled(sends), this.resultOf)
-    }
+  sendMany<S extends Signature[]>(signatures: [...S]): Promise<{ [K in keyof S]: AsyncResult<ResultOf<S[K]>> }> {
+    return sendMany(this.canvas, signatures) as Promise<{ [K in keyof S]: AsyncResult<ResultOf<S[K]>> }>
   }
 
   /**
    * Celery's `Task.add_to_chord(sig)`, for a task that is a header part of a
-   * chord: the chord's count grows by one (the Redis backend's `.t` key), then
-   * `sig` is sent as a part of it (a chord `sig`: its body is). Called through
-   * `currentTask().addToChord(sig)`.
+   * chord, called through `currentTask().addToChord(sig)`.
    */
-  async addToChord(
+  addToChord(
     sig: Signature,
     part: { group: string | null; groupIndex: number | null; chord: unknown; rootId: string | null; parentId: string },
   ): Promise<void> {
-    if (!part.chord || !part.group) throw Object.assign(new Error('Current task is not member of any chord'), { name: 'ValueError' })
-    const kind = canvasKind(sig)
-    if (kind !== 'plain' && kind !== 'chord') throw new TypeError(`addToChord(sig): tsq adds a task or a chord to a chord, not a ${kind}`)
-    const backend = await this.backend()
-    if (!backend.addToChord)
-      throw new UnsupportedBackendError(
-        `add_to_chord needs a result backend that counts chords by key (redis://); ${backend.displayUrl} has none`,
-      )
-    await backend.addToChord(part.group)
-    const membership = { group_id: part.group, group_index: part.groupIndex, chord: part.chord }
-    if (kind === 'chord') {
-      const body = chordBody(sig)
-      if (!body) throw new TypeError('addToChord(sig): the chord has no body')
-      await this.chord(chordHeader(sig), { ...body, options: { ...body.options, ...membership } })
-      return
-    }
-    const transport = await this.transport()
-    const o = this.signatureSendOptions(sig, this.sendPlan())
-    Object.assign(o, {
-      group: part.group,
-      groupIndex: part.groupIndex,
-      rootId: part.rootId,
-      parentId: part.parentId,
-      embed: { chord: part.chord as TaskEmbed['chord'] },
-    })
-    await sendTaskAs(transport, sig.task, o, this.signals, this.taskEncoder(), this.resultOf)
+    return addToChord(this.canvas, sig, part)
   }
 
   /**
    * `chord([a.s(1), a.s(2)], tsum.s())`: the header tasks, then, once the last
-   * of them ends, the body with their results in order (spec §2.3). The
-   * header's end is counted in the result backend, as Celery's Redis backend
-   * counts it, so tsq and Python workers can share the header; like Celery,
-   * it needs a backend that keeps those counts (redis://, or the embedded
-   * file:// store).
+   * of them ends, the body with their results in order (canvas-sends.ts); the
+   * result is the body's, typed by its signature.
    */
-  async chord(header: Signature[], body: Signature): Promise<AsyncResult> {
-    if (isAlwaysEager(this)) {
-      const result = await applyChordEagerly(this, header, body)
-      // A group body: one result whose get() is its list, under the group's id.
-      return result instanceof GroupResult ? new EagerResult(result.id, this, 'SUCCESS', await result.get()) : result
-    }
-    const transport = await this.transport()
-    const backend = await this.backend()
-    const bodyId = randomUUID()
-    const frozenBody = { ...body, options: { ...body.options, task_id: bodyId, reply_to: this.replyTo() } }
-    if (header.length === 0) {
-      await sendTask(
-        transport,
-        body.task,
-        { ...this.signatureSendOptions(frozenBody), args: [[], ...body.args] },
-        this.signals,
-        this.taskEncoder(),
-      )
-      return new AsyncResult(bodyId, this)
-    }
-    if (backend.chordUnlock) return this.chordWithUnlock(transport, header, frozenBody, bodyId)
-    if (!backend.setChordSize)
-      throw new UnsupportedBackendError(
-        `chords need a result backend that counts them (redis:// or file://); ${backend.displayUrl} has none`,
-      )
-    const groupId = randomUUID()
-    await backend.setChordSize(groupId, header.length)
-    await this.sendSignatures(header, (index) => ({ group: groupId, groupIndex: index, embed: { chord: frozenBody } }))
-    return new AsyncResult(bodyId, this)
-  }
-
-  /**
-   * Celery's fallback_chord_unlock, for the SQL backends: the header tasks,
-   * then `celery.chord_unlock` (in a second, to the body's queue) with the
-   * header's ids, which polls them and sends the body.
-   */
-  private async chordWithUnlock(transport: Transport, header: Signature[], body: Signature, bodyId: string): Promise<AsyncResult> {
-    const groupId = randomUUID()
-    const ids: string[] = []
-    for (const [index, sig] of header.entries()) {
-      ids.push(
-        await sendTask(
-          transport,
-          sig.task,
-          { ...this.signatureSendOptions(sig), group: groupId, groupIndex: index, embed: { chord: { ...body } } },
-          this.signals,
-          this.taskEncoder(),
-        ),
-      )
-    }
-    await sendTask(
-      transport,
-      'celery.chord_unlock',
-      {
-        args: [groupId, body],
-        kwargs: { interval: 1, max_retries: null, result: ids.map((id) => [[id, null], null]) },
-        countdown: 1,
-        ...this.routed(body.task, body.options.queue),
-        replyTo: this.replyTo(),
-      },
-      this.signals,
-      this.taskEncoder(),
-    )
-    return new AsyncResult(bodyId, this)
-  }
-
-  private signatureSendOptions(sig: Signature, plan: SendPlan = this.sendPlan()): SendTaskOptions {
-    const queue = sig.options.queue
-    const id = sig.options.task_id
-    const o: SendTaskOptions = {
-      id: typeof id === 'string' ? id : undefined,
-      args: sig.args,
-      kwargs: sig.kwargs,
-      queue: typeof queue === 'string' ? queue : undefined,
-      exchange: undefined,
-      routingKey: undefined,
-    }
-    this.routeInto(o, sig.task, plan)
-    o.replyTo = this.replyTo()
-    return o
+  chord<R>(header: Signature[], body: Signature<R>): Promise<AsyncResult<R>> {
+    return sendChord(this.canvas, header, body) as Promise<AsyncResult<R>>
   }
 
   /**

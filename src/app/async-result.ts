@@ -15,7 +15,17 @@ export class TaskError extends Error {
   }
 }
 
-export class AsyncResult {
+/** How long get() waits (seconds), and whether a failure rejects (default) or is returned. */
+export interface GetOptions {
+  timeout?: number
+  propagate?: boolean
+}
+
+/**
+ * A sent task's result, `R` being what the task returns as far as the sender's
+ * types know (`unknown` for a task sent by name with no type given).
+ */
+export class AsyncResult<R = unknown> {
   constructor(
     readonly id: string,
     private readonly app: App,
@@ -80,12 +90,16 @@ export class AsyncResult {
   /**
    * Waits for the result; a failure rejects with a TaskError named as the
    * remote exception, or, with `propagate: false`, is returned as that
-   * TaskError (Celery's `get(propagate=False)`).
+   * TaskError (Celery's `get(propagate=False)`), so that form is `unknown`
+   * until narrowed (`instanceof TaskError`).
    */
-  async get(options: { timeout?: number; propagate?: boolean } = {}): Promise<unknown> {
+  get(options?: GetOptions & { propagate?: true }): Promise<R>
+  get(options: GetOptions): Promise<unknown>
+  async get(options: GetOptions = {}): Promise<unknown> {
     const backend = await this.app.backend()
     const meta = await backend.waitReady(this.id, options.timeout === undefined ? undefined : options.timeout * 1000)
-    if (meta.status === 'SUCCESS') return meta.result
+    // The sender's type for the worker's value: a task's declared return type.
+    if (meta.status === 'SUCCESS') return meta.result as R
     const exc = (meta.result ?? {}) as { exc_type?: string; exc_message?: unknown; exc_module?: string }
     const args = Array.isArray(exc.exc_message) ? exc.exc_message : [exc.exc_message]
     const error = new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null)
@@ -94,18 +108,24 @@ export class AsyncResult {
   }
 }
 
-/** Celery's `GroupResult`: the results of a group's tasks, in the order they were given. */
-export class GroupResult {
+/**
+ * Celery's `GroupResult`: the results of a group's tasks, in the order they
+ * were given; `T` is the list of what they return (`[number, string]` for a
+ * group of two typed signatures).
+ */
+export class GroupResult<T extends unknown[] = unknown[]> {
   constructor(
     readonly id: string,
-    readonly results: readonly AsyncResult[],
+    readonly results: readonly AsyncResult<T[number]>[],
   ) {}
 
   /**
    * Every result, in order; rejects with the first failure's TaskError, as
    * Celery's `join()` raises, or with `propagate: false` lists it in its place.
    */
-  async get(options: { timeout?: number; propagate?: boolean } = {}): Promise<unknown[]> {
+  get(options?: GetOptions & { propagate?: true }): Promise<T>
+  get(options: GetOptions): Promise<unknown[]>
+  async get(options: GetOptions = {}): Promise<unknown[]> {
     const deadline = options.timeout === undefined ? undefined : Date.now() + options.timeout * 1000
     const values: unknown[] = []
     for (const r of this.results) {

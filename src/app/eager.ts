@@ -22,8 +22,9 @@ import {
 import { executeJob, retriesExhausted } from './execution/executor.js'
 import type { Job } from './execution/jobs.js'
 import type { App } from './app.js'
-import type { ApplyOptions, Task } from './task.js'
-import { AsyncResult, GroupResult } from './async-result.js'
+import type { Task } from './task.js'
+import type { ApplyOptions } from './task-handle.js'
+import { AsyncResult, GroupResult, type GetOptions } from './async-result.js'
 import { currentTask, RetryRequest } from './task-context.js'
 
 /** Celery's states an EagerResult can end in. */
@@ -38,7 +39,7 @@ const PROPAGATE: ReadonlySet<string> = new Set(['FAILURE', 'REVOKED'])
  * `task_always_eager` (`await r.get()`, `await r.state`), and it never asks a
  * result backend. `status` and `result` are there at once, as Celery's are.
  */
-export class EagerResult extends AsyncResult {
+export class EagerResult<R = unknown> extends AsyncResult<R> {
   /** The previous step's result in an eager chain (Celery's `result.parent`). */
   parent: AsyncResult | GroupResult | null = null
   #state: string
@@ -113,7 +114,9 @@ export class EagerResult extends AsyncResult {
    * with the error the task threw (the error itself, its class and fields),
    * or with `propagate: false` returns it. IGNORED and REJECTED give null.
    */
-  override async get(options: { timeout?: number; propagate?: boolean } = {}): Promise<unknown> {
+  override get(options?: GetOptions & { propagate?: true }): Promise<R>
+  override get(options: GetOptions): Promise<unknown>
+  override async get(options: GetOptions = {}): Promise<unknown> {
     if (this.#state === 'SUCCESS') return this.#value
     if (PROPAGATE.has(this.#state)) {
       if (options.propagate === false) return this.#value

@@ -6,13 +6,17 @@
 
 // What a task module uses.
 export { App, createApp } from './app.js'
-export type { AppOptions, ControlCommandHandler, ControlCommandKind } from './app.js'
+export type { AppOptions, ChainResult, ControlCommandHandler, ControlCommandKind, ResultsOf } from './app.js'
 export { Task } from './task.js'
-export type { ApplyOptions, TaskFunction, TaskOptions } from './task.js'
+export type { AfterFirst, TaskFunction, TaskOptions } from './task.js'
+export { RemoteTask } from './remote-task.js'
+export { TaskHandle } from './task-handle.js'
+export type { ApplyCall, ApplyOptions, TrailingArgs } from './task-handle.js'
 // Signatures are the protocol's (protocol/messages/canvas.ts): what Celery sends is what a task module builds.
 export { signature } from '../protocol/index.js'
-export type { Signature } from '../protocol/index.js'
+export type { ResultOf, Signature } from '../protocol/index.js'
 export { AsyncResult, GroupResult, TaskError } from './async-result.js'
+export type { GetOptions } from './async-result.js'
 export { EagerResult, isAlwaysEager } from './eager.js'
 export type { EagerApplyOptions, EagerState } from './eager.js'
 export { SendManyError } from './send-many-error.js'

@@ -1,15 +1,19 @@
 // What every send of an app derives from its options and conf, for one
-// version of them (conf-watch.ts).
+// version of them (conf-watch.ts): its encoder, queues, routes and how it
+// publishes.
 import type { BodyEncoder } from '../protocol/index.js'
 import type { LamportClock } from '../transport/index.js'
 import {
   publishRetryPolicy,
   queueDefinition,
   queueSettings,
+  routedSend,
+  routeTask,
   type PublishRetryPolicy,
   type QueueDefinition,
   type QueueSettings,
   type Route,
+  type SendDestination,
 } from '../config/index.js'
 import { clientOrigin, type SendTaskOptions } from '../client/index.js'
 import type { App } from './app.js'
@@ -68,5 +72,56 @@ export class SendPlan {
   get retryPolicy(): PublishRetryPolicy | null {
     if (this.policy === undefined) this.policy = publishRetryPolicy(this.conf)
     return this.policy
+  }
+
+  /** The app's task_routes for `taskName`, else the default queue (App.routeFor). */
+  routeFor(taskName: string): Route {
+    let route = this.routes.get(taskName)
+    if (!route) this.routes.set(taskName, (route = routeTask(taskName, this.conf.task_routes) ?? { queue: this.app.defaultQueue }))
+    return route
+  }
+
+  /** How every send of the app publishes, the worker's follow-ups too: task_publish_retry_policy and task_send_sent_event. */
+  publishing(): Pick<SendTaskOptions, 'retryPolicy' | 'sentEvent'> {
+    return this.sentEvent ? { retryPolicy: this.retryPolicy, sentEvent: this.sentEvent } : { retryPolicy: this.retryPolicy }
+  }
+
+  /**
+   * A send's queue, exchange and routing key: the ones given, else the task's
+   * route; with the app's queue definitions, so the queue is declared as
+   * task_queues says; and how every send of this app publishes.
+   */
+  routed(
+    taskName: string,
+    queue: unknown,
+    given: { exchange?: string; routingKey?: string } = {},
+  ): SendDestination & Pick<SendTaskOptions, 'resolveQueue' | 'deliveryMode' | 'retryPolicy' | 'sentEvent' | 'timeout'> {
+    return {
+      ...routedSend({ queue: typeof queue === 'string' ? queue : undefined, exchange: given.exchange, routingKey: given.routingKey }, () =>
+        this.routeFor(taskName),
+      ),
+      resolveQueue: this.resolveQueue,
+      deliveryMode: this.settings.defaultDeliveryMode,
+      ...this.publishing(),
+      ...(this.publishTimeout !== null ? { timeout: this.publishTimeout } : {}),
+    }
+  }
+
+  /**
+   * routed() written into a send's own options object, which the caller owns:
+   * the same keys with the same values, without the objects in between.
+   */
+  routeInto(o: SendTaskOptions, taskName: string): void {
+    if (typeof o.queue !== 'string') {
+      const route = this.routeFor(taskName)
+      o.queue = route.queue
+      o.exchange = o.exchange ?? route.exchange
+      o.routingKey = o.routingKey ?? route.routingKey
+    }
+    o.resolveQueue = this.resolveQueue
+    o.deliveryMode = this.settings.defaultDeliveryMode
+    o.retryPolicy = this.retryPolicy
+    if (this.sentEvent) o.sentEvent = this.sentEvent
+    if (o.timeout === undefined && this.publishTimeout !== null) o.timeout = this.publishTimeout
   }
 }

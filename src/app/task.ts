@@ -1,12 +1,11 @@
 // A task as app.task() registers it: its options (Celery's Task attributes,
-// with the app's task_* settings as defaults), and what a task module calls on
-// it: delay(), applyAsync(), apply() (eager), and the signatures s(), si(),
-// map(), starmap(), chunks().
-import type { OnceSendOptions, TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
-import type { SendTaskOptions } from '../client/index.js'
+// with the app's task_* settings as defaults), how it is sent, and apply()
+// (eager); delay(), applyAsync() and its signatures s(), si(), map(),
+// starmap(), chunks() are every TaskHandle's (task-handle.ts).
+import type { TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
 import type { App } from './app.js'
 import type { AsyncResult } from './async-result.js'
-import { signature, type Signature } from '../protocol/index.js'
+import { TaskHandle, type ApplyCall, type ApplyOptions } from './task-handle.js'
 import { applyAsyncEagerly, applyEagerly, isAlwaysEager, type EagerApplyOptions, type EagerResult } from './eager.js'
 import { sendOnce } from './locking.js'
 import type { RetryOptions } from './task-context.js'
@@ -98,12 +97,8 @@ export interface TaskOptions {
 
 export type TaskFunction = (...args: any[]) => unknown
 
-export interface ApplyOptions extends Omit<SendTaskOptions, 'args' | 'kwargs' | 'embed'> {
-  link?: Signature | Signature[]
-  linkError?: Signature | Signature[]
-  /** For a task with the `once` option: this send's `graceful` and `timeout`. */
-  once?: OnceSendOptions
-}
+/** A bound task's arguments: its function's parameters after the context. */
+export type AfterFirst<P extends unknown[]> = P extends [] ? [] : P extends [unknown?, ...infer Rest] ? Rest : P
 
 /**
  * Celery's task_* settings in `conf`, as defaults for every task's options
@@ -122,19 +117,21 @@ export function taskDefaultsFromConf(conf: Record<string, unknown>): TaskOptions
   return defaults
 }
 
-export class Task {
+/**
+ * A task of this app: `A` its arguments and `R` what it returns (a promise's
+ * value for an async function), as app.task() infers them from the function.
+ */
+export class Task<A extends unknown[] = unknown[], R = unknown> extends TaskHandle<A, R> {
   constructor(
     readonly app: App,
     readonly name: string,
     readonly fn: TaskFunction,
     readonly options: TaskOptions,
-  ) {}
-
-  delay(...args: unknown[]): Promise<AsyncResult> {
-    return this.applyAsync(args)
+  ) {
+    super()
   }
 
-  applyAsync(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: ApplyOptions = {}): Promise<AsyncResult> {
+  protected send(args: unknown[], kwargs: Record<string, unknown>, options: ApplyOptions): Promise<AsyncResult> {
     // Celery's task_always_eager: run here, no broker; the result is an EagerResult.
     if (isAlwaysEager(this.app)) return applyAsyncEagerly(this.app, this, args, kwargs, options)
     // Celery's Task.priority, from task_default_priority: the priority of a send that gives none.
@@ -164,44 +161,8 @@ export class Task {
    * with `{ throw: true }` (default: the app's `task_eager_propagates`), the
    * promise rejects with the task's error.
    */
-  apply(args: unknown[] = [], kwargs: Record<string, unknown> = {}, options: EagerApplyOptions = {}): Promise<EagerResult> {
-    return applyEagerly(this.app, this, args, kwargs, options)
-  }
-
-  /** A signature for chains and callbacks: `add.s(2, 2)`. */
-  s(...args: unknown[]): Signature {
-    return signature(this.name, args)
-  }
-
-  /** An immutable signature: the parent's result is not prepended. */
-  si(...args: unknown[]): Signature {
-    return signature(this.name, args, {}, { immutable: true })
-  }
-
-  /**
-   * Celery's `task.map(it)`: one `celery.map` task that calls this task on
-   * each item, in order, in the worker that takes it; its result is the list.
-   * Send it as any signature: `await app.chain(add.map([1, 2, 3]))`.
-   */
-  map(it: Iterable<unknown>): Signature {
-    return signature('celery.map', [], { task: this.s(), it: [...it] }, { immutable: true })
-  }
-
-  /** Celery's `task.starmap(it)`: as map, each item being the arguments of one call. */
-  starmap(it: Iterable<unknown[]>): Signature {
-    return signature('celery.starmap', [], { task: this.s(), it: [...it] }, { immutable: true })
-  }
-
-  /**
-   * Celery's `task.chunks(it, n)`: the argument lists cut into chunks of `n`,
-   * each one `celery.starmap` task; `await app.group(...add.chunks(pairs, 10))`
-   * runs them in parallel, and its result is one list per chunk.
-   */
-  chunks(it: Iterable<unknown[]>, n: number): Signature[] {
-    if (!Number.isInteger(n) || n < 1) throw new RangeError(`chunks(it, n): n must be a whole number of at least 1, got ${n}`)
-    const items = [...it]
-    const parts: Signature[] = []
-    for (let i = 0; i < items.length; i += n) parts.push(this.starmap(items.slice(i, i + n)))
-    return parts
+  apply(...call: ApplyCall<A, EagerApplyOptions>): Promise<EagerResult<R>> {
+    const [args = [], kwargs = {}, options = {}] = call
+    return applyEagerly(this.app, this, args, kwargs, options) as Promise<EagerResult<R>>
   }
 }

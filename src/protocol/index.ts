@@ -132,7 +132,7 @@ export {
   accumulatingChord,
   frozenStep,
 } from './messages/canvas.js'
-export type { Signature, CanvasKind, FrozenResult } from './messages/canvas.js'
+export type { Signature, CanvasKind, FrozenResult, ResultOf } from './messages/canvas.js'
 export type {
   TaskEmbed,
   TaskSendOptions,

@@ -66,8 +66,8 @@ describe('canvas on the embedded broker (file://)', () => {
 
   it("task.map, task.starmap and task.chunks run as Celery's built-in celery.map and celery.starmap tasks", async () => {
     // Handles for sending: the client names the worker's tasks.
-    const tsum = app.task('proj.tsum', () => undefined)
-    const add = app.task('proj.add', () => undefined)
+    const tsum = app.remote<[xs: number[]], number>('proj.tsum')
+    const add = app.remote<[x: number, y: number], number>('proj.add')
     const mapped = await app.chain(
       tsum.map([
         [1, 2],

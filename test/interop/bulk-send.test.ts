@@ -76,7 +76,7 @@ for (const [kind, broker] of [
       )
 
       // A group of chunks, sent the same way: Celery's celery.starmap runs each chunk.
-      const sum = app!.task('proj.add', () => undefined)
+      const sum = app!.remote<[x: number, y: number], number>('proj.add')
       const chunked = await app!.group(
         ...sum.chunks(
           Array.from({ length: 10 }, (_, i) => [i, 1]),

@@ -67,8 +67,8 @@ for (const w of workers) {
     it("app.chain returns the last step's result; task.map, task.starmap and task.chunks are Celery's celery.map / celery.starmap", async () => {
       const chained = await app.chain(add(1, 2), add(3), signature('proj.mul', [10]))
       assert.equal(await chained.get({ timeout: 20 }), 60, withLog(chained.id))
-      const tsum = app.task('proj.tsum', () => undefined)
-      const sum = app.task('proj.add', () => undefined)
+      const tsum = app.remote<[xs: number[]], number>('proj.tsum')
+      const sum = app.remote<[x: number, y: number], number>('proj.add')
       const mapped = await app.chain(
         tsum.map([
           [1, 2],

@@ -7,29 +7,41 @@ import { randomUUID } from 'node:crypto'
 import { uuid4 } from '../uuid.js'
 
 /**
+ * The key of a signature's result type. It exists in types only (a message
+ * never carries it): `add.s(2)` is a `Signature<number>` when `add` returns a
+ * number, so a chain, group or chord of it is typed by what its task returns.
+ */
+export declare const signatureResult: unique symbol
+
+/**
  * A task call written down to be sent later (a callback, a chain step, a
  * group or chord member, a chord's body): what `add.s(2, 2)` makes, and what
  * Python's signatures are as JSON. `subtask_type` names a group, chain or
- * chord (or Celery's chunks, xmap, xstarmap); null for a task.
+ * chord (or Celery's chunks, xmap, xstarmap); null for a task. `R` is what its
+ * task returns, where the code that made it knows (unknown otherwise).
  */
-export interface Signature {
+export interface Signature<R = unknown> {
   task: string
   args: unknown[]
   kwargs: Record<string, unknown>
   options: Record<string, unknown>
   subtask_type: string | null
   immutable: boolean
+  readonly [signatureResult]?: R
 }
+
+/** What a signature's task returns, as far as its type says: `ResultOf<typeof sig>`. */
+export type ResultOf<S> = S extends Signature<infer R> ? R : unknown
 
 export type CanvasKind = 'plain' | 'group' | 'chain' | 'chord'
 
-/** `add.s(...)`: a task's signature; `immutable` (`.si()`) takes no parent result. */
-export function signature(
+/** `add.s(...)`: a task's signature; `immutable` (`.si()`) takes no parent result. `R` types what its task returns. */
+export function signature<R = unknown>(
   task: string,
   args: unknown[] = [],
   kwargs: Record<string, unknown> = {},
   options: { immutable?: boolean } & Record<string, unknown> = {},
-): Signature {
+): Signature<R> {
   const { immutable = false, ...rest } = options
   return { task, args, kwargs, options: rest, subtask_type: null, immutable }
 }

@@ -180,7 +180,7 @@ describe('[eager] retries', () => {
 
   it('without exc, past the limit it fails with MaxRetriesExceededError', async () => {
     const app = brokerless()
-    const r = await app.task('proj.noexc', () => currentTask().retry({ maxRetries: 1 })).apply([5])
+    const r = await app.task('proj.noexc', (_x: number) => currentTask().retry({ maxRetries: 1 })).apply([5])
     assert.equal(r.status, 'FAILURE')
     assert.equal((r.result as Error).name, 'MaxRetriesExceededError')
     assert.match((r.result as Error).message, /^Can't retry proj\.noexc\[.+\] args:\(5,\) kwargs:\{\}$/)
