@@ -131,7 +131,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = /* @__PURE__ */ (() =
   ),
   broker_heartbeat: honoured(
     120,
-    "the AMQP heartbeat a worker, beat and clients ask RabbitMQ for, seconds (the lower of it and the server's is used); 0 or None turns heartbeats off; an amqp:// URL's ?heartbeat= wins (transport/amqp/heartbeat.ts)",
+    "the AMQP heartbeat a worker, beat and clients ask RabbitMQ for, seconds (the lower of it and the server's is used); 0 or None turns heartbeats off; an amqp:// URL's ?heartbeat= wins (transport/amqp/connection/heartbeat.ts)",
     {
       refuse: (v) =>
         v === null || (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 65_535)

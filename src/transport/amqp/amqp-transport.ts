@@ -29,10 +29,10 @@ import type {
   TransportEvents,
 } from '../transport.js'
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
-import { reconnectDelayMs, sleep } from './backoff.js'
+import { reconnectDelayMs, sleep } from './connection/backoff.js'
 import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError, isNack } from './classify-error.js'
 import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../url.js'
-import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
+import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connection/connect-options.js'
 import {
   declareDelayedDelivery,
   delayedDeliveryBindingKey,
@@ -41,8 +41,8 @@ import {
   MAX_DELAY_SECONDS,
   type DelayedQueueType,
 } from './delayed-delivery.js'
-import { openAmqpConnection } from './open-connection.js'
-import { watchHeartbeats } from './heartbeat.js'
+import { openAmqpConnection } from './connection/open-connection.js'
+import { watchHeartbeats } from './connection/heartbeat.js'
 import { choosePublisher, publishFields, type Publisher, type PublishFields } from './publish.js'
 import { assertExchange, assertQueue, declareTopologyPlain, TopologyRegistry } from './topology.js'
 import { amqplibAsMeasured } from './tricks/amqplib-pin.js'
