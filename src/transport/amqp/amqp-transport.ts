@@ -6,7 +6,6 @@
 // URL on every failed attempt, as kombu does, and backs off only once a whole
 // round of them has failed (connection/failover.ts). With `separatePublisher`
 // (a worker), publishes go on a second connection (publish-channels.ts).
-import { EventEmitter } from 'node:events'
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
 import { BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError } from '../errors.js'
 import type {
@@ -24,6 +23,7 @@ import type {
   TransportCapabilities,
   TransportEvents,
 } from '../transport.js'
+import { TransportEmitter } from '../transport-emitter.js'
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
 import { reconnectDelayMs, sleep } from './connection/backoff.js'
 import { BlockedConnections } from './connection/blocked.js'
@@ -59,7 +59,7 @@ export interface AmqpTransportSettings extends AmqpUrlSettings {
 
 let connectionSeq = 0
 
-export class AmqpTransport extends EventEmitter implements Transport {
+export class AmqpTransport extends TransportEmitter implements Transport {
   readonly kind = 'amqp' as const
   readonly displayUrl: string
   readonly capabilities: TransportCapabilities = {
@@ -136,14 +136,6 @@ export class AmqpTransport extends EventEmitter implements Transport {
       connectionUsable: (conn) => this.state === 'open' && this.conn === conn,
       deliveriesLost: (consumer, reason) => this.emitSafely('deliveries:lost', { queue: consumer.queue, reason, ...ackTimeoutOf(reason) }),
     }
-  }
-
-  override on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    return super.on(event, listener)
-  }
-
-  override off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    return super.off(event, listener)
   }
 
   async connect(): Promise<void> {

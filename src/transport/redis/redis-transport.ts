@@ -1,7 +1,6 @@
 // The Redis broker in kombu 5.2.4's exact layout (spec §4), so a Python Celery
 // worker or client shares queues, bindings, pidbox and unacked keys with tsq.
 import { randomUUID } from 'node:crypto'
-import { EventEmitter } from 'node:events'
 import type { Redis } from 'ioredis'
 import { TransportClosedError } from '../errors.js'
 import type {
@@ -17,8 +16,8 @@ import type {
   TopologySpec,
   Transport,
   TransportCapabilities,
-  TransportEvents,
 } from '../transport.js'
+import { TransportEmitter } from '../transport-emitter.js'
 import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
 import { AckTracker } from './consume/ack-tracker.js'
@@ -50,7 +49,7 @@ export type { RedisTransportOptions } from './options.js'
 
 let instances = 0
 
-export class RedisTransport implements Transport {
+export class RedisTransport extends TransportEmitter implements Transport {
   readonly kind = 'redis' as const
   readonly capabilities: TransportCapabilities = {
     priority: 'lower-first',
@@ -67,7 +66,6 @@ export class RedisTransport implements Transport {
   /** Every key and channel name (global_keyprefix, sep, priority_steps, fanout_prefix...). */
   private readonly keys: RedisKeys
   private readonly overlapClaims: boolean
-  private readonly events = new EventEmitter()
   private readonly health: RedisHealth
   private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
   private connecting: Promise<void> | undefined
@@ -101,6 +99,7 @@ export class RedisTransport implements Transport {
   readonly parking: Parking
 
   constructor(url: string, options: RedisTransportOptions = {}) {
+    super()
     instances += 1
     this.displayUrl = maskUrl(url)
     this.options = resolveRedisOptions(url, {
@@ -111,7 +110,7 @@ export class RedisTransport implements Transport {
     this.keys = this.options.keys
     this.overlapClaims = options.overlapClaims === true
     this.consumers = new ConsumerSet(this.options.queueOrderStrategy)
-    this.health = new RedisHealth(this.events, this.displayUrl, () => this.state === 'open')
+    this.health = new RedisHealth(this, this.displayUrl, () => this.state === 'open')
     this.parking = new VirtualParking(
       new RedisParkingStore(
         async () => (await this.ready()).cmd,
@@ -123,16 +122,6 @@ export class RedisTransport implements Transport {
 
   get visibilityTimeout(): number {
     return this.options.visibilityTimeout
-  }
-
-  on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    this.events.on(event, listener as unknown as (...args: unknown[]) => void)
-    return this
-  }
-
-  off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    this.events.off(event, listener as unknown as (...args: unknown[]) => void)
-    return this
   }
 
   connect(): Promise<void> {
@@ -443,7 +432,7 @@ export class RedisTransport implements Transport {
     } catch {
       return
     }
-    for (const queue of new Set(lost.map((l) => l.queue))) this.events.emit('deliveries:lost', { queue, reason: null })
+    for (const queue of new Set(lost.map((l) => l.queue))) this.emit('deliveries:lost', { queue, reason: null })
   }
 
   close(options: CloseOptions = {}): Promise<void> {
