@@ -30,7 +30,7 @@ import { broadcast } from '../src/client/control.js'
 import { benchEnv, formatEnv } from './lib/env.js'
 import { BROKER_URLS } from './lib/task-queue.js'
 import { RedisKeys } from '../src/transport/redis/keys.js'
-import { UnackedStore } from '../src/transport/redis/unacked.js'
+import { UnackedStore } from '../src/transport/redis/consume/unacked.js'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const TSQ_BIN = resolve(ROOT, 'bin/run.js')

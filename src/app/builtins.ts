@@ -68,7 +68,7 @@ export function registerBuiltinTasks(app: App): void {
   // themselves; tsq's (Redis TTLs, rpc:// replies, file://) have nothing to do.
   app.task('celery.backend_cleanup', () => null)
   // The SQL backends' chord join: a tsq worker runs it in its main process
-  // (worker/task-path/follow-ups.ts unlockChord), never as a task body.
+  // (worker/task-path/chord-parts.ts unlockChord), never as a task body.
   app.task(
     'celery.chord_unlock',
     () => {

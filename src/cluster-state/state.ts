@@ -5,9 +5,18 @@
 // task dropped first, so a task still running is never forgotten while a
 // finished one could go instead.
 // No I/O: events come in through apply(), listeners hear what changed.
-import { heartbeatExpires, statePrecedence } from '../protocol/index.js'
-import { compilePrefilter, compileQuery, parseQuery, type SearchDocument } from './search.js'
-import { TaskTable, type Block, type SortValue, type TablePlan } from './task-table.js'
+import { statePrecedence } from '../protocol/index.js'
+import {
+  FINISHED_STATES,
+  TASK_FIELDS,
+  workerAlive,
+  type PersistedState,
+  type StateChange,
+  type TaskRecord,
+  type WorkerRecord,
+} from './records.js'
+import { tablePlan, type TaskPage, type TaskQuery } from './task-query.js'
+import { TaskTable } from './task-table.js'
 
 const TASK_EVENT_STATE: Record<string, string> = {
   sent: 'PENDING',
@@ -27,46 +36,8 @@ const KNOWN_TYPES = new Map<string, readonly [string, string]>(
   ].map(([g, s]) => [`${g}-${s}`, [g, s] as const]),
 )
 
-/** States after which a task is done with: Celery's READY_STATES and REJECTED. The first of these to go past max tasks. */
-export const FINISHED_STATES: ReadonlySet<string> = new Set(['SUCCESS', 'FAILURE', 'REVOKED', 'REJECTED'])
-
 /** Celery's Task.merge_rules: fields a logically earlier event may still set. */
 const RECEIVED_KEEPS = new Set(['name', 'args', 'kwargs', 'parent_id', 'root_id', 'retries', 'eta', 'expires'])
-
-/** The fields of Celery's Task.as_dict, in its order: the JSON shape of Flower's task API. */
-export const TASK_FIELDS = [
-  'uuid',
-  'name',
-  'state',
-  'received',
-  'sent',
-  'started',
-  'rejected',
-  'succeeded',
-  'failed',
-  'retried',
-  'revoked',
-  'args',
-  'kwargs',
-  'eta',
-  'expires',
-  'retries',
-  'worker',
-  'result',
-  'exception',
-  'timestamp',
-  'runtime',
-  'traceback',
-  'exchange',
-  'routing_key',
-  'clock',
-  'client',
-  'root',
-  'root_id',
-  'parent',
-  'parent_id',
-  'children',
-] as const
 
 /** Event fields that are not task attributes (Celery stores them but as_dict leaves them out). */
 const NOT_STORED = new Set(['type', 'hostname', 'pid', 'utcoffset', 'local_received', 'uuid'])
@@ -74,89 +45,10 @@ const NOT_STORED = new Set(['type', 'hostname', 'pid', 'utcoffset', 'local_recei
 /** A task's timeline keeps at most this many events. */
 const MAX_TIMELINE = 32
 
-export interface TimelineEntry {
-  type: string
-  timestamp: number
-  hostname: string | null
-}
-
-export interface TaskRecord {
-  uuid: string
-  state: string
-  clock: number
-  /** Hostname of the worker that last handled it. */
-  worker: string | null
-  children: string[]
-  fields: Record<string, unknown>
-  timeline: TimelineEntry[]
-  /** Built when a search needs it, after the task last changed (most events are never searched between). */
-  doc: SearchDocument | null
-  /** Its place in the finished order, or 0 while not finished. */
-  finishedSeq: number
-  /** Where the task table holds it (null once dropped). */
-  block: Block | null
-  slot: number
-}
-
-export interface WorkerRecord {
-  hostname: string
-  pid: number | null
-  freq: number
-  /** local_received of the last heartbeats (Celery keeps four). */
-  heartbeats: number[]
-  clock: number
-  active: number | null
-  processed: number | null
-  loadavg: number[] | null
-  sw_ident: string | null
-  sw_ver: string | null
-  sw_sys: string | null
-  /** When it went offline (local time, seconds), or null. */
-  offlineAt: number | null
-  /** Events from it, by type (Flower's state.counter). */
-  counter: Record<string, number>
-  /** The last `inspect` answers (Flower's Inspector): stats, registered, active_queues, ... and timestamp. */
-  inspect: Record<string, unknown>
-}
-
-/** Celery's Worker.alive: a heartbeat (or a task event) within two heartbeat intervals, and none since it went offline. */
-export function workerAlive(worker: WorkerRecord, now: number): boolean {
-  const last = worker.heartbeats[worker.heartbeats.length - 1]
-  if (last === undefined) return false
-  return now < heartbeatExpires(last, worker.freq)
-}
-
-export type StateChange =
-  { kind: 'task'; task: TaskRecord; created: boolean } | { kind: 'worker'; worker: WorkerRecord } | { kind: 'dropped'; uuid: string }
-
 export interface ClusterStateOptions {
   maxTasks: number
   now?: () => number
 }
-
-export interface TaskQuery {
-  limit?: number | null
-  offset?: number
-  sortBy?: string | null
-  taskname?: string | null
-  workername?: string | null
-  state?: string | null
-  /** Unix seconds. */
-  receivedStart?: number | null
-  receivedEnd?: number | null
-  search?: string | null
-  /** Count every match (default); Flower's /api/tasks returns the page only and need not. */
-  count?: boolean
-}
-
-export interface TaskPage {
-  tasks: TaskRecord[]
-  /** Tasks that match, or null when the query said count: false. */
-  filtered: number | null
-  total: number
-}
-
-export const SORT_KEYS = new Set(['name', 'state', 'received', 'started', 'runtime', 'worker', 'uuid', 'succeeded', 'timestamp'])
 
 const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' && Number.isFinite(value) ? value : fallback)
 
@@ -486,33 +378,7 @@ export class ClusterState {
 
   /** Flower's search_tasks: filters, the query, the sort, and one page. */
   queryTasks(q: TaskQuery): TaskPage {
-    const query = parseQuery(q.search)
-    let field = 'timestamp'
-    let descending = true
-    let key: (t: TaskRecord) => SortValue = defaultKey
-    if (q.sortBy) {
-      descending = q.sortBy.startsWith('-')
-      field = q.sortBy.replace(/^-/, '')
-      if (!SORT_KEYS.has(field)) throw Object.assign(new Error(`sort_by: unknown field '${field}'`), { code: 'BAD_SORT' })
-      key = sortKey(field)
-    }
-    const plan: TablePlan = {
-      test: query.kind === 'all' ? null : compileQuery(query),
-      prefilter: compilePrefilter(query),
-      name: q.taskname || null,
-      worker: q.workername || null,
-      state: q.state || null,
-      receivedStart: q.receivedStart ?? null,
-      receivedEnd: q.receivedEnd ?? null,
-      // The default order has a summary of its own: its key reads a missing timestamp as 0, not null.
-      field: q.sortBy ? field : '',
-      key,
-      descending,
-      offset: Math.max(0, q.offset ?? 0),
-      limit: q.limit === null || q.limit === undefined ? null : Math.max(0, q.limit),
-      count: q.count ?? true,
-      known: null,
-    }
+    const plan = tablePlan(q)
     // With no search and no time range, one filter's count is its counter.
     const filters = [
       [this.byName, plan.name],
@@ -581,15 +447,6 @@ export class ClusterState {
   }
 }
 
-export interface PersistedState {
-  version: 1
-  eventCount: number
-  taskCount: number
-  workers: WorkerRecord[]
-  tasks: Omit<TaskRecord, 'doc' | 'finishedSeq' | 'block' | 'slot'>[]
-  finished: string[]
-}
-
 /** Moves a task from one count to another; from is '' for one not counted yet, to '' for one that goes. */
 function move(index: Map<string, number>, from: string, to: string): void {
   if (from === to) return
@@ -599,18 +456,4 @@ function move(index: Map<string, number>, from: string, to: string): void {
     else index.delete(from)
   }
   if (to) index.set(to, (index.get(to) ?? 0) + 1)
-}
-
-const defaultKey = (t: TaskRecord): number => numberOr(t.fields.timestamp, 0)
-
-function sortKey(field: string): (t: TaskRecord) => SortValue {
-  if (field === 'state') return (t) => t.state.toLowerCase()
-  if (field === 'worker') return (t) => t.worker ?? null
-  if (field === 'uuid') return (t) => t.uuid
-  if (field === 'name') return (t) => (typeof t.fields.name === 'string' ? t.fields.name.toLowerCase() : null)
-  // NaN (Python's json can send it) reads as missing: it has no place in an order.
-  return (t) => {
-    const v = t.fields[field]
-    return typeof v === 'number' && !Number.isNaN(v) ? v : null
-  }
 }

@@ -12,7 +12,7 @@
 // that every event on one of its tasks bumps): older blocks, whose tasks
 // finished, stay as they were. No I/O.
 import { fold, type Prefilter, type SearchDocument } from './search.js'
-import type { TaskRecord } from './state.js'
+import type { TaskRecord } from './records.js'
 
 const BLOCK = 128
 /** A page beyond this many rows is sorted at the end, not kept in order row by row. */

@@ -131,7 +131,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = /* @__PURE__ */ (() =
   ),
   broker_heartbeat: honoured(
     120,
-    "the AMQP heartbeat a worker, beat and clients ask RabbitMQ for, seconds (the lower of it and the server's is used); 0 or None turns heartbeats off; an amqp:// URL's ?heartbeat= wins (transport/amqp/heartbeat.ts)",
+    "the AMQP heartbeat a worker, beat and clients ask RabbitMQ for, seconds (the lower of it and the server's is used); 0 or None turns heartbeats off; an amqp:// URL's ?heartbeat= wins (transport/amqp/connection/heartbeat.ts)",
     {
       refuse: (v) =>
         v === null || (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 65_535)
@@ -304,7 +304,7 @@ export const SETTINGS: Readonly<Record<string, Setting>> = /* @__PURE__ */ (() =
   task_create_missing_queues: honoured(true, 'False: a send or -Q to a queue task_queues does not define is refused (config/queues.ts)'),
   task_inherit_parent_priority: honoured(
     false,
-    "app.sendTask inside a running task, and the worker's callbacks, chain steps and chord bodies, take the parent's delivery priority (app/app.ts, worker/task-path/follow-ups.ts); as in Celery 5.2.6, Task.applyAsync does not",
+    "app.sendTask inside a running task, and the worker's callbacks, chain steps and chord bodies, take the parent's delivery priority (app/app.ts, worker/task-path/canvas-apply.ts); as in Celery 5.2.6, Task.applyAsync does not",
   ),
   task_default_delivery_mode: honoured(2, 'persistent (2) or transient (1, "transient") task messages (config/queues.ts)'),
   task_default_queue: honoured('celery', "the queue of a send that names none, and a worker's without -Q (app/app.ts)"),

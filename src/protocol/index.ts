@@ -87,20 +87,17 @@ export {
 } from './codecs/limits.js'
 export type { MessageLimits } from './codecs/limits.js'
 export type { BodyEncoder, BodyDecoder } from './codecs/message-body.js'
+export { loadsPickle, loadsGroupPickle } from './codecs/plain-pickle.js'
+export { PickleCall, dumpsPickle, dumpsGroupPickle } from './codecs/plain-pickle-writer.js'
 export {
-  PickleCall,
   PickleValueRefusedError,
-  dumpsPickle,
-  loadsPickle,
-  dumpsGroupPickle,
-  loadsGroupPickle,
   MAX_PICKLE_DEPTH,
   MAX_PICKLE_VALUES,
   MAX_PICKLE_CHARS,
   MAX_PICKLE_BYTES,
   MAX_PICKLE_INT_BYTES,
   MAX_PICKLE_INT_DIGITS,
-} from './codecs/plain-pickle.js'
+} from './codecs/plain-pickle-limits.js'
 export { pformat } from './codecs/pformat.js'
 
 // messages/: Celery's messages: tasks (protocol v2) and the canvas they carry, results and chord parts,

@@ -391,7 +391,7 @@ describe('loss test: kill -9 ×2, warm, cold, broker drop; nothing lost', () => 
   })
 
   // Acking consumers take messages with one script that pops and records in
-  // `unacked` atomically (src/transport/redis/unacked.ts claim): kombu's
+  // `unacked` atomically (src/transport/redis/consume/unacked.ts claim): kombu's
   // BRPOP-then-HSET gap lost one message per kill -9 here.
   it('[Redis] every task finishes at least once; repeats only from in-flight tasks', { skip: redisSkip, timeout: 600_000 }, async () => {
     await runLossTest('redis')

@@ -7,8 +7,8 @@ import type { BrokerAdmin, DeclareFlags, GotMessage, QueueDeclared } from '../ad
 import { BrokerRequestError, TransportClosedError } from '../errors.js'
 import type { TransportSettings } from '../registry.js'
 import { classifyAmqpError } from './classify-error.js'
-import { amqpConnectSettings, type AmqpConnectSettings } from './connect-options.js'
-import { openAmqpConnection } from './open-connection.js'
+import { amqpConnectSettings, type AmqpConnectSettings } from './connection/connect-options.js'
+import { openAmqpConnection } from './connection/open-connection.js'
 
 /** amqplib's property names and py-amqp's, in the order py-amqp declares them. */
 const PY_AMQP_PROPERTY_NAMES: Array<[keyof MessageProperties, string]> = [

@@ -4,13 +4,8 @@
 // replays the recorded topology and restarts every consumer. Given a failover
 // list (`amqp://a//;amqp://b//`, the nodes of a cluster), it moves to the next
 // URL on every failed attempt, as kombu does, and backs off only once a whole
-// round of them has failed.
-//
-// With `separatePublisher` (a worker), publishes go on a second connection,
-// as kombu keeps its producer pool apart from the consumer's connection:
-// RabbitMQ's memory and disk alarms block a connection once it publishes, and
-// a blocked connection reads no frame at all, acks and declarations included.
-import { EventEmitter } from 'node:events'
+// round of them has failed (connection/failover.ts). With `separatePublisher`
+// (a worker), publishes go on a second connection (publish-channels.ts).
 import type { Channel, ChannelModel, ConfirmChannel } from 'amqplib'
 import { BrokerConnectionError, BrokerRequestError, PublishTimeoutError, TransportClosedError } from '../errors.js'
 import type {
@@ -28,22 +23,21 @@ import type {
   TransportCapabilities,
   TransportEvents,
 } from '../transport.js'
+import { TransportEmitter } from '../transport-emitter.js'
 import { AmqpConsumer, type ConsumerHost } from './amqp-consumer.js'
-import { reconnectDelayMs, sleep } from './backoff.js'
+import { reconnectDelayMs, sleep } from './connection/backoff.js'
+import { BlockedConnections } from './connection/blocked.js'
+import { openFirstReachable, reconnectThroughList } from './connection/failover.js'
 import { ackTimeoutOf, classifyAmqpError, describeConnectFailure, isChannelError, isNack } from './classify-error.js'
 import { FailoverCycle, maskUrl, splitUrlList, type FailoverStrategy } from '../url.js'
-import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connect-options.js'
-import {
-  declareDelayedDelivery,
-  delayedDeliveryBindingKey,
-  delayedPublishTarget,
-  DELAYED_DELIVERY_EXCHANGE,
-  MAX_DELAY_SECONDS,
-  type DelayedQueueType,
-} from './delayed-delivery.js'
-import { openAmqpConnection } from './open-connection.js'
-import { watchHeartbeats } from './heartbeat.js'
+import { amqpConnectSettings, type AmqpConnectSettings, type AmqpUrlSettings } from './connection/connect-options.js'
+import { ChannelSlot } from './channel-slot.js'
+import { PublishChannels, quiet } from './publish-channels.js'
+import { declareDelayedDelivery, DelayedPublisher, type DelayedQueueType } from './delayed-delivery.js'
+import { openAmqpConnection } from './connection/open-connection.js'
+import { watchHeartbeats } from './connection/heartbeat.js'
 import { choosePublisher, publishFields, type Publisher, type PublishFields } from './publish.js'
+import { PublishDeadlines, type TimedSend } from './publish-deadlines.js'
 import { assertExchange, assertQueue, declareTopologyPlain, TopologyRegistry } from './topology.js'
 import { amqplibAsMeasured } from './tricks/amqplib-pin.js'
 import { declareTopologyNowait } from './tricks/nowait-declare.js'
@@ -63,28 +57,9 @@ export interface AmqpTransportSettings extends AmqpUrlSettings {
   separatePublisher?: boolean
 }
 
-/** A publish given a timeout, until its confirm or its deadline. */
-interface TimedSend {
-  deadline: number
-  timeoutMs: number
-  what: string
-  /** Its frames were handed to a connection: it may reach the broker whatever happens next. */
-  written: boolean
-  done: boolean
-  fail: (err: Error) => void
-}
-
-/** Closing a connection the broker has blocked would wait for a close-ok it never sends. */
-function destroyConnection(conn: ChannelModel): void {
-  const stream = (conn as unknown as { connection?: { stream?: { destroy?: (err?: Error) => void } } }).connection?.stream
-  // With an error: amqplib closes its side on the socket's 'error' (its heartbeat timer too), not on a bare 'close'.
-  if (typeof stream?.destroy === 'function') stream.destroy(new Error('closed while the broker blocks the connection'))
-  else void conn.close().catch(() => undefined)
-}
-
 let connectionSeq = 0
 
-export class AmqpTransport extends EventEmitter implements Transport {
+export class AmqpTransport extends TransportEmitter implements Transport {
   readonly kind = 'amqp' as const
   readonly displayUrl: string
   readonly capabilities: TransportCapabilities = {
@@ -99,17 +74,10 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   /** The failover list's connect settings, and which one is in use. */
   private readonly nodes: FailoverCycle<AmqpConnectSettings>
-  /** broker_native_delayed_delivery_queue_type, when the app says it (else classic, then quorum). */
-  private readonly delayedQueueType: DelayedQueueType | undefined
   private state: State = 'idle'
   private conn: ChannelModel | null = null
   private readonly deadConnections = new WeakSet<ChannelModel>()
-  private controlChannel: Promise<Channel> | null = null
-  private publishChannel: Promise<ConfirmChannel> | null = null
-  /** publishChannel once open: a publish on it needs no await while it is still the current one. */
-  private openPublishChannel: { opening: Promise<ConfirmChannel>; channel: ConfirmChannel } | null = null
-  /** The broker's reason a channel closed, read by publishes whose confirm failed. */
-  private readonly channelCloseErrors = new WeakMap<Channel, Error>()
+  private readonly controlChannel = new ChannelSlot<Channel>()
   private readonly topology = new TopologyRegistry()
   private readonly consumers = new Set<AmqpConsumer>()
   private connecting: Promise<void> | null = null
@@ -118,26 +86,21 @@ export class AmqpTransport extends EventEmitter implements Transport {
   private stateWaiters: Array<() => void> = []
   private readonly stopReconnect = new AbortController()
   private readonly consumerHost: ConsumerHost
-  /** kombu 5.5's delayed-delivery ladder, declared on the first delayed publish. */
-  private delayedLadder: Promise<void> | null = null
-  /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
-  private readonly delayedQueues = new Map<string, Promise<void>>()
+  /** kombu 5.5's delayed-delivery ladder (delayed-delivery.ts). */
+  private readonly delayed: DelayedPublisher
   private readonly separatePublisher: boolean
   /** How a message goes on a channel (publish.ts): amqplib's publish, or the direct one. */
   private readonly sender: Publisher
   /** How declareTopology declares (tricks/nowait-declare.ts, or one round trip per method). */
   private readonly declareTopologyOn: (channel: Channel, t: TopologySpec) => Promise<void>
-  /** The publishing connection, with separatePublisher; opened on the first publish. */
-  private publisher: Promise<ChannelModel> | null = null
-  /** Unconfirmed publishes (control casts, replies) on the publishing connection. */
-  private castChannel: Promise<Channel> | null = null
-  /** Connections the broker said it blocks, and the reason announced (null: none). */
-  private readonly blockedConnections = new Set<ChannelModel>()
-  private announcedBlock: string | null = null
-  /** Publishes with a timeout, oldest first, and the one timer for the earliest deadline. */
-  private timedSends: TimedSend[] = []
-  private deadlineTimer: NodeJS.Timeout | null = null
-  private armedFor = Infinity
+  /** RabbitMQ's alarms, on any of this transport's connections. */
+  private readonly blocked = new BlockedConnections(
+    (reason) => this.emitSafely('connection:blocked', reason),
+    () => this.emitSafely('connection:unblocked'),
+  )
+  /** Where publishes go (publish-channels.ts). */
+  private readonly publishing: PublishChannels
+  private readonly deadlines = new PublishDeadlines(() => this.blocked.reason)
 
   constructor(url: string, urlSettings: AmqpTransportSettings = {}) {
     super()
@@ -147,12 +110,25 @@ export class AmqpTransport extends EventEmitter implements Transport {
       urlSettings.failoverStrategy,
     )
     this.displayUrl = maskUrl(urls.join(';'))
-    this.delayedQueueType = urlSettings.delayedQueueType
+    this.delayed = new DelayedPublisher({
+      queueType: urlSettings.delayedQueueType,
+      declareLadder: (type) =>
+        this.withControl('declare the delayed-delivery queues (celery_delayed_*)', (ch) => declareDelayedDelivery(ch, type)),
+      bindQueue: (queue, exchange, routingKey) => this.bindQueue(queue, exchange, routingKey),
+      publish: (exchange, routingKey, message) => this.publish(exchange, routingKey, message),
+    })
     this.separatePublisher = urlSettings.separatePublisher === true
     this.sender = choosePublisher()
     this.declareTopologyOn = trickOn('nowaitDeclare') && amqplibAsMeasured() ? declareTopologyNowait : declareTopologyPlain
     connectionSeq += 1
     this.connectionName = `tsq-${process.pid}-${connectionSeq}`
+    this.publishing = new PublishChannels({
+      separatePublisher: this.separatePublisher,
+      connectionName: this.connectionName,
+      blocked: this.blocked,
+      node: () => this.nodes.current,
+      closedError: () => (this.state === 'closed' ? this.closedError() : null),
+    })
     this.consumerHost = {
       report: (err, what) => this.report(err, what),
       forget: (consumer) => this.consumers.delete(consumer),
@@ -162,14 +138,6 @@ export class AmqpTransport extends EventEmitter implements Transport {
     }
   }
 
-  override on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    return super.on(event, listener)
-  }
-
-  override off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    return super.off(event, listener)
-  }
-
   async connect(): Promise<void> {
     if (this.state === 'open' || this.state === 'reconnecting') return
     if (this.state === 'closed') throw this.closedError()
@@ -177,7 +145,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
     this.setState('connecting')
     this.connecting = (async () => {
       try {
-        const conn = await this.openFirstConnection()
+        const conn = await openFirstReachable(this.nodes, () => this.openConnection(), this.displayUrl)
         if (this.state === 'closed') {
           await conn.close().catch(() => undefined)
           throw this.closedError()
@@ -251,7 +219,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
 
   /** The broker's reason while it blocks publishing on any of this transport's connections. */
   get blockedReason(): string | null {
-    return this.announcedBlock
+    return this.blocked.reason
   }
 
   publish(exchange: string, routingKey: string, message: OutgoingMessage, publishOptions?: PublishOptions): Promise<void> {
@@ -260,21 +228,21 @@ export class AmqpTransport extends EventEmitter implements Transport {
     if (publishOptions?.confirm === false) {
       const what = `publish to exchange '${exchange}' key '${routingKey}'`
       if (this.separatePublisher)
-        return this.retrying(what, async (conn) => this.sender.unconfirmed(await this.castChannelFor(conn), fields, body))
+        return this.retrying(what, async (conn) => this.sender.unconfirmed(await this.publishing.castChannelFor(conn), fields, body))
       return this.withControl(what, async (channel) => this.sender.unconfirmed(channel, fields, body))
     }
     const timeoutMs = publishOptions?.timeoutMs
     if (timeoutMs !== undefined && timeoutMs > 0)
       return this.timedPublish(`publish to exchange '${exchange}' key '${routingKey}'`, fields, body, timeoutMs)
     const again = (conn: ChannelModel): Promise<void> =>
-      this.publishChannelFor(conn).then((channel) => this.confirmedPublish(channel, fields, body))
-    const open = this.openPublishChannel
-    if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
+      this.publishing.confirmChannelFor(conn).then((channel) => this.confirmedPublish(channel, fields, body))
+    const open = this.publishing.confirm.ready
+    if (this.state === 'open' && this.conn && open) {
       // The channel is up: publish in this turn, so the sends made beside this
       // one share its socket write, with no await before. Only a failure takes
       // the retrying path, as its first attempt. One promise per send: the
       // confirm settles it, or hands it to the retrying path.
-      return this.confirmedPublish(open.channel, fields, body, (err) =>
+      return this.confirmedPublish(open, fields, body, (err) =>
         this.retrying(`publish to exchange '${exchange}' key '${routingKey}'`, again, err),
       )
     }
@@ -282,8 +250,8 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   /**
-   * publish() with a deadline: one timer for all pending ones (armDeadline),
-   * none per message. Past it the send fails, saying whether its frames left
+   * publish() with a deadline: one timer for all pending ones
+   * (publish-deadlines.ts), none per message. Past it the send fails, saying whether its frames left
    * (the message may still be delivered) or not (it never will be: a retry
    * after the deadline does not publish).
    */
@@ -301,62 +269,18 @@ export class AmqpTransport extends EventEmitter implements Transport {
         reject(err)
       }
       const again = (conn: ChannelModel): Promise<void> =>
-        this.publishChannelFor(conn).then((channel) => {
-          if (send.done) throw this.timeoutError(send)
+        this.publishing.confirmChannelFor(conn).then((channel) => {
+          if (send.done) throw this.deadlines.timeoutError(send)
           send.written = true
           return this.confirmedPublish(channel, fields, body)
         })
-      this.trackDeadline(send)
-      const open = this.openPublishChannel
-      if (this.state === 'open' && this.conn && open && open.opening === this.publishChannel) {
+      this.deadlines.track(send)
+      const open = this.publishing.confirm.ready
+      if (this.state === 'open' && this.conn && open) {
         send.written = true
-        this.confirmedPublish(open.channel, fields, body, (err) => this.retrying(what, again, err)).then(ok, failed)
+        this.confirmedPublish(open, fields, body, (err) => this.retrying(what, again, err)).then(ok, failed)
       } else this.retrying(what, again).then(ok, failed)
     })
-  }
-
-  private trackDeadline(send: TimedSend): void {
-    this.timedSends.push(send)
-    // A shorter timeout than the pending ones' re-arms the timer for its earlier deadline.
-    if (!this.deadlineTimer || send.deadline < this.armedFor) {
-      if (this.deadlineTimer) clearTimeout(this.deadlineTimer)
-      this.armDeadline()
-    }
-  }
-
-  /** Fails the sends past their deadline, drops the settled, and waits for the next deadline. */
-  private armDeadline(): void {
-    this.deadlineTimer = null
-    const now = Date.now()
-    let next = Infinity
-    const pending: TimedSend[] = []
-    for (const send of this.timedSends) {
-      if (send.done) continue
-      if (send.deadline <= now) {
-        send.done = true
-        send.fail(this.timeoutError(send))
-        continue
-      }
-      pending.push(send)
-      next = Math.min(next, send.deadline)
-    }
-    this.timedSends = pending
-    this.armedFor = next
-    if (pending.length > 0) this.deadlineTimer = setTimeout(() => this.armDeadline(), next - now)
-  }
-
-  private timeoutError(send: TimedSend): PublishTimeoutError {
-    const seconds = `${+(send.timeoutMs / 1000).toFixed(3)} s`
-    const blocked = this.announcedBlock !== null ? `: the broker blocks publishing (${this.announcedBlock})` : ''
-    return send.written
-      ? new PublishTimeoutError(
-          `${send.what} not confirmed within ${seconds}${blocked}; the message may still be delivered, so sending it again may run the task twice`,
-          true,
-        )
-      : new PublishTimeoutError(
-          `${send.what} not sent within ${seconds}${blocked || ' (no connection to the broker)'}; the message was not sent`,
-          false,
-        )
   }
 
   /**
@@ -377,10 +301,9 @@ export class AmqpTransport extends EventEmitter implements Transport {
       }
       try {
         this.sender.confirmed(channel, fields, body, (err) => {
-          if (err) fail(this.channelCloseErrors.get(channel) ?? err)
+          if (err) fail(this.publishing.closeErrorOf(channel) ?? err)
           else {
-            // A confirm means the broker reads again: a block lost with its connection is over.
-            if (this.announcedBlock !== null && this.blockedConnections.size === 0) this.announceUnblocked()
+            this.blocked.confirmed()
             resolve()
           }
         })
@@ -390,64 +313,14 @@ export class AmqpTransport extends EventEmitter implements Transport {
     })
   }
 
-  /**
-   * Through kombu 5.5's native delayed delivery (delayed-delivery.ts): the
-   * ladder of TTL queues holds the message for `delaySeconds`, then its exit
-   * exchange routes it back by `#.<queue>`, which binds `queue` itself:
-   * Celery binds the queue's exchange instead, which cannot work for the
-   * direct exchanges Celery's own queues use.
-   */
-  async publishDelayed(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void> {
-    // Declaring the ladder the first time takes seconds on a cluster (28
-    // quorum queues); that time comes off the delay, so the message is not late.
-    const asked = Date.now()
-    await this.prepareDelayedDelivery()
-    let bound = this.delayedQueues.get(queue)
-    if (!bound) {
-      bound = this.bindQueue(queue, DELAYED_DELIVERY_EXCHANGE, delayedDeliveryBindingKey(queue)).catch((err: unknown) => {
-        this.delayedQueues.delete(queue)
-        throw err
-      })
-      this.delayedQueues.set(queue, bound)
-    }
-    await bound
-    // Whole seconds of it: the ladder counts whole seconds, and taking the
-    // binding's few ms off a whole-second delay before flooring made a queue's
-    // first delayed message a second early.
-    const remaining = Math.floor(delaySeconds) - Math.round((Date.now() - asked) / 1000)
-    const target = delayedPublishTarget(Math.min(Math.max(0, remaining), MAX_DELAY_SECONDS), queue)
-    // Without the expiration property: RabbitMQ drops it on dead-lettering anyway,
-    // and a shorter one would let the message out of the ladder early.
-    const { expiration: _expiration, ...properties } = message.properties
-    await this.publish(target.exchange, target.routingKey, { body: message.body, properties })
+  /** Through kombu 5.5's native delayed delivery (delayed-delivery.ts): the broker holds the message, not a consumer. */
+  publishDelayed(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void> {
+    return this.delayed.publish(queue, message, delaySeconds)
   }
 
   /** Declares the ladder once per transport (a worker at start-up, as Celery 5.5's DelayedDelivery bootstep). */
   prepareDelayedDelivery(): Promise<void> {
-    this.delayedLadder ??= this.declareDelayedLadder().catch((err: unknown) => {
-      this.delayedLadder = null
-      throw err
-    })
-    return this.delayedLadder
-  }
-
-  /**
-   * Celery 5.5 declares the ladder's queues as quorum queues by default, kombu
-   * as classic ones where asked: whichever came first stays, so the other
-   * type is tried when RabbitMQ says the first is not equivalent.
-   */
-  private async declareDelayedLadder(): Promise<void> {
-    const attempt = (type: DelayedQueueType) =>
-      this.withControl('declare the delayed-delivery queues (celery_delayed_*)', (ch) => declareDelayedDelivery(ch, type))
-    // In a cluster the ladder must be quorum: a classic queue lives on one
-    // node, and a message routed to it while that node is down is dropped.
-    const first = this.delayedQueueType ?? 'classic'
-    try {
-      await attempt(first)
-    } catch (err) {
-      if (!(err instanceof BrokerRequestError) || !/x-queue-type/.test(err.message)) throw err
-      await attempt(first === 'classic' ? 'quorum' : 'classic')
-    }
+    return this.delayed.prepare()
   }
 
   async consume(queue: string, handler: DeliveryHandler, options: ConsumeOptions = {}): Promise<Consumer> {
@@ -475,38 +348,22 @@ export class AmqpTransport extends EventEmitter implements Transport {
       this.stopReconnect.abort()
       const conn = this.conn
       this.conn = null
-      this.controlChannel = null
-      this.publishChannel = null
-      this.castChannel = null
-      const publisher = this.publisher
-      this.publisher = null
-      if (this.deadlineTimer) clearTimeout(this.deadlineTimer)
-      this.deadlineTimer = null
-      for (const send of this.timedSends.splice(0)) {
-        if (send.done) continue
-        send.done = true
-        send.fail(
-          send.written
-            ? new PublishTimeoutError(
-                `${send.what}: the transport closed before the broker confirmed it; the message may still be delivered`,
-                true,
-              )
-            : this.closedError(),
-        )
-      }
+      this.controlChannel.reset()
+      const publisher = this.publishing.close()
+      this.deadlines.failAll(() => this.closedError())
       const consumers = [...this.consumers]
       this.consumers.clear()
       // amqplib multiplexes channel frames behind connection-level ones, so an
       // ack sent just before close could be overtaken by connection.close and
       // lost. Closing each consumer channel first flushes its acks. A blocked
       // connection reads nothing, close-ok included: it is dropped instead.
-      const blocked = conn !== null && this.blockedConnections.has(conn)
+      const blocked = conn !== null && this.blocked.has(conn)
       if (blocked) for (const c of consumers) void c.closeChannel()
       else await Promise.all(consumers.map((c) => c.closeChannel()))
       await Promise.all([
-        conn ? this.closeConnection(conn) : undefined,
+        conn ? this.blocked.close(conn) : undefined,
         publisher?.then(
-          (p) => this.closeConnection(p),
+          (p) => this.blocked.close(p),
           () => undefined,
         ),
       ])
@@ -515,30 +372,6 @@ export class AmqpTransport extends EventEmitter implements Transport {
   }
 
   // ---- connection lifecycle ------------------------------------------------
-
-  private async closeConnection(conn: ChannelModel): Promise<void> {
-    if (this.blockedConnections.has(conn)) destroyConnection(conn)
-    else await conn.close().catch(() => undefined)
-  }
-
-  /** RabbitMQ's connection.blocked / unblocked, said once per alarm whichever connections hear it. */
-  private watchBlocked(conn: ChannelModel): void {
-    conn.on('blocked', (reason: unknown) => {
-      this.blockedConnections.add(conn)
-      if (this.announcedBlock !== null) return
-      this.announcedBlock = typeof reason === 'string' && reason !== '' ? reason : 'no reason given'
-      this.emitSafely('connection:blocked', this.announcedBlock)
-    })
-    conn.on('unblocked', () => {
-      this.blockedConnections.delete(conn)
-      if (this.blockedConnections.size === 0 && this.announcedBlock !== null) this.announceUnblocked()
-    })
-  }
-
-  private announceUnblocked(): void {
-    this.announcedBlock = null
-    this.emitSafely('connection:unblocked')
-  }
 
   /** The masked URL of the node in use (connected, or tried next). */
   get connectedUrl(): string {
@@ -561,41 +394,17 @@ export class AmqpTransport extends EventEmitter implements Transport {
     conn.on('error', () => undefined)
     watchHeartbeats(conn, this.nodes.current.heartbeatCheckrate)
     conn.on('close', (err?: Error) => this.onConnectionClosed(conn, err))
-    this.watchBlocked(conn)
+    this.blocked.watch(conn)
     return conn
-  }
-
-  /**
-   * The first connection: one try of each URL of the list, so a command
-   * given a cluster reaches it through any node that is up. All down: the
-   * error names every URL tried.
-   */
-  private async openFirstConnection(): Promise<ChannelModel> {
-    const failures: string[] = []
-    for (;;) {
-      try {
-        const conn = await this.openConnection()
-        this.nodes.succeeded()
-        return conn
-      } catch (err) {
-        if (!(err instanceof BrokerConnectionError) || this.nodes.entries.length === 1) throw err
-        failures.push(err.message)
-        if (this.nodes.failed()) {
-          throw new BrokerConnectionError(`cannot connect to any broker of ${this.displayUrl}: ${failures.join('; ')}`, { cause: err })
-        }
-      }
-    }
   }
 
   private onConnectionClosed(conn: ChannelModel, err: Error | undefined): void {
     this.deadConnections.add(conn)
-    // Not unblocked: the alarm may go on; the next confirm or unblocked says so.
-    this.blockedConnections.delete(conn)
+    this.blocked.forget(conn)
     if (conn !== this.conn) return
     this.conn = null
-    this.controlChannel = null
-    // A publish channel on the publishing connection outlives this one.
-    if (!this.separatePublisher) this.publishChannel = null
+    this.controlChannel.reset()
+    this.publishing.connectionLost()
     for (const consumer of this.consumers) consumer.detach()
     if (this.state !== 'open') return
     this.setState('reconnecting')
@@ -609,59 +418,27 @@ export class AmqpTransport extends EventEmitter implements Transport {
     void this.reconnect()
   }
 
-  /**
-   * The node just lost counts as a failed attempt: with a list the next URL
-   * is tried at once; the back-off comes after each round in which every URL
-   * failed (with one URL, before every attempt, as before lists).
-   */
-  private async reconnect(): Promise<void> {
-    let round = 0
-    let delayMs = this.nodes.failed() ? reconnectDelayMs(round++) : 0
-    // Each failed attempt is said once (connection:retry), with the wait that follows it.
-    const failed = (attempt: number, url: string, err: unknown): void => {
-      const backOff = this.nodes.failed()
-      delayMs = backOff ? reconnectDelayMs(round++) : 0
-      const reason = err instanceof Error ? err.message.replace(`cannot connect to ${url}: `, '') : String(err)
-      if (this.state === 'reconnecting') this.emitSafely('connection:retry', { url, reason, attempt, delayMs, failover: !backOff })
-    }
-    for (let attempt = 1; this.state === 'reconnecting'; attempt += 1) {
-      if (delayMs > 0) await sleep(delayMs, this.stopReconnect.signal)
-      if (this.state !== 'reconnecting') return
-      const url = this.nodes.current.displayUrl
-      let conn: ChannelModel
-      try {
-        conn = await this.openConnection()
-      } catch (err) {
-        failed(attempt, url, err)
-        continue
-      }
-      try {
-        await this.restoreOn(conn)
-      } catch (err) {
-        await conn.close().catch(() => undefined)
-        failed(attempt, url, err)
-        continue
-      }
-      if (this.state !== 'reconnecting' || this.deadConnections.has(conn)) {
-        await conn.close().catch(() => undefined)
-        failed(attempt, url, new Error('connection closed while its topology was restored'))
-        continue
-      }
-      this.nodes.succeeded()
-      this.conn = conn
-      this.setState('open')
-      this.emitSafely('connection:restored')
-      return
-    }
+  /** Through the failover list (connection/failover.ts), until restored or closed. */
+  private reconnect(): Promise<void> {
+    return reconnectThroughList({
+      nodes: this.nodes,
+      signal: this.stopReconnect.signal,
+      wanted: () => this.state === 'reconnecting',
+      open: () => this.openConnection(),
+      restore: (conn) => this.restoreOn(conn),
+      usable: (conn) => !this.deadConnections.has(conn),
+      adopt: (conn) => {
+        this.conn = conn
+        this.setState('open')
+        this.emitSafely('connection:restored')
+      },
+      retry: (retry) => this.emitSafely('connection:retry', retry),
+    })
   }
 
   /** Replays the topology, then restarts consumers; throws if the connection fails meanwhile. */
   private async restoreOn(conn: ChannelModel): Promise<void> {
-    const openChannel = async (): Promise<Channel> => {
-      const ch = await conn.createChannel()
-      ch.on('error', () => undefined)
-      return ch
-    }
+    const openChannel = async (): Promise<Channel> => quiet(await conn.createChannel())
     await this.topology.replay(openChannel, (err, what) => {
       if (isChannelError(err)) this.report(err, what)
     })
@@ -702,86 +479,7 @@ export class AmqpTransport extends EventEmitter implements Transport {
   // ---- channels and operations ---------------------------------------------
 
   private controlChannelFor(conn: ChannelModel): Promise<Channel> {
-    if (!this.controlChannel) {
-      const opening: Promise<Channel> = conn.createChannel().then((ch) => {
-        ch.on('error', () => undefined)
-        ch.on('close', () => {
-          if (this.controlChannel === opening) this.controlChannel = null
-        })
-        return ch
-      })
-      opening.catch(() => {
-        if (this.controlChannel === opening) this.controlChannel = null
-      })
-      this.controlChannel = opening
-    }
-    return this.controlChannel
-  }
-
-  /** The connection publishes go on: `conn` itself, or with separatePublisher one of their own, opened on first use. */
-  private publishingConnection(conn: ChannelModel): Promise<ChannelModel> {
-    if (!this.separatePublisher) return Promise.resolve(conn)
-    if (!this.publisher) {
-      const opening: Promise<ChannelModel> = openAmqpConnection(this.nodes.current, `${this.connectionName}-publish`).then((pc) => {
-        pc.on('error', () => undefined)
-        watchHeartbeats(pc, this.nodes.current.heartbeatCheckrate)
-        pc.on('close', () => {
-          this.blockedConnections.delete(pc)
-          if (this.publisher === opening) this.publisher = null
-        })
-        this.watchBlocked(pc)
-        if (this.state === 'closed') {
-          void pc.close().catch(() => undefined)
-          throw this.closedError()
-        }
-        return pc
-      })
-      opening.catch(() => {
-        if (this.publisher === opening) this.publisher = null
-      })
-      this.publisher = opening
-    }
-    return this.publisher
-  }
-
-  private castChannelFor(conn: ChannelModel): Promise<Channel> {
-    if (!this.castChannel) {
-      const opening: Promise<Channel> = this.publishingConnection(conn)
-        .then((pc) => pc.createChannel())
-        .then((ch) => {
-          ch.on('error', () => undefined)
-          ch.on('close', () => {
-            if (this.castChannel === opening) this.castChannel = null
-          })
-          return ch
-        })
-      opening.catch(() => {
-        if (this.castChannel === opening) this.castChannel = null
-      })
-      this.castChannel = opening
-    }
-    return this.castChannel
-  }
-
-  private publishChannelFor(conn: ChannelModel): Promise<ConfirmChannel> {
-    if (!this.publishChannel) {
-      const opening: Promise<ConfirmChannel> = this.publishingConnection(conn)
-        .then((pc) => pc.createConfirmChannel())
-        .then((ch) => {
-          ch.on('error', (err: Error) => this.channelCloseErrors.set(ch, err))
-          ch.on('close', () => {
-            if (this.publishChannel === opening) this.publishChannel = null
-            if (this.openPublishChannel?.channel === ch) this.openPublishChannel = null
-          })
-          if (this.publishChannel === opening) this.openPublishChannel = { opening, channel: ch }
-          return ch
-        })
-      opening.catch(() => {
-        if (this.publishChannel === opening) this.publishChannel = null
-      })
-      this.publishChannel = opening
-    }
-    return this.publishChannel
+    return this.controlChannel.get(() => conn.createChannel().then(quiet))
   }
 
   private withControl<T>(what: string, run: (channel: Channel) => Promise<T>): Promise<T> {

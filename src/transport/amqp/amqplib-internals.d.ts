@@ -33,7 +33,7 @@ declare module 'amqplib/lib/api_args.js' {
   export default Args
 }
 
-// Connection#sendMessage, which tests hold publish-frames.ts's bytes against; open and sendMethod, wrapped by heartbeat.ts.
+// Connection#sendMessage, which tests hold publish-frames.ts's bytes against; open and sendMethod, wrapped by connection/heartbeat.ts.
 declare module 'amqplib/lib/connection.js' {
   const connection: {
     Connection: {

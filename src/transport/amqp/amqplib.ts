@@ -3,7 +3,7 @@
 import './install-codec.js'
 import amqp from 'amqplib'
 import defs from 'amqplib/lib/defs.js'
-import { installHeartbeatOff } from './heartbeat.js'
+import { installHeartbeatOff } from './connection/heartbeat.js'
 
 /**
  * Proves the replacement took: a header of 300 must go out as py-amqp's `I`

@@ -38,6 +38,8 @@
 // (6 s with expiration 500 ms came back after 2.5 s on RabbitMQ 3.10); Celery
 // 5.5 behaves the same, and the worker's ETA check is what still holds it.
 import type { Channel } from 'amqplib'
+import { BrokerRequestError } from '../errors.js'
+import type { OutgoingMessage } from '../transport.js'
 
 /** kombu's MAX_NUMBER_OF_BITS_TO_USE: one level (queue + exchange) per bit of the delay in seconds. */
 export const DELAYED_DELIVERY_LEVELS = 28
@@ -237,4 +239,81 @@ export async function bindForDelayedDelivery(
   await channel.bindExchange(exchange, DELAYED_DELIVERY_EXCHANGE, key)
   await channel.bindQueue(queue, exchange, key)
   return true
+}
+
+// ---- one transport's use of the ladder: declared once, each queue bound to
+// its exit once, a delayed message published into it.
+
+export interface DelayedPublishHost {
+  /** broker_native_delayed_delivery_queue_type, when the app says it (else classic, then quorum). */
+  readonly queueType: DelayedQueueType | undefined
+  declareLadder(type: DelayedQueueType): Promise<void>
+  bindQueue(queue: string, exchange: string, routingKey: string): Promise<void>
+  publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void>
+}
+
+export class DelayedPublisher {
+  /** The ladder, declared on the first delayed publish. */
+  private ladder: Promise<void> | null = null
+  /** Queues bound to the ladder's exit, so a delayed message comes back to them. */
+  private readonly bound = new Map<string, Promise<void>>()
+
+  constructor(private readonly host: DelayedPublishHost) {}
+
+  /**
+   * The ladder of TTL queues holds the message for `delaySeconds`, then its
+   * exit exchange routes it back by `#.<queue>`, which binds `queue` itself:
+   * Celery binds the queue's exchange instead, which cannot work for the
+   * direct exchanges Celery's own queues use.
+   */
+  async publish(queue: string, message: OutgoingMessage, delaySeconds: number): Promise<void> {
+    // Declaring the ladder the first time takes seconds on a cluster (28
+    // quorum queues); that time comes off the delay, so the message is not late.
+    const asked = Date.now()
+    await this.prepare()
+    let bound = this.bound.get(queue)
+    if (!bound) {
+      bound = this.host.bindQueue(queue, DELAYED_DELIVERY_EXCHANGE, delayedDeliveryBindingKey(queue)).catch((err: unknown) => {
+        this.bound.delete(queue)
+        throw err
+      })
+      this.bound.set(queue, bound)
+    }
+    await bound
+    // Whole seconds of it: the ladder counts whole seconds, and taking the
+    // binding's few ms off a whole-second delay before flooring made a queue's
+    // first delayed message a second early.
+    const remaining = Math.floor(delaySeconds) - Math.round((Date.now() - asked) / 1000)
+    const target = delayedPublishTarget(Math.min(Math.max(0, remaining), MAX_DELAY_SECONDS), queue)
+    // Without the expiration property: RabbitMQ drops it on dead-lettering anyway,
+    // and a shorter one would let the message out of the ladder early.
+    const { expiration: _expiration, ...properties } = message.properties
+    await this.host.publish(target.exchange, target.routingKey, { body: message.body, properties })
+  }
+
+  /** Declares the ladder once (a worker at start-up, as Celery 5.5's DelayedDelivery bootstep). */
+  prepare(): Promise<void> {
+    this.ladder ??= this.declareLadder().catch((err: unknown) => {
+      this.ladder = null
+      throw err
+    })
+    return this.ladder
+  }
+
+  /**
+   * Celery 5.5 declares the ladder's queues as quorum queues by default, kombu
+   * as classic ones where asked: whichever came first stays, so the other
+   * type is tried when RabbitMQ says the first is not equivalent.
+   */
+  private async declareLadder(): Promise<void> {
+    // In a cluster the ladder must be quorum: a classic queue lives on one
+    // node, and a message routed to it while that node is down is dropped.
+    const first = this.host.queueType ?? 'classic'
+    try {
+      await this.host.declareLadder(first)
+    } catch (err) {
+      if (!(err instanceof BrokerRequestError) || !/x-queue-type/.test(err.message)) throw err
+      await this.host.declareLadder(first === 'classic' ? 'quorum' : 'classic')
+    }
+  }
 }

@@ -2,7 +2,6 @@
 // server. Publish and claim are atomic renames; a consumer's claims live under
 // its owner's name, and any process hands a dead owner's claims back. Layout in
 // layout.ts; crash-recovery rules in owners.ts and sweeper.ts.
-import { EventEmitter } from 'node:events'
 import { writeFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PRIVATE_FILE_MODE, UnsafeStoreError } from '../private-files.js'
@@ -19,8 +18,8 @@ import type {
   QueueStatus,
   Transport,
   TransportCapabilities,
-  TransportEvents,
 } from '../transport.js'
+import { TransportEmitter } from '../transport-emitter.js'
 import { ClaimBook } from './claims.js'
 import { encodeEnvelope } from '../kombu-envelope.js'
 import { type ConsumerHost, FileConsumer } from './file-consumer.js'
@@ -42,7 +41,7 @@ const SWEEP_EVERY = 2
 
 type State = 'new' | 'open' | 'closed'
 
-export class FileTransport extends EventEmitter implements Transport, ConsumerHost {
+export class FileTransport extends TransportEmitter implements Transport, ConsumerHost {
   readonly kind = 'file' as const
   readonly displayUrl: string
   readonly capabilities: TransportCapabilities = {
@@ -105,14 +104,6 @@ export class FileTransport extends EventEmitter implements Transport, ConsumerHo
   /** This transport's owner id: the name of its claim folders (pid first). */
   get ownerId(): string {
     return this.lease.id
-  }
-
-  override on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    return super.on(event, listener)
-  }
-
-  override off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    return super.off(event, listener)
   }
 
   async connect(): Promise<void> {

@@ -1,7 +1,6 @@
 // The Redis broker in kombu 5.2.4's exact layout (spec §4), so a Python Celery
 // worker or client shares queues, bindings, pidbox and unacked keys with tsq.
 import { randomUUID } from 'node:crypto'
-import { EventEmitter } from 'node:events'
 import type { Redis } from 'ioredis'
 import { TransportClosedError } from '../errors.js'
 import type {
@@ -17,27 +16,29 @@ import type {
   TopologySpec,
   Transport,
   TransportCapabilities,
-  TransportEvents,
 } from '../transport.js'
+import { TransportEmitter } from '../transport-emitter.js'
 import { maskUrl } from '../url.js'
 import { execChecked } from './batch.js'
-import { AckTracker } from './ack-tracker.js'
-import { BrpopLoop } from './brpop-loop.js'
-import { classifyRedisError, isConnectionError } from './classify-error.js'
+import { AckTracker } from './consume/ack-tracker.js'
+import { BrpopLoop } from './consume/brpop-loop.js'
+import { classifyRedisError } from './classify-error.js'
 import { BusyPoll } from './tricks/busy-poll.js'
 import { ClaimOverlap } from './tricks/claim-overlap.js'
 import { ioredisAsMeasured } from './tricks/ioredis-pin.js'
 import { trickOn } from '../../tricks/index.js'
-import { closeConnection, createConnection, type ConnectionRole } from './connections.js'
-import { makeDelivery, type HeldDelivery } from './deliveries.js'
-import { encodeEnvelope, parseEnvelope, type KombuEnvelope } from '../kombu-envelope.js'
-import { FanoutConsumer, FanoutHub } from './fanout.js'
+import { closeConnection, createConnection } from './connections.js'
+import { RedisHealth } from './health.js'
+import { makeDelivery } from './consume/deliveries.js'
+import { dispatch, HandOver } from './consume/hand-over.js'
+import { encodeEnvelope, parseEnvelope } from '../kombu-envelope.js'
+import { FanoutConsumer, FanoutHub } from './consume/fanout.js'
 import { STAGING_OWNER_TTL_MS, type RedisKeys } from './keys.js'
-import { ConsumerSet, ListConsumer } from './list-consumers.js'
+import { ConsumerSet, ListConsumer } from './consume/list-consumers.js'
 import { resolveRedisOptions, type RedisTransportOptions, type ResolvedRedisOptions } from './options.js'
 import { retryWhileDemoted } from './sentinel.js'
 import { RedisExchangeTable } from './routing.js'
-import { UnackedStore } from './unacked.js'
+import { UnackedStore } from './consume/unacked.js'
 import { RedisParkingStore } from './parking.js'
 import { VirtualExchanges } from '../virtual/exchanges.js'
 import { VirtualParking } from '../virtual/parking.js'
@@ -48,10 +49,7 @@ export type { RedisTransportOptions } from './options.js'
 
 let instances = 0
 
-/** How often a claim loop failure that lasts is reported again. */
-const LOOP_FAILURE_REPEAT_MS = 60_000
-
-export class RedisTransport implements Transport {
+export class RedisTransport extends TransportEmitter implements Transport {
   readonly kind = 'redis' as const
   readonly capabilities: TransportCapabilities = {
     priority: 'lower-first',
@@ -68,10 +66,8 @@ export class RedisTransport implements Transport {
   /** Every key and channel name (global_keyprefix, sep, priority_steps, fanout_prefix...). */
   private readonly keys: RedisKeys
   private readonly overlapClaims: boolean
-  private readonly events = new EventEmitter()
+  private readonly health: RedisHealth
   private state: 'new' | 'open' | 'closing' | 'closed' = 'new'
-  /** When each loop failure was last said, by its message. */
-  private readonly loopFailures = new Map<string, number>()
   private connecting: Promise<void> | undefined
   private closing: Promise<void> | undefined
   private cmd: Redis | undefined
@@ -90,10 +86,10 @@ export class RedisTransport implements Transport {
   private readonly consumers: ConsumerSet
   private readonly fanoutConsumers = new Set<FanoutConsumer>()
   private acks: AckTracker | undefined
+  private handOver: HandOver | undefined
   private readonly autoDelete = new Set<string>()
   private restoreTimer: NodeJS.Timeout | undefined
   private restoring = false
-  private readonly down = new Set<ConnectionRole>()
   private readonly publishes = new PublishBatcher(
     () => this.cmd!,
     (error, key) => classifyRedisError(error, `publish to ${key}`, this.displayUrl),
@@ -103,6 +99,7 @@ export class RedisTransport implements Transport {
   readonly parking: Parking
 
   constructor(url: string, options: RedisTransportOptions = {}) {
+    super()
     instances += 1
     this.displayUrl = maskUrl(url)
     this.options = resolveRedisOptions(url, {
@@ -113,6 +110,7 @@ export class RedisTransport implements Transport {
     this.keys = this.options.keys
     this.overlapClaims = options.overlapClaims === true
     this.consumers = new ConsumerSet(this.options.queueOrderStrategy)
+    this.health = new RedisHealth(this, this.displayUrl, () => this.state === 'open')
     this.parking = new VirtualParking(
       new RedisParkingStore(
         async () => (await this.ready()).cmd,
@@ -126,70 +124,10 @@ export class RedisTransport implements Transport {
     return this.options.visibilityTimeout
   }
 
-  on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    this.events.on(event, listener as unknown as (...args: unknown[]) => void)
-    return this
-  }
-
-  off<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    this.events.off(event, listener as unknown as (...args: unknown[]) => void)
-    return this
-  }
-
-  /**
-   * A claim, BRPOP or idle wait that failed other than by the connection
-   * (the watcher reports that): the loop retries with a back-off, and the
-   * operator is told, once, then once a minute while the same failure lasts.
-   * A claim script Redis refuses (scripting off, OOM under maxmemory) otherwise
-   * left a worker taking nothing, silently. A visibility pass that Redis
-   * refuses is said the same way.
-   */
-  private loopFailed(error: unknown, doing = 'taking messages'): void {
-    if (this.state !== 'open' || isConnectionError(error)) return
-    const err = classifyRedisError(error, doing, this.displayUrl)
-    const now = Date.now()
-    // By message: a refused claim and a refused restore that both last (a queue's key of another type) are each said once a minute, not each time the other was.
-    const said = this.loopFailures.get(err.message)
-    if (said !== undefined && now - said < LOOP_FAILURE_REPEAT_MS) return
-    for (const [message, at] of this.loopFailures) if (now - at >= LOOP_FAILURE_REPEAT_MS) this.loopFailures.delete(message)
-    this.loopFailures.set(err.message, now)
-    this.emitError(err)
-  }
-
-  private emitError(error: unknown): void {
-    const err = error instanceof Error ? error : new Error(String(error))
-    if (this.events.listenerCount('error') > 0) this.events.emit('error', err)
-    else process.emitWarning(`redis transport: ${err.message}`)
-  }
-
-  /** The connection whose reconnect attempts are reported (connection:retry). */
-  private retrySpeaker: ConnectionRole | undefined
-  private readonly watcher = {
-    up: (role: ConnectionRole): void => {
-      const wasDown = this.down.size > 0
-      this.down.delete(role)
-      if (wasDown && this.down.size === 0 && this.state === 'open') this.events.emit('connection:restored')
-    },
-    down: (role: ConnectionRole, error: Error): void => {
-      if (this.state !== 'open') return
-      const wasUp = this.down.size === 0
-      this.down.add(role)
-      if (wasUp) {
-        this.retrySpeaker = role
-        this.events.emit('connection:lost', classifyRedisError(error, `${role} connection lost`, this.displayUrl))
-      }
-    },
-    // Every connection retries on its own; the one that went down first speaks for them, one line per attempt.
-    retry: (role: ConnectionRole, attempt: number, error: Error, delayMs: number): void => {
-      if (this.state !== 'open' || role !== this.retrySpeaker || !this.down.has(role)) return
-      this.events.emit('connection:retry', { url: this.displayUrl, reason: error.message, attempt, delayMs, failover: false })
-    },
-  }
-
   connect(): Promise<void> {
     if (this.state === 'closing' || this.state === 'closed') return Promise.reject(this.closedError())
     this.connecting ??= (async () => {
-      const { conn, open } = createConnection(this.options, 'cmd', this.watcher)
+      const { conn, open } = createConnection(this.options, 'cmd', this.health.watcher)
       try {
         await open()
       } catch (error) {
@@ -220,6 +158,7 @@ export class RedisTransport implements Transport {
         settled: () => this.loopRunning?.nudge(),
         classify: (error, where) => classifyRedisError(error, where, this.displayUrl),
       })
+      this.handOver = new HandOver(this.consumers, this.acks, this.unacked, conn, () => this.state === 'open', this.health.emitError)
       this.state = 'open'
     })()
     return this.connecting
@@ -374,9 +313,9 @@ export class RedisTransport implements Transport {
     const onMessage = (raw: string, q: string): void => {
       try {
         // Pub/sub cannot redeliver, so fanout deliveries are always noAck.
-        this.dispatch(handler, makeDelivery(parseEnvelope(raw), q))
+        dispatch(handler, makeDelivery(parseEnvelope(raw), q), this.health.emitError)
       } catch (error) {
-        this.emitError(error)
+        this.health.emitError(error)
       }
     }
     const consumer = new FanoutConsumer(queue, patterns, hub, onMessage, (c) => this.fanoutConsumers.delete(c))
@@ -385,18 +324,9 @@ export class RedisTransport implements Transport {
     return consumer
   }
 
-  private dispatch(handler: DeliveryHandler, delivery: ReturnType<typeof makeDelivery>): void {
-    try {
-      const result = handler(delivery)
-      if (result && typeof result.then === 'function') result.then(undefined, (error: unknown) => this.emitError(error))
-    } catch (error) {
-      this.emitError(error)
-    }
-  }
-
   private ensureLoop(): Promise<BrpopLoop> {
     this.loop ??= (async () => {
-      const { conn, open } = createConnection(this.options, 'brpop', this.watcher)
+      const { conn, open } = createConnection(this.options, 'brpop', this.health.watcher)
       this.brpopConn = conn
       await open()
       const refreshOwner = () =>
@@ -409,9 +339,9 @@ export class RedisTransport implements Transport {
         this.cmd!,
         {
           readyQueues: () => this.consumers.ready(),
-          deliver: (queue, key, raw) => this.onPopped(queue, key, raw),
+          deliver: (queue, key, raw) => this.handOver!.popped(queue, key, raw),
           idle: () => undefined,
-          failed: (error) => this.loopFailed(error),
+          failed: (error) => this.health.loopFailed(error),
           wantsClaim: (queues) => {
             for (const q of queues) if (this.consumers.hasAcking(q)) return true
             return false
@@ -423,12 +353,12 @@ export class RedisTransport implements Transport {
               keys.map((k) => this.consumers.hasAcking(this.keys.queueOfList(k))),
               max,
             ),
-          deliverClaimed: (queue, key, raw, recordedAs) => this.onPopped(queue, key, raw, recordedAs),
+          deliverClaimed: (queue, key, raw, recordedAs) => this.handOver!.popped(queue, key, raw, recordedAs),
           claimStaged: (source) =>
             this.unacked!.claimStaged(this.keys.stagingKey(this.loopId, source), this.consumers.hasAcking(this.keys.queueOfList(source))),
           stagingFor: (source) => this.keys.stagingKey(this.loopId, source),
           openBlocker: async () => {
-            const extra = createConnection(this.options, 'brpop', this.watcher)
+            const extra = createConnection(this.options, 'brpop', this.health.watcher)
             await extra.open()
             return extra.conn
           },
@@ -453,7 +383,7 @@ export class RedisTransport implements Transport {
 
   private ensureHub(): Promise<FanoutHub> {
     this.hub ??= (async () => {
-      const { conn, open } = createConnection(this.options, 'sub', this.watcher)
+      const { conn, open } = createConnection(this.options, 'sub', this.health.watcher)
       this.subConn = conn
       await open()
       return new FanoutHub(conn)
@@ -462,79 +392,6 @@ export class RedisTransport implements Transport {
       throw error
     })
     return this.hub
-  }
-
-  /**
-   * A BRPOP or a claim returned a message: record it as unacked (unless noAck)
-   * and hand it over. Returns a promise only when something must be waited
-   * for: a claimed message (already recorded) goes to its consumer within the
-   * call, as the claim loop hands a batch over.
-   */
-  private onPopped(queue: string, key: string, raw: string, recordedAs?: string): void | Promise<void> {
-    const consumer = this.state === 'open' ? this.consumers.pick(queue) : undefined
-    if (!consumer || (recordedAs !== undefined && consumer.noAck)) return this.putBack(key, raw, recordedAs)
-    this.consumers.rotate(queue)
-    let envelope
-    try {
-      envelope = parseEnvelope(raw)
-    } catch (error) {
-      if (recordedAs !== undefined)
-        return this.unacked!.remove(recordedAs).then(
-          () => this.emitError(error),
-          () => this.emitError(error),
-        )
-      this.emitError(error)
-      return
-    }
-    if (consumer.noAck) {
-      this.dispatch(consumer.handler, makeDelivery(envelope, queue))
-      return
-    }
-    const tag = envelope.properties.delivery_tag
-    const info = envelope.properties.delivery_info
-    // Recorded under another tag than the one this process acks by (a tag that is not a string,
-    // which the envelope's reader replaces): recorded again under the right one, then the other goes.
-    const misrecorded = recordedAs !== undefined && recordedAs !== tag ? recordedAs : undefined
-    let tracking
-    try {
-      tracking = this.acks!.track(
-        consumer,
-        tag,
-        raw,
-        String(info.exchange ?? ''),
-        String(info.routing_key ?? ''),
-        recordedAs !== undefined && misrecorded === undefined,
-      )
-    } catch (error) {
-      return this.notTracked(key, raw, error)
-    }
-    if (tracking instanceof Promise) {
-      return tracking.then(
-        (tracked) => {
-          // Written under the right tag first: the stray record goes only once nothing can be lost.
-          if (misrecorded !== undefined) this.unacked!.remove(misrecorded).catch((error: unknown) => this.emitError(error))
-          this.handTracked(consumer, envelope, queue, tracked)
-        },
-        (error: unknown) => this.notTracked(key, raw, error),
-      )
-    }
-    this.handTracked(consumer, envelope, queue, tracking)
-  }
-
-  /** Cancelled or full while the pop was in flight: back to the head of its list. */
-  private async putBack(key: string, raw: string, recordedAs: string | undefined): Promise<void> {
-    if (recordedAs !== undefined)
-      await this.unacked!.restore(recordedAs, { leftmost: false }).catch((error: unknown) => this.emitError(error))
-    else await this.cmd!.rpush(key, raw).catch((error: unknown) => this.emitError(error))
-  }
-
-  private async notTracked(key: string, raw: string, error: unknown): Promise<void> {
-    await this.cmd!.rpush(key, raw).catch(() => undefined)
-    this.emitError(error)
-  }
-
-  private handTracked(consumer: ListConsumer, envelope: KombuEnvelope, queue: string, tracked: HeldDelivery): void {
-    this.dispatch(consumer.handler, makeDelivery(envelope, queue, tracked))
   }
 
   private startRestoreTimer(): void {
@@ -555,7 +412,7 @@ export class RedisTransport implements Transport {
       return await this.unacked!.restoreVisible(this.options.visibilityTimeout)
     } catch (error) {
       // The next pass tries again; a refusal that lasts (a queue's key of another type) is said, as a refused claim is.
-      this.loopFailed(error, 'restoring unacked messages')
+      this.health.loopFailed(error, 'restoring unacked messages')
       return 0
     } finally {
       this.restoring = false
@@ -575,7 +432,7 @@ export class RedisTransport implements Transport {
     } catch {
       return
     }
-    for (const queue of new Set(lost.map((l) => l.queue))) this.events.emit('deliveries:lost', { queue, reason: null })
+    for (const queue of new Set(lost.map((l) => l.queue))) this.emit('deliveries:lost', { queue, reason: null })
   }
 
   close(options: CloseOptions = {}): Promise<void> {

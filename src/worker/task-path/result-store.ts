@@ -13,7 +13,7 @@ import {
   type TaskState,
 } from '../../protocol/index.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
-import { returnChordPart } from './follow-ups.js'
+import { returnChordPart } from './chord-parts.js'
 import type { Request } from './request.js'
 import type { RunnerOptions } from './runner-options.js'
 

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { EncodeError, deserialize, dumps, loads, serialize } from '../../../src/protocol/index.js'
-import { dumpsPickle, loadsPickle } from '../../../src/protocol/codecs/plain-pickle.js'
+import { loadsPickle } from '../../../src/protocol/codecs/plain-pickle.js'
+import { dumpsPickle } from '../../../src/protocol/codecs/plain-pickle-writer.js'
 
 const fixture = JSON.parse(readFileSync(new URL('../../fixtures/python-bigints.json', import.meta.url), 'utf8')) as {
   values: string[]

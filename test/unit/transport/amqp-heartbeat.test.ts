@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { it, mock } from 'node:test'
 import type { ChannelModel } from 'amqplib'
-import { watchHeartbeats } from '../../../src/transport/amqp/heartbeat.js'
+import { watchHeartbeats } from '../../../src/transport/amqp/connection/heartbeat.js'
 
 function fakeConnection(heartbeat: number) {
   const stream = {

@@ -5,7 +5,7 @@
 // reconnect line as Celery words it.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { amqpConnectSettings } from '../../../src/transport/amqp/connect-options.js'
+import { amqpConnectSettings } from '../../../src/transport/amqp/connection/connect-options.js'
 import { healthCheckTimings, livenessClientOptions } from '../../../src/transport/redis/liveness.js'
 import { checkTransportOptions, readLiveness } from '../../../src/config/transport-options.js'
 import { transportSettingsFromConf } from '../../../src/config/config.js'

@@ -5,11 +5,11 @@
 // prefetch and the no-loss tests rest on.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { AckTracker } from '../../../src/transport/redis/ack-tracker.js'
-import { ConsumerSet, ListConsumer } from '../../../src/transport/redis/list-consumers.js'
-import { makeDelivery, type HeldDelivery } from '../../../src/transport/redis/deliveries.js'
+import { AckTracker } from '../../../src/transport/redis/consume/ack-tracker.js'
+import { ConsumerSet, ListConsumer } from '../../../src/transport/redis/consume/list-consumers.js'
+import { makeDelivery, type HeldDelivery } from '../../../src/transport/redis/consume/deliveries.js'
 import { parseEnvelope } from '../../../src/transport/kombu-envelope.js'
-import type { UnackedStore } from '../../../src/transport/redis/unacked.js'
+import type { UnackedStore } from '../../../src/transport/redis/consume/unacked.js'
 
 class FakeStore {
   readonly calls: string[] = []

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { describe, it } from 'node:test'
 import type { Command, Redis } from 'ioredis'
 import { RedisKeys } from '../../../src/transport/redis/keys.js'
-import { UnackedStore } from '../../../src/transport/redis/unacked.js'
+import { UnackedStore } from '../../../src/transport/redis/consume/unacked.js'
 
 interface Sent {
   name: string

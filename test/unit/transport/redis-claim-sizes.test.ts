@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Redis } from 'ioredis'
-import { BrpopLoop, type BrpopTarget } from '../../../src/transport/redis/brpop-loop.js'
+import { BrpopLoop, type BrpopTarget } from '../../../src/transport/redis/consume/brpop-loop.js'
 import type { BusyPoll } from '../../../src/transport/redis/tricks/busy-poll.js'
 import { ClaimOverlap } from '../../../src/transport/redis/tricks/claim-overlap.js'
 import { RedisKeys } from '../../../src/transport/redis/keys.js'
-import type { ClaimedMessage } from '../../../src/transport/redis/unacked.js'
+import type { ClaimedMessage } from '../../../src/transport/redis/consume/unacked.js'
 
 /** Enough of an ioredis connection for a loop that only claims. */
 const fakeConn = () => ({ status: 'ready', on() {}, off() {}, client: async () => 1, disconnect() {} }) as unknown as Redis

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { RedisKeys } from '../../../src/transport/redis/keys.js'
-import { ConsumerSet, ListConsumer } from '../../../src/transport/redis/list-consumers.js'
+import { ConsumerSet, ListConsumer } from '../../../src/transport/redis/consume/list-consumers.js'
 import { checkTransportOptions } from '../../../src/config/transport-options.js'
 import { createApp } from '../../../src/app/app.js'
 

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { createApp } from '../../../src/app/app.js'
 import { filterHiddenSettings } from '../../../src/config/hidden-settings.js'
-import { amqpConnectSettings } from '../../../src/transport/amqp/connect-options.js'
+import { amqpConnectSettings } from '../../../src/transport/amqp/connection/connect-options.js'
 import { describeTlsFailure, describeTlsPlan, maskUrl, parseCertReqs, tlsConnectOptions, tlsPlan } from '../../../src/transport/index.js'
 import { resolveRedisOptions } from '../../../src/transport/redis/options.js'
 

@@ -21,7 +21,7 @@ import type { EventDispatcher } from '../../../src/worker/events.js'
 import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
 import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
-import { chordSize } from '../../../src/worker/task-path/follow-ups.js'
+import { chordSize } from '../../../src/worker/task-path/chord-header.js'
 
 class RecordingLogger extends Logger {
   readonly errors: string[] = []

@@ -1,8 +1,8 @@
 import type { Options } from 'amqplib'
 import type { ConnectionOptions } from 'node:tls'
-import { BadBrokerUrlError } from '../errors.js'
-import { tlsConnectOptions, tlsPlan, type SslSettings, type TlsPlan } from '../tls.js'
-import { maskUrl, parseBrokerUrl } from '../url.js'
+import { BadBrokerUrlError } from '../../errors.js'
+import { tlsConnectOptions, tlsPlan, type SslSettings, type TlsPlan } from '../../tls.js'
+import { maskUrl, parseBrokerUrl } from '../../url.js'
 
 /** What an app's conf adds to an AMQP URL: Celery's broker_use_ssl and broker_login_method. */
 export interface AmqpUrlSettings {

@@ -4,7 +4,7 @@
 // path is noticed as py-amqp's heartbeat_tick notices it: checked every
 // heartbeat / broker_heartbeat_checkrate seconds, failed once nothing at all
 // was received for two heartbeats ("Too many heartbeats missed").
-import './install-codec.js'
+import '../install-codec.js'
 import type { ChannelModel } from 'amqplib'
 import connection from 'amqplib/lib/connection.js'
 import defs from 'amqplib/lib/defs.js'

@@ -1,13 +1,13 @@
-import amqp from './amqplib.js'
+import amqp from '../amqplib.js'
 import type { ChannelModel } from 'amqplib'
 import { isIP } from 'node:net'
-import { BrokerConnectionError } from '../errors.js'
-import { describeTlsFailure } from '../tls.js'
-import { describeConnectFailure } from './classify-error.js'
+import { BrokerConnectionError } from '../../errors.js'
+import { describeTlsFailure } from '../../tls.js'
+import { describeConnectFailure } from '../classify-error.js'
 import { amqpSocketTlsOptions, type AmqpConnectSettings } from './connect-options.js'
-import { amqplibAsMeasured } from './tricks/amqplib-pin.js'
-import { batchSocketWrites } from './tricks/batch-writes.js'
-import { trickOn } from '../../tricks/index.js'
+import { amqplibAsMeasured } from '../tricks/amqplib-pin.js'
+import { batchSocketWrites } from '../tricks/batch-writes.js'
+import { trickOn } from '../../../tricks/index.js'
 
 /** A dead or firewalled broker must fail `connect()` quickly, not hang on a SYN. */
 const CONNECT_TIMEOUT_MS = 5_000

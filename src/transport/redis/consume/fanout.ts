@@ -3,7 +3,7 @@
 // is stored, so a queue hears only what is published while it listens.
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { Consumer } from '../transport.js'
+import type { Consumer } from '../../transport.js'
 
 export interface FanoutListener {
   readonly patterns: readonly string[]

@@ -3,10 +3,10 @@
 // blocking connection). When the set of ready queues changes mid-block, CLIENT
 // UNBLOCK ends the wait early instead of letting a new consumer sit for 1 s.
 import type { Redis } from 'ioredis'
-import { closeConnection } from './connections.js'
-import type { RedisKeys } from './keys.js'
-import type { BusyPoll } from './tricks/busy-poll.js'
-import type { ClaimOverlap } from './tricks/claim-overlap.js'
+import { closeConnection } from '../connections.js'
+import type { RedisKeys } from '../keys.js'
+import type { BusyPoll } from '../tricks/busy-poll.js'
+import type { ClaimOverlap } from '../tricks/claim-overlap.js'
 import type { ClaimedMessage } from './unacked.js'
 
 export interface BrpopTarget {

@@ -3,10 +3,10 @@
 // longer than the visibility timeout, any consumer's restore_visible puts it back.
 import { createHash, randomUUID } from 'node:crypto'
 import { Command, type Redis } from 'ioredis'
-import { markRedelivered, asEnvelope, serializeEnvelope } from '../kombu-envelope.js'
-import { UNACKED_MUTEX_EXPIRE, type RedisKeys } from './keys.js'
-import { dumps, loads } from '../../protocol/index.js'
-import { execChecked } from './batch.js'
+import { markRedelivered, asEnvelope, serializeEnvelope } from '../../kombu-envelope.js'
+import { UNACKED_MUTEX_EXPIRE, type RedisKeys } from '../keys.js'
+import { dumps, loads } from '../../../protocol/index.js'
+import { execChecked } from '../batch.js'
 
 // Atomic stand-in for kombu's WATCH unacked / HGET / MULTI: the restore happens only
 // if the hash still holds exactly what we read, so two restorers never both push.

@@ -1,7 +1,7 @@
 // The BRPOP side's consumers and kombu's round-robin queue cycle: which queues the
 // next BRPOP names, in which order, and which consumer gets a popped message.
-import type { Consumer, DeliveryHandler } from '../transport.js'
-import type { QueueOrderStrategy } from './options.js'
+import type { Consumer, DeliveryHandler } from '../../transport.js'
+import type { QueueOrderStrategy } from '../options.js'
 
 export interface ConsumerHooks {
   cancel(consumer: ListConsumer): Promise<void>

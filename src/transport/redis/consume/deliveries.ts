@@ -1,7 +1,7 @@
 // Turns a kombu envelope into the transport's Delivery, with ack/reject wired to
 // whatever settles it (the unacked hash for acking consumers, nothing for noAck).
-import type { Delivery } from '../transport.js'
-import { envelopeBody, envelopeProperties, type KombuEnvelope } from '../kombu-envelope.js'
+import type { Delivery } from '../../transport.js'
+import { envelopeBody, envelopeProperties, type KombuEnvelope } from '../../kombu-envelope.js'
 
 export interface Settler {
   ack(): Promise<void>
