@@ -15,6 +15,7 @@ import {
   loads,
   loadsGroupPickle,
   loadsPickle,
+  MissingPackageError,
   type ResultMeta,
 } from '../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
@@ -168,6 +169,8 @@ export class DatabaseResultBackend implements ResultBackend {
         }
       } catch (error) {
         await client?.close().catch(() => undefined)
+        // A driver the project has not installed is its own line (what to install), not a backend outage.
+        if (error instanceof MissingPackageError) throw error
         throw new BrokerConnectionError(`cannot use result backend ${this.displayUrl}: ${(error as Error).message}`, { cause: error })
       }
       return client!

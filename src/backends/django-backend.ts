@@ -5,7 +5,17 @@
 // (JSON by default; base64 when the serializer's encoding is binary), as the
 // Django admin shows it. tsq never creates these tables: they belong to the
 // Django project's migrations.
-import { argsRepr, checkJsonText, decodeBody, dumps, isoformatUtc, kwargsRepr, loads, type ResultMeta } from '../protocol/index.js'
+import {
+  argsRepr,
+  checkJsonText,
+  decodeBody,
+  dumps,
+  isoformatUtc,
+  kwargsRepr,
+  loads,
+  MissingPackageError,
+  type ResultMeta,
+} from '../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
 import { pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
@@ -56,6 +66,8 @@ export class DjangoResultBackend implements ResultBackend {
         return client
       } catch (error) {
         await client?.close().catch(() => undefined)
+        // A driver the project has not installed is its own line (what to install), not a backend outage.
+        if (error instanceof MissingPackageError) throw error
         const missing = isMissingTable(error)
         throw new BrokerConnectionError(
           `cannot use result backend ${this.displayUrl}: ${missing ? `${TASKS} is missing (run the Django project's \`manage.py migrate\`)` : (error as Error).message}`,

@@ -7,6 +7,7 @@ import { resolve } from 'node:path'
 import { defaultFileBrokerDir, parseBrokerUrl, type RedisLiveness, type SentinelSettings, type SslSettings } from '../transport/index.js'
 import { backendSentinelFromConf, backendSslFromConf, readLiveness } from '../config/index.js'
 import { UnsupportedBackendError, type ResultBackend } from './backend.js'
+import { requireSqlDriver } from './sql-client.js'
 
 export { READY, ResultTimeoutError, UnsupportedBackendError, pollUntilReady } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
@@ -19,7 +20,7 @@ export type { DatabaseOptions } from './database-backend.js'
 // rpc:// needs the app's producer connection and reply queue: the app opens it (App.backend()), not createResultBackend.
 export { RpcResultBackend } from './rpc-backend.js'
 // The SQL client the db+ and django-db backends share, for beat's django store too; its drivers load on first use.
-export { DatabaseUrlError, isMissingTable, openSqlClient, parseSqlalchemyUrl, qualified } from './sql-client.js'
+export { DatabaseUrlError, isMissingTable, openSqlClient, parseSqlalchemyUrl, qualified, requireSqlDriver } from './sql-client.js'
 export type { Dialect, ParsedSqlUrl, Row, SqlClient, SqlClientOptions } from './sql-client.js'
 
 /** What a backend takes from the app's settings besides its URL; each kind reads its own part. */
@@ -79,11 +80,17 @@ export async function createResultBackend(url: string | undefined, options: Back
   if (url === 'django-db') {
     // django-celery-results names no database in the backend setting: Django's own is used. tsq takes it as a URL.
     const { DjangoResultBackend } = await import('./django-backend.js')
-    return new DjangoResultBackend(database?.url ?? process.env.DATABASE_URL)
+    const databaseUrl = database?.url ?? process.env.DATABASE_URL
+    const backend = new DjangoResultBackend(databaseUrl)
+    // The driver is checked up front (not the connection): a missing one stops a worker at start.
+    await requireSqlDriver(databaseUrl!)
+    return backend
   }
   if (/^db\+/i.test(url)) {
     const { DatabaseResultBackend } = await import('./database-backend.js')
-    return new DatabaseResultBackend(url.slice(3), database)
+    const backend = new DatabaseResultBackend(url.slice(3), database)
+    await requireSqlDriver(url.slice(3))
+    return backend
   }
   const parsed = parseBrokerUrl(url)
   switch (parsed.scheme) {

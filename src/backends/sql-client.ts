@@ -1,8 +1,9 @@
 // One small query interface over the three database clients the SQL result
 // backends use (pg, mysql2, better-sqlite3), from an SQLAlchemy URL. SQL is
-// written with `?` placeholders; PostgreSQL's `$n` are numbered here.
+// written with `?` placeholders; PostgreSQL's `$n` are numbered here. The drivers
+// are optional packages of a tsq install (docs/install.md), loaded on first use.
 import { maskUrl } from '../transport/index.js'
-import { TsqError } from '../protocol/index.js'
+import { importOptional, TsqError } from '../protocol/index.js'
 
 export type Dialect = 'postgresql' | 'mysql' | 'sqlite'
 
@@ -79,6 +80,30 @@ function scrub(error: unknown, url: string): Error {
   return Object.assign(new Error(clean), { code: (error as { code?: string })?.code })
 }
 
+// Each driver as one import, so a check up front and the client load the same module.
+const loadPg = (displayUrl: string) => importOptional(() => import('pg'), 'pg', displayUrl)
+const loadMysql = (displayUrl: string) => importOptional(() => import('mysql2/promise'), 'mysql2', displayUrl)
+const loadSqlite = (displayUrl: string) => importOptional(() => import('better-sqlite3'), 'better-sqlite3', displayUrl)
+
+/**
+ * Loads the URL's driver without connecting: a driver the project has not
+ * installed is a MissingPackageError here, at start-up, as Celery's database
+ * backend fails at start without SQLAlchemy. A URL that does not parse is left
+ * to openSqlClient, which says why when the store is first used.
+ */
+export async function requireSqlDriver(url: string): Promise<void> {
+  let dialect: Dialect
+  try {
+    dialect = parseSqlalchemyUrl(url).dialect
+  } catch {
+    return
+  }
+  const displayUrl = maskUrl(url)
+  if (dialect === 'postgresql') await loadPg(displayUrl)
+  else if (dialect === 'mysql') await loadMysql(displayUrl)
+  else await loadSqlite(displayUrl)
+}
+
 export interface SqlClientOptions {
   /** database_short_lived_sessions: a connection per operation instead of a pool. */
   shortLived?: boolean
@@ -96,7 +121,7 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
   }
   switch (parsed.dialect) {
     case 'postgresql': {
-      const pg = (await import('pg')).default
+      const pg = (await loadPg(displayUrl)).default
       // timestamp without time zone stays the naive UTC text Celery wrote, not a local-time Date.
       const types = {
         getTypeParser: (oid: number, format?: 'text' | 'binary') =>
@@ -137,7 +162,7 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
       }
     }
     case 'mysql': {
-      const mysql = await import('mysql2/promise')
+      const mysql = await loadMysql(displayUrl)
       const target = new URL(parsed.target)
       const pool = mysql.createPool({
         host: target.hostname || '127.0.0.1',
@@ -176,7 +201,7 @@ export async function openSqlClient(url: string, options: SqlClientOptions = {})
       }
     }
     case 'sqlite': {
-      const Database = (await import('better-sqlite3')).default
+      const Database = (await loadSqlite(displayUrl)).default
       // Same five seconds of waiting on a locked file as Python's sqlite3 module.
       const db = await wrap(async () => new Database(parsed.target, { timeout: 5000 }))
       return {

@@ -38,6 +38,8 @@ const EXIT_BY_CODE: Readonly<Record<string, ExitCodeValue>> = {
   CANT_CREATE: ExitCode.CANTCREAT,
   // --uid/--gid as a user that may not change them: Celery's SecurityError ends with 1 too.
   PERMISSION: ExitCode.FAILURE,
+  // An optional package the project has not installed (a SQL driver): sysexits' "a support program does not exist".
+  MISSING_PACKAGE: ExitCode.UNAVAILABLE,
 }
 
 /** The exit status of an error code, or undefined for a code with none of its own. */

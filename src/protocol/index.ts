@@ -15,6 +15,7 @@ export {
   EncodeError,
 } from './errors.js'
 export type { ExitCodeValue } from './errors.js'
+export { MissingPackageError, importOptional, isPackageNotFound } from './optional-package.js'
 export { formatIsoDate, parseIsoDate } from './iso-date.js'
 export { uuid4 } from './uuid.js'
 export {

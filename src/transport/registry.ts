@@ -6,7 +6,7 @@ import type { RedisLiveness } from './redis/liveness.js'
 import type { SentinelSettings } from './redis/sentinel.js'
 import type { SslSettings } from './tls.js'
 import type { Transport } from './transport.js'
-import type { DelayedQueueType } from './amqp/delayed-delivery.js'
+import type { DelayedQueueType } from './amqp/delayed-queue-type.js'
 import { maskUrl, parseBrokerUrl, splitUrlList, type FailoverStrategy } from './url.js'
 
 /** The embedded broker's folder when no broker is configured: per user, any working directory. */

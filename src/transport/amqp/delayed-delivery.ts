@@ -40,6 +40,7 @@
 import type { Channel } from 'amqplib'
 import { BrokerRequestError } from '../errors.js'
 import type { OutgoingMessage } from '../transport.js'
+import type { DelayedQueueType } from './delayed-queue-type.js'
 
 /** kombu's MAX_NUMBER_OF_BITS_TO_USE: one level (queue + exchange) per bit of the delay in seconds. */
 export const DELAYED_DELIVERY_LEVELS = 28
@@ -60,7 +61,7 @@ export const MAX_DELAY_SECONDS = 2 ** DELAYED_DELIVERY_LEVELS - 1
  */
 export const CELERY_DEFAULT_DELAYED_QUEUE_TYPE: DelayedQueueType = 'quorum'
 
-export type DelayedQueueType = 'classic' | 'quorum'
+export type { DelayedQueueType }
 
 /** amqplib's typed-value form, the way this codebase writes AMQP table integers (as py-amqp tags them). */
 export interface TypedInteger {
