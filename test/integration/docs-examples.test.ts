@@ -32,7 +32,10 @@ function isRun(block: Block): boolean {
 }
 
 function label(block: Block): string {
-  const attrs = Object.entries(block.attrs).map(([k, v]) => (v === '' ? k : `${k}=${v.includes(' ') ? JSON.stringify(v) : v}`))
+  // norun's reason is given as the skip's, not twice.
+  const attrs = Object.entries(block.attrs).map(([k, v]) =>
+    v === '' || k === 'norun' ? k : `${k}=${v.includes(' ') ? JSON.stringify(v) : v}`,
+  )
   return `${block.page}:${block.line} ${[block.lang, ...attrs].join(' ')}`
 }
 
@@ -214,7 +217,7 @@ for (const page of pages) {
     })
     for (const block of pageBlocks) {
       const runs = isRun(block)
-      const skip = RUN_LANGS.has(block.lang) && !runs ? `norun: ${block.attrs.norun}` : runs ? needsSkip(block) : false
+      const skip = RUN_LANGS.has(block.lang) && !runs ? block.attrs.norun! : runs ? needsSkip(block) : false
       if (skip) skipped.push(`${label(block)}: ${skip}`)
       it(label(block), { skip, timeout: BLOCK_TIMEOUT_MS + READY_TIMEOUT_MS }, async () => {
         if (runs) await folder.run(block)
