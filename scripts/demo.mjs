@@ -86,7 +86,7 @@ console.log(`\n${pathHint()}`)
 process.exit(code === 0 && eventsCode === 0 ? 0 : 1)
 
 /**
- * Events between services (README, "Events between services"): billing and
+ * Events between services (docs/events-bus.md): billing and
  * shipping both handle billing.invoice.paid; shipping's handler fails once for
  * invoice 1 (retried after 1 s) and always for invoice 13 (archived after its
  * retries at 1 s and 2 s). Returns 0 when both workers stopped cleanly.

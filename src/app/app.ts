@@ -451,7 +451,7 @@ export class App {
   }
 
   /**
-   * Runs `fn` holding the lock `name` (README "One task at a time: locks"):
+   * Runs `fn` holding the lock `name` (docs/locks.md, "One task at a time"):
    * renewed while it runs, freed when it ends; LockedError if another holds it
    * (after `wait` seconds of trying, when given).
    */

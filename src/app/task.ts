@@ -62,12 +62,12 @@ export interface TaskOptions {
    */
   rejectOnWorkerLost?: boolean
   /**
-   * One run at a time per key (README "One task at a time: locks"): `{ key, timeout, onLocked, retryDelay }`.
+   * One run at a time per key (docs/locks.md, "One task at a time"): `{ key, timeout, onLocked, retryDelay }`.
    * The worker takes the lock before the task runs, renews it every third of `timeout`, frees it when the run ends.
    */
   lock?: TaskLockOptions
   /**
-   * celery-once's de-duplication (README "Sent once"): `{ key, timeout, graceful }`. delay() and applyAsync()
+   * celery-once's de-duplication (docs/locks.md, "Sent once"): `{ key, timeout, graceful }`. delay() and applyAsync()
    * refuse a task whose key is already queued or running (AlreadyQueued), or with `graceful` give its AsyncResult.
    */
   once?: TaskOnceOptions

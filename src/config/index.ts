@@ -12,7 +12,7 @@ export {
   beatStoreSslFromConf,
 } from './config.js'
 export type { ConfigInput, ResolvedConfig } from './config.js'
-// Celery's settings, by name, with what tsq does with each (docs/settings.md is generated from it).
+// Celery's settings, by name, with what tsq does with each (the table at the end of docs/configuration.md is generated from it).
 export { SETTINGS, refusals, settingsRefusals } from './settings.js'
 export type { Setting, SettingStatus } from './settings.js'
 export { filterHiddenSettings, maskSetting, SECRET_MASK } from './hidden-settings.js'

@@ -1,6 +1,6 @@
 // Every setting of Celery 5.2.6 (celery/app/defaults.py), by its name, with
 // what tsq does with it. The one place that lists what tsq reads: the docs
-// table (docs/settings.md) is generated from it, and a test compares it with
+// table (at the end of docs/configuration.md) is generated from it, and a test compares it with
 // the installed Celery's list so that it cannot fall behind.
 //
 // honoured:        read from an app's conf (and the env Celery reads), as Celery does.

@@ -16,7 +16,7 @@
 //
 // Fencing tokens need a counter RabbitMQ does not have: INCR of
 // `tsq:lock-token:<id>` in a Redis result backend when there is one (the Redis
-// store's key), else the token is 0 ("unavailable", README).
+// store's key), else the token is 0 ("unavailable", docs/locks.md).
 //
 // `once` marks outlive their sender's connection, so they are messages: one
 // in the queue `tsq.once.<id>` ({taskId, expiresAt}, with a per-message TTL),

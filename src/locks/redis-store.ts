@@ -1,4 +1,4 @@
-// Locks in Redis. Keys (documented in the README, so Python code can take the
+// Locks in Redis. Keys (documented in docs/locks.md, so Python code can take the
 // same lock with redis-py):
 //   tsq:lock:<id>              the lock: a JSON record {"token", "holder", ...}, set
 //                              with SET NX PX <lease>; the lease is its TTL

@@ -2,7 +2,7 @@
 // tuning, the CLI's fast path), by name, with the environment variable that
 // turns it off, and TSQ_NO_TRICKS that turns them all off. Each trick lives in
 // one module of its own (`home`); with its switch off, the plain way runs.
-// docs/tricks.md and the README list these switches (a unit test keeps them in
+// docs/tricks.md and docs/performance.md list these switches (a unit test keeps them in
 // step), and bench/README.md#tricks has what each was measured to be worth.
 //
 // A leaf module (node:util only): the worker's launcher reads it before the

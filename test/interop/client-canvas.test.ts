@@ -157,7 +157,7 @@ for (const w of workers) {
 
     // A Python worker starting this chord races with itself: applying the header's group, Celery 5.2.6
     // sets the chord's size again to the group's (`set_chord_size`), then may join before the other
-    // member has ended and wait there for ever (README, "canvas"); it passes or hangs by timing.
+    // member has ended and wait there for ever (docs/tasks-and-canvas.md, "Canvas from Python clients"); it passes or hangs by timing.
     const celeryRace =
       w.name === 'a Python Celery worker' &&
       "Celery 5.2.6's own worker cuts this chord's size when it applies the header's group, and then hangs or not by timing"

@@ -1,5 +1,5 @@
 // Every performance trick has one switch, read the same way everywhere, listed
-// in docs/tricks.md and the README: the registry (src/tricks/index.ts), the
+// in docs/tricks.md and docs/performance.md: the registry (src/tricks/index.ts), the
 // launcher (bin/run.js), the build's patches and both tables name the same
 // switches, and no TSQ_NO_* is read anywhere that the registry does not list.
 import assert from 'node:assert/strict'
@@ -35,9 +35,9 @@ describe('trick switches', () => {
       assert.ok(existsSync(join(ROOT, TRICKS[name].home.split(' ')[0]!.replace(/,$/, ''))), `${name}: ${TRICKS[name].home}`)
   })
 
-  it('docs/tricks.md and the README list exactly these switches', () => {
+  it('docs/tricks.md and docs/performance.md list exactly these switches', () => {
     assert.deepEqual(tableSwitches(read('docs/tricks.md')).sort(), [...switches].sort())
-    assert.deepEqual(tableSwitches(read('README.md')).sort(), [...switches].sort())
+    assert.deepEqual(tableSwitches(read('docs/performance.md')).sort(), [...switches].sort())
   })
 
   it('a switch is off when set to anything but the empty string, and TSQ_NO_TRICKS turns every one off', () => {

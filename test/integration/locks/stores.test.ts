@@ -111,7 +111,7 @@ describe('a lock store that is down', () => {
   })
 })
 
-describe('a Python holder with redis-py (the README recipe)', { skip: redisSkip }, () => {
+describe('a Python holder with redis-py (the recipe in docs/locks.md)', { skip: redisSkip }, () => {
   it('excludes tsq while it holds the lock, is listed by tsq, and tsq takes it after with a larger token', async () => {
     const { execFileSync, spawnSync } = await import('node:child_process')
     if (spawnSync('/usr/bin/python3', ['-c', 'import redis'], { stdio: 'ignore' }).status !== 0) {

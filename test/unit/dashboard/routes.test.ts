@@ -1,5 +1,5 @@
 // The dashboard's route table (src/dashboard/routes.ts): no row is shadowed
-// by an earlier one, every endpoint of Flower's API the README lists is in it
+// by an earlier one, every endpoint of Flower's API docs/dashboard.md lists is in it
 // with its method, every API path the pages call (web/*.js) has a row, and
 // a pattern's name is taken whole, decoded, and never empty.
 import assert from 'node:assert/strict'
@@ -16,11 +16,11 @@ describe("the dashboard's route table", () => {
     assert.equal(new Set(ROUTES.map((r) => r.path)).size, ROUTES.length)
   })
 
-  it("every endpoint of Flower's API the README lists is answered with its method", () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+  it("every endpoint of Flower's API docs/dashboard.md lists is answered with its method", () => {
+    const readme = readFileSync(new URL('../../../docs/dashboard.md', import.meta.url), 'utf8')
     const section = readme.slice(readme.indexOf("**Flower's REST API**"), readme.indexOf('**`GET /metrics`**'))
     const listed = [...section.replace(/\s+/g, ' ').matchAll(/`(GET|POST) (\/[^`]+)`/g)]
-    assert.ok(listed.length >= 13, `the README's list was read (${listed.length})`)
+    assert.ok(listed.length >= 13, `the page's list was read (${listed.length})`)
     for (const [, method, pattern] of listed) {
       const braces = /\{([^}]+)\}/.exec(pattern!)
       const paths = braces ? braces[1]!.split(',').map((alt) => pattern!.replace(braces[0], alt)) : [pattern!]
