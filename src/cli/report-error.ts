@@ -41,7 +41,13 @@ export function reportCliError(err: Error & { code?: string }, mode: { json: boo
   let message = escapeControl(maskUrlsInText(text.split('\n')[0]!.replace(/^Error: /, '')))
   // click's "Try 'celery worker --help' for help.", on the same line: one line per error.
   if (mode.command && isOclifUsageError(err)) message += ` (try 'tsq ${mode.command} --help')`
-  if (mode.json) process.stdout.write(`${JSON.stringify({ error: { code: err.code ?? err.name ?? 'ERROR', message, exitCode } })}\n`)
+  // Where in the user's source it went wrong (a task module that does not load), when the error knows.
+  const { location, detail } = err as { location?: unknown; detail?: unknown }
+  if (mode.json) {
+    const error = { code: err.code ?? err.name ?? 'ERROR', message, exitCode, ...(location ? { location } : {}) }
+    process.stdout.write(`${JSON.stringify({ error })}\n`)
+  }
   if (mode.debug && err.stack) process.stderr.write(`${escapeControlKeepLines(maskUrlsInText(err.stack))}\n`)
   process.stderr.write(`Error: ${message}\n`)
+  if (typeof detail === 'string' && detail) process.stderr.write(`${escapeControlKeepLines(detail)}\n`)
 }
