@@ -8,6 +8,7 @@ export {
   isTsqError,
   ExitCode,
   exitCodeOfCode,
+  exitCodesByErrorCode,
   ProtocolError,
   MalformedMessageError,
   UnsupportedContentTypeError,
@@ -42,6 +43,7 @@ export {
   escapeControlKeepLines,
   taskLabel,
 } from './secrets.js'
+export { didYouMean, editDistance, nearestNames } from './suggest.js'
 export { escapeSegment, unescapeSegment, isContainedSegment, PathNameError, MAX_SEGMENT } from './path-segment.js'
 export type { SegmentAlphabet } from './path-segment.js'
 
