@@ -3,6 +3,7 @@
 import './install-codec.js'
 import amqp from 'amqplib'
 import defs from 'amqplib/lib/defs.js'
+import { installHandshakeCloseText } from './handshake-close.js'
 import { installHeartbeatOff } from './heartbeat.js'
 
 /**
@@ -20,5 +21,6 @@ function assertCodecInstalled(): void {
 
 assertCodecInstalled()
 installHeartbeatOff()
+installHandshakeCloseText()
 
 export default amqp
