@@ -151,6 +151,7 @@ export {
   PROPAGATE_STATES,
   statePrecedence,
   encodeException,
+  jsErrorName,
   isExceptionInfo,
   exceptionRepr,
   exceptionText,

@@ -10,6 +10,7 @@ import { routedSend, type Route } from '../../config/index.js'
 import type { AppSignals, EncodedException } from '../../app/index.js'
 import {
   encodeChordPart,
+  encodeException,
   encodeResultMeta,
   exceptionRepr,
   isExceptionInfo,
@@ -163,7 +164,7 @@ async function callRequestErrback(
   const task = canvasKind(errback) === 'plain' ? sender.app.tasks?.get(errback.task) : undefined
   if (!task?.options.requestErrback) return false
   // The exception as Python's errback sees it: its type and arguments.
-  const error = { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }
+  const error = encodeException(exc.type, exc.args, exc.module, exc.jsName)
   const args = [context, error, traceback, ...(errback.immutable ? [] : (errback.args ?? []))]
   try {
     const result = await task.apply(args, (errback.kwargs ?? {}) as Record<string, unknown>)
