@@ -2,7 +2,7 @@
 // Celery's order, with Celery's defaults, read as click reads them, and the
 // lines Celery prints for each, so a script written for `celery amqp` works
 // unchanged. One table serves the one-shot command and the repl.
-import { pformat, TsqError } from '../protocol/index.js'
+import { didYouMean, pformat, TsqError } from '../protocol/index.js'
 import type { BrokerAdmin, GotMessage } from '../transport/index.js'
 
 /** A command line `celery amqp` would refuse (exit 64, as every usage error). */
@@ -187,7 +187,8 @@ export function parseAmqpCommand(words: readonly string[]): { name: string; comm
   const [name, ...rest] = words
   if (name === undefined) throw new AmqpUsageError(`Missing command (one of ${AMQP_COMMAND_NAMES.join(', ')}).`)
   const command = AMQP_COMMANDS[name]
-  if (!command) throw new AmqpUsageError(`No such command '${name}' (one of ${AMQP_COMMAND_NAMES.join(', ')}).`)
+  if (!command)
+    throw new AmqpUsageError(`No such command '${name}'${didYouMean(name, AMQP_COMMAND_NAMES)} (one of ${AMQP_COMMAND_NAMES.join(', ')}).`)
   if (rest.length > command.args.length) {
     throw new AmqpUsageError(
       `Got unexpected extra argument${rest.length - command.args.length > 1 ? 's' : ''} (${rest.slice(command.args.length).join(' ')}) (usage: ${amqpUsage(name)})`,

@@ -470,10 +470,23 @@ export class App {
     this.transportPromise = undefined
     this.openTransport = undefined
     this.backendOpen = false
-    if (backend) await (await backend).close().catch(() => undefined)
-    if (transport) await (await transport).close().catch(() => undefined)
+    // Always resolves: a connection that never opened (its error already reached
+    // whoever sent) has nothing to close, and a script's `finally { await app.close() }`
+    // must not die of the same error again.
+    await closeOpened(backend)
+    await closeOpened(transport)
     // app.lock()'s store connection would keep a script's event loop alive.
-    await closeLockStores()
+    await closeLockStores().catch(() => undefined)
+  }
+}
+
+/** Closes a connection that opened; one whose opening failed, or whose close fails, is let go. */
+async function closeOpened(opening: Promise<{ close(): Promise<void> }> | undefined): Promise<void> {
+  if (!opening) return
+  try {
+    await (await opening).close()
+  } catch {
+    // Nothing left to release.
   }
 }
 

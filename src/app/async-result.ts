@@ -4,14 +4,20 @@ import { READY } from '../backends/index.js'
 
 /** A failed or revoked task, as Python's `get()` raises it: the remote type and message. */
 export class TaskError extends Error {
+  /**
+   * `name` is the error's as the task threw it: a JavaScript task's `Error`
+   * stays `Error` (`excType` is then Python's `Exception`, what a Python
+   * client raises); anything else is named as its `excType`.
+   */
   constructor(
     readonly excType: string,
     readonly excMessage: unknown[],
     readonly excModule: string,
     readonly traceback: string | null,
+    jsName?: string,
   ) {
     super(excMessage.length === 1 ? String(excMessage[0]) : JSON.stringify(excMessage))
-    this.name = excType
+    this.name = jsName ?? excType
   }
 }
 
@@ -100,9 +106,10 @@ export class AsyncResult<R = unknown> {
     const meta = await backend.waitReady(this.id, options.timeout === undefined ? undefined : options.timeout * 1000)
     // The sender's type for the worker's value: a task's declared return type.
     if (meta.status === 'SUCCESS') return meta.result as R
-    const exc = (meta.result ?? {}) as { exc_type?: string; exc_message?: unknown; exc_module?: string }
+    const exc = (meta.result ?? {}) as { exc_type?: string; exc_message?: unknown; exc_module?: string; exc_js_name?: unknown }
     const args = Array.isArray(exc.exc_message) ? exc.exc_message : [exc.exc_message]
-    const error = new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null)
+    const jsName = typeof exc.exc_js_name === 'string' && exc.exc_js_name ? exc.exc_js_name : undefined
+    const error = new TaskError(exc.exc_type ?? meta.status, args, exc.exc_module ?? 'builtins', meta.traceback ?? null, jsName)
     if (options.propagate === false) return error
     throw error
   }

@@ -263,7 +263,11 @@ export async function applyEagerly(
           state = 'FAILURE'
           value =
             box.error ??
-            Object.assign(new Error(outcome.exc.message), { name: outcome.exc.type, args: outcome.exc.args, module: outcome.exc.module })
+            Object.assign(new Error(outcome.exc.message), {
+              name: outcome.exc.jsName ?? outcome.exc.type,
+              args: outcome.exc.args,
+              module: outcome.exc.module,
+            })
           traceback = outcome.traceback
           break
         case 'ignored':

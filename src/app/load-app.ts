@@ -6,10 +6,17 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { App } from './app.js'
 import { urlListSetting } from '../transport/index.js'
 import { TsqError } from '../protocol/index.js'
+import { describeLoadFailure, formatLocation, type SourceLocation } from './load-error.js'
 
 export class AppLoadError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** Where the module went wrong, when that is known (a syntax error, the line that threw). */
+  readonly location?: SourceLocation
+  /** The source around it, printed under the one-line error. */
+  readonly detail?: string
+  constructor(message: string, options?: { cause?: unknown; location?: SourceLocation; detail?: string }) {
     super('CONFIG', message, options)
+    if (options?.location) this.location = options.location
+    if (options?.detail) this.detail = options.detail
   }
 }
 
@@ -53,8 +60,12 @@ async function importModule(modulePath: string): Promise<Record<string, unknown>
   try {
     return (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
   } catch (error) {
-    throw new AppLoadError(`cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}${commonJsHint(modulePath)}`, {
+    const failure = describeLoadFailure(modulePath, error)
+    const at = failure.location ? ` at ${formatLocation(failure.location)}` : ''
+    throw new AppLoadError(`cannot load ${modulePath}: ${failure.reason}${at}${commonJsHint(modulePath)}`, {
       cause: error,
+      location: failure.location,
+      detail: failure.detail,
     })
   }
 }

@@ -2,6 +2,9 @@
 // finds them here instead of scanning and importing one file per command.
 // `npm run build` bundles this file and its imports with esbuild
 // (scripts/bundle.mjs) into dist/bundle; bin/dev.js runs it from the sources.
+import { execute as oclifExecute } from '@oclif/core'
+import { reportCliError } from '../cli/report-error.js'
+import { unknownCommand } from '../cli/unknown-command.js'
 import Amqp from '../commands/amqp.js'
 import ArchiveLs from '../commands/archive/ls.js'
 import ArchivePurge from '../commands/archive/purge.js'
@@ -86,4 +89,16 @@ export const COMMANDS = {
   worker: Worker,
 }
 
-export { execute } from '@oclif/core'
+/**
+ * oclif's execute, after a look at the command's name: one that tsq does not
+ * have is a usage error with the names near it (exit 64), where oclif's own
+ * not-found exits 2.
+ */
+export async function execute(options: { args: string[]; dir: string; development?: boolean }): Promise<unknown> {
+  const unknown = unknownCommand(options.args, Object.keys(COMMANDS))
+  if (unknown) {
+    const json = options.args.includes('--json') || options.args.includes('-j')
+    return reportCliError(unknown, { json, debug: options.args.includes('--debug') })
+  }
+  return oclifExecute(options)
+}

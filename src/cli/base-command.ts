@@ -3,6 +3,7 @@ import type { ChalkInstance } from 'chalk'
 import { applyGlobalOptions, clientConfig, type ClientConfig, type GlobalFlagValues } from './client-config.js'
 import { makeChalk } from './color.js'
 import { globalFlags } from './oclif-flags.js'
+import { remoteTarget, type RemoteTarget } from './remote-command.js'
 import { reportCliError } from './report-error.js'
 import { dumps } from '../protocol/index.js'
 
@@ -60,6 +61,11 @@ export abstract class TsqCommand<_Result> extends Command {
   /** The broker, result backend and app settings the global flags select (client-config.ts). */
   protected clientConfig(flags: GlobalFlagValues): Promise<ClientConfig> {
     return clientConfig(flags)
+  }
+
+  /** Where inspect, control and status broadcast, and how they print (remote-command.ts). */
+  protected async remoteTarget(flags: GlobalFlagValues): Promise<RemoteTarget> {
+    return remoteTarget(await this.clientConfig(flags), { json: this.jsonEnabled(), color: this.color, print: (line) => this.log(line) })
   }
 
   protected override logJson(json: unknown): void {

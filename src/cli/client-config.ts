@@ -20,7 +20,7 @@ import {
 } from '../config/index.js'
 import { CONFIG_MODULE_ENV, configModuleUrls, loadApp, loadConfigModule, resolveAppModule } from '../app/index.js'
 import { DEFAULT_QUEUE } from '../client/index.js'
-import type { BodyEncoder } from '../protocol/index.js'
+import type { BodyEncoder, ControlKind } from '../protocol/index.js'
 import type { SslSettings, TransportSettings } from '../transport/index.js'
 import { TsqError } from '../protocol/index.js'
 
@@ -55,6 +55,8 @@ export interface ClientConfig extends ResolvedConfig {
   lockUrl?: string | null
   /** conf.dashboard_allowed_hosts: Host names the dashboard answers to besides its own address and localhost. */
   dashboardAllowedHosts?: string[]
+  /** With -A: the app's own remote-control commands (app.controlCommand), by name, and their kind. */
+  controlCommands?: ReadonlyMap<string, ControlKind>
 }
 
 /**
@@ -100,6 +102,7 @@ export async function clientConfig(flags: GlobalFlagValues): Promise<ClientConfi
       lockUrl: stringOr(app.conf.lock_url),
       dashboardAllowedHosts: hostList(app.conf.dashboard_allowed_hosts),
       publishTimeout: secondsOr(app.conf.task_publish_timeout),
+      controlCommands: new Map([...app.controlCommands].map(([name, command]) => [name, command.kind])),
     }
   }
   const settings = await loadConfigModule()

@@ -3,10 +3,17 @@ import { TsqError } from '../protocol/index.js'
 /** What the commands raise themselves; the exit status follows from the code (protocol/errors.ts). */
 export class CliError extends TsqError {}
 
-/** `No nodes replied within time constraint` (exit 69, as Celery). */
+/**
+ * `No nodes replied within time constraint` (exit 69, as Celery), with the
+ * broker that was asked: a worker on another broker (or none, on the embedded
+ * default a fresh shell falls back to) is the usual reason.
+ */
 export class NoRepliesError extends CliError {
-  constructor() {
-    super('NO_REPLIES', 'No nodes replied within time constraint')
+  constructor(asked?: { url: string; embeddedDefault: boolean }) {
+    const where = asked
+      ? ` (asked ${asked.url}${asked.embeddedDefault ? ', the embedded default: no -b, -A, --config or broker URL variable named one' : ''})`
+      : ''
+    super('NO_REPLIES', `No nodes replied within time constraint${where}`)
   }
 }
 

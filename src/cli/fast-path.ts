@@ -14,8 +14,7 @@ import { applyGlobalOptions, clientConfig, type GlobalFlagValues } from './clien
 import { makeChalk } from './color.js'
 import type { FastCommandId, FastFlag, FastSpecs } from './fast-specs.js'
 import { runMigrate, type MigrateFlagValues } from './migrate-command.js'
-import { controlExtraArguments, runRemote, runStatus } from './remote-command.js'
-import type { RemoteFlagValues } from './remote-flags.js'
+import { remoteTarget, runRemote, runStatus, type RemoteRun } from './remote-command.js'
 import { reportCliError } from './report-error.js'
 
 // bin/run.js moves Celery's global options behind the command name with this,
@@ -120,7 +119,7 @@ export async function runFast(plan: FastPlan): Promise<void> {
     applyGlobalOptions(globals)
     const config = await clientConfig(globals)
     usedScheme = schemeOf(config.brokerUrl)
-    const remoteFlags = flags as unknown as RemoteFlagValues & { quiet?: boolean; broker?: string }
+    const remoteFlags = flags as unknown as RemoteRun['flags']
     let result: unknown
     if (plan.command === 'migrate') {
       const [source, destination] = plan.positionals as [string, string]
@@ -133,29 +132,10 @@ export async function runFast(plan: FastPlan): Promise<void> {
         lines: !json && flags.quiet !== true,
       })
     } else if (plan.command === 'status') {
-      result = await runStatus({
-        flags: remoteFlags,
-        brokerUrl: config.brokerUrl,
-        transportSettings: config.transportSettings,
-        json,
-        color,
-        print,
-      })
+      result = await runStatus({ flags: remoteFlags, ...remoteTarget(config, { json, color, print }) })
     } else {
       const [method, ...words] = plan.positionals as [string, ...string[]]
-      result = await runRemote({
-        kind: plan.command,
-        method,
-        words,
-        extraArguments:
-          plan.command === 'control' ? controlExtraArguments(method, flags as { terminate?: boolean; signal?: string }) : undefined,
-        flags: remoteFlags,
-        brokerUrl: config.brokerUrl,
-        transportSettings: config.transportSettings,
-        json,
-        color,
-        print,
-      })
+      result = await runRemote({ kind: plan.command, method, words, flags: remoteFlags, ...remoteTarget(config, { json, color, print }) })
     }
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`)
   } catch (error) {

@@ -1,4 +1,5 @@
-import { Flags } from '@oclif/core'
+import { Args, Flags } from '@oclif/core'
+import { visibleCommands, type ControlKind } from '../protocol/index.js'
 import { optionLabel } from './errors.js'
 import { choiceValue, floatValue, integerValue, type NumberRange } from './flag-values.js'
 
@@ -107,6 +108,20 @@ export const controlFlags = {
   ...remoteFlags,
   terminate: Flags.boolean({ description: 'revoke: also kill the process running the task.' }),
   signal: stringFlag({ description: 'revoke --terminate: the signal to send (e.g. SIGKILL).', dependsOn: ['terminate'] }),
+}
+
+/** The method argument of inspect and control: Celery's built-ins of that kind, or the app's own. */
+export function methodArg(kind: ControlKind) {
+  return Args.string({ required: true, description: `${visibleCommands(kind).join(', ')}, or a custom command` })
+}
+
+/** What inspect and control say about themselves in --help. */
+export function broadcastDescription(kind: ControlKind): string {
+  return (
+    `Broadcasts ${kind === 'inspect' ? 'an inspect' : 'a control'} command and prints each node's reply as Celery does. ` +
+    'A custom command (app.controlCommand) takes key=value words; with -A only the names the app registers are sent, ' +
+    'and without it a name close to a built-in is refused as a typo before anything is broadcast.'
+  )
 }
 
 export const migrateFlags = {

@@ -1,5 +1,5 @@
 import { InvalidValueError } from './errors.js'
-import { escapeControl, escapeControlKeepLines, maskUrlsInText } from '../protocol/index.js'
+import { didYouMean, escapeControl, escapeControlKeepLines, maskUrlsInText } from '../protocol/index.js'
 import { exitCodeFor, isOclifUsageError } from './exit-codes.js'
 
 /**
@@ -12,6 +12,17 @@ function oclifDetail(err: Error): string | undefined {
   if (kind === 'RequiredArgsError') {
     const names = ((err as { args?: Array<{ name?: string }> }).args ?? []).map((arg) => arg.name).filter(Boolean)
     if (names.length) return `Missing required argument${names.length === 1 ? '' : 's'}: ${names.join(', ')}`
+  }
+  if (kind === 'NonExistentFlagsError') {
+    const given = (err as { flags?: unknown }).flags
+    const defined = (err as { parse?: { input?: { flags?: Record<string, unknown> } } }).parse?.input?.flags
+    if (Array.isArray(given) && defined) {
+      const names = Object.keys(defined).map((name) => `--${name}`)
+      const each = given.map(
+        (flag) => `${String(flag)}${String(flag).startsWith('--') ? didYouMean(String(flag).split('=')[0]!, names) : ''}`,
+      )
+      return `Nonexistent flag${given.length === 1 ? '' : 's'}: ${each.join(', ')}`
+    }
   }
   if (kind === 'FailedFlagValidationError' || kind === 'ViolatedFlagConstraintError') {
     // oclif dims the reasons on a terminal.
@@ -41,7 +52,13 @@ export function reportCliError(err: Error & { code?: string }, mode: { json: boo
   let message = escapeControl(maskUrlsInText(text.split('\n')[0]!.replace(/^Error: /, '')))
   // click's "Try 'celery worker --help' for help.", on the same line: one line per error.
   if (mode.command && isOclifUsageError(err)) message += ` (try 'tsq ${mode.command} --help')`
-  if (mode.json) process.stdout.write(`${JSON.stringify({ error: { code: err.code ?? err.name ?? 'ERROR', message, exitCode } })}\n`)
+  // Where in the user's source it went wrong (a task module that does not load), when the error knows.
+  const { location, detail } = err as { location?: unknown; detail?: unknown }
+  if (mode.json) {
+    const error = { code: err.code ?? err.name ?? 'ERROR', message, exitCode, ...(location ? { location } : {}) }
+    process.stdout.write(`${JSON.stringify({ error })}\n`)
+  }
   if (mode.debug && err.stack) process.stderr.write(`${escapeControlKeepLines(maskUrlsInText(err.stack))}\n`)
   process.stderr.write(`Error: ${message}\n`)
+  if (typeof detail === 'string' && detail) process.stderr.write(`${escapeControlKeepLines(detail)}\n`)
 }

@@ -3,7 +3,7 @@ import { createResultBackend, READY, ResultTimeoutError, type ResultBackend } fr
 import { TsqCommand } from '../cli/base-command.js'
 import { CliError } from '../cli/errors.js'
 import { floatFlag } from '../cli/oclif-flags.js'
-import { exceptionText, isExceptionInfo, pyRepr, type ResultMeta } from '../protocol/index.js'
+import { exceptionText, isExceptionInfo, jsErrorName, pyRepr, type ResultMeta } from '../protocol/index.js'
 
 class TaskFailedError extends CliError {
   constructor(message: string) {
@@ -46,7 +46,11 @@ export default class Result extends TsqCommand<ResultMeta> {
       this.log(meta.traceback ?? '')
       return meta
     }
-    if (failed) throw new TaskFailedError(isExceptionInfo(meta.result) ? exceptionText(meta.result) : meta.status)
+    // The error as the task threw it: a JavaScript task's `Error` is stored as Python's Exception, with its own name beside it.
+    if (failed)
+      throw new TaskFailedError(
+        isExceptionInfo(meta.result) ? exceptionText({ ...meta.result, exc_type: jsErrorName(meta.result) }) : meta.status,
+      )
     this.log(typeof meta.result === 'string' ? meta.result : pyRepr(meta.result))
     return meta
   }

@@ -10,14 +10,6 @@ export default class Status extends TsqCommand<NodeReply> {
 
   async run(): Promise<NodeReply> {
     const { flags } = await this.parse(Status)
-    const config = await this.clientConfig(flags)
-    return runStatus({
-      flags,
-      brokerUrl: config.brokerUrl,
-      transportSettings: config.transportSettings,
-      json: this.jsonEnabled(),
-      color: this.color,
-      print: (line) => this.log(line),
-    })
+    return runStatus({ flags, ...(await this.remoteTarget(flags)) })
   }
 }

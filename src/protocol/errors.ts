@@ -23,6 +23,8 @@ const EXIT_BY_CODE: Readonly<Record<string, ExitCodeValue>> = {
   BAD_URL: ExitCode.USAGE,
   BAD_ARGUMENT: ExitCode.USAGE,
   UNKNOWN_METHOD: ExitCode.USAGE,
+  // A %-template of a node name or file name (-n, --logfile, --pidfile) with a key Celery does not have.
+  NODE_TEMPLATE: ExitCode.USAGE,
   USAGE: ExitCode.USAGE,
   CONFIG: ExitCode.USAGE,
   MALFORMED_MESSAGE: ExitCode.USAGE,
@@ -40,6 +42,11 @@ const EXIT_BY_CODE: Readonly<Record<string, ExitCodeValue>> = {
   PERMISSION: ExitCode.FAILURE,
   // An optional package the project has not installed (a SQL driver): sysexits' "a support program does not exist".
   MISSING_PACKAGE: ExitCode.UNAVAILABLE,
+}
+
+/** Every error code with an exit status of its own, and that status (docs/errors.md's table lists them). */
+export function exitCodesByErrorCode(): ReadonlyArray<readonly [string, ExitCodeValue]> {
+  return Object.entries(EXIT_BY_CODE)
 }
 
 /** The exit status of an error code, or undefined for a code with none of its own. */

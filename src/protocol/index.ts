@@ -8,6 +8,7 @@ export {
   isTsqError,
   ExitCode,
   exitCodeOfCode,
+  exitCodesByErrorCode,
   ProtocolError,
   MalformedMessageError,
   UnsupportedContentTypeError,
@@ -43,6 +44,7 @@ export {
   escapeControlKeepLines,
   taskLabel,
 } from './secrets.js'
+export { didYouMean, editDistance, nearestNames } from './suggest.js'
 export { escapeSegment, unescapeSegment, isContainedSegment, PathNameError, MAX_SEGMENT } from './path-segment.js'
 export type { SegmentAlphabet } from './path-segment.js'
 
@@ -147,6 +149,7 @@ export {
   PROPAGATE_STATES,
   statePrecedence,
   encodeException,
+  jsErrorName,
   isExceptionInfo,
   exceptionRepr,
   exceptionText,

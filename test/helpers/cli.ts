@@ -1,4 +1,5 @@
 // Runs the built CLI as a shell script would: a child process, no terminal.
+import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -41,6 +42,23 @@ export function runTsq(
     })
     child.stdin.end(options.input ?? '')
   })
+}
+
+/**
+ * `tsq args` on the fast path (when it takes the line) and on oclif's
+ * (TSQ_NO_FAST_PATH=1), asserting both print the same bytes and exit the same;
+ * the fast run's result.
+ */
+export async function runOnBothPaths(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const [fast, slow] = await Promise.all([
+    runTsq(args, { env: { ...env, TSQ_NO_TRICKS: '', TSQ_NO_FAST_PATH: '' } }),
+    runTsq(args, { env: { ...env, TSQ_NO_FAST_PATH: '1' } }),
+  ])
+  const what = `tsq ${args.join(' ')}`
+  assert.equal(fast.code, slow.code, `${what}: exit code\nfast: ${fast.stderr}\noclif: ${slow.stderr}`)
+  assert.equal(fast.stdout, slow.stdout, `${what}: stdout`)
+  assert.equal(fast.stderr, slow.stderr, `${what}: stderr`)
+  return fast
 }
 
 /** A private embedded broker for one test file. */

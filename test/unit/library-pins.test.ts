@@ -151,6 +151,17 @@ describe('amqplib, as the AMQP tricks and patches were written for it', () => {
     assert.match(source, /var stream = this\.stream = wrapStream\(underlying\);/)
     assert.match(source, /onSocketError \(err\)/)
   })
+
+  it("the broker's close text (handshake-close.ts): Connection#step reads the handshake's frames alone, and open reports a close after open without it", () => {
+    const proto = connectionModule.Connection.prototype as unknown as Record<string, unknown>
+    assert.equal(typeof proto.step, 'function')
+    assert.equal(typeof defs.ConnectionClose, 'number')
+    const source = sourceOf('amqplib/lib/connection.js')
+    assert.equal(source.match(/\.step\(/g)?.length, 1, 'step() is called from the handshake only')
+    assert.match(source, /function wait \(k\) \{\s*self\.step\(function \(err, frame\) \{/)
+    assert.match(source, /expect\(defs\.ConnectionOpenOk, onOpenOk\);/)
+    assert.match(source, /fmt\("Expected %s; got %s",\s*methodName\(Method\), inspect\(frame, false\)\)/)
+  })
 })
 
 describe('ioredis, as the Redis tricks and the bundle patches were written for it', () => {

@@ -44,9 +44,10 @@ export function encodeError(error: unknown): EncodedException {
     const args = Array.isArray(extra.args) ? extra.args : [error.message]
     const module = typeof extra.module === 'string' ? extra.module : 'builtins'
     // Python clients rebuild the class from exc_type/exc_module; a JS `Error`
-    // would not exist there, so it travels as Python's closest base, Exception.
-    const type = error.name === 'Error' ? 'Exception' : error.name
-    return { type, args, module, message: error.message }
+    // would not exist there, so it travels as Python's closest base, Exception,
+    // with its own name beside it for JavaScript clients (exc_js_name).
+    if (error.name === 'Error') return { type: 'Exception', args, module, message: error.message, jsName: 'Error' }
+    return { type: error.name, args, module, message: error.message }
   }
   return { type: 'Exception', args: [String(error)], module: 'builtins', message: String(error) }
 }

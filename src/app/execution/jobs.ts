@@ -16,6 +16,8 @@ export interface EncodedException {
   args: unknown[]
   module: string
   message: string
+  /** The JavaScript error's name where `type` is another (a plain `Error` travels as Python's Exception). */
+  jsName?: string
 }
 
 export type Outcome = (

@@ -51,11 +51,22 @@ export interface ExceptionInfo {
   exc_type: string
   exc_message: unknown[]
   exc_module: string
+  /**
+   * tsq's: the name a JavaScript client gives the error where it differs from
+   * exc_type (a JS `Error` is stored as Python's `Exception`). Celery's
+   * exception_to_python reads the three keys above by name and ignores it.
+   */
+  exc_js_name?: string
 }
 
-/** The json-serializer form of an exception: `{"exc_type", "exc_message", "exc_module"}`. */
-export function encodeException(type: string, args: unknown[], module = 'builtins'): ExceptionInfo {
-  return { exc_type: type, exc_message: args, exc_module: module }
+/** The json-serializer form of an exception: `{"exc_type", "exc_message", "exc_module"}`, and `exc_js_name` when there is one. */
+export function encodeException(type: string, args: unknown[], module = 'builtins', jsName?: string): ExceptionInfo {
+  return { exc_type: type, exc_message: args, exc_module: module, ...(jsName && jsName !== type ? { exc_js_name: jsName } : {}) }
+}
+
+/** The error's name as a JavaScript client shows it: exc_js_name where the task stored one, else exc_type. */
+export function jsErrorName(info: ExceptionInfo): string {
+  return typeof info.exc_js_name === 'string' && info.exc_js_name ? info.exc_js_name : info.exc_type
 }
 
 export function isExceptionInfo(v: unknown): v is ExceptionInfo {

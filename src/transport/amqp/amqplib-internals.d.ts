@@ -11,6 +11,7 @@ declare module 'amqplib/lib/defs.js' {
   const defs: {
     BasicProperties: number
     BasicPublish: number
+    ConnectionClose: number
     ConnectionTuneOk: number
     ExchangeDeclare: number
     QueueDeclare: number

@@ -3,6 +3,7 @@
 import './install-codec.js'
 import amqp from 'amqplib'
 import defs from 'amqplib/lib/defs.js'
+import { installHandshakeCloseText } from './connection/handshake-close.js'
 import { installHeartbeatOff } from './connection/heartbeat.js'
 
 /**
@@ -20,5 +21,6 @@ function assertCodecInstalled(): void {
 
 assertCodecInstalled()
 installHeartbeatOff()
+installHandshakeCloseText()
 
 export default amqp

@@ -64,9 +64,13 @@ export function describeConnectFailure(err: unknown): string {
   if (sysCode === 'ECONNREFUSED') return 'connection refused (is RabbitMQ running?)'
   if (sysCode === 'ENOTFOUND' || sysCode === 'EAI_AGAIN') return 'host not found'
   if (sysCode === 'ETIMEDOUT') return 'connection timed out'
-  if (/ACCESS[-_]REFUSED|403/.test(message)) return 'access refused (check the user name and password)'
-  if (/NOT[-_]ALLOWED|530/.test(message)) return 'not allowed (check that the vhost exists and the user may use it)'
-  return serverText(message)
+  // The broker's reply text (`NOT_ALLOWED - vhost x not found`), as Celery prints it; a refused login adds what to check.
+  const text = serverText(message)
+  if (/ACCESS[-_]REFUSED|\b403\b/.test(message))
+    return `${/ACCESS_REFUSED/.test(text) ? text : 'access refused'} (check the user name and password)`
+  if (/NOT[-_]ALLOWED|\b530\b/.test(message))
+    return /NOT_ALLOWED/.test(text) ? text : 'not allowed (check that the vhost exists and the user may use it)'
+  return text
 }
 
 /**

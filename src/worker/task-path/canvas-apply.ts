@@ -15,6 +15,7 @@ import {
   chordBody,
   chordHeader,
   chordHeaderOptions,
+  encodeException,
   encodeResultMeta,
   escapeControl,
   resultTuple,
@@ -62,7 +63,7 @@ export async function callRequestErrback(
   const task = canvasKind(errback) === 'plain' ? sender.app.tasks?.get(errback.task) : undefined
   if (!task?.options.requestErrback) return false
   // The exception as Python's errback sees it: its type and arguments.
-  const error = { exc_type: exc.type, exc_message: exc.args, exc_module: exc.module }
+  const error = encodeException(exc.type, exc.args, exc.module, exc.jsName)
   const args = [context, error, traceback, ...(errback.immutable ? [] : (errback.args ?? []))]
   try {
     const result = await task.apply(args, (errback.kwargs ?? {}) as Record<string, unknown>)

@@ -7,7 +7,7 @@
 import { encodeError, encodeFailure, retriesExhausted } from '../../app/index.js'
 import type { EncodedException, Outcome } from '../../app/index.js'
 import { clearOnceMark } from '../../app/index.js'
-import { dumps, EncodeError, exceptionRepr, saferepr, type StateName } from '../../protocol/index.js'
+import { dumps, EncodeError, encodeException, exceptionRepr, saferepr, type StateName } from '../../protocol/index.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
 import { failChainRest } from './chord-parts.js'
 import { republishForRetry, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
@@ -311,7 +311,7 @@ export class Outcomes {
 
   private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {
     const m = request.message
-    const result = { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module }
+    const result = encodeException(exc.type, serializableArgs(exc.args), exc.module, exc.jsName)
     await this.results.storeEnd(request, 'FAILURE', result, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
     // The chain after it fails too (and a chord it ends a header part of), as Celery's mark_as_failure.
@@ -349,14 +349,9 @@ export class Outcomes {
       module: 'celery.exceptions',
       message: `Retry in ${countdown}s`,
     }
-    this.o.log.info(`Task ${taskLabel(m.task, m.id)} retry: Retry in ${countdown}s`)
+    this.o.log.info(`Task ${taskLabel(m.task, m.id)} retry: ${retryText(end, countdown)}`)
     if (!ignoreResult)
-      await this.results.store(
-        request,
-        'RETRY',
-        { exc_type: exc.type, exc_message: serializableArgs(exc.args), exc_module: exc.module },
-        null,
-      )
+      await this.results.store(request, 'RETRY', encodeException(exc.type, serializableArgs(exc.args), exc.module, exc.jsName), null)
     this.o.events.sendTask('task-retried', { uuid: m.id, exception: excRepr(exc), traceback: null })
     return 'retried'
   }
@@ -431,6 +426,17 @@ function serializableArgs(args: unknown[]): unknown[] {
       return saferepr(arg)
     }
   })
+}
+
+/**
+ * str() of Celery's Retry, as its log line shows it: `Retry in 1s:
+ * ValueError('x')`, with the error that caused it; `Retry at <eta>` when the
+ * retry named a time rather than a countdown.
+ */
+function retryText(end: Extract<Outcome, { status: 'retry' }>, countdown: number): string {
+  // Python's str(datetime): a space between date and time, and the offset written out.
+  const when = end.eta ? `at ${end.eta.replace('T', ' ').replace(/Z$/, '+00:00')}` : `in ${countdown}s`
+  return end.exc ? `Retry ${when}: ${excRepr(end.exc)}` : `Retry ${when}`
 }
 
 /** `ValueError('boom')`, as Celery's events and logs show an exception. */

@@ -79,10 +79,28 @@ describe('amqp specifics', { skip }, () => {
     await assert.rejects(t.connect(), (err: unknown) => {
       assert.ok(err instanceof BrokerConnectionError)
       assert.ok(!err.message.includes('not-the-password'))
-      assert.match(err.message, /access refused/)
+      assert.match(
+        err.message,
+        /: ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN\..* \(check the user name and password\)$/,
+      )
       return true
     })
   })
+
+  it(
+    "connect() to a vhost that does not exist names RabbitMQ's reply (NOT_ALLOWED), as Celery prints it",
+    { timeout: 20_000 },
+    async () => {
+      const url = new URL(AMQP_URL)
+      url.pathname = `/tsq-no-such-vhost-${process.pid}`
+      const t = new AmqpTransport(url.href)
+      await assert.rejects(t.connect(), (err: unknown) => {
+        assert.ok(err instanceof BrokerConnectionError)
+        assert.match(err.message, new RegExp(`: NOT_ALLOWED - vhost tsq-no-such-vhost-${process.pid} not found$`))
+        return true
+      })
+    },
+  )
 
   it('406 on redeclare surfaces as BrokerRequestError and the transport keeps working', { timeout: 20_000 }, async () => {
     const t = await transport()

@@ -13,7 +13,7 @@ import {
   TsqTransportError,
 } from '../../../src/transport/errors.js'
 import { PrivilegeError } from '../../../src/process/privileges.js'
-import { isTsqError, MalformedMessageError, ProtocolError, TsqError } from '../../../src/protocol/index.js'
+import { isTsqError, MalformedMessageError, NodeTemplateError, ProtocolError, TsqError } from '../../../src/protocol/index.js'
 import { MultiError, MultiUsageError } from '../../../src/multi/errors.js'
 import { BusError, TopologyMismatchError } from '../../../src/bus/errors.js'
 import { QueueSettingError } from '../../../src/config/index.js'
@@ -34,7 +34,8 @@ describe('exitCodeFor maps by code, never by message or class name', () => {
     ['unknown bug', new TypeError('undefined is not a function'), ExitCode.SOFTWARE],
     ['message text is ignored', new Error('No nodes replied within time constraint'), ExitCode.SOFTWARE],
     ['the root with a code of the table', new TsqError('CONFIG', 'x'), ExitCode.USAGE],
-    ['the root with a code of none', new TsqError('NODE_TEMPLATE', 'x'), ExitCode.SOFTWARE],
+    ['the root with a code of none', new TsqError('TRANSPORT_CLOSED', 'x'), ExitCode.SOFTWARE],
+    ['a node-name template with an unknown key (-n w%q@h)', new NodeTemplateError('unknown format %q'), ExitCode.USAGE],
     [
       'a plain error with one of the codes (a layer that throws its own)',
       Object.assign(new Error('x'), { code: 'CANT_CREATE' }),

@@ -230,7 +230,7 @@ it("[outcomes] a result JSON cannot carry fails the task with kombu's EncodeErro
         },
       ],
       ['FAILURE', { exc_type: 'EncodeError', exc_message: ["ValueError('Circular reference detected')"], exc_module: 'kombu.exceptions' }],
-      ['FAILURE', { exc_type: 'Exception', exc_message: ['bad', '<function>'], exc_module: 'builtins' }],
+      ['FAILURE', { exc_type: 'Exception', exc_message: ['bad', '<function>'], exc_module: 'builtins', exc_js_name: 'Error' }],
     ],
   )
   assert.ok(
