@@ -3,7 +3,7 @@
 // target to src/bundle/tsq.ts).
 'use strict'
 // Global options before the command name move behind it, as bin/run.js moves them.
-Promise.all([import('../src/bundle/tsq.ts'), import('../src/cli/global-options.ts'), import('../src/cli/report-error.ts')]).then(
+Promise.all([import('../src/bundle/tsq.ts'), import('../src/cli/flags/global-options.ts'), import('../src/cli/report-error.ts')]).then(
   ([{ execute }, { hoistGlobalOptions }, { reportCliError }]) => {
     let args
     try {

@@ -97,7 +97,7 @@ function tryFastPath() {
 /**
  * Celery's global options before the command name (`tsq -A ./tasks.js worker`,
  * `tsq -b URL inspect ping`) move behind it, where every command takes them
- * (src/cli/global-options.ts); a line that starts with the command is left
+ * (src/cli/flags/global-options.ts); a line that starts with the command is left
  * alone. False when the line cannot be read (one line, exit 64, as Celery's).
  */
 function hoistGlobalOptions() {

@@ -19,7 +19,7 @@ import { reportCliError } from './report-error.js'
 
 // bin/run.js moves Celery's global options behind the command name with this,
 // taken from this bundle so that a line without them loads nothing more.
-export { hoistGlobalOptions } from './global-options.js'
+export { hoistGlobalOptions } from './flags/global-options.js'
 export { reportCliError } from './report-error.js'
 
 type FlagValues = Record<string, string | number | boolean | undefined>

@@ -14,7 +14,7 @@ import type { NodeReply, TransportSettings } from '../transport/index.js'
 import type { ChalkInstance } from 'chalk'
 import type { ClientConfig } from './client-config.js'
 import { NoRepliesError, UsageError } from './errors.js'
-import { remoteOptions, type RemoteFlagValues } from './remote-flags.js'
+import { remoteOptions, type RemoteFlagValues } from './flags/remote-flags.js'
 import { renderNodeCount, renderReply } from './render/replies.js'
 import { activeQueuesTable, statsTable, statusTable } from './render/tables.js'
 

@@ -1,9 +1,9 @@
 import { Flags } from '@oclif/core'
 import { detach, dropPrivileges } from '../process/index.js'
-import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
+import { checkPrivilegeFlags, privilegeFlags } from '../cli/flags/daemon-flags.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { storeFlags, storeOptionsOf } from '../cli/beat-store-flags.js'
-import { choiceFlag, floatFlag } from '../cli/oclif-flags.js'
+import { storeFlags, storeOptionsOf } from '../cli/flags/beat-store-flags.js'
+import { choiceFlag, floatFlag } from '../cli/flags/oclif-flags.js'
 import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode } from '../beat/index.js'
 
 export default class BeatCommand extends TsqCommand<void> {

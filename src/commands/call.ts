@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core'
 import { withTransport, sendTask } from '../client/index.js'
 import { routedSend } from '../config/index.js'
 import { TsqCommand } from '../cli/base-command.js'
-import { floatFlag, integerFlag } from '../cli/oclif-flags.js'
+import { floatFlag, integerFlag } from '../cli/flags/oclif-flags.js'
 import { InvalidValueError, optionLabel } from '../cli/errors.js'
 import { pyRepr } from '../protocol/index.js'
 

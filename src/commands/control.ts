@@ -1,5 +1,5 @@
 import { TsqCommand } from '../cli/base-command.js'
-import { broadcastDescription, controlFlags, methodArg } from '../cli/oclif-flags.js'
+import { broadcastDescription, controlFlags, methodArg } from '../cli/flags/oclif-flags.js'
 import { runRemote } from '../cli/remote-command.js'
 import type { NodeReply } from '../transport/index.js'
 

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { TsqCommand } from '../cli/base-command.js'
-import { floatFlag, integerFlag } from '../cli/oclif-flags.js'
+import { floatFlag, integerFlag } from '../cli/flags/oclif-flags.js'
 import { UsageError } from '../cli/errors.js'
 import { runEventDump } from '../cli/events/event-dump.js'
 import { runEventMonitor } from '../cli/events/event-monitor.js'

@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import type { MigrateResult } from '../admin/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { runMigrate } from '../cli/migrate-command.js'
-import { migrateFlags } from '../cli/oclif-flags.js'
+import { migrateFlags } from '../cli/flags/oclif-flags.js'
 
 export default class Migrate extends TsqCommand<MigrateResult> {
   static summary = 'Move tasks from one broker to another (any of amqp://, redis://, file://).'

@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core'
 import { createResultBackend, READY, ResultTimeoutError, type ResultBackend } from '../backends/index.js'
 import { TsqCommand } from '../cli/base-command.js'
 import { CliError } from '../cli/errors.js'
-import { floatFlag } from '../cli/oclif-flags.js'
+import { floatFlag } from '../cli/flags/oclif-flags.js'
 import { exceptionText, isExceptionInfo, jsErrorName, pyRepr, type ResultMeta } from '../protocol/index.js'
 
 class TaskFailedError extends CliError {

@@ -1,5 +1,5 @@
 import { TsqCommand } from '../cli/base-command.js'
-import { remoteFlags } from '../cli/oclif-flags.js'
+import { remoteFlags } from '../cli/flags/oclif-flags.js'
 import { runStatus } from '../cli/remote-command.js'
 import type { NodeReply } from '../transport/index.js'
 

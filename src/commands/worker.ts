@@ -1,14 +1,14 @@
 import { Flags } from '@oclif/core'
 import { hostname as osHostname } from 'node:os'
 import { TsqCommand } from '../cli/base-command.js'
-import { choiceFlag, floatFlag, integerFlag } from '../cli/oclif-flags.js'
+import { choiceFlag, floatFlag, integerFlag } from '../cli/flags/oclif-flags.js'
 import { InvalidValueError, optionLabel } from '../cli/errors.js'
 import { nodeFormat, pyRepr, workerNodename } from '../protocol/index.js'
 import { detach, checkPidfile, dropPrivileges } from '../process/index.js'
-import { checkPrivilegeFlags, privilegeFlags } from '../cli/daemon-flags.js'
+import { checkPrivilegeFlags, privilegeFlags } from '../cli/flags/daemon-flags.js'
 import { runWorker } from '../worker/run-worker.js'
 import { DEFAULT_LOCK_TIMEOUT, startBeat } from '../beat/index.js'
-import { storeFlags, storeOptionsOf } from '../cli/beat-store-flags.js'
+import { storeFlags, storeOptionsOf } from '../cli/flags/beat-store-flags.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
   static summary = 'Start a worker that runs the tasks of a JavaScript/TypeScript module.'

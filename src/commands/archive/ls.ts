@@ -3,7 +3,7 @@ import { withTransport } from '../../client/index.js'
 import { listArchive, type ArchivedEvent, findServices } from '../../bus/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
-import { integerFlag } from '../../cli/oclif-flags.js'
+import { integerFlag } from '../../cli/flags/oclif-flags.js'
 import { appOf, serviceFlag } from '../bus/ls.js'
 
 /** One line of an error: the archive's list shows the start of it. */

@@ -1,6 +1,6 @@
 import { broadcast } from '../../client/index.js'
 import { TsqCommand } from '../../cli/base-command.js'
-import { floatFlag } from '../../cli/oclif-flags.js'
+import { floatFlag } from '../../cli/flags/oclif-flags.js'
 import { poolsFromStats, workersDot, type WorkerPool } from '../../cli/render/graphs.js'
 import { maskUrl } from '../../transport/index.js'
 

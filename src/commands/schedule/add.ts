@@ -1,9 +1,9 @@
 import { Args, Flags } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
-import { integerFlag } from '../../cli/oclif-flags.js'
+import { integerFlag } from '../../cli/flags/oclif-flags.js'
 import { UsageError } from '../../cli/errors.js'
 import { definitionFromFlags, rowOf, type EntryFlags, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags, zoneOf } from '../../cli/beat-store-flags.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../../cli/flags/beat-store-flags.js'
 
 export const entryFlags = {
   task: Flags.string({ char: 't', description: 'Task name, e.g. proj.add.' }),

@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags, zoneOf } from '../../cli/beat-store-flags.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../../cli/flags/beat-store-flags.js'
 
 export default class ScheduleEnable extends TsqCommand<EntryRow> {
   static summary = 'Enable an entry (running beats follow within their loop interval).'

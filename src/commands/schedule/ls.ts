@@ -1,6 +1,6 @@
 import { TsqCommand } from '../../cli/base-command.js'
 import { rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags, zoneOf } from '../../cli/beat-store-flags.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../../cli/flags/beat-store-flags.js'
 
 export default class ScheduleLs extends TsqCommand<EntryRow[]> {
   static summary = 'List periodic entries (a table, or --json).'

@@ -1,7 +1,7 @@
 import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
-import { storeFlags, storeFromFlags } from '../../cli/beat-store-flags.js'
+import { storeFlags, storeFromFlags } from '../../cli/flags/beat-store-flags.js'
 
 export default class ScheduleRm extends TsqCommand<{ removed: string }> {
   static summary = 'Remove an entry.'

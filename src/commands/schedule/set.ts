@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { definitionFromFlags, rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags, zoneOf } from '../../cli/beat-store-flags.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../../cli/flags/beat-store-flags.js'
 import { entryFlags, entryFlagsOf } from './add.js'
 
 export default class ScheduleSet extends TsqCommand<EntryRow> {

@@ -2,7 +2,7 @@ import { Args } from '@oclif/core'
 import { TsqCommand } from '../../cli/base-command.js'
 import { UsageError } from '../../cli/errors.js'
 import { rowOf, type EntryRow } from '../../beat/index.js'
-import { storeFlags, storeFromFlags, zoneOf } from '../../cli/beat-store-flags.js'
+import { storeFlags, storeFromFlags, zoneOf } from '../../cli/flags/beat-store-flags.js'
 
 export default class ScheduleShow extends TsqCommand<EntryRow> {
   static summary = 'Show one entry: definition, run count, last and next run.'

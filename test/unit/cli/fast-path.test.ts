@@ -13,7 +13,7 @@ import Status from '../../../src/commands/status.js'
 import { TsqCommand } from '../../../src/cli/base-command.js'
 import { hoistGlobalOptions, planFastRun as planWith } from '../../../src/cli/fast-path.js'
 import { FAST_COMMANDS, fastCommandSpec, fastSpecsOf, type CommandShape } from '../../../src/cli/fast-specs.js'
-import { integerFlag, stringFlag } from '../../../src/cli/oclif-flags.js'
+import { integerFlag, stringFlag } from '../../../src/cli/flags/oclif-flags.js'
 
 const CLASSES = { inspect: Inspect, control: Control, status: Status, migrate: Migrate } as unknown as Record<string, CommandShape>
 const { specs: SPECS, unreadable } = fastSpecsOf(CLASSES)

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { InvalidValueError, optionLabel } from '../../../src/cli/errors.js'
 import { exitCodeFor } from '../../../src/cli/exit-codes.js'
-import { choiceValue, floatValue, integerValue } from '../../../src/cli/flag-values.js'
+import { choiceValue, floatValue, integerValue } from '../../../src/cli/flags/flag-values.js'
 
 function message(fn: () => unknown): string {
   try {

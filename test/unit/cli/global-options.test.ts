@@ -1,9 +1,9 @@
 // Celery's global options before the command name (`tsq -A x worker`) are moved
-// behind it by bin/run.js (src/cli/global-options.ts), where every command
+// behind it by bin/run.js (src/cli/flags/global-options.ts), where every command
 // takes them; anything else is left for oclif to answer.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { hoistGlobalOptions, TOPICS } from '../../../src/cli/global-options.js'
+import { hoistGlobalOptions, TOPICS } from '../../../src/cli/flags/global-options.js'
 import { COMMANDS } from '../../../src/bundle/tsq.js'
 
 describe('hoistGlobalOptions', () => {

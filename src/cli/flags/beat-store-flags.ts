@@ -1,9 +1,9 @@
 // The schedule store's flags, shared by `tsq beat`, `tsq worker -B` and every
 // `tsq schedule` command, and the store they open.
 import { Flags } from '@oclif/core'
-import { loadConfig } from '../config/index.js'
-import { openStore, SCHEDULER_CHOICES, storeKindOf, type BeatStore, type StoreOptions } from '../beat/index.js'
-import { clientConfig, type GlobalFlagValues } from './client-config.js'
+import { loadConfig } from '../../config/index.js'
+import { openStore, SCHEDULER_CHOICES, storeKindOf, type BeatStore, type StoreOptions } from '../../beat/index.js'
+import { clientConfig, type GlobalFlagValues } from '../client-config.js'
 import { choiceFlag } from './oclif-flags.js'
 
 /** The store flags beat and every `tsq schedule` command share. */

@@ -3,8 +3,8 @@
 import { accessSync, constants, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Flags } from '@oclif/core'
-import { parseUmask, resolveCredentials } from '../process/index.js'
-import { UsageError } from './errors.js'
+import { parseUmask, resolveCredentials } from '../../process/index.js'
+import { UsageError } from '../errors.js'
 
 export const privilegeFlags = {
   executable: Flags.string({

@@ -1,6 +1,6 @@
 // What the remote-control flags mean, shared by the oclif commands and the
 // fast path (no oclif here: the fast path loads this).
-import { optionLabel, UsageError } from './errors.js'
+import { optionLabel, UsageError } from '../errors.js'
 import { floatValue } from './flag-values.js'
 
 export interface RemoteFlagValues {

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
-import { visibleCommands, type ControlKind } from '../protocol/index.js'
-import { optionLabel } from './errors.js'
+import { visibleCommands, type ControlKind } from '../../protocol/index.js'
+import { optionLabel } from '../errors.js'
 import { choiceValue, floatValue, integerValue, type NumberRange } from './flag-values.js'
 
 // oclif's flag types with click's sentence for a bad value (flag-values.ts):

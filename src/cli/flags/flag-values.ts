@@ -1,8 +1,8 @@
 // A flag's value read as click reads it for Celery, with click's sentence when
 // it is not one: the oclif flag types (oclif-flags.ts) and the commands that
 // read a value themselves share these. No oclif here.
-import { pyRepr } from '../protocol/index.js'
-import { InvalidValueError } from './errors.js'
+import { pyRepr } from '../../protocol/index.js'
+import { InvalidValueError } from '../errors.js'
 
 // A type, not an interface: oclif's custom flag options need an index signature.
 export type NumberRange = {

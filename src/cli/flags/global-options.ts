@@ -4,7 +4,7 @@
 // anything parses the line, so oclif and the fast path see one form only.
 // Plain functions: bin/run.js reaches this through the fast path's bundle, which
 // must not load oclif.
-import { UsageError } from './errors.js'
+import { UsageError } from '../errors.js'
 
 /** Each option that may come before the command, and whether it takes a value. */
 const LEADING_OPTIONS: Readonly<Record<string, boolean>> = {
