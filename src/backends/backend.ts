@@ -4,6 +4,11 @@ import { TsqError } from '../protocol/index.js'
 
 export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])
 
+/** True when a write of `status` must leave the stored state alone: a stored SUCCESS is never overwritten. */
+export function keepsStoredSuccess(stored: unknown, status: string): boolean {
+  return stored === 'SUCCESS' && status !== 'SUCCESS'
+}
+
 export interface ResultBackend {
   readonly displayUrl: string
   /** The stored meta, or null when the backend knows nothing of the id (PENDING). */

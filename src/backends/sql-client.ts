@@ -2,7 +2,7 @@
 // backends use (pg, mysql2, better-sqlite3), from an SQLAlchemy URL. SQL is
 // written with `?` placeholders; PostgreSQL's `$n` are numbered here.
 import { maskUrl } from '../transport/index.js'
-import { TsqError } from '../protocol/index.js'
+import { loads, TsqError } from '../protocol/index.js'
 
 export type Dialect = 'postgresql' | 'mysql' | 'sqlite'
 
@@ -22,6 +22,11 @@ export interface SqlClient {
   /** An INSERT, UPDATE or DELETE: how many rows it matched (a compare-and-set reads this). */
   execute(sql: string, params?: unknown[]): Promise<number>
   close(): Promise<void>
+}
+
+/** The meta a SQL store is handed (kombu JSON, as text or its bytes), as the record its columns are written from. */
+export function metaRecord(meta: string | Uint8Array): Record<string, unknown> {
+  return loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<string, unknown>
 }
 
 export class DatabaseUrlError extends TsqError {

@@ -68,6 +68,12 @@ export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
   )
 }
 
+/** When an entry is next due: at once if it never ran, else its schedule's next time after its last run. */
+export function dueAtOf(entry: Entry, tz: string, now: number): number {
+  if (entry.meta.lastRunAt === null) return now
+  return scheduleOf(entry.definition.schedule, tz).dueAt(entry.meta.lastRunAt)
+}
+
 export function describeSchedule(json: ScheduleJson): string {
   if (json.__type__ === 'interval') return `every ${json.every}s${json.relative ? ' (relative)' : ''}`
   if (json.__type__ === 'clocked') return `at ${json.clocked_time}`

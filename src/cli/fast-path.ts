@@ -120,7 +120,14 @@ export async function runFast(plan: FastPlan): Promise<void> {
     applyGlobalOptions(globals)
     const config = await clientConfig(globals)
     usedScheme = schemeOf(config.brokerUrl)
-    const remoteFlags = flags as unknown as RemoteFlagValues & { quiet?: boolean; broker?: string }
+    const remote = {
+      flags: flags as unknown as RemoteFlagValues & { quiet?: boolean; broker?: string },
+      brokerUrl: config.brokerUrl,
+      transportSettings: config.transportSettings,
+      json,
+      color,
+      print,
+    }
     let result: unknown
     if (plan.command === 'migrate') {
       const [source, destination] = plan.positionals as [string, string]
@@ -133,28 +140,16 @@ export async function runFast(plan: FastPlan): Promise<void> {
         lines: !json && flags.quiet !== true,
       })
     } else if (plan.command === 'status') {
-      result = await runStatus({
-        flags: remoteFlags,
-        brokerUrl: config.brokerUrl,
-        transportSettings: config.transportSettings,
-        json,
-        color,
-        print,
-      })
+      result = await runStatus(remote)
     } else {
       const [method, ...words] = plan.positionals as [string, ...string[]]
       result = await runRemote({
+        ...remote,
         kind: plan.command,
         method,
         words,
         extraArguments:
           plan.command === 'control' ? controlExtraArguments(method, flags as { terminate?: boolean; signal?: string }) : undefined,
-        flags: remoteFlags,
-        brokerUrl: config.brokerUrl,
-        transportSettings: config.transportSettings,
-        json,
-        color,
-        print,
       })
     }
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`)

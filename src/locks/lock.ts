@@ -125,6 +125,11 @@ export class LockLostError extends Error {
 /** The fencing counter of lock `<id>` in Redis (INCR at every acquisition): the Redis store's, and the amqp:// store's when a Redis result backend counts its tokens. */
 export const TOKEN_PREFIX = 'tsq:lock-token:'
 
+/** The record of a lock `who` takes now, but for the token (each store draws its own). */
+export function recordOf(id: string, who: HolderInfo, leaseMs: number, acquiredAt = Date.now()): Omit<LockRecord, 'token'> {
+  return { id, holder: holderOf(who), node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt, leaseMs }
+}
+
 /** `<node>:<pid>`, or `<node>:<pid>/<thread>` for a pool thread: what a worker names when one of its slots is lost. */
 export function holderOf(who: { node: string; pid: number; thread?: number }): string {
   return who.thread === undefined ? `${who.node}:${who.pid}` : `${who.node}:${who.pid}/${who.thread}`

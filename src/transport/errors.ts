@@ -48,3 +48,19 @@ export class PublishTimeoutError extends TsqTransportError {
     this.mayBeDelivered = mayBeDelivered
   }
 }
+
+/** AMQP's reply codes by name, for the lines py-amqp prints. */
+const REPLY_CODES: Record<string, number> = {
+  NO_ROUTE: 312,
+  ACCESS_REFUSED: 403,
+  NOT_FOUND: 404,
+  RESOURCE_LOCKED: 405,
+  PRECONDITION_FAILED: 406,
+  COMMAND_INVALID: 503,
+  NOT_IMPLEMENTED: 540,
+}
+
+/** A broker refusal in py-amqp's words: `Queue.bind: (404) NOT_FOUND - no queue 'x' in vhost '/'`. */
+export function refusal(method: string, code: string, text: string): BrokerRequestError {
+  return new BrokerRequestError(code, `${method}: (${REPLY_CODES[code] ?? 500}) ${code} - ${text}`)
+}

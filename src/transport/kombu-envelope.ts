@@ -1,7 +1,7 @@
 // kombu's JSON envelope (spec §4.2): what Redis LPUSHes and PUBLISHes, and what
 // the file broker stores. Keys are written in kombu's order so a captured Python
 // message and ours compare equal.
-import type { HeaderValue, Headers, MessageProperties, OutgoingMessage } from './transport.js'
+import { setOptionalProperties, type HeaderValue, type Headers, type MessageProperties, type OutgoingMessage } from './transport.js'
 import { dumps, loads, quoteJsonString, uuid4 } from '../protocol/index.js'
 
 export interface DeliveryInfo {
@@ -118,11 +118,7 @@ export function envelopeProperties(envelope: KombuEnvelope): MessageProperties {
     deliveryMode: p.delivery_mode === 1 ? 1 : 2,
     priority: typeof p.priority === 'number' ? p.priority : 0,
   }
-  if (typeof p.correlation_id === 'string') props.correlationId = p.correlation_id
-  if (typeof p.reply_to === 'string') props.replyTo = p.reply_to
-  if (typeof p.app_id === 'string') props.appId = p.app_id
-  if (p.expiration !== undefined && p.expiration !== null) props.expiration = String(p.expiration)
-  return props
+  return setOptionalProperties(props, { correlationId: p.correlation_id, replyTo: p.reply_to, appId: p.app_id, expiration: p.expiration })
 }
 
 /** A stored envelope read back: the message, and the exchange and routing key it was published with. */
