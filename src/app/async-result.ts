@@ -1,16 +1,16 @@
-import { parseIsoDate, type ResultMeta } from '../protocol/index.js'
+import { parseIsoDate, TsqError, type ResultMeta } from '../protocol/index.js'
 import type { App } from './app.js'
 import { READY } from '../backends/index.js'
 
-/** A failed or revoked task, as Python's `get()` raises it: the remote type and message. */
-export class TaskError extends Error {
+/** A failed or revoked task, as Python's `get()` raises it: named as the remote type, with its message. */
+export class TaskError extends TsqError {
   constructor(
     readonly excType: string,
     readonly excMessage: unknown[],
     readonly excModule: string,
     readonly traceback: string | null,
   ) {
-    super(excMessage.length === 1 ? String(excMessage[0]) : JSON.stringify(excMessage))
+    super('TASK_FAILED', excMessage.length === 1 ? String(excMessage[0]) : JSON.stringify(excMessage))
     this.name = excType
   }
 }

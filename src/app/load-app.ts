@@ -5,13 +5,9 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { App } from './app.js'
 import { urlListSetting } from '../transport/index.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
-export class AppLoadError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
-}
+export class AppLoadError extends codedError('CONFIG') {}
 
 const EXTENSIONS = ['', '.js', '.mjs', '.ts', '.mts', '/index.js', '/index.ts']
 

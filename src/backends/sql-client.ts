@@ -2,7 +2,7 @@
 // backends use (pg, mysql2, better-sqlite3), from an SQLAlchemy URL. SQL is
 // written with `?` placeholders; PostgreSQL's `$n` are numbered here.
 import { maskUrl } from '../transport/index.js'
-import { loads, TsqError } from '../protocol/index.js'
+import { codedError, loads } from '../protocol/index.js'
 
 export type Dialect = 'postgresql' | 'mysql' | 'sqlite'
 
@@ -29,11 +29,7 @@ export function metaRecord(meta: string | Uint8Array): Record<string, unknown> {
   return loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<string, unknown>
 }
 
-export class DatabaseUrlError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
-}
+export class DatabaseUrlError extends codedError('CONFIG') {}
 
 export interface ParsedSqlUrl {
   dialect: Dialect

@@ -5,7 +5,7 @@
 import { closeSync, existsSync, openSync, readFileSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { checkJsonText, comparePyStr, TsqError } from '../protocol/index.js'
+import { checkJsonText, codedError, comparePyStr } from '../protocol/index.js'
 import { ensurePrivateFileSync, replaceFileSync } from '../transport/index.js'
 import { decodeDefinition, decodeMeta, dueAtOf, encodeDefinition, encodeMeta } from './entry.js'
 import type { Entry, EntryDefinition, EntryMeta } from './entry.js'
@@ -24,11 +24,7 @@ const STALE_LOCK_MS = 10_000
 /** Bytes a schedule file may hold: thousands of entries fit in far less. */
 const MAX_SCHEDULE_FILE_BYTES = 64 * 1024 * 1024
 
-export class FileStoreError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CANT_CREATE', message, options)
-  }
-}
+export class FileStoreError extends codedError('CANT_CREATE') {}
 
 export class FileStore implements BeatStore {
   readonly kind = 'file' as const

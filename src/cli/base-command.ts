@@ -3,7 +3,7 @@ import type { ChalkInstance } from 'chalk'
 import { applyGlobalOptions, clientConfig, type ClientConfig, type GlobalFlagValues } from './client-config.js'
 import { makeChalk } from './color.js'
 import { globalFlags } from './oclif-flags.js'
-import { reportCliError } from './report-error.js'
+import { commandLineErrorOf, reportCliError } from './report-error.js'
 import { dumps } from '../protocol/index.js'
 
 // oclif's FlagOutput and ArgOutput, which its public interfaces do not export.
@@ -75,6 +75,6 @@ export abstract class TsqCommand<_Result> extends Command {
   }
 
   protected override async catch(err: Error & { code?: string; exitCode?: number }): Promise<void> {
-    reportCliError(err, { json: this.jsonEnabled(), debug: this.debugErrors, command: this.id?.replace(/:/g, ' ') })
+    reportCliError(commandLineErrorOf(err), { json: this.jsonEnabled(), debug: this.debugErrors, command: this.id?.replace(/:/g, ' ') })
   }
 }

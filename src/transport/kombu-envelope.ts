@@ -2,7 +2,8 @@
 // the file broker stores. Keys are written in kombu's order so a captured Python
 // message and ours compare equal.
 import { setOptionalProperties, type HeaderValue, type Headers, type MessageProperties, type OutgoingMessage } from './transport.js'
-import { dumps, loads, quoteJsonString, uuid4 } from '../protocol/index.js'
+import { codedError, dumps, loads, quoteJsonString, uuid4 } from '../protocol/index.js'
+import { TsqTransportError } from './errors.js'
 
 export interface DeliveryInfo {
   exchange: string
@@ -31,7 +32,8 @@ export interface KombuEnvelope {
   properties: EnvelopeProperties
 }
 
-export class MalformedEnvelopeError extends Error {}
+/** A stored or pushed message that is not kombu's envelope (not JSON, no properties). */
+export class MalformedEnvelopeError extends codedError('MALFORMED_ENVELOPE', TsqTransportError) {}
 
 export function buildEnvelope(exchange: string, routingKey: string, message: OutgoingMessage): KombuEnvelope {
   const p = message.properties

@@ -19,7 +19,7 @@ import { BusWorker, busDescriptorOf } from '../bus/index.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
 import { availableParallelism } from 'node:os'
 import { nodeFormat, escapeControl, taskLabel } from '../protocol/index.js'
-import { resolveWorkerSettings } from './worker-settings.js'
+import { resolveWorkerSettings, WorkerSettingError } from './worker-settings.js'
 import { isSecretEnv } from './pools/slot-entry.js'
 
 /** The worker's options that `tsq worker`'s flags give as the worker takes them (the app's conf fills or adds to some). */
@@ -115,7 +115,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const conf = app.options.conf ?? {}
   // A setting tsq cannot honour stops the start, one line each, before anything is declared.
   const refusals = settingsRefusals(conf, app.defaultQueue)
-  if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
+  if (refusals.length) throw new WorkerSettingError(refusals.join('; '))
   const queueSettings = app.queueSettings
   const settings = resolveWorkerSettings(
     {

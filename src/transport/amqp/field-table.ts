@@ -17,6 +17,7 @@
 // differently from RabbitMQ and the errata: b unsigned, B signed, s short
 // string, U signed 16-bit, l unsigned 64-bit, D with signed digits. So tsq
 // writes only tags both sides read alike: S t d I L D T F A V x.
+import { codedError, ProtocolError } from '../../protocol/index.js'
 
 /** Property of a decoded table that could not be read (a tag no client writes); the table holds nothing else. */
 export const UNREADABLE_TABLE: unique symbol = Symbol.for('tsq.amqp.unreadableTable')
@@ -38,9 +39,8 @@ function isTyped(value: object): value is TypedValue {
   return Object.prototype.hasOwnProperty.call(value, '!')
 }
 
-export class FieldTableError extends Error {
-  override name = 'FieldTableError'
-}
+/** A value an AMQP field table cannot hold, or a table that cannot be read. */
+export class FieldTableError extends codedError('FIELD_TABLE', ProtocolError) {}
 
 // ---- encoding ----------------------------------------------------------
 
