@@ -18,9 +18,10 @@ const SRC = join(ROOT, 'src')
  * Why each folder sits where it does (docs/architecture.md has a paragraph per folder):
  * - tricks/ is the registry of the performance tricks and their switches (environment
  *   variables only), read by every layer that plays one.
- * - protocol/ and logtool/ are pure (no I/O); process/ (logger, pidfile, privileges,
- *   detach, idle trim) needs protocol/ only, beside transport/; so does cluster-state/ (the
- *   cluster as events tell it, no I/O), which `tsq events` (cli/) and the dashboard both read.
+ * - protocol/ is pure (no I/O); process/ (logger, pidfile, privileges, detach, idle
+ *   trim) needs protocol/ only, beside transport/; so does cluster-state/ (the cluster as
+ *   events tell it, no I/O), which `tsq events` (cli/) and the dashboard both read; so
+ *   does logtool/ (worker logs read as a stream), for the error root.
  * - config/ reads settings and needs transport/'s settings types; locks/ (the lock
  *   stores) and admin/ (the broker verbs) need transport/ only.
  * - backends/ (result stores) read config/; client/ (send, control, events) reads
@@ -31,8 +32,8 @@ const SRC = join(ROOT, 'src')
  *   one-file build) and index.ts (the package entry) sit above everything.
  */
 export const LAYERS = [
-  ['protocol', 'logtool', 'tricks'],
-  ['transport', 'process', 'cluster-state'],
+  ['protocol', 'tricks'],
+  ['transport', 'process', 'cluster-state', 'logtool'],
   ['config', 'locks', 'admin'],
   ['backends'],
   ['client'],

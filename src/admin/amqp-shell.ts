@@ -2,15 +2,11 @@
 // Celery's order, with Celery's defaults, read as click reads them, and the
 // lines Celery prints for each, so a script written for `celery amqp` works
 // unchanged. One table serves the one-shot command and the repl.
-import { didYouMean, pformat, TsqError } from '../protocol/index.js'
+import { codedError, didYouMean, pformat } from '../protocol/index.js'
 import type { BrokerAdmin, GotMessage } from '../transport/index.js'
 
 /** A command line `celery amqp` would refuse (exit 64, as every usage error). */
-export class AmqpUsageError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('USAGE', message, options)
-  }
-}
+export class AmqpUsageError extends codedError('USAGE') {}
 
 type ArgKind = 'str' | 'bool' | 'int'
 

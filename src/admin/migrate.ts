@@ -6,7 +6,7 @@
 // held unacked goes back to the source, and at most the messages in flight
 // (the prefetch window) arrive twice.
 import { BrokerRequestError, type Delivery, type Transport } from '../transport/index.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 export interface QueueRoute {
   from: string
@@ -51,11 +51,7 @@ export interface MigrateResult {
   total: number | null
 }
 
-export class MigrateError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('BROKER_UNREACHABLE', message, options)
-  }
-}
+export class MigrateError extends codedError('BROKER_UNREACHABLE') {}
 
 /** `name` and `id` of a task message: protocol 2 in the headers, protocol 1 in the JSON body. */
 export function taskIdentity(delivery: Pick<Delivery, 'body' | 'properties'>): { name: string; id: string } {

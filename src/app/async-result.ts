@@ -1,9 +1,9 @@
-import { parseIsoDate, type ResultMeta } from '../protocol/index.js'
+import { parseIsoDate, TsqError, type ResultMeta } from '../protocol/index.js'
 import type { App } from './app.js'
 import { READY } from '../backends/index.js'
 
 /** A failed or revoked task, as Python's `get()` raises it: the remote type and message. */
-export class TaskError extends Error {
+export class TaskError extends TsqError {
   /**
    * `name` is the error's as the task threw it: a JavaScript task's `Error`
    * stays `Error` (`excType` is then Python's `Exception`, what a Python
@@ -16,7 +16,7 @@ export class TaskError extends Error {
     readonly traceback: string | null,
     jsName?: string,
   ) {
-    super(excMessage.length === 1 ? String(excMessage[0]) : JSON.stringify(excMessage))
+    super('TASK_FAILED', excMessage.length === 1 ? String(excMessage[0]) : JSON.stringify(excMessage))
     this.name = jsName ?? excType
   }
 }

@@ -2,7 +2,7 @@
 // settles on the broker's own answer for it (Redis's reply to the LPUSH that
 // carried it, RabbitMQ's publisher confirm), so the caller learns exactly
 // which messages the broker has instead of one error for the whole batch.
-import { ProtocolError, type Signature } from '../protocol/index.js'
+import { ProtocolError, TsqError, type Signature } from '../protocol/index.js'
 import { BrokerRequestError } from '../transport/index.js'
 import type { AsyncResult } from './async-result.js'
 import { QueueSettingError } from '../config/index.js'
@@ -29,7 +29,7 @@ function statusOf(error: unknown): Exclude<SendStatus, 'sent'> {
   return error instanceof BrokerRequestError || error instanceof ProtocolError || error instanceof QueueSettingError ? 'refused' : 'unknown'
 }
 
-export class SendManyError extends Error {
+export class SendManyError extends TsqError {
   override readonly name = 'SendManyError'
   /** One per signature, in order. */
   readonly outcomes: SendOutcome[]
@@ -40,6 +40,7 @@ export class SendManyError extends Error {
     const first = failed[0]?.error
     const unknown = count('unknown')
     super(
+      'SENDS_UNCONFIRMED',
       `${failed.length} of ${outcomes.length} messages were not confirmed: ${count('sent')} sent, ${count('refused')} refused${unknown ? `, ${unknown} unknown (the connection went before the broker answered; they may be queued)` : ''}; first error: ${first instanceof Error ? first.message : String(first)}`,
       { cause: first },
     )

@@ -2,7 +2,7 @@
 // (AsyncLocalStorage, so it follows awaits) or as the first argument of a task
 // registered with `{ bind: true }` (Celery's `bind=True`).
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { Signature } from '../protocol/index.js'
+import { TsqError, type Signature } from '../protocol/index.js'
 
 export interface RetryOptions {
   /** Seconds before the retry runs (default: the task's defaultRetryDelay, 180 s). */
@@ -112,11 +112,13 @@ export interface TaskContext extends TaskRun {
 /** Where a run's `updateState()` calls go: the worker that stores them. */
 export type StateSink = (taskId: string, state: string, meta: unknown) => void | Promise<void>
 
+// These cross the wire and the task's result under Celery's names (Retry,
+// Ignore, Reject, SoftTimeLimitExceeded), set after TsqError names them by class.
+
 /** Thrown by `retry()`; the worker turns it into a republished message and a RETRY state. */
-export class RetryRequest extends Error {
-  readonly code = 'RETRY'
+export class RetryRequest extends TsqError {
   constructor(readonly options: RetryOptions) {
-    super(options.exc ? `Retry in ${options.countdown ?? 'default'}s: ${options.exc.message}` : 'Retry requested')
+    super('RETRY', options.exc ? `Retry in ${options.countdown ?? 'default'}s: ${options.exc.message}` : 'Retry requested')
     this.name = 'Retry'
   }
 }
@@ -147,9 +149,9 @@ export function taskPredicate(
  * no state is stored (Celery's `Ignore`), for a task that recorded its outcome
  * another way or decided there is nothing to do.
  */
-export class Ignore extends Error {
+export class Ignore extends TsqError {
   constructor(message = 'ignored') {
-    super(message)
+    super('IGNORE', message)
     this.name = 'Ignore'
     Object.defineProperty(this, PREDICATE, { value: 'ignore' })
   }
@@ -159,9 +161,9 @@ export class Ignore extends Error {
  * Thrown by `replace()` (Celery raises Ignore('Replaced by new task')): the
  * run ends as ignored, and the worker sends `signature` in its place.
  */
-export class ReplaceRequest extends Error {
+export class ReplaceRequest extends TsqError {
   constructor(readonly signature: Signature) {
-    super('Replaced by new task')
+    super('REPLACE', 'Replaced by new task')
     this.name = 'Ignore'
     Object.defineProperty(this, PREDICATE, { value: 'replace' })
   }
@@ -172,13 +174,13 @@ export class ReplaceRequest extends Error {
  * dead-lettered, where the queue has a dead-letter exchange), or put back for
  * another worker with `requeue: true`. No state is stored.
  */
-export class Reject extends Error {
+export class Reject extends TsqError {
   readonly requeue: boolean
   constructor(
     readonly reason: string | null = null,
     options: { requeue?: boolean } = {},
   ) {
-    super(reason ?? 'rejected')
+    super('REJECT', reason ?? 'rejected')
     this.name = 'Reject'
     this.requeue = options.requeue ?? false
     Object.defineProperty(this, PREDICATE, { value: 'reject' })
@@ -186,9 +188,9 @@ export class Reject extends Error {
 }
 
 /** Raised into a task when its soft time limit passes (also the AbortSignal's reason). */
-export class SoftTimeLimitExceeded extends Error {
+export class SoftTimeLimitExceeded extends TsqError {
   constructor(seconds: number) {
-    super(`SoftTimeLimitExceeded(${seconds})`)
+    super('SOFT_TIME_LIMIT', `SoftTimeLimitExceeded(${seconds})`)
     this.name = 'SoftTimeLimitExceeded'
   }
 }

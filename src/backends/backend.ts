@@ -1,8 +1,13 @@
 import type { ResultMeta } from '../protocol/index.js'
 import type { ResultCodec } from './result-codec.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError, TsqError } from '../protocol/index.js'
 
 export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])
+
+/** True when a write of `status` must leave the stored state alone: a stored SUCCESS is never overwritten. */
+export function keepsStoredSuccess(stored: unknown, status: string): boolean {
+  return stored === 'SUCCESS' && status !== 'SUCCESS'
+}
 
 export interface ResultBackend {
   readonly displayUrl: string
@@ -61,11 +66,7 @@ export class ResultTimeoutError extends TsqError {
   }
 }
 
-export class UnsupportedBackendError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
-}
+export class UnsupportedBackendError extends codedError('CONFIG') {}
 
 /** waitReady for the stores that cannot notify: `get` every `pollMs` until ready, or the timeout. */
 export async function pollUntilReady(

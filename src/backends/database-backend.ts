@@ -19,9 +19,9 @@ import {
   type ResultMeta,
 } from '../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
-import { pollUntilReady, type ResultBackend } from './backend.js'
+import { keepsStoredSuccess, pollUntilReady, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
-import { openSqlClient, qualified, type Dialect, type Row, type SqlClient } from './sql-client.js'
+import { metaRecord, openSqlClient, qualified, type Dialect, type Row, type SqlClient } from './sql-client.js'
 
 /** database_table_names, database_table_schemas, database_short_lived_sessions. */
 export interface DatabaseOptions {
@@ -225,12 +225,9 @@ export class DatabaseResultBackend implements ResultBackend {
 
   async store(taskId: string, meta: string | Uint8Array, status: string): Promise<void> {
     const client = await this.ready()
-    const value = loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<
-      string,
-      unknown
-    >
+    const value = metaRecord(meta)
     const existing = await client.query(`SELECT status FROM ${this.taskTable} WHERE task_id = ?`, [taskId])
-    if (existing.length && existing[0]!.status === 'SUCCESS' && status !== 'SUCCESS') return
+    if (keepsStoredSuccess(existing[0]?.status, status)) return
     const extended = 'name' in value
     // Celery's _update_result: every column from the meta, None where it has no value.
     const columns: Record<(typeof TASK_COLUMNS)[number], unknown> = {

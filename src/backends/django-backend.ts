@@ -17,9 +17,9 @@ import {
   type ResultMeta,
 } from '../protocol/index.js'
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
-import { pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
+import { keepsStoredSuccess, pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
-import { isMissingTable, openSqlClient, type Row, type SqlClient } from './sql-client.js'
+import { isMissingTable, metaRecord, openSqlClient, type Row, type SqlClient } from './sql-client.js'
 
 const TASKS = 'django_celery_results_taskresult'
 const GROUPS = 'django_celery_results_groupresult'
@@ -121,12 +121,9 @@ export class DjangoResultBackend implements ResultBackend {
 
   async store(taskId: string, meta: string | Uint8Array, status: string): Promise<void> {
     const client = await this.ready()
-    const value = loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<
-      string,
-      unknown
-    >
+    const value = metaRecord(meta)
     const [existing] = await client.query(`SELECT status FROM ${TASKS} WHERE task_id = ?`, [taskId])
-    if (existing && existing.status === 'SUCCESS' && status !== 'SUCCESS') return
+    if (keepsStoredSuccess(existing?.status, status)) return
     const extended = 'name' in value
     const now = djangoNow(client)
     // TaskResultManager.store_result's fields; task_args/kwargs are the JSON of argsrepr/kwargsrepr, as the package writes them.

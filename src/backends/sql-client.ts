@@ -3,7 +3,7 @@
 // written with `?` placeholders; PostgreSQL's `$n` are numbered here. The drivers
 // are optional packages of a tsq install (docs/install.md), loaded on first use.
 import { maskUrl } from '../transport/index.js'
-import { importOptional, TsqError } from '../protocol/index.js'
+import { codedError, importOptional, loads } from '../protocol/index.js'
 
 export type Dialect = 'postgresql' | 'mysql' | 'sqlite'
 
@@ -25,11 +25,12 @@ export interface SqlClient {
   close(): Promise<void>
 }
 
-export class DatabaseUrlError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
+/** The meta a SQL store is handed (kombu JSON, as text or its bytes), as the record its columns are written from. */
+export function metaRecord(meta: string | Uint8Array): Record<string, unknown> {
+  return loads(typeof meta === 'string' ? meta : Buffer.from(meta).toString('utf8'), { integers: 'exact' }) as Record<string, unknown>
 }
+
+export class DatabaseUrlError extends codedError('CONFIG') {}
 
 export interface ParsedSqlUrl {
   dialect: Dialect

@@ -3,6 +3,7 @@
 import {
   crontabJson,
   describeSchedule,
+  dueAtOf,
   EntryError,
   intervalJson,
   scheduleOf,
@@ -92,7 +93,7 @@ export function rowOf(e: Entry, tz: string, now = Date.now()): EntryRow {
   let next: string | null = null
   if (d.enabled) {
     try {
-      next = new Date(e.meta.lastRunAt === null ? now : scheduleOf(d.schedule, tz).dueAt(e.meta.lastRunAt)).toISOString()
+      next = new Date(dueAtOf(e, tz, now)).toISOString()
     } catch {
       next = null
     }

@@ -5,7 +5,7 @@
 // a spring-forward gap runs once at the first valid instant, and a repeated
 // fall-back hour runs each cron time once.
 import { resolveWall, wallOf, type WallTime } from './timezone.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 export interface CrontabSpec {
   minute: string
@@ -15,11 +15,7 @@ export interface CrontabSpec {
   month_of_year: string
 }
 
-export class CrontabParseError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('USAGE', message, options)
-  }
-}
+export class CrontabParseError extends codedError('USAGE') {}
 
 const WEEKDAYS: Record<string, number> = { sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6 }
 

@@ -11,7 +11,7 @@
 //
 // Datetimes follow Django with USE_TZ = True: PostgreSQL's timestamptz holds
 // instants; MySQL's and SQLite's naive columns hold UTC.
-import { checkJsonText, isoformatUtc, TsqError } from '../protocol/index.js'
+import { checkJsonText, codedError, isoformatUtc, TsqError } from '../protocol/index.js'
 import { isMissingTable, openSqlClient, type Row, type SqlClient } from '../backends/index.js'
 import { MAX_ENTRY_CHARS, scheduleOf, type Entry, type EntryDefinition, type EntryOptions, type ScheduleJson } from './entry.js'
 import { Solar } from './solar.js'
@@ -36,11 +36,7 @@ LEFT JOIN django_celery_beat_crontabschedule c ON c.id = t.crontab_id
 LEFT JOIN django_celery_beat_solarschedule s ON s.id = t.solar_id
 LEFT JOIN django_celery_beat_clockedschedule k ON k.id = t.clocked_id`
 
-export class DjangoStoreError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('USAGE', message, options)
-  }
-}
+export class DjangoStoreError extends codedError('USAGE') {}
 
 /** One PeriodicTask row as the scheduler needs it. */
 interface TaskRow {

@@ -1,7 +1,7 @@
 // A periodic entry and its stored form. The JSON is RedBeat's (spec §8.6) in
 // both stores, so an entry RedBeat wrote is read here and one written here is
 // valid RedBeat JSON.
-import { checkJsonText, TsqError } from '../protocol/index.js'
+import { checkJsonText, codedError } from '../protocol/index.js'
 import { Clocked } from './clocked.js'
 import { Crontab, type CrontabSpec } from './crontab.js'
 import { Interval } from './interval.js'
@@ -52,11 +52,7 @@ export interface Entry {
   meta: EntryMeta
 }
 
-export class EntryError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('USAGE', message, options)
-  }
-}
+export class EntryError extends codedError('USAGE') {}
 
 export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
   if (json.__type__ === 'interval') return new Interval(Number(json.every), Boolean(json.relative), tz)
@@ -66,6 +62,12 @@ export function scheduleOf(json: ScheduleJson, tz: string): Schedule {
   throw new EntryError(
     `unsupported schedule type ${JSON.stringify((json as { __type__?: unknown }).__type__)} (tsq runs interval, crontab, solar and clocked)`,
   )
+}
+
+/** When an entry is next due: at once if it never ran, else its schedule's next time after its last run. */
+export function dueAtOf(entry: Entry, tz: string, now: number): number {
+  if (entry.meta.lastRunAt === null) return now
+  return scheduleOf(entry.definition.schedule, tz).dueAt(entry.meta.lastRunAt)
 }
 
 export function describeSchedule(json: ScheduleJson): string {

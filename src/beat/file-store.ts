@@ -5,18 +5,11 @@
 import { closeSync, existsSync, openSync, readFileSync, statSync, unlinkSync, unwatchFile, watchFile, writeSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { checkJsonText, comparePyStr, TsqError } from '../protocol/index.js'
+import { checkJsonText, codedError, comparePyStr } from '../protocol/index.js'
 import { ensurePrivateFileSync, replaceFileSync } from '../transport/index.js'
-import {
-  decodeDefinition,
-  decodeMeta,
-  encodeDefinition,
-  encodeMeta,
-  scheduleOf,
-  type Entry,
-  type EntryDefinition,
-  type EntryMeta,
-} from './entry.js'
+import { decodeDefinition, decodeMeta, dueAtOf, encodeDefinition, encodeMeta } from './entry.js'
+import type { Entry, EntryDefinition, EntryMeta } from './entry.js'
+import { reservedMeta } from './store.js'
 import type { BeatStore, DueBatch, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 export const DEFAULT_SCHEDULE_FILE = 'tsq-beat-schedule.json'
@@ -31,11 +24,7 @@ const STALE_LOCK_MS = 10_000
 /** Bytes a schedule file may hold: thousands of entries fit in far less. */
 const MAX_SCHEDULE_FILE_BYTES = 64 * 1024 * 1024
 
-export class FileStoreError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CANT_CREATE', message, options)
-  }
-}
+export class FileStoreError extends codedError('CANT_CREATE') {}
 
 export class FileStore implements BeatStore {
   readonly kind = 'file' as const
@@ -116,18 +105,13 @@ export class FileStore implements BeatStore {
     return { definition: decodeDefinition(JSON.stringify(raw.definition)), meta: decodeMeta(JSON.stringify(raw.meta ?? {})) }
   }
 
-  private dueAtOf(e: Entry, now: number): number {
-    if (e.meta.lastRunAt === null) return now
-    return scheduleOf(e.definition.schedule, this.tz).dueAt(e.meta.lastRunAt)
-  }
-
   async due(now: number): Promise<DueBatch> {
     const entries: Entry[] = []
     let nextDueAt: number | null = null
     for (const raw of Object.values(this.read().entries)) {
       const e = this.entryOf(raw)
       if (!e.definition.enabled) continue
-      const at = this.dueAtOf(e, now)
+      const at = dueAtOf(e, this.tz, now)
       if (at <= now) entries.push(e)
       else nextDueAt = nextDueAt === null ? at : Math.min(nextDueAt, at)
     }
@@ -149,7 +133,7 @@ export class FileStore implements BeatStore {
         const e = this.entryOf(raw)
         if (!e.definition.enabled) return 'gone'
         if (e.meta.totalRunCount !== r.expectedCount) return 'stale'
-        raw.meta = JSON.parse(encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }))
+        raw.meta = JSON.parse(encodeMeta(reservedMeta(r)))
         return 'ok'
       })
       if (outcomes.includes('ok')) this.write(data)
@@ -163,7 +147,7 @@ export class FileStore implements BeatStore {
       let n = 0
       for (const r of runs) {
         const raw = data.entries[r.name]
-        if (!raw || JSON.stringify(raw.meta) !== encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 })) continue
+        if (!raw || JSON.stringify(raw.meta) !== encodeMeta(reservedMeta(r))) continue
         raw.meta = JSON.parse(encodeMeta(r.previous))
         n += 1
       }

@@ -4,7 +4,7 @@ import { DEFAULT_SCHEDULE_FILE, FileStore } from './file-store.js'
 import { DEFAULT_KEY_PREFIX, RedisStore } from './redis-store.js'
 import type { BeatStore } from './store.js'
 import type { RedisLiveness, SentinelSettings, SslSettings } from '../transport/index.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 export type StoreKind = 'file' | 'redis' | 'django'
 
@@ -45,11 +45,7 @@ export interface StoreOptions {
   log?: StoreLog
 }
 
-export class StoreConfigError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('USAGE', message, options)
-  }
-}
+export class StoreConfigError extends codedError('USAGE') {}
 
 export function redisUrlFor(o: StoreOptions): string {
   if (o.redisUrl) return o.redisUrl

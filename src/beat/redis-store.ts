@@ -17,16 +17,9 @@ import {
   type SentinelSettings,
   type SslSettings,
 } from '../transport/index.js'
-import {
-  decodeDefinition,
-  decodeMeta,
-  encodeDefinition,
-  encodeMeta,
-  scheduleOf,
-  type Entry,
-  type EntryDefinition,
-  type EntryMeta,
-} from './entry.js'
+import { decodeDefinition, decodeMeta, dueAtOf, encodeDefinition, encodeMeta } from './entry.js'
+import type { Entry, EntryDefinition, EntryMeta } from './entry.js'
+import { reservedMeta } from './store.js'
 import type { BeatStore, DueBatch, Fence, ReleaseRun, ReserveOutcome, ReserveRequest, ReserveRun } from './store.js'
 
 export const DEFAULT_KEY_PREFIX = 'redbeat:'
@@ -240,14 +233,7 @@ export class RedisStore implements BeatStore {
     for (let i = 0; i < runs.length; i += RESERVE_CHUNK) {
       const chunk = runs.slice(i, i + RESERVE_CHUNK)
       const keys = [this.scheduleKey, fence?.key ?? this.lockKey, ...chunk.map((r) => this.keyOf(r.name))]
-      const argv = [
-        fence?.token ?? '',
-        ...chunk.flatMap((r) => [
-          r.expectedCount,
-          encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }),
-          score(r.nextDueAt),
-        ]),
-      ]
+      const argv = [fence?.token ?? '', ...chunk.flatMap((r) => [r.expectedCount, encodeMeta(reservedMeta(r)), score(r.nextDueAt)])]
       const out = await reserve(keys.length, ...keys, ...argv)
       if (out === 'fenced') {
         // Later chunks would be refused too; earlier ones (if any) were ours.
@@ -264,11 +250,7 @@ export class RedisStore implements BeatStore {
     for (let i = 0; i < runs.length; i += RESERVE_CHUNK) {
       const chunk = runs.slice(i, i + RESERVE_CHUNK)
       const keys = [this.scheduleKey, ...chunk.map((r) => this.keyOf(r.name))]
-      const argv = chunk.flatMap((r) => [
-        encodeMeta({ lastRunAt: r.ranAt, totalRunCount: r.expectedCount + 1 }),
-        encodeMeta(r.previous),
-        score(r.ranAt),
-      ])
+      const argv = chunk.flatMap((r) => [encodeMeta(reservedMeta(r)), encodeMeta(r.previous), score(r.ranAt)])
       n += Number(await release(keys.length, ...keys, ...argv))
     }
     return n
@@ -290,12 +272,6 @@ export class RedisStore implements BeatStore {
     return entries.sort((a, b) => comparePyStr(a.definition.name, b.definition.name))
   }
 
-  /** The due time the index should hold for this definition and history. */
-  dueAt(definition: EntryDefinition, meta: EntryMeta, now: number): number {
-    if (meta.lastRunAt === null) return now
-    return scheduleOf(definition.schedule, this.tz).dueAt(meta.lastRunAt)
-  }
-
   async save(definition: EntryDefinition, options: { meta?: EntryMeta; now?: number } = {}): Promise<void> {
     const now = options.now ?? Date.now()
     const key = this.keyOf(definition.name)
@@ -305,7 +281,7 @@ export class RedisStore implements BeatStore {
     const multi = this.redis.multi().hset(key, 'definition', encodeDefinition(definition))
     if (options.meta) multi.hset(key, 'meta', encodeMeta(meta))
     else multi.hsetnx(key, 'meta', JSON.stringify({ last_run_at: JSON.parse(encodeMeta(meta)).last_run_at }))
-    multi.zadd(this.scheduleKey, score(this.dueAt(definition, meta, now)), key)
+    multi.zadd(this.scheduleKey, score(dueAtOf({ definition, meta }, this.tz, now)), key)
     multi.publish(this.changedChannel, definition.name)
     await multi.exec()
   }

@@ -37,6 +37,11 @@ export interface ReserveRequest {
 /** One run of a batch reservation (the fence is the batch's). */
 export type ReserveRun = Omit<ReserveRequest, 'fence'>
 
+/** The history a reservation writes: run N+1 at `ranAt` (what a release checks is still there). */
+export function reservedMeta(run: ReserveRun): EntryMeta {
+  return { lastRunAt: run.ranAt, totalRunCount: run.expectedCount + 1 }
+}
+
 /** A reserved run that was never sent, to be given back. */
 export interface ReleaseRun extends ReserveRun {
   /** The history the entry had before the reservation. */

@@ -7,6 +7,7 @@
 // killed half-way loses nothing: at worst an event is both replayed and
 // still archived.
 import { createHash } from 'node:crypto'
+import { codedError } from '../protocol/index.js'
 import type { Delivery, OutgoingMessage, Transport } from '../transport/index.js'
 import { ArchivedEventNotFoundError, BusError } from './errors.js'
 import { usesParking } from './failures.js'
@@ -135,11 +136,7 @@ export interface ReplayResult {
   duplicates: number
 }
 
-export class UnreplayableError extends BusError {
-  constructor(message: string) {
-    super('BAD_ARGUMENT', message)
-  }
-}
+export class UnreplayableError extends codedError('BAD_ARGUMENT', BusError) {}
 
 /**
  * Sends the selected archived events back to their handler queues with their

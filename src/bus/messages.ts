@@ -6,6 +6,7 @@
 // are headers Celery ignores. Pure, no I/O.
 import { decodeTaskMessage, encodeTaskV2, exceptionRepr, formatIsoDate, type TaskRequest } from '../protocol/index.js'
 import type { Headers, HeaderValue, MessageProperties, OutgoingMessage } from '../transport/index.js'
+import type { TaskRun } from '../app/index.js'
 
 /** When the event first failed (ISO 8601), kept across its retries. */
 export const FIRST_FAILURE_HEADER = 'x-tsq-first-failure'
@@ -155,26 +156,8 @@ function resendFromRequest(m: TaskRequest, props: MessageProperties, change: Res
   }
 }
 
-/** What a handler run knows of its message (the TaskContext fields a resend needs). */
-export interface RunContext {
-  id: string
-  name: string
-  args: unknown[]
-  kwargs: Record<string, unknown>
-  retries: number
-  rootId: string | null
-  parentId: string | null
-  group: string | null
-  groupIndex?: number | null
-  expires?: string | null
-  replyTo?: string | null
-  hostname: string
-  headers?: Record<string, unknown>
-  callbacks?: unknown[] | null
-  errbacks?: unknown[] | null
-  chain?: unknown[] | null
-  chord?: unknown | null
-}
+/** What a handler run knows of its message (a TaskContext is one): the run, and its event's name. */
+export type RunContext = TaskRun & { name: string }
 
 /**
  * A failed run's message sent again, built from the run's context (a pool
@@ -187,10 +170,10 @@ export function resendFromContext(ctx: RunContext, change: Resend): OutgoingMess
     args: ctx.args,
     kwargs: ctx.kwargs,
     embed: {
-      callbacks: (ctx.callbacks ?? null) as never,
-      errbacks: (ctx.errbacks ?? null) as never,
-      chain: (ctx.chain ?? null) as never,
-      chord: (ctx.chord ?? null) as never,
+      callbacks: ctx.callbacks ?? null,
+      errbacks: ctx.errbacks ?? null,
+      chain: ctx.chain ?? null,
+      chord: ctx.chord ?? null,
     },
     expires: ctx.expires ?? undefined,
     retries: change.retries,

@@ -1,6 +1,6 @@
 // A service's bus settings: the library's environment variables
 // (amqp_events/defaults.py), under what createEventsApp is given.
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 /** Retry steps when AMQP_EVENTS_MAX_RETRIES is not set (the library's default). */
 export const DEFAULT_MAX_RETRIES = 10
@@ -29,11 +29,7 @@ export interface BusSettingsInput {
   archiveMaxLength?: number
 }
 
-export class BusSettingsError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
-}
+export class BusSettingsError extends codedError('CONFIG') {}
 
 function whole(name: string, value: unknown): number {
   const n = typeof value === 'string' ? Number(value.trim()) : value

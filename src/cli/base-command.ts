@@ -4,7 +4,7 @@ import { applyGlobalOptions, clientConfig, type ClientConfig, type GlobalFlagVal
 import { makeChalk } from './color.js'
 import { globalFlags } from './flags/oclif-flags.js'
 import { remoteTarget, type RemoteTarget } from './remote-command.js'
-import { reportCliError } from './report-error.js'
+import { commandLineErrorOf, reportCliError } from './report-error.js'
 import { dumps } from '../protocol/index.js'
 
 // oclif's FlagOutput and ArgOutput, which its public interfaces do not export.
@@ -81,6 +81,6 @@ export abstract class TsqCommand<_Result> extends Command {
   }
 
   protected override async catch(err: Error & { code?: string; exitCode?: number }): Promise<void> {
-    reportCliError(err, { json: this.jsonEnabled(), debug: this.debugErrors, command: this.id?.replace(/:/g, ' ') })
+    reportCliError(commandLineErrorOf(err), { json: this.jsonEnabled(), debug: this.debugErrors, command: this.id?.replace(/:/g, ' ') })
   }
 }

@@ -1,4 +1,4 @@
-import { TsqError } from '../protocol/index.js'
+import { codedError, TsqError } from '../protocol/index.js'
 
 /** What the commands raise themselves; the exit status follows from the code (protocol/errors.ts). */
 export class CliError extends TsqError {}
@@ -17,11 +17,14 @@ export class NoRepliesError extends CliError {
   }
 }
 
-export class UsageError extends CliError {
-  constructor(message: string) {
-    super('USAGE', message)
-  }
-}
+export class UsageError extends codedError('USAGE', CliError) {}
+
+/**
+ * oclif's refusal of the command line itself (an unknown flag, a missing
+ * argument, a flag's failed validation), as the one line tsq prints (exit 64;
+ * the report adds where the command's help is). report-error.ts makes it.
+ */
+export class CommandLineError extends UsageError {}
 
 /** How click names an option in its messages: `'-c' / '--concurrency'`, or `'--time-limit'`. */
 export function optionLabel(name: string, char?: string): string {

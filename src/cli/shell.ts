@@ -5,7 +5,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import repl from 'node:repl'
 import { signature, type App, type Task } from '../app/index.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 /**
  * A task whose delay() also answers `.get()`, so `await add.delay(2, 2).get()`
@@ -53,11 +53,7 @@ const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor a
   ...args: string[]
 ) => (...values: unknown[]) => Promise<unknown>
 
-export class ShellScriptError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('SCRIPT_FAILED', message, options)
-  }
-}
+export class ShellScriptError extends codedError('SCRIPT_FAILED') {}
 
 /** Runs `code` with the context's names in scope; an uncaught error becomes a ShellScriptError (exit 1). */
 export async function runShellScript(code: string, context: Record<string, unknown>): Promise<void> {

@@ -1,44 +1,26 @@
 // `app.control` of Celery: broadcast a remote-control command and collect the
 // replies. The CLI commands stay thin by calling only this.
 import { CONTROL_COMMANDS, matchPattern } from '../protocol/index.js'
-import { MailboxClient, type NodeReply, type TransportSettings } from '../transport/index.js'
+import { MailboxClient, type BroadcastOptions, type NodeReply, type TransportSettings } from '../transport/index.js'
 import { withTransport } from './connection.js'
 
-export interface RemoteCallOptions {
+/** A broadcast (the mailbox's options; `reply: false` is Celery's reply=False, revoke's default) on its own connection. */
+export interface RemoteCallOptions extends Omit<BroadcastOptions, 'lastUse'> {
   brokerUrl: string
   /** The app's broker settings (broker_use_ssl, broker_login_method, ...). */
   transportSettings?: TransportSettings
-  arguments?: Record<string, unknown>
-  destination?: string[] | null
-  pattern?: string | null
-  matcher?: 'glob' | 'pcre' | null
-  timeout?: number
-  limit?: number | null
-  /** false: send and return at once with no replies (Celery's reply=False, revoke's default). */
-  reply?: boolean
-  onReply?: (reply: NodeReply) => void
 }
 
 export async function broadcast(method: string, options: RemoteCallOptions): Promise<NodeReply[]> {
+  const { brokerUrl, transportSettings, ...call } = options
   return withTransport(
-    options.brokerUrl,
+    brokerUrl,
     async (transport) => {
-      const mailbox = new MailboxClient(transport)
-      const replies = await mailbox.broadcast(method, {
-        arguments: options.arguments,
-        destination: options.destination,
-        pattern: options.pattern,
-        matcher: options.matcher,
-        timeout: options.timeout,
-        limit: options.limit,
-        reply: options.reply,
-        onReply: options.onReply,
-        // withTransport closes the transport next.
-        lastUse: true,
-      })
+      // withTransport closes the transport next.
+      const replies = await new MailboxClient(transport).broadcast(method, { ...call, lastUse: true })
       return filterByPattern(replies, options.pattern ?? null, options.matcher ?? null)
     },
-    options.transportSettings,
+    transportSettings,
   )
 }
 

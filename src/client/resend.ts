@@ -6,13 +6,9 @@
 // the values ('a\x00b', '\u200b', ints beyond 2^53), so where the backend
 // holds no arguments the re-send is refused, never guessed.
 import type { ResultBackend } from '../backends/index.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
-export class ResendRefusedError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('RESEND_REFUSED', message, options)
-  }
-}
+export class ResendRefusedError extends codedError('RESEND_REFUSED') {}
 
 export interface OriginalCall {
   task: string

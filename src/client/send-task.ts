@@ -109,16 +109,9 @@ const taskIdOf = (id: string): string => id
  * sendTask resolving with `resultOf(id)` (an app's AsyncResult), made when
  * the message is: one promise less per send than chaining a then.
  */
-export function sendTaskAs<R>(
-  transport: Transport,
-  name: string,
-  options: SendTaskOptions,
-  signals: PublishSignals | undefined,
-  encoder: BodyEncoder,
-  resultOf: (id: string) => R,
-): Promise<R> {
+export function sendTaskAs<R>(...send: Parameters<typeof startSend<R>>): Promise<R> {
   try {
-    return startSend(transport, name, options, signals, encoder, resultOf)
+    return startSend(...send)
   } catch (error) {
     return Promise.reject(error)
   }

@@ -3,7 +3,7 @@
 // substrings of any field, `field:value` narrows to name, state, worker, args,
 // kwargs or result (`state:` and `kwargs:key=value` match exactly), AND is
 // implied between words, OR and parentheses group. Pure: no I/O.
-import { readFlatDictRepr } from '../protocol/index.js'
+import { readFlatDictRepr, TsqError } from '../protocol/index.js'
 
 export const SEARCH_FIELDS = new Set(['name', 'state', 'worker', 'args', 'kwargs', 'result'])
 const EXACT_FIELDS = new Set(['state'])
@@ -12,10 +12,9 @@ const MAX_QUERY_LENGTH = 2048
 const MAX_QUERY_TOKENS = 128
 const MAX_QUERY_DEPTH = 5
 
-export class QuerySyntaxError extends Error {
-  readonly code = 'QUERY_SYNTAX'
+export class QuerySyntaxError extends TsqError {
   constructor(message: string, position?: number) {
-    super(`${position === undefined ? message : `${message} at position ${position}`}.`)
+    super('QUERY_SYNTAX', `${position === undefined ? message : `${message} at position ${position}`}.`)
   }
 }
 

@@ -1,5 +1,5 @@
 import type { ExchangeSpec, ExchangeType, QueueArguments, QueueSpec, Transport } from '../transport/index.js'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 /** One binding of a queue: the exchange it is bound to and the key. */
 export interface QueueBinding {
@@ -27,11 +27,7 @@ export interface QueueDefinition {
   deliveryMode?: 1 | 2
 }
 
-export class QueueSettingError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
-}
+export class QueueSettingError extends codedError('CONFIG') {}
 
 const EXCHANGE_TYPES = new Set<ExchangeType>(['direct', 'topic', 'fanout'])
 

@@ -5,7 +5,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { globSync } from 'tinyglobby'
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits, TsqError } from '../protocol/index.js'
+import { codedError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, limitSetting, type MessageLimits } from '../protocol/index.js'
 import {
   SecurityError,
   acceptContent,
@@ -20,11 +20,7 @@ import {
 } from '../protocol/index.js'
 
 /** celery.exceptions.ImproperlyConfigured, with Celery's texts. */
-export class ImproperlyConfiguredError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG', message, options)
-  }
-}
+export class ImproperlyConfiguredError extends codedError('CONFIG') {}
 
 export const SETTING_MISSING = `You have to configure a special task serializer
 for signing and verifying tasks:

@@ -2,6 +2,7 @@
 // anyone who runs `ps`), --basic-auth-file, or the environment, as Flower reads
 // FLOWER_BASIC_AUTH; TSQ_DASHBOARD_BASIC_AUTH is the same in tsq's own naming.
 import { readFileSync, statSync } from 'node:fs'
+import { UsageError } from '../cli/errors.js'
 
 export const BASIC_AUTH_ENV = ['TSQ_DASHBOARD_BASIC_AUTH', 'FLOWER_BASIC_AUTH'] as const
 
@@ -27,14 +28,9 @@ export function parseBasicAuth(spec: string, source = '--basic-auth'): { user: s
   return spec.split(',').map((pair, i) => {
     const colon = pair.indexOf(':')
     // The entry is not echoed: it may be a password typed without its user.
-    if (colon <= 0)
-      throw Object.assign(new Error(`${source}: expected user:password[,user:password], entry ${i + 1} has no 'user:'`), { code: 'USAGE' })
+    if (colon <= 0) throw new UsageError(`${source}: expected user:password[,user:password], entry ${i + 1} has no 'user:'`)
     return { user: pair.slice(0, colon), pass: pair.slice(colon + 1) }
   })
-}
-
-function usage(message: string): Error {
-  return Object.assign(new Error(message), { code: 'USAGE' })
 }
 
 /**
@@ -46,19 +42,19 @@ export function readBasicAuthFile(path: string): { spec: string; warning?: strin
   let mode: number
   try {
     const st = statSync(path)
-    if (!st.isFile()) throw usage(`--basic-auth-file ${path}: not a file`)
-    if (st.size > MAX_FILE_BYTES) throw usage(`--basic-auth-file ${path}: over ${MAX_FILE_BYTES} bytes, not a credentials file`)
+    if (!st.isFile()) throw new UsageError(`--basic-auth-file ${path}: not a file`)
+    if (st.size > MAX_FILE_BYTES) throw new UsageError(`--basic-auth-file ${path}: over ${MAX_FILE_BYTES} bytes, not a credentials file`)
     mode = st.mode & 0o777
     text = readFileSync(path, 'utf8')
   } catch (error) {
-    if ((error as { code?: string }).code === 'USAGE') throw error
-    throw usage(`--basic-auth-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    if (error instanceof UsageError) throw error
+    throw new UsageError(`--basic-auth-file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
   }
   const entries = text
     .split(/[\r\n,]+/)
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
-  if (entries.length === 0) throw usage(`--basic-auth-file ${path}: no user:password entry`)
+  if (entries.length === 0) throw new UsageError(`--basic-auth-file ${path}: no user:password entry`)
   const warning =
     mode & 0o077
       ? `--basic-auth-file ${path} can be read by other users (mode ${mode.toString(8).padStart(4, '0')}): chmod 600 it`
@@ -68,7 +64,7 @@ export function readBasicAuthFile(path: string): { spec: string; warning?: strin
 
 /** --basic-auth > --basic-auth-file > TSQ_DASHBOARD_BASIC_AUTH > FLOWER_BASIC_AUTH; undefined when none is given. */
 export function resolveBasicAuth(o: BasicAuthSource): ResolvedBasicAuth | undefined {
-  if (o.flag !== undefined && o.file !== undefined) throw usage('--basic-auth and --basic-auth-file: give one of them')
+  if (o.flag !== undefined && o.file !== undefined) throw new UsageError('--basic-auth and --basic-auth-file: give one of them')
   if (o.flag !== undefined) return { users: parseBasicAuth(o.flag), source: '--basic-auth' }
   if (o.file !== undefined) {
     const { spec, warning } = readBasicAuthFile(o.file)

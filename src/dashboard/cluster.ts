@@ -17,6 +17,7 @@ import {
   type Transport,
   type TransportSettings,
 } from '../transport/index.js'
+import { UsageError } from '../cli/errors.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
 import { ClusterState, type PersistedState, type StateChange } from '../cluster-state/index.js'
@@ -436,10 +437,10 @@ export class Cluster {
       checkJsonText(text, 'state file', MAX_STATE_FILE_BYTES)
       saved = JSON.parse(text) as PersistedState
     } catch (error) {
-      throw Object.assign(new Error(`--db ${path}: not a tsq dashboard state file (${(error as Error).message})`), { code: 'USAGE' })
+      throw new UsageError(`--db ${path}: not a tsq dashboard state file (${(error as Error).message})`)
     }
     if (!saved || saved.version !== 1 || !Array.isArray(saved.tasks) || !Array.isArray(saved.workers))
-      throw Object.assign(new Error(`--db ${path}: not a tsq dashboard state file`), { code: 'USAGE' })
+      throw new UsageError(`--db ${path}: not a tsq dashboard state file`)
     this.state.restore(saved)
   }
 }

@@ -6,7 +6,7 @@ import type { EntryFlags } from '../beat/index.js'
 import { DEFAULT_MAX_DEPTH, jsonDepthExceeds } from '../protocol/index.js'
 import { scrubSecrets } from './cluster.js'
 import type { DashboardContext } from './context.js'
-import { FeatureError, type FeaturesPresent } from './features.js'
+import type { FeaturesPresent } from './features.js'
 import { HttpError, readBody, sendJson, type Call } from './http.js'
 
 /** Why a feature's page is hidden, as its refused calls say. */
@@ -27,8 +27,8 @@ async function answer<T>(c: Call, fn: () => Promise<T>): Promise<void> {
   try {
     value = await fn()
   } catch (error) {
+    // A FeatureError is one too.
     if (error instanceof HttpError) throw error
-    if (error instanceof FeatureError) throw new HttpError(error.status, error.message, true)
     const code = (error as { code?: unknown }).code
     const message = scrubSecrets((error as Error).message) as string
     throw new HttpError(code === 'BAD_ARGUMENT' || code === 'USAGE' ? 400 : 502, message, true)

@@ -19,6 +19,7 @@ import { countArchive, listArchive, replayArchive, type ArchivedEvent, findServi
 import { lockRow, type LockRow } from '../cli/lock-store.js'
 import { closeLockStoreAt, lockStoreAt, lockUrlFor, type LockStore } from '../locks/index.js'
 import { maskUrl, type Transport } from '../transport/index.js'
+import { HttpError } from './http.js'
 
 export interface FeatureOptions {
   brokerUrl: string
@@ -35,13 +36,10 @@ export interface FeaturesPresent {
   schedule: boolean
 }
 
-/** A request the feature cannot answer: the page shows the message (a 400/404, not a 500). */
-export class FeatureError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message)
+/** A request the feature cannot answer: the page shows the message (a 400/404, not a 500), as JSON. */
+export class FeatureError extends HttpError {
+  constructor(status: number, message: string) {
+    super(status, message, true)
   }
 }
 

@@ -3,19 +3,19 @@
 // an escaped error page), reading a body within its limit, and the request
 // arguments as tornado (Flower's server) reads them.
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { dumps } from '../protocol/index.js'
+import { dumps, TsqError } from '../protocol/index.js'
 
 /** A request's body past this many bytes is refused (413) unread. */
 export const MAX_BODY = 1 << 20
 
-/** An answer other than 200: a line of text, or `{"error": ...}` where the pages read JSON. */
-export class HttpError extends Error {
+/** An answer other than 200, with its `status`: a line of text, or `{"error": ...}` where the pages read JSON. */
+export class HttpError extends TsqError {
   constructor(
     readonly status: number,
     message: string,
     readonly json = false,
   ) {
-    super(message)
+    super('HTTP_STATUS', message)
   }
 }
 

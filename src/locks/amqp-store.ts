@@ -28,16 +28,8 @@ import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqp
 import { hostname } from 'node:os'
 import { amqpConnectSettings, openAmqpConnection } from '../transport/amqp/index.js'
 import { redisUrlClientOptions } from '../transport/index.js'
-import {
-  holderOf,
-  TOKEN_PREFIX,
-  type AcquireResult,
-  type HolderInfo,
-  type LockListing,
-  type LockRecord,
-  type LockStore,
-  type MarkResult,
-} from './lock.js'
+import { recordOf, TOKEN_PREFIX } from './lock.js'
+import type { AcquireResult, HolderInfo, LockListing, LockRecord, LockStore, MarkResult } from './lock.js'
 
 export const AMQP_LOCK_QUEUE_PREFIX = 'tsq.lock.'
 export const AMQP_LOCKS_EXCHANGE = 'tsq.locks'
@@ -152,17 +144,7 @@ export class AmqpLockStore implements LockStore {
         throw error
       }
       const token = await this.nextToken(id)
-      const record: LockRecord = {
-        id,
-        token,
-        holder: holderOf(who),
-        node: who.node,
-        pid: who.pid,
-        task: who.task,
-        taskId: who.taskId,
-        acquiredAt: Date.now(),
-        leaseMs,
-      }
+      const record: LockRecord = { ...recordOf(id, who, leaseMs), token }
       const held: Held = { channel: ch, record, lost: false, heartbeat }
       await ch.assertExchange(AMQP_LOCKS_EXCHANGE, 'fanout', { durable: true, autoDelete: false })
       await ch.bindQueue(queue, AMQP_LOCKS_EXCHANGE, '')

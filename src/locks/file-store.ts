@@ -7,15 +7,8 @@ import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { escapeSegment, unescapeSegment } from '../protocol/index.js'
 import { ensurePrivateDir, replaceFile } from '../transport/index.js'
-import {
-  holderOf,
-  type AcquireResult,
-  type HolderInfo,
-  type LockListing,
-  type LockRecord,
-  type LockStore,
-  type MarkResult,
-} from './lock.js'
+import { recordOf } from './lock.js'
+import type { AcquireResult, HolderInfo, LockListing, LockRecord, LockStore, MarkResult } from './lock.js'
 
 /** A mutex directory older than this was left by a process that died inside it. */
 const STALE_MUTEX_MS = 5000
@@ -103,17 +96,7 @@ export class FileLockStore implements LockStore {
       const last = Number(await readFile(this.path(id, 'token'), 'utf8').catch(() => '0')) || 0
       const token = last + 1
       await this.write(this.path(id, 'token'), String(token))
-      const record: LockRecord = {
-        id,
-        token,
-        holder: holderOf(who),
-        node: who.node,
-        pid: who.pid,
-        task: who.task,
-        taskId: who.taskId,
-        acquiredAt: now,
-        leaseMs,
-      }
+      const record: LockRecord = { ...recordOf(id, who, leaseMs, now), token }
       await this.write(this.path(id, 'lock'), JSON.stringify({ ...record, expiresAt: now + leaseMs }))
       return { acquired: true, record }
     })

@@ -1,6 +1,7 @@
 // The Lock contract: what a store must do for the worker (around a task's run)
 // and for app.lock() (around user code). Stores: redis-store.ts, file-store.ts.
 // This layer imports nothing above protocol/: app/ and worker/ call it.
+import { TsqError } from '../protocol/index.js'
 
 /** Who holds a lock, and since when. Stored beside the lock, shown by `tsq locks`. */
 export interface LockRecord {
@@ -69,14 +70,14 @@ export interface LockStore {
 }
 
 /** The task's lock is held by another run (`onLocked: 'fail'`). */
-export class LockedError extends Error {
+export class LockedError extends TsqError {
   override name = 'LockedError'
   readonly module = 'tsq.locks'
   constructor(
     readonly lockId: string,
     readonly remainingMs: number,
   ) {
-    super(`lock ${lockId} is held by another run (${Math.ceil(remainingMs / 1000)} s of its lease left)`)
+    super('LOCKED', `lock ${lockId} is held by another run (${Math.ceil(remainingMs / 1000)} s of its lease left)`)
   }
   get args(): unknown[] {
     return [this.message]
@@ -87,7 +88,7 @@ export class LockedError extends Error {
  * celery-once's AlreadyQueued: a task with the `once` option was sent while
  * another with the same key is queued or running.
  */
-export class AlreadyQueued extends Error {
+export class AlreadyQueued extends TsqError {
   override name = 'AlreadyQueued'
   constructor(
     readonly markId: string,
@@ -95,7 +96,10 @@ export class AlreadyQueued extends Error {
     readonly taskId: string,
     readonly remainingMs: number,
   ) {
-    super(`${markId} is already queued or running as task ${taskId} (its mark expires in ${Math.ceil(remainingMs / 1000)} s)`)
+    super(
+      'ALREADY_QUEUED',
+      `${markId} is already queued or running as task ${taskId} (its mark expires in ${Math.ceil(remainingMs / 1000)} s)`,
+    )
   }
   /** celery-once's name for the time left, seconds. */
   get countdown(): number {
@@ -104,26 +108,31 @@ export class AlreadyQueued extends Error {
 }
 
 /** The lock store could not be reached: the task is not run unlocked, its message goes back. */
-export class LockStoreUnavailableError extends Error {
+export class LockStoreUnavailableError extends TsqError {
   override name = 'LockStoreUnavailable'
   constructor(
     readonly url: string,
     cause: unknown,
   ) {
-    super(`lock store ${url} unavailable: ${cause instanceof Error ? cause.message : String(cause)}`)
+    super('LOCK_STORE_UNAVAILABLE', `lock store ${url} unavailable: ${cause instanceof Error ? cause.message : String(cause)}`)
   }
 }
 
 /** The holder's lease was lost (taken over after it expired, or removed by an operator): told through the task's AbortSignal. */
-export class LockLostError extends Error {
+export class LockLostError extends TsqError {
   override name = 'LockLostError'
   constructor(readonly lockId: string) {
-    super(`lock ${lockId} was lost: its lease was taken over or removed`)
+    super('LOCK_LOST', `lock ${lockId} was lost: its lease was taken over or removed`)
   }
 }
 
 /** The fencing counter of lock `<id>` in Redis (INCR at every acquisition): the Redis store's, and the amqp:// store's when a Redis result backend counts its tokens. */
 export const TOKEN_PREFIX = 'tsq:lock-token:'
+
+/** The record of a lock `who` takes now, but for the token (each store draws its own). */
+export function recordOf(id: string, who: HolderInfo, leaseMs: number, acquiredAt = Date.now()): Omit<LockRecord, 'token'> {
+  return { id, holder: holderOf(who), node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt, leaseMs }
+}
 
 /** `<node>:<pid>`, or `<node>:<pid>/<thread>` for a pool thread: what a worker names when one of its slots is lost. */
 export function holderOf(who: { node: string; pid: number; thread?: number }): string {

@@ -12,16 +12,8 @@ import { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
 import { redisUrlClientOptions } from '../transport/index.js'
-import {
-  holderOf,
-  TOKEN_PREFIX,
-  type AcquireResult,
-  type HolderInfo,
-  type LockListing,
-  type LockRecord,
-  type LockStore,
-  type MarkResult,
-} from './lock.js'
+import { recordOf, TOKEN_PREFIX } from './lock.js'
+import type { AcquireResult, HolderInfo, LockListing, LockRecord, LockStore, MarkResult } from './lock.js'
 
 export const LOCK_PREFIX = 'tsq:lock:'
 export { TOKEN_PREFIX }
@@ -141,12 +133,11 @@ export class RedisLockStore implements LockStore {
   }
 
   async acquire(id: string, leaseMs: number, who: HolderInfo): Promise<AcquireResult> {
-    const holder = holderOf(who)
-    const base = { id, holder, node: who.node, pid: who.pid, task: who.task, taskId: who.taskId, acquiredAt: Date.now(), leaseMs }
+    const base = recordOf(id, who, leaseMs)
     const [ok, n] = await this.redis.tsqLockAcquire(
       LOCK_PREFIX + id,
       TOKEN_PREFIX + id,
-      HOLDER_PREFIX + holder,
+      HOLDER_PREFIX + base.holder,
       leaseMs,
       restOf(base),
       id,

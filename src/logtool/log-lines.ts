@@ -6,10 +6,10 @@ import { open } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { PassThrough, type Readable } from 'node:stream'
 import { createGunzip } from 'node:zlib'
+import { codedError } from '../protocol/index.js'
 
-export class LogFileError extends Error {
-  readonly code = 'BAD_ARGUMENT'
-}
+/** A log that cannot be read: no such file, unreadable, not gzip after all. */
+export class LogFileError extends codedError('BAD_ARGUMENT') {}
 
 async function isGzip(path: string): Promise<boolean> {
   const handle = await open(path, 'r').catch((error: NodeJS.ErrnoException) => {

@@ -3,13 +3,9 @@
 // warning. Shared by worker, beat and multi, which are peers above this layer.
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync, mkdirSync, constants } from 'node:fs'
 import { dirname } from 'node:path'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
-export class PidfileError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CANT_CREATE', message, options)
-  }
-}
+export class PidfileError extends codedError('CANT_CREATE') {}
 
 export function readPid(path: string): number | null {
   try {

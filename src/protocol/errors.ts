@@ -16,8 +16,49 @@ export const ExitCode = {
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
 
+/**
+ * The codes of errors that end no command, or end one only through a bug of
+ * tsq (70, as an error with no code): what a task raises for the worker
+ * (Celery's Retry, Ignore, Reject, its soft time limit), what the app raises
+ * to a task module's code (locks, once, batch sends), the worker's and the
+ * dashboard's own (a suppressed reply, an HTTP answer), and failures a command
+ * meets only when something else went wrong first (a message or stored value
+ * tsq refuses to read or write, a closed transport, a file name or store
+ * refused).
+ */
+const SOFTWARE_CODES = [
+  'RETRY',
+  'IGNORE',
+  'REPLACE',
+  'REJECT',
+  'SOFT_TIME_LIMIT',
+  'LOCKED',
+  'LOCK_LOST',
+  'LOCK_STORE_UNAVAILABLE',
+  'ALREADY_QUEUED',
+  'SENDS_UNCONFIRMED',
+  'REPLY_SUPPRESSED',
+  'HTTP_STATUS',
+  'QUERY_SYNTAX',
+  'ENCODE',
+  'FIELD_TABLE',
+  'MALFORMED_ENVELOPE',
+  'UNSUPPORTED_CONTENT_TYPE',
+  'CONTENT_DISALLOWED',
+  'PICKLE_REFUSED',
+  'UNKNOWN_SERIALIZER',
+  'MESSAGE_LIMIT',
+  'SECURITY',
+  'NODE_TEMPLATE',
+  'TRANSPORT_CLOSED',
+  'NAME_TOO_LONG',
+  'UNSAFE_STORE',
+  'RESEND_REFUSED',
+] as const
+
 /** Each error code and the exit status it ends a command with; a code not here is a bug's (70). */
 const EXIT_BY_CODE: Readonly<Record<string, ExitCodeValue>> = {
+  ...Object.fromEntries(SOFTWARE_CODES.map((code) => [code, ExitCode.SOFTWARE])),
   BROKER_UNREACHABLE: ExitCode.UNAVAILABLE,
   NO_REPLIES: ExitCode.UNAVAILABLE,
   BAD_URL: ExitCode.USAGE,
@@ -74,6 +115,22 @@ export class TsqError extends Error {
 }
 Object.defineProperty(TsqError.prototype, TSQ_ERROR, { value: true })
 
+/**
+ * The base of an error class whose errors all have `code` and take a message:
+ * `class QueueSettingError extends codedError('CONFIG') {}` (named as the
+ * subclass, as every TsqError). `base`: a layer's own base instead of TsqError.
+ */
+export function codedError(
+  code: string,
+  base: typeof TsqError = TsqError,
+): new (message: string, options?: { cause?: unknown }) => TsqError {
+  return class extends base {
+    constructor(message: string, options?: { cause?: unknown }) {
+      super(code, message, options)
+    }
+  }
+}
+
 /** A TsqError, whichever copy of tsq made it. */
 export function isTsqError(value: unknown): value is TsqError {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TSQ_ERROR] === true
@@ -84,11 +141,7 @@ export function isTsqError(value: unknown): value is TsqError {
 export class ProtocolError extends TsqError {}
 
 /** A message that cannot be decoded: bad JSON, missing id/task, wrong types, bad dates. */
-export class MalformedMessageError extends ProtocolError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('MALFORMED_MESSAGE', message, options)
-  }
-}
+export class MalformedMessageError extends codedError('MALFORMED_MESSAGE', ProtocolError) {}
 
 /**
  * A content type tsq does not accept (not in accept_content, which is JSON
@@ -105,11 +158,7 @@ export class UnsupportedContentTypeError extends MalformedMessageError {
 }
 
 /** An unknown %x key in a node-name or file template (Celery raises ValueError). */
-export class NodeTemplateError extends ProtocolError {
-  constructor(message: string) {
-    super('NODE_TEMPLATE', message)
-  }
-}
+export class NodeTemplateError extends codedError('NODE_TEMPLATE', ProtocolError) {}
 
 /**
  * A value kombu's JSON cannot carry (a function, a circular structure, bytes):
@@ -126,13 +175,11 @@ export class EncodeError extends ProtocolError {
   }
 }
 
+/** Python's OverflowError, which kombu's EncodeError wraps: `EncodeError(OverflowError('Integer value out of range'))`. */
+export class OverflowError extends codedError('ENCODE', ProtocolError) {}
+
 function pythonReason(cause: unknown, message: string): string {
   if (cause instanceof RangeError) return "RecursionError('maximum recursion depth exceeded while encoding a JSON object')"
-  const type =
-    cause instanceof Error && cause.name === 'OverflowError'
-      ? 'OverflowError'
-      : message === 'Circular reference detected'
-        ? 'ValueError'
-        : 'TypeError'
+  const type = cause instanceof OverflowError ? 'OverflowError' : message === 'Circular reference detected' ? 'ValueError' : 'TypeError'
   return `${type}(${JSON.stringify(message).replace(/^"|"$/g, "'")})`
 }

@@ -5,6 +5,7 @@
 // Names, ids, dates, errors and masking, shared by what follows.
 export {
   TsqError,
+  codedError,
   isTsqError,
   ExitCode,
   exitCodeOfCode,

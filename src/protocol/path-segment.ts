@@ -2,7 +2,7 @@
 // store (queues, task, group and chord ids, lock ids): any string maps,
 // reversibly, to a single path segment that stays inside its folder.
 // Never `.`, `..` or empty, never a separator or NUL; `%` always escaped.
-import { TsqError } from './errors.js'
+import { codedError } from './errors.js'
 
 /** What the broker keeps readable: node names (`w1@host`), Celery queues, uuids. */
 const BROKER_KEEP = /^[A-Za-z0-9_@.-]$/
@@ -14,11 +14,7 @@ export type SegmentAlphabet = 'broker' | 'uri'
 /** Longest escaped segment: leaves room for suffixes within a 255-byte file name. */
 export const MAX_SEGMENT = 200
 
-export class PathNameError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('NAME_TOO_LONG', message, options)
-  }
-}
+export class PathNameError extends codedError('NAME_TOO_LONG') {}
 
 /**
  * Percent-escapes every character outside the alphabet (UTF-8 bytes as `%XX`,

@@ -38,6 +38,12 @@ export interface DeclareFlags {
   autoDelete: boolean
 }
 
+/** basic.publish's flags; RabbitMQ 3 refuses immediate=true (NOT_IMPLEMENTED), and so does every admin here. */
+export interface PublishFlags {
+  mandatory: boolean
+  immediate: boolean
+}
+
 /**
  * One connection, kept for a session: a delivery taken by `basicGet` stays
  * unacked until `basicAck` (or until close, which hands it back). Errors are
@@ -58,7 +64,7 @@ export interface BrokerAdmin {
   /** null when the queue is empty. */
   basicGet(queue: string, noAck: boolean): Promise<GotMessage | null>
   /** `body` is sent as py-amqp sends a str: UTF-8, content_encoding utf-8. */
-  basicPublish(body: string, exchange: string, routingKey: string, options: { mandatory: boolean; immediate: boolean }): Promise<void>
+  basicPublish(body: string, exchange: string, routingKey: string, options: PublishFlags): Promise<void>
   basicAck(deliveryTag: number): Promise<void>
   close(): Promise<void>
 }

@@ -1,8 +1,9 @@
 // kombu's JSON envelope (spec §4.2): what Redis LPUSHes and PUBLISHes, and what
 // the file broker stores. Keys are written in kombu's order so a captured Python
 // message and ours compare equal.
-import type { HeaderValue, Headers, MessageProperties, OutgoingMessage } from './transport.js'
-import { dumps, loads, quoteJsonString, uuid4 } from '../protocol/index.js'
+import { setOptionalProperties, type HeaderValue, type Headers, type MessageProperties, type OutgoingMessage } from './transport.js'
+import { codedError, dumps, loads, quoteJsonString, uuid4 } from '../protocol/index.js'
+import { TsqTransportError } from './errors.js'
 
 export interface DeliveryInfo {
   exchange: string
@@ -31,7 +32,8 @@ export interface KombuEnvelope {
   properties: EnvelopeProperties
 }
 
-export class MalformedEnvelopeError extends Error {}
+/** A stored or pushed message that is not kombu's envelope (not JSON, no properties). */
+export class MalformedEnvelopeError extends codedError('MALFORMED_ENVELOPE', TsqTransportError) {}
 
 export function buildEnvelope(exchange: string, routingKey: string, message: OutgoingMessage): KombuEnvelope {
   const p = message.properties
@@ -118,11 +120,7 @@ export function envelopeProperties(envelope: KombuEnvelope): MessageProperties {
     deliveryMode: p.delivery_mode === 1 ? 1 : 2,
     priority: typeof p.priority === 'number' ? p.priority : 0,
   }
-  if (typeof p.correlation_id === 'string') props.correlationId = p.correlation_id
-  if (typeof p.reply_to === 'string') props.replyTo = p.reply_to
-  if (typeof p.app_id === 'string') props.appId = p.app_id
-  if (p.expiration !== undefined && p.expiration !== null) props.expiration = String(p.expiration)
-  return props
+  return setOptionalProperties(props, { correlationId: p.correlation_id, replyTo: p.reply_to, appId: p.app_id, expiration: p.expiration })
 }
 
 /** A stored envelope read back: the message, and the exchange and routing key it was published with. */

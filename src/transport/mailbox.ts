@@ -10,6 +10,7 @@ import {
   uuid4,
   type ControlRequest,
 } from '../protocol/index.js'
+import { TsqTransportError } from './errors.js'
 import type { Consumer, Delivery, ExchangeSpec, QueueSpec, Transport } from './transport.js'
 
 export const DEFAULT_NAMESPACE = 'celery'
@@ -225,7 +226,11 @@ export class MailboxClient {
 export type ControlHandler = (args: Record<string, unknown>, request: ControlRequest) => unknown | Promise<unknown>
 
 /** Thrown by a handler (shutdown) to suppress the reply, as Celery's SystemExit does. */
-export class NoReply extends Error {}
+export class NoReply extends TsqTransportError {
+  constructor() {
+    super('REPLY_SUPPRESSED', 'no reply')
+  }
+}
 
 /** The worker side: a queue per node bound to the fanout exchange and a table of named handlers. */
 export class MailboxServer {

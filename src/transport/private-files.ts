@@ -5,16 +5,12 @@
 import { mkdirSync, statSync, chmodSync, writeFileSync, renameSync, unlinkSync, type Stats } from 'node:fs'
 import { chmod, mkdir, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { TsqError } from '../protocol/index.js'
+import { codedError } from '../protocol/index.js'
 
 export const PRIVATE_DIR_MODE = 0o700
 export const PRIVATE_FILE_MODE = 0o600
 
-export class UnsafeStoreError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('UNSAFE_STORE', message, options)
-  }
-}
+export class UnsafeStoreError extends codedError('UNSAFE_STORE') {}
 
 const myUid = () => (typeof process.getuid === 'function' ? process.getuid() : undefined)
 const myGid = () => (typeof process.getgid === 'function' ? process.getgid() : undefined)

@@ -63,6 +63,22 @@ export interface MessageProperties {
   appId?: string
 }
 
+/**
+ * Sets the optional properties `from` has (strings as they are, the expiration
+ * as its text) on `props`, and leaves the others unset: set one by one, as a
+ * conditional spread in a literal is a slow clone in V8, per delivery.
+ */
+export function setOptionalProperties(
+  props: MessageProperties,
+  from: { correlationId?: unknown; replyTo?: unknown; appId?: unknown; expiration?: unknown },
+): MessageProperties {
+  if (typeof from.correlationId === 'string') props.correlationId = from.correlationId
+  if (typeof from.replyTo === 'string') props.replyTo = from.replyTo
+  if (typeof from.appId === 'string') props.appId = from.appId
+  if (from.expiration !== undefined && from.expiration !== null) props.expiration = String(from.expiration)
+  return props
+}
+
 export interface OutgoingMessage {
   body: Buffer
   properties: MessageProperties

@@ -16,13 +16,36 @@ import { intentFor, nextCtrlCHint, type SignalContext } from './signals.js'
 import { DEFAULT_ETA_DELAY_AFTER_S } from './task-path/task-runner.js'
 import { Worker } from './worker.js'
 import { BusWorker, busDescriptorOf } from '../bus/index.js'
-import { consumedQueues } from './worker-options.js'
+import { consumedQueues, type WorkerOptions } from './worker-options.js'
 import { availableParallelism } from 'node:os'
 import { nodeFormat, escapeControl, taskLabel } from '../protocol/index.js'
-import { resolveWorkerSettings } from './worker-settings.js'
+import { resolveWorkerSettings, WorkerSettingError } from './worker-settings.js'
 import { isSecretEnv } from './pools/slot-entry.js'
 
-export interface RunWorkerOptions {
+/** The worker's options that `tsq worker`'s flags give as the worker takes them (the app's conf fills or adds to some). */
+type WorkerFlagOptions = Pick<
+  WorkerOptions,
+  | 'excludeQueues'
+  | 'logfile'
+  | 'heartbeat'
+  | 'heartbeatInterval'
+  | 'mingle'
+  | 'gossip'
+  | 'purge'
+  | 'timeLimit'
+  | 'softTimeLimit'
+  | 'softShutdownTimeout'
+  | 'softShutdownOnIdle'
+  | 'acksLate'
+  | 'autoscale'
+  | 'cancelLongRunningOnLoss'
+  | 'taskEvents'
+  | 'maxTasksPerChild'
+  | 'maxMemoryPerChild'
+  | 'statedb'
+>
+
+export interface RunWorkerOptions extends WorkerFlagOptions {
   /** The task module; null runs the default app (built-in tasks only), as `celery worker` without --app. */
   appSpec: string | null
   /** `-I/--include` module specs, resolved as appSpec is. */
@@ -36,29 +59,11 @@ export interface RunWorkerOptions {
   pool?: PoolKind
   /** `-Q`; empty: the app's default queue. */
   queues: string[]
-  excludeQueues: string[]
   loglevel: string
-  logfile: string | null
   logfileTemplate: string | null
   pidfile: string | null
-  taskEvents: boolean
   /** undefined: CELERY_WORKER_PREFETCH_MULTIPLIER, worker_prefetch_multiplier, 4. */
   prefetchMultiplier?: number
-  heartbeat: boolean
-  heartbeatInterval: number
-  mingle: boolean
-  gossip: boolean
-  purge: boolean
-  timeLimit: number | null
-  softTimeLimit: number | null
-  maxTasksPerChild: number | undefined
-  softShutdownTimeout: number
-  softShutdownOnIdle: boolean
-  acksLate: boolean
-  autoscale: { max: number; min: number } | null
-  maxMemoryPerChild: number | undefined
-  statedb: string | null
-  cancelLongRunningOnLoss: boolean
   /** --without-eta-broker-delay gives false; undefined leaves it to the app's conf. */
   etaBrokerDelay?: boolean
   /** --eta-broker-delay-after, seconds; null or undefined leaves it to the app's conf. */
@@ -110,7 +115,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const conf = app.options.conf ?? {}
   // A setting tsq cannot honour stops the start, one line each, before anything is declared.
   const refusals = settingsRefusals(conf, app.defaultQueue)
-  if (refusals.length) throw Object.assign(new Error(refusals.join('; ')), { code: 'CONFIG' })
+  if (refusals.length) throw new WorkerSettingError(refusals.join('; '))
   const queueSettings = app.queueSettings
   const settings = resolveWorkerSettings(
     {

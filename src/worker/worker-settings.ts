@@ -2,6 +2,7 @@
 // them: the command-line flag, else the environment variable click reads for
 // it (Celery's CLI runs with auto_envvar_prefix="CELERY", so `-c` is also
 // CELERY_WORKER_CONCURRENCY), else the conf, else Celery's default.
+import { codedError } from '../protocol/index.js'
 import type { PoolKind } from './pools/pool.js'
 
 export type SettingSource = 'flag' | 'env' | 'conf' | 'default'
@@ -11,9 +12,8 @@ export interface Resolved<T> {
   source: SettingSource
 }
 
-export class WorkerSettingError extends Error {
-  readonly code = 'CONFIG'
-}
+/** A worker setting (a flag, the environment, the app's conf) tsq cannot run with. */
+export class WorkerSettingError extends codedError('CONFIG') {}
 
 export interface WorkerFlagValues {
   concurrency?: number

@@ -31,25 +31,6 @@ export function zoneOf(flags: { timezone?: string }): string {
   return loadConfig({ timezone: flags.timezone }).timezone
 }
 
-/** The store flags as beat's options take them (`tsq beat` and `tsq worker -B`). */
-export function storeOptionsOf(flags: {
-  scheduler: string
-  schedule?: string
-  'redis-url'?: string
-  'key-prefix': string
-  'database-url'?: string
-  timezone?: string
-}) {
-  return {
-    scheduler: storeKindOf(flags.scheduler),
-    databaseUrl: flags['database-url'],
-    schedulePath: flags.schedule,
-    redisUrl: flags['redis-url'],
-    keyPrefix: flags['key-prefix'],
-    timezone: zoneOf(flags),
-  }
-}
-
 type StoreFlagValues = {
   scheduler: string
   schedule?: string
@@ -59,17 +40,29 @@ type StoreFlagValues = {
   timezone?: string
 }
 
+/** Which store the flags name, and where it is: what beat's options and openStore's share. */
+function storeOf(flags: StoreFlagValues) {
+  return {
+    scheduler: storeKindOf(flags.scheduler),
+    schedulePath: flags.schedule,
+    redisUrl: flags['redis-url'],
+    keyPrefix: flags['key-prefix'],
+  }
+}
+
+/** The store flags as beat's options take them (`tsq beat` and `tsq worker -B`). */
+export function storeOptionsOf(flags: StoreFlagValues) {
+  return { ...storeOf(flags), databaseUrl: flags['database-url'], timezone: zoneOf(flags) }
+}
+
 /** What openStore takes, from the store flags and the client's config (its broker, its beat store TLS). */
 export function storeOpenOptions(
   flags: StoreFlagValues,
   config: { brokerUrl: string; beatStoreSsl?: StoreOptions['ssl']; transportSettings?: { sentinel?: StoreOptions['sentinel'] } },
 ): StoreOptions {
   return {
-    scheduler: storeKindOf(flags.scheduler),
+    ...storeOf(flags),
     databaseUrl: flags['database-url'] || process.env.DATABASE_URL || undefined,
-    schedulePath: flags.schedule,
-    redisUrl: flags['redis-url'],
-    keyPrefix: flags['key-prefix'],
     tz: zoneOf(flags),
     brokerUrl: config.brokerUrl,
     ssl: config.beatStoreSsl,

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module'
 import type * as Msgpack from '@msgpack/msgpack'
 import type * as Yaml from 'yaml'
-import { EncodeError, MalformedMessageError, UnsupportedContentTypeError } from '../errors.js'
+import { EncodeError, MalformedMessageError, OverflowError, UnsupportedContentTypeError } from '../errors.js'
 import { dumps, loads } from './kombu-json.js'
 import {
   DEFAULT_MESSAGE_LIMITS,
@@ -167,11 +167,6 @@ function msgpackIntegers(v: unknown): unknown {
     return out
   }
   return v
-}
-
-/** Python's OverflowError, kombu's EncodeError wraps it: `EncodeError(OverflowError('Integer value out of range'))`. */
-class OverflowError extends Error {
-  override name = 'OverflowError'
 }
 
 /**

@@ -1,5 +1,5 @@
 import { PyFloat } from '../codecs/py-types.js'
-import { TsqError } from '../errors.js'
+import { codedError } from '../errors.js'
 
 // Celery 5.2.6's remote-control command table (celery/worker/control.py,
 // `Panel.meta`), read from the installed Python sources. The CLI uses it to type
@@ -98,11 +98,7 @@ export function visibleCommands(kind: ControlKind): string[] {
     .sort()
 }
 
-export class ControlArgumentError extends TsqError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('BAD_ARGUMENT', message, options)
-  }
-}
+export class ControlArgumentError extends codedError('BAD_ARGUMENT') {}
 
 /** Python's distutils strtobool, which `celery inspect conf` uses. */
 function strtobool(value: string): boolean {

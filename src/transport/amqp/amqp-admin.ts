@@ -3,8 +3,8 @@
 // next verb opens a new one (Celery's amqp shell reconnects the same way), so
 // delivery tags start again from 1 after an error.
 import type { ConfirmChannel, ChannelModel, GetMessage, Message, MessageProperties } from 'amqplib'
-import type { BrokerAdmin, DeclareFlags, GotMessage, QueueDeclared } from '../admin.js'
-import { BrokerRequestError, TransportClosedError } from '../errors.js'
+import type { BrokerAdmin, DeclareFlags, GotMessage, PublishFlags, QueueDeclared } from '../admin.js'
+import { BrokerRequestError, refusal, TransportClosedError } from '../errors.js'
 import type { TransportSettings } from '../registry.js'
 import { classifyAmqpError } from './classify-error.js'
 import { amqpConnectSettings, type AmqpConnectSettings } from './connection/connect-options.js'
@@ -159,14 +159,9 @@ export class AmqpAdmin implements BrokerAdmin {
     })
   }
 
-  async basicPublish(
-    body: string,
-    exchange: string,
-    routingKey: string,
-    options: { mandatory: boolean; immediate: boolean },
-  ): Promise<void> {
+  async basicPublish(body: string, exchange: string, routingKey: string, options: PublishFlags): Promise<void> {
     // RabbitMQ 3 closes the whole connection on immediate=true; amqplib cannot send it, so say what the broker would.
-    if (options.immediate) throw new BrokerRequestError('NOT_IMPLEMENTED', 'Basic.publish: (540) NOT_IMPLEMENTED - immediate=true')
+    if (options.immediate) throw refusal('Basic.publish', 'NOT_IMPLEMENTED', 'immediate=true')
     await this.call('Basic.publish', async (ch) => {
       this.returned = false
       await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 // amqplib's message properties -> MessageProperties (the way out: direct-publish.ts).
 import type { MessageProperties as AmqplibProperties } from 'amqplib'
-import type { HeaderValue, Headers, MessageProperties, QueueArguments } from '../transport.js'
+import { setOptionalProperties, type HeaderValue, type Headers, type MessageProperties, type QueueArguments } from '../transport.js'
 import { unreadableReason } from './field-table.js'
 
 /**
@@ -53,10 +53,7 @@ export function fromAmqplibProperties(props: AmqplibProperties): MessageProperti
     deliveryMode: props.deliveryMode === 2 ? 2 : 1,
     priority: typeof props.priority === 'number' ? props.priority : 0,
   }
-  if (typeof props.correlationId === 'string') result.correlationId = props.correlationId
-  if (typeof props.replyTo === 'string') result.replyTo = props.replyTo
-  if (typeof props.appId === 'string') result.appId = props.appId
-  if (props.expiration !== undefined && props.expiration !== null) result.expiration = String(props.expiration)
+  setOptionalProperties(result, props)
   if (unreadable !== undefined) result.unreadableHeaders = unreadable
   return result
 }

@@ -6,8 +6,8 @@
 // bindings/ and exchanges/ folders on file://. Errors carry RabbitMQ's reply
 // codes and words, so a script reads them the same on every broker.
 import { resolve } from 'node:path'
-import type { BindingRow, BrokerAdmin, DeclareFlags, GotMessage, QueueDeclared } from '../admin.js'
-import { BrokerRequestError } from '../errors.js'
+import type { BindingRow, BrokerAdmin, DeclareFlags, GotMessage, PublishFlags, QueueDeclared } from '../admin.js'
+import { BrokerRequestError, refusal } from '../errors.js'
 import { createTransport, defaultFileBrokerDir, type TransportSettings } from '../registry.js'
 import type { Delivery, ExchangeType, MessageProperties, Transport } from '../transport.js'
 import { parseBrokerUrl } from '../url.js'
@@ -33,21 +33,6 @@ export async function openVirtualLayout(url: string, settings: TransportSettings
   }
   const { FileLayoutAdmin } = await import('../file/file-layout-admin.js')
   return new FileLayoutAdmin(parsed.path === '' ? defaultFileBrokerDir() : resolve(parsed.path))
-}
-
-const REPLY_CODES: Record<string, number> = {
-  NO_ROUTE: 312,
-  ACCESS_REFUSED: 403,
-  NOT_FOUND: 404,
-  RESOURCE_LOCKED: 405,
-  PRECONDITION_FAILED: 406,
-  COMMAND_INVALID: 503,
-  NOT_IMPLEMENTED: 540,
-}
-
-/** py-amqp's line for a refusal: `Queue.bind: (404) NOT_FOUND - no queue 'x' in vhost '/'`. */
-export function refusal(method: string, code: string, text: string): BrokerRequestError {
-  return new BrokerRequestError(code, `${method}: (${REPLY_CODES[code] ?? 500}) ${code} - ${text}`)
 }
 
 /** How long basic.get waits for the message a queue said it holds (another consumer may take it first). */
@@ -213,12 +198,7 @@ export class VirtualAdmin implements BrokerAdmin {
     return taken
   }
 
-  async basicPublish(
-    body: string,
-    exchange: string,
-    routingKey: string,
-    options: { mandatory: boolean; immediate: boolean },
-  ): Promise<void> {
+  async basicPublish(body: string, exchange: string, routingKey: string, options: PublishFlags): Promise<void> {
     if (options.immediate) throw refusal('Basic.publish', 'NOT_IMPLEMENTED', 'immediate=true')
     // mandatory: kombu's virtual channel ignores it too (a message no binding takes is dropped).
     const message = {

@@ -3,11 +3,11 @@
 // bucket, and its hard and soft time limits; `control rate_limit` and
 // `control time_limit` change them while the worker runs.
 import type { App } from '../../app/index.js'
+import { codedError } from '../../protocol/index.js'
 import type { Request } from './request.js'
 
-export class RateLimitError extends Error {
-  readonly code = 'BAD_ARGUMENT'
-}
+/** A rate limit Celery's `rate()` would not read either. */
+export class RateLimitError extends codedError('BAD_ARGUMENT') {}
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600 }
 

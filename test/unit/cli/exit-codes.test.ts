@@ -17,6 +17,9 @@ import { isTsqError, MalformedMessageError, NodeTemplateError, ProtocolError, Ts
 import { MultiError, MultiUsageError } from '../../../src/multi/errors.js'
 import { BusError, TopologyMismatchError } from '../../../src/bus/errors.js'
 import { QueueSettingError } from '../../../src/config/index.js'
+import { RetryRequest } from '../../../src/app/index.js'
+import { WorkerSettingError } from '../../../src/worker/worker-settings.js'
+import { LogFileError } from '../../../src/logtool/index.js'
 
 describe('exitCodeFor maps by code, never by message or class name', () => {
   const table: Array<[string, unknown, number]> = [
@@ -34,7 +37,8 @@ describe('exitCodeFor maps by code, never by message or class name', () => {
     ['unknown bug', new TypeError('undefined is not a function'), ExitCode.SOFTWARE],
     ['message text is ignored', new Error('No nodes replied within time constraint'), ExitCode.SOFTWARE],
     ['the root with a code of the table', new TsqError('CONFIG', 'x'), ExitCode.USAGE],
-    ['the root with a code of none', new TsqError('TRANSPORT_CLOSED', 'x'), ExitCode.SOFTWARE],
+    ['the root with a code of none', new TsqError('NO_SUCH_CODE', 'x'), ExitCode.SOFTWARE],
+    ['an error no command should end with (a task asking the worker to retry)', new RetryRequest({}), ExitCode.SOFTWARE],
     ['a node-name template with an unknown key (-n w%q@h)', new NodeTemplateError('unknown format %q'), ExitCode.USAGE],
     [
       'a plain error with one of the codes (a layer that throws its own)',
@@ -43,6 +47,14 @@ describe('exitCodeFor maps by code, never by message or class name', () => {
     ],
     ['a code that is only an Object.prototype name', Object.assign(new Error('x'), { code: 'toString' }), ExitCode.SOFTWARE],
     ['a broker refusal whose code the table names', new BrokerRequestError('USAGE', 'x'), ExitCode.USAGE],
+    [
+      "a refusal whose code the table gives tsq's bug status (a name too long for the file broker)",
+      new BrokerRequestError('NAME_TOO_LONG', 'x'),
+      ExitCode.FAILURE,
+    ],
+    ['a worker setting tsq cannot run with', new WorkerSettingError('x'), ExitCode.USAGE],
+    ['a log file logtool cannot read', new LogFileError('x'), ExitCode.USAGE],
+    ["the dashboard's --db or --basic-auth-file that is not one", new UsageError('x'), ExitCode.USAGE],
     ['a malformed message', new MalformedMessageError('x'), ExitCode.USAGE],
     ['a multi usage error', new MultiUsageError('x'), ExitCode.USAGE],
     ['a bus configuration error', new TopologyMismatchError('q', null, {}, 'x'), ExitCode.USAGE],

@@ -67,10 +67,10 @@ describe('precedence: flag > env > conf > default', () => {
     assert.throws(() => resolveWorkerSettings({}, { worker_concurrency: 0 }, {}, 1), {
       message: 'worker_concurrency = 0: expected a whole number >= 1',
     })
-    assert.throws(
-      () => resolveWorkerSettings({}, { worker_pool: 'eventlet' }, {}, 1),
-      /^Error: worker_pool = "eventlet": tsq's pools are prefork \(processes\), threads and solo$/,
-    )
+    assert.throws(() => resolveWorkerSettings({}, { worker_pool: 'eventlet' }, {}, 1), {
+      code: 'CONFIG',
+      message: `worker_pool = "eventlet": tsq's pools are prefork (processes), threads and solo`,
+    })
   })
   it('[broker_url, result_backend] flag > CELERY_* env > conf', () => {
     const saved = { b: process.env.CELERY_BROKER_URL, t: process.env.TSQ_BROKER_URL }
