@@ -71,6 +71,6 @@ export function reportCliError(err: Error & { code?: string }, mode: { json: boo
   // oclif's own stack, where the line came from it.
   const stack = err instanceof CommandLineError && err.cause instanceof Error ? err.cause.stack : err.stack
   if (mode.debug && stack) process.stderr.write(`${escapeControlKeepLines(maskUrlsInText(stack))}\n`)
-  if (typeof detail === 'string' && detail) process.stderr.write(`${escapeControlKeepLines(detail)}\n`)
   process.stderr.write(`Error: ${message}\n`)
+  if (typeof detail === 'string' && detail) process.stderr.write(`${escapeControlKeepLines(detail)}\n`)
 }
