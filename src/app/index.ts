@@ -44,6 +44,8 @@ export {
   loadApp,
   loadConfigModule,
   nearestPackageDir,
+  preloadPackageEntry,
+  prepareToImport,
   resolveAppModule,
   resolveIncludes,
   tsxImportUrl,
