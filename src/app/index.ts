@@ -48,6 +48,8 @@ export {
   loadApp,
   loadConfigModule,
   nearestPackageDir,
+  preloadPackageEntry,
+  prepareToImport,
   resolveAppModule,
   resolveIncludes,
   tsxImportUrl,

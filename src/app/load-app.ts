@@ -51,12 +51,17 @@ function looksLikeApp(value: unknown): value is App {
   return !!value && typeof value === 'object' && (value as App).tasks instanceof Map && typeof (value as App).task === 'function'
 }
 
-async function importModule(modulePath: string): Promise<Record<string, unknown>> {
+/** Registers tsx's loader when `modulePath` needs it: what importing it does first, done ahead (a spare --watch worker). */
+export async function prepareToImport(modulePath: string): Promise<void> {
   if (isTypeScript(modulePath) && !tsxRegistered) {
     const { register } = await import('tsx/esm/api')
     register()
     tsxRegistered = true
   }
+}
+
+async function importModule(modulePath: string): Promise<Record<string, unknown>> {
+  await prepareToImport(modulePath)
   try {
     return (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
   } catch (error) {
@@ -194,6 +199,17 @@ function applyConfigModule(app: App, settings: ConfigSettings): void {
   options.defaultQueue ||= stringSetting(settings.task_default_queue)
   options.beatSchedule ??= settings.beat_schedule as Record<string, unknown> | undefined
   options.conf = { ...settings, ...options.conf }
+}
+
+/**
+ * Loads tsq's package entry (dist/index.js), which a task module imports as
+ * `tsq`: a spare --watch worker does it ahead, so the module's load finds it
+ * loaded. Nothing when tsq runs from its sources.
+ */
+export async function preloadPackageEntry(): Promise<void> {
+  if (import.meta.url.endsWith('.ts')) return
+  const root = nearestPackageDir(dirname(fileURLToPath(import.meta.url)))
+  if (root !== undefined) await import(pathToFileURL(join(root, 'dist', 'index.js')).href)
 }
 
 /**

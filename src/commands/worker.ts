@@ -2,11 +2,12 @@ import { Flags } from '@oclif/core'
 import { hostname as osHostname } from 'node:os'
 import { TsqCommand } from '../cli/base-command.js'
 import { choiceFlag, floatFlag, integerFlag } from '../cli/flags/oclif-flags.js'
-import { InvalidValueError, optionLabel } from '../cli/errors.js'
+import { InvalidValueError, UsageError, optionLabel } from '../cli/errors.js'
 import { nodeFormat, pyRepr, workerNodename } from '../protocol/index.js'
 import { detach, checkPidfile, dropPrivileges } from '../process/index.js'
 import { checkPrivilegeFlags, privilegeFlags } from '../cli/flags/daemon-flags.js'
 import { runWorker } from '../worker/run-worker.js'
+import { superviseWorker } from '../worker/watch/supervisor.js'
 import { DEFAULT_LOCK_TIMEOUT, startBeat } from '../beat/index.js'
 import { storeFlags, storeOptionsOf } from '../cli/flags/beat-store-flags.js'
 
@@ -101,6 +102,10 @@ export default class WorkerCommand extends TsqCommand<void> {
       description: 'Run the soft shutdown window even when no task is running (gives ETA tasks back).',
     }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
+    watch: Flags.boolean({
+      description:
+        'Development mode: restart the worker when the task module (-A), an -I module or a local file they import changes (not node_modules). The old worker stops warm (running tasks finish, prefetched messages go back to the broker), then the new one consumes; a change that fails to load leaves the old worker running. See docs/watch.md.',
+    }),
     ...privilegeFlags,
     beat: Flags.boolean({
       char: 'B',
@@ -126,11 +131,14 @@ export default class WorkerCommand extends TsqCommand<void> {
     '<%= config.bin %> worker -A ./tasks.ts -b amqp://guest:guest@127.0.0.1:5672// -c 4 -Q celery,images -n w1@%h',
     '<%= config.bin %> worker -A ./tasks.js -P solo -c 50 -E',
     '<%= config.bin %> worker -A ./tasks.js -B -s ./beat-schedule.json',
+    '<%= config.bin %> worker -A ./tasks.ts -l INFO --watch',
   ]
 
   async run(): Promise<void> {
     // --workdir (a global flag) is applied by the parse.
     const { flags } = await this.parse(WorkerCommand)
+    if (flags.watch && flags.detach) throw new UsageError('--watch is a development mode that runs in the foreground: drop -D/--detach.')
+    if (flags.watch && !flags.app) throw new UsageError('--watch needs -A/--app: the task module whose files it watches.')
     if (flags.detach) {
       const nodename = workerNodename(flags.hostname, osHostname())
       const how = checkPrivilegeFlags(flags)
@@ -155,6 +163,8 @@ export default class WorkerCommand extends TsqCommand<void> {
         throw new InvalidValueError(optionLabel('autoscale'), `${pyRepr(flags.autoscale)} is not MAX,MIN with 0 <= MIN <= MAX.`)
       autoscale = { max, min }
     }
+    // The worker runs as a child, restarted on each change; it parses this same command line again.
+    if (flags.watch) process.exit(await superviseWorker({ args: this.argv }))
     const code = await runWorker({
       appSpec: flags.app ?? null,
       includes: split(flags.include),

@@ -39,21 +39,39 @@ export interface Bootstep {
   description: string
   /** Absent: every worker runs it. */
   when?: (ctx: BootstepContext) => boolean
+  /**
+   * The step says nothing under the worker's name and reads nothing the
+   * previous worker of that name leaves behind, so it may start while that
+   * worker still runs: `tsq worker --watch` starts a reload's worker up to the
+   * first step without it, then waits for the old one to stop.
+   */
+  beforeSwap?: true
 }
 
 export const WORKER_BOOTSTEPS: readonly Bootstep[] = [
-  { name: 'Connection', requires: [], description: 'the broker connection, retried at start-up as kombu does' },
-  { name: 'Bus', requires: ['Connection'], description: "an events app's topology (src/bus)", when: (c) => c.hasBus },
+  { name: 'Connection', requires: [], description: 'the broker connection, retried at start-up as kombu does', beforeSwap: true },
+  { name: 'Bus', requires: ['Connection'], description: "an events app's topology (src/bus)", when: (c) => c.hasBus, beforeSwap: true },
   {
     name: 'Backend',
     requires: ['Connection'],
     description: 'the result backend (rpc:// over the broker connection)',
     when: (c) => !!c.options.resultBackend,
+    beforeSwap: true,
   },
-  { name: 'Pool', requires: [], description: 'the execution pool (prefork, threads or solo)' },
-  { name: 'Events', requires: ['Connection'], description: 'the event dispatcher (task-* and worker-* events)' },
-  { name: 'Tasks', requires: ['Pool', 'Events', 'Backend'], description: 'the task runner: requests, ETA, acks, results' },
-  { name: 'ConnectionGuard', requires: ['Tasks'], description: 'broker-loss handling: prefetch reduction and restart' },
+  { name: 'Pool', requires: [], description: 'the execution pool (prefork, threads or solo)', beforeSwap: true },
+  { name: 'Events', requires: ['Connection'], description: 'the event dispatcher (task-* and worker-* events)', beforeSwap: true },
+  {
+    name: 'Tasks',
+    requires: ['Pool', 'Events', 'Backend'],
+    description: 'the task runner: requests, ETA, acks, results',
+    beforeSwap: true,
+  },
+  {
+    name: 'ConnectionGuard',
+    requires: ['Tasks'],
+    description: 'broker-loss handling: prefetch reduction and restart',
+    beforeSwap: true,
+  },
   { name: 'StateDB', requires: [], description: 'the persistent revoked set (--statedb)', when: (c) => !!c.options.statedb },
   {
     name: 'Autoscaler',

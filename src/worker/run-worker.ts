@@ -4,7 +4,15 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { banner } from './banner.js'
-import { defaultAppModulePath, loadApp, resolveAppModule, resolveIncludes } from '../app/index.js'
+import {
+  CONFIG_MODULE_ENV,
+  defaultAppModulePath,
+  loadApp,
+  preloadPackageEntry,
+  prepareToImport,
+  resolveAppModule,
+  resolveIncludes,
+} from '../app/index.js'
 import { LEVELS, Logger, parseLevel, acquirePidfile } from '../process/index.js'
 import { positiveSetting, annotationsFor, queueDefinition, settingsRefusals } from '../config/index.js'
 import { describeTlsPlan, splitUrlList, tlsPlan } from '../transport/index.js'
@@ -21,6 +29,9 @@ import { availableParallelism } from 'node:os'
 import { nodeFormat, escapeControl, taskLabel } from '../protocol/index.js'
 import { resolveWorkerSettings, WorkerSettingError } from './worker-settings.js'
 import { isSecretEnv } from './pools/slot-entry.js'
+import { WatchChild } from './watch/watch-child.js'
+import { dropSlotsStartedAhead, startSlotsAhead } from './pools/prefork-pool.js'
+import type { App } from '../app/index.js'
 
 /** The worker's options that `tsq worker`'s flags give as the worker takes them (the app's conf fills or adds to some). */
 type WorkerFlagOptions = Pick<
@@ -92,14 +103,64 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
   const log = new Logger(parseLevel(o.loglevel), o.logfile)
   // Before the module loads: its top level may start timers of its own.
   surviveStrayErrors((message) => log.error(message))
+  // Under `tsq worker --watch`: waits until told to load, and records what the module loads.
+  const watch = WatchChild.fromEnvironment()
+  if (!watch) return startWorker(o, log, null)
+  await startAhead(o, watch.slotsAhead)
+  await watch.loadWhenTold()
+  try {
+    return await startWorker(o, log, watch)
+  } catch (error) {
+    // The supervisor learns which files to wait for (the one that failed among them); the error ends the process.
+    await watch.failed()
+    throw error
+  }
+}
+
+/**
+ * A --watch worker waiting for a change starts what does not read the
+ * module's code: tsx's loader, tsq's package entry (which the module
+ * imports), and as many prefork slot processes as the running worker has. A
+ * path that does not resolve is left to the load to report.
+ */
+async function startAhead(o: RunWorkerOptions, preforkSlots: number): Promise<void> {
+  if (o.appSpec === null) return
+  try {
+    const paths = [resolveAppModule(o.appSpec), ...resolveIncludes(o.includes)]
+    if (preforkSlots > 0) startSlotsAhead(preforkSlots, paths)
+    await prepareToImport(paths[0]!)
+    await preloadPackageEntry()
+  } catch {
+    // Reported by the load, once told to load.
+  }
+}
+
+/** The --config module's path, when there is one that resolves. */
+function configModulePath(): string[] {
+  const spec = process.env[CONFIG_MODULE_ENV]
+  if (!spec) return []
+  try {
+    return [resolveAppModule(spec, process.cwd(), 'the config module')]
+  } catch {
+    return []
+  }
+}
+
+async function startWorker(o: RunWorkerOptions, log: Logger, watch: WatchChild | null): Promise<number> {
   const modulePath = o.appSpec === null ? defaultAppModulePath() : resolveAppModule(o.appSpec)
   const includePaths = resolveIncludes(o.includes)
-  const app = await loadApp(modulePath, includePaths)
-  // An events app's `imports` (its handler modules) load as -I modules do: here, and in every pool process.
-  const busImports = busDescriptorOf(app)?.imports() ?? []
-  if (busImports.length) {
-    includePaths.push(...busImports)
-    await loadApp(modulePath, includePaths)
+  let app: App
+  try {
+    app = await loadApp(modulePath, includePaths)
+    // An events app's `imports` (its handler modules) load as -I modules do: here, and in every pool process.
+    const busImports = busDescriptorOf(app)?.imports() ?? []
+    if (busImports.length) {
+      includePaths.push(...busImports)
+      await loadApp(modulePath, includePaths)
+    }
+  } finally {
+    // A JSON --config module is read, not imported: the loader does not see it.
+    watch?.loaded([modulePath, ...includePaths, ...configModulePath()])
   }
   // An events app's handler queues (`<service>.<event>`, bound to `events`), as the library's worker consumes them.
   const busQueues = BusWorker.defaultQueues(app)
@@ -162,7 +223,12 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     options: { hostname: o.nodename, concurrency, pool, queues: [...queues], loglevel: o.loglevel },
   })
   const workerDirect = conf.worker_direct === true
-  const releasePidfile = o.pidfile ? acquirePidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
+  let releasePidfile: () => void = () => undefined
+  const takePidfile = () => {
+    if (o.pidfile) releasePidfile = acquirePidfile(o.pidfile, (m) => log.warning(m))
+  }
+  // A --watch reload's worker takes it once the worker it replaces has let it go.
+  if (!watch) takePidfile()
   process.env.TSQ_VERSION = o.version
   // So a task of the threads or solo pool that starts a subprocess hands it no password (a HUP restart gets them back).
   launchEnv = { ...process.env }
@@ -200,6 +266,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
     autoscale: o.autoscale,
     maxMemoryPerChild: o.maxMemoryPerChild,
     statedb: o.statedb,
+    eagerPool: watch !== null,
     cancelLongRunningOnLoss: o.cancelLongRunningOnLoss || conf.worker_cancel_long_running_tasks_on_connection_loss === true,
     prefetchReduction: conf.worker_enable_prefetch_count_reduction !== false,
     etaDelay: {
@@ -235,7 +302,23 @@ export async function runWorker(o: RunWorkerOptions): Promise<number> {
         `${what}: TLS certificate verification is OFF (cert_reqs=none): the connection is encrypted but the server is not authenticated`,
       )
   }
-  if (!o.quiet) {
+  let showBanner = !o.quiet
+  if (watch) {
+    watch.onCancel(() => worker.discard())
+    // Loaded and started as far as it may beside the worker it replaces; nothing held yet, so a failure goes without a word on the broker.
+    try {
+      const started = await worker.startBeforeSwap()
+      dropSlotsStartedAhead()
+      if (!started) return 0
+      const go = await watch.ready(pool === 'prefork' ? (o.autoscale ? Math.max(1, o.autoscale.min) : concurrency) : 0)
+      showBanner &&= go.banner
+      takePidfile()
+    } catch (error) {
+      await worker.discard()
+      throw error
+    }
+  }
+  if (showBanner) {
     process.stdout.write(
       banner({
         nodename: o.nodename,

@@ -48,6 +48,8 @@ export interface WorkerOptions {
   maxMemoryPerChild: number | undefined
   /** --statedb, already expanded. */
   statedb: string | null
+  /** Start every slot with the pool, even in a pool that starts them when jobs need them (threads): a --watch reload's worker, so its first tasks do not wait for them. */
+  eagerPool?: boolean
   /** worker_cancel_long_running_tasks_on_connection_loss. */
   cancelLongRunningOnLoss: boolean
   /** worker_enable_prefetch_count_reduction (Celery's default: on). */

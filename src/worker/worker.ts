@@ -25,7 +25,7 @@ import { PreforkPool } from './pools/prefork-pool.js'
 import { SoloPool } from './pools/solo-pool.js'
 import { ThreadsPool } from './pools/threads-pool.js'
 import { StateDb } from './control/state-db.js'
-import { bootOrder, type BootstepContext, type BootstepName } from './bootsteps.js'
+import { bootOrder, type Bootstep, type BootstepContext, type BootstepName } from './bootsteps.js'
 import type { App } from '../app/index.js'
 import { TaskRunner } from './task-path/task-runner.js'
 import { brokerInfo, workerConf, workerReport } from './worker-info.js'
@@ -146,23 +146,46 @@ export class Worker {
     }
   }
 
+  /** The steps still to start, in order; set by the first call of start() or startBeforeSwap(). */
+  private pendingSteps: Array<{ step: Bootstep; run: () => Promise<boolean | void> }> | undefined
+
   async start(): Promise<void> {
-    this.transitionTo('STARTING', 'start')
-    // Security settings are read before the broker is touched: a bad key or store stops the worker with one line.
-    const decoder = this.o.app.taskDecoder()
-    const resultCodec = this.o.app.resultCodec()
-    for (const id of this.o.app.securitySettings()?.expired ?? [])
-      this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
-    // The declared list (bootsteps.ts) decides what starts and in which order; `tsq graph bootsteps` draws the same list.
-    const steps = this.bootsteps(decoder, resultCodec)
-    for (const step of bootOrder()) {
-      if (step.when && !step.when(this.bootContext())) continue
-      this.o.log.debug(`| Worker: Starting ${step.name}`)
-      if ((await steps[step.name]()) === false) return
-    }
+    if (!(await this.runSteps(() => true))) return
     this.transitionTo('RUNNING', 'started')
     this.o.log.info(`${this.o.hostname} ready.`)
     this.o.app.signals.send('worker_ready', { sender: this.o.hostname })
+  }
+
+  /**
+   * Starts the steps that may run beside a live worker of the same name
+   * (bootsteps.ts's `beforeSwap`: the connection, the pool with the app loaded
+   * in it...), and stops before the first that may not; start() goes on from
+   * there. False when a shutdown came first.
+   */
+  startBeforeSwap(): Promise<boolean> {
+    return this.runSteps((step) => step.beforeSwap === true)
+  }
+
+  private async runSteps(allowed: (step: Bootstep) => boolean): Promise<boolean> {
+    if (!this.pendingSteps) {
+      this.transitionTo('STARTING', 'start')
+      // Security settings are read before the broker is touched: a bad key or store stops the worker with one line.
+      const decoder = this.o.app.taskDecoder()
+      const resultCodec = this.o.app.resultCodec()
+      for (const id of this.o.app.securitySettings()?.expired ?? [])
+        this.o.log.warning(`Expired certificate in security_cert_store: '${id}' (messages it signed are refused)`)
+      // The declared list (bootsteps.ts) decides what starts and in which order; `tsq graph bootsteps` draws the same list.
+      const steps = this.bootsteps(decoder, resultCodec)
+      this.pendingSteps = bootOrder().map((step) => ({ step, run: steps[step.name] }))
+    }
+    if (this.state !== 'STARTING') return false
+    while (this.pendingSteps.length > 0 && allowed(this.pendingSteps[0]!.step)) {
+      const { step, run } = this.pendingSteps.shift()!
+      if (step.when && !step.when(this.bootContext())) continue
+      this.o.log.debug(`| Worker: Starting ${step.name}`)
+      if ((await run()) === false) return false
+    }
+    return true
   }
 
   private bootContext(): BootstepContext {
@@ -207,7 +230,7 @@ export class Worker {
       },
       Pool: async () => {
         this.pool = this.makePool()
-        await this.pool.start()
+        await this.pool.start({ eager: this.o.eagerPool })
       },
       Events: async () => {
         this.events = new EventDispatcher(
@@ -490,6 +513,22 @@ export class Worker {
     }
     this.stopping ??= this.stopSequence()
     return this.stopping
+  }
+
+  /**
+   * Closes what startBeforeSwap() started, without a word under the worker's
+   * name (no events, no shutdown signals): a live worker of that name may
+   * still be running. Nothing was consumed yet, so nothing is given back.
+   */
+  async discard(): Promise<void> {
+    this.startAborted.abort()
+    this.guard?.stop()
+    await this.pool?.close({ cold: true }).catch(() => undefined)
+    await this.backend?.close().catch(() => undefined)
+    await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
+    await this.writer?.close().catch(() => undefined)
+    this.transitionTo('STOPPED', 'discarded')
+    this.resolveStopped()
   }
 
   /** QUIT during soft shutdown: the tasks go, the soft window still runs out. */

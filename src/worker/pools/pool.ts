@@ -34,7 +34,8 @@ export interface SlotInfo {
 export interface Pool {
   readonly kind: PoolKind
   readonly size: number
-  start(): Promise<void>
+  /** `eager`: a pool that starts its slots when jobs need them (threads) starts them all now. */
+  start(options?: { eager?: boolean }): Promise<void>
   /**
    * How the job ended: at once when it ended within the call (the solo pool,
    * a task that returned without a promise), else a promise of it.

@@ -29,6 +29,8 @@ function slotInit(): Promise<SlotData> {
 }
 
 const data: SlotData = isMainThread ? await slotInit() : (workerData as SlotData)
+// A process started ahead of its pool (prefork-pool.ts's startSlotsAhead) learns its index only now.
+if (isMainThread) process.env.TSQ_POOL_INDEX = String(data.index)
 
 /** Throws at once (nothing sent) when a message cannot be cloned. */
 function send(batch: FromSlot[]): void {

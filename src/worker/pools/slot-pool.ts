@@ -76,8 +76,8 @@ export abstract class SlotPool implements Pool {
 
   protected abstract spawn(index: number): SlotHandle
 
-  async start(): Promise<void> {
-    if (this.startsLazily) return
+  async start({ eager = false }: { eager?: boolean } = {}): Promise<void> {
+    if (this.startsLazily && !eager) return
     await Promise.all(Array.from({ length: this.size }, (_, i) => this.addSlot(i + 1)))
   }
 
