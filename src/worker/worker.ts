@@ -32,27 +32,9 @@ import { brokerInfo, workerConf, workerReport } from './worker-info.js'
 import { consumedQueues, type WorkerOptions } from './worker-options.js'
 import { TaskConsumers } from './task-consumers.js'
 import { taskLabel } from '../protocol/index.js'
+import { canMove, type WorkerState } from './worker-states.js'
 
-export const WorkerStates = {
-  CREATED: 'CREATED',
-  STARTING: 'STARTING',
-  RUNNING: 'RUNNING',
-  WARM_SHUTDOWN: 'WARM_SHUTDOWN',
-  SOFT_SHUTDOWN: 'SOFT_SHUTDOWN',
-  COLD_SHUTDOWN: 'COLD_SHUTDOWN',
-  STOPPED: 'STOPPED',
-} as const
-export type WorkerState = keyof typeof WorkerStates
-
-const TRANSITIONS: Record<WorkerState, readonly WorkerState[]> = {
-  CREATED: ['STARTING', 'STOPPED'],
-  STARTING: ['RUNNING', 'WARM_SHUTDOWN', 'SOFT_SHUTDOWN', 'COLD_SHUTDOWN', 'STOPPED'],
-  RUNNING: ['WARM_SHUTDOWN', 'SOFT_SHUTDOWN', 'COLD_SHUTDOWN'],
-  WARM_SHUTDOWN: ['SOFT_SHUTDOWN', 'COLD_SHUTDOWN', 'STOPPED'],
-  SOFT_SHUTDOWN: ['COLD_SHUTDOWN', 'STOPPED'],
-  COLD_SHUTDOWN: ['STOPPED'],
-  STOPPED: [],
-}
+export { WorkerStates, type WorkerState } from './worker-states.js'
 
 export type { WorkerOptions } from './worker-options.js'
 
@@ -94,7 +76,7 @@ export class Worker {
 
   private transitionTo(next: WorkerState, cause: string): void {
     if (this.state === next) return
-    if (!TRANSITIONS[this.state].includes(next)) throw new Error(`illegal worker transition ${this.state} → ${next} (${cause})`)
+    if (!canMove(this.state, next)) throw new Error(`illegal worker transition ${this.state} → ${next} (${cause})`)
     this.o.log.debug(`worker state ${this.state} → ${next} (${cause})`)
     this.state = next
   }
@@ -495,7 +477,7 @@ export class Worker {
       if (this.o.softShutdownTimeout <= 0 || (idle && !this.o.softShutdownOnIdle)) mode = 'cold'
     }
     const target: WorkerState = mode === 'warm' ? 'WARM_SHUTDOWN' : mode === 'soft' ? 'SOFT_SHUTDOWN' : 'COLD_SHUTDOWN'
-    if (!TRANSITIONS[this.state].includes(target)) return this.stopping ?? this.stopped
+    if (!canMove(this.state, target)) return this.stopping ?? this.stopped
     this.transitionTo(target, cause)
     this.o.app.signals.send('worker_shutting_down', {
       sender: this.o.hostname,
