@@ -127,7 +127,8 @@ async function startAhead(o: RunWorkerOptions, preforkSlots: number): Promise<vo
   if (o.appSpec === null) return
   try {
     const paths = [resolveAppModule(o.appSpec), ...resolveIncludes(o.includes)]
-    if (preforkSlots > 0) startSlotsAhead(preforkSlots, paths)
+    // Up to one per CPU: each waits holding its memory, and more would not start any sooner.
+    if (preforkSlots > 0) startSlotsAhead(Math.min(preforkSlots, availableParallelism()), paths)
     await prepareToImport(paths[0]!)
     await preloadPackageEntry()
   } catch {
