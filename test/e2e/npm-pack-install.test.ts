@@ -16,7 +16,7 @@ import { ROOT } from '../helpers/cli.js'
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
 /** Packages of a default install allowed an install script: each only checks a prebuilt binary that came with it. */
-const INSTALL_SCRIPTS_ALLOWED = new Set(['esbuild', 'koffi'])
+const INSTALL_SCRIPTS_ALLOWED = new Set(['esbuild'])
 const DRIVERS = ['pg', 'mysql2', 'better-sqlite3']
 
 interface Run {
@@ -163,7 +163,7 @@ describe('npm pack, then npm install ./tsq-*.tgz into an empty project', () => {
       .filter(([, manifest]) => ['preinstall', 'install', 'postinstall'].some((s) => manifest.scripts?.[s]))
       .map(([name]) => name)
       .filter((name) => !INSTALL_SCRIPTS_ALLOWED.has(name))
-    assert.deepEqual(withScripts, [], 'packages with an install script besides esbuild and koffi')
+    assert.deepEqual(withScripts, [], 'packages with an install script besides esbuild')
     assert.doesNotMatch(install.stdout + install.stderr, /node-gyp|gyp info|prebuild-install/)
   })
 
