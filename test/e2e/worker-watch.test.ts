@@ -1,4 +1,5 @@
 // tsq-test: slow
+// tsq-test: exclusive (its 3 s reload bound needs a quiet machine: under six lanes a new worker starts late)
 // `tsq worker --watch` restarts the worker when a local file its task module
 // imports changes, without losing or repeating a task. A .ts task module
 // imports ./answer.ts; tasks are sent at a steady rate while answer.ts is
