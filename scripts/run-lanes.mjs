@@ -21,7 +21,8 @@
 // TSQ_TEST_VHOST_PREFIX gives every lane, the first too, a vhost of its own
 // named PREFIXn, for a second run on the same broker)
 import { spawn, execFileSync } from 'node:child_process'
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer, connect } from 'node:net'
 import { join } from 'node:path'
 
@@ -149,7 +150,12 @@ function laneEnv(lane, vhost, ownRedisUrl) {
 function runFile(file, env, label) {
   return new Promise((resolve) => {
     const started = Date.now()
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', file], {
+    const cpuFile = TIME ? join(cpuDir, `${file.replaceAll('/', '_')}.cpu`) : undefined
+    const argv = [process.execPath, '--import', 'tsx', '--test', '--test-reporter=spec', file]
+    // GNU time reaps the file's process, which reaps what it spawned: the CPU seconds of the file's whole tree
+    // (not the shared brokers'), a cost that load on the machine does not inflate as it does wall time.
+    const [cmd, ...args] = cpuFile ? [TIME, '-f', '%U %S', '-o', cpuFile, ...argv] : argv
+    const child = spawn(cmd, args, {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
@@ -171,12 +177,25 @@ function runFile(file, env, label) {
       const seconds = (Date.now() - started) / 1000
       const ok = code === 0 && !timedOut
       const why = timedOut ? ` (killed after ${FILE_TIMEOUT_MS / 1000} s)` : signal ? ` (${signal})` : ''
-      process.stdout.write(`\n=== ${file} [${label}] ${ok ? 'ok' : 'FAILED'} in ${seconds.toFixed(1)} s${why}\n`)
+      const cpu = cpuSeconds(cpuFile)
+      const cpuText = cpu === undefined ? '' : `, ${cpu.toFixed(1)} s CPU`
+      process.stdout.write(`\n=== ${file} [${label}] ${ok ? 'ok' : 'FAILED'} in ${seconds.toFixed(1)} s${cpuText}${why}\n`)
       const output = Buffer.concat(chunks)
       process.stdout.write(output)
-      resolve({ file, ok, seconds, label, failures: ok ? '' : failureSummary(output.toString('utf8')) })
+      resolve({ file, ok, seconds, cpu, label, failures: ok ? '' : failureSummary(output.toString('utf8')) })
     })
   })
+}
+
+const TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined
+const cpuDir = mkdtempSync(join(tmpdir(), 'tsq-lanes-cpu-'))
+process.on('exit', () => rmSync(cpuDir, { recursive: true, force: true }))
+
+/** User + system seconds GNU time wrote for a file's process tree; undefined without it. */
+function cpuSeconds(cpuFile) {
+  if (!cpuFile || !existsSync(cpuFile)) return undefined
+  const m = /^(\d+(?:\.\d+)?) (\d+(?:\.\d+)?)\s*$/m.exec(readFileSync(cpuFile, 'utf8'))
+  return m ? Number(m[1]) + Number(m[2]) : undefined
 }
 
 /** Most characters of a failed file's output repeated at the end of the run. */
@@ -258,6 +277,13 @@ const failed = results.filter((r) => !r.ok)
 process.stdout.write(`\n[lanes] ${results.length} files in ${((Date.now() - started) / 1000).toFixed(0)} s; slowest:\n`)
 for (const r of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 12))
   process.stdout.write(`  ${r.seconds.toFixed(1).padStart(7)} s  ${r.file} [${r.label}]\n`)
+const withCpu = results.filter((r) => r.cpu !== undefined)
+if (withCpu.length) {
+  const total = withCpu.reduce((sum, r) => sum + r.cpu, 0)
+  process.stdout.write(`[lanes] ${total.toFixed(0)} s of CPU in the files' own processes; the most:\n`)
+  for (const r of [...withCpu].sort((a, b) => b.cpu - a.cpu).slice(0, 12))
+    process.stdout.write(`  ${r.cpu.toFixed(1).padStart(7)} s  ${r.file}\n`)
+}
 for (const r of failed) process.stdout.write(`\n[lanes] ${r.file} [${r.label}] failed:\n${r.failures.trimEnd()}\n`)
 if (failed.length) process.stdout.write(`[lanes] FAILED: ${failed.map((r) => r.file).join(' ')}\n`)
 process.exit(failed.length ? 1 : 0)

@@ -1,4 +1,4 @@
-// tsq-test: exclusive (it restarts the shared RabbitMQ: every other test would lose its connections)
+// tsq-test: slow 2
 // On RabbitMQ, a worker that loses its connection while it holds
 // tasks must not run them twice. Before the fix it ran its in-memory copies
 // (reserved, ETA-waiting, rate-limit-waiting) and then the broker's
@@ -16,7 +16,9 @@
 // notices the loss (rabbitmqctl can take seconds to act on a busy machine).
 // The first loss is a forced close of each worker's connections (rabbitmqctl
 // close_connection), the second a RabbitMQ restart (stop_app, start_app: the
-// queues are durable and the messages persistent, so they survive it). Then,
+// queues are durable and the messages persistent, so they survive it), on a
+// RabbitMQ node of the test's own, so the shared broker and the tests beside
+// it in other lanes keep their connections. Then,
 // per worker:
 // - every task ran;
 // - a task ran twice only if it was running at a loss: started \ done, read
@@ -27,26 +29,31 @@
 //   exits 0 on SIGTERM.
 // It takes about 30 s (two minutes on a loaded machine).
 import assert from 'node:assert/strict'
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect as netConnect } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, describe, it } from 'node:test'
-import { promisify } from 'node:util'
+import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { sendTask } from '../../src/client/send-task.js'
 import { createTransport, type Transport } from '../../src/transport/index.js'
-import { AMQP_URL, brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'
+import { brokerSkipReason, REDIS_URL, uniqueName, waitFor } from '../helpers/brokers.js'
 import { BIN, ROOT } from '../helpers/cli.js'
+import { clusterSkipReason, startRabbitCluster, type RabbitCluster, type RabbitNode } from '../helpers/rabbit-cluster.js'
 import { deleteCeleryQueues } from '../interop/helpers/cleanup.js'
 
-const run = promisify(execFile)
 const APP = 'test/fixtures/tasks/conn-loss-tasks.js'
 const POOLS = ['solo', 'threads', 'prefork'] as const
 const CONCURRENCY = 2
 const LONG_MS = 2_000
 const SHORT_MS = 100
-const amqpSkip = await brokerSkipReason('amqp')
+const amqpSkip = (await brokerSkipReason('amqp')) || clusterSkipReason()
+const nodeDir = mkdtempSync(join(tmpdir(), 'tsq-closs-rabbit-'))
+let cluster: RabbitCluster | undefined
+/** The test's own RabbitMQ node, which it closes connections on and restarts. */
+let rabbit: RabbitNode
+let AMQP_URL = ''
 
 type PoolName = (typeof POOLS)[number]
 
@@ -72,7 +79,6 @@ interface Sent {
 
 const children: ChildProcess[] = []
 const cleanups: Array<() => Promise<void>> = []
-let brokerStopped = false
 
 const spawned: Worker[] = []
 
@@ -80,9 +86,10 @@ after(async () => {
   // TSQ_TEST_LOG_DIR=<dir> keeps each worker's log there, to read after a failure.
   const dir = process.env.TSQ_TEST_LOG_DIR
   if (dir) for (const w of spawned) writeFileSync(join(dir, `closs-${w.pool}-${w.child.pid}.log`), w.output())
-  if (brokerStopped) await run('rabbitmqctl', ['start_app']).catch(() => undefined)
   for (const child of children) killGroup(child, 'SIGKILL')
   for (const c of cleanups.splice(0)) await c().catch(() => undefined)
+  await cluster?.stop()
+  rmSync(nodeDir, { recursive: true, force: true })
 })
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
@@ -263,7 +270,8 @@ async function loss(
 
 /** The broker's pids of each worker's connections (connection_name is tsq-<pid>-<n>). */
 async function connectionsOf(workers: Worker[]): Promise<string[]> {
-  const { stdout } = await run('rabbitmqctl', ['list_connections', '-q', '--no-table-headers', 'pid', 'client_properties'])
+  const listed = await rabbit.ctl(['list_connections', '-q', '--no-table-headers', 'pid', 'client_properties'])
+  const stdout = listed
   const all: string[] = []
   for (const w of workers) {
     const pids = stdout
@@ -277,7 +285,7 @@ async function connectionsOf(workers: Worker[]): Promise<string[]> {
 }
 
 async function closeConnections(pids: string[]): Promise<void> {
-  await Promise.all(pids.map((pid) => run('rabbitmqctl', ['close_connection', pid, 'tsq connection-loss test'])))
+  await Promise.all(pids.map((pid) => rabbit.ctl(['close_connection', pid, 'tsq connection-loss test'])))
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -294,16 +302,14 @@ function portOpen(port: number): Promise<boolean> {
 }
 
 async function restartRabbitMQ(): Promise<void> {
-  brokerStopped = true
-  await run('rabbitmqctl', ['stop_app'])
+  await rabbit.ctl(['stop_app'])
   // A moment with the broker down, so the workers' first reconnect attempts fail.
   await new Promise((r) => setTimeout(r, 1_000))
-  await run('rabbitmqctl', ['start_app'])
-  brokerStopped = false
-  await waitFor(() => portOpen(5672), { timeoutMs: 60_000, intervalMs: 200, what: 'RabbitMQ listening again' })
+  await rabbit.ctl(['start_app'])
+  await waitFor(() => portOpen(rabbit.port), { timeoutMs: 60_000, intervalMs: 200, what: 'RabbitMQ listening again' })
   await waitFor(
     () =>
-      run('rabbitmqctl', ['-q', 'status']).then(
+      rabbit.ctl(['-q', 'status']).then(
         () => true,
         () => false,
       ),
@@ -330,7 +336,12 @@ function linesAbout(w: Worker, ids: readonly string[]): string {
     .join('\n  ')
 }
 
-describe('connection loss while a worker holds tasks (issue 32)', { skip: amqpSkip }, () => {
+describe('connection loss while a worker holds tasks', { skip: amqpSkip }, () => {
+  before(async () => {
+    cluster = await startRabbitCluster(nodeDir, 1)
+    rabbit = cluster.nodes[0]!
+    AMQP_URL = rabbit.url
+  })
   it(
     '[RabbitMQ] solo, threads, prefork: forced close and broker restart run nothing twice but what was running',
     { timeout: 240_000 },

@@ -43,7 +43,7 @@ export function clusterSkipReason(): string | false {
   return reason
 }
 
-async function bootNode(dir: string, cookieHome: string, index: number, tag: string): Promise<RabbitNode> {
+async function bootNode(dir: string, cookieHome: string, index: number, tag: string, conf: string[]): Promise<RabbitNode> {
   const base = join(dir, `n${index}`)
   mkdirSync(base, { recursive: true })
   const [port, distPort] = [await freePort(), await freePort()]
@@ -57,6 +57,7 @@ async function bootNode(dir: string, cookieHome: string, index: number, tag: str
       'net_ticktime = 10',
       // Quorum queues need a majority: with 3 nodes, 2 must be up; no node is paused on a partition here.
       'cluster_partition_handling = ignore',
+      ...conf,
       '',
     ].join('\n'),
   )
@@ -100,15 +101,17 @@ async function waitRunning(node: RabbitNode): Promise<void> {
 
 /**
  * Boots `size` nodes in parallel, then joins nodes 2..N to node 1. Any failure
- * stops whatever started, so a broken start leaves no node behind.
+ * stops whatever started, so a broken start leaves no node behind. `conf` adds
+ * rabbitmq.conf lines to every node (a test that needs a node-wide setting, or
+ * restarts its broker, takes a node of its own instead of changing the shared one).
  */
-export async function startRabbitCluster(dir: string, size = 3): Promise<RabbitCluster> {
+export async function startRabbitCluster(dir: string, size = 3, conf: string[] = []): Promise<RabbitCluster> {
   const cookieHome = join(dir, 'home')
   mkdirSync(cookieHome, { recursive: true })
   // One cookie for all nodes and for rabbitmqctl: they must share it to talk.
   writeFileSync(join(cookieHome, '.erlang.cookie'), `TSQCLUSTER${process.pid}X${Date.now()}`, { mode: 0o400 })
   const tag = `${process.pid}`
-  const booted = await Promise.allSettled(Array.from({ length: size }, (_, i) => bootNode(dir, cookieHome, i + 1, tag)))
+  const booted = await Promise.allSettled(Array.from({ length: size }, (_, i) => bootNode(dir, cookieHome, i + 1, tag, conf)))
   const nodes = booted.flatMap((b) => (b.status === 'fulfilled' ? [b.value] : []))
   const stopAll = async () => {
     await Promise.all(nodes.map((n) => n.stop()))

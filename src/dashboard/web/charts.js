@@ -24,6 +24,16 @@ function chart(el, title, series, data) {
   )
 }
 
+/** Draws the overview samples the page came with (or asks for them), then again every 5 s until the page is left. */
+async function drawAndPoll(show) {
+  const load = async () => show(await api('/api/ui/overview'))
+  const first = takeInitial('overview')
+  if (first) show(first)
+  else await load()
+  const timer = setInterval(() => void load(), 5000)
+  onLeave(() => clearInterval(timer))
+}
+
 export async function queuesPage() {
   const tbody = h('tbody')
   const charts = h('div', { class: 'grid' })
@@ -65,13 +75,7 @@ export async function queuesPage() {
       )
     }
   }
-  const load = async () => show(await api('/api/ui/overview'))
-  // The samples the page came with are drawn before anything is asked.
-  const first = takeInitial('overview')
-  if (first) show(first)
-  else await load()
-  const timer = setInterval(() => void load(), 5000)
-  onLeave(() => clearInterval(timer))
+  await drawAndPoll(show)
 }
 
 export async function overviewPage() {
@@ -103,10 +107,5 @@ export async function overviewPage() {
       ],
     )
   }
-  const load = async () => show(await api('/api/ui/overview'))
-  const first = takeInitial('overview')
-  if (first) show(first)
-  else await load()
-  const timer = setInterval(() => void load(), 5000)
-  onLeave(() => clearInterval(timer))
+  await drawAndPoll(show)
 }
