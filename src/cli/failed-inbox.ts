@@ -3,7 +3,7 @@
 // on, and asking before it does (a terminal asks; a script passes --yes).
 import { Flags } from '@oclif/core'
 import { createResultBackend, type ResultBackend } from '../backends/index.js'
-import { failedStoreOf, listFailed, type FailedFilter, type FailedTask } from '../client/index.js'
+import { failedStoreOf, listFailed, showFailed, type FailedFilter, type FailedTask } from '../client/index.js'
 import { codedError } from '../protocol/index.js'
 import type { ClientConfig } from './client-config.js'
 import { UsageError } from './errors.js'
@@ -73,11 +73,15 @@ export async function chooseFailed(
   if (!flags.all && ids.length === 0) throw new UsageError('give the ids of the failed tasks, or --all (with filters to narrow it)')
   if (!flags.all && filtered) throw new UsageError('the filters (--task, --exception, --worker, --since, --until) go with --all')
   if (flags.all) return listFailed(backend, filter, { limit: flags.limit })
-  const all = await listFailed(backend, {}, { limit: 100_000 })
-  const byId = new Map(all.map((t) => [t.taskId, t]))
-  const missing = ids.filter((id) => !byId.has(id))
+  const found: FailedTask[] = []
+  const missing: string[] = []
+  for (const id of ids) {
+    const shown = await showFailed(backend, id)
+    if (shown) found.push(shown.task)
+    else missing.push(id)
+  }
   if (missing.length) throw new NotFailedError(`not in the failed-task inbox of ${backend.displayUrl}: ${missing.join(', ')}`)
-  return ids.map((id) => byId.get(id)!)
+  return found
 }
 
 /**

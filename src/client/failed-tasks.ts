@@ -177,15 +177,17 @@ export async function listFailed(
     .slice(0, limit)
 }
 
-/** One failed task with what the inbox holds of it: its result, its kept message (body not decoded). */
+/** One failed task with what the inbox holds of it: its result, its kept message (body not decoded); null when it is not in the inbox. */
 export async function showFailed(
   backend: ResultBackend | null,
   taskId: string,
 ): Promise<{ task: FailedTask; result: ResultMeta | null; kept: KeptMessage | null } | null> {
   const store = failedStoreOf(backend)
   const result = await backend!.get(taskId)
+  // A kept message whose task has a state other than FAILURE was sent again (RETRY) or has run since.
+  if (result && result.status !== 'FAILURE') return null
   const kept = await store.kept(taskId)
-  if (!kept && result?.status !== 'FAILURE') return null
+  if (!kept && !result) return null
   const fromResult = result?.status === 'FAILURE' ? fromMeta(result) : undefined
   return { task: kept ? withKept(fromResult, kept) : fromResult!, result, kept }
 }
