@@ -28,7 +28,7 @@ from celery import Celery
 app = Celery('proj', broker=os.environ['FR_BROKER'], backend=os.environ['FR_BACKEND'])
 variant = sys.argv[1]
 big = 18446744073709551617
-inner = {'s': 'a\\x00b', 'z': '\\u200b', 'n': big}
+inner = {'s': 'a\\x00b', 'z': '\\u200b', 'num': big}
 if variant == 'yaml':
     inner['b'] = b'\\x00\\xff'
 args = ['a\\x00b', '\\u200b', big, {'outer': {'inner': inner}, 'list': [1, 'x', {'deep': {'deeper': 'a\\x00b'}}]}]
