@@ -1,5 +1,6 @@
 import type { ResultMeta } from '../protocol/index.js'
 import type { ResultCodec } from './result-codec.js'
+import type { FailedStore } from './failed/index.js'
 import { codedError, TsqError } from '../protocol/index.js'
 
 export const READY = new Set(['SUCCESS', 'FAILURE', 'REVOKED'])
@@ -51,6 +52,8 @@ export interface ResultBackend {
   readonly chordUnlock?: boolean
   /** rpc:// encodes its short form (spec §2.4); key-value stores the full meta. */
   readonly shortForm?: boolean
+  /** The failed-task inbox on this store (its FAILURE results, the messages kept of them); absent on rpc://. */
+  failedStore?(): FailedStore
   close(): Promise<void>
 }
 

@@ -21,6 +21,7 @@ import {
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
 import { keepsStoredSuccess, pollUntilReady, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
+import { SqlFailedStore, type FailedStore } from './failed/index.js'
 import { metaRecord, openSqlClient, qualified, type Dialect, type Row, type SqlClient } from './sql-client.js'
 
 /** database_table_names, database_table_schemas, database_short_lived_sessions. */
@@ -288,6 +289,13 @@ export class DatabaseResultBackend implements ResultBackend {
     const client = await this.ready()
     await client.query(`DELETE FROM ${this.groupTable} WHERE taskset_id = ?`, [groupId])
   }
+
+  failedStore(): FailedStore {
+    this.failed ??= new SqlFailedStore(() => this.ready(), { table: this.taskTable, dateColumn: 'date_done', get: (id) => this.get(id) })
+    return this.failed
+  }
+
+  private failed: FailedStore | undefined
 
   async close(): Promise<void> {
     const client = this.client

@@ -19,6 +19,7 @@ import {
 import { BrokerConnectionError, maskUrl } from '../transport/index.js'
 import { keepsStoredSuccess, pollUntilReady, UnsupportedBackendError, type ResultBackend } from './backend.js'
 import { JSON_RESULTS, type ResultCodec } from './result-codec.js'
+import { SqlFailedStore, type FailedStore } from './failed/index.js'
 import { isMissingTable, metaRecord, openSqlClient, type Row, type SqlClient } from './sql-client.js'
 
 const TASKS = 'django_celery_results_taskresult'
@@ -183,6 +184,13 @@ export class DjangoResultBackend implements ResultBackend {
     const tuple = this.decodeContent(row, row.result) as [unknown, Array<[[string, unknown], unknown]>] | null
     return Array.isArray(tuple?.[1]) ? tuple[1].map((member) => String(member[0][0])) : null
   }
+
+  failedStore(): FailedStore {
+    this.failed ??= new SqlFailedStore(() => this.ready(), { table: TASKS, dateColumn: 'date_done', get: (id) => this.get(id) })
+    return this.failed
+  }
+
+  private failed: FailedStore | undefined
 
   async close(): Promise<void> {
     const client = this.client

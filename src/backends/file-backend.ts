@@ -7,6 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { checkJsonText, decodeResultMeta, dumps, escapeSegment, loads, type ResultMeta } from '../protocol/index.js'
 import { ensurePrivateDir, PRIVATE_DIR_MODE, replaceFile } from '../transport/index.js'
+import { FileFailedStore, type FailedStore } from './failed/index.js'
 import { pollUntilReady, type ResultBackend } from './backend.js'
 
 const POLL_MS = 50
@@ -180,6 +181,13 @@ export class FileResultBackend implements ResultBackend {
     const value = loads(text)
     return value !== null && typeof value === 'object' && 'result' in value ? (value as { result: unknown }).result : null
   }
+
+  failedStore(): FailedStore {
+    this.failed ??= new FileFailedStore(this.brokerDir, this.dir, () => this.ready())
+    return this.failed
+  }
+
+  private failed: FailedStore | undefined
 
   async close(): Promise<void> {}
 }

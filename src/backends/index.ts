@@ -11,6 +11,8 @@ import { requireSqlDriver } from './sql-client.js'
 
 export { READY, ResultTimeoutError, UnsupportedBackendError, pollUntilReady } from './backend.js'
 export type { ResultBackend, StoreTarget } from './backend.js'
+export { decodeKeptMessage, encodeKeptMessage, KEPT_MAX, KEPT_MAX_BODY_BYTES, KEPT_TTL_SECONDS } from './failed/index.js'
+export type { FailedStore, KeptMessage } from './failed/index.js'
 export { JSON_RESULTS, decodeStoredResult, encodeStoredResult } from './result-codec.js'
 export type { ResultCodec } from './result-codec.js'
 import type { ResultCodec } from './result-codec.js'

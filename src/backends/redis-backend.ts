@@ -19,6 +19,7 @@ import {
   type SslSettings,
 } from '../transport/index.js'
 import { READY, ResultTimeoutError, type ResultBackend } from './backend.js'
+import { RedisFailedStore, type FailedStore } from './failed/index.js'
 import { JSON_RESULTS, decodeStoredResult, encodeStoredResult, type ResultCodec } from './result-codec.js'
 
 const KEY_PREFIX = 'celery-task-meta-'
@@ -260,6 +261,16 @@ export class RedisResultBackend implements ResultBackend {
     const value = decodeBody(stored, spec.contentType, spec.contentEncoding, { accept: this.codec.accept }, 'saved group')
     return value !== null && typeof value === 'object' && 'result' in value ? (value as { result: unknown }).result : null
   }
+
+  failedStore(): FailedStore {
+    this.failed ??= new RedisFailedStore(async () => {
+      await this.ready()
+      return this.client
+    }, this.codec)
+    return this.failed
+  }
+
+  private failed: FailedStore | undefined
 
   async close(): Promise<void> {
     this.closed = true

@@ -17,6 +17,10 @@ import Call from '../commands/call.js'
 import Control from '../commands/control.js'
 import Dashboard from '../commands/dashboard.js'
 import Events from '../commands/events.js'
+import FailedLs from '../commands/failed/ls.js'
+import FailedPurge from '../commands/failed/purge.js'
+import FailedRetry from '../commands/failed/retry.js'
+import FailedShow from '../commands/failed/show.js'
 import Fire from '../commands/fire.js'
 import GraphBootsteps from '../commands/graph/bootsteps.js'
 import GraphWorkers from '../commands/graph/workers.js'
@@ -59,6 +63,10 @@ export const COMMANDS = {
   control: Control,
   dashboard: Dashboard,
   events: Events,
+  'failed:ls': FailedLs,
+  'failed:purge': FailedPurge,
+  'failed:retry': FailedRetry,
+  'failed:show': FailedShow,
   fire: Fire,
   'graph:bootsteps': GraphBootsteps,
   'graph:workers': GraphWorkers,

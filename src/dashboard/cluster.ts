@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../backends/index.js'
-import { EventReceiver, sendTask, originalCall } from '../client/index.js'
+import { EventReceiver, listFailed, replayFailed, sendTask, type FailedFilter, type FailedTask, type Replayed } from '../client/index.js'
 import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type ResultMeta, maskUrlsInText } from '../protocol/index.js'
 import {
   createTransport,
@@ -407,10 +407,31 @@ export class Cluster {
     return backend.get(taskId)
   }
 
-  /** Sends a task again with the exact arguments of its message (client/resend.ts); ResendRefusedError where they are not stored. */
-  async resend(taskId: string): Promise<string> {
-    const call = await originalCall(taskId, this.o.resultBackend ? await this.resultBackend() : null)
-    return this.sendTask(call.task, call.args, call.kwargs, call.queue ? { queue: call.queue } : {})
+  /**
+   * Sends a task again as `tsq failed retry` does (client/failed-tasks.ts): the
+   * message a tsq worker kept, as it was; else result_extended's exact
+   * arguments as a new task; else ResendRefusedError with the reason.
+   */
+  async resend(taskId: string): Promise<Replayed> {
+    return replayFailed(this.requireTransport(), this.o.resultBackend ? await this.resultBackend() : null, taskId)
+  }
+
+  /** The failed-task inbox: the result backend's failures and kept messages, and the failures the events told of. */
+  async failedTasks(filter: FailedFilter, limit?: number): Promise<FailedTask[]> {
+    const events = []
+    for (const t of this.state.tasks.values()) {
+      if (t.state !== 'FAILURE') continue
+      const f = t.fields
+      events.push({
+        uuid: t.uuid,
+        name: typeof f.name === 'string' ? f.name : null,
+        exception: typeof f.exception === 'string' ? f.exception : null,
+        traceback: typeof f.traceback === 'string' ? f.traceback : null,
+        worker: t.worker,
+        timestamp: typeof f.failed === 'number' ? f.failed : typeof f.timestamp === 'number' ? f.timestamp : null,
+      })
+    }
+    return listFailed(this.o.resultBackend ? await this.resultBackend() : null, filter, { limit, events })
   }
 
   /** celery.contrib.abortable: the task reads ABORTED from the backend and stops itself. */

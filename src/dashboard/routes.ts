@@ -8,6 +8,7 @@
 import type { DashboardContext } from './context.js'
 import type { FeaturesPresent } from './features.js'
 import * as features from './features-api.js'
+import * as failed from './failed-api.js'
 import * as flower from './flower-api.js'
 import { HttpError, send, type Call } from './http.js'
 import { PAGES, serveIndex, serveStatic } from './static.js'
@@ -70,6 +71,8 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/api/ui/overview', handler: ui.uiOverview },
   { method: 'POST', path: '/api/ui/control/:command', handler: ui.uiControl },
   { method: 'POST', path: '/api/ui/retry/:id', handler: ui.uiRetry },
+  { method: 'GET', path: '/api/ui/failed', handler: failed.uiFailed, json: true },
+  { method: 'POST', path: '/api/ui/failed/retry', handler: failed.uiFailedRetry, json: true },
 
   // The archive, locks and schedule pages, where shown.
   { method: 'GET', path: '/api/ui/features', handler: features.present, json: true },

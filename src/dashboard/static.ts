@@ -37,6 +37,7 @@ export const PAGES = [
   '/broker',
   '/overview',
   '/archive',
+  '/failed',
   '/locks',
   '/schedule',
   '/worker/*',

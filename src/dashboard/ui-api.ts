@@ -81,10 +81,12 @@ export async function uiControl(d: DashboardContext, c: Call): Promise<void> {
   sendJson(c.res, 200, { replies: scrubSecrets(replies) })
 }
 
-/** Sends the task again with its message's exact arguments (from the result backend); refused with the reason where they are not stored. */
+/** Sends the task again exactly (client/failed-tasks.ts: its kept message, or result_extended's exact arguments); refused with the reason otherwise. */
 export async function uiRetry(d: DashboardContext, c: Call): Promise<void> {
   try {
-    sendJson(c.res, 200, { 'task-id': await d.cluster.resend(c.param) })
+    const r = await d.cluster.resend(c.param)
+    // A kept message runs again under its own id; a re-send of result_extended's arguments is a new task.
+    sendJson(c.res, 200, { 'task-id': r.taskId, how: r.how })
   } catch (error) {
     if (error instanceof ResendRefusedError) throw new HttpError(409, error.message, true)
     if (error instanceof ProtocolError) throw new HttpError(502, `the stored result of '${c.param}' is refused: ${error.message}`, true)

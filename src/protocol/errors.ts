@@ -52,7 +52,6 @@ const SOFTWARE_CODES = [
   'TRANSPORT_CLOSED',
   'NAME_TOO_LONG',
   'UNSAFE_STORE',
-  'RESEND_REFUSED',
 ] as const
 
 /** Each error code and the exit status it ends a command with; a code not here is a bug's (70). */
@@ -75,6 +74,9 @@ const EXIT_BY_CODE: Readonly<Record<string, ExitCodeValue>> = {
   PUBLISH_UNCONFIRMED: ExitCode.UNAVAILABLE,
   PUBLISH_NOT_SENT: ExitCode.TEMPFAIL,
   TASK_FAILED: ExitCode.FAILURE,
+  // A failed task that cannot be sent again exactly (no kept message, no exact arguments), or an id not in the inbox.
+  RESEND_REFUSED: ExitCode.FAILURE,
+  NOT_FAILED: ExitCode.FAILURE,
   // A `tsq shell` script that threw.
   SCRIPT_FAILED: ExitCode.FAILURE,
   CANT_CREATE: ExitCode.CANTCREAT,

@@ -1,6 +1,6 @@
 // The dashboard's pages: ES modules (this one: the router; live.js: the
 // page's embedded state and the event stream; workers.js, tasks.js,
-// charts.js, features.js: the pages; lib.js: what they build with), no
+// charts.js, features.js, failed.js: the pages; lib.js: what they build with), no
 // framework, no build step. Every value that came from a worker, a task or a
 // user goes into the page as a text node (lib.js's h() never parses HTML), so
 // a task whose args hold <script> shows text.
@@ -8,6 +8,7 @@
 // anything; live updates come from the server's event stream, and a page
 // reloads only the one page of rows it shows, never the whole table.
 import { overviewPage, queuesPage } from './charts.js'
+import { failedPage } from './failed.js'
 import { archivePage, locksPage, schedulePage } from './features.js'
 import { api, h, leavePage, main } from './lib.js'
 import { connectStream, forgetInitial, listeners, pagePath } from './live.js'
@@ -28,6 +29,7 @@ function route() {
   else if (path === '/tasks') page = tasksPage()
   else if (path === '/queues' || path === '/broker') page = queuesPage()
   else if (path === '/overview') page = overviewPage()
+  else if (path === '/failed') page = failedPage()
   else if (path === '/archive') page = archivePage()
   else if (path === '/locks') page = locksPage()
   else if (path === '/schedule') page = schedulePage()

@@ -15,6 +15,7 @@ import type { Holdings } from './holdings.js'
 import type { TaskLimits } from './limits.js'
 import type { Request } from './request.js'
 import { isChordPart, ResultStore } from './result-store.js'
+import { keepFailedMessage } from './keep-failed.js'
 import type { RunnerOptions } from './runner-options.js'
 import type { Fate } from './settlement.js'
 import type { Settler } from './settler.js'
@@ -311,6 +312,7 @@ export class Outcomes {
 
   private async fail(request: Request, exc: EncodedException, traceback: string | null, ignoreResult: boolean): Promise<void> {
     const m = request.message
+    await keepFailedMessage(this.o, request, exc, excRepr(exc))
     const result = encodeException(exc.type, serializableArgs(exc.args), exc.module, exc.jsName)
     await this.results.storeEnd(request, 'FAILURE', result, traceback, !ignoreResult)
     this.o.events.sendTask('task-failed', { uuid: m.id, exception: excRepr(exc), traceback })
@@ -391,6 +393,13 @@ export class Outcomes {
       })
     }
     await this.settler.settle(request, 'unregistered')
+    // Kept too: once the task is deployed, `tsq failed retry` sends it again.
+    await keepFailedMessage(
+      this.o,
+      request,
+      { type: 'NotRegistered', args: [name], module: 'celery.exceptions', message: name },
+      `NotRegistered('${name}')`,
+    )
     await this.results.store(request, 'FAILURE', { exc_type: 'NotRegistered', exc_message: [name], exc_module: 'celery.exceptions' }, null)
     this.o.events.sendTask('task-failed', { uuid: request.id, exception: `NotRegistered('${name}')` })
   }

@@ -1,13 +1,14 @@
 // Which stored results give a task's original call exactly, and the reason
 // given for each that does not (no backend, nothing stored, no args stored, a
-// rounded integer).
+// rounded integer, bytes, django-db's repr text).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { ResultBackend } from '../../../src/backends/backend.js'
 import { originalCall, ResendRefusedError } from '../../../src/client/resend.js'
 import { decodeResultMeta, PyFloat } from '../../../src/protocol/index.js'
 
-const backendWith = (meta: Record<string, unknown> | null): ResultBackend => ({ get: async () => meta }) as unknown as ResultBackend
+const backendWith = (meta: Record<string, unknown> | null): ResultBackend =>
+  ({ displayUrl: 'redis://127.0.0.1:6379/1', get: async () => meta }) as unknown as ResultBackend
 
 test('result_extended meta read from JSON gives the exact call', async () => {
   const meta = decodeResultMeta(
@@ -32,4 +33,10 @@ test('refusals say why', async () => {
   await refused(backendWith({ status: 'SUCCESS', result: 1 }), /set result_extended = True/)
   await refused(backendWith({ status: 'SUCCESS', name: 'proj.add', args: [2 ** 64], kwargs: {} }), /integer beyond 2\^53/)
   await refused(backendWith({ status: 'SUCCESS', name: 'proj.add', args: '(1,)', kwargs: {} }), /not a list/)
+  await refused(
+    backendWith({ status: 'SUCCESS', name: 'proj.add', args: [Uint8Array.of(1)], kwargs: {} }),
+    /bytes, which a JSON message cannot carry/,
+  )
+  const django = { displayUrl: 'django-db (sqlite:///x)', get: async () => ({ status: 'FAILURE' }) } as unknown as ResultBackend
+  await refused(django, /django-db keeps only the repr/)
 })
