@@ -3,7 +3,8 @@
 // reserved, held for its ETA, revoked, queued with its position on Redis and
 // "position unknown" on RabbitMQ), then, with the worker killed, what the
 // broker still says: on Redis the delivered message in kombu's unacked hash,
-// on RabbitMQ the message back in its queue.
+// on RabbitMQ the message back in its queue. The dashboard's task page asks
+// the same (GET /api/ui/why/<id>).
 // tsq-test: slow 3
 import assert from 'node:assert/strict'
 import { hostname } from 'node:os'
@@ -11,6 +12,7 @@ import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { AMQP_URL, REDIS_URL, brokerSkipReason, uniqueName } from '../helpers/brokers.js'
 import { callTask, embeddedBrokerEnv, ROOT, runTsq, startWorker, taskResult, tempTsqHome, type SpawnedWorker } from '../helpers/cli.js'
+import { startDashboard, type SpawnedDashboard } from '../helpers/dashboard.js'
 import { whyRun, whyUntil } from '../helpers/why.js'
 
 const TASKS = resolve(ROOT, 'test/fixtures/tasks/interop-tasks.js')
@@ -44,6 +46,7 @@ function suite(kind: 'redis' | 'amqp', broker: string, skip: string | false): vo
     const nodename = `why-${kind}-${process.pid}@${hostname()}`
     let env: NodeJS.ProcessEnv
     let worker: SpawnedWorker | undefined
+    let dashboard: SpawnedDashboard | undefined
     const ids: Record<string, string> = {}
     const call = (task: string, args: unknown[], extra: string[] = []) => callTask(env, task, args, ['--queue', queue, ...extra])
     const why = (id: string, extra: string[] = []) => whyRun(env, id, ['-Q', queue, ...extra])
@@ -58,9 +61,11 @@ function suite(kind: 'redis' | 'amqp', broker: string, skip: string | false): vo
           nodename,
         },
       )
+      dashboard = await startDashboard([], { env })
     })
 
     after(async () => {
+      await dashboard?.stop()
       await worker?.stop('SIGKILL')
       await dropQueues(kind, [queue, idle])
     })
@@ -101,6 +106,12 @@ function suite(kind: 'redis' | 'amqp', broker: string, skip: string | false): vo
       assert.equal(code, 5)
       assert.match(answer.summary, new RegExp(`^Running: on ${nodename.replace(/[.]/g, '\\.')} .*since`))
       assert.equal(typeof answer.facts.workers.holders[0]?.timeStart, 'number')
+      // The task page's answer: the same, from the dashboard's own connection.
+      const res = await fetch(`${dashboard!.url}/api/ui/why/${ids.running}`)
+      assert.equal(res.status, 200)
+      const page = (await res.json()) as typeof answer
+      assert.deepEqual([page.state, page.exitCode, page.facts.events.source], ['running', 5, 'dashboard'])
+      assert.equal(page.summary.split(' since ')[0], answer.summary.split(' since ')[0])
     })
 
     it('reserved behind it (exit 4), and held for its ETA (exit 4, the ETA said)', async () => {
