@@ -48,6 +48,7 @@ import ScheduleSet from '../commands/schedule/set.js'
 import ScheduleShow from '../commands/schedule/show.js'
 import Shell from '../commands/shell.js'
 import Status from '../commands/status.js'
+import Why from '../commands/why.js'
 import Worker from '../commands/worker.js'
 
 export const COMMANDS = {
@@ -94,6 +95,7 @@ export const COMMANDS = {
   'schedule:show': ScheduleShow,
   shell: Shell,
   status: Status,
+  why: Why,
   worker: Worker,
 }
 

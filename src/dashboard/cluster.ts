@@ -5,7 +5,19 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { createResultBackend, type BackendOptions, type ResultBackend } from '../backends/index.js'
-import { EventReceiver, listFailed, replayFailed, sendTask, type FailedFilter, type FailedTask, type Replayed } from '../client/index.js'
+import {
+  EventReceiver,
+  gatherEvidence,
+  listFailed,
+  replayFailed,
+  sendTask,
+  whyVerdict,
+  type EventsSeen,
+  type FailedFilter,
+  type FailedTask,
+  type Replayed,
+  type WhyAnswer,
+} from '../client/index.js'
 import { EventLimitError, checkEventValue, checkJsonText, encodeResultMeta, type ResultMeta, maskUrlsInText } from '../protocol/index.js'
 import {
   createTransport,
@@ -20,7 +32,7 @@ import {
 import { UsageError } from '../cli/errors.js'
 import { Features, type FeatureOptions } from './features.js'
 import { DashboardMetrics } from './metrics.js'
-import { ClusterState, type PersistedState, type StateChange } from '../cluster-state/index.js'
+import { ClusterState, type PersistedState, type StateChange, type TaskRecord } from '../cluster-state/index.js'
 
 /** Flower's Inspector.methods. */
 export const INSPECT_METHODS = ['stats', 'active_queues', 'registered', 'scheduled', 'active', 'reserved', 'revoked', 'conf'] as const
@@ -434,6 +446,22 @@ export class Cluster {
     return listFailed(this.o.resultBackend ? await this.resultBackend() : null, filter, { limit, events })
   }
 
+  /** `tsq why` from here: the events are the state's; the backend, the workers and the broker are asked now. */
+  async why(taskId: string): Promise<WhyAnswer> {
+    const transport = this.requireTransport()
+    const url = this.o.resultBackend
+    const backend = url && !/^rpc:/.test(url) ? await this.resultBackend() : null
+    const evidence = await gatherEvidence({
+      taskId,
+      transport,
+      broadcast: (method, args) => this.broadcast(method, args),
+      backend: backend ? { url: backend.displayUrl, read: (id) => backend.get(id) } : null,
+      queues: this.activeQueueNames(),
+      events: eventsOfRecord(this.state.tasks.get(taskId)),
+    })
+    return whyVerdict(evidence)
+  }
+
   /** celery.contrib.abortable: the task reads ABORTED from the backend and stops itself. */
   async abort(taskId: string): Promise<void> {
     const backend = await this.resultBackend()
@@ -463,5 +491,24 @@ export class Cluster {
     if (!saved || saved.version !== 1 || !Array.isArray(saved.tasks) || !Array.isArray(saved.workers))
       throw new UsageError(`--db ${path}: not a tsq dashboard state file`)
     this.state.restore(saved)
+  }
+}
+
+/** What the state's record of a task tells `why` (none: no event of it arrived, or it was dropped). */
+function eventsOfRecord(task: TaskRecord | undefined): EventsSeen {
+  const f = task?.fields ?? {}
+  const time = (v: unknown): number | null => (typeof v === 'number' && v > 0 ? v : null)
+  const text = (v: unknown): string | null => (typeof v === 'string' && v ? v : null)
+  return {
+    source: 'dashboard',
+    windowS: null,
+    timeline: task ? task.timeline.map((t) => ({ type: t.type, timestamp: t.timestamp, hostname: t.hostname })) : [],
+    state: task?.state ?? null,
+    name: text(f.name),
+    worker: task?.worker ?? null,
+    routingKey: text(f.routing_key),
+    sent: time(f.sent),
+    received: time(f.received),
+    started: time(f.started),
   }
 }

@@ -68,6 +68,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/api/ui/worker/:name', handler: ui.uiWorker },
   { method: 'GET', path: '/api/ui/tasks', handler: ui.uiTasks },
   { method: 'GET', path: '/api/ui/task/:id', handler: ui.uiTask },
+  { method: 'GET', path: '/api/ui/why/:id', handler: ui.uiWhy },
   { method: 'GET', path: '/api/ui/overview', handler: ui.uiOverview },
   { method: 'POST', path: '/api/ui/control/:command', handler: ui.uiControl },
   { method: 'POST', path: '/api/ui/retry/:id', handler: ui.uiRetry },

@@ -49,6 +49,11 @@ export function uiTask(d: DashboardContext, c: Call): void {
   sendJson(c.res, 200, taskDetail(d.cluster, task))
 }
 
+/** `tsq why` for the task page: the answer, its evidence and the facts, from every source at hand (known task or not). */
+export async function uiWhy(d: DashboardContext, c: Call): Promise<void> {
+  sendJson(c.res, 200, scrubSecrets(await d.cluster.why(c.param)))
+}
+
 export function uiOverview(d: DashboardContext, c: Call): void {
   sendJson(c.res, 200, overviewView(d.cluster))
 }

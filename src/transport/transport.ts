@@ -187,6 +187,31 @@ export interface QueueStatus {
   consumerCount: number | null
 }
 
+/**
+ * Where a message waits, found by its task id without consuming it
+ * (`locateMessage`): ready in a queue, with the messages ahead of it, or
+ * delivered to a consumer that has not acked it.
+ */
+export interface MessageLocation {
+  where: 'queue' | 'unacked'
+  queue: string
+  /** Ready messages of `queue` a consumer takes before it (0: it is next), in the order the broker hands them out. */
+  position: number | null
+  /** Ready messages in `queue`, all priorities. */
+  depth: number | null
+}
+
+/** What a search of the queues found (`locateMessage`). */
+export interface LocateResult {
+  found: MessageLocation | null
+  /** Ready messages per queue searched. */
+  depths: Record<string, number>
+  /** Messages looked at; a search stops at its limit, so a miss past it is no proof. */
+  scanned: number
+  /** True when a limit stopped the search before it saw every message. */
+  truncated: boolean
+}
+
 /** A message the broker keeps outside any queue until its time, or until it is taken out (Parking). */
 export interface ParkedMessage {
   /** Unique within its lot. */
@@ -323,6 +348,12 @@ export interface Transport {
   checkQueue?(queue: string): Promise<QueueStatus | null>
   /** Lots of parked messages, where the broker has no dead-lettering (Redis, file). */
   readonly parking?: Parking
+  /**
+   * Finds a task's message by its id in `queues` (every priority list) and
+   * among the delivered-but-unacked, reading only. Absent where a queue
+   * cannot be read without taking its messages (RabbitMQ).
+   */
+  locateMessage?(taskId: string, queues: readonly string[], options?: { limit?: number }): Promise<LocateResult>
   close(options?: CloseOptions): Promise<void>
 
   on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this

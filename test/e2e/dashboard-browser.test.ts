@@ -2,8 +2,8 @@
 // `tsq dashboard` in real headless Chromium (Debian's, driven by
 // playwright-core), on RabbitMQ with a Python Celery worker and a tsq worker:
 // both are listed, each with its pool; a task sent from Python turns SUCCESS
-// without a reload; a running task is terminated from its page and turns
-// REVOKED; pool grow from the worker page changes `inspect stats`; `<script>`
+// without a reload; a running task's page says where it runs (tsq why's
+// answer), then it is terminated from its page and turns REVOKED; pool grow from the worker page changes `inspect stats`; `<script>`
 // in args is text; with --basic-auth the page is refused without credentials.
 // Screenshots of each page go to TSQ_DASHBOARD_SCREENSHOTS (default: a
 // temporary directory).
@@ -155,6 +155,18 @@ describe('tsq dashboard in Chromium (amqp, a Python and a tsq worker)', { skip, 
     await open(`/task/${id}`)
     const state = page.locator('#task-fields [data-field="state"]')
     await waitFor(async () => (await state.textContent()) === 'STARTED', { timeoutMs: 30_000, what: 'STARTED' })
+    // The page's answer to "where is it?" (tsq why's), asked again once it runs.
+    const why = page.locator('#why-summary')
+    await waitFor(
+      async () => {
+        if ((await why.count()) === 0) return false
+        if ((await why.getAttribute('data-state')) === 'running') return true
+        await page.locator('#why-again').click()
+        return false
+      },
+      { timeoutMs: 30_000, intervalMs: 1_500, what: 'the answer: running' },
+    )
+    assert.match((await why.textContent()) ?? '', new RegExp(`^Running: on ${tsqNode.replace(/[.]/g, '\\.')}`))
     await page.locator('#terminate').click()
     await waitFor(async () => (await state.textContent()) === 'REVOKED', { timeoutMs: 30_000, what: 'REVOKED' })
     assert.match((await page.locator('#timeline').textContent()) ?? '', /task-revoked/)

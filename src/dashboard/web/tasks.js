@@ -237,9 +237,19 @@ export async function tasksPage() {
 export async function taskPage(id) {
   const body = h('div')
   const out = h('div', { id: 'action-replies' })
-  main.append(h('h1', {}, id), taskActions(id, out), out, body)
+  const why = h('div', { class: 'card', id: 'why' })
+  main.append(h('h1', {}, id), why, taskActions(id, out), out, body)
+  void whyCard(id, why)
   const load = async () => {
-    const data = await api(`/api/ui/task/${encodeURIComponent(id)}`)
+    let data
+    try {
+      data = await api(`/api/ui/task/${encodeURIComponent(id)}`)
+    } catch (error) {
+      // A task no event told the dashboard of: the answer above still says where it is.
+      if (!String(error.message).startsWith('404')) throw error
+      body.replaceChildren(h('p', { id: 'no-events' }, 'No event of this task has reached the dashboard.'))
+      return
+    }
     const t = data.task
     const fields = Object.entries(t).filter(([k]) => !['traceback', 'children'].includes(k))
     const ref = (r) =>
@@ -333,6 +343,26 @@ export async function taskPage(id) {
   listeners.add((data) => {
     if (data.tasks.some((t) => t.uuid === id)) void load()
   })
+}
+
+/** `tsq why`'s answer: one line, then the evidence, source by source; asked again on demand. */
+async function whyCard(id, card) {
+  const again = h('button', { id: 'why-again', onclick: () => void whyCard(id, card) }, 'Ask again')
+  card.replaceChildren(h('h2', {}, 'Where is it? ', again), h('p', {}, 'Asking the backend, the workers and the broker…'))
+  try {
+    const w = await api(`/api/ui/why/${encodeURIComponent(id)}`)
+    card.replaceChildren(
+      h('h2', {}, 'Where is it? ', again),
+      h('p', { id: 'why-summary', 'data-state': w.state }, h('strong', {}, w.summary)),
+      h(
+        'ul',
+        { id: 'why-evidence' },
+        w.evidence.map((line) => h('li', {}, line)),
+      ),
+    )
+  } catch (error) {
+    card.replaceChildren(h('h2', {}, 'Where is it? ', again), h('p', { class: 'offline' }, `Could not ask: ${error.message}`))
+  }
 }
 
 function taskActions(id, out) {

@@ -15,6 +15,7 @@ import type {
   OutgoingMessage,
   Parking,
   QueueSpec,
+  LocateResult,
   QueueStatus,
   Transport,
   TransportCapabilities,
@@ -33,6 +34,7 @@ import { CONSUMER_SEP, consumersOf, Sweeper } from './sweeper.js'
 import { VirtualExchanges } from '../virtual/exchanges.js'
 import { VirtualParking } from '../virtual/parking.js'
 import { AMQP_TOPIC } from '../virtual/topic.js'
+import { locateInFiles } from './locate.js'
 
 /** Heartbeat period; also how often consumed queues are marked used (x-expires). */
 const HEARTBEAT_MS = 1000
@@ -190,6 +192,12 @@ export class FileTransport extends TransportEmitter implements Transport, Consum
       this.consumers.delete(c)
     }
     await this.queues.delete(queue)
+  }
+
+  /** Reads ready/ and claimed/ in place (locate.ts); nothing moves. */
+  locateMessage(taskId: string, queues: readonly string[], options: { limit?: number } = {}): Promise<LocateResult> {
+    this.assertOpen()
+    return locateInFiles(this.layout, taskId, queues, options.limit)
   }
 
   async checkQueue(queue: string): Promise<QueueStatus | null> {

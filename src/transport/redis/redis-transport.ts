@@ -10,6 +10,7 @@ import type {
   DeliveryHandler,
   ExchangeSpec,
   OutgoingMessage,
+  LocateResult,
   Parking,
   QueueSpec,
   QueueStatus,
@@ -40,6 +41,7 @@ import { retryWhileDemoted } from './sentinel.js'
 import { RedisExchangeTable } from './routing.js'
 import { UnackedStore } from './consume/unacked.js'
 import { RedisParkingStore } from './parking.js'
+import { locateOnRedis } from './locate.js'
 import { VirtualExchanges } from '../virtual/exchanges.js'
 import { VirtualParking } from '../virtual/parking.js'
 import { KOMBU_TOPIC } from '../virtual/topic.js'
@@ -246,6 +248,12 @@ export class RedisTransport extends TransportEmitter implements Transport {
       messageCount: (await this.declareQueue({ name: queue, durable: true, exclusive: false, autoDelete: false })).messageCount,
       consumerCount: null,
     }
+  }
+
+  /** Reads the lists and `unacked` in Redis itself (locate.ts); nothing moves. */
+  async locateMessage(taskId: string, queues: readonly string[], options: { limit?: number } = {}): Promise<LocateResult> {
+    const { cmd } = await this.ready()
+    return this.guard(`locate ${taskId}`, () => locateOnRedis(cmd, this.keys, taskId, queues, options.limit))
   }
 
   publish(exchange: string, routingKey: string, message: OutgoingMessage): Promise<void> {

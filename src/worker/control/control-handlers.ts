@@ -10,6 +10,7 @@ import type { Pool } from '../pools/pool.js'
 import { heldLockOf } from '../../app/index.js'
 import { RateLimitError } from '../task-path/limits.js'
 import type { TaskRunner } from '../task-path/task-runner.js'
+import { queryTaskEntry } from './task-whereabouts.js'
 
 export interface QueueDeclaration {
   name: string
@@ -218,10 +219,8 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
     query_task: (args) => {
       const out: Record<string, unknown> = {}
       for (const id of ids(args.ids)) {
-        const active = w.runner.active.get(id)
-        if (active) out[id] = ['active', active.info()]
-        const reserved = w.runner.reserved.find((r) => r.id === id) ?? w.runner.scheduled.get(id)?.request
-        if (!active && reserved) out[id] = ['reserved', reserved.info()]
+        const entry = queryTaskEntry(w.runner, id, (eta) => awareIso(eta, w.app.conf))
+        if (entry) out[id] = entry
       }
       return out
     },

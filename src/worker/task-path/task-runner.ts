@@ -57,6 +57,11 @@ export class TaskRunner {
     return this.holdings.reserved
   }
 
+  /** Reserved and due, not yet handed to the pool (waiting for a slot or its rate limit's token). */
+  get waiting(): readonly Request[] {
+    return this.holdings.waiting
+  }
+
   get total(): Readonly<Record<string, number>> {
     return this.outcomes.total
   }

@@ -1,0 +1,6 @@
+export { gatherEvidence, eventsFromList, readWorkerReplies } from './evidence.js'
+export type { EventsSeen, Holder, HeldState, QueueLook, WhyEvidence, WhyInput } from './evidence.js'
+export { whyVerdict, WHY_EXIT_CODES } from './verdict.js'
+export type { WhyAnswer, WhyState } from './verdict.js'
+export { whyTask } from './run.js'
+export type { WhyTaskOptions } from './run.js'
