@@ -1,41 +1,20 @@
 // The dedup store `tsq dedup` reads: --lock-url, else the one the app's sends
 // and workers use (the lock store's, src/locks/dedup/store.ts).
-import { closeDedupStores, closeLockStores, lockUrlFor, openDedupStore, type DedupListing, type DedupStore } from '../locks/index.js'
+import { closeDedupStores, openDedupStore, type DedupListing, type DedupStore } from '../locks/index.js'
 import type { ClientConfig } from './client-config.js'
-import { CliError } from './errors.js'
+import { withLockStore } from './lock-store.js'
 
+/** As withLockStore (its errors and exit codes), with the dedup store of the same URL. */
 export async function withDedupStore<T>(
   config: ClientConfig,
   lockUrl: string | undefined,
   fn: (store: DedupStore) => Promise<T>,
 ): Promise<T> {
   const settings = { lockUrl: lockUrl ?? config.lockUrl ?? null, brokerUrl: config.brokerUrl, resultBackend: config.resultBackend ?? null }
-  let url: string
   try {
-    url = lockUrlFor(settings)
-  } catch (error) {
-    throw new CliError('CONFIG', (error as Error).message.replace('set conf.lock_url to', 'pass --lock-url with'))
-  }
-  let store: DedupStore
-  try {
-    store = await openDedupStore(settings)
-  } catch (error) {
-    throw new CliError('BAD_URL', (error as Error).message)
-  }
-  try {
-    return await fn(store)
-  } catch (error) {
-    if (error instanceof CliError) throw error
-    throw new CliError(
-      'BROKER_UNREACHABLE',
-      `dedup store ${url.replace(/\/\/[^@/]*@/, '//***@')} unreachable: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
-    )
+    return await withLockStore(config, lockUrl, async () => fn(await openDedupStore(settings)))
   } finally {
     await closeDedupStores()
-    await closeLockStores()
   }
 }
 

@@ -5,10 +5,8 @@
 //                               its TTL the id's time left (none: until released)
 //   tsq:dedup-gone:<task id>    a replaced task: the id of the one that replaced it,
 //                               until a day past its ETA; its worker drops it then
-import { Redis } from 'ioredis'
-// DEBUG=ioredis:* lines with their passwords masked.
-import '../../transport/redis/index.js'
-import { redisUrlClientOptions } from '../../transport/index.js'
+import type { Redis } from 'ioredis'
+import { scanAll, storeClient } from '../redis-store.js'
 import { GONE_KEEP_MS, type ClaimAnswer, type DedupEntry, type DedupListing, type DedupRequest, type OfferAnswer } from './rules.js'
 import type { DedupStore } from './store.js'
 
@@ -88,16 +86,7 @@ export class RedisDedupStore implements DedupStore {
   private readonly redis: Redis & DedupCommands
 
   constructor(readonly url: string) {
-    const redis = new Redis({
-      ...redisUrlClientOptions(url),
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      commandTimeout: 5000,
-      connectionName: `tsq-dedup-${process.pid}`,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 1000),
-    })
-    redis.on('error', () => undefined)
+    const redis = storeClient(url, 'tsq-dedup')
     redis.defineCommand('tsqDedupOffer', { numberOfKeys: 1, lua: OFFER_LUA })
     redis.defineCommand('tsqDedupClaim', { numberOfKeys: 2, lua: CLAIM_LUA })
     redis.defineCommand('tsqDedupRelease', { numberOfKeys: 1, lua: RELEASE_LUA })
@@ -132,13 +121,7 @@ export class RedisDedupStore implements DedupStore {
   }
 
   async list(now = Date.now()): Promise<DedupListing[]> {
-    const keys: string[] = []
-    let cursor = '0'
-    do {
-      const [next, batch] = await this.redis.scan(cursor, 'MATCH', `${DEDUP_PREFIX}*`, 'COUNT', 500)
-      cursor = next
-      keys.push(...batch)
-    } while (cursor !== '0')
+    const keys = await scanAll(this.redis, `${DEDUP_PREFIX}*`)
     const found = await Promise.all(keys.map((k) => this.get(k.slice(DEDUP_PREFIX.length), now)))
     return found.filter((r): r is DedupListing => r !== null).sort((a, b) => a.key.localeCompare(b.key))
   }

@@ -27,7 +27,7 @@ export class DedupReceipt {
 
   /** The request's header, read once; null (one property read) for a message without one. */
   headerOf(request: Request): DedupHeader | null {
-    const raw = request.delivery.properties.headers?.[DEDUP_HEADER]
+    const raw = request.delivery.properties?.headers?.[DEDUP_HEADER]
     if (raw === undefined) return null
     let header = this.read.get(request)
     if (header !== undefined) return header

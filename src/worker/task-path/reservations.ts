@@ -51,8 +51,20 @@ export class Reservations {
     if (this.holdings.dropIfTakenBack(request)) return
     // A delayed task with a `tsq_dedup` header is claimed first: one replaced meanwhile is discarded.
     const claiming = this.dedup.atEta(request)
-    if (claiming) return claiming.then((runs) => (runs ? this.enqueue(request) : undefined))
+    if (claiming) return this.whileClaimed(request, claiming)
     this.enqueue(request)
+  }
+
+  /** Still held as scheduled while the store answers, so a shutdown meanwhile hands it back with the rest. */
+  private async whileClaimed(request: Request, claiming: Promise<boolean>): Promise<void> {
+    const scheduled = this.holdings.scheduled
+    const entry = { request, timer: { clear: () => undefined } }
+    scheduled.set(request.id, entry)
+    const runs = await claiming
+    if (scheduled.get(request.id) !== entry) return
+    scheduled.delete(request.id)
+    if (runs) this.enqueue(request)
+    else this.holdings.wakeIdleWaiters()
   }
 
   private enqueue(request: Request): void {
