@@ -28,7 +28,7 @@ export const DEDUP_SCENARIOS: DedupScenario[] = [
     sends: [
       { label: 'a', at: 0 },
       { label: 'b', at: 400 },
-      { label: 'c', at: 2000 },
+      { label: 'c', at: 2500 },
     ],
     runMs: 1000,
     runs: ['a', 'c'],
