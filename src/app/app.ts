@@ -6,8 +6,8 @@
 // canvas-sends.ts; signatures, their kinds and freezing are the protocol's
 // (protocol/messages/canvas.ts); what each send derives from the conf
 // (routes included), send-plan.ts.
-import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
-import { withAppLock } from './locking.js'
+import { closeDedupStores, closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
+import { sendDeduplicated, withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
 import { type BodyDecoder, type BodyEncoder, type ResultOf, type Signature, type TaskEmbed } from '../protocol/index.js'
 import {
@@ -350,6 +350,8 @@ export class App {
     // would still publish it); a name it does not have is sent as always.
     const eagerTask = isAlwaysEager(this) ? this.tasks.get(name) : undefined
     if (eagerTask) return applyAsyncEagerly(this, eagerTask, args, kwargs, options)
+    // The option `dedup` (docs/deduplication.md): the store first, then this send again without it.
+    if (options.dedup) return sendDeduplicated(this, name, args, kwargs, options)
     let plan: SendPlan
     try {
       plan = this.sendPlan()
@@ -477,6 +479,7 @@ export class App {
     await closeOpened(transport)
     // app.lock()'s store connection would keep a script's event loop alive.
     await closeLockStores().catch(() => undefined)
+    await closeDedupStores().catch(() => undefined)
   }
 }
 

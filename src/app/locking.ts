@@ -4,11 +4,13 @@
 // task runs (execution/locked-run.ts).
 import type { App } from './app.js'
 import type { Task } from './task.js'
+import type { ApplyOptions } from './task-handle.js'
 import { AsyncResult } from './async-result.js'
 import {
   clearOnceMark as clearMark,
   heldLockOf as heldLock,
   releaseLostSlotLocks as releaseLost,
+  sendDeduplicated as sendDedup,
   sendOnce as sendMarked,
   withLock,
   type AppLockOptions,
@@ -51,6 +53,37 @@ export function sendOnce(
     taskId,
     send,
     (queued) => new AsyncResult(queued, app),
+  )
+}
+
+/**
+ * A send with the option `dedup`: the store says whether it stands; if so it
+ * is sent (with the `tsq_dedup` header, a debounce delayed by its ttl), else
+ * the standing task's AsyncResult answers.
+ */
+export function sendDeduplicated(
+  app: App,
+  name: string,
+  args: unknown[],
+  kwargs: Record<string, unknown>,
+  options: ApplyOptions,
+): Promise<AsyncResult> {
+  const { dedup, ...rest } = options
+  return sendDedup(
+    lockSettings(app),
+    name,
+    args,
+    kwargs,
+    dedup!,
+    rest,
+    (extra) =>
+      app.sendOwned(name, args, kwargs, {
+        ...rest,
+        id: extra.id,
+        headers: { ...rest.headers, ...extra.headers },
+        ...(extra.countdown !== undefined ? { countdown: extra.countdown } : {}),
+      }),
+    (standing) => new AsyncResult(standing, app),
   )
 }
 

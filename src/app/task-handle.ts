@@ -2,7 +2,7 @@
 // `A` and what it returns `R`: a Task (app.task(), defined in this process)
 // and a RemoteTask (app.remote(), defined elsewhere) are both TaskHandles and
 // differ only in how a send goes out.
-import type { OnceSendOptions } from '../locks/index.js'
+import type { DedupOptions, OnceSendOptions } from '../locks/index.js'
 import type { SendTaskOptions } from '../client/index.js'
 import { signature, type Signature } from '../protocol/index.js'
 import type { AsyncResult } from './async-result.js'
@@ -12,6 +12,8 @@ export interface ApplyOptions extends Omit<SendTaskOptions, 'args' | 'kwargs' | 
   linkError?: Signature | Signature[]
   /** For a task with the `once` option: this send's `graceful` and `timeout`. */
   once?: OnceSendOptions
+  /** Deduplication at send (docs/deduplication.md): `{ id, mode, ttl, extend, replace }`; null: not the task's default. */
+  dedup?: DedupOptions | null
 }
 
 /**

@@ -2,7 +2,7 @@
 // with the app's task_* settings as defaults), how it is sent, and apply()
 // (eager); delay(), applyAsync() and its signatures s(), si(), map(),
 // starmap(), chunks() are every TaskHandle's (task-handle.ts).
-import type { TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
+import type { DedupOptions, TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
 import type { App } from './app.js'
 import type { AsyncResult } from './async-result.js'
 import { TaskHandle, type ApplyCall, type ApplyOptions } from './task-handle.js'
@@ -71,6 +71,8 @@ export interface TaskOptions {
    * refuse a task whose key is already queued or running (AlreadyQueued), or with `graceful` give its AsyncResult.
    */
   once?: TaskOnceOptions
+  /** Deduplication at send, BullMQ's modes (docs/deduplication.md): the default of every send of this task. */
+  dedup?: DedupOptions
   // Celery's Task handler methods, called where the task runs, around it; what
   // they throw is logged and changes nothing (the result is the task's).
   /** Before the task's function (Celery's before_start). */
@@ -143,6 +145,7 @@ export class Task<A extends unknown[] = unknown[], R = unknown> extends TaskHand
       timeLimit: this.options.timeLimit ?? null,
       softTimeLimit: this.options.softTimeLimit ?? null,
       ignoreResult: this.options.ignoreResult,
+      dedup: this.options.dedup,
       ...options,
     }
     if (this.options.once) {

@@ -36,6 +36,8 @@ import Multi from '../commands/multi.js'
 import Purge from '../commands/purge.js'
 import ReportCommand from '../commands/report.js'
 import Result from '../commands/result.js'
+import DedupLs from '../commands/dedup/ls.js'
+import DedupRm from '../commands/dedup/rm.js'
 import LocksLs from '../commands/locks/ls.js'
 import LocksRm from '../commands/locks/rm.js'
 import LocksShow from '../commands/locks/show.js'
@@ -83,6 +85,8 @@ export const COMMANDS = {
   purge: Purge,
   report: ReportCommand,
   result: Result,
+  'dedup:ls': DedupLs,
+  'dedup:rm': DedupRm,
   'locks:ls': LocksLs,
   'locks:rm': LocksRm,
   'locks:show': LocksShow,

@@ -288,22 +288,26 @@ export class AmqpLockStore implements LockStore {
 
   /** Runs `fn` holding the exclusive queue `<mark>.mutex`: one reader or writer of a mark at a time, across processes. */
   private withMarkMutex<T>(id: string, fn: (ch: ConfirmChannel, queue: string) => Promise<T>): Promise<T> {
+    return this.withQueueMutex(AMQP_ONCE_QUEUE_PREFIX + id, fn)
+  }
+
+  /** As withMarkMutex for the durable queue `queue`, whatever it holds: the dedup document's (dedup/document-store.ts) too. */
+  withQueueMutex<T>(queue: string, fn: (ch: ConfirmChannel, queue: string) => Promise<T>): Promise<T> {
     // The connection may redeclare its own exclusive queue: this process's callers take turns first.
-    const before = this.markTurns.get(id) ?? Promise.resolve()
-    const turn = before.then(() => this.withBrokerMutex(id, fn))
+    const before = this.markTurns.get(queue) ?? Promise.resolve()
+    const turn = before.then(() => this.withBrokerMutex(queue, fn))
     const settled = turn.then(
       () => undefined,
       () => undefined,
     )
-    this.markTurns.set(id, settled)
+    this.markTurns.set(queue, settled)
     void settled.then(() => {
-      if (this.markTurns.get(id) === settled) this.markTurns.delete(id)
+      if (this.markTurns.get(queue) === settled) this.markTurns.delete(queue)
     })
     return turn
   }
 
-  private async withBrokerMutex<T>(id: string, fn: (ch: ConfirmChannel, queue: string) => Promise<T>): Promise<T> {
-    const queue = AMQP_ONCE_QUEUE_PREFIX + id
+  private async withBrokerMutex<T>(queue: string, fn: (ch: ConfirmChannel, queue: string) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const ch = (await this.channel(true)) as ConfirmChannel
       try {

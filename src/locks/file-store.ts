@@ -46,7 +46,8 @@ export class FileLockStore implements LockStore {
     return this.opened
   }
 
-  private async withMutex<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` holding the mutex of `id`: the dedup document's (dedup/document-store.ts) too. */
+  async withMutex<T>(id: string, fn: () => Promise<T>): Promise<T> {
     const mutex = this.path(id, 'mutex')
     await this.open()
     for (let attempt = 0; ; attempt++) {

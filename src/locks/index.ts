@@ -18,5 +18,14 @@ export type { TaskLockAnswer, TaskLockRequest } from './task-lock.js'
 export { withLock } from './app-lock.js'
 export { sendOnce } from './once.js'
 export { clearOnceMark } from './once-mark.js'
+// Deduplication at send (dedup/): BullMQ's simple, throttle and debounce modes, in the lock store's backend.
+export { sendDeduplicated } from './dedup/send.js'
+export type { DedupSend } from './dedup/send.js'
+export { openDedupStore, closeDedupStores } from './dedup/store.js'
+export type { DedupStore } from './dedup/store.js'
+export { DEDUP_HEADER, readDedupHeader, receiptRequestOf } from './dedup/header.js'
+export type { DedupHeader } from './dedup/header.js'
+export { dedupRequestOf, modeOf } from './dedup/rules.js'
+export type { DedupMode, DedupOptions, DedupRequest, DedupListing, OfferAnswer, ClaimAnswer } from './dedup/rules.js'
 // The stores themselves (redis-store.js, amqp-store.js, file-store.js) are not
 // re-exported: importing them loads their drivers; lockStoreAt loads one on first use.

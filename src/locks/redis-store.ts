@@ -106,6 +106,33 @@ function restOf(r: Omit<LockRecord, 'token'>): string {
   }).slice(1)
 }
 
+/** A store's client (the locks', the dedup ids'): connected on first use, short timeouts, its errors the calls'. */
+export function storeClient(url: string, name: string): Redis {
+  const redis = new Redis({
+    ...redisUrlClientOptions(url),
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    commandTimeout: 5000,
+    connectionName: `${name}-${process.pid}`,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 1000),
+  })
+  redis.on('error', () => undefined)
+  return redis
+}
+
+/** Every key matching `match` (SCAN, so a large keyspace is not blocked). */
+export async function scanAll(redis: Redis, match: string): Promise<string[]> {
+  const keys: string[] = []
+  let cursor = '0'
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 500)
+    cursor = next
+    keys.push(...batch)
+  } while (cursor !== '0')
+  return keys
+}
+
 export class RedisLockStore implements LockStore {
   readonly kind = 'redis' as const
   private readonly redis: Redis & LockCommands
@@ -113,16 +140,7 @@ export class RedisLockStore implements LockStore {
   private readonly releasing = new Set<Promise<void>>()
 
   constructor(readonly url: string) {
-    const redis = new Redis({
-      ...redisUrlClientOptions(url),
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      commandTimeout: 5000,
-      connectionName: `tsq-locks-${process.pid}`,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 1000),
-    })
-    redis.on('error', () => undefined)
+    const redis = storeClient(url, 'tsq-locks')
     redis.defineCommand('tsqLockAcquire', { numberOfKeys: 3, lua: ACQUIRE_LUA })
     redis.defineCommand('tsqLockRenew', { numberOfKeys: 1, lua: RENEW_LUA })
     redis.defineCommand('tsqLockRelease', { numberOfKeys: 2, lua: RELEASE_LUA })
@@ -173,13 +191,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async list(): Promise<LockListing[]> {
-    const keys: string[] = []
-    let cursor = '0'
-    do {
-      const [next, batch] = await this.redis.scan(cursor, 'MATCH', `${LOCK_PREFIX}*`, 'COUNT', 500)
-      cursor = next
-      keys.push(...batch)
-    } while (cursor !== '0')
+    const keys = await scanAll(this.redis, `${LOCK_PREFIX}*`)
     const found = await Promise.all(keys.map((k) => this.get(k.slice(LOCK_PREFIX.length))))
     return found.filter((r): r is LockListing => r !== null).sort((a, b) => a.id.localeCompare(b.id))
   }

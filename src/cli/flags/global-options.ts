@@ -27,7 +27,7 @@ const LEADING_OPTIONS: Readonly<Record<string, boolean>> = {
 }
 
 /** Command names that take a second word (`tsq schedule add`): oclif's topics. */
-export const TOPICS: readonly string[] = ['schedule', 'bus', 'archive', 'failed', 'logtool', 'locks', 'list', 'graph']
+export const TOPICS: readonly string[] = ['schedule', 'bus', 'archive', 'failed', 'logtool', 'locks', 'dedup', 'list', 'graph']
 
 /** What bin/run.js leaves to oclif when it comes first: the help and the version. */
 const ROOT_WORDS = new Set(['--help', '-h', '--version', '-v'])

@@ -71,6 +71,16 @@ export class Admission {
     if (!this.o.app.tasks.has(message.task)) return this.outcomes.discardUnregistered(request)
     if (this.o.revoked.has(message.id)) return this.outcomes.discardRevoked(request, 'revoked')
     if (message.expires && new Date(message.expires).getTime() <= Date.now()) return this.outcomes.discardRevoked(request, 'expired')
+    // A `tsq_dedup` header no tsq sender took: the store first (dedup-receipt.ts).
+    const deduplicating = this.outcomes.dedup.atReceipt(request)
+    if (deduplicating) return deduplicating.then((goes) => (goes ? this.admit(request) : undefined))
+    return this.admit(request)
+  }
+
+  /** Admitted: to the broker's delayed delivery if its ETA is far, else welcomed. */
+  private admit(request: Request): void | Promise<void> {
+    const message = request.message
+    const delivery = request.delivery
     const eta = request.etaDate
     const wait = eta ? eta.getTime() - Date.now() : 0
     const toBroker = this.etaDelay.brokerQueues?.has(delivery.queue) ? BROKER_QUEUE_HOLD_S : this.etaDelay.afterSeconds

@@ -11,6 +11,7 @@ import { dumps, EncodeError, encodeException, exceptionRepr, saferepr, type Stat
 import { escapeControl, taskLabel } from '../../protocol/index.js'
 import { failChainRest } from './chord-parts.js'
 import { republishForRetry, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
+import { DedupReceipt } from './dedup-receipt.js'
 import type { Holdings } from './holdings.js'
 import type { TaskLimits } from './limits.js'
 import type { Request } from './request.js'
@@ -34,6 +35,8 @@ export class Outcomes {
   readonly total: Record<string, number> = {}
   processed = 0
   private readonly results: ResultStore
+  /** The `tsq_dedup` header's side of the task path (dedup-receipt.ts). */
+  readonly dedup: DedupReceipt
 
   constructor(
     private readonly o: RunnerOptions,
@@ -44,6 +47,7 @@ export class Outcomes {
     private readonly next: () => void,
   ) {
     this.results = new ResultStore(o)
+    this.dedup = new DedupReceipt(o, holdings, (request) => this.discardRevoked(request, 'deduplicated'))
   }
 
   /** A running task's updateState(): stored as Celery's store_result stores it, whatever ignore_result says, one after another. */
@@ -120,16 +124,20 @@ export class Outcomes {
     this.next()
   }
 
-  /** A task with the `once` option: its mark goes before its end is stored, so a sender told of the end may send again. */
+  /**
+   * A task with the `once` option, or a simple-mode dedup id: its mark goes before its end is stored,
+   * so a sender told of the end may send again.
+   */
   private recordEnd(request: Request, end: RunEnd): Recorded {
-    const clearing = this.endsOnce(request, end) ? this.clearOnce(request) : undefined
+    const marked = this.o.app.tasks.get(request.name)?.options.once || this.dedup.freesAtEnd(request)
+    const clearing = marked && this.endsTask(request, end) ? this.clearMarks(request) : undefined
     if (clearing) return clearing.then(() => this.record(request, end))
     return this.record(request, end)
   }
 
   /** Whether this end ends the task: not when a retry or a requeue leaves it queued. */
-  private endsOnce(request: Request, end: RunEnd): boolean {
-    if (request.restored || !this.o.app.tasks.get(request.name)?.options.once) return false
+  private endsTask(request: Request, end: RunEnd): boolean {
+    if (request.restored) return false
     const fate = this.fateOf(request, end)
     return fate !== 'retried' && this.settler.settlementOf(request, fate) !== 'requeue'
   }
@@ -155,6 +163,12 @@ export class Outcomes {
 
   private retriesExhausted(request: Request, end: Extract<Outcome, { status: 'retry' }>): boolean {
     return retriesExhausted(request.message.retries, end.maxRetries, this.o.app.tasks.get(request.name)?.options.maxRetries)
+  }
+
+  private clearMarks(request: Request): Promise<void> | undefined {
+    const once = this.clearOnce(request)
+    const dedup = this.dedup.release(request)
+    return once && dedup ? Promise.all([once, dedup]).then(() => undefined) : (once ?? dedup)
   }
 
   private clearOnce(request: Request): Promise<void> | undefined {
@@ -363,8 +377,8 @@ export class Outcomes {
     return this.discarding(this.recordUnregistered(request))
   }
 
-  /** Celery's _announce_revoked for a task that never ran: revoked, or expired, on arrival or when it would start. */
-  discardRevoked(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
+  /** Celery's _announce_revoked for a task that never ran: revoked, or expired, on arrival or when it would start; or a dedup's duplicate. */
+  discardRevoked(request: Request, reason: 'revoked' | 'expired' | 'deduplicated'): Promise<void> {
     return this.discarding(this.recordRevoked(request, reason))
   }
 
@@ -404,9 +418,10 @@ export class Outcomes {
     this.o.events.sendTask('task-failed', { uuid: request.id, exception: `NotRegistered('${name}')` })
   }
 
-  private async recordRevoked(request: Request, reason: 'revoked' | 'expired'): Promise<void> {
-    this.o.log.info(`Discarding revoked task: ${taskLabel(request.name, request.id)}${reason === 'expired' ? ' (expired)' : ''}`)
-    await this.clearOnce(request)
+  private async recordRevoked(request: Request, reason: 'revoked' | 'expired' | 'deduplicated'): Promise<void> {
+    this.o.log.info(`Discarding revoked task: ${taskLabel(request.name, request.id)}${reason === 'revoked' ? '' : ` (${reason})`}`)
+    // A duplicate stands for no id: what it would clear is another task's.
+    if (reason !== 'deduplicated') await this.clearMarks(request)
     await this.settler.settle(request, 'revoked')
     await this.results.storeEnd(
       request,

@@ -5,6 +5,7 @@
 // back with a lost channel, and handed back at shutdown what has not started.
 import { setLongTimeout } from '../../app/index.js'
 import { escapeControl } from '../../protocol/index.js'
+import type { DedupReceipt } from './dedup-receipt.js'
 import type { HandOff } from './hand-off.js'
 import type { Holdings } from './holdings.js'
 import type { TaskLimits } from './limits.js'
@@ -24,6 +25,7 @@ export class Reservations {
     private readonly limits: TaskLimits,
     private readonly settler: Settler,
     private readonly handOff: HandOff,
+    private readonly dedup: DedupReceipt,
   ) {}
 
   /** Held unacked until its ETA, else reserved now. */
@@ -45,8 +47,27 @@ export class Reservations {
       .catch((e: Error) => this.o.log.warning(`could not defer visibility of ${escapeControl(request.id)}: ${e.message}`))
   }
 
-  private reserve(request: Request): void {
+  private reserve(request: Request): void | Promise<void> {
     if (this.holdings.dropIfTakenBack(request)) return
+    // A delayed task with a `tsq_dedup` header is claimed first: one replaced meanwhile is discarded.
+    const claiming = this.dedup.atEta(request)
+    if (claiming) return this.whileClaimed(request, claiming)
+    this.enqueue(request)
+  }
+
+  /** Still held as scheduled while the store answers, so a shutdown meanwhile hands it back with the rest. */
+  private async whileClaimed(request: Request, claiming: Promise<boolean>): Promise<void> {
+    const scheduled = this.holdings.scheduled
+    const entry = { request, timer: { clear: () => undefined } }
+    scheduled.set(request.id, entry)
+    const runs = await claiming
+    if (scheduled.get(request.id) !== entry) return
+    scheduled.delete(request.id)
+    if (runs) this.enqueue(request)
+    else this.holdings.wakeIdleWaiters()
+  }
+
+  private enqueue(request: Request): void {
     this.holdings.waiting.push(request)
     this.pump()
   }

@@ -35,7 +35,7 @@ export class TaskRunner {
     this.settler = new Settler(o.app, this.holdings, o.log, o.acksLate)
     this.outcomes = new Outcomes(o, this.holdings, this.limits, this.settler, next)
     const handOff = new HandOff(o, this.holdings, this.limits, this.settler, this.outcomes, next)
-    this.reservations = new Reservations(o, this.holdings, this.limits, this.settler, handOff)
+    this.reservations = new Reservations(o, this.holdings, this.limits, this.settler, handOff, this.outcomes.dedup)
     this.admission = new Admission(o, this.holdings, this.settler, this.reservations, this.outcomes)
   }
 
