@@ -20,6 +20,7 @@ import { runReceiver, AppSignals } from '../app-signals.js'
 import { canvasKind, dumps, EncodeError, resultTaskKind, saferepr, tasksOf, type Signature } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 import { runLocked } from './locked-run.js'
+import { traceJob } from './traced-run.js'
 import { setLongTimeout, type LongTimeout } from './long-timeout.js'
 
 /** Celery's Task.max_retries default. */
@@ -542,8 +543,12 @@ export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks 
   const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
   const signals = observed ? (app.signals ?? NO_RECEIVERS) : undefined
   // A locked task: the lock is taken first, renewed while the task runs, freed when it ends (locked-run.ts).
-  if (o.lock) return runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
-  return new JobExecution(task, job, sink, signals, holdEndHooks)
+  const start = (): RunningJob =>
+    o.lock
+      ? runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
+      : new JobExecution(task, job, sink, signals, holdEndHooks)
+  // Its run/<task> span when the process traces (docs/tracing.md).
+  return traceJob(job, start)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
