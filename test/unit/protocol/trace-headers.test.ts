@@ -48,7 +48,13 @@ describe('[trace headers] baggage', () => {
   })
 
   it('writes percent-encoded entries, and no header for none', () => {
-    assert.equal(formatBaggage([{ key: 'user', value: 'alice smith' }, { key: 'k', value: 'a,b', metadata: 'p=1' }]), 'user=alice%20smith,k=a%2Cb;p=1')
+    assert.equal(
+      formatBaggage([
+        { key: 'user', value: 'alice smith' },
+        { key: 'k', value: 'a,b', metadata: 'p=1' },
+      ]),
+      'user=alice%20smith,k=a%2Cb;p=1',
+    )
     assert.equal(formatBaggage([]), undefined)
   })
 
@@ -60,13 +66,16 @@ describe('[trace headers] baggage', () => {
 describe('[trace headers] span names and attributes of the Python instrumentation', () => {
   it('apply_async/<task>: action, id, name, then the destination kind, exchange and routing key', () => {
     assert.equal(producerSpanName('proj.add'), 'apply_async/proj.add')
-    assert.deepEqual(producerAttributes({ taskId: 'id-1', taskName: 'proj.add', exchange: '', routingKey: 'celery', exchangeType: 'direct' }), {
-      'celery.action': 'apply_async',
-      'messaging.message.id': 'id-1',
-      'celery.task_name': 'proj.add',
-      'messaging.destination_kind': 'queue',
-      'messaging.destination': 'celery',
-    })
+    assert.deepEqual(
+      producerAttributes({ taskId: 'id-1', taskName: 'proj.add', exchange: '', routingKey: 'celery', exchangeType: 'direct' }),
+      {
+        'celery.action': 'apply_async',
+        'messaging.message.id': 'id-1',
+        'celery.task_name': 'proj.add',
+        'messaging.destination_kind': 'queue',
+        'messaging.destination': 'celery',
+      },
+    )
     assert.deepEqual(producerAttributes({ taskId: 'id-2', taskName: 't', exchange: 'ex', routingKey: 'a.b', exchangeType: 'topic' }), {
       'celery.action': 'apply_async',
       'messaging.message.id': 'id-2',

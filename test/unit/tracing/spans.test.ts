@@ -194,8 +194,10 @@ describe('[tracing] spans and headers with a provider registered', () => {
     const { transport, sent } = capturing()
     const app = createApp({ name: 'proj' })
     app.task('proj.fan', () => sendTask(transport, 'proj.leaf', { args: [] }))
-    await executeJob(app, jobOf('proj.fan', { traceparent: `00-${PY_TRACE}-${PY_SPAN}-01`, tracestate: 'vendor=x', baggage: 'user=alice+smith' }))
-      .outcome
+    await executeJob(
+      app,
+      jobOf('proj.fan', { traceparent: `00-${PY_TRACE}-${PY_SPAN}-01`, tracestate: 'vendor=x', baggage: 'user=alice+smith' }),
+    ).outcome
     const headers = sent[0]!.properties.headers as Record<string, unknown>
     assert.equal(headers.tracestate, 'vendor=x')
     assert.equal(headers.baggage, 'user=alice%20smith')
