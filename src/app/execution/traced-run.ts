@@ -45,6 +45,7 @@ export function traceJob(job: Job, start: () => RunningJob): RunningJob {
     return o
   }
   if (running.immediate) finish(running.immediate)
-  else void running.outcome.then(finish)
+  // The pool handles a rejected outcome; this branch only must not add an unhandled one.
+  else void running.outcome.then(finish, () => undefined)
   return running
 }
