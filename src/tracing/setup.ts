@@ -55,7 +55,13 @@ export function loadApi(): OtelApi | null {
   return api
 }
 
+/** TSQ_TRACING, read once: a send reads the switch, not the environment. */
+let envSwitchValue: boolean | 'auto' | undefined
 function envSwitch(): boolean | 'auto' {
+  return (envSwitchValue ??= readEnvSwitch())
+}
+
+function readEnvSwitch(): boolean | 'auto' {
   const raw = (process.env.TSQ_TRACING ?? '').trim().toLowerCase()
   if (['1', 'on', 'true', 'yes'].includes(raw)) return true
   if (['0', 'off', 'false', 'no'].includes(raw)) return false
@@ -74,6 +80,7 @@ export function configureTracing(next: TracingOptions = {}): void {
   options = { ...next }
   on = undefined
   off = false
+  envSwitchValue = undefined
 }
 
 /** Back to the defaults (for tests). */
