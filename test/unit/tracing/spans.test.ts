@@ -19,10 +19,6 @@ import { AlsContextManager, MemoryTracerProvider } from '../../helpers/otel-memo
 
 const provider = new MemoryTracerProvider()
 api.trace.setGlobalTracerProvider(provider)
-after(() => {
-  api.trace.disable()
-  api.context.disable()
-})
 
 /** A transport that keeps what is published. */
 function capturing(): { transport: Transport; sent: OutgoingMessage[] } {
@@ -63,6 +59,11 @@ function jobOf(task: string, headers?: Record<string, unknown>): Job {
 }
 
 describe('[tracing] spans and headers with a provider registered', () => {
+  after(() => {
+    api.trace.disable()
+    api.context.disable()
+  })
+
   it('a send: apply_async/<task> PRODUCER with the attributes Python sets, its context in traceparent', async () => {
     configureTracing({})
     provider.clear()
