@@ -21,6 +21,7 @@ import { canvasKind, dumps, EncodeError, resultTaskKind, saferepr, tasksOf, type
 import type { EncodedException, Job, Outcome } from './jobs.js'
 import { runLocked } from './locked-run.js'
 import { traceJob } from './traced-run.js'
+import { activeTracing } from '../../tracing/index.js'
 import { setLongTimeout, type LongTimeout } from './long-timeout.js'
 
 /** Celery's Task.max_retries default. */
@@ -542,13 +543,22 @@ export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks 
   const o = task.options
   const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
   const signals = observed ? (app.signals ?? NO_RECEIVERS) : undefined
+  // In its run/<task> span when the process traces (docs/tracing.md); untraced, no closure per task.
+  if (activeTracing()) return traceJob(job, () => startJob(app, task, job, sink, signals, holdEndHooks))
+  return startJob(app, task, job, sink, signals, holdEndHooks)
+}
+
+function startJob(
+  app: App,
+  task: Task,
+  job: Job,
+  sink: StateSink | undefined,
+  signals: AppSignals | undefined,
+  holdEndHooks: boolean,
+): RunningJob {
   // A locked task: the lock is taken first, renewed while the task runs, freed when it ends (locked-run.ts).
-  const start = (): RunningJob =>
-    o.lock
-      ? runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
-      : new JobExecution(task, job, sink, signals, holdEndHooks)
-  // Its run/<task> span when the process traces (docs/tracing.md).
-  return traceJob(job, start)
+  if (task.options.lock) return runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
+  return new JobExecution(task, job, sink, signals, holdEndHooks)
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
