@@ -15,7 +15,11 @@ interface Scope {
   ctx: Api.Context | undefined
 }
 
-const storage = new AsyncLocalStorage<Scope>()
+// One store per process, even with two copies of this module loaded (the bundled
+// CLI's, which runs the task, and the one a task module imports as 'tsq', which sends).
+const STORE_KEY = Symbol.for('tsq.tracingScope')
+const holder = globalThis as unknown as Record<symbol, AsyncLocalStorage<Scope> | undefined>
+const storage = (holder[STORE_KEY] ??= new AsyncLocalStorage<Scope>())
 let probeKey: symbol | undefined
 
 /** Whether the application registered a context manager: a context entered with `with` is then the active one. */

@@ -37,8 +37,22 @@ export interface Tracing {
   meter(): Api.Meter
 }
 
+/**
+ * The options, one set per process even with two copies of this module loaded
+ * (the bundled CLI's, which runs tasks, and the one a task module imports as
+ * 'tsq', which calls configureTracing); `version` tells each copy to look again.
+ */
+interface Shared {
+  options: TracingOptions
+  version: number
+}
+const SHARED_KEY = Symbol.for('tsq.tracingOptions')
+const holder = globalThis as unknown as Record<symbol, Shared | undefined>
+const shared = (holder[SHARED_KEY] ??= { options: {}, version: 0 })
+
 let api: OtelApi | null | undefined
-let options: TracingOptions = {}
+/** The shared version this copy's cache was made for. */
+let seen = -1
 let on: Tracing | undefined
 /** Off for good: the API is absent, or tracing was switched off. */
 let off = false
@@ -77,10 +91,8 @@ function envLinks(): boolean {
  * module calls it at its top, so every pool slot that loads the module does too).
  */
 export function configureTracing(next: TracingOptions = {}): void {
-  options = { ...next }
-  on = undefined
-  off = false
-  envSwitchValue = undefined
+  shared.options = { ...next }
+  shared.version += 1
 }
 
 /** Back to the defaults (for tests). */
@@ -94,8 +106,15 @@ export function resetTracing(): void {
  * a look at the global provider.
  */
 export function activeTracing(): Tracing | undefined {
+  if (seen !== shared.version) {
+    seen = shared.version
+    on = undefined
+    off = false
+    envSwitchValue = undefined
+  }
   if (on) return on
   if (off) return undefined
+  const options = shared.options
   const a = loadApi()
   const enabled = options.enabled ?? envSwitch()
   if (!a || enabled === false) {
