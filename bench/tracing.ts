@@ -120,8 +120,6 @@ async function drain(mode: Mode): Promise<number> {
       MODULE,
       '-b',
       REDIS_URL,
-      '--result-backend',
-      'disabled://',
       '-Q',
       queue,
       '-P',
@@ -135,12 +133,15 @@ async function drain(mode: Mode): Promise<number> {
     ],
     { env: { ...process.env, TSQ_BENCH_TRACING: mode, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   )
+  let log = ''
+  worker.stdout!.on('data', (d) => (log += d))
+  worker.stderr!.on('data', (d) => (log += d))
   try {
     // Ready: a message pushed now is taken.
     await redis.lpush(queue, tracedEnvelope(queue))
     const deadline = Date.now() + 60_000
     while ((await redis.llen(queue)) > 0) {
-      if (Date.now() > deadline) throw new Error(`worker (${mode}) took nothing in 60 s`)
+      if (Date.now() > deadline || worker.exitCode !== null) throw new Error(`worker (${mode}) took nothing:\n${log}`)
       await new Promise((r) => setTimeout(r, 50))
     }
     const envelopes = Array.from({ length: DRAIN }, () => tracedEnvelope(queue))
