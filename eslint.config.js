@@ -21,7 +21,8 @@ const SRC = join(ROOT, 'src')
  * - protocol/ is pure (no I/O); process/ (logger, pidfile, privileges, detach, idle
  *   trim) needs protocol/ only, beside transport/; so does cluster-state/ (the cluster as
  *   events tell it, no I/O), which `tsq events` (cli/) and the dashboard both read; so
- *   does logtool/ (worker logs read as a stream), for the error root.
+ *   does logtool/ (worker logs read as a stream), for the error root; so does tracing/
+ *   (OpenTelemetry through @opentelemetry/api), which client/ sends and app/ runs through.
  * - config/ reads settings and needs transport/'s settings types; locks/ (the lock
  *   stores) and admin/ (the broker verbs) need transport/ only.
  * - backends/ (result stores) read config/; client/ (send, control, events) reads
@@ -33,7 +34,7 @@ const SRC = join(ROOT, 'src')
  */
 export const LAYERS = [
   ['protocol', 'tricks'],
-  ['transport', 'process', 'cluster-state', 'logtool'],
+  ['transport', 'process', 'cluster-state', 'logtool', 'tracing'],
   ['config', 'locks', 'admin'],
   ['backends'],
   ['client'],

@@ -21,7 +21,18 @@ await build({
   sourcemap: false,
   logLevel: 'warning',
   // The database clients of the db+ result backend load lazily from node_modules; better-sqlite3 and koffi (malloc_trim, idle-trim.ts) are native addons.
-  external: ['@inquirer/prompts', 'tsx', 'tsx/*', 'typescript', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
+  external: [
+    '@inquirer/prompts',
+    'tsx',
+    'tsx/*',
+    'typescript',
+    'better-sqlite3',
+    'pg',
+    'mysql2',
+    'mysql2/*',
+    'koffi',
+    '@opentelemetry/api',
+  ],
   // Whitespace and comments out: V8 keeps every loaded script's source in the heap for the life of
   // the process, and one non-Latin-1 character in a kept comment (an arrow, a dash) stores the whole
   // bundle as two-byte text, in every worker, child and thread. Names are kept, so a --debug stack
@@ -58,7 +69,7 @@ await build({
   minifySyntax: true,
   plugins: patchPlugins([ioredisCommandPrototype, ioredisLateSocketErrors]),
   // -A loads the app module as the worker does, TypeScript through tsx, which stays in node_modules.
-  external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi'],
+  external: ['tsx', 'tsx/*', 'better-sqlite3', 'pg', 'mysql2', 'mysql2/*', 'koffi', '@opentelemetry/api'],
   // load-app.js's tsxImportUrl (import.meta.resolve, for pool processes) comes
   // along with loadApp but never runs here: nothing in the fast path starts a pool.
   logOverride: { 'empty-import-meta': 'silent' },

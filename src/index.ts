@@ -44,6 +44,9 @@ export type {
   SignalPayloads,
   SignalReceiver,
 } from './app/index.js'
+// OpenTelemetry (docs/tracing.md): on once a tracer provider is registered; this says otherwise.
+export { configureTracing } from './tracing/index.js'
+export type { TracingOptions } from './tracing/index.js'
 export { loadConfig } from './config/index.js'
 export type { ResolvedConfig } from './config/index.js'
 // The options and errors of the task locks (the option `lock`, the option `once`, app.lock()).

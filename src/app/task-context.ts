@@ -36,6 +36,8 @@ export interface TaskRun {
   parentId: string | null
   group: string | null
   hostname: string
+  /** The sender's node name (the `origin` header), carried only with a sender's own headers (a trace context). */
+  origin?: string | null
   /**
    * The message's headers beyond Celery's own (a trace context a sender's
    * before_task_publish added, say), as Celery puts them on `self.request`;

@@ -21,6 +21,7 @@ import {
   QueueSettingError,
   type QueueDefinition,
 } from '../config/index.js'
+import { startSendSpan, type SendSpan } from '../tracing/index.js'
 
 export const DEFAULT_QUEUE = 'celery'
 
@@ -138,11 +139,14 @@ function startSend<R>(
   let deliveryMode: 1 | 2 = options.deliveryMode ?? message.properties.deliveryMode
   let quorum = false
   let declared: Promise<void> | undefined
+  // The declared queue's exchange type, for the trace (none for an exchange named by the sender: nothing declared).
+  let exchangeType: string | undefined
   if (options.exchange) {
     exchange = options.exchange
     routingKey = options.routingKey ?? queue
   } else {
     const definition = options.resolveQueue?.(queue)
+    exchangeType = definition?.exchange.type ?? 'direct'
     if (!isTaskQueueDeclared(transport, queue))
       declared = withPublishRetry(retryPolicy, () => declareTaskQueue(transport, queue, definition))
     quorum = isQuorumQueue(definition)
@@ -163,13 +167,22 @@ function startSend<R>(
       }
     }
   }
+  // apply_async/<task> around the publish, its context in the headers (docs/tracing.md); undefined when not tracing.
+  const span = startSendSpan({
+    taskId: message.properties.correlationId,
+    taskName: name,
+    exchange,
+    routingKey,
+    exchangeType,
+    headers: message.headers as Record<string, unknown>,
+  })
   const announce = signals !== undefined && (signals.has('before_task_publish') || signals.has('after_task_publish'))
   if (announce || options.sentEvent) {
     const target = { queue, exchange, routingKey, quorum, deliveryMode }
     const announced = declared
       ? declared.then(() => publishAnnounced(transport, name, options, signals, message, target))
       : publishAnnounced(transport, name, options, signals, message, target)
-    return announced.then(resultOf)
+    return spanned(span, announced).then(resultOf)
   }
   const outgoing = outgoingOf(message, deliveryMode)
   // Celery 5.5's send_task: an ETA bound for a quorum queue waits in the
@@ -182,7 +195,11 @@ function startSend<R>(
   const publish =
     delayS >= 1 ? () => transport.publishDelayed!(queue, outgoing, delayS) : () => transport.publish(exchange, routingKey, outgoing, timed)
   const result = resultOf(message.properties.correlationId)
-  if (declared) return declared.then(() => withPublishRetry(retryPolicy, publish)).then(() => result)
+  if (declared)
+    return spanned(
+      span,
+      declared.then(() => withPublishRetry(retryPolicy, publish)),
+    ).then(() => result)
   let first: Promise<void>
   try {
     first = publish()
@@ -190,9 +207,29 @@ function startSend<R>(
     first = Promise.reject(error)
   }
   // withPublishRetry, written out: one promise for the send, not three.
+  if (span)
+    return spanned(
+      span,
+      first.catch((error: unknown) => retryFailedPublish(error, retryPolicy, publish)),
+    ).then(() => result)
   return first.then(
     () => result,
     (error: unknown) => retryFailedPublish(error, retryPolicy, publish).then(() => result),
+  )
+}
+
+/** `published`, ending the send's span when it settles. */
+function spanned<T>(span: SendSpan | undefined, published: Promise<T>): Promise<T> {
+  if (!span) return published
+  return published.then(
+    (value) => {
+      span.end()
+      return value
+    },
+    (error: unknown) => {
+      span.end(error)
+      throw error
+    },
   )
 }
 

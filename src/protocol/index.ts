@@ -116,6 +116,24 @@ export {
 } from './messages/event-limits.js'
 export { encodeTaskV2, encodeTaskV2With, decodeTaskMessage } from './messages/task-message.js'
 export {
+  TRACEPARENT,
+  TRACESTATE,
+  BAGGAGE,
+  SENT_AT,
+  ATTR as TRACE_ATTR,
+  formatTraceparent,
+  parseTraceparent,
+  parseBaggage,
+  formatBaggage,
+  producerAttributes,
+  consumerAttributes,
+  producerSpanName,
+  consumerSpanName,
+  sentAtNow,
+  queueWaitSeconds,
+} from './messages/trace-headers.js'
+export type { TraceParent, BaggageItem, TraceAttributes, RunRequest } from './messages/trace-headers.js'
+export {
   signature,
   canvasKind,
   signatureList,

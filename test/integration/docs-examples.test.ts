@@ -64,6 +64,9 @@ class PageFolder {
     mkdirSync(join(this.dir, 'node_modules'))
     symlinkSync(ROOT, join(this.dir, 'node_modules', 'tsq'))
     symlinkSync(join(ROOT, 'node_modules', 'tsx'), join(this.dir, 'node_modules', 'tsx'))
+    // The OpenTelemetry API and SDK a traced example imports (docs/tracing.md).
+    if (existsSync(join(ROOT, 'node_modules', '@opentelemetry')))
+      symlinkSync(join(ROOT, 'node_modules', '@opentelemetry'), join(this.dir, 'node_modules', '@opentelemetry'))
     // A project of ES modules, as a `.ts` task module needs (docs/getting-started-node.md).
     writeFileSync(join(this.dir, 'package.json'), JSON.stringify({ name: 'docs-example', private: true, type: 'module' }) + '\n')
     const bin = join(this.dir, '.bin')

@@ -20,6 +20,8 @@ import { runReceiver, AppSignals } from '../app-signals.js'
 import { canvasKind, dumps, EncodeError, resultTaskKind, saferepr, tasksOf, type Signature } from '../../protocol/index.js'
 import type { EncodedException, Job, Outcome } from './jobs.js'
 import { runLocked } from './locked-run.js'
+import { traceJob } from './traced-run.js'
+import { activeTracing } from '../../tracing/index.js'
 import { setLongTimeout, type LongTimeout } from './long-timeout.js'
 
 /** Celery's Task.max_retries default. */
@@ -541,8 +543,21 @@ export function executeJob(app: App, job: Job, sink?: StateSink, { holdEndHooks 
   const o = task.options
   const observed = app.signals?.observingRuns || o.beforeStart || o.onSuccess || o.onFailure || o.onRetry || o.afterReturn
   const signals = observed ? (app.signals ?? NO_RECEIVERS) : undefined
+  // In its run/<task> span when the process traces (docs/tracing.md); untraced, no closure per task.
+  if (activeTracing()) return traceJob(job, () => startJob(app, task, job, sink, signals, holdEndHooks))
+  return startJob(app, task, job, sink, signals, holdEndHooks)
+}
+
+function startJob(
+  app: App,
+  task: Task,
+  job: Job,
+  sink: StateSink | undefined,
+  signals: AppSignals | undefined,
+  holdEndHooks: boolean,
+): RunningJob {
   // A locked task: the lock is taken first, renewed while the task runs, freed when it ends (locked-run.ts).
-  if (o.lock) return runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
+  if (task.options.lock) return runLocked(app, task, job, (lock) => new JobExecution(task, job, sink, signals, holdEndHooks, lock))
   return new JobExecution(task, job, sink, signals, holdEndHooks)
 }
 

@@ -43,6 +43,8 @@ export type Outcome = (
 ) & {
   /** The slot holds the task's end handlers and signals until the worker calls the pool's afterStored(). */
   endHooks?: true
+  /** The run span's trace context, when the slot traces: the parent of the worker's follow-up sends (src/tracing/). */
+  trace?: Record<string, string>
 }
 
 export type ToSlot =

@@ -150,7 +150,9 @@ try {
       waitingFor = id
     }
     const value = outcome.status === 'success' ? withToJSONApplied(outcome.value) : undefined
-    if (outcome.status === 'success' && !outcome.endHooks && maxKiB === undefined) postSucceeded(id, value, outcome.runtime)
+    // The flat batch of successes carries no trace context (src/tracing/): a traced run goes as a whole outcome.
+    if (outcome.status === 'success' && !outcome.endHooks && !outcome.trace && maxKiB === undefined)
+      postSucceeded(id, value, outcome.runtime)
     else {
       const handedOver = outcome.status === 'success' && value !== outcome.value ? { ...outcome, value } : outcome
       const done: FromSlot = { type: 'done', id, outcome: handedOver }

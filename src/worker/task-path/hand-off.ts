@@ -114,6 +114,8 @@ export class HandOff {
       softTimeLimit: limits.soft,
     }
     setRequestFields(job, request, this.o.transport?.kind)
+    // The run span's celery.hostname (src/tracing/); only beside a sender's own headers, so a plain job stays as small.
+    if (job.headers && m.origin) job.origin = m.origin
     let running: RunEnd | Promise<Outcome>
     try {
       running = placement

@@ -20,11 +20,12 @@ import { keepFailedMessage } from './keep-failed.js'
 import type { RunnerOptions } from './runner-options.js'
 import type { Fate } from './settlement.js'
 import type { Settler } from './settler.js'
+import { withCarriedContext } from '../../tracing/index.js'
 
 const DEFAULT_RETRY_DELAY = 180
 
 /** How a run ended: the pool's outcome, or the pool could not take the job at all. */
-export type RunEnd = Outcome | { status: 'hand-off-failed'; reason: string; runtime: number; endHooks?: undefined }
+export type RunEnd = Outcome | { status: 'hand-off-failed'; reason: string; runtime: number; endHooks?: undefined; trace?: undefined }
 
 type Unsuccessful = Exclude<RunEnd, { status: 'success' }>
 
@@ -73,6 +74,12 @@ export class Outcomes {
    * is recorded and acked without one.
    */
   ended(request: Request, end: RunEnd): void | Promise<void> {
+    // A traced run: the follow-ups it sends are children of its run span (src/tracing/).
+    if (end.trace) return withCarriedContext(end.trace, () => this.endedNow(request, end))
+    return this.endedNow(request, end)
+  }
+
+  private endedNow(request: Request, end: RunEnd): void | Promise<void> {
     if (end.endHooks) request.endHooksHeld = true
     // The end state must land after every updateState() store, or a late PROGRESS would hide it.
     if (request.stateWrites)
