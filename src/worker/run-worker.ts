@@ -196,7 +196,13 @@ async function startWorker(o: RunWorkerOptions, log: Logger, watch: WatchChild |
   // Tasks registered before a config module added task_annotations get them now, as Celery annotates lazily.
   for (const task of app.tasks.values()) {
     Object.assign(task.options, annotationsFor(conf.task_annotations, task.name))
-    if (settings.disableRateLimits) delete task.options.rateLimit
+    if (settings.disableRateLimits) {
+      delete task.options.rateLimit
+      delete task.options.rateLimitScope
+    }
+    const scope = task.options.rateLimitScope
+    if (scope !== undefined && scope !== 'worker' && scope !== 'cluster')
+      throw new WorkerSettingError(`${task.name}: rateLimitScope = ${JSON.stringify(scope)}: expected 'worker' or 'cluster'`)
   }
   o = {
     ...o,

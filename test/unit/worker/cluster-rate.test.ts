@@ -1,0 +1,216 @@
+// What a worker does with a task whose rate limit is the cluster's, by the
+// bucket's answer (a scripted store, a fake clock): a slot now runs it; a slot
+// a little ahead is held till then; one further ahead is deferred to it on a
+// broker with a parking lot (its copy carries the slot, the held one is acked)
+// and the copy, back, runs without taking another; a refusal is asked again
+// after its wait, or deferred without a slot when the wait is long; one take
+// per task at a time, in arrival order; `control rate_limit` goes to the store.
+import assert from 'node:assert/strict'
+import { afterEach, beforeEach, it, mock } from 'node:test'
+import { createApp, type App } from '../../../src/app/app.js'
+import type { BucketAnswer, RateStore, StoredRate } from '../../../src/locks/index.js'
+import { Logger } from '../../../src/process/logger.js'
+import type { Delivery, OutgoingMessage, Parking, Transport } from '../../../src/transport/index.js'
+import { LimitedSet } from '../../../src/worker/control/limited-set.js'
+import type { EventDispatcher } from '../../../src/worker/events.js'
+import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
+import { RATE_SLOT_HEADER } from '../../../src/worker/task-path/cluster-rate.js'
+import { DEFER_LOT } from '../../../src/worker/task-path/defer.js'
+import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
+import { taskDeliveryFields } from '../../helpers/deliveries.js'
+
+const MS = 1000
+
+class ScriptedStore implements RateStore {
+  readonly takes: string[] = []
+  readonly rates: Array<[string, StoredRate | null]> = []
+  private inFlight = 0
+  maxInFlight = 0
+  constructor(private readonly answers: BucketAnswer[]) {}
+  async take(bucket: string): Promise<BucketAnswer> {
+    this.takes.push(bucket)
+    this.inFlight += 1
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
+    await Promise.resolve()
+    this.inFlight -= 1
+    return this.answers.shift() ?? { kind: 'now', waitUs: 0, slotUs: 0 }
+  }
+  async setRate(bucket: string, rate: StoredRate | null): Promise<void> {
+    this.rates.push([bucket, rate])
+  }
+  async rateOf(): Promise<StoredRate | null> {
+    return null
+  }
+  async close(): Promise<void> {}
+}
+
+interface Parked {
+  lot: string
+  queue: string
+  message: OutgoingMessage
+  at: number
+}
+
+function fakeTransport(parked: Parked[]): Transport {
+  const parking = {
+    park: async (lot: string, target: { queue: string }, message: OutgoingMessage, at: number) => {
+      parked.push({ lot, queue: target.queue, message, at })
+    },
+    releaseDue: async () => ({ moved: 0, nextAt: null }),
+  } as unknown as Parking
+  return { kind: 'redis', parking } as unknown as Transport
+}
+
+function delivery(headers: Record<string, string> = {}) {
+  const settled: string[] = []
+  const fields = taskDeliveryFields('api.call', [1])
+  const d: Delivery & { settled: string[] } = {
+    ...fields,
+    properties: { ...fields.properties, headers: { ...fields.properties.headers, ...headers } },
+    settled,
+    ack: async () => void settled.push('ack'),
+    reject: async ({ requeue }: { requeue: boolean }) => void settled.push(requeue ? 'requeue' : 'reject'),
+  }
+  return d
+}
+
+function setUp(answers: BucketAnswer[], withParking = true) {
+  const app: App = createApp({ name: 'api' })
+  const runs: number[] = []
+  app.task('api.call', (n: number) => void runs.push(n), { rateLimit: '10/s', rateLimitScope: 'cluster' })
+  const store = new ScriptedStore(answers)
+  const parked: Parked[] = []
+  const runner = new TaskRunner({
+    app,
+    transport: withParking ? fakeTransport(parked) : (undefined as never),
+    pool: new SoloPool(app, 1),
+    backend: null,
+    events: { taskEvents: false, sendTask: () => undefined } as unknown as EventDispatcher,
+    revoked: new LimitedSet(),
+    log: new Logger('CRITICAL'),
+    hostname: 'w@h',
+    acksLate: true,
+    timeLimit: null,
+    softTimeLimit: null,
+    onScheduledChange: () => undefined,
+    rateStore: store,
+  })
+  return { runner, store, parked, runs }
+}
+
+/** Lets the promises in flight settle (the store's answers, the pool's run, the acks). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve))
+}
+
+beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_700_000_000_000 }))
+afterEach(() => mock.timers.reset())
+
+it('a slot now: the task runs', async () => {
+  const { runner, runs, store } = setUp([{ kind: 'now', waitUs: 0, slotUs: 0 }])
+  const d = delivery()
+  await runner.onDelivery(d)
+  await settle()
+  assert.deepEqual(store.takes, ['api.call'])
+  assert.deepEqual(runs, [1])
+  assert.deepEqual(d.settled, ['ack'])
+})
+
+it('a slot 20 ms ahead: held here, run at it', async () => {
+  const { runner, runs, parked } = setUp([{ kind: 'reserved', waitUs: 20 * MS, slotUs: 0 }])
+  await runner.onDelivery(delivery())
+  await settle()
+  assert.deepEqual(runs, [])
+  assert.equal(runner.reserved.length, 1, 'listed as reserved while it waits')
+  mock.timers.tick(20)
+  await settle()
+  assert.deepEqual(runs, [1])
+  assert.equal(parked.length, 0)
+})
+
+it('a slot 300 ms ahead: deferred to the parking lot with its slot, acked here; the copy back runs without a take', async () => {
+  const slotUs = (Date.now() + 300) * MS
+  const { runner, runs, parked, store } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs }])
+  const d = delivery()
+  await runner.onDelivery(d)
+  await settle()
+  assert.deepEqual(runs, [])
+  assert.deepEqual(d.settled, ['ack'])
+  assert.equal(parked.length, 1)
+  assert.equal(parked[0]!.lot, DEFER_LOT)
+  assert.equal(parked[0]!.queue, 'celery')
+  assert.equal(parked[0]!.at, Date.now() + 300)
+  assert.equal(parked[0]!.message.properties.headers?.[RATE_SLOT_HEADER], String(slotUs))
+  assert.equal(runner.reserved.length, 0, 'nothing held')
+
+  mock.timers.tick(300)
+  const back = delivery({ [RATE_SLOT_HEADER]: String(slotUs) })
+  await runner.onDelivery(back)
+  await settle()
+  assert.deepEqual(runs, [1])
+  assert.equal(store.takes.length, 1, 'no second take')
+  assert.deepEqual(back.settled, ['ack'])
+})
+
+it('without a parking lot (RabbitMQ), a slot within the horizon is held, not deferred', async () => {
+  const { runner, runs } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs: 0 }], false)
+  await runner.onDelivery(delivery())
+  await settle()
+  assert.deepEqual(runs, [])
+  mock.timers.tick(300)
+  await settle()
+  assert.deepEqual(runs, [1])
+})
+
+it('refused: asked again after its wait; the next message waits in line behind it', async () => {
+  const { runner, runs, store } = setUp([
+    { kind: 'refused', waitUs: 40 * MS, slotUs: 0 },
+    { kind: 'now', waitUs: 0, slotUs: 0 },
+    { kind: 'now', waitUs: 0, slotUs: 0 },
+  ])
+  await runner.onDelivery(delivery())
+  await runner.onDelivery(delivery())
+  await settle()
+  assert.equal(store.takes.length, 1, 'one take at a time per task')
+  assert.deepEqual(runs, [])
+  mock.timers.tick(45)
+  await settle()
+  assert.equal(store.takes.length, 3)
+  assert.equal(store.maxInFlight, 1)
+  assert.deepEqual(runs, [1, 1])
+})
+
+it('refused for long: deferred without a slot (a stale one removed)', async () => {
+  const { runner, parked, runs } = setUp([{ kind: 'refused', waitUs: 5000 * MS, slotUs: 0 }])
+  const d = delivery({ [RATE_SLOT_HEADER]: String((Date.now() - 60_000) * MS) })
+  await runner.onDelivery(d)
+  await settle()
+  assert.deepEqual(runs, [])
+  assert.equal(parked.length, 1)
+  assert.equal(parked[0]!.at, Date.now() + 5000)
+  assert.equal(parked[0]!.message.properties.headers?.[RATE_SLOT_HEADER], undefined)
+  assert.deepEqual(d.settled, ['ack'])
+})
+
+it('control rate_limit stores the rate for the cluster', async () => {
+  const { runner, store } = setUp([])
+  await runner.setRateLimit('api.call', '20/s')
+  await runner.setRateLimit('api.call', 0)
+  assert.deepEqual(store.rates, [
+    ['api.call', { text: '20/s', intervalUs: 50_000 }],
+    ['api.call', { text: '0', intervalUs: 0 }],
+  ])
+})
+
+it('shutdown hands back what waits for a slot', async () => {
+  const { runner, runs } = setUp([{ kind: 'refused', waitUs: 100 * MS, slotUs: 0 }])
+  const d = delivery()
+  await runner.onDelivery(d)
+  await settle()
+  assert.equal(await runner.releaseUnstarted(), 1)
+  await settle()
+  mock.timers.tick(200)
+  await settle()
+  assert.deepEqual(runs, [])
+  assert.deepEqual(d.settled, ['requeue'])
+})
