@@ -151,7 +151,7 @@ async function main(): Promise<void> {
     while (Date.now() < deadline) {
       const r = await tsq(['inspect', 'reserved', '-b', BROKER, '--json', '-t', '2'])
       try {
-        const doc = JSON.parse(r.stdout.split('\n')[0] ?? '{}') as Record<string, unknown[]>
+        const doc = JSON.parse(r.stdout) as Record<string, unknown[]>
         for (const [node, list] of Object.entries(doc)) maxReserved.set(node, Math.max(maxReserved.get(node) ?? 0, list.length))
       } catch {
         // A sample the machine was too busy to answer: the next one counts.

@@ -1,11 +1,14 @@
 // The worker's side of a cluster-wide rate limit (rateLimitScope 'cluster'):
 // before a reserved request of such a task may start, it takes a slot from
 // the task's bucket in Redis (locks/'s rate store), shared by every tsq
-// worker. A slot now: it starts. A slot a little ahead: held till then, or,
-// where the broker keeps messages by the ms (Redis, file://), deferred to it
-// carrying the slot, so the worker takes the next meanwhile. No slot within
-// the bucket's horizon: asked again when there is one, or deferred when that
-// is far. `control rate_limit` sets the rate in the store for the cluster.
+// worker, one take per task at a time from this worker, in arrival order. A
+// slot now: it starts; a slot within the bucket's horizon (500 ms): held till
+// then. No slot within the horizon: asked again when there is room, held
+// meanwhile (within the prefetch window, nothing past it), or, when that is
+// more than 2 s away (slow rates), deferred (defer.ts) so the worker takes the
+// next. A deferred copy goes to the back of its queue, so a slot is never
+// deferred with it: on a deep queue it would come back long after its slot.
+// `control rate_limit` sets the rate in the store, for the cluster.
 import { lockSettings } from '../../app/index.js'
 import { intervalUsOf, openRateStore, type RateStore } from '../../locks/index.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
@@ -16,14 +19,8 @@ import type { Request } from './request.js'
 import type { RunnerOptions } from './runner-options.js'
 import type { Settler } from './settler.js'
 
-/** What a deferred copy carries: the slot it holds (µs since the epoch), so it starts without taking another. */
-export const RATE_SLOT_HEADER = 'x-tsq-rate-slot'
-/** A slot further ahead than this is deferred to, where the broker keeps messages by the ms; a nearer one is held. */
-const HOLD_RESERVED_MS = 50
 /** No slot within the horizon: held and asked again, unless the wait is longer than this; then deferred. */
 const DEFER_REFUSED_AFTER_MS = 2000
-/** A copy that comes back this late after its slot takes a new one (its slot was long used up). */
-const SLOT_LEASE_MS = 10_000
 /** The bucket's store out of reach: asked again after this. */
 const STORE_RETRY_MS = 1000
 
@@ -64,11 +61,6 @@ export class ClusterRate {
   /** Takes over a reserved request of a cluster-limited task until it holds a slot (then `ready`), or defers it. */
   admit(request: Request): void {
     this.holdings.limited.add(request)
-    const slotUs = Number(request.delivery.properties.headers?.[RATE_SLOT_HEADER])
-    if (Number.isFinite(slotUs) && slotUs > 0) {
-      const waitMs = slotUs / 1000 - Date.now()
-      if (waitMs > -SLOT_LEASE_MS) return this.after(request, Math.min(waitMs, 1000), () => this.start(request))
-    }
     const line = this.lines.get(request.name)
     if (line) line.push(request)
     else this.lines.set(request.name, [request])
@@ -130,7 +122,7 @@ export class ClusterRate {
     if (answer.kind === 'refused') {
       if (waitMs > DEFER_REFUSED_AFTER_MS) {
         this.done(request)
-        if (!(await this.deferred(request, waitMs, null))) this.after(request, waitMs, () => this.readmit(request))
+        if (!(await this.deferred(request, waitMs))) this.after(request, waitMs, () => this.readmit(request))
         return
       }
       // Still heading the line: the others wait behind it, and ask after it.
@@ -138,7 +130,6 @@ export class ClusterRate {
     }
     this.done(request)
     if (answer.kind === 'now') return this.start(request)
-    if (waitMs > HOLD_RESERVED_MS && this.o.transport?.parking && (await this.deferred(request, waitMs, String(answer.slotUs)))) return
     this.after(request, waitMs, () => this.start(request))
   }
 
@@ -149,9 +140,9 @@ export class ClusterRate {
   }
 
   /** Out of `limited` before the copy is out: a copy back soon must not look like a duplicate of one held here. */
-  private async deferred(request: Request, waitMs: number, slot: string | null): Promise<boolean> {
+  private async deferred(request: Request, waitMs: number): Promise<boolean> {
     this.holdings.limited.delete(request)
-    if (await deferMessage(this.defer, request, waitMs, { [RATE_SLOT_HEADER]: slot })) {
+    if (await deferMessage(this.defer, request, waitMs)) {
       this.holdings.wakeIdleWaiters()
       return true
     }

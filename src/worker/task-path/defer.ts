@@ -2,8 +2,8 @@
 // its delayed delivery, whole seconds; on Redis and file:// the parking lot
 // DEFER_LOT, ms), then the one held here is acked, so the worker holds
 // nothing past its prefetch window and takes the next. The copy comes back
-// to its queue for any worker. Used by cluster rate limits (cluster-rate.ts)
-// and anything else that must wait for a shared resource.
+// to the back of its queue, for any worker. Used by cluster rate limits
+// (cluster-rate.ts) and anything else that must wait for a shared resource.
 import type { Logger } from '../../process/index.js'
 import { escapeControl, taskLabel } from '../../protocol/index.js'
 import type { Headers, OutgoingMessage, Parking, Transport } from '../../transport/index.js'
@@ -45,13 +45,13 @@ export async function deferMessage(
   }
   const message: OutgoingMessage = { body: d.body, properties: { ...d.properties, headers: merged } }
   const at = Date.now() + Math.max(0, delayMs)
+  const transport = ctx.transport as Transport | undefined
+  if (!transport?.parking && !transport?.publishDelayed) return false
   try {
-    if (ctx.transport.parking) {
-      await ctx.transport.parking.park(DEFER_LOT, { queue: d.queue, exchange: d.exchange, routingKey: d.routingKey }, message, at)
+    if (transport.parking) {
+      await transport.parking.park(DEFER_LOT, { queue: d.queue, exchange: d.exchange, routingKey: d.routingKey }, message, at)
       ctx.release?.parked(at)
-    } else if (ctx.transport.publishDelayed) {
-      await ctx.transport.publishDelayed(d.queue, message, Math.floor(Math.max(0, delayMs) / 1000))
-    } else return false
+    } else await transport.publishDelayed!(d.queue, message, Math.floor(Math.max(0, delayMs) / 1000))
   } catch (error) {
     ctx.log.warning(
       `Task ${taskLabel(request.name, request.id)}: could not defer it (${escapeControl((error as Error).message)}); holding it here`,

@@ -1,10 +1,9 @@
 // What a worker does with a task whose rate limit is the cluster's, by the
 // bucket's answer (a scripted store, a fake clock): a slot now runs it; a slot
-// a little ahead is held till then; one further ahead is deferred to it on a
-// broker with a parking lot (its copy carries the slot, the held one is acked)
-// and the copy, back, runs without taking another; a refusal is asked again
-// after its wait, or deferred without a slot when the wait is long; one take
-// per task at a time, in arrival order; `control rate_limit` goes to the store.
+// ahead (within the horizon) is held till then and listed as reserved; a
+// refusal is asked again after its wait, or, when the wait is long, deferred
+// to the parking lot and acked here; one take per task at a time, in arrival
+// order; `control rate_limit` goes to the store; shutdown hands back what waits.
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, it, mock } from 'node:test'
 import { createApp, type App } from '../../../src/app/app.js'
@@ -14,7 +13,6 @@ import type { Delivery, OutgoingMessage, Parking, Transport } from '../../../src
 import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { RATE_SLOT_HEADER } from '../../../src/worker/task-path/cluster-rate.js'
 import { DEFER_LOT } from '../../../src/worker/task-path/defer.js'
 import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 import { taskDeliveryFields } from '../../helpers/deliveries.js'
@@ -61,12 +59,10 @@ function fakeTransport(parked: Parked[]): Transport {
   return { kind: 'redis', parking } as unknown as Transport
 }
 
-function delivery(headers: Record<string, string> = {}) {
+function delivery() {
   const settled: string[] = []
-  const fields = taskDeliveryFields('api.call', [1])
   const d: Delivery & { settled: string[] } = {
-    ...fields,
-    properties: { ...fields.properties, headers: { ...fields.properties.headers, ...headers } },
+    ...taskDeliveryFields('api.call', [1]),
     settled,
     ack: async () => void settled.push('ack'),
     reject: async ({ requeue }: { requeue: boolean }) => void settled.push(requeue ? 'requeue' : 'reject'),
@@ -116,50 +112,22 @@ it('a slot now: the task runs', async () => {
   assert.deepEqual(d.settled, ['ack'])
 })
 
-it('a slot 20 ms ahead: held here, run at it', async () => {
-  const { runner, runs, parked } = setUp([{ kind: 'reserved', waitUs: 20 * MS, slotUs: 0 }])
-  await runner.onDelivery(delivery())
-  await settle()
-  assert.deepEqual(runs, [])
-  assert.equal(runner.reserved.length, 1, 'listed as reserved while it waits')
-  mock.timers.tick(20)
-  await settle()
-  assert.deepEqual(runs, [1])
-  assert.equal(parked.length, 0)
-})
-
-it('a slot 300 ms ahead: deferred to the parking lot with its slot, acked here; the copy back runs without a take', async () => {
-  const slotUs = (Date.now() + 300) * MS
-  const { runner, runs, parked, store } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs }])
+it('a slot 300 ms ahead: held here (nothing deferred), listed as reserved, run at it', async () => {
+  const { runner, runs, parked } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs: 0 }])
   const d = delivery()
   await runner.onDelivery(d)
   await settle()
   assert.deepEqual(runs, [])
-  assert.deepEqual(d.settled, ['ack'])
-  assert.equal(parked.length, 1)
-  assert.equal(parked[0]!.lot, DEFER_LOT)
-  assert.equal(parked[0]!.queue, 'celery')
-  assert.equal(parked[0]!.at, Date.now() + 300)
-  assert.equal(parked[0]!.message.properties.headers?.[RATE_SLOT_HEADER], String(slotUs))
-  assert.equal(runner.reserved.length, 0, 'nothing held')
-
-  mock.timers.tick(300)
-  const back = delivery({ [RATE_SLOT_HEADER]: String(slotUs) })
-  await runner.onDelivery(back)
-  await settle()
-  assert.deepEqual(runs, [1])
-  assert.equal(store.takes.length, 1, 'no second take')
-  assert.deepEqual(back.settled, ['ack'])
-})
-
-it('without a parking lot (RabbitMQ), a slot within the horizon is held, not deferred', async () => {
-  const { runner, runs } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs: 0 }], false)
-  await runner.onDelivery(delivery())
+  assert.deepEqual(d.settled, [])
+  assert.equal(runner.reserved.length, 1, 'listed as reserved while it waits')
+  mock.timers.tick(299)
   await settle()
   assert.deepEqual(runs, [])
-  mock.timers.tick(300)
+  mock.timers.tick(1)
   await settle()
   assert.deepEqual(runs, [1])
+  assert.deepEqual(d.settled, ['ack'])
+  assert.equal(parked.length, 0)
 })
 
 it('refused: asked again after its wait; the next message waits in line behind it', async () => {
@@ -180,16 +148,41 @@ it('refused: asked again after its wait; the next message waits in line behind i
   assert.deepEqual(runs, [1, 1])
 })
 
-it('refused for long: deferred without a slot (a stale one removed)', async () => {
-  const { runner, parked, runs } = setUp([{ kind: 'refused', waitUs: 5000 * MS, slotUs: 0 }])
-  const d = delivery({ [RATE_SLOT_HEADER]: String((Date.now() - 60_000) * MS) })
+it('refused for long: deferred to the parking lot for the wait, acked here, the next one taken', async () => {
+  const { runner, parked, runs, store } = setUp([
+    { kind: 'refused', waitUs: 5000 * MS, slotUs: 0 },
+    { kind: 'now', waitUs: 0, slotUs: 0 },
+  ])
+  const d = delivery()
+  const next = delivery()
   await runner.onDelivery(d)
+  await runner.onDelivery(next)
+  await settle()
+  assert.equal(parked.length, 1)
+  assert.equal(parked[0]!.lot, DEFER_LOT)
+  assert.equal(parked[0]!.queue, 'celery')
+  assert.equal(parked[0]!.at, Date.now() + 5000)
+  assert.deepEqual(parked[0]!.message.body, d.body)
+  assert.deepEqual(d.settled, ['ack'])
+  assert.equal(store.takes.length, 2)
+  assert.deepEqual(runs, [1], 'the next one ran')
+  assert.deepEqual(next.settled, ['ack'])
+})
+
+it('refused for long without a broker that can hold it: held and asked again', async () => {
+  const { runner, runs } = setUp(
+    [
+      { kind: 'refused', waitUs: 5000 * MS, slotUs: 0 },
+      { kind: 'now', waitUs: 0, slotUs: 0 },
+    ],
+    false,
+  )
+  await runner.onDelivery(delivery())
   await settle()
   assert.deepEqual(runs, [])
-  assert.equal(parked.length, 1)
-  assert.equal(parked[0]!.at, Date.now() + 5000)
-  assert.equal(parked[0]!.message.properties.headers?.[RATE_SLOT_HEADER], undefined)
-  assert.deepEqual(d.settled, ['ack'])
+  mock.timers.tick(5000)
+  await settle()
+  assert.deepEqual(runs, [1])
 })
 
 it('control rate_limit stores the rate for the cluster', async () => {
