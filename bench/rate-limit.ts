@@ -113,7 +113,7 @@ async function startWorkers(): Promise<Array<{ child: ChildProcess; node: string
 
 async function main(): Promise<void> {
   const redis = new Redis(REDIS)
-  await redis.del(LOG, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick')
+  await redis.del(LOG, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick', 'tsq:rate-deferred:rate.tick')
   say(
     `# rate-limit  broker=${KIND}  rate=${RATE}/s  seconds=${SECONDS}  load=${LOAD}  workers=2 solo + 2 prefork -c 2  node=${process.version}`,
   )
@@ -227,7 +227,7 @@ async function main(): Promise<void> {
         // gone
       }
     }
-    await redis.del(LOG, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick', `_tsq.parked.tsq.deferred`)
+    await redis.del(LOG, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick', 'tsq:rate-deferred:rate.tick', `_tsq.parked.tsq.deferred`)
     if (KIND === 'redis') await redis.del(QUEUE)
     redis.disconnect()
   }

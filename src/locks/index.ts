@@ -22,6 +22,6 @@ export { clearOnceMark } from './once-mark.js'
 // re-exported: importing them loads their drivers; lockStoreAt loads one on first use.
 // Cluster-wide rate limits: a slot schedule per task in Redis (rate-bucket.ts), its store opened on first use.
 export { takeSlot, intervalUsOf, DEFAULT_BURST, DEFAULT_HORIZON_MS, TAKE_SLOT_LUA } from './rate-bucket.js'
-export type { BucketAnswer, BucketParams } from './rate-bucket.js'
+export type { BucketAnswer, BucketParams, TakeResult } from './rate-bucket.js'
 export { closeRateStores, openRateStore, rateUrlFor, RateStoreUnavailableError } from './rate-store.js'
-export type { RateStore, RateStoreOptions, StoredRate } from './rate-store.js'
+export type { RateStore, RateStoreOptions, StoredRate, TakeOptions } from './rate-store.js'

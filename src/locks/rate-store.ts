@@ -15,9 +15,16 @@ export interface StoredRate {
   intervalUs: number
 }
 
+export interface TakeOptions {
+  /** A refusal that would wait longer than this books a time to come back instead (rate-bucket.ts); absent: never. */
+  deferAfterMs?: number
+  /** A test's fake clock, µs; a worker leaves it to Redis's. */
+  nowUs?: number
+}
+
 export interface RateStore {
   /** One take from `bucket`'s schedule; `defaultIntervalUs` applies unless a stored rate overrides it. */
-  take(bucket: string, defaultIntervalUs: number): Promise<BucketAnswer>
+  take(bucket: string, defaultIntervalUs: number, options?: TakeOptions): Promise<BucketAnswer>
   /** Sets the cluster's rate for `bucket` (every worker's next take reads it); null forgets it, back to each task's default. */
   setRate(bucket: string, rate: StoredRate | null): Promise<void>
   rateOf(bucket: string): Promise<StoredRate | null>

@@ -54,7 +54,7 @@ for (const kind of ['redis', 'amqp'] as const) {
     after(async () => {
       await Promise.all(workers.map((w) => w.stop()))
       await deleteCeleryQueues(kind, broker, [queue]).catch(() => undefined)
-      await redis.del(log, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick')
+      await redis.del(log, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick', 'tsq:rate-deferred:rate.tick')
       redis.disconnect()
     })
 
@@ -88,7 +88,7 @@ for (const kind of ['redis', 'amqp'] as const) {
         process.env.TSQ_RATE_LOG = log
         process.env.TSQ_TEST_REDIS_URL = REDIS_DB
         process.env.TSQ_RATE_VISIBILITY = '8'
-        await redis.del(log, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick')
+        await redis.del(log, 'tsq:rate:rate.tick', 'tsq:rate-tat:rate.tick', 'tsq:rate-deferred:rate.tick')
         workers.push(await start('solo'), await start('prefork'))
 
         // 1. The one rate, shared: 160 tasks take about 8 s, not 4.

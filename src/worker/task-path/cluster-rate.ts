@@ -5,8 +5,9 @@
 // slot now: it starts; a slot within the bucket's horizon (500 ms): held till
 // then. No slot within the horizon: asked again when there is room, held
 // meanwhile (within the prefetch window, nothing past it), or, when that is
-// more than 2 s away (slow rates), deferred (defer.ts) so the worker takes the
-// next. A deferred copy goes to the back of its queue, so a slot is never
+// more than 2 s away (slow rates), deferred (defer.ts) to a turn the bucket
+// books for it (deferred ones come back a slot apart), so the worker takes
+// the next. A deferred copy goes to the back of its queue, so a slot is never
 // deferred with it: on a deep queue it would come back long after its slot.
 // `control rate_limit` sets the rate in the store, for the cluster.
 import { lockSettings } from '../../app/index.js'
@@ -19,7 +20,7 @@ import type { Request } from './request.js'
 import type { RunnerOptions } from './runner-options.js'
 import type { Settler } from './settler.js'
 
-/** No slot within the horizon: held and asked again, unless the wait is longer than this; then deferred. */
+/** No slot within the horizon: held and asked again, unless the wait is longer than this; then deferred to its turn. */
 const DEFER_REFUSED_AFTER_MS = 2000
 /** The bucket's store out of reach: asked again after this. */
 const STORE_RETRY_MS = 1000
@@ -34,6 +35,8 @@ export class ClusterRate {
   private store: Promise<RateStore> | null = null
   private readonly defer: DeferContext
   private warnedStore = false
+  /** The broker can hold a message for a while (parking lot, delayed delivery). */
+  private readonly canDefer: boolean
 
   constructor(
     private readonly o: RunnerOptions,
@@ -46,6 +49,7 @@ export class ClusterRate {
     // No transport: a unit test's runner that never defers.
     const parking = o.transport?.parking
     const release = parking ? new DeferredRelease(parking, o.log) : undefined
+    this.canDefer = parking !== undefined || o.transport?.publishDelayed !== undefined
     this.defer = { transport: o.transport, settler, log: o.log, ...(release ? { release } : {}) }
     // Every worker of a cluster-limited task watches the lot, so a dead one's deferred copies come back too.
     if ([...o.app.tasks.keys()].some((name) => this.governs(name))) {
@@ -107,7 +111,8 @@ export class ClusterRate {
     let answer
     try {
       const store = await this.storeOf()
-      answer = await store.take(request.name, intervalUsOf(parseRate(this.limits.defaultRateOf(request.name))))
+      const intervalUs = intervalUsOf(parseRate(this.limits.defaultRateOf(request.name)))
+      answer = await store.take(request.name, intervalUs, this.canDefer ? { deferAfterMs: DEFER_REFUSED_AFTER_MS } : {})
     } catch (error) {
       if (!this.warnedStore)
         this.o.log.error(
@@ -119,15 +124,14 @@ export class ClusterRate {
     this.warnedStore = false
     if (!this.stillHeld(request)) return this.done(request)
     const waitMs = answer.waitUs / 1000
-    if (answer.kind === 'refused') {
-      if (waitMs > DEFER_REFUSED_AFTER_MS) {
-        this.done(request)
-        if (!(await this.deferred(request, waitMs))) this.after(request, waitMs, () => this.readmit(request))
-        return
-      }
-      // Still heading the line: the others wait behind it, and ask after it.
-      return this.after(request, waitMs + Math.random() * 2, () => void this.take(request))
+    if (answer.kind === 'deferred') {
+      // Booked to come back at its turn: the line moves on meanwhile.
+      this.done(request)
+      if (!(await this.deferred(request, waitMs))) this.after(request, waitMs, () => this.readmit(request))
+      return
     }
+    // Still heading the line: the others wait behind it, and ask after it.
+    if (answer.kind === 'refused') return this.after(request, waitMs + Math.random() * 2, () => void this.take(request))
     this.done(request)
     if (answer.kind === 'now') return this.start(request)
     this.after(request, waitMs, () => this.start(request))

@@ -1,6 +1,6 @@
 // The cluster rate bucket's Lua, run by Redis on a fake clock (the `now` a
 // test may pass): every answer and the schedule it stores are takeSlot's
-// (rate-bucket.ts) over a long random sequence of takes; a rate set for the
+// (rate-bucket.ts), booked returns included, over a long random sequence of takes; a rate set for the
 // cluster (control rate_limit) overrides the caller's default at once, 0 lifts
 // the limit, and forgetting it brings the default back; on Redis's own clock
 // two stores (two workers) share one schedule.
@@ -30,15 +30,19 @@ describe('cluster rate bucket in Redis', { skip }, () => {
     const bucket = uniqueName('rate')
     const interval = intervalUsOf(37)
     let tat: number | null = null
+    let deferTat: number | null = null
     let now = T0
     let seed = 7
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647
     for (let i = 0; i < 400; i += 1) {
-      now += Math.floor(random() * 40_000)
-      const want = takeSlot(tat, now, { intervalUs: interval, burst: 2, horizonUs: 300_000 })
-      const got = await store.take(bucket, interval, now)
+      // Bursts of takes (refusals, some long enough to be booked), then quiet spells.
+      now += Math.floor(random() * (i % 50 < 40 ? 3_000 : 400_000))
+      const deferAfterUs = i % 3 === 0 ? 100_000 : 0
+      const want = takeSlot(tat, now, { intervalUs: interval, burst: 2, horizonUs: 300_000, deferAfterUs }, deferTat)
+      const got = await store.take(bucket, interval, { nowUs: now, ...(deferAfterUs ? { deferAfterMs: deferAfterUs / 1000 } : {}) })
       assert.deepEqual(got, want.answer, `take ${i} at +${now - T0} µs`)
       if (want.tatUs !== null) tat = want.tatUs
+      if (want.deferTatUs !== null) deferTat = want.deferTatUs
     }
   })
 
@@ -46,20 +50,20 @@ describe('cluster rate bucket in Redis', { skip }, () => {
     const store = open()
     const bucket = uniqueName('rate')
     const slow = intervalUsOf(1)
-    assert.equal((await store.take(bucket, slow, T0)).kind, 'now')
-    assert.equal((await store.take(bucket, slow, T0)).kind, 'refused')
+    assert.equal((await store.take(bucket, slow, { nowUs: T0 })).kind, 'now')
+    assert.equal((await store.take(bucket, slow, { nowUs: T0 })).kind, 'refused')
     await store.setRate(bucket, { text: '1000/s', intervalUs: intervalUsOf(1000) })
     assert.deepEqual(await store.rateOf(bucket), { text: '1000/s', intervalUs: 1000 })
     // The schedule still holds the slot taken at 1/s: the next free one is a second on.
-    assert.equal((await store.take(bucket, slow, T0 + 1_000_000)).kind, 'now')
-    assert.equal((await store.take(bucket, slow, T0 + 1_000_000)).waitUs, 1000)
+    assert.equal((await store.take(bucket, slow, { nowUs: T0 + 1_000_000 })).kind, 'now')
+    assert.equal((await store.take(bucket, slow, { nowUs: T0 + 1_000_000 })).waitUs, 1000)
     await store.setRate(bucket, { text: '0', intervalUs: 0 })
-    for (let i = 0; i < 5; i += 1) assert.equal((await store.take(bucket, slow, T0 + 1_000_000)).kind, 'now')
+    for (let i = 0; i < 5; i += 1) assert.equal((await store.take(bucket, slow, { nowUs: T0 + 1_000_000 })).kind, 'now')
     await store.setRate(bucket, null)
     assert.equal(await store.rateOf(bucket), null)
     // Back at 1/s: the slot after the two taken at 1000/s, then none within the horizon.
-    assert.deepEqual(await store.take(bucket, slow, T0 + 1_000_000), { kind: 'reserved', waitUs: 2000, slotUs: T0 + 1_002_000 })
-    assert.equal((await store.take(bucket, slow, T0 + 1_000_000)).kind, 'refused')
+    assert.deepEqual(await store.take(bucket, slow, { nowUs: T0 + 1_000_000 }), { kind: 'reserved', waitUs: 2000, slotUs: T0 + 1_002_000 })
+    assert.equal((await store.take(bucket, slow, { nowUs: T0 + 1_000_000 })).kind, 'refused')
   })
 
   it("on Redis's clock, two stores share one schedule", async () => {

@@ -69,9 +69,30 @@ describe('rate bucket (GCRA slots)', () => {
     assert.deepEqual(kinds, ['now', 'now', 'now', 'reserved'])
   })
 
+  it('a long refusal books turns to come back, one interval apart, from the first free slot', () => {
+    const p = params(0.1, { deferAfterUs: 2000 * MS }) // 10 s apart
+    let r = takeSlot(null, T0, p)
+    assert.equal(r.answer.kind, 'now')
+    const tat = r.tatUs
+    let deferTat: number | null = null
+    const backs: number[] = []
+    for (let i = 0; i < 3; i += 1) {
+      r = takeSlot(tat, T0, p, deferTat)
+      assert.equal(r.answer.kind, 'deferred')
+      assert.equal(r.tatUs, null, 'the slot schedule is untouched')
+      deferTat = r.deferTatUs
+      backs.push(r.answer.waitUs)
+    }
+    // Turns at 10, 20, 30 s; each comes back when its turn is within the 500 ms horizon.
+    assert.deepEqual(backs, [9_500 * MS, 19_500 * MS, 29_500 * MS])
+    // A refusal shorter than deferAfter is an ordinary one.
+    r = takeSlot(tat, T0 + 9_000 * MS, p, deferTat)
+    assert.deepEqual(r.answer, { kind: 'refused', waitUs: 500 * MS, slotUs: T0 + 10_000 * MS })
+  })
+
   it('no limit (interval 0) always runs now and stores nothing', () => {
     const r = takeSlot(T0 + 99_000 * MS, T0, params(0))
-    assert.deepEqual(r, { answer: { kind: 'now', waitUs: 0, slotUs: T0 }, tatUs: null })
+    assert.deepEqual(r, { answer: { kind: 'now', waitUs: 0, slotUs: T0 }, tatUs: null, deferTatUs: null })
   })
 
   it('a new rate is in force within the horizon', () => {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, it, mock } from 'node:test'
 import { createApp, type App } from '../../../src/app/app.js'
-import type { BucketAnswer, RateStore, StoredRate } from '../../../src/locks/index.js'
+import type { BucketAnswer, RateStore, StoredRate, TakeOptions } from '../../../src/locks/index.js'
 import { Logger } from '../../../src/process/logger.js'
 import type { Delivery, OutgoingMessage, Parking, Transport } from '../../../src/transport/index.js'
 import { LimitedSet } from '../../../src/worker/control/limited-set.js'
@@ -21,12 +21,14 @@ const MS = 1000
 
 class ScriptedStore implements RateStore {
   readonly takes: string[] = []
+  readonly options: TakeOptions[] = []
   readonly rates: Array<[string, StoredRate | null]> = []
   private inFlight = 0
   maxInFlight = 0
   constructor(private readonly answers: BucketAnswer[]) {}
-  async take(bucket: string): Promise<BucketAnswer> {
+  async take(bucket: string, _intervalUs: number, options: TakeOptions = {}): Promise<BucketAnswer> {
     this.takes.push(bucket)
+    this.options.push(options)
     this.inFlight += 1
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
     await Promise.resolve()
@@ -148,9 +150,9 @@ it('refused: asked again after its wait; the next message waits in line behind i
   assert.deepEqual(runs, [1, 1])
 })
 
-it('refused for long: deferred to the parking lot for the wait, acked here, the next one taken', async () => {
+it('booked to come back later: deferred to the parking lot for the wait, acked here, the next one taken', async () => {
   const { runner, parked, runs, store } = setUp([
-    { kind: 'refused', waitUs: 5000 * MS, slotUs: 0 },
+    { kind: 'deferred', waitUs: 5000 * MS, slotUs: 0 },
     { kind: 'now', waitUs: 0, slotUs: 0 },
   ])
   const d = delivery()
@@ -165,12 +167,13 @@ it('refused for long: deferred to the parking lot for the wait, acked here, the 
   assert.deepEqual(parked[0]!.message.body, d.body)
   assert.deepEqual(d.settled, ['ack'])
   assert.equal(store.takes.length, 2)
+  assert.deepEqual(store.options[0], { deferAfterMs: 2000 }, 'a broker that can hold a message: long refusals are booked')
   assert.deepEqual(runs, [1], 'the next one ran')
   assert.deepEqual(next.settled, ['ack'])
 })
 
 it('refused for long without a broker that can hold it: held and asked again', async () => {
-  const { runner, runs } = setUp(
+  const { runner, runs, store } = setUp(
     [
       { kind: 'refused', waitUs: 5000 * MS, slotUs: 0 },
       { kind: 'now', waitUs: 0, slotUs: 0 },
@@ -179,6 +182,7 @@ it('refused for long without a broker that can hold it: held and asked again', a
   )
   await runner.onDelivery(delivery())
   await settle()
+  assert.deepEqual(store.options[0], {}, 'nothing booked where nothing can be deferred')
   assert.deepEqual(runs, [])
   mock.timers.tick(5000)
   await settle()
