@@ -19,10 +19,12 @@ interface RateCommands {
   tsqRateTake(
     override: string,
     tat: string,
+    deferTat: string,
     intervalUs: number,
     burst: number,
     horizonUs: number,
     nowUs: string,
+    deferAfterUs: number,
   ): Promise<[number, number, number]>
 }
 
