@@ -141,9 +141,11 @@ for (const kind of ['redis', 'amqp'] as const) {
         const twice = [...counts].filter(([n, c]) => c > (caughtRunning.has(n) ? 2 : 1)).map(([n]) => n)
         assert.deepEqual(twice, [], `ran more than once: ${twice.join(', ')}`)
         assert.equal(counts.size, 300, `ran: ${counts.size} of 300`)
-        const survivor = all.filter((r) => r.at >= killedAt + 4000 && r.pid !== victim.pid)
-        const rest = perSecond(survivor).slice(0, -1)
-        if (rest.length >= 2) for (const c of rest) assert.ok(c >= 10 && c <= 24, `the survivor alone: ${rest.join(' ')}`)
+        // The survivor alone takes the whole rate at once (the first second after the kill), never more;
+        // the copies the dead worker held come back later (Redis: after the visibility timeout), hence the gaps after.
+        const survivor = perSecond(all.filter((r) => r.at >= killedAt + 500 && r.pid !== victim.pid))
+        assert.ok((survivor[0] ?? 0) >= 12, `the survivor alone: ${survivor.join(' ')}`)
+        for (const c of survivor) assert.ok(c <= 24, `the survivor alone: ${survivor.join(' ')}`)
       },
     )
   })
