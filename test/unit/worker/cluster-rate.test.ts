@@ -5,7 +5,7 @@
 // to the parking lot and acked here; one take per task at a time, in arrival
 // order; `control rate_limit` goes to the store; shutdown hands back what waits.
 import assert from 'node:assert/strict'
-import { afterEach, beforeEach, it, mock } from 'node:test'
+import { afterEach, beforeEach, describe, it, mock } from 'node:test'
 import { createApp, type App } from '../../../src/app/app.js'
 import type { BucketAnswer, RateStore, StoredRate, TakeOptions } from '../../../src/locks/index.js'
 import { Logger } from '../../../src/process/logger.js'
@@ -101,113 +101,115 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve))
 }
 
-beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_700_000_000_000 }))
-afterEach(() => mock.timers.reset())
+describe('a cluster-wide rate limit, the worker side', () => {
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_700_000_000_000 }))
+  afterEach(() => mock.timers.reset())
 
-it('a slot now: the task runs', async () => {
-  const { runner, runs, store } = setUp([{ kind: 'now', waitUs: 0, slotUs: 0 }])
-  const d = delivery()
-  await runner.onDelivery(d)
-  await settle()
-  assert.deepEqual(store.takes, ['api.call'])
-  assert.deepEqual(runs, [1])
-  assert.deepEqual(d.settled, ['ack'])
-})
+  it('a slot now: the task runs', async () => {
+    const { runner, runs, store } = setUp([{ kind: 'now', waitUs: 0, slotUs: 0 }])
+    const d = delivery()
+    await runner.onDelivery(d)
+    await settle()
+    assert.deepEqual(store.takes, ['api.call'])
+    assert.deepEqual(runs, [1])
+    assert.deepEqual(d.settled, ['ack'])
+  })
 
-it('a slot 300 ms ahead: held here (nothing deferred), listed as reserved, run at it', async () => {
-  const { runner, runs, parked } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs: 0 }])
-  const d = delivery()
-  await runner.onDelivery(d)
-  await settle()
-  assert.deepEqual(runs, [])
-  assert.deepEqual(d.settled, [])
-  assert.equal(runner.reserved.length, 1, 'listed as reserved while it waits')
-  mock.timers.tick(299)
-  await settle()
-  assert.deepEqual(runs, [])
-  mock.timers.tick(1)
-  await settle()
-  assert.deepEqual(runs, [1])
-  assert.deepEqual(d.settled, ['ack'])
-  assert.equal(parked.length, 0)
-})
+  it('a slot 300 ms ahead: held here (nothing deferred), listed as reserved, run at it', async () => {
+    const { runner, runs, parked } = setUp([{ kind: 'reserved', waitUs: 300 * MS, slotUs: 0 }])
+    const d = delivery()
+    await runner.onDelivery(d)
+    await settle()
+    assert.deepEqual(runs, [])
+    assert.deepEqual(d.settled, [])
+    assert.equal(runner.reserved.length, 1, 'listed as reserved while it waits')
+    mock.timers.tick(299)
+    await settle()
+    assert.deepEqual(runs, [])
+    mock.timers.tick(1)
+    await settle()
+    assert.deepEqual(runs, [1])
+    assert.deepEqual(d.settled, ['ack'])
+    assert.equal(parked.length, 0)
+  })
 
-it('refused: asked again after its wait; the next message waits in line behind it', async () => {
-  const { runner, runs, store } = setUp([
-    { kind: 'refused', waitUs: 40 * MS, slotUs: 0 },
-    { kind: 'now', waitUs: 0, slotUs: 0 },
-    { kind: 'now', waitUs: 0, slotUs: 0 },
-  ])
-  await runner.onDelivery(delivery())
-  await runner.onDelivery(delivery())
-  await settle()
-  assert.equal(store.takes.length, 1, 'one take at a time per task')
-  assert.deepEqual(runs, [])
-  mock.timers.tick(45)
-  await settle()
-  assert.equal(store.takes.length, 3)
-  assert.equal(store.maxInFlight, 1)
-  assert.deepEqual(runs, [1, 1])
-})
-
-it('booked to come back later: deferred to the parking lot for the wait, acked here, the next one taken', async () => {
-  const { runner, parked, runs, store } = setUp([
-    { kind: 'deferred', waitUs: 5000 * MS, slotUs: 0 },
-    { kind: 'now', waitUs: 0, slotUs: 0 },
-  ])
-  const d = delivery()
-  const next = delivery()
-  await runner.onDelivery(d)
-  await runner.onDelivery(next)
-  await settle()
-  assert.equal(parked.length, 1)
-  assert.equal(parked[0]!.lot, DEFER_LOT)
-  assert.equal(parked[0]!.queue, 'celery')
-  assert.equal(parked[0]!.at, Date.now() + 5000)
-  assert.deepEqual(parked[0]!.message.body, d.body)
-  assert.deepEqual(d.settled, ['ack'])
-  assert.equal(store.takes.length, 2)
-  assert.deepEqual(store.options[0], { deferAfterMs: 2000 }, 'a broker that can hold a message: long refusals are booked')
-  assert.deepEqual(runs, [1], 'the next one ran')
-  assert.deepEqual(next.settled, ['ack'])
-})
-
-it('refused for long without a broker that can hold it: held and asked again', async () => {
-  const { runner, runs, store } = setUp(
-    [
-      { kind: 'refused', waitUs: 5000 * MS, slotUs: 0 },
+  it('refused: asked again after its wait; the next message waits in line behind it', async () => {
+    const { runner, runs, store } = setUp([
+      { kind: 'refused', waitUs: 40 * MS, slotUs: 0 },
       { kind: 'now', waitUs: 0, slotUs: 0 },
-    ],
-    false,
-  )
-  await runner.onDelivery(delivery())
-  await settle()
-  assert.deepEqual(store.options[0], {}, 'nothing booked where nothing can be deferred')
-  assert.deepEqual(runs, [])
-  mock.timers.tick(5003) // the wait, and the jitter of up to 2 ms on asking again
-  await settle()
-  assert.deepEqual(runs, [1])
-})
+      { kind: 'now', waitUs: 0, slotUs: 0 },
+    ])
+    await runner.onDelivery(delivery())
+    await runner.onDelivery(delivery())
+    await settle()
+    assert.equal(store.takes.length, 1, 'one take at a time per task')
+    assert.deepEqual(runs, [])
+    mock.timers.tick(45)
+    await settle()
+    assert.equal(store.takes.length, 3)
+    assert.equal(store.maxInFlight, 1)
+    assert.deepEqual(runs, [1, 1])
+  })
 
-it('control rate_limit stores the rate for the cluster', async () => {
-  const { runner, store } = setUp([])
-  await runner.setRateLimit('api.call', '20/s')
-  await runner.setRateLimit('api.call', 0)
-  assert.deepEqual(store.rates, [
-    ['api.call', { text: '20/s', intervalUs: 50_000 }],
-    ['api.call', { text: '0', intervalUs: 0 }],
-  ])
-})
+  it('booked to come back later: deferred to the parking lot for the wait, acked here, the next one taken', async () => {
+    const { runner, parked, runs, store } = setUp([
+      { kind: 'deferred', waitUs: 5000 * MS, slotUs: 0 },
+      { kind: 'now', waitUs: 0, slotUs: 0 },
+    ])
+    const d = delivery()
+    const next = delivery()
+    await runner.onDelivery(d)
+    await runner.onDelivery(next)
+    await settle()
+    assert.equal(parked.length, 1)
+    assert.equal(parked[0]!.lot, DEFER_LOT)
+    assert.equal(parked[0]!.queue, 'celery')
+    assert.equal(parked[0]!.at, Date.now() + 5000)
+    assert.deepEqual(parked[0]!.message.body, d.body)
+    assert.deepEqual(d.settled, ['ack'])
+    assert.equal(store.takes.length, 2)
+    assert.deepEqual(store.options[0], { deferAfterMs: 2000 }, 'a broker that can hold a message: long refusals are booked')
+    assert.deepEqual(runs, [1], 'the next one ran')
+    assert.deepEqual(next.settled, ['ack'])
+  })
 
-it('shutdown hands back what waits for a slot', async () => {
-  const { runner, runs } = setUp([{ kind: 'refused', waitUs: 100 * MS, slotUs: 0 }])
-  const d = delivery()
-  await runner.onDelivery(d)
-  await settle()
-  assert.equal(await runner.releaseUnstarted(), 1)
-  await settle()
-  mock.timers.tick(200)
-  await settle()
-  assert.deepEqual(runs, [])
-  assert.deepEqual(d.settled, ['requeue'])
+  it('refused for long without a broker that can hold it: held and asked again', async () => {
+    const { runner, runs, store } = setUp(
+      [
+        { kind: 'refused', waitUs: 5000 * MS, slotUs: 0 },
+        { kind: 'now', waitUs: 0, slotUs: 0 },
+      ],
+      false,
+    )
+    await runner.onDelivery(delivery())
+    await settle()
+    assert.deepEqual(store.options[0], {}, 'nothing booked where nothing can be deferred')
+    assert.deepEqual(runs, [])
+    mock.timers.tick(5003) // the wait, and the jitter of up to 2 ms on asking again
+    await settle()
+    assert.deepEqual(runs, [1])
+  })
+
+  it('control rate_limit stores the rate for the cluster', async () => {
+    const { runner, store } = setUp([])
+    await runner.setRateLimit('api.call', '20/s')
+    await runner.setRateLimit('api.call', 0)
+    assert.deepEqual(store.rates, [
+      ['api.call', { text: '20/s', intervalUs: 50_000 }],
+      ['api.call', { text: '0', intervalUs: 0 }],
+    ])
+  })
+
+  it('shutdown hands back what waits for a slot', async () => {
+    const { runner, runs } = setUp([{ kind: 'refused', waitUs: 100 * MS, slotUs: 0 }])
+    const d = delivery()
+    await runner.onDelivery(d)
+    await settle()
+    assert.equal(await runner.releaseUnstarted(), 1)
+    await settle()
+    mock.timers.tick(200)
+    await settle()
+    assert.deepEqual(runs, [])
+    assert.deepEqual(d.settled, ['requeue'])
+  })
 })
