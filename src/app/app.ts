@@ -6,7 +6,7 @@
 // canvas-sends.ts; signatures, their kinds and freezing are the protocol's
 // (protocol/messages/canvas.ts); what each send derives from the conf
 // (routes included), send-plan.ts.
-import { closeDedupStores, closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
+import { closeDedupStores, closeLockStores, closeRateStores, type AppLockOptions, type Lease } from '../locks/index.js'
 import { sendDeduplicated, withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
 import { type BodyDecoder, type BodyEncoder, type ResultOf, type Signature, type TaskEmbed } from '../protocol/index.js'
@@ -480,6 +480,8 @@ export class App {
     // app.lock()'s store connection would keep a script's event loop alive.
     await closeLockStores().catch(() => undefined)
     await closeDedupStores().catch(() => undefined)
+    // So would a worker's cluster rate limits' store.
+    await closeRateStores().catch(() => undefined)
   }
 }
 

@@ -17,6 +17,11 @@ export interface TaskOptions {
   softTimeLimit?: number
   /** `10/s`, `100/m`, `5/h`, or a number per second. */
   rateLimit?: string | number
+  /**
+   * Who the rate limit binds (docs/rate-limits.md): each worker on its own ('worker', Celery's
+   * and the default), or every tsq worker together through one bucket in Redis ('cluster').
+   */
+  rateLimitScope?: 'worker' | 'cluster'
   ignoreResult?: boolean
   /** Ack after the task finishes (tsq's default); false acks when it starts, as Celery's default. */
   acksLate?: boolean
@@ -111,6 +116,9 @@ export function taskDefaultsFromConf(conf: Record<string, unknown>): TaskOptions
   const defaults: TaskOptions = {}
   const rate = conf.task_default_rate_limit
   if (typeof rate === 'string' || typeof rate === 'number') defaults.rateLimit = rate
+  const scope = conf.task_default_rate_limit_scope
+  // Checked where it matters, as the worker starts (a typo must not fall back to per worker unseen).
+  if (typeof scope === 'string') defaults.rateLimitScope = scope as TaskOptions['rateLimitScope']
   if (typeof conf.task_ignore_result === 'boolean') defaults.ignoreResult = conf.task_ignore_result
   if (typeof conf.task_track_started === 'boolean') defaults.trackStarted = conf.task_track_started
   if (typeof conf.task_default_retry_delay === 'number') defaults.defaultRetryDelay = conf.task_default_retry_delay

@@ -6,6 +6,8 @@
 /** The task attributes an annotation may set, by Celery's name, and tsq's option for each. */
 const ATTRIBUTES: Record<string, string> = {
   rate_limit: 'rateLimit',
+  // tsq's own: 'worker' or 'cluster' (docs/rate-limits.md).
+  rate_limit_scope: 'rateLimitScope',
   time_limit: 'timeLimit',
   soft_time_limit: 'softTimeLimit',
   acks_late: 'acksLate',

@@ -29,3 +29,8 @@ export { dedupRequestOf, modeOf } from './dedup/rules.js'
 export type { DedupMode, DedupOptions, DedupRequest, DedupListing, OfferAnswer, ClaimAnswer } from './dedup/rules.js'
 // The stores themselves (redis-store.js, amqp-store.js, file-store.js) are not
 // re-exported: importing them loads their drivers; lockStoreAt loads one on first use.
+// Cluster-wide rate limits: a slot schedule per task in Redis (rate-bucket.ts), its store opened on first use.
+export { takeSlot, intervalUsOf, DEFAULT_BURST, DEFAULT_HORIZON_MS, TAKE_SLOT_LUA } from './rate-bucket.js'
+export type { BucketAnswer, BucketParams, TakeResult } from './rate-bucket.js'
+export { closeRateStores, openRateStore, rateUrlFor, RateStoreUnavailableError } from './rate-store.js'
+export type { RateStore, RateStoreOptions, StoredRate, TakeOptions } from './rate-store.js'

@@ -31,7 +31,8 @@ import { resolveWorkerSettings, WorkerSettingError } from './worker-settings.js'
 import { isSecretEnv } from './pools/slot-entry.js'
 import { WatchChild } from './watch/watch-child.js'
 import { dropSlotsStartedAhead, startSlotsAhead } from './pools/prefork-pool.js'
-import type { App } from '../app/index.js'
+import { lockSettings, type App } from '../app/index.js'
+import { rateUrlFor } from '../locks/index.js'
 
 /** The worker's options that `tsq worker`'s flags give as the worker takes them (the app's conf fills or adds to some). */
 type WorkerFlagOptions = Pick<
@@ -196,7 +197,21 @@ async function startWorker(o: RunWorkerOptions, log: Logger, watch: WatchChild |
   // Tasks registered before a config module added task_annotations get them now, as Celery annotates lazily.
   for (const task of app.tasks.values()) {
     Object.assign(task.options, annotationsFor(conf.task_annotations, task.name))
-    if (settings.disableRateLimits) delete task.options.rateLimit
+    if (settings.disableRateLimits) {
+      delete task.options.rateLimit
+      delete task.options.rateLimitScope
+    }
+    const scope = task.options.rateLimitScope
+    if (scope !== undefined && scope !== 'worker' && scope !== 'cluster')
+      throw new WorkerSettingError(`${task.name}: rateLimitScope = ${JSON.stringify(scope)}: expected 'worker' or 'cluster'`)
+  }
+  // A cluster-wide rate limit with nowhere to keep its bucket would hold its tasks forever: refused at start.
+  if ([...app.tasks.values()].some((t) => t.options.rateLimitScope === 'cluster')) {
+    try {
+      rateUrlFor(lockSettings(app))
+    } catch (error) {
+      throw new WorkerSettingError((error as Error).message)
+    }
   }
   o = {
     ...o,

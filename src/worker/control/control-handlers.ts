@@ -233,15 +233,17 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
 
     revoke: (args) => revoke(ids(args.task_id), args.terminate === true, args.signal),
     terminate: (args) => revoke(ids(args.task_id), true, args.signal),
-    rate_limit: (args) => {
+    rate_limit: async (args) => {
       const name = String(args.task_name ?? '')
       if (!w.app.tasks.has(name)) return nok('unknown task')
       const rate = (args.rate_limit ?? null) as string | number | null
       try {
-        w.runner.setRateLimit(name, rate)
+        // A cluster-wide limit answers once the cluster's store has the new rate.
+        await w.runner.setRateLimit(name, rate)
       } catch (error) {
         if (error instanceof RateLimitError) return nok(`Invalid rate limit string: ValueError(${JSON.stringify(String(rate))})`)
-        throw error
+        // The cluster's store out of reach: this worker has the rate, the cluster does not.
+        return nok(`rate limit not set for the cluster: ${(error as Error).message}`)
       }
       return ok(rate ? 'new rate limit set successfully' : 'rate limit disabled successfully')
     },

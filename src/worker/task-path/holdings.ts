@@ -24,6 +24,8 @@ export class Holdings {
    * until the pool says they started, or gives them back.
    */
   readonly staged = new Set<Request>()
+  /** Reserved, waiting for a slot of its task's cluster-wide rate limit (cluster-rate.ts), not yet in `waiting`. */
+  readonly limited = new Set<Request>()
   /**
    * Settlements on their way to the broker. A task's slot is free once its
    * outcome is stored; on Redis an ack is a round trip of its own, and
@@ -37,9 +39,9 @@ export class Holdings {
 
   constructor(private readonly log: Logger) {}
 
-  /** Reserved: received and due, not started (staged in a pool slot first, then waiting for the pool). */
+  /** Reserved: received and due, not started (staged in a pool slot first, then waiting for a cluster rate slot, then for the pool). */
   get reserved(): Request[] {
-    return this.staged.size === 0 ? this.waiting : [...this.staged, ...this.waiting]
+    return this.staged.size === 0 && this.limited.size === 0 ? this.waiting : [...this.staged, ...this.limited, ...this.waiting]
   }
 
   /** The request of that id held here: waiting for its ETA, running, or reserved. */
@@ -50,6 +52,7 @@ export class Holdings {
   /** A reserved request of that id: a scan, but the list is at most the prefetch window. */
   private reservedCopy(id: string): Request | undefined {
     for (const r of this.staged) if (r.id === id) return r
+    for (const r of this.limited) if (r.id === id) return r
     for (const r of this.waiting) if (r.id === id) return r
     return undefined
   }
@@ -72,7 +75,14 @@ export class Holdings {
   }
 
   private isIdle(): boolean {
-    return this.active.size === 0 && this.waiting.length === 0 && this.staged.size === 0 && this.settling === 0 && this.discarding === 0
+    return (
+      this.active.size === 0 &&
+      this.waiting.length === 0 &&
+      this.staged.size === 0 &&
+      this.limited.size === 0 &&
+      this.settling === 0 &&
+      this.discarding === 0
+    )
   }
 
   wakeIdleWaiters(): void {

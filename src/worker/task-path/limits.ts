@@ -1,7 +1,8 @@
 // The limits the worker applies per task: its rate as Celery parses it
 // (`10/s`, `100/m`, `5/h`, or a bare number per second), enforced with a token
 // bucket, and its hard and soft time limits; `control rate_limit` and
-// `control time_limit` change them while the worker runs.
+// `control time_limit` change them while the worker runs. A rate limit of
+// scope 'cluster' has no bucket here: it is the cluster's (cluster-rate.ts).
 import type { App } from '../../app/index.js'
 import { codedError } from '../../protocol/index.js'
 import type { Request } from './request.js'
@@ -65,6 +66,8 @@ export interface TimeLimits {
   soft: number | null
 }
 
+export type RateScope = 'worker' | 'cluster'
+
 export class TaskLimits {
   /** Per task name: the rate in force (as given) and its bucket (null: no limit). */
   readonly rateLimits = new Map<string, { rate: string | number | null; bucket: TokenBucket | null }>()
@@ -77,11 +80,24 @@ export class TaskLimits {
     private readonly worker: TimeLimits,
   ) {}
 
+  /** Whose rate limit binds a run of `name`: this worker's bucket, or the cluster's. */
+  scopeOf(name: string): RateScope {
+    const scope = this.app.tasks.get(name)?.options.rateLimitScope
+    if (scope === undefined || scope === 'worker') return 'worker'
+    if (scope === 'cluster') return 'cluster'
+    throw new RateLimitError(`Invalid rate limit scope for ${name}: ${JSON.stringify(scope)} (worker or cluster)`)
+  }
+
+  /** The task's own rate (its option; `control rate_limit`'s for the cluster is in the cluster's store). */
+  defaultRateOf(name: string): string | number | null {
+    return this.app.tasks.get(name)?.options.rateLimit ?? null
+  }
+
   private bucketFor(name: string): TokenBucket | null {
     const configured = this.rateLimits.get(name)
     if (configured) return configured.bucket
-    const rate = this.app.tasks.get(name)?.options.rateLimit ?? null
-    const perSecond = parseRate(rate)
+    const rate = this.defaultRateOf(name)
+    const perSecond = this.scopeOf(name) === 'cluster' ? 0 : parseRate(rate)
     const bucket = perSecond > 0 ? new TokenBucket(perSecond) : null
     this.rateLimits.set(name, { rate, bucket })
     return bucket
@@ -99,7 +115,8 @@ export class TaskLimits {
 
   setRateLimit(name: string, rate: string | number | null): void {
     const perSecond = parseRate(rate)
-    this.rateLimits.set(name, { rate, bucket: perSecond > 0 ? new TokenBucket(perSecond) : null })
+    const local = this.scopeOf(name) === 'worker' && perSecond > 0
+    this.rateLimits.set(name, { rate, bucket: local ? new TokenBucket(perSecond) : null })
   }
 
   /** The message's own limits first, then `control time_limit`, the task's options, the worker's. */

@@ -1,11 +1,13 @@
 // The second room of the task path: a welcomed request is held unacked until
 // its ETA (the consumer widens its prefetch by one for it, spec §1.6 step 4),
 // then reserved until the pool has room and its task's rate limit gives a
-// token; then it is handed off (hand-off.ts). Taken back what the broker took
+// token (a cluster-wide limit's slot first, cluster-rate.ts); then it is
+// handed off (hand-off.ts). Taken back what the broker took
 // back with a lost channel, and handed back at shutdown what has not started.
 import { setLongTimeout } from '../../app/index.js'
 import { escapeControl } from '../../protocol/index.js'
 import type { DedupReceipt } from './dedup-receipt.js'
+import type { ClusterRate } from './cluster-rate.js'
 import type { HandOff } from './hand-off.js'
 import type { Holdings } from './holdings.js'
 import type { TaskLimits } from './limits.js'
@@ -26,6 +28,7 @@ export class Reservations {
     private readonly settler: Settler,
     private readonly handOff: HandOff,
     private readonly dedup: DedupReceipt,
+    private readonly clusterRate: ClusterRate,
   ) {}
 
   /** Held unacked until its ETA, else reserved now. */
@@ -68,6 +71,12 @@ export class Reservations {
   }
 
   private enqueue(request: Request): void {
+    if (this.clusterRate.governs(request.name)) return this.clusterRate.admit(request)
+    this.ready(request)
+  }
+
+  /** Reserved, and holding its cluster rate limit's slot where it has one: waits for the pool. */
+  ready(request: Request): void {
     this.holdings.waiting.push(request)
     this.pump()
   }
@@ -127,9 +136,11 @@ export class Reservations {
     return this.o.app.tasks.get(request.name)?.options.trackStarted === true
   }
 
-  setRateLimit(name: string, rate: string | number | null): void {
+  /** A cluster-wide limit is set in the cluster's store (resolves once it is there); a worker's, here. */
+  setRateLimit(name: string, rate: string | number | null): void | Promise<void> {
     this.limits.setRateLimit(name, rate)
     this.pump()
+    if (this.clusterRate.governs(name)) return this.clusterRate.setRate(name, rate)
   }
 
   /**
@@ -157,6 +168,7 @@ export class Reservations {
       waiting.splice(i, 1)
       dropped.push(request)
     }
+    dropped.push(...this.clusterRate.dropTakenBack())
     if (scheduledDropped > 0) this.o.onScheduledChange(scheduled.size)
     if (dropped.length > 0) this.holdings.wakeIdleWaiters()
     return dropped
@@ -179,7 +191,7 @@ export class Reservations {
         this.releasing = false
       }
     }
-    const all = [...held, ...waiting.splice(0)]
+    const all = [...held, ...this.clusterRate.releaseAll(), ...waiting.splice(0)]
     await Promise.all(all.map((r) => this.settler.settle(r, 'shutdown')))
     return all.length
   }

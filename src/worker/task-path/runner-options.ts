@@ -2,6 +2,7 @@
 import type { App } from '../../app/index.js'
 import type { ResultBackend } from '../../backends/index.js'
 import type { Logger } from '../../process/index.js'
+import type { RateStore } from '../../locks/index.js'
 import type { BodyDecoder } from '../../protocol/index.js'
 import type { Transport } from '../../transport/index.js'
 import type { EventDispatcher } from '../events.js'
@@ -28,6 +29,8 @@ export interface RunnerOptions {
   onTaskDone?: () => void
   /** Where an ETA task waits when it is far away; the worker lowers `afterSeconds` when the broker shows a shorter timeout. */
   etaDelay?: EtaDelayPolicy
+  /** The cluster rate limits' store; absent, opened from the app's settings on first use (a test gives its own). */
+  rateStore?: RateStore
 }
 
 /**

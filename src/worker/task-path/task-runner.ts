@@ -8,6 +8,7 @@
 // shutdown see of the task path.
 import type { Delivery } from '../../transport/index.js'
 import { Admission } from './admission.js'
+import { ClusterRate } from './cluster-rate.js'
 import { HandOff } from './hand-off.js'
 import { Holdings, type ScheduledRequest } from './holdings.js'
 import { TaskLimits, type TimeLimits } from './limits.js'
@@ -35,7 +36,8 @@ export class TaskRunner {
     this.settler = new Settler(o.app, this.holdings, o.log, o.acksLate)
     this.outcomes = new Outcomes(o, this.holdings, this.limits, this.settler, next)
     const handOff = new HandOff(o, this.holdings, this.limits, this.settler, this.outcomes, next)
-    this.reservations = new Reservations(o, this.holdings, this.limits, this.settler, handOff, this.outcomes.dedup)
+    const clusterRate = new ClusterRate(o, this.holdings, this.limits, this.settler, (r) => this.reservations.ready(r))
+    this.reservations = new Reservations(o, this.holdings, this.limits, this.settler, handOff, this.outcomes.dedup, clusterRate)
     this.admission = new Admission(o, this.holdings, this.settler, this.reservations, this.outcomes)
   }
 
@@ -91,8 +93,8 @@ export class TaskRunner {
     this.reservations.pump()
   }
 
-  setRateLimit(name: string, rate: string | number | null): void {
-    this.reservations.setRateLimit(name, rate)
+  setRateLimit(name: string, rate: string | number | null): void | Promise<void> {
+    return this.reservations.setRateLimit(name, rate)
   }
 
   /**

@@ -169,7 +169,7 @@ describe('refusal lines', () => {
   })
   it('[task_annotations] attributes tsq has no option for are refused', () => {
     assert.deepEqual(refusals({ task_annotations: { 'tasks.add': { rate_limit: '10/s', on_failure: 'x' } } }), [
-      'task_annotations["tasks.add"].on_failure: tsq annotates rate_limit, time_limit, soft_time_limit, acks_late, ignore_result, track_started, max_retries, default_retry_delay, reject_on_worker_lost, acks_on_failure_or_timeout only',
+      'task_annotations["tasks.add"].on_failure: tsq annotates rate_limit, rate_limit_scope, time_limit, soft_time_limit, acks_late, ignore_result, track_started, max_retries, default_retry_delay, reject_on_worker_lost, acks_on_failure_or_timeout only',
     ])
     assert.deepEqual(refusals({ task_annotations: ['proj.annotations.MyAnnotate'] }), [
       'task_annotations: "proj.annotations.MyAnnotate" is not a map of task name to attributes (a Python class cannot be used here)',
