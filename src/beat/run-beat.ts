@@ -214,7 +214,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
         beat.stop()
         return done
       },
-      unready: () => beatUnreadiness(stopping, beat.lastTickError, beat.tickSince, Date.now()),
+      unready: () => beatUnreadiness(stopping, beat.lastTickError ?? lease?.unreachable ?? null, beat.tickSince, Date.now()),
     }
   } catch (error) {
     await release()

@@ -71,7 +71,8 @@ export class HealthServer {
     this.beat()
     const data: ThreadData = { host: this.host, port: this.wantedPort, shared: this.shared }
     // `__name`: what tsx's transform (keepNames) may call inside a function's text; a no-op here.
-    const source = `const __name = (f) => f;\n(${healthThreadMain.toString()})(require)`
+    // Eval code is read as CommonJS or as a module depending on Node's version: import() works in both.
+    const source = `const __name = (f) => f;\n(${healthThreadMain.toString()})((id) => import(id))`
     const thread = new Worker(source, { eval: true, workerData: data, env: {} })
     this.thread = thread
     this.port = await new Promise<number>((resolve, reject) => {

@@ -29,12 +29,12 @@ export type ToThread = { kind: 'reason'; text: string } | { kind: 'metrics'; tex
 
 /**
  * The thread's whole program. It runs from its source text (an eval worker),
- * so it must be self-contained: Node's own modules come through `load` (the
- * worker's `require`), not an import or a `require` a bundler would rewrite.
+ * so it must be self-contained: Node's own modules come through `load` (a
+ * dynamic import made in the thread's text, which a bundler cannot rewrite).
  */
-export function healthThreadMain(load: (id: string) => unknown): void {
-  const { workerData, parentPort } = load('node:worker_threads') as typeof import('node:worker_threads')
-  const { createServer } = load('node:http') as typeof import('node:http')
+export async function healthThreadMain(load: (id: string) => Promise<unknown>): Promise<void> {
+  const { workerData, parentPort } = (await load('node:worker_threads')) as typeof import('node:worker_threads')
+  const { createServer } = (await load('node:http')) as typeof import('node:http')
   const data = workerData as ThreadData
   const cells = new BigInt64Array(data.shared)
   const cell = (i: number): number => Number(Atomics.load(cells, i))
