@@ -75,6 +75,8 @@ describe('queue load: a Python and a tsq worker on one Redis queue, with priorit
       [
         '-A',
         'test/fixtures/tasks/interop-tasks.js',
+        '-l',
+        'INFO',
         '-P',
         'threads',
         '-c',
