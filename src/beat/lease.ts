@@ -52,24 +52,11 @@ export class RedisLease {
   async refresh(): Promise<LeaseChange> {
     const had = this.token !== null
     try {
-      if (this.token !== null) {
-        const ok = Number(await this.redis.eval(EXTEND_LUA, 1, this.key, this.token, this.timeoutMs))
-        if (ok === 1) {
-          this.renewedAt = Date.now()
-          return null
-        }
-        this.token = null
-        return 'lost'
-      }
-      const started = Date.now()
-      const token = (await this.redis.eval(ACQUIRE_LUA, 2, this.key, `${this.key}:fence`, this.timeoutMs, this.id)) as string | null
-      if (token) {
-        this.token = token
-        this.renewedAt = started
-        return 'acquired'
-      }
-      return null
-    } catch {
+      const change = await this.refreshOnce()
+      this.unreachable = null
+      return change
+    } catch (error) {
+      this.unreachable = (error as Error).message
       // Redis unreachable: a lease we cannot renew is one we must stop using.
       if (had && Date.now() - this.renewedAt >= this.timeoutMs) {
         this.token = null
@@ -77,6 +64,29 @@ export class RedisLease {
       }
       return null
     }
+  }
+
+  /** Why the last refresh could not reach Redis; null once one did (beat's /readyz reads it). */
+  unreachable: string | null = null
+
+  private async refreshOnce(): Promise<LeaseChange> {
+    if (this.token !== null) {
+      const ok = Number(await this.redis.eval(EXTEND_LUA, 1, this.key, this.token, this.timeoutMs))
+      if (ok === 1) {
+        this.renewedAt = Date.now()
+        return null
+      }
+      this.token = null
+      return 'lost'
+    }
+    const started = Date.now()
+    const token = (await this.redis.eval(ACQUIRE_LUA, 2, this.key, `${this.key}:fence`, this.timeoutMs, this.id)) as string | null
+    if (token) {
+      this.token = token
+      this.renewedAt = started
+      return 'acquired'
+    }
+    return null
   }
 
   /** Forget the lease after the store reported us fenced. */

@@ -9,6 +9,7 @@ import { createTransport, urlListSetting, type SslSettings, type Transport, type
 import { loadApp, resolveAppModule, type AppSignals } from '../app/index.js'
 import type { BodyEncoder } from '../protocol/index.js'
 import { Logger, parseLevel } from '../process/index.js'
+import { HealthServer } from '../process/health/index.js'
 import { definitionFromConfig, type EntryDefinition } from './entry.js'
 import { RedisLease } from './lease.js'
 import { AmqpMutex } from './mutex.js'
@@ -27,6 +28,8 @@ export interface RunBeatOptions extends Omit<StartBeatOptions, 'log'> {
   pidfile: string | null
   quiet: boolean
   version: string
+  /** --health-port and --health-stuck-after. */
+  health?: { port?: string; stuckAfter?: number }
 }
 
 export const DEFAULT_MAX_INTERVAL = 300
@@ -78,6 +81,8 @@ export interface RunningBeat {
   readonly done: Promise<void>
   /** Ends the loop (the lease is released, so a standby takes over at once); resolves with `done`. */
   stop(): Promise<void>
+  /** For /readyz: null while the loop runs and its last tick went through (holding the lease or waiting for it), else why not. */
+  unready(): string | null
 }
 
 /**
@@ -189,6 +194,7 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
       mutex: ha === 'mutex' ? new AmqpMutex(transport) : undefined,
       log,
     })
+    let stopping = false
     const unwatch = await store.watch(() => beat.poke())
     log.info('beat: Starting...')
     const done = (async () => {
@@ -204,9 +210,11 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
       info: { broker: transport.displayUrl, store: `${store.kind} ${store.location}`, ha: haText, maxInterval },
       done,
       stop: () => {
+        stopping = true
         beat.stop()
         return done
       },
+      unready: () => beatUnreadiness(stopping, beat.lastTickError ?? lease?.unreachable ?? null, beat.tickSince, Date.now()),
     }
   } catch (error) {
     await release()
@@ -214,13 +222,29 @@ export async function startBeat(o: StartBeatOptions): Promise<RunningBeat> {
   }
 }
 
+/** A tick this long has waited on a store or broker that does not answer. */
+const TICK_STUCK_MS = 15_000
+
+/** Why a beat is not ready (null: its loop runs, holding the lease or waiting for it). */
+export function beatUnreadiness(stopping: boolean, lastTickError: string | null, tickSince: number | null, now: number): string | null {
+  if (stopping) return 'stopping'
+  if (tickSince !== null && now - tickSince > TICK_STUCK_MS)
+    return `a tick has waited ${((now - tickSince) / 1000).toFixed(0)} s on the store or the broker`
+  return lastTickError === null ? null : `the last tick failed: ${lastTickError}`
+}
+
 /** `tsq beat`: resolves with the exit code. */
 export async function runBeat(o: RunBeatOptions): Promise<number> {
   if (o.logfile) mkdirSync(dirname(o.logfile), { recursive: true })
   const log = new Logger(parseLevel(o.loglevel), o.logfile)
   const releasePidfile = o.pidfile ? acquireBeatPidfile(o.pidfile, (m) => log.warning(m)) : () => undefined
+  let health: HealthServer | null = null
   try {
+    // Before the store opens, so /healthz answers and /readyz says "starting" meanwhile.
+    if (o.health?.port) health = await HealthServer.start({ listen: o.health.port, stuckAfterS: o.health.stuckAfter })
+    health?.setReady(false, 'starting: opening the store and the broker')
     const beat = await startBeat({ ...o, log })
+    health?.pollReadiness(() => beat.unready())
     if (!o.quiet) process.stdout.write(bannerText(o, beat.info))
     const onSignal = (signal: NodeJS.Signals) => {
       log.info(`beat: ${signal} received, shutting down`)
@@ -233,6 +257,7 @@ export async function runBeat(o: RunBeatOptions): Promise<number> {
     process.off('SIGINT', onSignal)
     return 0
   } finally {
+    await health?.close()
     releasePidfile()
   }
 }

@@ -97,6 +97,10 @@ export class Beat {
   private readonly now: () => number
   private readonly origin: string
   sent = 0
+  /** The last tick's error, null once one goes through: what beat's /readyz reads. */
+  lastTickError: string | null = null
+  /** When the tick under way started (a store or broker that does not answer holds it); null between ticks. */
+  tickSince: number | null = null
 
   constructor(private readonly o: BeatOptions) {
     this.now = o.now ?? Date.now
@@ -121,12 +125,16 @@ export class Beat {
   async run(): Promise<void> {
     while (!this.stopped) {
       let delay: number
+      this.tickSince = Date.now()
       try {
         delay = await this.tick()
+        this.lastTickError = null
       } catch (error) {
+        this.lastTickError = (error as Error).message
         this.o.log.error(`beat: tick failed: ${(error as Error).message}`)
         delay = Math.min(this.o.maxInterval, 1)
       }
+      this.tickSince = null
       if (this.stopped) break
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.max(0, delay * 1000))

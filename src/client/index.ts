@@ -16,3 +16,5 @@ export { failedStoreOf, listFailed, matchesFailedFilter, purgeFailed, replayFail
 export type { FailedEvent, FailedFilter, FailedTask, Replayed } from './failed-tasks.js'
 export { gatherEvidence, eventsFromList, readWorkerReplies, whyTask, whyVerdict, WHY_EXIT_CODES } from './why/index.js'
 export type { EventsSeen, Holder, HeldState, QueueLook, WhyAnswer, WhyEvidence, WhyInput, WhyState, WhyTaskOptions } from './why/index.js'
+export { queueLoads, workerViews, sampleQueueLoad, queueLoadMetrics, queueLoadJson, QUEUE_LOAD_HELP } from './queue-load.js'
+export type { QueueLoad, WorkerView, SampleLoadOptions } from './queue-load.js'

@@ -4,6 +4,7 @@ import { checkPrivilegeFlags, privilegeFlags } from '../cli/flags/daemon-flags.j
 import { TsqCommand } from '../cli/base-command.js'
 import { storeFlags, storeOptionsOf } from '../cli/flags/beat-store-flags.js'
 import { choiceFlag, floatFlag } from '../cli/flags/oclif-flags.js'
+import { healthFlags, healthFlagsOf } from '../cli/flags/health-flags.js'
 import { DEFAULT_LOCK_TIMEOUT, runBeat, type HaMode } from '../beat/index.js'
 
 export default class BeatCommand extends TsqCommand<void> {
@@ -35,6 +36,7 @@ export default class BeatCommand extends TsqCommand<void> {
     pidfile: Flags.string({ description: 'Write the pid here; refuse to start if a live beat holds it.' }),
     detach: Flags.boolean({ char: 'D', description: 'Run in the background (use with --pidfile and --logfile).' }),
     ...privilegeFlags,
+    ...healthFlags,
   }
   static examples = [
     '<%= config.bin %> beat -A ./tasks.js -l INFO',
@@ -63,6 +65,7 @@ export default class BeatCommand extends TsqCommand<void> {
       pidfile: flags.pidfile ?? null,
       quiet: flags.quiet,
       version: this.config.version,
+      health: healthFlagsOf(flags),
     })
     process.exit(code)
   }

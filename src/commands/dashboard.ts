@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core'
+import { healthFlags, healthFlagsOf } from '../cli/flags/health-flags.js'
 import { resolve } from 'node:path'
 import { TsqCommand } from '../cli/base-command.js'
 import { redisUrlFor } from '../beat/index.js'
@@ -47,6 +48,7 @@ export default class Dashboard extends TsqCommand<void> {
     // The locks and schedule pages read the stores `tsq locks` and `tsq schedule` read, given the same way.
     ...lockFlags,
     ...storeFlags,
+    ...healthFlags,
   }
   static examples = [
     '<%= config.bin %> dashboard -b amqp://guest:guest@127.0.0.1:5672//',
@@ -99,6 +101,7 @@ export default class Dashboard extends TsqCommand<void> {
       port: flags.port,
       address: flags.address,
       urlPrefix: flags['url-prefix'],
+      health: healthFlagsOf(flags),
       basicAuth,
       allowedHosts: [...(flags['allowed-hosts'] ?? []).flatMap((h) => h.split(',')), ...(config.dashboardAllowedHosts ?? [])]
         .map((h) => h.trim())

@@ -10,6 +10,7 @@ import { runWorker } from '../worker/run-worker.js'
 import { superviseWorker } from '../worker/watch/supervisor.js'
 import { DEFAULT_LOCK_TIMEOUT, startBeat } from '../beat/index.js'
 import { storeFlags, storeOptionsOf } from '../cli/flags/beat-store-flags.js'
+import { healthFlags, healthFlagsOf } from '../cli/flags/health-flags.js'
 
 export default class WorkerCommand extends TsqCommand<void> {
   static summary = 'Start a worker that runs the tasks of a JavaScript/TypeScript module.'
@@ -107,6 +108,7 @@ export default class WorkerCommand extends TsqCommand<void> {
         'Development mode: restart the worker when the task module (-A), an -I module or a local file they import changes (not node_modules). The old worker stops warm (running tasks finish, prefetched messages go back to the broker), then the new one consumes; a change that fails to load leaves the old worker running. See docs/watch.md.',
     }),
     ...privilegeFlags,
+    ...healthFlags,
     beat: Flags.boolean({
       char: 'B',
       description:
@@ -198,6 +200,7 @@ export default class WorkerCommand extends TsqCommand<void> {
       cancelLongRunningOnLoss: flags['cancel-long-running-tasks-on-connection-loss'],
       etaBrokerDelay: flags['without-eta-broker-delay'] ? false : undefined,
       etaBrokerDelayAfter: flags['eta-broker-delay-after'] ?? null,
+      health: healthFlagsOf(flags),
       quiet: flags.quiet,
       version: this.config.version,
       startCompanion: flags.beat

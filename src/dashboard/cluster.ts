@@ -10,11 +10,13 @@ import {
   gatherEvidence,
   listFailed,
   replayFailed,
+  sampleQueueLoad,
   sendTask,
   whyVerdict,
   type EventsSeen,
   type FailedFilter,
   type FailedTask,
+  type QueueLoad,
   type Replayed,
   type WhyAnswer,
 } from '../client/index.js'
@@ -381,6 +383,25 @@ export class Cluster {
       if (status) out.push({ name, messages: status.messageCount, consumers: status.consumerCount })
     }
     return out
+  }
+
+  /** The last queue load figures (client/queue-load.ts) and when they were asked for. */
+  loads: QueueLoad[] = []
+  private loadsAt = 0
+
+  /**
+   * Starts a new load sample (four broadcasts and the queues' depths) when the
+   * last is over 5 s old; /metrics answers with the last at once, so a scrape never waits on workers.
+   */
+  refreshLoadSoon(): void {
+    if (!this.connected || Date.now() - this.loadsAt < 5000) return
+    this.loadsAt = Date.now()
+    void sampleQueueLoad(this.requireTransport(), { queues: this.o.queues, timeout: this.o.inspectTimeout ?? 1 })
+      .then((loads) => {
+        this.loads = loads
+        this.metrics.setLoads(loads)
+      })
+      .catch(() => undefined)
   }
 
   private async sampleQueues(): Promise<void> {

@@ -5,6 +5,7 @@
 // global one, so two dashboards in one process (tests) never share counters.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { TaskRecord } from '../cluster-state/index.js'
+import { QUEUE_LOAD_HELP as LOAD_HELP, type QueueLoad } from '../client/index.js'
 
 export class DashboardMetrics {
   readonly registry = new Registry()
@@ -151,6 +152,27 @@ export class DashboardMetrics {
       const values = (metric as unknown as { hashMap: Record<string, { labels: Record<string, string> }> }).hashMap
       for (const entry of Object.values(values ?? {}))
         if (names.includes(entry.labels.worker ?? '')) (metric as Gauge<string>).remove(entry.labels)
+    }
+  }
+
+  /** The queue load figures (client/queue-load.ts): tsq_queue_load and its parts, for KEDA. */
+  readonly load = (['load', 'ready', 'reserved', 'running', 'capacity', 'workers'] as const).map(
+    (part) =>
+      [
+        part,
+        new Gauge({
+          name: `tsq_queue_${part}`,
+          help: LOAD_HELP[part],
+          labelNames: ['queue'],
+          registers: [this.registry],
+        }),
+      ] as const,
+  )
+
+  setLoads(loads: readonly QueueLoad[]): void {
+    for (const [part, gauge] of this.load) {
+      gauge.reset()
+      for (const l of loads) gauge.labels(l.queue).set(l[part])
     }
   }
 

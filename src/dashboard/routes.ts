@@ -30,6 +30,7 @@ export interface Route {
 const healthcheck = (_d: DashboardContext, c: Call): void => send(c.res, 200, 'OK', 'text/plain; charset=utf-8')
 
 async function metrics(d: DashboardContext, c: Call): Promise<void> {
+  d.cluster.refreshLoadSoon()
   send(c.res, 200, await d.cluster.metrics.text(), d.cluster.metrics.contentType)
 }
 

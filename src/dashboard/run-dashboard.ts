@@ -1,11 +1,15 @@
 // `tsq dashboard` as a process: connect, serve, say where, stop cleanly on
 // TERM or INT (state saved with --persistent, the event queue left to expire).
 import { trimMemoryWhenIdle } from '../process/index.js'
+import { HealthServer } from '../process/health/index.js'
+import { queueLoadJson } from '../client/index.js'
 import { Cluster, type ClusterOptions } from './cluster.js'
 import { DashboardServer, type ServerOptions } from './server.js'
 
 export interface RunDashboardOptions extends Omit<ClusterOptions, 'log'>, Omit<ServerOptions, 'cluster' | 'log'> {
   log: (line: string) => void
+  /** --health-port and --health-stuck-after. */
+  health?: { port?: string; stuckAfter?: number }
 }
 
 export interface RunningDashboard {
@@ -44,7 +48,18 @@ export async function startDashboard(o: RunDashboardOptions): Promise<RunningDas
 
 /** Runs until TERM or INT. */
 export async function runDashboard(o: RunDashboardOptions): Promise<void> {
-  const running = await startDashboard(o)
+  // Before the broker connects, so /healthz answers and /readyz says "starting" meanwhile.
+  const health = o.health?.port ? await HealthServer.start({ listen: o.health.port, stuckAfterS: o.health.stuckAfter }) : null
+  health?.setReady(false, 'starting: connecting to the broker')
+  const running = await startDashboard(o).catch(async (error: unknown) => {
+    await health?.close()
+    throw error
+  })
+  health?.pollReadiness(() => (running.cluster.connected ? null : 'the broker connection is lost; reconnecting'))
+  health?.onScrape(() => {
+    running.cluster.refreshLoadSoon()
+    void running.cluster.metrics.text().then((text) => health.publishMetrics(text, queueLoadJson(running.cluster.loads)))
+  })
   // A burst of events leaves the state's old tasks and the intake's buffers as
   // garbage spread over the heap's pages; V8 keeps those pages while the
   // process idles. A compacting GC once the events stop gives them back (the
@@ -65,4 +80,5 @@ export async function runDashboard(o: RunDashboardOptions): Promise<void> {
   o.log('tsq dashboard: stopping')
   stopTrimming()
   await running.stop()
+  await health?.close()
 }

@@ -30,6 +30,7 @@ import { nodeFormat, escapeControl, taskLabel } from '../protocol/index.js'
 import { resolveWorkerSettings, WorkerSettingError } from './worker-settings.js'
 import { isSecretEnv } from './pools/slot-entry.js'
 import { WatchChild } from './watch/watch-child.js'
+import { healthOptionsOf, startWorkerHealth, type HealthFlags, type WorkerHealth } from './worker-health.js'
 import { dropSlotsStartedAhead, startSlotsAhead } from './pools/prefork-pool.js'
 import { lockSettings, type App } from '../app/index.js'
 import { rateUrlFor } from '../locks/index.js'
@@ -82,6 +83,8 @@ export interface RunWorkerOptions extends WorkerFlagOptions {
   etaBrokerDelayAfter?: number | null
   quiet: boolean
   version: string
+  /** --health-port and --health-stuck-after; undefined leaves them to worker_health_port and worker_health_stuck_after. */
+  health?: HealthFlags
   /**
    * Something to run in this process beside the worker (`-B`: the embedded
    * beat): started before the worker consumes, stopped first in its shutdown.
@@ -364,7 +367,12 @@ async function startWorker(o: RunWorkerOptions, log: Logger, watch: WatchChild |
   if (redirectStdouts) redirectConsole(log, redirectStdouts)
   const signals = installSignals(worker, log, o)
   let companion: WorkerCompanion | undefined
+  let health: WorkerHealth | undefined
   try {
+    // Before the worker starts, so /healthz answers (and /readyz says "starting") during a slow start.
+    const healthOptions = healthOptionsOf(o.health, conf, watch !== null, (line) => log.warning(line))
+    if (healthOptions)
+      health = await startWorkerHealth(worker, { ...healthOptions, queues: () => queues, log: (line) => log.warning(line) })
     // The companion first: if it cannot start (a store or broker it cannot
     // open), the worker has not taken a message yet.
     if (o.startCompanion) {
@@ -375,12 +383,14 @@ async function startWorker(o: RunWorkerOptions, log: Logger, watch: WatchChild |
     await worker.start()
   } catch (error) {
     releasePidfile()
+    await health?.close()
     await worker.shutdown('cold', 'start failed').catch(() => undefined)
     await companion?.stop().catch(() => undefined)
     throw error
   }
   const stopTrimming = trimMemoryWhenIdle()
   await worker.stopped
+  await health?.close()
   stopTrimming()
   releasePidfile()
   // After the pidfile is gone, so the new process can take it.

@@ -593,4 +593,9 @@ export class Worker {
   get poolForSignals(): Pool {
     return this.pool
   }
+
+  /** What the health probes read (worker-health.ts): the broker connection, and whether it is up. */
+  get probeView(): { transport: Transport | undefined; connected: boolean } {
+    return { transport: this.transport, connected: this.guard?.connected !== false }
+  }
 }

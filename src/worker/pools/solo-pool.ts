@@ -12,6 +12,7 @@ import {
   type LongTimeout,
 } from '../../app/index.js'
 import type { Pool, SlotInfo } from './pool.js'
+import { mainThreadTask } from '../../process/health/index.js'
 
 export class SoloPool implements Pool {
   readonly kind = 'solo' as const
@@ -34,9 +35,12 @@ export class SoloPool implements Pool {
   }
 
   run(job: Job, timeLimit: number | null, sink?: StateSink): Outcome | Promise<Outcome> {
+    // Marked for --health-port: a task holding the main loop is work, not a stuck process.
+    const leave = mainThreadTask(timeLimit)
     const running = executeJob(this.app, job, sink, { holdEndHooks: true })
     // Ended within the call: nothing left to time, abort or wait for.
     if (running.immediate) {
+      leave()
       if (running.immediate.endHooks) this.holding.set(job.id, running)
       return running.immediate
     }
@@ -46,6 +50,7 @@ export class SoloPool implements Pool {
         if (!this.running.has(job.id)) return
         this.running.delete(job.id)
         timer?.clear()
+        leave()
         resolve(outcome)
       }
       this.running.set(job.id, { job: running, since: Date.now(), settle })
