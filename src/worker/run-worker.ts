@@ -33,7 +33,7 @@ import { WatchChild } from './watch/watch-child.js'
 import { healthOptionsOf, startWorkerHealth, type HealthFlags, type WorkerHealth } from './worker-health.js'
 import { dropSlotsStartedAhead, startSlotsAhead } from './pools/prefork-pool.js'
 import { lockSettings, type App } from '../app/index.js'
-import { rateUrlFor } from '../locks/index.js'
+import { closeRateStores, rateUrlFor } from '../locks/index.js'
 
 /** The worker's options that `tsq worker`'s flags give as the worker takes them (the app's conf fills or adds to some). */
 type WorkerFlagOptions = Pick<
@@ -385,11 +385,14 @@ async function startWorker(o: RunWorkerOptions, log: Logger, watch: WatchChild |
     releasePidfile()
     await health?.close()
     await worker.shutdown('cold', 'start failed').catch(() => undefined)
+    await closeRateStores().catch(() => undefined)
     await companion?.stop().catch(() => undefined)
     throw error
   }
   const stopTrimming = trimMemoryWhenIdle()
   await worker.stopped
+  // The cluster rate limits' store, opened by the task path on first use.
+  await closeRateStores().catch(() => undefined)
   await health?.close()
   stopTrimming()
   releasePidfile()

@@ -2,7 +2,6 @@
 // mailbox and sends events, then shuts down in Celery's phases. Its lifecycle
 // is one state with one way to move (transitionTo), not a set of flags.
 import { releaseLostSlotLocks } from '../app/index.js'
-import { closeRateStores } from '../locks/index.js'
 import { createResultBackend, RpcResultBackend, type ResultBackend } from '../backends/index.js'
 import {
   createTransport,
@@ -579,7 +578,6 @@ export class Worker {
     // The mailbox goes last, so `inspect active` answers while the worker drains.
     await this.mailbox?.stop().catch(() => undefined)
     await this.backend?.close().catch(() => undefined)
-    await closeRateStores()
     await this.transport?.close({ requeueUnacked: true }).catch(() => undefined)
     await this.writer?.close().catch(() => undefined)
     this.transitionTo('STOPPED', 'stopped')
