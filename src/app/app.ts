@@ -6,7 +6,7 @@
 // canvas-sends.ts; signatures, their kinds and freezing are the protocol's
 // (protocol/messages/canvas.ts); what each send derives from the conf
 // (routes included), send-plan.ts.
-import { closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
+import { closeConcurrencyStores, closeLockStores, type AppLockOptions, type Lease } from '../locks/index.js'
 import { withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
 import { type BodyDecoder, type BodyEncoder, type ResultOf, type Signature, type TaskEmbed } from '../protocol/index.js'
@@ -477,6 +477,7 @@ export class App {
     await closeOpened(transport)
     // app.lock()'s store connection would keep a script's event loop alive.
     await closeLockStores().catch(() => undefined)
+    await closeConcurrencyStores().catch(() => undefined)
   }
 }
 

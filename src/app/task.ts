@@ -2,7 +2,7 @@
 // with the app's task_* settings as defaults), how it is sent, and apply()
 // (eager); delay(), applyAsync() and its signatures s(), si(), map(),
 // starmap(), chunks() are every TaskHandle's (task-handle.ts).
-import type { TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
+import type { TaskConcurrencyOptions, TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
 import type { App } from './app.js'
 import type { AsyncResult } from './async-result.js'
 import { TaskHandle, type ApplyCall, type ApplyOptions } from './task-handle.js'
@@ -71,6 +71,11 @@ export interface TaskOptions {
    * refuse a task whose key is already queued or running (AlreadyQueued), or with `graceful` give its AsyncResult.
    */
   once?: TaskOnceOptions
+  /**
+   * At most `limit` runs of one key at once across the cluster, keys served in turn (docs/concurrency-keys.md):
+   * `{ key: (args, kwargs) => args[0].tenant, limit: 2 }`. Needs a Redis store (conf.lock_url, the broker or the backend).
+   */
+  concurrency?: TaskConcurrencyOptions
   // Celery's Task handler methods, called where the task runs, around it; what
   // they throw is logged and changes nothing (the result is the task's).
   /** Before the task's function (Celery's before_start). */

@@ -20,3 +20,21 @@ export { sendOnce } from './once.js'
 export { clearOnceMark } from './once-mark.js'
 // The stores themselves (redis-store.js, amqp-store.js, file-store.js) are not
 // re-exported: importing them loads their drivers; lockStoreAt loads one on first use.
+// Concurrency per key, fair between keys: the rule a task's option or task_concurrency gives, and the store of slots and backlogs.
+export {
+  ConcurrencyOptionError,
+  DEFAULT_CONCURRENCY_LEASE_S,
+  closeConcurrencyStores,
+  concurrencyRule,
+  concurrencyStoreAt,
+  concurrencyUrlFor,
+} from './concurrency.js'
+export type {
+  ClaimedEntry,
+  ConcurrencyKeyStats,
+  ConcurrencyRule,
+  ConcurrencyScopeStats,
+  ConcurrencyStore,
+  ParkedEntry,
+  TaskConcurrencyOptions,
+} from './concurrency.js'

@@ -32,6 +32,8 @@ type Recorded = Fate | null | Promise<Fate | null>
 export class Outcomes {
   readonly total: Record<string, number> = {}
   processed = 0
+  /** Told after each run is over (the concurrency gate frees the run's slot). */
+  afterRun?: (request: Request) => void
   private readonly results: ResultStore
 
   constructor(
@@ -113,6 +115,7 @@ export class Outcomes {
     this.total[m.task] = (this.total[m.task] ?? 0) + 1
     this.processed += 1
     this.o.onTaskDone?.()
+    this.afterRun?.(request)
     // Before next(): the slot runs the held hooks before any task sent to it next.
     if (request.endHooksHeld) this.o.pool.afterStored(m.id)
     this.holdings.wakeIdleWaiters()
