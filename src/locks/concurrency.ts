@@ -14,6 +14,7 @@ export interface TaskConcurrencyOptions {
    * (a kwarg, else a positional by the task function's parameter names).
    * A run whose key is null or undefined is not limited.
    */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a key function reads into the message's arguments as it likes (`args[0].tenant`)
   key: ((args: any[], kwargs: Record<string, any>) => unknown) | string
   /** Runs of one key at once, cluster-wide. */
   limit: number

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test'
 import { DashboardMetrics } from '../../../src/dashboard/metrics.js'
 import { ConcurrencyOptionError, concurrencyRule, concurrencyUrlFor } from '../../../src/locks/index.js'
 
-const fetch = (_url: string, tenant: string): void => undefined
+const fetch = (_url: string, tenant: string): string => tenant
 
 describe('concurrency rules', () => {
   it('a key function of (args, kwargs), the scope the task, a lease of 30 s by default', () => {
