@@ -51,7 +51,7 @@ export { loadConfig } from './config/index.js'
 export type { ResolvedConfig } from './config/index.js'
 // The options and errors of the task locks (the option `lock`, the option `once`, app.lock()).
 export { AlreadyQueued, LockedError, LockLostError, LockStoreUnavailableError } from './locks/index.js'
-export type { AppLockOptions, Lease, TaskLockOptions, TaskOnceOptions } from './locks/index.js'
+export type { AppLockOptions, Lease, TaskConcurrencyOptions, TaskLockOptions, TaskOnceOptions } from './locks/index.js'
 export type { DedupMode, DedupOptions } from './locks/index.js'
 // The events bus between services (celery-amqp-events' design): src/bus.
 export { createEventsApp, EventsApp } from './bus/index.js'

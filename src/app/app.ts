@@ -6,7 +6,14 @@
 // canvas-sends.ts; signatures, their kinds and freezing are the protocol's
 // (protocol/messages/canvas.ts); what each send derives from the conf
 // (routes included), send-plan.ts.
-import { closeDedupStores, closeLockStores, closeRateStores, type AppLockOptions, type Lease } from '../locks/index.js'
+import {
+  closeConcurrencyStores,
+  closeDedupStores,
+  closeLockStores,
+  closeRateStores,
+  type AppLockOptions,
+  type Lease,
+} from '../locks/index.js'
 import { sendDeduplicated, withAppLock } from './locking.js'
 import { randomUUID } from 'node:crypto'
 import { type BodyDecoder, type BodyEncoder, type ResultOf, type Signature, type TaskEmbed } from '../protocol/index.js'
@@ -482,6 +489,7 @@ export class App {
     await closeDedupStores().catch(() => undefined)
     // So would a worker's cluster rate limits' store.
     await closeRateStores().catch(() => undefined)
+    await closeConcurrencyStores().catch(() => undefined)
   }
 }
 

@@ -2,7 +2,7 @@
 // with the app's task_* settings as defaults), how it is sent, and apply()
 // (eager); delay(), applyAsync() and its signatures s(), si(), map(),
 // starmap(), chunks() are every TaskHandle's (task-handle.ts).
-import type { DedupOptions, TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
+import type { DedupOptions, TaskConcurrencyOptions, TaskLockOptions, TaskOnceOptions } from '../locks/index.js'
 import type { App } from './app.js'
 import type { AsyncResult } from './async-result.js'
 import { TaskHandle, type ApplyCall, type ApplyOptions } from './task-handle.js'
@@ -78,6 +78,11 @@ export interface TaskOptions {
   once?: TaskOnceOptions
   /** Deduplication at send, BullMQ's modes (docs/deduplication.md): the default of every send of this task. */
   dedup?: DedupOptions
+  /**
+   * At most `limit` runs of one key at once across the cluster, keys served in turn (docs/concurrency-keys.md):
+   * `{ key: (args, kwargs) => args[0].tenant, limit: 2 }`. Needs a Redis store (conf.lock_url, the broker or the backend).
+   */
+  concurrency?: TaskConcurrencyOptions
   // Celery's Task handler methods, called where the task runs, around it; what
   // they throw is logged and changes nothing (the result is the task's).
   /** Before the task's function (Celery's before_start). */

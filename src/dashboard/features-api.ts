@@ -56,6 +56,8 @@ export async function archiveReplay(d: DashboardContext, c: Call): Promise<void>
   })
 }
 
+export const concurrencyList = (d: DashboardContext, c: Call): Promise<void> => answer(c, () => d.cluster.features.concurrency())
+
 export const lockList = (d: DashboardContext, c: Call): Promise<void> => answer(c, () => d.cluster.features.lockList())
 export const lockShow = (d: DashboardContext, c: Call): Promise<void> => answer(c, () => d.cluster.features.lockShow(c.param))
 export const lockRemove = (d: DashboardContext, c: Call): Promise<void> => answer(c, () => d.cluster.features.lockRemove(c.param))

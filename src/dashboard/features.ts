@@ -17,7 +17,16 @@ import {
 } from '../beat/index.js'
 import { countArchive, listArchive, replayArchive, type ArchivedEvent, findServices, type KnownService } from '../bus/index.js'
 import { lockRow, type LockRow } from '../cli/lock-store.js'
-import { closeLockStoreAt, lockStoreAt, lockUrlFor, type LockStore } from '../locks/index.js'
+import {
+  closeConcurrencyStores,
+  closeLockStoreAt,
+  concurrencyStoreAt,
+  concurrencyUrlFor,
+  lockStoreAt,
+  lockUrlFor,
+  type ConcurrencyScopeStats,
+  type LockStore,
+} from '../locks/index.js'
 import { maskUrl, type Transport } from '../transport/index.js'
 import { HttpError } from './http.js'
 
@@ -45,6 +54,7 @@ export class FeatureError extends HttpError {
 
 export class Features {
   private lockStore: Promise<LockStore> | null = null
+  private concurrencyOpened = false
   private beatStore: BeatStore | null = null
   readonly lockUrl: string | null
   readonly scheduleWhere: string | null
@@ -81,6 +91,7 @@ export class Features {
   async close(): Promise<void> {
     // The store is the process's shared one for that URL (lockStoreAt): closed and forgotten together.
     if (this.lockStore && this.lockUrl) await closeLockStoreAt(this.lockUrl)
+    if (this.concurrencyOpened) await closeConcurrencyStores()
     await this.beatStore?.close().catch(() => undefined)
     this.lockStore = null
     this.beatStore = null
@@ -120,6 +131,20 @@ export class Features {
     const missing = ids.filter((id) => !held.has(id))
     if (missing.length) throw new FeatureError(404, `no archived event ${missing.join(', ')} in ${service}'s archive`)
     return replayArchive(this.transport(), service, { ids, ...bounds })
+  }
+
+  // ---- concurrency keys (tsq inspect concurrency, read from the store) -------
+
+  /** Every scope's keys with a backlog or a running slot, and its limit; empty when there is no Redis store. */
+  async concurrency(): Promise<ConcurrencyScopeStats[]> {
+    let url: string
+    try {
+      url = concurrencyUrlFor({ lockUrl: this.o.lockUrl ?? null, brokerUrl: this.o.brokerUrl, resultBackend: this.o.resultBackend ?? null })
+    } catch {
+      return []
+    }
+    this.concurrencyOpened = true
+    return (await concurrencyStoreAt(url)).stats()
   }
 
   // ---- locks (tsq locks ls / show / rm) --------------------------------------

@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { TaskRecord } from '../cluster-state/index.js'
 import { QUEUE_LOAD_HELP as LOAD_HELP, type QueueLoad } from '../client/index.js'
+import type { ConcurrencyScopeStats } from '../locks/index.js'
 
 export class DashboardMetrics {
   readonly registry = new Registry()
@@ -55,6 +56,24 @@ export class DashboardMetrics {
     name: 'tsq_queue_consumers',
     help: 'Consumers of the queue, where the broker tracks them',
     labelNames: ['queue'],
+    registers: [this.registry],
+  })
+  readonly concurrencyBacklog = new Gauge({
+    name: 'tsq_concurrency_backlog',
+    help: 'Messages parked for a concurrency key, waiting for its turn',
+    labelNames: ['scope', 'key'],
+    registers: [this.registry],
+  })
+  readonly concurrencyRunning = new Gauge({
+    name: 'tsq_concurrency_running',
+    help: 'Running slots of a concurrency key, cluster-wide',
+    labelNames: ['scope', 'key'],
+    registers: [this.registry],
+  })
+  readonly concurrencyLimit = new Gauge({
+    name: 'tsq_concurrency_limit',
+    help: 'The concurrency limit per key of a scope (a task, unless scoped)',
+    labelNames: ['scope'],
     registers: [this.registry],
   })
   readonly eventsReceived = new Counter({
@@ -179,6 +198,21 @@ export class DashboardMetrics {
   setQueue(name: string, messages: number, consumers: number | null): void {
     this.queueMessages.labels(name).set(messages)
     if (consumers !== null) this.queueConsumers.labels(name).set(consumers)
+  }
+
+  /** The store's keys as they are now (null: the store did not answer, the last reading stays); a key gone idle drops out. */
+  setConcurrency(scopes: ConcurrencyScopeStats[] | null): void {
+    if (scopes === null) return
+    this.concurrencyBacklog.reset()
+    this.concurrencyRunning.reset()
+    this.concurrencyLimit.reset()
+    for (const s of scopes) {
+      if (s.limit !== null) this.concurrencyLimit.set({ scope: s.scope }, s.limit)
+      for (const k of s.keys) {
+        this.concurrencyBacklog.set({ scope: s.scope, key: k.key }, k.backlog)
+        this.concurrencyRunning.set({ scope: s.scope, key: k.key }, k.running)
+      }
+    }
   }
 
   text(): Promise<string> {

@@ -31,6 +31,8 @@ const healthcheck = (_d: DashboardContext, c: Call): void => send(c.res, 200, 'O
 
 async function metrics(d: DashboardContext, c: Call): Promise<void> {
   d.cluster.refreshLoadSoon()
+  // Concurrency keys are read from their store at each scrape: no event tells of a parked message.
+  d.cluster.metrics.setConcurrency(await d.cluster.features.concurrency().catch(() => null))
   send(c.res, 200, await d.cluster.metrics.text(), d.cluster.metrics.contentType)
 }
 
@@ -81,6 +83,8 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/api/ui/archive', handler: features.archive, page: 'archive', json: true },
   { method: 'POST', path: '/api/ui/archive/replay/:service', handler: features.archiveReplay, page: 'archive', json: true },
   { method: 'GET', path: '/api/ui/locks', handler: features.lockList, page: 'locks', json: true },
+  // Each concurrency key's backlog, running count and limit (docs/concurrency-keys.md).
+  { method: 'GET', path: '/api/concurrency', handler: features.concurrencyList, json: true },
   { method: 'POST', path: '/api/ui/lock/rm/:id', handler: features.lockRemove, page: 'locks', json: true },
   { method: 'GET', path: '/api/ui/lock/:id', handler: features.lockShow, page: 'locks', json: true },
   { method: 'GET', path: '/api/ui/schedule', handler: features.scheduleList, page: 'schedule', json: true },

@@ -34,3 +34,21 @@ export { takeSlot, intervalUsOf, DEFAULT_BURST, DEFAULT_HORIZON_MS, TAKE_SLOT_LU
 export type { BucketAnswer, BucketParams, TakeResult } from './rate-bucket.js'
 export { closeRateStores, openRateStore, rateUrlFor, RateStoreUnavailableError } from './rate-store.js'
 export type { RateStore, RateStoreOptions, StoredRate, TakeOptions } from './rate-store.js'
+// Concurrency per key, fair between keys: the rule a task's option or task_concurrency gives, and the store of slots and backlogs.
+export {
+  ConcurrencyOptionError,
+  DEFAULT_CONCURRENCY_LEASE_S,
+  closeConcurrencyStores,
+  concurrencyRule,
+  concurrencyStoreAt,
+  concurrencyUrlFor,
+} from './concurrency.js'
+export type {
+  ClaimedEntry,
+  ConcurrencyKeyStats,
+  ConcurrencyRule,
+  ConcurrencyScopeStats,
+  ConcurrencyStore,
+  ParkedEntry,
+  TaskConcurrencyOptions,
+} from './concurrency.js'

@@ -72,3 +72,5 @@ export {
   PRIVATE_DIR_MODE,
   PRIVATE_FILE_MODE,
 } from './private-files.js'
+// kombu's envelope as a message is stored (a parked message: concurrency per key keeps its backlog so).
+export { decodeEnvelope, encodeEnvelope } from './kombu-envelope.js'

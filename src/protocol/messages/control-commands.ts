@@ -46,6 +46,8 @@ export const CONTROL_COMMANDS: Readonly<Record<string, ControlCommandMeta>> = {
   revoked: inspect({ alias: 'dump_revoked' }),
   scheduled: inspect({ alias: 'dump_schedule' }),
   stats: inspect(),
+  // tsq's own, beyond Celery's table: each concurrency key's backlog, running count and limit (docs/concurrency-keys.md).
+  concurrency: inspect(),
 
   add_consumer: control({
     args: [

@@ -227,6 +227,8 @@ export function controlHandlers(w: ControlTarget): (method: string) => ControlHa
     conf: (args) => w.conf(args.with_defaults === true),
     report: () => ok(w.report()),
     active_queues: () => w.queues().map(queueInfo),
+    // Read from the store: the cluster's numbers for the keys of this worker's tasks, not this worker's share.
+    concurrency: async () => (await w.runner.concurrencyStats()).map((s) => ({ ...s, keys: s.keys.slice(0, 1000) })),
     memsample: () => `${Math.round(memoryUsage.rss() / 1024)}kB`,
     memdump: () => `- rss: ${Math.round(memoryUsage.rss() / 1024)}kB, heap used: ${Math.round(memoryUsage().heapUsed / 1024)}kB.\n`,
     objgraph: () => nok("ImportError('Requires the objgraph library')"),

@@ -252,7 +252,7 @@ export class Admission {
  * 'zlib' are zlib streams. A body that does not inflate, or a codec we lack,
  * is unreadable, so the message is rejected instead of run as if plain.
  */
-function decompress(delivery: Delivery, maxBytes: number): Buffer {
+export function decompress(delivery: Delivery, maxBytes: number): Buffer {
   const codec = delivery.properties.headers?.compression
   if (codec === undefined || codec === null) return delivery.body
   if (codec === 'application/x-gzip' || codec === 'zlib') {

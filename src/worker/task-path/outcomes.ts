@@ -11,7 +11,7 @@ import { dumps, EncodeError, encodeException, exceptionRepr, saferepr, type Stat
 import { escapeControl, taskLabel } from '../../protocol/index.js'
 import { failChainRest } from './chord-parts.js'
 import { republishForRetry, sendCallbacks, sendErrbacks, sendReplacement } from './follow-ups.js'
-import { DedupReceipt } from './dedup-receipt.js'
+import { DedupReceipt } from './cluster/dedup-receipt.js'
 import type { Holdings } from './holdings.js'
 import type { TaskLimits } from './limits.js'
 import type { Request } from './request.js'
@@ -35,6 +35,8 @@ type Recorded = Fate | null | Promise<Fate | null>
 export class Outcomes {
   readonly total: Record<string, number> = {}
   processed = 0
+  /** Told after each run is over (the concurrency gate frees the run's slot). */
+  afterRun?: (request: Request) => void
   private readonly results: ResultStore
   /** The `tsq_dedup` header's side of the task path (dedup-receipt.ts). */
   readonly dedup: DedupReceipt
@@ -125,6 +127,7 @@ export class Outcomes {
     this.total[m.task] = (this.total[m.task] ?? 0) + 1
     this.processed += 1
     this.o.onTaskDone?.()
+    this.afterRun?.(request)
     // Before next(): the slot runs the held hooks before any task sent to it next.
     if (request.endHooksHeld) this.o.pool.afterStored(m.id)
     this.holdings.wakeIdleWaiters()

@@ -6,8 +6,8 @@
 // back with a lost channel, and handed back at shutdown what has not started.
 import { setLongTimeout } from '../../app/index.js'
 import { escapeControl } from '../../protocol/index.js'
-import type { DedupReceipt } from './dedup-receipt.js'
-import type { ClusterRate } from './cluster-rate.js'
+import type { DedupReceipt } from './cluster/dedup-receipt.js'
+import type { ClusterRate } from './cluster/cluster-rate.js'
 import type { HandOff } from './hand-off.js'
 import type { Holdings } from './holdings.js'
 import type { TaskLimits } from './limits.js'

@@ -8,7 +8,8 @@
 // shutdown see of the task path.
 import type { Delivery } from '../../transport/index.js'
 import { Admission } from './admission.js'
-import { ClusterRate } from './cluster-rate.js'
+import { ClusterRate } from './cluster/cluster-rate.js'
+import { ConcurrencyGate } from './cluster/concurrency-gate.js'
 import { HandOff } from './hand-off.js'
 import { Holdings, type ScheduledRequest } from './holdings.js'
 import { TaskLimits, type TimeLimits } from './limits.js'
@@ -28,6 +29,7 @@ export class TaskRunner {
   private readonly outcomes: Outcomes
   private readonly reservations: Reservations
   private readonly admission: Admission
+  private readonly gate: ConcurrencyGate
 
   constructor(o: RunnerOptions) {
     const next = (): void => this.reservations.pump()
@@ -39,11 +41,24 @@ export class TaskRunner {
     const clusterRate = new ClusterRate(o, this.holdings, this.limits, this.settler, (r) => this.reservations.ready(r))
     this.reservations = new Reservations(o, this.holdings, this.limits, this.settler, handOff, this.outcomes.dedup, clusterRate)
     this.admission = new Admission(o, this.holdings, this.settler, this.reservations, this.outcomes)
+    const { holdings } = this
+    this.gate = new ConcurrencyGate(o, {
+      held: (id) => holdings.held(id),
+      room: () => o.pool.size - holdings.active.size - holdings.staged.size - holdings.waiting.length,
+      admit: (d) => this.admission.receive(d),
+    })
+    this.outcomes.afterRun = (request) => this.gate.done(request)
   }
 
   /** The consumer's handler: a promise only when there is something to wait for (admission.ts). */
   onDelivery(delivery: Delivery): void | Promise<void> {
-    return this.admission.receive(delivery)
+    const keyed = this.gate.ruleOf(delivery)
+    return keyed ? this.gate.receive(delivery, keyed) : this.admission.receive(delivery)
+  }
+
+  /** The concurrency keys of this worker's tasks: backlog, running and limit (`inspect concurrency`). */
+  concurrencyStats(): ReturnType<ConcurrencyGate['stats']> {
+    return this.gate.stats()
   }
 
   get active(): ReadonlyMap<string, Request> {
@@ -108,8 +123,11 @@ export class TaskRunner {
   }
 
   /** Hands back what was fetched but not started: held for an ETA, and reserved. */
-  releaseUnstarted(): Promise<number> {
-    return this.reservations.releaseUnstarted()
+  async releaseUnstarted(): Promise<number> {
+    this.gate.stop()
+    const n = await this.reservations.releaseUnstarted()
+    this.gate.freeUnheld()
+    return n
   }
 
   /** Cold shutdown: the running requests' messages go back to the queue (handedBack), and their outcomes are ignored. */

@@ -32,11 +32,12 @@ describe('spec §3.5: CLI positional arguments are typed as Celery types them', 
     assert.deepEqual(compileArguments('proj.hello', ['name=bob', 'n=3', 'flags=[1,2]']), { name: 'bob', n: 3, flags: [1, 2] })
     assert.throws(() => compileArguments('proj.hello', ['bob']), /key=value/)
   })
-  it('the visible command lists match celery inspect/control choices', () => {
+  it("the visible command lists match celery inspect/control choices, plus tsq's inspect concurrency", () => {
     assert.deepEqual(visibleCommands('inspect'), [
       'active',
       'active_queues',
       'clock',
+      'concurrency',
       'conf',
       'memdump',
       'memsample',

@@ -13,7 +13,7 @@ import type { Delivery, OutgoingMessage, Parking, Transport } from '../../../src
 import { LimitedSet } from '../../../src/worker/control/limited-set.js'
 import type { EventDispatcher } from '../../../src/worker/events.js'
 import { SoloPool } from '../../../src/worker/pools/solo-pool.js'
-import { DEFER_LOT } from '../../../src/worker/task-path/defer.js'
+import { DEFER_LOT } from '../../../src/worker/task-path/cluster/defer.js'
 import { TaskRunner } from '../../../src/worker/task-path/task-runner.js'
 import { taskDeliveryFields } from '../../helpers/deliveries.js'
 

@@ -10,15 +10,15 @@
 // the next. A deferred copy goes to the back of its queue, so a slot is never
 // deferred with it: on a deep queue it would come back long after its slot.
 // `control rate_limit` sets the rate in the store, for the cluster.
-import { lockSettings } from '../../app/index.js'
-import { intervalUsOf, openRateStore, type RateStore } from '../../locks/index.js'
-import { escapeControl, taskLabel } from '../../protocol/index.js'
+import { lockSettings } from '../../../app/index.js'
+import { intervalUsOf, openRateStore, type RateStore } from '../../../locks/index.js'
+import { escapeControl, taskLabel } from '../../../protocol/index.js'
 import { deferMessage, DeferredRelease, type DeferContext } from './defer.js'
-import type { Holdings } from './holdings.js'
-import { parseRate, type TaskLimits } from './limits.js'
-import type { Request } from './request.js'
-import type { RunnerOptions } from './runner-options.js'
-import type { Settler } from './settler.js'
+import type { Holdings } from '../holdings.js'
+import { parseRate, type TaskLimits } from '../limits.js'
+import type { Request } from '../request.js'
+import type { RunnerOptions } from '../runner-options.js'
+import type { Settler } from '../settler.js'
 
 /** No slot within the horizon: held and asked again, unless the wait is longer than this; then deferred to its turn. */
 const DEFER_REFUSED_AFTER_MS = 2000

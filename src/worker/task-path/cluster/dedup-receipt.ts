@@ -8,12 +8,12 @@
 // replaced. When a simple-mode task ends (not a retry, not a requeue), its id
 // is freed. A store that cannot be reached lets the task run (as Celery would,
 // a possible duplicate) and says so.
-import { lockSettings } from '../../app/index.js'
-import { DEDUP_HEADER, openDedupStore, readDedupHeader, receiptRequestOf, type DedupHeader } from '../../locks/index.js'
-import { taskLabel } from '../../protocol/index.js'
-import type { Holdings } from './holdings.js'
-import type { Request } from './request.js'
-import type { RunnerOptions } from './runner-options.js'
+import { lockSettings } from '../../../app/index.js'
+import { DEDUP_HEADER, openDedupStore, readDedupHeader, receiptRequestOf, type DedupHeader } from '../../../locks/index.js'
+import { taskLabel } from '../../../protocol/index.js'
+import type { Holdings } from '../holdings.js'
+import type { Request } from '../request.js'
+import type { RunnerOptions } from '../runner-options.js'
 
 export class DedupReceipt {
   private readonly read = new WeakMap<Request, DedupHeader | null>()

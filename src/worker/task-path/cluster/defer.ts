@@ -4,11 +4,11 @@
 // nothing past its prefetch window and takes the next. The copy comes back
 // to the back of its queue, for any worker. Used by cluster rate limits
 // (cluster-rate.ts) and anything else that must wait for a shared resource.
-import type { Logger } from '../../process/index.js'
-import { escapeControl, taskLabel } from '../../protocol/index.js'
-import type { Headers, OutgoingMessage, Parking, Transport } from '../../transport/index.js'
-import type { Request } from './request.js'
-import type { Settler } from './settler.js'
+import type { Logger } from '../../../process/index.js'
+import { escapeControl, taskLabel } from '../../../protocol/index.js'
+import type { Headers, OutgoingMessage, Parking, Transport } from '../../../transport/index.js'
+import type { Request } from '../request.js'
+import type { Settler } from '../settler.js'
 
 /** The parking lot of deferred task messages on Redis and file:// (`_tsq.parked.tsq.deferred` on Redis). */
 export const DEFER_LOT = 'tsq.deferred'
