@@ -12,10 +12,10 @@
 // Lease ends are Redis's own clock (TIME), so workers' clocks need not agree.
 // A slot whose lease ran out is freed by the next call of any worker, and the
 // claimed message it held unacked goes back to the front of its key's backlog.
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 // DEBUG=ioredis:* lines with their passwords masked.
 import '../transport/redis/index.js'
-import { redisUrlClientOptions } from '../transport/index.js'
+import { storeClient } from './redis-store.js'
 import type { AdmitResult, ClaimedEntry, ConcurrencyRule, ConcurrencyScopeStats, ConcurrencyStore, ParkedEntry } from './concurrency.js'
 
 export const CONCURRENCY_PREFIX = 'tsq:cc:'
@@ -162,16 +162,7 @@ export class RedisConcurrencyStore implements ConcurrencyStore {
   private readonly redis: Redis & ConcurrencyCommands
 
   constructor(readonly url: string) {
-    const redis = new Redis({
-      ...redisUrlClientOptions(url),
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      commandTimeout: 5000,
-      connectionName: `tsq-concurrency-${process.pid}`,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 1000),
-    })
-    redis.on('error', () => undefined)
+    const redis = storeClient(url, 'tsq-concurrency')
     const scripts = {
       tsqCcAdmit: ADMIT_LUA,
       tsqCcClaim: CLAIM_LUA,
