@@ -4,7 +4,7 @@
 // the second; the banner and the log mask every password of the list;
 // `inspect stats` names the node in use and lists the alternates; a bad
 // broker_failover_strategy stops the worker with one line. The cluster
-// itself (nodes stopping under load) is test/interop/rabbitmq-cluster.test.ts.
+// itself (nodes stopping under load) is test/interop/rabbitmq-cluster-*.test.ts.
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

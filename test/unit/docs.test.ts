@@ -3,7 +3,7 @@
 // names), nothing points outside the repository, every code block's info string
 // is one the examples test reads, and README.md stays the front door: short,
 // with its two set-up commands real npm scripts and every command in its table.
-// (The examples themselves run in test/integration/docs-examples.test.ts.)
+// (The examples themselves run in test/integration/docs-examples-*.test.ts.)
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'

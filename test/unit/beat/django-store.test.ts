@@ -3,7 +3,7 @@
 // wrote it on SQLite): how rows become entries, when they are due, and what a
 // run writes, as django_celery_beat/schedulers.py's DatabaseScheduler does.
 // The end-to-end test against Django's ORM and Python's scheduler is
-// test/interop/django-beat.test.ts.
+// test/interop/django-beat-*.test.ts.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'

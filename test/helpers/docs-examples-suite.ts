@@ -1,23 +1,25 @@
-// Every code example in README.md and docs/ runs as written: each page's
-// ```ts/```js modules and ```sh/```bash command lines, in the page's order, in
-// a folder of its own where `import ... from 'tsq'` and the `tsq` command are
-// this checkout, on a private embedded broker. A block fails the test when it
-// exits with another status than it says (0 unless `exit=N`), lacks the output
-// it says it prints, or a `bg` block never says it is ready. Blocks marked
-// `norun="why"` are not run, and are listed with their reasons; blocks that
-// `needs=redis` (this test's own Redis database) or `needs=celery` (Python
-// Celery on the PATH) run where those are at hand. The info strings are read by
-// test/helpers/markdown.ts; TSQ_DOCS_PAGES=README.md,docs/x.md runs some pages only.
-// tsq-test: slow 8
+// The suite of test/integration/docs-examples-{1,2,3}.test.ts: every code example in README.md and
+// docs/ runs as written: each page's ```ts/```js modules and ```sh/```bash command lines, in the
+// page's order, in a folder of its own where `import ... from 'tsq'` and the `tsq` command are this
+// checkout, on a private embedded broker. A block fails the test when it exits with another status
+// than it says (0 unless `exit=N`), lacks the output it says it prints, or a `bg` block never says it
+// is ready. Blocks marked `norun="why"` are not run, and are listed with their reasons (by the first
+// shard, for every page picked); blocks that `needs=redis` (this test's own Redis database) or
+// `needs=celery` (Python Celery on the PATH) run where those are at hand. The info strings are read by
+// test/helpers/markdown.ts.
+//
+// The pages are shared out to three files (docsShards: by their runnable blocks, so the lanes end
+// together). TSQ_DOCS_PAGES=README.md,docs/x.md runs some pages only, in whichever shard holds them:
+// `TSQ_DOCS_PAGES=docs/locks.md node --import tsx --test test/integration/docs-examples-*.test.ts`.
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { brokerSkipReason, REDIS_URL } from '../helpers/brokers.js'
-import { blocks, markdownPages, ROOT, RUN_LANGS, type Block } from '../helpers/markdown.js'
-import { GroupProcess, sleep } from '../helpers/process-group.js'
+import { brokerSkipReason, REDIS_URL } from './brokers.js'
+import { blocks, markdownPages, ROOT, RUN_LANGS, type Block } from './markdown.js'
+import { GroupProcess, sleep } from './process-group.js'
 
 const PYTHON = '/usr/bin/python3'
 const BLOCK_TIMEOUT_MS = 180_000
@@ -25,6 +27,33 @@ const READY_TIMEOUT_MS = 90_000
 
 const only = process.env.TSQ_DOCS_PAGES?.split(',').filter(Boolean)
 const pages = markdownPages().filter((page) => !only || only.includes(page))
+
+/** The files the pages are shared out to, each run by a lane of its own. */
+export const DOCS_SHARDS = 3
+
+/** A page's blocks the test takes: those it runs or lists, and the modules written for the blocks after them. */
+function pageBlocksOf(page: string): Block[] {
+  return blocks(page).filter((b) => RUN_LANGS.has(b.lang) || b.attrs.file !== undefined)
+}
+
+/**
+ * Each page's shard (0-based), from every page (not only TSQ_DOCS_PAGES's), so a page stays in its
+ * shard when some are picked: the pages by their runnable blocks, most first (then by name), each to
+ * the shard with the fewest runnable blocks so far (the lowest-numbered on a tie).
+ */
+export function docsShards(): Map<string, number> {
+  const weighed = markdownPages()
+    .map((page) => ({ page, runs: pageBlocksOf(page).filter(isRun).length }))
+    .sort((a, b) => b.runs - a.runs || a.page.localeCompare(b.page))
+  const load = Array.from({ length: DOCS_SHARDS }, () => 0)
+  const shardOf = new Map<string, number>()
+  for (const { page, runs } of weighed) {
+    const shard = load.indexOf(Math.min(...load))
+    shardOf.set(page, shard)
+    load[shard]! += runs
+  }
+  return shardOf
+}
 
 /** Whether a block is run, and if not, why. */
 function isRun(block: Block): boolean {
@@ -203,38 +232,55 @@ function isOurs(pid: number, dir: string): boolean {
   }
 }
 
-const skipped: string[] = []
-
-for (const page of pages) {
-  const pageBlocks = blocks(page).filter((b) => RUN_LANGS.has(b.lang) || b.attrs.file !== undefined)
-  if (pageBlocks.length === 0) continue
-  describe(page, () => {
-    let folder: PageFolder
-    before(() => {
-      folder = new PageFolder()
-      // A module that is not run is still there for the blocks after it.
-      for (const block of pageBlocks) if (block.attrs.file !== undefined && block.attrs.norun !== undefined) folder.write(block)
-    })
-    after(async () => {
-      await folder.close()
-    })
-    for (const block of pageBlocks) {
-      const runs = isRun(block)
-      const skip = RUN_LANGS.has(block.lang) && !runs ? block.attrs.norun! : runs ? needsSkip(block) : false
-      if (skip) skipped.push(`${label(block)}: ${skip}`)
-      it(label(block), { skip, timeout: BLOCK_TIMEOUT_MS + READY_TIMEOUT_MS }, async () => {
-        if (runs) await folder.run(block)
-        else folder.write(block)
-      })
-    }
-  })
+/** Why a block is not run, or false: its norun reason, else a service it needs that is missing. */
+function skipReason(block: Block): string | false {
+  const runs = isRun(block)
+  return RUN_LANGS.has(block.lang) && !runs ? block.attrs.norun! : runs ? needsSkip(block) : false
 }
 
-describe('the examples not run', () => {
-  it('are listed, each with its reason', (t) => {
-    t.diagnostic(`${skipped.length} example(s) not run:`)
-    for (const line of skipped) t.diagnostic(`  ${line}`)
-    const runnable = pages.flatMap((page) => blocks(page).filter((b) => RUN_LANGS.has(b.lang)))
-    assert.ok(runnable.length === 0 || skipped.length < runnable.length, 'some examples run')
+/**
+ * The pages of one shard (0-based), each page's blocks in its order in a folder of its own; the
+ * first shard also lists the examples not run, of every page picked.
+ */
+export function docsExamplesShard(shard: number): void {
+  const shardOf = docsShards()
+  for (const page of pages) {
+    if (shardOf.get(page) !== shard) continue
+    const pageBlocks = pageBlocksOf(page)
+    if (pageBlocks.length === 0) continue
+    describe(page, () => {
+      let folder: PageFolder
+      before(() => {
+        folder = new PageFolder()
+        // A module that is not run is still there for the blocks after it.
+        for (const block of pageBlocks) if (block.attrs.file !== undefined && block.attrs.norun !== undefined) folder.write(block)
+      })
+      after(async () => {
+        await folder.close()
+      })
+      for (const block of pageBlocks) {
+        const runs = isRun(block)
+        it(label(block), { skip: skipReason(block), timeout: BLOCK_TIMEOUT_MS + READY_TIMEOUT_MS }, async () => {
+          if (runs) await folder.run(block)
+          else folder.write(block)
+        })
+      }
+    })
+  }
+
+  if (shard !== 0) return
+  describe('the examples not run', () => {
+    it('are listed, each with its reason', (t) => {
+      const skipped = pages.flatMap((page) =>
+        pageBlocksOf(page).flatMap((block) => {
+          const skip = skipReason(block)
+          return skip ? [`${label(block)}: ${skip}`] : []
+        }),
+      )
+      t.diagnostic(`${skipped.length} example(s) not run:`)
+      for (const line of skipped) t.diagnostic(`  ${line}`)
+      const runnable = pages.flatMap((page) => blocks(page).filter((b) => RUN_LANGS.has(b.lang)))
+      assert.ok(runnable.length === 0 || skipped.length < runnable.length, 'some examples run')
+    })
   })
-})
+}

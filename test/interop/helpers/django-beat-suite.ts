@@ -1,7 +1,6 @@
-// tsq-test: slow 4
-// `tsq beat --scheduler django` on django-celery-beat's
-// tables. The test makes a database, runs Debian's Django `migrate` with the
-// minimal settings module (test/fixtures/django), changes PeriodicTask rows
+// The suite of test/interop/django-beat-*.test.ts (one file per database, so each lane runs one):
+// `tsq beat --scheduler django` on django-celery-beat's tables. The suite makes a database, runs Debian's
+// Django `migrate` with the minimal settings module (test/fixtures/django), changes PeriodicTask rows
 // through the Django ORM (tsq_django_beat.py) as the admin would, and checks:
 // a new row is sent and run by a worker; interval changes and disabling are
 // taken up without a restart; a one_off row runs once and is disabled; the
@@ -13,11 +12,11 @@ import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
-import { REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../helpers/brokers.js'
-import { createTestDatabase, databaseSkipReason, type DbKind, type TestDatabase } from '../helpers/databases.js'
-import { GroupProcess, sleep } from '../helpers/process-group.js'
-import { PYTHON, REPO_ROOT, TSQ_BIN, parseJsonOut, run } from './helpers/python-worker.js'
-import { startTsqWorker, type TsqWorker } from './worker-helpers/tsq-worker.js'
+import { REDIS_URL, brokerSkipReason, uniqueName, waitFor } from '../../helpers/brokers.js'
+import { createTestDatabase, databaseSkipReason, type DbKind, type TestDatabase } from '../../helpers/databases.js'
+import { GroupProcess, sleep } from '../../helpers/process-group.js'
+import { PYTHON, REPO_ROOT, TSQ_BIN, parseJsonOut, run } from './python-worker.js'
+import { startTsqWorker, type TsqWorker } from '../worker-helpers/tsq-worker.js'
 
 const DJANGO_DIR = resolve(REPO_ROOT, 'test/fixtures/django')
 const redisSkip = await brokerSkipReason('redis')
@@ -53,7 +52,7 @@ interface OrmRow {
   last_run_at: string | null
 }
 
-for (const kind of ['postgresql', 'mysql', 'sqlite'] as DbKind[]) {
+export async function djangoBeatSuite(kind: DbKind): Promise<void> {
   const skip = redisSkip || djangoSkip || (await databaseSkipReason(kind))
   describe(`tsq beat --scheduler django on ${kind}, with django-celery-beat`, { skip }, () => {
     let db: TestDatabase
