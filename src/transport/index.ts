@@ -39,7 +39,7 @@ export { createBrokerAdmin, listVirtualBindings } from './admin.js'
 export type { BindingRow, BrokerAdmin, GotMessage } from './admin.js'
 export { createTransport, defaultFileBrokerDir, defaultFileBrokerUrl } from './registry.js'
 export type { TransportSettings } from './registry.js'
-export { DELAYED_DELIVERY_LEVELS, levelName as delayedLevelName } from './amqp/delayed-delivery.js'
+export { DELAYED_DELIVERY_LEVELS, levelName as delayedLevelName } from './amqp/delayed-levels.js'
 export {
   FAILOVER_STRATEGIES,
   FailoverCycle,

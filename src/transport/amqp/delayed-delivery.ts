@@ -41,9 +41,10 @@ import type { Channel } from 'amqplib'
 import { BrokerRequestError } from '../errors.js'
 import type { OutgoingMessage } from '../transport.js'
 import type { DelayedQueueType } from './delayed-queue-type.js'
+import { DELAYED_DELIVERY_LEVELS, levelName } from './delayed-levels.js'
 
-/** kombu's MAX_NUMBER_OF_BITS_TO_USE: one level (queue + exchange) per bit of the delay in seconds. */
-export const DELAYED_DELIVERY_LEVELS = 28
+export { DELAYED_DELIVERY_LEVELS, levelName }
+
 /** kombu's MAX_LEVEL. */
 export const DELAYED_DELIVERY_MAX_LEVEL = DELAYED_DELIVERY_LEVELS - 1
 /** kombu's CELERY_DELAYED_DELIVERY_EXCHANGE: where a message leaves the ladder. */
@@ -89,12 +90,6 @@ const INT32_MAX = 2_147_483_647
 /** py-amqp writes an int past ±(2**31 - 1) as a 64-bit `L`; anything smaller as `I`. */
 function tableInteger(value: number): TypedInteger {
   return { '!': Math.abs(value) <= INT32_MAX ? 'int' : 'long', value }
-}
-
-/** kombu's level_name: the queue and the exchange of one level share it. */
-export function levelName(level: number): string {
-  if (!Number.isInteger(level) || level < 0) throw new RangeError(`level must be a non-negative integer, got ${level}`)
-  return `celery_delayed_${level}`
 }
 
 /**
