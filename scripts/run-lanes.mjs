@@ -17,7 +17,8 @@
 // `// tsq-test: slow N` (about N minutes). `TSQ_LANE_TIMES=write` records this
 // run's times into that file.
 //
-// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 6;
+// Usage: node scripts/run-lanes.mjs DIR|FILE...   (env LANES, default 8: the files mostly wait on
+// workers and brokers, about 1.5 of the 2 cores' CPU at 8 lanes;
 // TSQ_TEST_VHOST_PREFIX gives every lane, the first too, a vhost of its own
 // named PREFIXn, for a second run on the same broker)
 import { spawn, execFileSync } from 'node:child_process'
@@ -31,7 +32,7 @@ const BASE_REDIS = process.env.TSQ_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
 // Redis databases per lane: [broker, events bus]. Lane 0 keeps the defaults the
 // tests use when run by hand; 8-13 and 15 are left to test files that pick their own.
 // A fourth lane (LANES=4) takes 3 and 14, which helpers use for debugging by hand.
-// Lanes past the fourth (LANES=6) each start a Redis server of their own (databases 0 and 1
+// Lanes past the fourth (LANES=5 and up) each start a Redis server of their own (databases 0 and 1
 // on it), stopped at the end: the shared server has no databases left to give them.
 const LANE_REDIS_DBS = [
   [0, 7],
@@ -229,7 +230,7 @@ const weight = (f) => {
 }
 const weights = new Map(files.map((f) => [f, weight(f)]))
 const shared = files.filter((f) => !exclusive.includes(f)).sort((a, b) => weights.get(b) - weights.get(a))
-let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 6), MAX_LANES))
+let lanes = Math.max(1, Math.min(Number(process.env.LANES ?? 8), MAX_LANES))
 const vhosts = []
 const redisOf = []
 for (let lane = 0; lane < lanes; lane += 1) {
