@@ -203,9 +203,9 @@ export function concurrencySuite({ kind, broker: URL, redisUrl, skip, aTasks, bT
       await cleanStore()
     })
 
-    // Reported, not failing the run, until the loss is found: a CI run on Redis saw one task of a key never start after
+    // Reported, not failing the run, until the loss is found: whole CI runs on Redis saw one task of a key never start after
     // the kill (nothing left in the store's backlog, the queue or kombu's unacked hash). docs/concurrency-keys.md says so.
-    const knownLoss = 'a task can be lost when a worker is killed with -9 (seen once on Redis): under investigation'
+    const knownLoss = 'a task can be lost when a worker is killed with -9 (seen in whole CI runs on Redis): under investigation'
     it(
       'a worker killed with -9: its slots are free within the lease, every task ends, no tenant over its limit',
       { todo: knownLoss },
